@@ -1,0 +1,383 @@
+"""The benchmark domain: projects, toolsets, taxonomies, items and what hangs off them.
+
+Every imported record keeps its exact source JSON text in ``raw`` next to the parsed columns,
+so export can be lossless and fields nobody has verified yet still round-trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.conf import settings as django_settings
+from django.db import models
+from django.db.models import Q
+
+
+class ProjectKind(models.TextChoices):
+    INTERLEAVED = "interleaved", "Interleaved answers (tool tags)"
+    PLAN = "plan", "Tool plans (m&m's)"
+    TRAJECTORY = "trajectory", "Agent trajectories (Agentic-MME)"
+
+
+class TagSyntax(models.TextChoices):
+    NONE = "", "None"
+    ATP = "atp", "ATP-Bench <tool>{json}</tool>"
+    LLMI = "llmi", "LLM-I <imgen>{dict}</imgen>"
+
+
+class DataFormat(models.TextChoices):
+    ATP = "atp", "ATP-Bench"
+    LLMI = "llmi", "LLM-I / LLMI-Bench"
+    AGENTIC_MME = "agentic-mme", "Agentic-MME"
+    MMS = "mms", "m&m's"
+
+
+class Role(models.TextChoices):
+    ADMIN = "admin", "Admin"
+    REVIEWER = "reviewer", "Reviewer"
+    ANNOTATOR = "annotator", "Annotator"
+
+
+class ItemStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    IN_REVIEW = "in_review", "In review"
+    VERIFIED = "verified", "Verified"
+    DISCARDED = "discarded", "Discarded"
+
+
+class Modality(models.TextChoices):
+    TEXT = "text", "Text only"
+    IMAGE = "image", "With input images"
+
+
+class Origin(models.TextChoices):
+    GROUND_TRUTH = "ground_truth", "Ground truth"
+    MODEL = "model", "Model"
+
+
+class Toolset(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    builtin = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Tool(models.Model):
+    """One tool. ``parameters`` is a list of ``{"name", "type", "required", "description"}``;
+    ``input_types``/``output_types`` are modality names (m&m's graph edges follow from them, or
+    are stored explicitly as ToolEdge rows)."""
+
+    toolset = models.ForeignKey(Toolset, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=100)
+    category = models.CharField(max_length=100, blank=True)
+    description = models.TextField(blank=True, help_text="What the tool can and cannot do.")
+    parameters = models.JSONField(default=list, blank=True)
+    input_types = models.JSONField(default=list, blank=True)
+    output_names = models.JSONField(default=list, blank=True)
+    output_types = models.JSONField(default=list, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["toolset", "position", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["toolset", "name"], name="tool_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ToolEdge(models.Model):
+    toolset = models.ForeignKey(Toolset, on_delete=models.CASCADE, related_name="edges")
+    source = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="out_edges")
+    target = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="in_edges")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "target"], name="tooledge_unique"),
+        ]
+
+
+class Taxonomy(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    builtin = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "taxonomies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TermKind(models.TextChoices):
+    CATEGORY = "category", "Category"
+    INTENT = "intent", "Intent"
+    DOMAIN = "domain", "Domain"
+    LEVEL = "level", "Level"
+
+
+class TaxonomyTerm(models.Model):
+    taxonomy = models.ForeignKey(Taxonomy, on_delete=models.CASCADE, related_name="terms")
+    kind = models.CharField(max_length=20, choices=TermKind.choices)
+    name = models.CharField(max_length=200)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    description = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["taxonomy", "kind", "position", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["taxonomy", "kind", "name"], name="taxonomyterm_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20, choices=ProjectKind.choices)
+    tag_syntax = models.CharField(max_length=10, choices=TagSyntax.choices, blank=True)
+    data_format = models.CharField(max_length=20, choices=DataFormat.choices)
+    toolset = models.ForeignKey(Toolset, on_delete=models.PROTECT, related_name="projects")
+    taxonomy = models.ForeignKey(
+        Taxonomy, null=True, blank=True, on_delete=models.PROTECT, related_name="projects"
+    )
+    description = models.TextField(blank=True)
+    settings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    members = models.ManyToManyField(
+        django_settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(kind="interleaved") & ~Q(tag_syntax=""))
+                | (~Q(kind="interleaved") & Q(tag_syntax="")),
+                name="project_tag_syntax_fits_kind",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=20, choices=Role.choices)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role}) in {self.project}"
+
+
+class Image(models.Model):
+    """An image stored once, by the sha256 of its bytes."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    file = models.FileField(upload_to="images/", max_length=255)
+    thumbnail = models.FileField(upload_to="thumbs/", max_length=255, blank=True)
+    format = models.CharField(max_length=20, blank=True)
+    width = models.PositiveIntegerField(default=0)
+    height = models.PositiveIntegerField(default=0)
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Which projects use the image: decides who may see it.
+    projects = models.ManyToManyField(Project, related_name="images", blank=True)
+
+    def __str__(self) -> str:
+        return self.sha256[:12]
+
+
+class Item(models.Model):
+    """One benchmark record: a query with its documents, images, constraints and answer."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=255)
+    position = models.PositiveIntegerField(default=0)
+    source_file = models.CharField(max_length=255, blank=True)
+    query = models.TextField(blank=True)
+    modality = models.CharField(max_length=10, choices=Modality.choices, default=Modality.TEXT)
+    documents = models.JSONField(default=list, blank=True)
+    # [{"sha256", "role", "path", "position"}]: images by content hash, in source order.
+    image_refs = models.JSONField(default=list, blank=True)
+    constraints = models.JSONField(default=dict, blank=True)
+    expected_answer = models.TextField(blank=True)
+    accepted_variants = models.JSONField(default=list, blank=True)
+    match_type = models.CharField(max_length=30, blank=True)
+    rubric = models.JSONField(default=list, blank=True)
+    category = models.CharField(max_length=200, blank=True)
+    intent = models.CharField(max_length=200, blank=True)
+    domain = models.CharField(max_length=200, blank=True)
+    level = models.PositiveSmallIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=20, choices=ItemStatus.choices, default=ItemStatus.DRAFT)
+    discard_reason = models.TextField(blank=True)
+    provenance = models.CharField(max_length=200, blank=True)
+    raw = models.TextField(blank=True, help_text="The exact source JSON of the record.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "external_id"], name="item_unique_id"),
+            models.CheckConstraint(
+                condition=Q(level__isnull=True) | Q(level__gte=1, level__lte=3),
+                name="item_level_1_to_3",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="discarded") | ~Q(discard_reason=""),
+                name="item_discard_needs_reason",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "status"]),
+            models.Index(fields=["project", "category", "intent"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+    @property
+    def raw_record(self) -> Any:
+        return orjson.loads(self.raw) if self.raw else None
+
+
+class AttachedRecord(models.Model):
+    """Fields shared by what hangs off an item and may come from its own source file."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="%(class)ss")
+    key = models.CharField(max_length=255, help_text="Unique per item, e.g. 'gt' or 'file#3'.")
+    origin = models.CharField(max_length=20, choices=Origin.choices, default=Origin.GROUND_TRUTH)
+    model_name = models.CharField(max_length=200, blank=True)
+    source_file = models.CharField(max_length=255, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    raw = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["item", "position", "id"]
+
+    @property
+    def raw_record(self) -> Any:
+        return orjson.loads(self.raw) if self.raw else None
+
+
+class Response(AttachedRecord):
+    """An interleaved answer: text with tool tags."""
+
+    text = models.TextField(blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta(AttachedRecord.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["item", "key"], name="response_unique_key"),
+        ]
+
+
+class PlanForm(models.TextChoices):
+    JSON = "json", "JSON"
+    CODE = "code", "Python code"
+    RAW = "raw", "Unparsed text"
+
+
+class Plan(AttachedRecord):
+    """An ordered list of tool calls (m&m's), in JSON form, code form, or both."""
+
+    form = models.CharField(max_length=10, choices=PlanForm.choices, default=PlanForm.JSON)
+    steps = models.JSONField(default=list, blank=True)
+    code = models.TextField(blank=True)
+    is_alternative = models.BooleanField(default=False)
+
+    class Meta(AttachedRecord.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["item", "key"], name="plan_unique_key"),
+        ]
+
+
+class Trajectory(AttachedRecord):
+    """Ordered steps and checkpoints (Agentic-MME): the reference path or an agent's run."""
+
+    steps = models.JSONField(default=list, blank=True)
+    checkpoints = models.JSONField(default=list, blank=True)
+    ordering_constraints = models.JSONField(default=list, blank=True)
+    efficiency = models.JSONField(default=dict, blank=True)
+    final_answer = models.TextField(blank=True)
+    image_refs = models.JSONField(default=list, blank=True)
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="trajectories")
+
+    class Meta(AttachedRecord.Meta):
+        verbose_name_plural = "trajectories"
+        constraints = [
+            models.UniqueConstraint(fields=["item", "key"], name="trajectory_unique_key"),
+        ]
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class Job(models.Model):
+    kind = models.CharField(max_length=50)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    progress = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    message = models.CharField(max_length=500, blank=True)
+    error = models.TextField(blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
+    )
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(total=0) | Q(progress__lte=models.F("total")),
+                name="job_progress_le_total",
+            ),
+        ]
+
+    @property
+    def done(self) -> bool:
+        return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+    @property
+    def percent(self) -> int:
+        if self.status == JobStatus.SUCCEEDED:
+            return 100
+        return int(100 * self.progress / self.total) if self.total else 0

@@ -1,0 +1,35 @@
+"""Who may do what in a project. Roles are per project membership."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from benchmark.models import Membership, Project, Role
+
+# What each role may do; a role listed may do the action.
+ACTIONS: dict[str, set[str]] = {
+    "view": {Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR},
+    "review": {Role.ADMIN, Role.REVIEWER},
+    "import": {Role.ADMIN},
+    "export": {Role.ADMIN, Role.REVIEWER},
+    "manage": {Role.ADMIN},
+}
+
+
+def role_in(*, user: AbstractBaseUser | AnonymousUser, project: Project) -> str | None:
+    if not user.is_authenticated:
+        return None
+    cached = getattr(project, "_role_cache", {})
+    if user.pk in cached:
+        return cached[user.pk]
+    role = (
+        Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+    )
+    cached[user.pk] = role
+    project._role_cache = cached  # type: ignore[attr-defined]
+    return role
+
+
+def can(*, user: AbstractBaseUser | AnonymousUser, project: Project, action: str) -> bool:
+    role = role_in(user=user, project=project)
+    return role is not None and role in ACTIONS[action]

@@ -1,0 +1,1 @@
+"""Models for this app arrive with its first workflow."""
