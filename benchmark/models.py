@@ -13,6 +13,8 @@ from django.conf import settings as django_settings
 from django.db import models
 from django.db.models import Q
 
+from benchmark.fields import JSONField
+
 
 class ProjectKind(models.TextChoices):
     INTERLEAVED = "interleaved", "Interleaved answers (tool tags)"
@@ -78,11 +80,11 @@ class Tool(models.Model):
     name = models.CharField(max_length=100)
     category = models.CharField(max_length=100, blank=True)
     description = models.TextField(blank=True, help_text="What the tool can and cannot do.")
-    parameters = models.JSONField(default=list, blank=True)
-    input_types = models.JSONField(default=list, blank=True)
-    output_names = models.JSONField(default=list, blank=True)
-    output_types = models.JSONField(default=list, blank=True)
-    extra = models.JSONField(default=dict, blank=True)
+    parameters = JSONField(default=list, blank=True)
+    input_types = JSONField(default=list, blank=True)
+    output_names = JSONField(default=list, blank=True)
+    output_types = JSONField(default=list, blank=True)
+    extra = JSONField(default=dict, blank=True)
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -158,7 +160,7 @@ class Project(models.Model):
         Taxonomy, null=True, blank=True, on_delete=models.PROTECT, related_name="projects"
     )
     description = models.TextField(blank=True)
-    settings = models.JSONField(default=dict, blank=True)
+    settings = JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(
         django_settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
@@ -221,14 +223,14 @@ class Item(models.Model):
     source_file = models.CharField(max_length=255, blank=True)
     query = models.TextField(blank=True)
     modality = models.CharField(max_length=10, choices=Modality.choices, default=Modality.TEXT)
-    documents = models.JSONField(default=list, blank=True)
+    documents = JSONField(default=list, blank=True)
     # [{"sha256", "role", "path", "position"}]: images by content hash, in source order.
-    image_refs = models.JSONField(default=list, blank=True)
-    constraints = models.JSONField(default=dict, blank=True)
+    image_refs = JSONField(default=list, blank=True)
+    constraints = JSONField(default=dict, blank=True)
     expected_answer = models.TextField(blank=True)
-    accepted_variants = models.JSONField(default=list, blank=True)
+    accepted_variants = JSONField(default=list, blank=True)
     match_type = models.CharField(max_length=30, blank=True)
-    rubric = models.JSONField(default=list, blank=True)
+    rubric = JSONField(default=list, blank=True)
     category = models.CharField(max_length=200, blank=True)
     intent = models.CharField(max_length=200, blank=True)
     domain = models.CharField(max_length=200, blank=True)
@@ -291,7 +293,7 @@ class Response(AttachedRecord):
     """An interleaved answer: text with tool tags."""
 
     text = models.TextField(blank=True)
-    extra = models.JSONField(default=dict, blank=True)
+    extra = JSONField(default=dict, blank=True)
 
     class Meta(AttachedRecord.Meta):
         constraints = [
@@ -309,7 +311,7 @@ class Plan(AttachedRecord):
     """An ordered list of tool calls (m&m's), in JSON form, code form, or both."""
 
     form = models.CharField(max_length=10, choices=PlanForm.choices, default=PlanForm.JSON)
-    steps = models.JSONField(default=list, blank=True)
+    steps = JSONField(default=list, blank=True)
     code = models.TextField(blank=True)
     is_alternative = models.BooleanField(default=False)
 
@@ -322,12 +324,12 @@ class Plan(AttachedRecord):
 class Trajectory(AttachedRecord):
     """Ordered steps and checkpoints (Agentic-MME): the reference path or an agent's run."""
 
-    steps = models.JSONField(default=list, blank=True)
-    checkpoints = models.JSONField(default=list, blank=True)
-    ordering_constraints = models.JSONField(default=list, blank=True)
-    efficiency = models.JSONField(default=dict, blank=True)
+    steps = JSONField(default=list, blank=True)
+    checkpoints = JSONField(default=list, blank=True)
+    ordering_constraints = JSONField(default=list, blank=True)
+    efficiency = JSONField(default=dict, blank=True)
     final_answer = models.TextField(blank=True)
-    image_refs = models.JSONField(default=list, blank=True)
+    image_refs = JSONField(default=list, blank=True)
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="trajectories")
 
     class Meta(AttachedRecord.Meta):
@@ -351,8 +353,8 @@ class Job(models.Model):
     total = models.PositiveIntegerField(default=0)
     message = models.CharField(max_length=500, blank=True)
     error = models.TextField(blank=True)
-    params = models.JSONField(default=dict, blank=True)
-    result = models.JSONField(default=dict, blank=True)
+    params = JSONField(default=dict, blank=True)
+    result = JSONField(default=dict, blank=True)
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
     )

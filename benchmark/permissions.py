@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
+from benchmark.exceptions import PermissionDenied
 from benchmark.models import Membership, Project, Role
 
 # What each role may do; a role listed may do the action.
@@ -33,3 +34,15 @@ def role_in(*, user: AbstractBaseUser | AnonymousUser, project: Project) -> str 
 def can(*, user: AbstractBaseUser | AnonymousUser, project: Project, action: str) -> bool:
     role = role_in(user=user, project=project)
     return role is not None and role in ACTIONS[action]
+
+
+def allowed_actions(*, user: AbstractBaseUser | AnonymousUser, project: Project) -> set[str]:
+    """Every action the user may take in the project, for showing or hiding links."""
+    role = role_in(user=user, project=project)
+    return {action for action, roles in ACTIONS.items() if role in roles}
+
+
+def require(*, user: AbstractBaseUser | AnonymousUser, project: Project, action: str) -> None:
+    """Raise benchmark.exceptions.PermissionDenied (403) unless the user may do the action."""
+    if not can(user=user, project=project, action=action):
+        raise PermissionDenied(f"your role in {project.name!r} does not allow {action}")

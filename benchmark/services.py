@@ -3,6 +3,7 @@ place that writes; views and serializers call them."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -13,8 +14,10 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.base import ContentFile
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from benchmark.bulk import bulk_insert
 from benchmark.exceptions import ValidationFailed
 from benchmark.formats import (
     AttachmentRecord,
@@ -67,10 +70,9 @@ def image_store(*, data: bytes, name: str = "", project: Project | None = None) 
         )
         shard = f"{info.sha256[:2]}/{info.sha256}"
         image.file.save(f"{shard}.{info.extension}", ContentFile(data), save=False)
-        try:
+        # A thumbnail is a convenience: the image is kept even when one cannot be made.
+        with contextlib.suppress(Exception):
             image.thumbnail.save(f"{shard}.png", ContentFile(make_thumbnail(data)), save=False)
-        except Exception:  # noqa: BLE001 - a thumbnail is a convenience; the image is kept
-            pass
         image.save()
     if project is not None:
         image.projects.add(project)
@@ -162,79 +164,92 @@ def _attachment_fields(rec: AttachmentRecord) -> dict[str, Any]:
 
 def _attachment_row(
     rec: AttachmentRecord, item_id: int, images: _ImageResolver
-) -> Response | Plan | Trajectory:
-    common = {"item_id": item_id, **_attachment_fields(rec)}
+) -> tuple[type[Response | Plan | Trajectory], dict[str, Any]]:
+    row = {"item_id": item_id, **_attachment_fields(rec)}
     if isinstance(rec, ResponseRecord):
-        return Response(text=rec.text, extra=rec.extra, **common)
+        return Response, {**row, "text": rec.text, "extra": rec.extra}
     if isinstance(rec, PlanRecord):
-        return Plan(
-            form=rec.form,
-            steps=rec.steps,
-            code=rec.code,
-            is_alternative=rec.is_alternative,
-            **common,
-        )
+        return Plan, {
+            **row,
+            "form": rec.form,
+            "steps": rec.steps,
+            "code": rec.code,
+            "is_alternative": rec.is_alternative,
+        }
     if isinstance(rec, TrajectoryRecord):
-        return Trajectory(
-            steps=rec.steps,
-            checkpoints=rec.checkpoints,
-            ordering_constraints=rec.ordering_constraints,
-            efficiency=rec.efficiency,
-            final_answer=rec.final_answer,
-            image_refs=images.resolve(rec.images, f"{rec.item_id}/{rec.key}"),
-            **common,
-        )
+        return Trajectory, {
+            **row,
+            "steps": rec.steps,
+            "checkpoints": rec.checkpoints,
+            "ordering_constraints": rec.ordering_constraints,
+            "efficiency": rec.efficiency,
+            "final_answer": rec.final_answer,
+            "image_refs": images.resolve(rec.images, f"{rec.item_id}/{rec.key}"),
+        }
     raise TypeError(f"unexpected attachment {type(rec).__name__}")  # pragma: no cover
 
 
-def _item_row(rec: ItemRecord, project: Project, images: _ImageResolver, position: int) -> Item:
-    status = rec.status if rec.status in ItemStatus.values else ItemStatus.DRAFT
-    item = Item(
-        project=project,
-        external_id=rec.external_id,
-        position=position,
-        source_file=rec.source_file,
-        query=rec.query,
-        modality=rec.modality,
-        documents=rec.documents,
-        image_refs=images.resolve(rec.images, rec.external_id),
-        constraints=rec.constraints,
-        expected_answer=rec.expected_answer,
-        accepted_variants=rec.accepted_variants,
-        match_type=rec.match_type,
-        rubric=rec.rubric,
-        category=rec.category,
-        intent=rec.intent,
-        domain=rec.domain,
-        level=rec.level,
-        status=status if status != ItemStatus.DISCARDED else ItemStatus.DRAFT,
-        provenance=rec.provenance or f"imported:{project.data_format}",
-        raw=rec.raw,
-    )
+def _item_row(
+    rec: ItemRecord, project: Project, images: _ImageResolver, position: int
+) -> dict[str, Any]:
     if len(rec.external_id) > 255:
         raise FormatError("id is longer than 255 characters", record=rec.external_id[:40])
-    return item
+    status = rec.status if rec.status in ItemStatus.values else ItemStatus.DRAFT
+    if status == ItemStatus.DISCARDED:  # a discard needs a reason, which records do not carry
+        status = ItemStatus.DRAFT
+    level = rec.level
+    if level is not None and not (isinstance(level, int) and 1 <= level <= 3):
+        raise FormatError(f"level must be 1, 2 or 3, not {level!r}", record=rec.external_id)
+    return {
+        "project_id": project.pk,
+        "external_id": rec.external_id,
+        "position": position,
+        "source_file": rec.source_file[:255],
+        "query": rec.query,
+        "modality": rec.modality,
+        "documents": rec.documents,
+        "image_refs": images.resolve(rec.images, rec.external_id),
+        "constraints": rec.constraints,
+        "expected_answer": rec.expected_answer,
+        "accepted_variants": rec.accepted_variants,
+        "match_type": rec.match_type[:30],
+        "rubric": rec.rubric,
+        "category": rec.category[:200],
+        "intent": rec.intent[:200],
+        "domain": rec.domain[:200],
+        "level": level,
+        "status": status,
+        "discard_reason": "",
+        "provenance": (rec.provenance or f"imported:{project.data_format}")[:200],
+        "raw": rec.raw,
+    }
 
 
 def _bulk_insert_items(
     project: Project,
-    pending: list[tuple[Item, ItemRecord]],
+    pending: list[tuple[dict[str, Any], ItemRecord]],
     id_by_external: dict[str, int],
     result: ImportResult,
     images: _ImageResolver,
 ) -> None:
     if not pending:
         return
-    Item.objects.bulk_create([item for item, _ in pending], batch_size=BATCH_SIZE)
-    nested: dict[type, list[Any]] = {Response: [], Plan: [], Trajectory: []}
-    for item, rec in pending:
-        id_by_external[item.external_id] = item.pk
+    bulk_insert(Item, (row for row, _ in pending))
+    new_ids = dict(
+        Item.objects.filter(
+            project=project, external_id__in=[rec.external_id for _, rec in pending]
+        ).values_list("external_id", "id")
+    )
+    nested: dict[type, list[dict[str, Any]]] = {Response: [], Plan: [], Trajectory: []}
+    for _, rec in pending:
+        item_id = new_ids[rec.external_id]
+        id_by_external[rec.external_id] = item_id
         for child in [*rec.responses, *rec.plans, *rec.trajectories]:
-            row = _attachment_row(child, item.pk, images)
-            nested[type(row)].append(row)
+            model, row = _attachment_row(child, item_id, images)
+            nested[model].append(row)
     for model, rows in nested.items():
         if rows:
-            model.objects.bulk_create(rows, batch_size=BATCH_SIZE)
+            bulk_insert(model, rows)
     result.items_created += len(pending)
     pending.clear()
 
@@ -256,13 +271,13 @@ def dataset_import(
     result = ImportResult()
     images = _ImageResolver(root, project, result)
     with transaction.atomic():
-        id_by_external: dict[str, int] = dict(
-            project.items.values_list("external_id", "id")
-        )
+        id_by_external: dict[str, int] = dict(project.items.values_list("external_id", "id"))
         existing_ids = set(id_by_external)
-        next_position = (project.items.order_by("-position").values_list("position", flat=True).first() or 0) + (1 if existing_ids else 0)
+        next_position = (
+            project.items.order_by("-position").values_list("position", flat=True).first() or 0
+        ) + (1 if existing_ids else 0)
         seen_in_file: set[str] = set()
-        pending: list[tuple[Item, ItemRecord]] = []
+        pending: list[tuple[dict[str, Any], ItemRecord]] = []
         attachments: list[AttachmentRecord] = []
         count = 0
         for rec in fmt.read(path):
@@ -305,10 +320,8 @@ def _insert_attachments(
         return
     existing: set[tuple[int, str]] = set()
     for model in (Response, Plan, Trajectory):
-        existing.update(
-            model.objects.filter(item__project=project).values_list("item_id", "key")
-        )
-    rows: dict[type, list[Any]] = {Response: [], Plan: [], Trajectory: []}
+        existing.update(model.objects.filter(item__project=project).values_list("item_id", "key"))
+    rows: dict[type, list[dict[str, Any]]] = {Response: [], Plan: [], Trajectory: []}
     for rec in attachments:
         item_id = id_by_external.get(rec.item_id)
         if item_id is None:
@@ -322,12 +335,12 @@ def _insert_attachments(
             result.attachments_skipped += 1
             continue
         existing.add((item_id, rec.key))
-        row = _attachment_row(rec, item_id, images)
-        rows[type(row)].append(row)
+        model, row = _attachment_row(rec, item_id, images)
+        rows[model].append(row)
         result.attachments_created += 1
     for model, batch in rows.items():
         if batch:
-            model.objects.bulk_create(batch, batch_size=BATCH_SIZE)
+            bulk_insert(model, batch)
 
 
 # --------------------------------------------------------------------------- export
@@ -337,136 +350,146 @@ def _image_refs(refs: list[dict[str, Any]]) -> list[ImageRef]:
     return [ImageRef(path=r["path"], role=r["role"], position=r["position"]) for r in refs]
 
 
-def _response_record(r: Response, external_id: str) -> ResponseRecord:
-    return ResponseRecord(
-        item_id=external_id,
-        key=r.key,
-        source_file=r.source_file,
-        raw=r.raw,
-        origin=r.origin,
-        model_name=r.model_name,
-        position=r.position,
-        text=r.text,
-        extra=r.extra,
-    )
-
-
-def _plan_record(p: Plan, external_id: str) -> PlanRecord:
-    return PlanRecord(
-        item_id=external_id,
-        key=p.key,
-        source_file=p.source_file,
-        raw=p.raw,
-        origin=p.origin,
-        model_name=p.model_name,
-        position=p.position,
-        form=p.form,
-        steps=p.steps,
-        code=p.code,
-        is_alternative=p.is_alternative,
-    )
-
-
-def _trajectory_record(t: Trajectory, external_id: str) -> TrajectoryRecord:
-    return TrajectoryRecord(
-        item_id=external_id,
-        key=t.key,
-        source_file=t.source_file,
-        raw=t.raw,
-        origin=t.origin,
-        model_name=t.model_name,
-        position=t.position,
-        steps=t.steps,
-        checkpoints=t.checkpoints,
-        ordering_constraints=t.ordering_constraints,
-        efficiency=t.efficiency,
-        final_answer=t.final_answer,
-        images=_image_refs(t.image_refs),
-    )
-
-
-def _item_record(item: Item) -> ItemRecord:
-    own = lambda rows: [r for r in rows if not r.raw]  # noqa: E731 - kept inside the record
-    return ItemRecord(
-        external_id=item.external_id,
-        source_file=item.source_file,
-        raw=item.raw,
-        position=item.position,
-        query=item.query,
-        modality=item.modality,
-        documents=item.documents,
-        images=_image_refs(item.image_refs),
-        constraints=item.constraints,
-        expected_answer=item.expected_answer,
-        accepted_variants=item.accepted_variants,
-        match_type=item.match_type,
-        rubric=item.rubric,
-        category=item.category,
-        intent=item.intent,
-        domain=item.domain,
-        level=item.level,
-        status=item.status,
-        provenance=item.provenance,
-        responses=[_response_record(r, item.external_id) for r in own(item.responses.all())],
-        plans=[_plan_record(p, item.external_id) for p in own(item.plans.all())],
-        trajectories=[
-            _trajectory_record(t, item.external_id) for t in own(item.trajectories.all())
+_COMMON = ["item_id", "key", "source_file", "raw", "origin", "model_name", "position"]
+_ATTACHED: dict[type, tuple[type[AttachmentRecord], list[str]]] = {
+    Response: (ResponseRecord, ["text", "extra"]),
+    Plan: (PlanRecord, ["form", "steps", "code", "is_alternative"]),
+    Trajectory: (
+        TrajectoryRecord,
+        [
+            "steps",
+            "checkpoints",
+            "ordering_constraints",
+            "efficiency",
+            "final_answer",
+            "image_refs",
         ],
-    )
+    ),
+}
+_ITEM_FIELDS = [
+    "external_id", "source_file", "raw", "position", "query", "modality", "documents",
+    "image_refs", "constraints", "expected_answer", "accepted_variants", "match_type", "rubric",
+    "category", "intent", "domain", "level", "status", "provenance",
+]  # fmt: skip
+EXPORT_CHUNK = 1000
+
+
+def _attached_records(
+    model: type, rows: Iterable[tuple[Any, ...]], external: dict[int, str]
+) -> Iterator[tuple[int, AttachmentRecord]]:
+    """(item pk, record) for each row of ``model`` fetched as ``_COMMON + own`` columns."""
+    record_cls, own = _ATTACHED[model]
+    for row in rows:
+        values = dict(zip([*_COMMON, *own], row, strict=True))
+        pk = values["item_id"]
+        values["item_id"] = external[pk]
+        if "image_refs" in values:
+            values["images"] = _image_refs(values.pop("image_refs"))
+        yield pk, record_cls(**values)
+
+
+def _export_items(
+    project: Project, status: str | None, image_paths: dict[str, str]
+) -> Iterator[ItemRecord]:
+    """Items in order, a chunk at a time (keyset pagination), with what their own records hold."""
+    base = project.items.all()
+    if status:
+        base = base.filter(status=status)
+    after: tuple[int, int] | None = None
+    while True:
+        chunk_qs = base.order_by("position", "id")
+        if after is not None:
+            chunk_qs = chunk_qs.filter(
+                Q(position__gt=after[0]) | Q(position=after[0], id__gt=after[1])
+            )
+        chunk = list(chunk_qs.values_list("id", *_ITEM_FIELDS)[:EXPORT_CHUNK])
+        if not chunk:
+            return
+        after = (chunk[-1][4], chunk[-1][0])
+        external = {row[0]: row[1] for row in chunk}
+        nested: dict[int, dict[type, list[AttachmentRecord]]] = {}
+        for model, (_, own) in _ATTACHED.items():
+            rows = (
+                model.objects.filter(item_id__in=external, raw="")
+                .order_by("item_id", "position", "id")
+                .values_list(*_COMMON, *own)
+            )
+            for pk, rec in _attached_records(model, rows, external):
+                nested.setdefault(pk, {}).setdefault(model, []).append(rec)
+        for row in chunk:
+            values = dict(zip(_ITEM_FIELDS, row[1:], strict=True))
+            for ref in values["image_refs"]:
+                if ref.get("sha256"):
+                    image_paths.setdefault(ref["path"], ref["sha256"])
+            values["images"] = _image_refs(values.pop("image_refs"))
+            own_records = nested.get(row[0], {})
+            yield ItemRecord(
+                **values,
+                responses=own_records.get(Response, []),  # type: ignore[arg-type]
+                plans=own_records.get(Plan, []),  # type: ignore[arg-type]
+                trajectories=own_records.get(Trajectory, []),  # type: ignore[arg-type]
+            )
+
+
+def _export_attachments(
+    project: Project, status: str | None, image_paths: dict[str, str]
+) -> Iterator[AttachmentRecord]:
+    """Records that came from their own files (answers, predictions, runs), in item order."""
+    for model, (_, own) in _ATTACHED.items():
+        rows = model.objects.filter(item__project=project).exclude(raw="")
+        if status:
+            rows = rows.filter(item__status=status)
+        rows = rows.order_by("item__position", "item_id", "position", "id")
+        external = dict(rows.values_list("item_id", "item__external_id").distinct())
+        for _, rec in _attached_records(model, rows.values_list(*_COMMON, *own), external):
+            for image in getattr(rec, "images", []):
+                image_paths.setdefault(image.path, "")
+            yield rec
 
 
 def dataset_export(
     *, project: Project, out: Path, status: str | None = None, copy_images: bool = True
 ) -> list[Path]:
     """Write the project's items (optionally only those with ``status``) in its format,
-    streaming from the database. Returns the files written."""
+    streaming from the database a chunk at a time. Returns the files written."""
     if status is not None and status not in ItemStatus.values:
         raise ValidationFailed(
             f"unknown status {status!r}; choose one of {', '.join(ItemStatus.values)}"
         )
     fmt = get_format(project.data_format)
     out = Path(out)
-    items = project.items.order_by("position", "id").prefetch_related(
-        "responses", "plans", "trajectories"
-    )
-    if status:
-        items = items.filter(status=status)
     image_paths: dict[str, str] = {}
-
-    def item_records() -> Iterator[ItemRecord]:
-        for item in items.iterator(chunk_size=2000):
-            for ref in item.image_refs:
-                if ref.get("sha256"):
-                    image_paths.setdefault(ref["path"], ref["sha256"])
-            yield _item_record(item)
-
-    def attachment_records() -> Iterator[AttachmentRecord]:
-        for model, convert in (
-            (Response, _response_record),
-            (Plan, _plan_record),
-            (Trajectory, _trajectory_record),
-        ):
-            rows = model.objects.filter(item__project=project).exclude(raw="")
-            if status:
-                rows = rows.filter(item__status=status)
-            for row in rows.select_related("item").order_by("item__position", "position", "id"):
-                for ref in getattr(row, "image_refs", []):
-                    if ref.get("sha256"):
-                        image_paths.setdefault(ref["path"], ref["sha256"])
-                yield convert(row, row.item.external_id)
-
-    written = list(fmt.write(out, item_records(), attachment_records()))
+    written = list(
+        fmt.write(
+            out,
+            _export_items(project, status, image_paths),
+            _export_attachments(project, status, image_paths),
+        )
+    )
     if copy_images and image_paths:
-        root = out.parent if out.suffix else out
-        files = dict(Image.objects.filter(sha256__in=set(image_paths.values())).values_list("sha256", "file"))
-        for rel, sha in image_paths.items():
-            target = (root / rel).resolve()
-            if not target.is_relative_to(root.resolve()) or sha not in files:
-                continue
-            if not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(Path(settings.MEDIA_ROOT) / files[sha], target)
+        _copy_images(project, out.parent if out.suffix else out, image_paths)
     return written
+
+
+def _copy_images(project: Project, root: Path, image_paths: dict[str, str]) -> None:
+    files = dict(Image.objects.filter(projects=project).values_list("sha256", "file"))
+    run_refs: dict[str, str] = {}
+    for model in (Trajectory,):
+        for refs in model.objects.filter(item__project=project).values_list(
+            "image_refs", flat=True
+        ):
+            for ref in refs:
+                if ref.get("sha256"):
+                    run_refs[ref["path"]] = ref["sha256"]
+    media = Path(settings.MEDIA_ROOT)
+    root = root.resolve()
+    for rel, sha in image_paths.items():
+        sha = sha or run_refs.get(rel, "")
+        target = (root / rel).resolve()
+        if not sha or sha not in files or not target.is_relative_to(root) or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(media / files[sha], target)
 
 
 # --------------------------------------------------------------------------- projects
@@ -497,7 +520,9 @@ def job_create(
     )
 
 
-def job_progress(*, job_id: int, progress: int, total: int | None = None, message: str = "") -> None:
+def job_progress(
+    *, job_id: int, progress: int, total: int | None = None, message: str = ""
+) -> None:
     fields: dict[str, Any] = {"progress": progress}
     if total is not None:
         fields["total"] = total
@@ -524,3 +549,189 @@ def job_finish(*, job_id: int, result: dict[str, Any] | None = None, error: str 
         job.progress = job.total
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "error", "result", "progress", "finished_at"])
+
+
+# =========================================================================== web import/export
+# Added for the import and export pages and API: starting an import job from an upload, and
+# packing an export into one downloadable file. Nothing above is changed by this section.
+
+import re  # noqa: E402
+import stat  # noqa: E402
+import tempfile  # noqa: E402
+import zipfile  # noqa: E402
+from typing import IO  # noqa: E402
+
+from django.core.files.uploadedfile import UploadedFile  # noqa: E402
+from django.utils.text import get_valid_filename, slugify  # noqa: E402
+
+from benchmark import permissions  # noqa: E402
+
+IMPORT_KIND = "import"
+_ZIP_JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
+_MAX_ZIP_MEMBERS = 200_000
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def _import_folder(job_id: int) -> Path:
+    return Path(settings.MEDIA_ROOT) / "imports" / str(job_id)
+
+
+def _safe_member_target(root: Path, info: zipfile.ZipInfo) -> Path | None:
+    """Where a zip member goes under ``root``; None for junk; raise for unsafe names."""
+    name = info.filename
+    if any(part in name for part in _ZIP_JUNK):
+        return None
+    mode = info.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        raise ValidationFailed(f"the zip holds a symbolic link ({name!r}); links are refused")
+    if name.startswith(("/", "\\")) or "\\" in name or _DRIVE.match(name):
+        raise ValidationFailed(f"the zip holds an unsafe path {name!r}")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ValidationFailed(f"the zip holds a path that leaves its folder: {name!r}")
+    target = root.joinpath(*parts).resolve() if parts else root
+    if not target.is_relative_to(root.resolve()):
+        raise ValidationFailed(f"the zip holds a path that leaves its folder: {name!r}")
+    return target
+
+
+def _extract_zip(upload: IO[bytes], root: Path, max_bytes: int) -> Path:
+    """Extract a zip safely into ``root``; return the dataset folder (the single top folder
+    when the zip wraps everything in one, else ``root``)."""
+    try:
+        with zipfile.ZipFile(upload) as zf:
+            members = zf.infolist()
+            if len(members) > _MAX_ZIP_MEMBERS:
+                raise ValidationFailed(
+                    f"the zip holds {len(members)} entries; the limit is {_MAX_ZIP_MEMBERS}"
+                )
+            total = sum(m.file_size for m in members)
+            if total > max_bytes:
+                raise ValidationFailed(
+                    f"the zip unpacks to {total / 1e6:.1f} MB; the limit is "
+                    f"{max_bytes / 1e6:.1f} MB"
+                )
+            for info in members:
+                target = _safe_member_target(root, info)
+                if target is None:
+                    continue
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, target.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1024 * 1024)
+    except zipfile.BadZipFile as exc:
+        raise ValidationFailed(f"the file is not a readable zip archive ({exc})") from None
+    except RuntimeError as exc:  # encrypted members
+        raise ValidationFailed(f"the zip cannot be read: {exc}") from None
+    entries = [p for p in root.iterdir()]
+    if not entries:
+        raise ValidationFailed("the zip is empty")
+    if len(entries) == 1 and entries[0].is_dir():
+        return entries[0]
+    return root
+
+
+def import_upload_start(*, project: Project, user: AbstractBaseUser, upload: UploadedFile) -> Job:
+    """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
+    MEDIA_ROOT/imports/<job id>/, create an import Job for it and enqueue the import task
+    after commit. Raises ValidationFailed for uploads a user can fix, PermissionDenied for
+    users who may not import."""
+    from benchmark.tasks import dataset_import_task  # tasks imports this module
+
+    permissions.require(user=user, project=project, action="import")
+    max_bytes = settings.BENCHWRIGHT_MAX_UPLOAD_BYTES
+    if not upload or not upload.size:
+        raise ValidationFailed("the uploaded file is empty")
+    if upload.size > max_bytes:
+        raise ValidationFailed(
+            f"the file is {upload.size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.1f} MB"
+        )
+    filename = get_valid_filename(Path(upload.name or "upload").name) or "upload"
+    with transaction.atomic():
+        job = job_create(
+            kind=IMPORT_KIND,
+            user=user,
+            project=project,
+            params={"project_id": project.pk, "path": "", "filename": filename},
+        )
+        folder = _import_folder(job.pk)
+        try:
+            folder.mkdir(parents=True, exist_ok=False)
+            upload.seek(0)
+            if zipfile.is_zipfile(upload):
+                upload.seek(0)
+                path = _extract_zip(upload, folder, max_bytes)
+            elif filename.lower().endswith(".zip"):
+                raise ValidationFailed("the file is named .zip but is not a zip archive")
+            else:
+                upload.seek(0)
+                path = folder / filename
+                with path.open("wb") as dst:
+                    for chunk in upload.chunks():
+                        dst.write(chunk)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        job.params = {**job.params, "path": str(path)}
+        job.message = "queued"
+        job.save(update_fields=["params", "message"])
+        transaction.on_commit(lambda: dataset_import_task.delay(job.pk))
+    return job
+
+
+@dataclass
+class ExportFile:
+    """An open export file ready to stream; its folder is already removed (POSIX keeps the
+    open file readable), so closing the handle frees it."""
+
+    handle: IO[bytes]
+    filename: str
+    content_type: str
+
+
+_CONTENT_TYPES = {
+    ".jsonl": "application/x-ndjson",
+    ".json": "application/json",
+    ".zip": "application/zip",
+}
+
+
+def dataset_export_file(
+    *,
+    project: Project,
+    user: AbstractBaseUser,
+    status: str | None = None,
+    include_images: bool = False,
+) -> ExportFile:
+    """Export the project (optionally one status) in its format into a temporary folder and
+    return one file: the single file written (e.g. ATP's .jsonl), or a .zip of everything
+    (multi-file formats, or when images are included)."""
+    permissions.require(user=user, project=project, action="export")
+    base = slugify(project.name) or f"project-{project.pk}"
+    if status:
+        base = f"{base}-{status}"
+    tmp = Path(tempfile.mkdtemp(prefix="benchwright-export-"))
+    try:
+        out = tmp / base
+        out.mkdir()
+        dataset_export(project=project, out=out, status=status, copy_images=include_images)
+        files = sorted(p for p in tmp.rglob("*") if p.is_file())
+        if len(files) == 1 and not include_images:
+            single = files[0]
+            suffix = single.suffix or ".txt"
+            return ExportFile(
+                handle=single.open("rb"),
+                filename=f"{base}{suffix}",
+                content_type=_CONTENT_TYPES.get(suffix, "application/octet-stream"),
+            )
+        archive = tmp / f"{base}.zip"
+        with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for path in files:
+                zf.write(path, arcname=str(path.relative_to(tmp)))
+        return ExportFile(
+            handle=archive.open("rb"), filename=archive.name, content_type="application/zip"
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -7,6 +7,8 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("benchmark.web_urls")),
+    path("", include("annotation.urls")),
+    path("", include("review.urls")),
     path("api/", include("benchmark.api.urls")),
 ]
 

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from benchmark import views
 
@@ -6,4 +6,11 @@ app_name = "benchmark"
 
 urlpatterns = [
     path("", views.project_list, name="project_list"),
+    path("projects/<int:pk>/", views.project_detail, name="project_detail"),
+    path("projects/<int:project_pk>/items/<int:pk>/", views.item_detail, name="item_detail"),
+    path("projects/<int:pk>/import/", views.project_import, name="project_import"),
+    path("projects/<int:pk>/export/", views.project_export, name="project_export"),
+    path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
+    re_path(r"^images/(?P<sha256>[0-9a-f]{64})/$", views.image_file, name="image"),
+    re_path(r"^images/(?P<sha256>[0-9a-f]{64})/thumb/$", views.image_thumb, name="image_thumb"),
 ]

@@ -1,0 +1,104 @@
+"""Consensus rules: what k judgments of one item add up to. Pure: no Django.
+
+A rule looks at the submitted values (and, for the author rule, the author's reference value)
+and answers with an outcome: ``accepted``, ``rejected`` or ``disputed``, plus the agreed value.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Rule(StrEnum):
+    UNANIMOUS = "unanimous"  # everyone gives the same value
+    MAJORITY = "majority"  # more than half give the same value
+    ALL_REQUIRED = "all_required"  # everyone gives the required value (m&m's: all rate 1)
+    AUTHOR_PLUS_TWO = "author_plus_two"  # at least two verifiers match the author's answer
+
+
+class Verdict(StrEnum):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    DISPUTED = "disputed"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: Verdict
+    value: Any = None
+    reason: str = ""
+
+
+def normalize_answer(value: Any) -> str:
+    """Lower-case, strip accents, punctuation and surrounding space; collapse inner space."""
+    text = unicodedata.normalize("NFKD", str(value)).encode("ascii", "ignore").decode()
+    text = re.sub(r"[^\w\s.]", " ", text.lower())
+    text = re.sub(r"(?<!\d)\.|\.(?!\d)", " ", text)
+    return " ".join(text.split())
+
+
+def _same(a: Any, b: Any) -> bool:
+    return normalize_answer(a) == normalize_answer(b) if isinstance(a, str) else a == b
+
+
+def decide(
+    rule: Rule | str,
+    values: Sequence[Any],
+    *,
+    needed: int,
+    accept: Callable[[Any], bool],
+    required: Any = None,
+    author_value: Any = None,
+) -> Outcome:
+    """Decide an item from its submitted ``values`` once ``needed`` are in.
+
+    ``accept(value)`` says whether an agreed value means the item is kept (e.g. 1, "keep").
+    """
+    rule = Rule(rule)
+    if len(values) < needed:
+        return Outcome(Verdict.PENDING, reason=f"{len(values)} of {needed} judgments in")
+    if rule is Rule.AUTHOR_PLUS_TWO:
+        matches = sum(_same(v, author_value) for v in values)
+        if matches >= 2 and matches == len(values):
+            return Outcome(Verdict.ACCEPTED, author_value, f"{matches} verifiers match the author")
+        return Outcome(
+            Verdict.DISPUTED,
+            reason=f"{matches} of {len(values)} verifiers match the author's answer",
+        )
+    counts = Counter(_key(v) for v in values)
+    top_key, top = counts.most_common(1)[0]
+    agreed = next(v for v in values if _key(v) == top_key)
+    if rule is Rule.MAJORITY:
+        if top * 2 > len(values):
+            return _verdict(agreed, accept, f"{top} of {len(values)} agree")
+        return Outcome(Verdict.DISPUTED, reason="no majority")
+    if top != len(values):
+        return Outcome(Verdict.DISPUTED, reason=_split(counts))
+    if rule is Rule.ALL_REQUIRED:
+        if _key(agreed) == _key(required):
+            return Outcome(Verdict.ACCEPTED, agreed, f"all {top} gave {required!r}")
+        return Outcome(Verdict.REJECTED, agreed, f"all {top} gave {agreed!r}, not {required!r}")
+    return _verdict(agreed, accept, f"all {top} agree")
+
+
+def _key(value: Any) -> Any:
+    if isinstance(value, str):
+        return normalize_answer(value)
+    if isinstance(value, list | dict):
+        return repr(value)
+    return value
+
+
+def _verdict(value: Any, accept: Callable[[Any], bool], reason: str) -> Outcome:
+    return Outcome(Verdict.ACCEPTED if accept(value) else Verdict.REJECTED, value, reason)
+
+
+def _split(counts: Counter[Any]) -> str:
+    return "judgments differ: " + ", ".join(f"{k!r}×{n}" for k, n in counts.most_common())

@@ -1,0 +1,284 @@
+"""The judgment queue: leases, blind submissions and outcomes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotation.consensus import Rule, Verdict, decide
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Judgment,
+    JudgmentTask,
+    Outcome,
+    Scheme,
+)
+from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.models import Item, ItemStatus
+from benchmark.permissions import role_in
+
+
+def _live(task: JudgmentTask, now: datetime) -> Q:
+    """Assignments that count towards the overlap: submitted, or leased and not expired."""
+    return Q(task=task) & (
+        Q(status=AssignmentStatus.SUBMITTED) | Q(status=AssignmentStatus.ACTIVE, expires_at__gt=now)
+    )
+
+
+def _author_tag(user: AbstractBaseUser) -> str:
+    return f"user:{user.get_username()}"
+
+
+def assignment_next_for_user(
+    *, task: JudgmentTask, user: AbstractBaseUser, now: datetime | None = None
+) -> Assignment | None:
+    """Lease the next item this user has not judged and that still needs judgments.
+
+    Under concurrent requests no item gets more than ``task.overlap`` live assignments: each
+    candidate item row is locked (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serialises
+    writers) and its live assignments are counted again after the lock is held.
+    """
+    if role_in(user=user, project=task.project) is None:
+        raise PermissionDenied("you are not a member of this project")
+    if not task.active:
+        raise ValidationFailed("this judgment task is closed")
+    now = now or timezone.now()
+    with transaction.atomic():
+        mine = (
+            Assignment.objects.filter(
+                task=task, user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now
+            )
+            .select_related("item")
+            .order_by("leased_at")
+            .first()
+        )
+        if mine is not None:
+            return mine
+        already = Assignment.objects.filter(task=task, item=OuterRef("pk"), user=user)
+        settled = Outcome.objects.filter(task=task, item=OuterRef("pk")).exclude(
+            verdict=Verdict.PENDING
+        )
+        candidates = (
+            Item.objects.filter(project=task.project)
+            .exclude(status=ItemStatus.DISCARDED)
+            .exclude(Exists(already))
+            .exclude(Exists(settled))
+        )
+        if not task.author_may_judge:
+            candidates = candidates.exclude(provenance=_author_tag(user))
+        free = Assignment.objects.filter(_live(task, now), item=OuterRef("pk")).values("item")
+        candidates = candidates.alias(
+            taken=Coalesce(Subquery(free.annotate(n=Count("pk")).values("n")[:1]), 0)
+        ).filter(taken__lt=task.overlap)
+        skip: list[int] = []
+        while True:
+            ordered = candidates.exclude(pk__in=skip).order_by("position", "pk")
+            # Prefer an item nobody else is locking; if every candidate is locked right now,
+            # wait for the first one instead of answering "nothing left".
+            item_id = (
+                ordered.select_for_update(skip_locked=True, of=("self",))
+                .values_list("pk", flat=True)
+                .first()
+            )
+            if item_id is None:
+                item_id = (
+                    ordered.select_for_update(of=("self",)).values_list("pk", flat=True).first()
+                )
+            if item_id is None:
+                return None
+            # Counted again once the row lock is held, in a fresh statement.
+            taken = Assignment.objects.filter(_live(task, now), item_id=item_id).count()
+            if taken < task.overlap:
+                return _lease(task=task, user=user, item_id=item_id, now=now)
+            skip.append(item_id)
+
+
+def _lease(
+    *, task: JudgmentTask, user: AbstractBaseUser, item_id: int, now: datetime
+) -> Assignment:
+    expires = now + timedelta(minutes=task.lease_minutes)
+    stale = Assignment.objects.filter(task=task, item_id=item_id, user=user).first()
+    if stale is not None:  # an expired lease of this user's own: renew it
+        stale.status, stale.leased_at, stale.expires_at = AssignmentStatus.ACTIVE, now, expires
+        stale.save(update_fields=["status", "leased_at", "expires_at"])
+        return stale
+    return Assignment.objects.create(
+        task=task, user=user, item_id=item_id, leased_at=now, expires_at=expires
+    )
+
+
+def _check_value(task: JudgmentTask, value: Any, reason: str) -> Any:
+    if task.scheme == Scheme.NUMBER:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValidationFailed(f"{value!r} is not a number") from None
+        return value
+    if task.scheme == Scheme.TEXT:
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationFailed("the answer is empty")
+        return value.strip()
+    allowed = task.label_values
+    for candidate in allowed:
+        if value == candidate or (isinstance(candidate, int) and str(value) == str(candidate)):
+            value = candidate
+            break
+    else:
+        raise ValidationFailed(
+            f"{value!r} is not one of the labels: {', '.join(map(str, allowed))}"
+        )
+    if task.scheme == Scheme.NOMINAL:
+        entry = next(e for e in task.labels if e["value"] == value)
+        reasons = entry.get("reasons") or []
+        if reasons and reason not in reasons:
+            raise ValidationFailed(f"choose a reason for {value!r}: {', '.join(reasons)}")
+    return value
+
+
+def judgment_submit(
+    *,
+    task: JudgmentTask,
+    item: Item,
+    user: AbstractBaseUser,
+    value: Any,
+    reason: str = "",
+    comment: str = "",
+    relabel: dict[str, str] | None = None,
+    seconds: float = 0,
+) -> Judgment:
+    """Record one annotator's judgment. Submitting the same judgment twice is harmless (the
+    first stands); judging an item not leased to you is refused."""
+    relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
+    unknown = set(relabel) - set(task.relabel_fields)
+    if unknown:
+        raise ValidationFailed(f"this task does not relabel {', '.join(sorted(unknown))}")
+    with transaction.atomic():
+        assignment = (
+            Assignment.objects.select_for_update().filter(task=task, item=item, user=user).first()
+        )
+        if assignment is None:
+            raise PermissionDenied("this item is not assigned to you")
+        existing = Judgment.objects.filter(assignment=assignment).first()
+        if existing is not None:
+            return existing
+        value = _check_value(task, value, reason)
+        now = timezone.now()
+        if assignment.expires_at <= now:
+            taken = (
+                Assignment.objects.filter(_live(task, now), item=item).exclude(pk=assignment.pk)
+            ).count()
+            if taken >= task.overlap:
+                raise Conflict("your lease expired and the item was judged by others meanwhile")
+        try:
+            judgment = Judgment.objects.create(
+                task=task,
+                item=item,
+                user=user,
+                assignment=assignment,
+                value=value,
+                reason=reason,
+                comment=comment,
+                relabel=relabel,
+                seconds=max(0.0, float(seconds or 0)),
+            )
+        except IntegrityError:
+            raise Conflict("a judgment of yours for this item already exists") from None
+        assignment.status = AssignmentStatus.SUBMITTED
+        assignment.submitted_at = now
+        assignment.save(update_fields=["status", "submitted_at"])
+        outcome_recompute(task=task, item=item)
+    return judgment
+
+
+def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
+    """Apply the consensus rule once ``overlap`` judgments are in; a reviewer's decision stands."""
+    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item=item)
+    if outcome.decided_by_id is not None or outcome.verdict == "discarded":
+        return outcome
+    values = list(
+        Judgment.objects.filter(task=task, item=item)
+        .order_by("created_at")
+        .values_list("value", flat=True)
+    )
+    result = decide(
+        Rule(task.consensus),
+        values,
+        needed=task.overlap,
+        accept=task.accepts,
+        required=task.required_value,
+        author_value=item.expected_answer,
+    )
+    outcome.verdict, outcome.value, outcome.reason = result.verdict, result.value, result.reason
+    outcome.decided_at = timezone.now() if result.verdict != Verdict.PENDING else None
+    outcome.save()
+    if task.updates_item_status:
+        item_follows_outcome(item, outcome.verdict, outcome.reason)
+    return outcome
+
+
+def item_follows_outcome(item: Item, verdict: str, reason: str) -> None:
+    status = {
+        Verdict.ACCEPTED: ItemStatus.VERIFIED,
+        Verdict.REJECTED: ItemStatus.DISCARDED,
+        Verdict.DISPUTED: ItemStatus.IN_REVIEW,
+        "discarded": ItemStatus.DISCARDED,
+    }.get(verdict)
+    if status is None:
+        return
+    item.status = status
+    item.discard_reason = (reason or verdict) if status == ItemStatus.DISCARDED else ""
+    item.save(update_fields=["status", "discard_reason", "updated_at"])
+
+
+ATP_QUERY_LABELS = [
+    {"value": "keep", "label": "Keep", "accept": True},
+    {"value": "remove_ambiguous", "label": "Remove: ambiguous or unnatural", "accept": False},
+    {"value": "remove_not_grounded", "label": "Remove: not grounded in the image", "accept": False},
+    {"value": "remove_not_visual", "label": "Remove: not visual-critical", "accept": False},
+]
+
+
+def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
+    """The default judgment task of each benchmark kind, created once per project:
+    m&m's "is this plan valid?" (binary, k = 3, all three rate 1) and ATP-Bench query
+    verification (keep / remove with a reason, relabel category and intent)."""
+    specs: list[dict[str, Any]] = []
+    if project.data_format == "mms":
+        specs.append(
+            {
+                "name": "Plan validity",
+                "question": "Does this plan solve the query?",
+                "scheme": Scheme.BINARY,
+                "overlap": 3,
+                "consensus": Rule.ALL_REQUIRED,
+                "required_value": 1,
+            }
+        )
+    elif project.data_format == "atp":
+        specs.append(
+            {
+                "name": "Query verification",
+                "question": "Keep this query? Remove it if it is ambiguous or unnatural, not "
+                "grounded in its image (VQA), or not visual-critical; fix its category and intent.",
+                "scheme": Scheme.NOMINAL,
+                "labels": ATP_QUERY_LABELS,
+                "relabel_fields": ["category", "intent"],
+                "overlap": 3,
+                "consensus": Rule.MAJORITY,
+            }
+        )
+    tasks = []
+    for spec in specs:
+        task, _ = JudgmentTask.objects.get_or_create(
+            project=project, name=spec.pop("name"), defaults=spec
+        )
+        tasks.append(task)
+    return tasks

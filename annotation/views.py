@@ -1,0 +1,140 @@
+"""Judging: the task list, "next item", and the judge page (blind)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotation import selectors, services
+from annotation.forms import JudgmentForm
+from annotation.models import JudgmentTask
+from annotation.plan_graph import layout
+from benchmark import permissions
+from benchmark import selectors as benchmark_selectors
+from benchmark.exceptions import DomainError
+from benchmark.models import Item
+from benchmark.plans.verify import verify_plan
+from benchmark.toolset_specs import plan_toolset
+from benchmark.views import _item_view, _plan_view
+
+htmx_page = vary_on_headers("HX-Request")
+
+
+def _go(request: HttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@login_required
+@require_GET
+def task_list(request: HttpRequest, pk: int) -> HttpResponse:
+    project = benchmark_selectors.project_get(user=request.user, pk=pk)
+    tasks = list(selectors.task_list(user=request.user, project=project))
+    for task in tasks:
+        task.progress = selectors.my_progress(user=request.user, task=task)  # type: ignore[attr-defined]
+    return render(
+        request,
+        "annotation/task_list.html",
+        {
+            "project": project,
+            "tasks": tasks,
+            "can_review": permissions.can(user=request.user, project=project, action="review"),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_next(request: HttpRequest, pk: int) -> HttpResponse:
+    task = selectors.task_get(user=request.user, pk=pk)
+    try:
+        assignment = services.assignment_next_for_user(task=task, user=request.user)
+    except DomainError as exc:
+        raise PermissionDenied(exc.message) from None
+    if assignment is None:
+        return render(request, "annotation/queue_empty.html", {"task": task})
+    return _go(request, reverse("annotation:judge", args=[task.pk, assignment.item_id]))
+
+
+def _plan_panel(item: Item) -> list[dict[str, Any]]:
+    toolset = _toolset_for(item)
+    panels = []
+    for plan in item.plans.all():
+        view = _plan_view(plan)
+        view["graph"] = layout(plan.steps or [])
+        view["findings"] = verify_plan(plan.steps if plan.steps else plan.code, toolset)
+        panels.append(view)
+    return panels
+
+
+def _toolset_for(item: Item) -> Any:
+    return plan_toolset(item.project.toolset)
+
+
+def _judge_context(request: HttpRequest, task: JudgmentTask, item: Item) -> dict[str, Any]:
+    context: dict[str, Any] = {
+        "task": task,
+        "project": task.project,
+        "item": item,
+        "view": _item_view(
+            item,
+            benchmark_selectors.images_by_sha(
+                user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
+            ),
+        ),
+        "judgments": selectors.judgments_visible(user=request.user, task=task, item=item),
+        "outcome": selectors.outcome_for(task=task, item=item)
+        if permissions.can(user=request.user, project=task.project, action="review")
+        else None,
+        "can_review": permissions.can(user=request.user, project=task.project, action="review"),
+    }
+    if task.project.data_format == "mms":
+        context["plans"] = _plan_panel(item)
+    return context
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@htmx_page
+def judge(request: HttpRequest, pk: int, item_pk: int) -> HttpResponse:
+    """The judge page. Annotators reach it through a lease; reviewers may look at any item.
+    Nobody sees another person's judgment here unless they may review."""
+    task = selectors.task_get(user=request.user, pk=pk)
+    item = selectors.task_item_get(user=request.user, task=task, pk=item_pk)
+    assignment = selectors.assignment_for(user=request.user, task=task, item=item)
+    reviewer = permissions.can(user=request.user, project=task.project, action="review")
+    if assignment is None and not reviewer:
+        raise PermissionDenied("This item is not assigned to you. Ask for the next item.")
+    mine = next(
+        (
+            j
+            for j in selectors.judgments_visible(user=request.user, task=task, item=item)
+            if j.user_id == request.user.pk
+        ),
+        None,
+    )
+    form = JudgmentForm(task=task, item=item)
+    status = 200
+    if request.method == "POST":
+        form = JudgmentForm(request.POST, task=task, item=item)
+        if form.is_valid():
+            try:
+                services.judgment_submit(
+                    task=task, item=item, user=request.user, **form.judgment_kwargs()
+                )
+            except DomainError as exc:
+                form.add_error(None, exc.message)
+                status = exc.status_code if exc.status_code in (403, 409) else 200
+            else:
+                return _go(request, reverse("annotation:task_next", args=[task.pk]))
+    context = _judge_context(request, task, item)
+    context.update({"form": form, "assignment": assignment, "mine": mine})
+    response = render(request, "annotation/judge.html", context, status=status)
+    return response

@@ -1,0 +1,247 @@
+"""Read serializers for the benchmark API. Writes go through services, never serializers."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from benchmark import permissions
+from benchmark.models import (
+    Image,
+    Item,
+    ItemStatus,
+    Job,
+    JobStatus,
+    Plan,
+    Project,
+    Response,
+    Role,
+    Trajectory,
+)
+
+
+class StatusCountsSerializer(serializers.Serializer):
+    draft = serializers.IntegerField()
+    in_review = serializers.IntegerField()
+    verified = serializers.IntegerField()
+    discarded = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    toolset = serializers.CharField(source="toolset.name", read_only=True)
+    taxonomy = serializers.CharField(source="taxonomy.name", read_only=True, allow_null=True)
+    role = serializers.SerializerMethodField()
+    counts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "tag_syntax",
+            "data_format",
+            "description",
+            "toolset",
+            "taxonomy",
+            "role",
+            "counts",
+            "created_at",
+        ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=Role.choices, allow_null=True))
+    def get_role(self, obj: Project) -> str | None:
+        if hasattr(obj, "my_role"):
+            return obj.my_role
+        return permissions.role_in(user=self.context["request"].user, project=obj)
+
+    @extend_schema_field(StatusCountsSerializer(allow_null=True))
+    def get_counts(self, obj: Project) -> dict[str, int] | None:
+        if not hasattr(obj, "n_items"):
+            return None
+        counts = {status: getattr(obj, f"n_{status}") for status in ItemStatus.values}
+        return {**counts, "total": obj.n_items}
+
+
+class ItemListSerializer(serializers.ModelSerializer):
+    n_images = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Item
+        fields = [
+            "id",
+            "project",
+            "external_id",
+            "position",
+            "query",
+            "modality",
+            "category",
+            "intent",
+            "domain",
+            "level",
+            "status",
+            "n_images",
+            "updated_at",
+        ]
+
+    def get_n_images(self, obj: Item) -> int:
+        return len(obj.image_refs or [])
+
+
+class ImageRefSerializer(serializers.Serializer):
+    sha256 = serializers.CharField(allow_null=True)
+    role = serializers.CharField()
+    path = serializers.CharField()
+    position = serializers.IntegerField()
+
+
+class ItemDetailSerializer(ItemListSerializer):
+    image_refs = ImageRefSerializer(many=True, read_only=True)
+    documents = serializers.JSONField(read_only=True)
+    constraints = serializers.JSONField(read_only=True)
+    accepted_variants = serializers.JSONField(read_only=True)
+    rubric = serializers.JSONField(read_only=True)
+    raw = serializers.JSONField(source="raw_record", read_only=True)
+
+    class Meta(ItemListSerializer.Meta):
+        fields = [
+            *ItemListSerializer.Meta.fields,
+            "source_file",
+            "documents",
+            "image_refs",
+            "constraints",
+            "expected_answer",
+            "accepted_variants",
+            "match_type",
+            "rubric",
+            "discard_reason",
+            "provenance",
+            "raw",
+            "created_at",
+        ]
+
+
+ATTACHED_FIELDS = ["id", "item", "key", "origin", "model_name", "source_file", "position"]
+
+
+class ResponseSerializer(serializers.ModelSerializer):
+    extra = serializers.JSONField(read_only=True)
+    raw = serializers.JSONField(source="raw_record", read_only=True)
+
+    class Meta:
+        model = Response
+        fields = [*ATTACHED_FIELDS, "text", "extra", "raw"]
+
+
+class PlanSerializer(serializers.ModelSerializer):
+    steps = serializers.JSONField(read_only=True)
+    raw = serializers.JSONField(source="raw_record", read_only=True)
+
+    class Meta:
+        model = Plan
+        fields = [*ATTACHED_FIELDS, "form", "steps", "code", "is_alternative", "raw"]
+
+
+class TrajectorySerializer(serializers.ModelSerializer):
+    steps = serializers.JSONField(read_only=True)
+    checkpoints = serializers.JSONField(read_only=True)
+    ordering_constraints = serializers.JSONField(read_only=True)
+    efficiency = serializers.JSONField(read_only=True)
+    image_refs = ImageRefSerializer(many=True, read_only=True)
+    raw = serializers.JSONField(source="raw_record", read_only=True)
+
+    class Meta:
+        model = Trajectory
+        fields = [
+            *ATTACHED_FIELDS,
+            "steps",
+            "checkpoints",
+            "ordering_constraints",
+            "efficiency",
+            "final_answer",
+            "image_refs",
+            "raw",
+        ]
+
+
+class ImageSerializer(serializers.ModelSerializer):
+    file = serializers.SerializerMethodField()
+    thumbnail = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Image
+        fields = ["sha256", "format", "width", "height", "size_bytes", "file", "thumbnail"]
+
+    def _url(self, name: str, obj: Image) -> str:
+        path = reverse(name, kwargs={"sha256": obj.sha256})
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_file(self, obj: Image) -> str:
+        return self._url("benchmark:image", obj)
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_thumbnail(self, obj: Image) -> str:
+        return self._url("benchmark:image_thumb", obj)
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "pattern": "^(" + "|".join(JobStatus.values) + ")$",
+        "description": "One of: " + ", ".join(JobStatus.values) + ".",
+    }
+)
+class JobStatusField(serializers.ChoiceField):
+    """A job's status. Described by a pattern rather than an enum, so its choice set does not
+    collide with the item ``status`` enum in the schema (spectacular names enums by field
+    name; ENUM_NAME_OVERRIDES in settings would be the other way out)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(choices=JobStatus.choices, **kwargs)
+
+
+class JobSerializer(serializers.ModelSerializer):
+    status = JobStatusField(read_only=True)
+    percent = serializers.IntegerField(read_only=True)
+    done = serializers.BooleanField(read_only=True)
+    filename = serializers.SerializerMethodField()
+    result = serializers.JSONField(read_only=True)
+    created_by = serializers.CharField(
+        source="created_by.get_username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "kind",
+            "status",
+            "done",
+            "progress",
+            "total",
+            "percent",
+            "message",
+            "error",
+            "result",
+            "filename",
+            "project",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+    def get_filename(self, obj: Job) -> str:
+        # The server-side path stays private; only the uploaded file's name is shown.
+        return str((obj.params or {}).get("filename", ""))
+
+
+class ImportUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(
+        help_text="A data file in the project's format, or a .zip of a dataset folder."
+    )

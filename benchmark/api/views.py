@@ -1,0 +1,276 @@
+"""The benchmark API: read-only, user-scoped viewsets, plus the import upload.
+
+Every queryset comes from a selector scoped to the requesting user, so another project's
+objects answer 404. Writes go through services; domain errors become 400/403/404/409 in
+benchmark.api.exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from benchmark import permissions, selectors, services
+from benchmark.api.serializers import (
+    ImageSerializer,
+    ImportUploadSerializer,
+    ItemDetailSerializer,
+    ItemListSerializer,
+    JobSerializer,
+    PlanSerializer,
+    ProjectSerializer,
+    ResponseSerializer,
+    TrajectorySerializer,
+)
+from benchmark.models import (
+    Image,
+    Item,
+    ItemStatus,
+    Job,
+    JobStatus,
+    Modality,
+    Origin,
+    Plan,
+    Project,
+    Trajectory,
+)
+from benchmark.models import Response as ResponseModel
+from benchmark.selectors import ItemFilters
+
+
+def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    """Validated query parameters; a bad value answers 400 naming the parameter."""
+    params = serializer_class(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    return {k: v for k, v in params.validated_data.items() if v not in (None, "")}
+
+
+def _query_parameters(serializer_class: type[serializers.Serializer]) -> list[OpenApiParameter]:
+    """OpenAPI parameters generated from a query serializer's fields."""
+    out = []
+    for name, field in serializer_class().fields.items():
+        if isinstance(field, serializers.ChoiceField):
+            out.append(
+                OpenApiParameter(
+                    name, str, enum=list(field.choices), description=field.help_text or ""
+                )
+            )
+        elif isinstance(field, serializers.IntegerField):
+            out.append(OpenApiParameter(name, int, description=field.help_text or ""))
+        else:
+            out.append(OpenApiParameter(name, str, description=field.help_text or ""))
+    return out
+
+
+# --------------------------------------------------------------------------- projects
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your projects, with your role and item counts per status"),
+    retrieve=extend_schema(summary="One of your projects"),
+)
+class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = ProjectSerializer
+    queryset = Project.objects.none()  # the real one is per user: get_queryset
+
+    def get_queryset(self) -> QuerySet[Project]:
+        return selectors.project_list(user=self.request.user)
+
+    @extend_schema(
+        summary="Upload a dataset file (or .zip) and start an import job (project admins)",
+        request={"multipart/form-data": ImportUploadSerializer},
+        responses={202: JobSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="import",
+        parser_classes=[MultiPartParser, FormParser],
+        serializer_class=ImportUploadSerializer,
+    )
+    def import_data(self, request: Request, pk: str | None = None) -> Response:
+        project = self.get_object()  # scoped: another project answers 404
+        permissions.require(user=request.user, project=project, action="import")
+        upload = ImportUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        job = services.import_upload_start(
+            project=project, user=request.user, upload=upload.validated_data["file"]
+        )
+        job.refresh_from_db()
+        data = JobSerializer(job, context=self.get_serializer_context()).data
+        location = request.build_absolute_uri(reverse("job-detail", kwargs={"pk": job.pk}))
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+
+# --------------------------------------------------------------------------- items
+
+
+class ItemQuery(serializers.Serializer):
+    project = serializers.IntegerField(required=False, help_text="Only this project's items.")
+    status = serializers.ChoiceField(choices=ItemStatus.values, required=False)
+    category = serializers.CharField(required=False, max_length=200)
+    intent = serializers.CharField(required=False, max_length=200)
+    level = serializers.IntegerField(required=False, min_value=1, max_value=3)
+    modality = serializers.ChoiceField(choices=Modality.values, required=False)
+    q = serializers.CharField(
+        required=False, max_length=200, help_text="Search the query text and external id."
+    )
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Items in your projects, filtered", parameters=_query_parameters(ItemQuery)
+    ),
+    retrieve=extend_schema(summary="One item, with documents, images, rubric and source JSON"),
+)
+class ItemViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Item.objects.none()
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        return ItemDetailSerializer if self.action == "retrieve" else ItemListSerializer
+
+    def get_queryset(self) -> QuerySet[Item]:
+        user = self.request.user
+        if self.action != "list":
+            return selectors.item_list(user=user)
+        query = _query(ItemQuery, self.request)
+        filters = ItemFilters(
+            status=query.get("status", ""),
+            category=query.get("category", ""),
+            intent=query.get("intent", ""),
+            level=query.get("level"),
+            modality=query.get("modality", ""),
+            q=query.get("q", ""),
+        )
+        items = selectors.item_list(user=user, filters=filters).defer(
+            "raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer"
+        )
+        if "project" in query:
+            items = items.filter(project_id=query["project"])
+        return items
+
+
+# --------------------------------------------------------------------------- attachments
+
+
+class AttachedQuery(serializers.Serializer):
+    project = serializers.IntegerField(required=False, help_text="Only this project's records.")
+    item = serializers.IntegerField(required=False, help_text="Only this item's records.")
+    origin = serializers.ChoiceField(choices=Origin.values, required=False)
+
+
+class _AttachedViewSet(viewsets.ReadOnlyModelViewSet):
+    selector: Any = None
+
+    def get_queryset(self) -> QuerySet[Any]:
+        rows = type(self).selector(user=self.request.user)
+        if self.action != "list":
+            return rows
+        query = _query(AttachedQuery, self.request)
+        if "project" in query:
+            rows = rows.filter(item__project_id=query["project"])
+        if "item" in query:
+            rows = rows.filter(item_id=query["item"])
+        if "origin" in query:
+            rows = rows.filter(origin=query["origin"])
+        return rows
+
+
+_attached_schema = extend_schema_view(
+    list=extend_schema(parameters=_query_parameters(AttachedQuery)),
+)
+
+
+@_attached_schema
+class ResponseViewSet(_AttachedViewSet):
+    """Interleaved answers (ground truth and model responses) with their tool tags."""
+
+    queryset = ResponseModel.objects.none()
+    serializer_class = ResponseSerializer
+    selector = staticmethod(selectors.response_list)
+
+
+@_attached_schema
+class PlanViewSet(_AttachedViewSet):
+    """Tool plans: ground truth, alternatives and model predictions."""
+
+    queryset = Plan.objects.none()
+    serializer_class = PlanSerializer
+    selector = staticmethod(selectors.plan_list)
+
+
+@_attached_schema
+class TrajectoryViewSet(_AttachedViewSet):
+    """Reference trajectories (checkpoints) and agent runs (tool events)."""
+
+    queryset = Trajectory.objects.none()
+    serializer_class = TrajectorySerializer
+    selector = staticmethod(selectors.trajectory_list)
+
+
+# --------------------------------------------------------------------------- images
+
+
+class ImageQuery(serializers.Serializer):
+    project = serializers.IntegerField(required=False, help_text="Only this project's images.")
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=_query_parameters(ImageQuery)),
+    retrieve=extend_schema(
+        parameters=[OpenApiParameter("sha256", OpenApiTypes.STR, OpenApiParameter.PATH)]
+    ),
+)
+class ImageViewSet(viewsets.ReadOnlyModelViewSet):
+    """Image metadata; ``file`` and ``thumbnail`` link to the permission-checked downloads."""
+
+    queryset = Image.objects.none()
+    serializer_class = ImageSerializer
+    lookup_field = "sha256"
+    lookup_value_regex = "[0-9a-f]{64}"
+
+    def get_queryset(self) -> QuerySet[Image]:
+        images = selectors.image_list(user=self.request.user)
+        if self.action == "list":
+            query = _query(ImageQuery, self.request)
+            if "project" in query:
+                images = images.filter(projects__id=query["project"])
+        return images
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+class JobQuery(serializers.Serializer):
+    project = serializers.IntegerField(required=False)
+    kind = serializers.CharField(required=False, max_length=50)
+    status = serializers.ChoiceField(choices=JobStatus.values, required=False)
+
+
+@extend_schema_view(list=extend_schema(parameters=_query_parameters(JobQuery)))
+class JobViewSet(viewsets.ReadOnlyModelViewSet):
+    """Background jobs you started or that belong to your projects; poll one for progress."""
+
+    queryset = Job.objects.none()
+    serializer_class = JobSerializer
+
+    def get_queryset(self) -> QuerySet[Job]:
+        jobs = selectors.job_list(user=self.request.user)
+        if self.action == "list":
+            query = _query(JobQuery, self.request)
+            if "project" in query:
+                jobs = jobs.filter(project_id=query["project"])
+            if "kind" in query:
+                jobs = jobs.filter(kind=query["kind"])
+            if "status" in query:
+                jobs = jobs.filter(status=query["status"])
+        return jobs

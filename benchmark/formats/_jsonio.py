@@ -1,0 +1,623 @@
+"""JSON plumbing shared by the format modules: reading with located errors, typed field checks,
+overlaying edited fields on a record's raw JSON, and streaming writers. No Django here."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+from array import array
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .base import FormatError
+
+BOM = b"\xef\xbb\xbf"
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+class _Missing:
+    """Marks a key that is absent from a raw record (distinct from JSON null)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+# --------------------------------------------------------------------------------------------
+# Where an error happened, and typed field access
+# --------------------------------------------------------------------------------------------
+
+
+class Where:
+    """The file and record being read, so every check can raise a located FormatError."""
+
+    __slots__ = ("file", "record")
+
+    def __init__(self, file: str, record: str | int | None = None) -> None:
+        self.file = file
+        self.record = record
+
+    def error(self, message: str, field: str | None = None) -> FormatError:
+        return FormatError(message, file=self.file, record=self.record, field=field)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def expect_object(value: Any, where: Where, field: str | None = None) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        what = "record" if field is None else "value"
+        raise where.error(f"{what} must be a JSON object, got {_kind(value)}", field)
+    return value
+
+
+def get_str(
+    obj: dict[str, Any],
+    key: str,
+    where: Where,
+    *,
+    required: bool = False,
+    nonempty: bool = False,
+    field: str | None = None,
+) -> str | None:
+    """A string field; None when absent or null (an error if ``required``). ``nonempty`` also
+    rejects a blank string."""
+    value = obj.get(key)
+    name = field or key
+    if value is None:
+        if required:
+            raise where.error(
+                "required field is missing" if key not in obj else "must not be null", name
+            )
+        return None
+    if not isinstance(value, str):
+        raise where.error(f"must be a string, got {_kind(value)}", name)
+    if nonempty and not value.strip():
+        raise where.error("must not be empty", name)
+    return value
+
+
+def get_id(obj: dict[str, Any], key: str, where: Where, *, field: str | None = None) -> str:
+    """A required identifier given as a non-empty string or an integer; returned as a string."""
+    value = obj.get(key)
+    name = field or key
+    if value is None:
+        raise where.error(
+            "required field is missing" if key not in obj else "must not be null", name
+        )
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise where.error(f"must be a string or an integer, got {_kind(value)}", name)
+    text = str(value)
+    if not text.strip():
+        raise where.error("must not be empty", name)
+    return text
+
+
+def get_object(
+    obj: dict[str, Any], key: str, where: Where, *, required: bool = False, field: str | None = None
+) -> dict[str, Any] | None:
+    value = obj.get(key)
+    name = field or key
+    if value is None:
+        if required:
+            raise where.error(
+                "required field is missing" if key not in obj else "must not be null", name
+            )
+        return None
+    if not isinstance(value, dict):
+        raise where.error(f"must be an object, got {_kind(value)}", name)
+    return value
+
+
+def is_str_list(value: Any) -> bool:
+    """True for a list of strings. (``str.join`` checks the entries in C, which matters when
+    reading tens of thousands of records.)"""
+    if type(value) is not list:
+        return False
+    try:
+        "".join(value)
+    except TypeError:
+        return False
+    return True
+
+
+def str_list(value: Any, where: Where, field: str) -> list[str]:
+    """A list of strings (null counts as empty)."""
+    if value is None:
+        return []
+    if is_str_list(value):
+        return value
+    if not isinstance(value, list):
+        raise where.error(f"must be a list of strings, got {_kind(value)}", field)
+    for i, entry in enumerate(value):
+        if not isinstance(entry, str):
+            raise where.error(f"must be a string, got {_kind(entry)}", f"{field}[{i}]")
+    return value
+
+
+def object_list(value: Any, where: Where, field: str) -> list[dict[str, Any]]:
+    """A list of JSON objects (null counts as empty)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise where.error(f"must be a list of objects, got {_kind(value)}", field)
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise where.error(f"must be an object, got {_kind(entry)}", f"{field}[{i}]")
+    return value
+
+
+class IdRegistry:
+    """Rejects a second record with the same id in one read."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        self._seen: set[str] = set()
+
+    def add(self, ident: str, where: Where) -> None:
+        if ident in self._seen:
+            raise where.error(f"duplicate id {ident!r}", self.field)
+        self._seen.add(ident)
+
+
+# --------------------------------------------------------------------------------------------
+# Python literals (m&m's plan strings, LLM-I tags)
+# --------------------------------------------------------------------------------------------
+
+
+def literal(text: str, where: Where, field: str) -> Any:
+    """Parse a Python literal and make sure the result can round-trip through JSON."""
+    try:
+        value = ast.literal_eval(text)
+    except Exception as exc:  # SyntaxError, ValueError, MemoryError, RecursionError, ...
+        detail = exc.msg if isinstance(exc, SyntaxError) and exc.msg else type(exc).__name__
+        raise where.error(f"not a valid Python literal ({detail})", field) from None
+    try:
+        return _jsonable(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise where.error(f"Python literal holds a value JSON cannot carry: {exc}", field) from None
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**64:
+            raise ValueError(f"integer {value} is too large")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value} is not a finite number")
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"object key {k!r} is not a string")
+            out[k] = _jsonable(v)
+        return out
+    raise TypeError(f"{type(value).__name__} value {value!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+
+def existing(path: str | os.PathLike[str]) -> Path:
+    try:
+        p = Path(path)
+        found = p.exists()
+    except (OSError, TypeError, ValueError):
+        found = False
+    if not found:
+        raise FormatError(f"no such file or folder: {path}")
+    return p
+
+
+def dataset_root(path: str | os.PathLike[str]) -> Path:
+    """The folder that record paths (``source_file``, ImageRef.path) are relative to, for the
+    single-folder formats: the folder given, or the folder holding the file given."""
+    p = Path(path)
+    return p if p.is_dir() else p.parent
+
+
+def rel(root: Path, path: Path) -> str:
+    """``path`` relative to ``root``, with forward slashes."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def read_bytes(path: Path, name: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read file ({exc.strerror or exc})", file=name) from None
+
+
+def read_text(path: Path, name: str) -> str:
+    data = read_bytes(path, name)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text (byte {exc.start})", file=name) from None
+
+
+def _loads(data: bytes | str, where: Where, prefix: str = "") -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise where.error(f"{prefix}not valid JSON: {exc}") from None
+
+
+def load_json(path: Path, name: str) -> tuple[str, Any]:
+    """A whole JSON document: (exact text, value)."""
+    data = read_bytes(path, name)
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
+    value = _loads(data, Where(name))
+    return data.decode("utf-8"), value
+
+
+def iter_jsonl(path: Path, name: str) -> Iterator[tuple[int, str, Any]]:
+    """JSON Lines, streamed: (line number, exact line text, value) for each non-blank line."""
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise FormatError(f"cannot read file ({exc.strerror or exc})", file=name) from None
+    with fh:
+        lineno = 0
+        try:
+            for line in fh:
+                lineno += 1
+                if lineno == 1 and line.startswith(BOM):
+                    line = line[len(BOM) :]
+                text = line.strip()
+                if not text:
+                    continue
+                try:
+                    value = orjson.loads(text)
+                except orjson.JSONDecodeError as exc:
+                    raise FormatError(
+                        f"line {lineno}: not valid JSON: {exc}", file=name, record=f"line {lineno}"
+                    ) from None
+                yield lineno, text.decode("utf-8"), value
+        except OSError as exc:
+            raise FormatError(
+                f"cannot read file after line {lineno} ({exc.strerror or exc})", file=name
+            ) from None
+
+
+def iter_json_array(path: Path, name: str) -> Iterator[tuple[int, str, Any]]:
+    """A JSON array of records: (index, exact text of the element, value)."""
+    data = read_bytes(path, name)
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
+    values = _loads(data, Where(name))
+    if not isinstance(values, list):
+        raise FormatError(f"expected a JSON array of records, got {_kind(values)}", file=name)
+    spans = _element_texts(data.decode("utf-8"), len(values))
+    for i, value in enumerate(values):
+        raw = spans[i] if spans is not None else orjson.dumps(value).decode()
+        yield i, raw, value
+
+
+def _element_texts(text: str, count: int) -> list[str] | None:
+    """Exact source text of each element of a top-level JSON array (already known valid).
+    Returns None if the spans cannot be recovered, in which case callers re-serialize."""
+    decoder = json.JSONDecoder()
+    out: list[str] = []
+    try:
+        pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
+        if text[pos] != "[":
+            return None
+        pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+        while len(out) < count:
+            _, end = decoder.raw_decode(text, pos)
+            out.append(text[pos:end])
+            pos = _WS.match(text, end).end()  # type: ignore[union-attr]
+            if text[pos] == ",":
+                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+    except (ValueError, IndexError, RecursionError):
+        return None
+    return out
+
+
+def iter_rows(path: Path, name: str) -> Iterator[tuple[int, str, Any]]:
+    """Records from a ``.jsonl`` file (streamed) or a JSON array file; index is 0-based."""
+    if path.suffix.lower() == ".jsonl":
+        for index, (_, raw, value) in enumerate(iter_jsonl(path, name)):
+            yield index, raw, value
+    else:
+        yield from iter_json_array(path, name)
+
+
+def first_record(path: Path, name: str) -> Any:
+    """The first record of a rows file (or MISSING if it has none), for telling files apart."""
+    for _, _, value in iter_rows(path, name):
+        return value
+    return MISSING
+
+
+def row_files(folder: Path) -> list[Path]:
+    """``*.json`` and ``*.jsonl`` files directly inside ``folder``, by name."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise FormatError(f"cannot list folder ({exc.strerror or exc})", file=str(folder)) from None
+    return [p for p in entries if p.is_file() and p.suffix.lower() in (".json", ".jsonl")]
+
+
+# --------------------------------------------------------------------------------------------
+# Overlaying parsed fields on the raw record
+# --------------------------------------------------------------------------------------------
+
+
+def as_text(value: Any) -> str:
+    """How a raw scalar shows up in a parsed text field."""
+    if value is MISSING or value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return orjson.dumps(value).decode()
+
+
+def as_list(value: Any) -> Any:
+    return [] if value is MISSING or value is None else value
+
+
+def as_dict(value: Any) -> Any:
+    return {} if value is MISSING or value is None else value
+
+
+def as_value(value: Any) -> Any:
+    return None if value is MISSING else value
+
+
+def keep_type(new: Any, old: Any) -> Any:
+    """Write ``new`` in the JSON type ``old`` had, when the text allows it (an int id stays an
+    int, a numeric answer stays a number)."""
+    if not isinstance(new, str) or isinstance(old, bool):
+        return new
+    try:
+        if isinstance(old, int) and str(int(new)) == new:
+            return int(new)
+        if isinstance(old, float):
+            number = float(new)
+            if math.isfinite(number):
+                return number
+    except ValueError:
+        pass
+    return new
+
+
+class Overlay:
+    """A record's raw JSON with the app's current field values laid over it. A key is only
+    rewritten when the current value differs from what reading the raw record gives, so unknown
+    keys, key order, nulls and exact types survive an unchanged round trip."""
+
+    def __init__(
+        self,
+        raw: str,
+        where: Where,
+        skeleton: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.raw = raw
+        self.where = where
+        if raw:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise where.error(f"stored raw record is not valid JSON: {exc}") from None
+            if not isinstance(value, dict):
+                raise where.error("stored raw record is not a JSON object")
+            self.value: dict[str, Any] = value
+            self.changed = False
+        else:
+            self.value = skeleton()
+            self.changed = True
+
+    def get(self, *path: str) -> Any:
+        node: Any = self.value
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                return MISSING
+            node = node[key]
+        return node
+
+    def put(
+        self,
+        path: tuple[str, ...],
+        current: Any,
+        decode: Callable[[Any], Any] = as_value,
+        encode: Callable[[Any, Any], Any] = keep_type,
+    ) -> None:
+        old = self.get(*path)
+        if decode(old) == current:
+            return
+        self.set(path, encode(current, old))
+
+    def set(self, path: tuple[str, ...], value: Any) -> None:
+        node = self.value
+        for key in path[:-1]:
+            child = node.get(key)
+            if not isinstance(child, dict):
+                child = node[key] = {}
+            node = child
+        node[path[-1]] = value
+        self.changed = True
+
+    def line(self) -> bytes:
+        """Compact JSON for a JSONL line; the raw text itself when nothing changed (and it is
+        one line: raw text from a pretty JSON array is not)."""
+        if not self.changed and "\n" not in self.raw and "\r" not in self.raw:
+            return self.raw.encode()
+        return dumps(self.value, self.where)
+
+    def document(self) -> bytes:
+        """A whole pretty JSON file; the raw text itself when nothing changed."""
+        if not self.changed:
+            return self.raw.encode()
+        return dumps(self.value, self.where, pretty=True) + b"\n"
+
+
+def dumps(value: Any, where: Where, *, pretty: bool = False) -> bytes:
+    option = orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if pretty else 0)
+    try:
+        return orjson.dumps(value, option=option)
+    except (orjson.JSONEncodeError, TypeError) as exc:
+        raise where.error(f"cannot write record as JSON: {exc}") from None
+
+
+def parse_raw(raw: str, where: Where) -> Any:
+    """The value of an attachment's stored raw JSON (any JSON type)."""
+    return _loads(raw, where, "stored raw record is ")
+
+
+# --------------------------------------------------------------------------------------------
+# Streaming writers
+# --------------------------------------------------------------------------------------------
+
+
+def safe_path(out: Path, relative: str, where: Where) -> Path:
+    """``out / relative``, refusing names that would escape ``out``."""
+    parts = Path(relative.replace("\\", "/")).parts
+    if not parts or Path(relative).is_absolute() or ".." in parts:
+        raise where.error(f"unsafe output file name {relative!r}", "source_file")
+    return out.joinpath(*parts)
+
+
+class RecordSink:
+    """Writes records to one file as they arrive: JSON Lines (``.jsonl``) or a pretty JSON array
+    (anything else). Records are ordered by ``position``; if they arrive out of order, the file
+    is reassembled at close from a spool, keeping only three integers per record in memory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.jsonl = path.suffix.lower() == ".jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._spool_path = path.with_name(f".{path.name}.part")
+        self._fh: IO[bytes] = self._spool_path.open("wb")
+        self._positions = array("q")
+        self._offsets = array("q")
+        self._lengths = array("q")
+        self._sorted = True
+        if not self.jsonl:
+            self._fh.write(b"[\n")
+
+    def _frame(self, body: bytes) -> bytes:
+        if self.jsonl:
+            return body + b"\n"
+        return b"  " + body.replace(b"\n", b"\n  ")
+
+    def add(self, position: int, value: Any, where: Where, line: bytes | None = None) -> None:
+        """Add one record: ``line`` is ready-made compact JSON (JSON Lines only); otherwise
+        ``value`` is serialized."""
+        if self.jsonl:
+            body = line if line is not None else dumps(value, where)
+        else:
+            body = dumps(value, where, pretty=True)
+        position = int(position or 0)
+        if self._positions and position < self._positions[-1]:
+            self._sorted = False
+        if not self.jsonl and self._positions:
+            self._fh.write(b",\n")
+        framed = self._frame(body)
+        self._positions.append(position)
+        self._offsets.append(self._fh.tell())
+        self._lengths.append(len(framed))
+        self._fh.write(framed)
+
+    def close(self) -> Path:
+        fh = self._fh
+        if self._sorted:
+            if not self.jsonl:
+                fh.write(b"\n]\n")
+            fh.close()
+            os.replace(self._spool_path, self.path)
+            return self.path
+        fh.close()
+        order = sorted(range(len(self._positions)), key=self._positions.__getitem__)
+        with self._spool_path.open("rb") as src, self.path.open("wb") as dst:
+            if not self.jsonl:
+                dst.write(b"[\n")
+            for n, i in enumerate(order):
+                if n and not self.jsonl:
+                    dst.write(b",\n")
+                src.seek(self._offsets[i])
+                dst.write(src.read(self._lengths[i]))
+            if not self.jsonl:
+                dst.write(b"\n]\n")
+        self._spool_path.unlink()
+        return self.path
+
+    def abort(self) -> None:
+        self._fh.close()
+        self._spool_path.unlink(missing_ok=True)
+
+
+class SinkSet:
+    """One RecordSink per output file, opened on first use. Use as a context manager; ``paths``
+    lists the files written, in the order they were started."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._sinks: dict[Path, RecordSink] = {}
+        self._by_name: dict[str, RecordSink] = {}
+        self.paths: list[Path] = []
+
+    def get(self, relative: str, where: Where) -> RecordSink:
+        sink = self._by_name.get(relative)
+        if sink is None:
+            path = safe_path(self.out, relative, where)
+            sink = self._sinks.get(path)
+            if sink is None:
+                sink = self._sinks[path] = RecordSink(path)
+            self._by_name[relative] = sink
+        return sink
+
+    def __enter__(self) -> SinkSet:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            for sink in self._sinks.values():
+                sink.abort()
+            return
+        for sink in self._sinks.values():
+            self.paths.append(sink.close())
+
+
+def write_file(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path

@@ -1,0 +1,1 @@
+"""Statistics computed over benchmark judgments (agreement, reliability)."""

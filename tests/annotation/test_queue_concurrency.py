@@ -1,0 +1,65 @@
+"""Parallel "next item" requests on PostgreSQL never over-assign an item (row locks with
+SKIP LOCKED and a re-count once the lock is held)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection, connections
+
+from annotation import services
+from annotation.models import Assignment, JudgmentTask
+from benchmark.models import Item, Membership, Project, Toolset
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_parallel_requests_respect_the_overlap() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("row-level locking is proven on PostgreSQL")
+    toolset = Toolset.objects.create(name="mms-c")
+    project = Project.objects.create(name="c", kind="plan", data_format="mms", toolset=toolset)
+    for i in range(4):
+        Item.objects.create(project=project, external_id=f"i{i}", position=i)
+    task = JudgmentTask.objects.create(
+        project=project,
+        name="t",
+        question="?",
+        scheme="binary",
+        overlap=3,
+        consensus="all_required",
+        required_value=1,
+    )
+    users = []
+    for n in range(12):
+        user = get_user_model().objects.create_user(f"u{n}", password="x")
+        Membership.objects.create(project=project, user=user, role="annotator")
+        users.append(user)
+
+    barrier = threading.Barrier(len(users))
+    errors: list[BaseException] = []
+
+    def ask(user) -> None:  # type: ignore[no-untyped-def]
+        try:
+            barrier.wait()
+            for _ in range(2):  # ask twice: the second returns the same open lease
+                services.assignment_next_for_user(task=task, user=user)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=ask, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert not errors, errors
+    per_item = Counter(Assignment.objects.values_list("item_id", flat=True))
+    assert max(per_item.values()) <= 3
+    assert sum(per_item.values()) == 12  # 4 items x 3 = every user got one
+    assert Counter(Assignment.objects.values_list("user_id", flat=True)).most_common(1)[0][1] == 1

@@ -1,0 +1,172 @@
+"""Import and export through the services: all or nothing, no duplicates, images by hash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image as PILImage
+
+from benchmark import services
+from benchmark.formats import FormatError
+from benchmark.models import Image, Item, Job, JobStatus, Project, Response, Toolset
+from benchmark.tasks import dataset_import_task
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _media(settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture
+def project() -> Project:
+    toolset = Toolset.objects.create(name="atp-test")
+    return Project.objects.create(
+        name="p", kind="interleaved", tag_syntax="atp", data_format="atp", toolset=toolset
+    )
+
+
+def _row(i: int, **over: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "trace_id": f"t{i}",
+        "query": f"How does thing {i} work?",
+        "image_query": None,
+        "doc": [{"text": "Some text.", "images": ["images/a.png"]}],
+        "images": ["images/a.png"],
+        "gt": 'It works.\n\n<tool>{"tool_name": "Reference", "description": "d", '
+        '"params": {"img_index": 0}}</tool>',
+        "category": "Academic",
+        "intent": "Framework",
+        "extra_unknown_field": {"kept": [1, None, "x"]},
+    }
+    row.update(over)
+    return row
+
+
+def _write(folder: Path, rows: list[dict[str, object]], *, image: bool = True) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    if image:
+        (folder / "images").mkdir(exist_ok=True)
+        PILImage.new("RGB", (8, 6), "red").save(folder / "images" / "a.png")
+    path = folder / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_import_creates_items_responses_and_one_image(project: Project, tmp_path: Path) -> None:
+    path = _write(tmp_path / "d", [_row(1), _row(2)])
+    result = services.dataset_import(project=project, path=path)
+    assert result.items_created == 2
+    assert Item.objects.filter(project=project).count() == 2
+    assert Response.objects.filter(item__project=project, key="gt").count() == 2
+    assert Image.objects.count() == 1  # the same bytes are stored once
+    image = Image.objects.get()
+    assert (image.width, image.height) == (8, 6)
+    assert list(image.projects.all()) == [project]
+    item = Item.objects.get(external_id="t1")
+    assert item.image_refs[0]["sha256"] == image.sha256
+    assert item.raw_record["extra_unknown_field"] == {"kept": [1, None, "x"]}
+
+
+def test_reimport_adds_no_duplicates(project: Project, tmp_path: Path) -> None:
+    path = _write(tmp_path / "d", [_row(1), _row(2)])
+    services.dataset_import(project=project, path=path)
+    again = services.dataset_import(project=project, path=path)
+    assert (again.items_created, again.items_skipped) == (0, 2)
+    assert Item.objects.count() == 2
+    assert Response.objects.count() == 2
+
+
+def test_bad_record_imports_nothing_and_names_the_record(project: Project, tmp_path: Path) -> None:
+    rows = [_row(1), _row(2)]
+    path = _write(tmp_path / "d", rows)
+    with path.open("a") as fh:
+        fh.write('{"trace_id": "t3", "query": \n')  # a broken last line
+    with pytest.raises(FormatError) as err:
+        services.dataset_import(project=project, path=path)
+    assert "3" in str(err.value)  # the line / record is named
+    assert Item.objects.count() == 0
+    assert Response.objects.count() == 0
+
+
+def test_same_id_twice_in_one_file_is_refused(project: Project, tmp_path: Path) -> None:
+    path = _write(tmp_path / "d", [_row(1), _row(1)])
+    with pytest.raises(FormatError, match="twice|duplicate"):
+        services.dataset_import(project=project, path=path)
+    assert Item.objects.count() == 0
+
+
+def test_missing_image_is_a_warning_not_a_crash(project: Project, tmp_path: Path) -> None:
+    path = _write(tmp_path / "d", [_row(1)], image=False)
+    result = services.dataset_import(project=project, path=path)
+    assert result.items_created == 1
+    assert any("images/a.png" in w and "not found" in w for w in result.warnings)
+    assert Item.objects.get().image_refs[0]["sha256"] is None
+
+
+def test_non_image_file_is_refused_with_its_name(project: Project, tmp_path: Path) -> None:
+    path = _write(tmp_path / "d", [_row(1)], image=False)
+    (tmp_path / "d" / "images").mkdir()
+    (tmp_path / "d" / "images" / "a.png").write_text("not a picture")
+    with pytest.raises(FormatError) as err:
+        services.dataset_import(project=project, path=path)
+    assert "images/a.png" in str(err.value)
+    assert Item.objects.count() == 0
+
+
+def test_export_roundtrips_and_carries_edits(project: Project, tmp_path: Path) -> None:
+    rows = [_row(1), _row(2, image_query="images/a.png")]
+    path = _write(tmp_path / "d", rows)
+    services.dataset_import(project=project, path=path)
+    Item.objects.filter(external_id="t2").update(category="Lifestyle", status="verified")
+
+    out = tmp_path / "out" / "data.jsonl"
+    services.dataset_export(project=project, out=out)
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert exported[0] == rows[0]
+    assert exported[1] == {**rows[1], "category": "Lifestyle"}
+    assert (tmp_path / "out" / "images" / "a.png").read_bytes() == (
+        tmp_path / "d" / "images" / "a.png"
+    ).read_bytes()
+
+    only = tmp_path / "verified" / "data.jsonl"
+    services.dataset_export(project=project, out=only, status="verified")
+    assert [json.loads(line)["trace_id"] for line in only.read_text().splitlines()] == ["t2"]
+
+
+def test_export_refuses_unknown_status(project: Project, tmp_path: Path) -> None:
+    from benchmark.exceptions import ValidationFailed
+
+    with pytest.raises(ValidationFailed, match="unknown status"):
+        services.dataset_export(project=project, out=tmp_path / "x.jsonl", status="nope")
+
+
+def test_import_task_records_result_and_is_idempotent(project: Project, tmp_path: Path) -> None:
+    path = _write(tmp_path / "d", [_row(1), _row(2)])
+    job = services.job_create(
+        kind="import", project=project, params={"project_id": project.pk, "path": str(path)}
+    )
+    dataset_import_task(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert (job.progress, job.total) == (2, 2)
+    assert job.result["items_created"] == 2
+    dataset_import_task(job.pk)  # a repeated delivery changes nothing
+    assert Item.objects.count() == 2
+    assert Job.objects.get(pk=job.pk).result["items_created"] == 2
+
+
+def test_import_task_reports_a_bad_file_on_the_job(project: Project, tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_text('{"trace_id": "x"}\nnot json\n')
+    job = services.job_create(
+        kind="import", project=project, params={"project_id": project.pk, "path": str(path)}
+    )
+    dataset_import_task(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert "data.jsonl" in job.error
+    assert Item.objects.count() == 0

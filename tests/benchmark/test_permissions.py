@@ -1,0 +1,197 @@
+"""The permission matrix: every role against every endpoint, as one table.
+
+Roles: admin, reviewer and annotator of the project; an outsider (admin of another project);
+anonymous. Members see the project; the outsider gets 404 (the project does not exist for
+them); anonymous users are sent to the login page (UI) or refused (API, 403)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import get_resolver, resolve
+
+from benchmark import permissions
+from benchmark.models import Project, Role
+from tests.conftest import ROLES
+from tests.factories import (
+    ImageFactory,
+    ItemFactory,
+    JobFactory,
+    PlanFactory,
+    ResponseFactory,
+    TrajectoryFactory,
+    image_ref,
+)
+
+pytestmark = pytest.mark.django_db
+
+HX_MAIN = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "main"}
+HX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "item-list"}
+
+#            admin reviewer annotator outsider anonymous
+MEMBERS = (200, 200, 200, 404, 302)
+ANY_USER = (200, 200, 200, 200, 302)
+ADMIN_ONLY = (200, 403, 403, 404, 302)
+ADMIN_REVIEWER = (200, 200, 403, 404, 302)
+API_MEMBERS = (200, 200, 200, 404, 403)
+API_ANY_USER = (200, 200, 200, 200, 403)
+EVERYONE = (200, 200, 200, 200, 200)
+
+# (name, method, path, extra request kwargs, expected status per role in ROLES order)
+MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[int, ...]]] = [
+    ("login page", "get", "/accounts/login/", {}, EVERYONE),
+    ("project list", "get", "/", {}, ANY_USER),
+    ("project list fragment", "get", "/", HX_MAIN, ANY_USER),
+    ("project page", "get", "/projects/{project}/", {}, MEMBERS),
+    ("project page fragment", "get", "/projects/{project}/", HX_MAIN, MEMBERS),
+    ("item list fragment", "get", "/projects/{project}/?status=draft", HX_LIST, MEMBERS),
+    ("item page", "get", "/projects/{project}/items/{item}/", {}, MEMBERS),
+    ("item fragment", "get", "/projects/{project}/items/{item}/", HX_MAIN, MEMBERS),
+    ("image", "get", "/images/{sha}/", {}, MEMBERS),
+    ("image thumbnail", "get", "/images/{sha}/thumb/", {}, MEMBERS),
+    ("import page", "get", "/projects/{project}/import/", {}, ADMIN_ONLY),
+    ("import upload (no file)", "post", "/projects/{project}/import/", {}, ADMIN_ONLY),
+    ("export", "get", "/projects/{project}/export/", {}, ADMIN_REVIEWER),
+    ("export one status", "get", "/projects/{project}/export/?status=draft", {}, ADMIN_REVIEWER),
+    ("job page", "get", "/jobs/{job}/", {}, MEMBERS),
+    (
+        "job fragment",
+        "get",
+        "/jobs/{job}/",
+        {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "job-{job}"},
+        MEMBERS,
+    ),
+    ("api projects", "get", "/api/projects/", {}, API_ANY_USER),
+    ("api project", "get", "/api/projects/{project}/", {}, API_MEMBERS),
+    (
+        "api import (no file)",
+        "post",
+        "/api/projects/{project}/import/",
+        {},
+        (400, 403, 403, 404, 403),
+    ),
+    ("api items", "get", "/api/items/", {}, API_ANY_USER),
+    ("api items of project", "get", "/api/items/?project={project}", {}, API_ANY_USER),
+    ("api item", "get", "/api/items/{item}/", {}, API_MEMBERS),
+    ("api responses", "get", "/api/responses/", {}, API_ANY_USER),
+    ("api response", "get", "/api/responses/{response}/", {}, API_MEMBERS),
+    ("api plans", "get", "/api/plans/", {}, API_ANY_USER),
+    ("api plan", "get", "/api/plans/{plan}/", {}, API_MEMBERS),
+    ("api trajectories", "get", "/api/trajectories/", {}, API_ANY_USER),
+    ("api trajectory", "get", "/api/trajectories/{trajectory}/", {}, API_MEMBERS),
+    ("api images", "get", "/api/images/", {}, API_ANY_USER),
+    ("api image", "get", "/api/images/{sha}/", {}, API_MEMBERS),
+    ("api jobs", "get", "/api/jobs/", {}, API_ANY_USER),
+    ("api job", "get", "/api/jobs/{job}/", {}, API_MEMBERS),
+    ("api schema", "get", "/api/schema/", {}, API_ANY_USER),
+    ("api docs", "get", "/api/docs/", {}, API_ANY_USER),
+]
+
+
+@pytest.fixture
+def world(project: Project, users: dict[str, Any]) -> dict[str, Any]:
+    image = ImageFactory(projects=[project])
+    item = ItemFactory(project=project, image_refs=[image_ref(image, position=0)])
+    return {
+        "project": project.pk,
+        "item": item.pk,
+        "sha": image.sha256,
+        "response": ResponseFactory(item=item).pk,
+        "plan": PlanFactory(item=item).pk,
+        "trajectory": TrajectoryFactory(item=item).pk,
+        "job": JobFactory(project=project, created_by=users["admin"]).pk,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "method", "path", "extra", "role", "expected"),
+    [
+        pytest.param(name, method, path, extra, role, statuses[i], id=f"{name}-{role}")
+        for name, method, path, extra, statuses in MATRIX
+        for i, role in enumerate(ROLES)
+    ],
+)
+def test_permission_matrix(
+    clients: dict[str, Any],
+    world: dict[str, Any],
+    name: str,
+    method: str,
+    path: str,
+    extra: dict[str, Any],
+    role: str,
+    expected: int,
+) -> None:
+    url = path.format(**world)
+    headers = {k: v.format(**world) for k, v in extra.items()}
+    response = getattr(clients[role], method)(url, **headers)
+    assert response.status_code == expected, (name, role, response.status_code)
+    if expected == 302:
+        assert response["Location"].startswith("/accounts/login/")
+
+
+def _route_names(urlconf: str) -> set[str]:
+    names: set[str] = set()
+
+    def walk(patterns: list[Any]) -> None:
+        for p in patterns:
+            if hasattr(p, "url_patterns"):
+                walk(p.url_patterns)
+            elif p.name:
+                names.add(p.name)
+
+    walk(get_resolver(urlconf).url_patterns)
+    return names
+
+
+def test_matrix_covers_every_route() -> None:
+    """A new page or API route of this app must get a row in the matrix."""
+    covered = {
+        resolve(path.split("?")[0].format(**FAKE_IDS)).url_name
+        for *_, path, _, _ in [(n, m, p, e, s) for n, m, p, e, s in MATRIX]
+    }
+    routes = _route_names("benchmark.web_urls") | _route_names("benchmark.api.urls")
+    missing = routes - covered - {"api-root"}
+    assert not missing, f"routes without a row in the permission matrix: {sorted(missing)}"
+
+
+FAKE_IDS = {
+    "project": 1,
+    "item": 1,
+    "sha": "0" * 64,
+    "response": 1,
+    "plan": 1,
+    "trajectory": 1,
+    "job": 1,
+}
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [
+        (Role.ADMIN, {"view", "review", "import", "export", "manage"}),
+        (Role.REVIEWER, {"view", "review", "export"}),
+        (Role.ANNOTATOR, {"view"}),
+    ],
+)
+def test_allowed_actions_per_role(
+    project: Project, users: dict[str, Any], role: str, expected: set[str]
+) -> None:
+    assert permissions.allowed_actions(user=users[role], project=project) == expected
+
+
+def test_outsider_and_anonymous_may_do_nothing(project: Project, users: dict[str, Any]) -> None:
+    from django.contrib.auth.models import AnonymousUser
+
+    assert permissions.allowed_actions(user=users["outsider"], project=project) == set()
+    assert permissions.allowed_actions(user=AnonymousUser(), project=project) == set()
+
+
+def test_import_refused_for_reviewer_even_with_a_file(
+    project: Project, users: dict[str, Any], clients: dict[str, Any]
+) -> None:
+    upload = SimpleUploadedFile("data.jsonl", b'{"trace_id": "x", "query": "q"}\n')
+    response = clients["reviewer"].post(f"/projects/{project.pk}/import/", {"file": upload})
+    assert response.status_code == 403
+    assert not project.jobs.exists()

@@ -1,0 +1,68 @@
+"""Shared fixtures: an isolated media folder, a project with a user in every role, and a
+logged-in client per role."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from benchmark.models import Project, Role
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+ROLES = ["admin", "reviewer", "annotator", "outsider", "anonymous"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_media(settings: Any, tmp_path: Path) -> None:
+    """Files written by a test (images, uploads) go to its own temporary folder."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture
+def project(db: None) -> Project:
+    return ProjectFactory(name="ATP sample")
+
+
+@pytest.fixture
+def other_project(db: None) -> Project:
+    return ProjectFactory(name="Someone else's project")
+
+
+@pytest.fixture
+def users(project: Project, other_project: Project) -> dict[str, Any]:
+    """One user per role in ``project``; ``outsider`` is an admin of ``other_project`` only;
+    ``anonymous`` is None."""
+    out: dict[str, Any] = {}
+    for role in (Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR):
+        user = UserFactory(username=f"{role}-user")
+        MembershipFactory(project=project, user=user, role=role)
+        out[str(role)] = user
+    outsider = UserFactory(username="outsider-user")
+    MembershipFactory(project=other_project, user=outsider, role=Role.ADMIN)
+    out["outsider"] = outsider
+    out["anonymous"] = None
+    return out
+
+
+@pytest.fixture
+def client_for() -> Callable[[Any], Client]:
+    """A new client logged in as the user (or anonymous for None)."""
+
+    def make(user: Any) -> Client:
+        client = Client()
+        if user is not None:
+            client.force_login(user)
+        return client
+
+    return make
+
+
+@pytest.fixture
+def clients(users: dict[str, Any], client_for: Callable[[Any], Client]) -> dict[str, Client]:
+    """A logged-in client per role name in ROLES."""
+    return {role: client_for(users[role]) for role in ROLES}
+

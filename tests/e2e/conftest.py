@@ -1,0 +1,68 @@
+"""Browser tests: Playwright driving the system Chromium against pytest-django's live_server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; the test's own ORM calls are safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("BENCHWRIGHT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def _require(reason: str) -> None:
+    if os.environ.get("BENCHWRIGHT_REQUIRE_SERVICES"):
+        pytest.fail(f"{reason} (required in CI)")
+    pytest.skip(reason)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        _require(f"Chromium not found at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def login_page(browser, live_server, client):  # type: ignore[no-untyped-def]
+    """Returns a function that opens a page logged in as the given user, by session cookie."""
+    contexts = []
+
+    def open_as(user):  # type: ignore[no-untyped-def]
+        client.force_login(user)
+        cookie = client.cookies["sessionid"]
+        context = browser.new_context(base_url=live_server.url)
+        context.add_cookies(
+            [{"name": "sessionid", "value": cookie.value, "url": live_server.url}]
+        )
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield open_as
+    for context in contexts:
+        context.close()

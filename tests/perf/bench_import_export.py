@@ -1,0 +1,196 @@
+"""Import and export speed for 10,000 ATP-Bench-shaped items, on SQLite and PostgreSQL.
+
+    python tests/perf/bench_import_export.py            # both databases (PostgreSQL if it answers)
+    python tests/perf/bench_import_export.py --db sqlite --items 2000
+
+Each item has 2 documents of about 1,300 characters, 9 images referenced, and a 2,800-character
+answer with 4 tool tags (about 60 MB of JSON for 10,000). Import and export each run in a fresh
+process so their peak memory (max RSS, Django included) is measured separately. Prints figures;
+asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PG_URL = os.environ.get("DATABASE_TEST_URL", "postgres://postgres@127.0.0.1:5432/benchwright_perf")
+WORDS = (
+    "model image answer caption figure table retrieval encoder decoder layer score baseline "
+    "dataset training ablation result method patch feature gate memory query context"
+).split()
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    out, size = [], 0
+    while size < n:
+        w = rng.choice(WORDS)
+        out.append(w)
+        size += len(w) + 1
+    return " ".join(out)[:n].rstrip() + "."
+
+
+def make_images(folder: Path) -> list[str]:
+    from PIL import Image, ImageDraw
+
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    names = []
+    for k in range(9):
+        img = Image.new("RGB", (64, 48), (40 + 20 * k, 90, 160))
+        ImageDraw.Draw(img).text((4, 16), f"img {k}", fill="white")
+        name = f"images/img_{k}.png"
+        img.save(folder / name)
+        names.append(name)
+    return names
+
+
+def generate(path: Path, n: int) -> None:
+    rng = random.Random(7)
+    images = make_images(path.parent)
+    tools = [
+        '<tool>{"tool_name": "Reference", "description": "figure", "params": {"img_index": %d}}</tool>',
+        '<tool>{"tool_name": "Diffusion", "description": "scene", "params": {"prompt": "%s"}}</tool>',
+        '<tool>{"tool_name": "Search", "description": "photo", "params": {"query": "%s"}}</tool>',
+        '<tool>{"tool_name": "Edit", "description": "mark", "params": {"img_index": %d, "prompt": "circle it"}}</tool>',
+    ]
+    with path.open("w") as fh:
+        for i in range(n):
+            paras = [sentence(rng, 560) for _ in range(4)]
+            tags = [
+                tools[0] % rng.randrange(9),
+                tools[1] % sentence(rng, 40),
+                tools[2] % sentence(rng, 30),
+                tools[3] % rng.randrange(9),
+            ]
+            gt = "\n\n".join(p + "\n\n" + t for p, t in zip(paras, tags, strict=True))
+            record = {
+                "trace_id": f"perf_{i:05d}",
+                "query": sentence(rng, 180),
+                "image_query": None,
+                "doc": [
+                    {"text": sentence(rng, 1300), "images": images[:5]},
+                    {"text": sentence(rng, 1300), "images": images[5:]},
+                ],
+                "images": images,
+                "gt": gt,
+                "category": "Academic",
+                "intent": "Framework",
+            }
+            fh.write(json.dumps(record) + "\n")
+
+
+def child(args: argparse.Namespace) -> None:
+    """Runs one phase in this process, with Django set up on the chosen database."""
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from benchmark.models import Item, Project, Toolset
+    from benchmark.services import dataset_export, dataset_import
+
+    if args.phase == "setup":
+        call_command("migrate", verbosity=0)
+        toolset, _ = Toolset.objects.get_or_create(name="atp")
+        Project.objects.filter(name="perf").delete()
+        Project.objects.create(
+            name="perf", kind="interleaved", tag_syntax="atp", data_format="atp", toolset=toolset
+        )
+        return
+    project = Project.objects.get(name="perf")
+    start = time.perf_counter()
+    if args.phase == "import":
+        result = dataset_import(project=project, path=Path(args.file))
+        detail = f"{result.items_created} items"
+    else:
+        out = Path(args.file).parent / "export" / "data.jsonl"
+        dataset_export(project=project, out=out)
+        detail = f"{out.stat().st_size / 1e6:.1f} MB"
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": round(seconds, 3), "peak_mb": round(peak, 1), "detail": detail,
+                      "items": Item.objects.filter(project=project).count()}))
+
+
+def run_phase(phase: str, db_env: dict[str, str], file: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", phase, "--file", str(file)],
+        env={**os.environ, **db_env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode:
+        raise SystemExit(f"{phase} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1]) if out.stdout.strip() else {}
+
+
+def pg_available() -> bool:
+    import urllib.parse
+
+    import psycopg
+
+    p = urllib.parse.urlparse(PG_URL)
+    try:
+        with psycopg.connect(
+            host=p.hostname, port=p.port or 5432, user=p.username, dbname="postgres",
+            autocommit=True, connect_timeout=3,
+        ) as conn:
+            name = p.path.lstrip("/")
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return True
+    except Exception as exc:  # noqa: BLE001
+        print(f"PostgreSQL skipped: {exc}")
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--child", choices=["setup", "import", "export"])
+    parser.add_argument("--file")
+    args = parser.parse_args()
+    if args.child:
+        args.phase = args.child
+        child(args)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = Path(tmp)
+        data = tmpdir / "data" / "data.jsonl"
+        data.parent.mkdir()
+        generate(data, args.items)
+        print(f"generated {args.items} items, {data.stat().st_size / 1e6:.1f} MB of JSON")
+        dbs = []
+        if args.db in ("sqlite", "both"):
+            dbs.append(("sqlite", {"DATABASE_URL": f"sqlite:///{tmpdir / 'perf.sqlite3'}"}))
+        if args.db in ("postgres", "both") and pg_available():
+            dbs.append(("postgres", {"DATABASE_URL": PG_URL}))
+        for name, env in dbs:
+            env = {**env, "MEDIA_ROOT": str(tmpdir / f"media-{name}"), "DEBUG": "true"}
+            run_phase("setup", env, data)
+            imp = run_phase("import", env, data)
+            exp = run_phase("export", env, data)
+            again = run_phase("import", env, data)
+            print(
+                f"{name:9s} import {imp['seconds']:.2f} s (peak {imp['peak_mb']:.0f} MB, "
+                f"{imp['detail']})  export {exp['seconds']:.2f} s (peak {exp['peak_mb']:.0f} MB, "
+                f"{exp['detail']})  re-import {again['seconds']:.2f} s, items {again['items']}"
+            )
+
+
+if __name__ == "__main__":
+    main()
