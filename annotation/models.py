@@ -127,6 +127,8 @@ class Outcome(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="outcomes")
     verdict = models.CharField(max_length=20, choices=VERDICTS, default=Verdict.PENDING)
     value = JSONField(null=True, blank=True)
+    # Fields changed by the annotators' relabels: {"category": {"from": ..., "to": ...}}
+    relabel = JSONField(default=dict, blank=True)
     reason = models.TextField(blank=True)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

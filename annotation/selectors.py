@@ -73,3 +73,34 @@ def disputes(*, user: User, task: JudgmentTask) -> QuerySet[Outcome]:
 
 def outcome_for(*, task: JudgmentTask, item: Item) -> Outcome | None:
     return Outcome.objects.filter(task=task, item=item).select_related("decided_by").first()
+
+
+def verification_stats(*, task: JudgmentTask) -> dict[str, Any]:
+    """Per original category: items decided, share retained (accepted) and share relabelled,
+    the figures ATP-Bench reports for its query verification (about 95% retained)."""
+    rows: dict[str, dict[str, int]] = {}
+    decided = (
+        Outcome.objects.filter(task=task)
+        .exclude(verdict__in=("pending", "disputed"))
+        .values_list("verdict", "relabel", "item__category")
+    )
+    for verdict, relabel, category in decided:
+        original = (relabel or {}).get("category", {}).get("from", category) or "(none)"
+        row = rows.setdefault(original, {"decided": 0, "retained": 0, "relabelled": 0})
+        row["decided"] += 1
+        row["retained"] += verdict == "accepted"
+        row["relabelled"] += bool(relabel)
+    table = [
+        {
+            "category": name,
+            **row,
+            "retained_share": row["retained"] / row["decided"],
+            "relabel_rate": row["relabelled"] / row["decided"],
+        }
+        for name, row in sorted(rows.items())
+    ]
+    total = {k: sum(r[k] for r in rows.values()) for k in ("decided", "retained", "relabelled")}
+    if total["decided"]:
+        total["retained_share"] = total["retained"] / total["decided"]  # type: ignore[assignment]
+        total["relabel_rate"] = total["relabelled"] / total["decided"]  # type: ignore[assignment]
+    return {"rows": table, "total": total}

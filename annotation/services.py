@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -218,10 +219,33 @@ def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
     )
     outcome.verdict, outcome.value, outcome.reason = result.verdict, result.value, result.reason
     outcome.decided_at = timezone.now() if result.verdict != Verdict.PENDING else None
+    if result.verdict == Verdict.ACCEPTED and task.relabel_fields:
+        outcome.relabel = _apply_relabels(task, item)
     outcome.save()
     if task.updates_item_status:
         item_follows_outcome(item, outcome.verdict, outcome.reason)
     return outcome
+
+
+def _apply_relabels(task: JudgmentTask, item: Item) -> dict[str, dict[str, str]]:
+    """Where more than half of the judgments propose the same new value for a field (category,
+    intent), the item takes it; returns what changed."""
+    proposals = list(
+        Judgment.objects.filter(task=task, item=item).values_list("relabel", flat=True)
+    )
+    changed: dict[str, dict[str, str]] = {}
+    for field in task.relabel_fields:
+        votes = Counter(p.get(field) for p in proposals if p.get(field))
+        if not votes:
+            continue
+        value, n = votes.most_common(1)[0]
+        current = getattr(item, field, "")
+        if n * 2 > len(proposals) and value != current:
+            changed[field] = {"from": current, "to": value}
+            setattr(item, field, value)
+    if changed:
+        item.save(update_fields=[*changed, "updated_at"])
+    return changed
 
 
 def item_follows_outcome(item: Item, verdict: str, reason: str) -> None:

@@ -39,6 +39,8 @@ def task_list(request: HttpRequest, pk: int) -> HttpResponse:
     tasks = list(selectors.task_list(user=request.user, project=project))
     for task in tasks:
         task.progress = selectors.my_progress(user=request.user, task=task)  # type: ignore[attr-defined]
+        if task.relabel_fields:
+            task.stats = selectors.verification_stats(task=task)  # type: ignore[attr-defined]
     return render(
         request,
         "annotation/task_list.html",

@@ -141,8 +141,14 @@ class TaxonomyTerm(models.Model):
     class Meta:
         ordering = ["taxonomy", "kind", "position", "name"]
         constraints = [
+            # The same intent name may sit under two categories (ATP-Bench's "Component").
             models.UniqueConstraint(
-                fields=["taxonomy", "kind", "name"], name="taxonomyterm_unique"
+                fields=["taxonomy", "kind", "parent", "name"], name="taxonomyterm_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["taxonomy", "kind", "name"],
+                condition=Q(parent__isnull=True),
+                name="taxonomyterm_unique_top_level",
             ),
         ]
 

@@ -267,7 +267,7 @@ def dataset_import(
     if not path.exists():
         raise FormatError("no such file or folder", file=str(path))
     fmt = get_format(project.data_format)
-    root = path if path.is_dir() else path.parent
+    root = fmt.dataset_root(path)
     result = ImportResult()
     images = _ImageResolver(root, project, result)
     with transaction.atomic():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -15,12 +17,14 @@ from annotation import selectors as annotation_selectors
 from annotation.models import Judgment
 from annotation.views import _judge_context
 from benchmark import permissions
+from benchmark import selectors as benchmark_selectors
 from benchmark import services as benchmark_services
-from benchmark.exceptions import DomainError
+from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.models import Job
 from review import agreement as agreement_module
+from review import plans as review_plans
 from review import services
-from review.forms import DecisionForm
+from review.forms import BalanceForm, DecisionForm, ScorePlansForm
 
 
 def _reviewable(request: HttpRequest, pk: int):  # type: ignore[no-untyped-def]
@@ -151,3 +155,87 @@ def judgments_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
         )
     response["Content-Disposition"] = f'attachment; filename="judgments-task{task.pk}.{fmt}"'
     return response
+
+
+def _project_reviewable(request: HttpRequest, pk: int):  # type: ignore[no-untyped-def]
+    project = benchmark_selectors.project_get(user=request.user, pk=pk)
+    if not permissions.can(user=request.user, project=project, action="review"):
+        raise PermissionDenied("Only reviewers and admins work on releases.")
+    return project
+
+
+def _bars(counts: dict[str, int]) -> list[dict[str, Any]]:
+    total = sum(counts.values()) or 1
+    top = max(counts.values(), default=0) or 1
+    return [
+        {"tool": tool, "n": n, "share": 100 * n / total, "width": 100 * n / top}
+        for tool, n in sorted(counts.items(), key=lambda kv: -kv[1])
+    ]
+
+
+@login_required
+@require_GET
+def balance(request: HttpRequest, pk: int) -> HttpResponse:
+    """A seeded tool-balanced subset of the verified items, with the tool distribution before
+    and after."""
+    project = _project_reviewable(request, pk)
+    form = BalanceForm(request.GET or None)
+    context: dict[str, Any] = {"project": project, "form": form}
+    if form.is_bound and form.is_valid():
+        try:
+            subset, info = review_plans.project_balanced_subset(
+                project=project, cap=form.cleaned_data["cap"] / 100, seed=form.cleaned_data["seed"]
+            )
+        except DomainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            if request.GET.get("download") == "1":
+                response = HttpResponse(
+                    orjson.dumps(
+                        {
+                            "cap": subset.cap,
+                            "seed": form.cleaned_data["seed"],
+                            "ids": subset.ids,
+                            "after": subset.after,
+                        }
+                    ),
+                    content_type="application/json",
+                )
+                response["Content-Disposition"] = 'attachment; filename="balanced-subset.json"'
+                return response
+            context.update(
+                {
+                    "subset": subset,
+                    "info": info,
+                    "before": _bars(subset.before),
+                    "after": _bars(subset.after),
+                }
+            )
+    return render(request, "review/balance.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def score_plans(request: HttpRequest, pk: int) -> HttpResponse:
+    """Upload predictions; get m&m's metrics against the project's ground-truth plans."""
+    project = _project_reviewable(request, pk)
+    form = ScorePlansForm(request.POST or None, request.FILES or None)
+    result = None
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["predictions"]
+        try:
+            if upload.size > settings.BENCHWRIGHT_MAX_UPLOAD_BYTES:
+                raise ValidationFailed("the file is larger than the upload limit")
+            predictions = review_plans.parse_predictions(upload.read())
+            result = review_plans.project_score_plans(
+                project=project,
+                predictions=predictions,
+                plan_format=form.cleaned_data["plan_format"],
+                best_match=form.cleaned_data["best_match"],
+                status="verified" if form.cleaned_data["only_verified"] else None,
+            )
+        except DomainError as exc:
+            form.add_error("predictions", exc.message)
+    return render(
+        request, "review/score_plans.html", {"project": project, "form": form, "result": result}
+    )

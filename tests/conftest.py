@@ -22,6 +22,12 @@ def _isolated_media(settings: Any, tmp_path: Path) -> None:
     settings.MEDIA_ROOT = tmp_path / "media"
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings: Any) -> None:
+    """Hashing test passwords with the production hasher would make every user take ~0.5s."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def project(db: None) -> Project:
     return ProjectFactory(name="ATP sample")

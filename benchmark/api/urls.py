@@ -1,8 +1,11 @@
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.routers import DefaultRouter
 
 from benchmark.api import views
+
+LOGGED_IN = [IsAuthenticated]
 
 router = DefaultRouter()
 router.register("projects", views.ProjectViewSet, basename="project")
@@ -14,7 +17,12 @@ router.register("images", views.ImageViewSet, basename="image")
 router.register("jobs", views.JobViewSet, basename="job")
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Like every page, the schema and its docs are for logged-in users only.
+    path("schema/", SpectacularAPIView.as_view(permission_classes=LOGGED_IN), name="schema"),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", permission_classes=LOGGED_IN),
+        name="api-docs",
+    ),
     path("", include(router.urls)),
 ]

@@ -29,6 +29,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from annotation.services import judgment_task_ensure_defaults
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import (
     DataFormat,
@@ -234,6 +235,7 @@ def demo_load(*, stdout: Writer | None = None) -> dict[str, Any]:
             result = dataset_import(project=project, path=DEMO_ROOT / spec.folder)
             summary.update(result.as_dict())
         summary["items"] = project.items.count()
+        summary["judgment_tasks"] = [t.name for t in judgment_task_ensure_defaults(project=project)]
         projects[spec.name] = summary
         say(
             f"  {spec.name}: {summary['items']} items "

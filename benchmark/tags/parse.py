@@ -75,8 +75,8 @@ def _unclosed_end(text: str, open_end: int, bound: int) -> int:
                 depth -= 1
                 if depth == 0:
                     return m.end()
-    m = _BREAK.search(text, open_end, bound)
-    return m.start() if m else bound
+    blank = _BREAK.search(text, open_end, bound)
+    return blank.start() if blank else bound
 
 
 class _Parser:

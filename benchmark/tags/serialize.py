@@ -30,6 +30,7 @@ from typing import Any, Literal
 from .model import NAME_KEY, ParsedText, Segment, Syntax, TextSegment, ToolCall
 from .parse import tag_markers
 from .payload import read_literal
+from .validate import paragraph_sides
 
 __all__ = [
     "TagEditError",
@@ -271,14 +272,12 @@ def move_tag(parsed: ParsedText, tag: int, direction: Direction = "after") -> st
     it. A tag inside a paragraph goes to that paragraph's start ("before") or end ("after");
     a tag that already stands as its own paragraph moves past the neighbouring paragraph (or
     tag). Returns the text unchanged when there is no such boundary."""
-    from .validate import _sides  # local import: validate does not depend on this module
-
     if direction not in ("before", "after"):
         raise TagEditError("direction must be 'before' or 'after'")
     tool = _tool(parsed, tag)
     text = parsed.text
-    before, after = _sides(parsed)
-    strict = before[tag][0] and after[tag][0]
+    before, after = paragraph_sides(parsed)
+    strict = before[tag][0] and after[tag][0]  # already a paragraph of its own
     rs, re_ = _removal_span(parsed, tool)
     breaks = [(s, e) for s, e in _breaks(parsed) if e <= rs or s >= re_]
     if direction == "after":

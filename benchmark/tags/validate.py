@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 import warnings
 from collections.abc import Mapping
 from functools import cache, lru_cache
@@ -178,6 +179,20 @@ def _type_label(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+_PREVIEW = reprlib.Repr()
+_PREVIEW.maxlevel = 2
+_PREVIEW.maxstring = 60
+_PREVIEW.maxother = 60
+
+
+def _preview(value: Any) -> str:
+    """A short repr that stays short and safe on huge or deeply nested values."""
+    try:
+        return _PREVIEW.repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
 def _role(spec: Mapping[str, Any]) -> str:
     role = spec.get("role")
     if isinstance(role, str) and role:
@@ -216,40 +231,52 @@ def _compile_error(code: str) -> tuple[str, int, int] | None:
 # --------------------------------------------------------------------------- locating values
 
 
-@lru_cache(maxsize=256)
-def _key_re(key: str) -> re.Pattern[str]:
-    return re.compile(r"""(["'])""" + re.escape(key) + r"""\1\s*:\s*""")
-
-
+_COLON = re.compile(r"\s*:\s*")
 _STRING_VALUE = {
-    '"': re.compile(r'"(?:[^"\\]|\\[\s\S])*"'),
-    "'": re.compile(r"'(?:[^'\\]|\\[\s\S])*'"),
+    '"': re.compile(r'"(?:[^"\\]++|\\[\s\S])*+"'),
+    "'": re.compile(r"'(?:[^'\\]++|\\[\s\S])*+'"),
 }
 _SCALAR_VALUE = re.compile(r"[^,}\]\s]+")
+
+
+def _find_key(text: str, key: str, lo: int, hi: int) -> tuple[int, int] | None:
+    """First ``"key":`` or ``'key':`` in ``text[lo:hi]``: (start of key, start of value)."""
+    best: tuple[int, int] | None = None
+    for quote in ('"', "'"):
+        needle = quote + key + quote
+        i = text.find(needle, lo, hi)
+        while i >= 0 and (best is None or i < best[0]):
+            colon = _COLON.match(text, i + len(needle), hi)
+            if colon is not None:
+                best = (i, colon.end())
+                break
+            i = text.find(needle, i + 1, hi)
+    return best
 
 
 def _locate(text: str, tool: ToolCall, key: str, in_params: bool) -> tuple[int, int]:
     """Best-effort span of ``key: value`` inside the tag's payload, else the whole tag."""
     lo, hi = tool.payload_start, tool.payload_end
     if in_params:
-        params = _key_re("params").search(text, lo, hi)
+        params = _find_key(text, "params", lo, hi)
         if params is None:
             return tool.start, tool.end
-        lo = params.end()
-    m = _key_re(key).search(text, lo, hi)
-    if m is None:
+        lo = params[1]
+    found = _find_key(text, key, lo, hi)
+    if found is None:
         return tool.start, tool.end
-    after = m.end()
+    start, after = found
     if after < hi:
-        quote = text[after]
-        value = (
-            _STRING_VALUE[quote].match(text, after, hi)
-            if quote in _STRING_VALUE
-            else (_SCALAR_VALUE.match(text, after, hi) if quote not in "{[" else None)
-        )
+        first = text[after]
+        if first in _STRING_VALUE:
+            value = _STRING_VALUE[first].match(text, after, hi)
+        elif first not in "{[":
+            value = _SCALAR_VALUE.match(text, after, hi)
+        else:
+            value = None
         if value is not None:
-            return m.start(), value.end()
-    return m.start(), m.end()
+            return start, value.end()
+    return start, after
 
 
 # --------------------------------------------------------------------------- placement
@@ -362,8 +389,9 @@ def _first_break_start(text: str, lo: int, hi: int) -> int | None:
     return None
 
 
-def _sides(parsed: ParsedText) -> tuple[list[tuple[bool, bool]], list[tuple[bool, bool]]]:
-    """For each tag: (at boundary, line break between it and the text) on each side."""
+def paragraph_sides(parsed: ParsedText) -> tuple[list[tuple[bool, bool]], list[tuple[bool, bool]]]:
+    """Per tag, for its before side and its after side: (at a paragraph boundary, separated
+    from the neighbouring text by at least a line break). See the module docstring."""
     segments, tools = parsed.segments, parsed.tools
     last = len(segments) - 1
     before: list[tuple[bool, bool]] = []
@@ -414,7 +442,7 @@ def _check_mid_sentence(parsed: ParsedText, out: list[Finding]) -> None:
     if not parsed.tools:
         return
     text = parsed.text
-    before, after = _sides(parsed)
+    before, after = paragraph_sides(parsed)
     for tool in parsed.tools:
         (b_ok, b_line), (a_ok, a_line) = before[tool.index], after[tool.index]
         if b_ok and a_ok:
@@ -496,6 +524,8 @@ def _check_figure_phrases(parsed: ParsedText, out: list[Finding]) -> None:
 
 # --------------------------------------------------------------------------- per-tag checks
 
+_MAX_UNKNOWN = 10  # unknown keys reported one by one per tag; the rest are summed up
+
 
 class _Checker:
     def __init__(
@@ -527,15 +557,22 @@ class _Checker:
         name_key = tool.name_key
         whole = (tool.start, tool.end)
         # top-level keys
-        for key in data:
-            if key not in (name_key, "description", "params"):
-                self.add(
-                    UNKNOWN_PARAM,
-                    f"tag {tool.index}: unexpected top-level key {key!r}; a tag holds only "
-                    f"{name_key}, description and params",
-                    _locate(self.text, tool, str(key), False),
-                    tool,
-                )
+        extra = [key for key in data if key not in (name_key, "description", "params")]
+        for key in extra[:_MAX_UNKNOWN]:
+            self.add(
+                UNKNOWN_PARAM,
+                f"tag {tool.index}: unexpected top-level key {_preview(key)}; a tag holds "
+                f"only {name_key}, description and params",
+                _locate(self.text, tool, str(key), False),
+                tool,
+            )
+        if len(extra) > _MAX_UNKNOWN:
+            self.add(
+                UNKNOWN_PARAM,
+                f"tag {tool.index}: {len(extra) - _MAX_UNKNOWN} more unexpected top-level keys",
+                (tool.payload_start, tool.payload_end),
+                tool,
+            )
         description = data.get("description")
         if "description" not in data:
             self.add(
@@ -577,7 +614,7 @@ class _Checker:
                 known = ", ".join(sorted(self.tools)) or "none"
                 self.add(
                     UNKNOWN_TOOL,
-                    f"tag {tool.index}: unknown tool {name!r} (known: {known})",
+                    f"tag {tool.index}: unknown tool {_preview(name)} (known: {known})",
                     _locate(self.text, tool, name_key, False),
                     tool,
                 )
@@ -608,15 +645,22 @@ class _Checker:
         k: int,
     ) -> None:
         known = {spec.get("name") for spec in specs}
-        for key in params:
-            if key not in known:
-                expected = ", ".join(str(n) for n in known) or "none"
-                self.add(
-                    UNKNOWN_PARAM,
-                    f"tag {tool.index}: {name} has no parameter {key!r} (expected: {expected})",
-                    _locate(self.text, tool, str(key), True),
-                    tool,
-                )
+        unknown = [key for key in params if key not in known]
+        expected = ", ".join(str(n) for n in known) or "none"
+        for key in unknown[:_MAX_UNKNOWN]:
+            self.add(
+                UNKNOWN_PARAM,
+                f"tag {tool.index}: {name} has no parameter {_preview(key)} (expected: {expected})",
+                _locate(self.text, tool, str(key), True),
+                tool,
+            )
+        if len(unknown) > _MAX_UNKNOWN:
+            self.add(
+                UNKNOWN_PARAM,
+                f"tag {tool.index}: {len(unknown) - _MAX_UNKNOWN} more unknown parameters",
+                (tool.payload_start, tool.payload_end),
+                tool,
+            )
         for spec in specs:
             pname = spec.get("name")
             if pname not in params:
@@ -635,7 +679,7 @@ class _Checker:
                 self.add(
                     BAD_PARAM_TYPE,
                     f"tag {tool.index}: {name}.{pname} must be {type_name}, not "
-                    f"{_type_label(value)} ({value!r:.60})",
+                    f"{_type_label(value)} ({_preview(value)})",
                     span,
                     tool,
                 )

@@ -205,3 +205,13 @@ def test_builtin_mms_data_files_are_the_source_facts() -> None:
     assert (graph["num_nodes"], graph["num_edges"], len(graph["edges"])) == (33, 149, 149)
     assert {t["name"] for t in mms_tool_metadata()} == set(graph["nodes"])
     assert json.dumps(graph["edges"][0]) == '["text generation", "text summarization"]'
+
+
+@pytest.mark.django_db
+def test_atp_intent_named_twice_sits_under_both_categories() -> None:
+    taxonomy = taxonomies_ensure()["atp"]
+    pairs = set(
+        TaxonomyTerm.objects.filter(taxonomy=taxonomy, kind="intent", name="Component")
+        .values_list("parent__name", flat=True)
+    )
+    assert pairs == {"Academic", "Manual"}

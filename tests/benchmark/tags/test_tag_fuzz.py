@@ -155,6 +155,7 @@ def test_arbitrary_unicode(text: str, syntax: str) -> None:
 
 
 def test_pathological_inputs() -> None:
+    """Huge, deep and repetitive inputs: findings only, in reasonable time."""
     deep = "<imgen>" + "[" * 5000 + "</imgen>"
     deep_dict = "<tool>" + '{"a": ' * 3000 + "1" + "}" * 3000 + "</tool>"
     long_unclosed = "<tool>{'" + "x" * 200_000
@@ -165,8 +166,28 @@ def test_pathological_inputs() -> None:
         + '"}}</tool>'
     )
     many = "<tool>" * 5000 + "</tool>" * 5000
-    for text in (deep, deep_dict, long_unclosed, quotes, code, many):
+    nested_value = (  # deep enough for repr() to hit the recursion limit, not orjson's
+        '<tool>{"tool_name": "Reference", "description": "d", "params": {"img_index": '
+        + "[" * 1000
+        + "]" * 1000
+        + "}}</tool>"
+    )
+    wide = (
+        '<tool>{"tool_name": "Search", "description": "d", "params": {'
+        + ", ".join(f'"k{i}": {i}' for i in range(5000))
+        + ', "query": "q"}}</tool>'
+    )
+    huge_key = (
+        '<tool>{"tool_name": "Search", "description": "d", "params": {"'
+        + "k" * 500_000
+        + '": 1}}</tool>'
+    )
+    cases = (deep, deep_dict, long_unclosed, quotes, code, many, nested_value, wide, huge_key)
+    for text in cases:
         for syntax in ("atp", "llmi"):
             parsed = parse(text, syntax)  # type: ignore[arg-type]
             check_parse(parsed, text)
             check_findings(validate(parsed, None, image_count=1, placement=True), parsed)
+    wide_findings = validate(parse(wide, "atp"), None)
+    assert [f.code for f in wide_findings] == ["unknown_param"] * 11
+    assert any("4990 more" in f.message for f in wide_findings)

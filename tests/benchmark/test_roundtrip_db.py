@@ -1,0 +1,120 @@
+"""Every sample file in ../shared/data goes into the database and comes back out the same:
+import the benchmark's folder, export it, and compare every data file as JSON values (key order
+aside) and every image byte for byte."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from benchmark import services
+from benchmark.builtin import toolsets_ensure
+from benchmark.models import Item, Project
+
+pytestmark = pytest.mark.django_db
+
+SHARED = Path(
+    os.environ.get(
+        "BENCHWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"
+    )
+)
+FORMATS = {
+    "atp": ("atp", "interleaved", "atp"),
+    "llmi": ("llmi", "interleaved", "llmi"),
+    "agentic-mme": ("agentic-mme", "trajectory", ""),
+    "mms": ("mms", "plan", ""),
+}
+NOT_RECORDS = {"tool_metadata.json", "tool_graph.json"}
+
+
+def _load(path: Path) -> object:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return json.loads(text)
+
+
+def _data_files(root: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.suffix in (".json", ".jsonl", ".txt") and p.name not in NOT_RECORDS
+    )
+
+
+@pytest.mark.parametrize("folder", sorted(FORMATS))
+def test_sample_folder_roundtrips_through_the_database(folder: str, tmp_path: Path) -> None:
+    fmt, kind, syntax = FORMATS[folder]
+    toolset = toolsets_ensure()[fmt]
+    project = Project.objects.create(
+        name=folder, kind=kind, tag_syntax=syntax, data_format=fmt, toolset=toolset
+    )
+    source = SHARED / folder
+    result = services.dataset_import(project=project, path=source)
+    assert result.items_created > 0
+    assert not [w for w in result.warnings if "not found" in w]
+
+    out = tmp_path / "out"
+    services.dataset_export(project=project, out=out)
+    files = _data_files(source)
+    assert files
+    for original in files:
+        copy = out / original.relative_to(source)
+        assert copy.exists(), f"{copy.relative_to(out)} was not exported"
+        if original.suffix == ".txt":
+            assert copy.read_text().rstrip("\n") == original.read_text().rstrip("\n")
+        else:
+            assert _load(copy) == _load(original), original.name
+    for image in source.rglob("*.png"):
+        copy = out / image.relative_to(source)
+        assert copy.read_bytes() == image.read_bytes(), image.name
+
+    again = services.dataset_import(project=project, path=source)
+    assert again.items_created == 0 and again.attachments_created == 0
+    assert Item.objects.filter(project=project).count() == result.items_created
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "atp/data.jsonl",
+        "llmi/text_only.json",
+        "llmi/mm_input.json",
+        "llmi/train_sample.json",
+        "mms/tasks.json",
+        "agentic-mme/json/0003.json",
+    ],
+)
+def test_single_sample_file_roundtrips(relative: str, tmp_path: Path) -> None:
+    folder = relative.split("/")[0]
+    fmt, kind, syntax = FORMATS[folder]
+    project = Project.objects.create(
+        name=relative,
+        kind=kind,
+        tag_syntax=syntax,
+        data_format=fmt,
+        toolset=toolsets_ensure()[fmt],
+    )
+    services.dataset_import(project=project, path=SHARED / relative)
+    out = tmp_path / "out"
+    services.dataset_export(project=project, out=out)
+    exported = out / Path(relative).relative_to(folder)
+    assert _load(exported) == _load(SHARED / relative)
+
+
+def test_edits_show_up_in_the_export(tmp_path: Path) -> None:
+    project = Project.objects.create(
+        name="m", kind="plan", data_format="mms", toolset=toolsets_ensure()["mms"]
+    )
+    services.dataset_import(project=project, path=SHARED / "mms" / "tasks.json")
+    Item.objects.filter(project=project, external_id="9001").update(query="Edited request")
+    services.dataset_export(project=project, out=tmp_path / "out")
+    rows = {row["id"]: row for row in _load(tmp_path / "out" / "tasks.json")}  # type: ignore[union-attr]
+    originals = {row["id"]: row for row in _load(SHARED / "mms" / "tasks.json")}  # type: ignore[union-attr]
+    assert rows[9001]["user_request"] == "Edited request"
+    assert {k: v for k, v in rows.items() if k != 9001} == {
+        k: v for k, v in originals.items() if k != 9001
+    }
