@@ -62,7 +62,10 @@ def assignment_next_for_user(
         )
         if mine is not None:
             return mine
-        already = Assignment.objects.filter(task=task, item=OuterRef("pk"), user=user)
+        # Items this user already judged (their own expired leases may be leased again).
+        already = Assignment.objects.filter(
+            task=task, item=OuterRef("pk"), user=user, status=AssignmentStatus.SUBMITTED
+        )
         settled = Outcome.objects.filter(task=task, item=OuterRef("pk")).exclude(
             verdict=Verdict.PENDING
         )
@@ -104,15 +107,24 @@ def assignment_next_for_user(
 def _lease(
     *, task: JudgmentTask, user: AbstractBaseUser, item_id: int, now: datetime
 ) -> Assignment:
-    expires = now + timedelta(minutes=task.lease_minutes)
-    stale = Assignment.objects.filter(task=task, item_id=item_id, user=user).first()
-    if stale is not None:  # an expired lease of this user's own: renew it
-        stale.status, stale.leased_at, stale.expires_at = AssignmentStatus.ACTIVE, now, expires
-        stale.save(update_fields=["status", "leased_at", "expires_at"])
-        return stale
-    return Assignment.objects.create(
-        task=task, user=user, item_id=item_id, leased_at=now, expires_at=expires
+    """One statement: a new lease, or the renewal of this user's own expired one."""
+    lease = Assignment(
+        task=task,
+        user=user,
+        item_id=item_id,
+        status=AssignmentStatus.ACTIVE,
+        leased_at=now,
+        expires_at=now + timedelta(minutes=task.lease_minutes),
     )
+    Assignment.objects.bulk_create(
+        [lease],
+        update_conflicts=True,
+        unique_fields=["task", "item", "user"],
+        update_fields=["status", "leased_at", "expires_at"],
+    )
+    if lease.pk is None:  # a backend that does not return ids on conflict
+        lease = Assignment.objects.get(task=task, item_id=item_id, user=user)
+    return lease
 
 
 def _check_value(task: JudgmentTask, value: Any, reason: str) -> Any:

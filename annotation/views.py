@@ -22,8 +22,8 @@ from benchmark import selectors as benchmark_selectors
 from benchmark.exceptions import DomainError
 from benchmark.models import Item
 from benchmark.plans.verify import verify_plan
+from benchmark.presenters import item_view, plan_view
 from benchmark.toolset_specs import plan_toolset
-from benchmark.views import _item_view, _plan_view
 
 htmx_page = vary_on_headers("HX-Request")
 
@@ -69,7 +69,7 @@ def _plan_panel(item: Item) -> list[dict[str, Any]]:
     toolset = _toolset_for(item)
     panels = []
     for plan in item.plans.all():
-        view = _plan_view(plan)
+        view = plan_view(plan)
         view["graph"] = layout(plan.steps or [])
         view["findings"] = verify_plan(plan.steps if plan.steps else plan.code, toolset)
         panels.append(view)
@@ -85,11 +85,12 @@ def _judge_context(request: HttpRequest, task: JudgmentTask, item: Item) -> dict
         "task": task,
         "project": task.project,
         "item": item,
-        "view": _item_view(
+        "view": item_view(
             item,
             benchmark_selectors.images_by_sha(
                 user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
             ),
+            "image_index" if task.project.kind == "trajectory" else "img_index",
         ),
         "judgments": selectors.judgments_visible(user=request.user, task=task, item=item),
         "outcome": selectors.outcome_for(task=task, item=item)

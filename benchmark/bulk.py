@@ -29,10 +29,8 @@ def bulk_insert(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> in
             defaults[f.attname] = (
                 now if connection.vendor == "postgresql" else f.get_db_prep_value(now, connection)
             )
-        elif f.has_default():
+        else:  # the field's default, or "" / None as Django would store for a blank field
             defaults[f.attname] = f.get_default()
-        elif f.null:
-            defaults[f.attname] = None
     is_json = [isinstance(f, models.JSONField) for f in fields]
     names = [f.attname for f in fields]
 

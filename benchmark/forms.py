@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 
 from benchmark.models import ItemStatus, Modality
@@ -36,11 +38,13 @@ class ItemFilterForm(forms.Form):
     )
     modality = forms.ChoiceField(required=False, choices=ANY + Modality.choices)
 
-    def __init__(self, *args, facets: ItemFacets | None = None, **kwargs) -> None:
+    def __init__(self, *args: Any, facets: ItemFacets | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         facets = facets or ItemFacets()
-        self.fields["category"].choices = ANY + [(c, c) for c in facets.categories]
-        self.fields["intent"].choices = ANY + [(i, i) for i in facets.intents]
+        category = cast(forms.ChoiceField, self.fields["category"])
+        intent = cast(forms.ChoiceField, self.fields["intent"])
+        category.choices = ANY + [(c, c) for c in facets.categories]
+        intent.choices = ANY + [(i, i) for i in facets.intents]
         if not facets.categories:
             self.fields["category"].disabled = True
         if not facets.intents:

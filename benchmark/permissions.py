@@ -24,7 +24,9 @@ def role_in(*, user: AbstractBaseUser | AnonymousUser, project: Project) -> str 
     if user.pk in cached:
         return cached[user.pk]
     role = (
-        Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+        Membership.objects.filter(project=project, user=user.pk)
+        .values_list("role", flat=True)
+        .first()
     )
     cached[user.pk] = role
     project._role_cache = cached  # type: ignore[attr-defined]

@@ -27,7 +27,9 @@ User = AbstractBaseUser | AnonymousUser
 
 
 def _role_subquery(user: User) -> Subquery:
-    return Subquery(Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1])
+    return Subquery(
+        Membership.objects.filter(project=OuterRef("pk"), user=user.pk).values("role")[:1]
+    )
 
 
 def _remember_role(project: Project, user: User) -> Project:
@@ -50,7 +52,7 @@ def project_list(*, user: User) -> QuerySet[Project]:
         for status in ItemStatus.values
     }
     return (
-        Project.objects.filter(memberships__user=user)
+        Project.objects.filter(memberships__user=user.pk)
         .select_related("toolset", "taxonomy")
         .annotate(n_items=Count("items"), my_role=_role_subquery(user), **counts)
         .order_by("name")
@@ -62,7 +64,7 @@ def project_visible(*, user: User) -> QuerySet[Project]:
     if not user.is_authenticated:
         return Project.objects.none()
     return (
-        Project.objects.filter(memberships__user=user)
+        Project.objects.filter(memberships__user=user.pk)
         .select_related("toolset", "taxonomy")
         .annotate(my_role=_role_subquery(user))
     )
@@ -106,7 +108,7 @@ def item_list(
     """Items in the user's projects (or in ``project``), optionally filtered."""
     if not user.is_authenticated:
         return Item.objects.none()
-    items = Item.objects.filter(project__memberships__user=user)
+    items = Item.objects.filter(project__memberships__user=user.pk)
     if project is not None:
         items = items.filter(project=project)
     if filters is not None:
@@ -180,7 +182,7 @@ def item_get_detailed(*, user: User, project: Project, pk: int) -> Item:
 def _attached(model: type[Any], *, user: User, item: Item | None, project: Project | None):
     if not user.is_authenticated:
         return model.objects.none()
-    rows = model.objects.filter(item__project__memberships__user=user)
+    rows = model.objects.filter(item__project__memberships__user=user.pk)
     if item is not None:
         rows = rows.filter(item=item)
     if project is not None:
@@ -212,7 +214,7 @@ def trajectory_list(
 def image_list(*, user: User, project: Project | None = None) -> QuerySet[Image]:
     if not user.is_authenticated:
         return Image.objects.none()
-    visible = Project.objects.filter(memberships__user=user)
+    visible = Project.objects.filter(memberships__user=user.pk)
     if project is not None:
         visible = visible.filter(pk=project.pk)
     return Image.objects.filter(projects__in=visible).distinct().order_by("id")
@@ -238,7 +240,7 @@ def job_list(*, user: User, project: Project | None = None) -> QuerySet[Job]:
     if not user.is_authenticated:
         return Job.objects.none()
     jobs = Job.objects.filter(
-        Q(created_by=user) | Q(project__in=Project.objects.filter(memberships__user=user))
+        Q(created_by=user) | Q(project__in=Project.objects.filter(memberships__user=user.pk))
     )
     if project is not None:
         jobs = jobs.filter(project=project)

@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "benchmark",
@@ -77,9 +78,7 @@ TEMPLATES = [
 WSGI_APPLICATION = "benchmark.wsgi.application"
 
 DATABASES = {
-    "default": env.db(
-        "DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'benchwright.sqlite3'}"
-    )
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'benchwright.sqlite3'}")
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
@@ -147,6 +146,14 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, items, responses, plans, trajectories, images and jobs.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the drf-spectacular-sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "ItemStatusEnum": "benchmark.models.ItemStatus",
+        "JobStatusEnum": "benchmark.models.JobStatus",
+    },
 }
 
 # Celery: no broker configured means tasks run in-process, on the same code path.

@@ -4,9 +4,11 @@ the row, so a repeated delivery does nothing twice."""
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 
 from celery import shared_task
+from django.conf import settings
 
 from benchmark import services
 from benchmark.exceptions import DomainError
@@ -21,6 +23,22 @@ def dataset_import_task(job_id: int) -> None:
     if not services.job_start(job_id=job_id):
         return
     job = Job.objects.get(pk=job_id)
+    try:
+        _import(job)
+    finally:
+        _remove_upload(job)
+
+
+def _remove_upload(job: Job) -> None:
+    """An uploaded file is only needed until its import has run."""
+    folder = job.params.get("cleanup")
+    root = (Path(settings.MEDIA_ROOT) / "imports").resolve()
+    if folder and Path(folder).resolve().is_relative_to(root):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _import(job: Job) -> None:
+    job_id = job.pk
     try:
         project = Project.objects.get(pk=job.params["project_id"])
         path = Path(job.params["path"])

@@ -10,5 +10,5 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("", include("review.urls")),
     path("api/", include("benchmark.api.urls")),
+    path("api/", include("annotation.api.urls")),
 ]
-

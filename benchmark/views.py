@@ -4,30 +4,47 @@ renders the full page or, for htmx requests, only the fragment that was asked fo
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
-import orjson
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models.fields.files import FieldFile
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HTMX_STOP_POLLING
+from django_htmx.middleware import HtmxDetails
 
 from benchmark import permissions, selectors, services
 from benchmark.exceptions import DomainError
 from benchmark.forms import ExportForm, ImportForm, ItemFilterForm
-from benchmark.models import Image, Item, ItemStatus, Origin, Plan, Project, Trajectory
+from benchmark.models import (
+    ItemStatus,
+    Project,
+    ProjectKind,
+)
+from benchmark.presenters import (
+    attachment_label,
+    item_view,
+    plan_view,
+    pretty_json,
+    tag_segments,
+    trajectory_view,
+)
 
 PAGE_SIZE = 50
 
 htmx_page = vary_on_headers("HX-Request", "HX-Target")
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request that went through django-htmx's middleware (for type checking)."""
+
+    htmx: HtmxDetails
 
 
 def _render(
@@ -112,254 +129,6 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 # --------------------------------------------------------------------------- items
 
-TAG_RE = re.compile(r"<(tool|imgen)>(.*?)(</\1>|$)", re.S)
-TAG_NAME_RE = re.compile(r"""["']?(?:tool_name|source)["']?\s*:\s*["']([^"'\n]{1,60})["']""")
-NODE_RE = re.compile(r"<node-\d+>\.\w+")
-
-
-def tag_segments(text: str) -> list[dict[str, Any]]:
-    """Split answer text into plain runs and tool tags (``<tool>…</tool>``,
-    ``<imgen>…</imgen>``; an unclosed tag runs to the end). Templates escape every run."""
-    out: list[dict[str, Any]] = []
-    pos = 0
-    for match in TAG_RE.finditer(text or ""):
-        if match.start() > pos:
-            out.append({"kind": "", "text": text[pos : match.start()]})
-        name = TAG_NAME_RE.search(match.group(2))
-        out.append(
-            {
-                "kind": match.group(1),
-                "text": match.group(0),
-                "name": name.group(1) if name else "",
-                "closed": bool(match.group(3)),
-            }
-        )
-        pos = match.end()
-    if pos < len(text or ""):
-        out.append({"kind": "", "text": text[pos:]})
-    return out
-
-
-def node_segments(text: str) -> list[dict[str, str]]:
-    """Split a plan argument into plain runs and ``<node-K>.key`` references."""
-    out: list[dict[str, str]] = []
-    pos = 0
-    for match in NODE_RE.finditer(text):
-        if match.start() > pos:
-            out.append({"kind": "", "text": text[pos : match.start()]})
-        out.append({"kind": "node", "text": match.group(0)})
-        pos = match.end()
-    if pos < len(text):
-        out.append({"kind": "", "text": text[pos:]})
-    return out
-
-
-def _pretty_json(raw: str) -> str:
-    if not raw:
-        return ""
-    try:
-        return json.dumps(orjson.loads(raw), indent=2, ensure_ascii=False)
-    except orjson.JSONDecodeError:
-        return raw
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _image_entries(refs: list[dict[str, Any]], images: dict[str, Image]) -> list[dict[str, Any]]:
-    """Image refs with their stored image and index: the ``img_index`` within their role
-    (document images count from 0 in source order, as ATP and LLM-I address them)."""
-    ordinal: dict[str, int] = {}
-    entries = []
-    role_order: dict[str, int] = {}
-    for ref in refs:
-        role_order.setdefault(ref.get("role") or "document", len(role_order))
-    ordered = sorted(
-        enumerate(refs),
-        key=lambda pair: (
-            role_order[pair[1].get("role") or "document"],
-            pair[1].get("position", 0),
-            pair[0],
-        ),
-    )
-    for _, ref in ordered:
-        role = ref.get("role") or "document"
-        index = ordinal.get(role, 0)
-        ordinal[role] = index + 1
-        sha = ref.get("sha256") or ""
-        entries.append(
-            {
-                "sha256": sha,
-                "path": ref.get("path", ""),
-                "role": role,
-                "index": index,
-                "image": images.get(sha),
-            }
-        )
-    return entries
-
-
-def _attachment_label(row: Any) -> str:
-    if row.origin == Origin.MODEL:
-        return f"Prediction · {row.model_name}" if row.model_name else "Prediction"
-    if isinstance(row, Plan) and row.is_alternative:
-        return "Alternative plan"
-    return "Ground truth"
-
-
-def _plan_view(plan: Plan) -> dict[str, Any]:
-    steps = []
-    for n, step in enumerate(plan.steps or []):
-        if not isinstance(step, dict):
-            steps.append({"id": n, "name": "", "args": [("", node_segments(_as_text(step)))]})
-            continue
-        args = step.get("args") or {}
-        if not isinstance(args, dict):
-            args = {"": args}
-        steps.append(
-            {
-                "id": step.get("id", n),
-                "name": step.get("name") or step.get("tool") or step.get("tool_name") or "",
-                "args": [(k, node_segments(_as_text(v))) for k, v in args.items()],
-            }
-        )
-    return {
-        "obj": plan,
-        "label": _attachment_label(plan),
-        "steps": steps,
-        "raw": _pretty_json(plan.raw),
-    }
-
-
-CHECKPOINT_KEYS = {"id", "axis", "description", "tools", "code_check", "visual_check"}
-
-
-def _checkpoint_view(cp: Any) -> dict[str, Any]:
-    if not isinstance(cp, dict):
-        return {"description": _as_text(cp), "details": []}
-    code = cp.get("code_check") or {}
-    visual = cp.get("visual_check") or {}
-    details = []
-    if isinstance(code, dict):
-        details += [
-            (f"code_check.{k}", _as_text(v)) for k, v in code.items() if k not in ("bbox_2d",)
-        ]
-    for key, value in cp.items():
-        if key not in CHECKPOINT_KEYS:
-            details.append((key, _as_text(value)))
-    return {
-        "id": cp.get("id", ""),
-        "axis": str(cp.get("axis", "")),
-        "description": cp.get("description", ""),
-        "tools": cp.get("tools") or [],
-        "bbox": code.get("bbox_2d") if isinstance(code, dict) else None,
-        "question": visual.get("question", "") if isinstance(visual, dict) else "",
-        "expected": visual.get("expected_answer", "") if isinstance(visual, dict) else "",
-        "details": details,
-    }
-
-
-def _trajectory_view(traj: Trajectory, images: dict[str, Image]) -> dict[str, Any]:
-    entries = _image_entries(traj.image_refs or [], images)
-    by_path = {e["path"]: e for e in entries if e["path"]}
-
-    def produced(path: str) -> dict[str, Any] | None:
-        if not path:
-            return None
-        path = path.replace("\\", "/")
-        if path in by_path:
-            return by_path[path]
-        for ref_path, entry in by_path.items():
-            if ref_path.endswith("/" + path.lstrip("./")) or path.endswith("/" + ref_path):
-                return entry
-        return None
-
-    steps = []
-    for n, step in enumerate(traj.steps or []):
-        if not isinstance(step, dict):
-            steps.append({"index": n, "tool": "", "args": _as_text(step), "output": []})
-            continue
-        output = step.get("output") if isinstance(step.get("output"), dict) else {}
-        out_path = str(output.get("output_path", "") or "")
-        steps.append(
-            {
-                "index": step.get("index", n),
-                "tool": step.get("tool_name") or step.get("name") or "",
-                "turn": step.get("turn"),
-                "args": [(k, _as_text(v)) for k, v in (step.get("arguments") or {}).items()]
-                if isinstance(step.get("arguments"), dict)
-                else [("", _as_text(step.get("arguments", "")))],
-                "output": [
-                    (k, _as_text(v)) for k, v in output.items() if k not in ("output_path",)
-                ],
-                "output_path": out_path,
-                "image": produced(out_path),
-            }
-        )
-    orderings = []
-    for oc in traj.ordering_constraints or []:
-        if isinstance(oc, dict):
-            orderings.append(
-                {
-                    "id": oc.get("id", ""),
-                    "sequence": [str(s) for s in oc.get("sequence") or []],
-                    "max_gap": oc.get("max_gap"),
-                }
-            )
-    return {
-        "obj": traj,
-        "label": "Run" + (f" · {traj.model_name}" if traj.model_name else "")
-        if traj.origin == Origin.MODEL
-        else "Reference trajectory",
-        "checkpoints": [_checkpoint_view(cp) for cp in traj.checkpoints or []],
-        "orderings": orderings,
-        "efficiency": [(k, _as_text(v)) for k, v in (traj.efficiency or {}).items()],
-        "steps": steps,
-        "images": entries,
-        "raw": _pretty_json(traj.raw),
-    }
-
-
-def _item_view(item: Item, images: dict[str, Image]) -> dict[str, Any]:
-    entries = _image_entries(item.image_refs or [], images)
-    by_path = {e["path"]: e for e in entries if e["path"]}
-    documents = []
-    for n, doc in enumerate(item.documents or []):
-        if isinstance(doc, dict):
-            paths = doc.get("images") or []
-            documents.append(
-                {
-                    "n": n,
-                    "text": _as_text(doc.get("text", "")),
-                    "images": [
-                        by_path.get(p) or {"path": p, "sha256": "", "index": None}
-                        for p in paths
-                        if isinstance(p, str)
-                    ],
-                }
-            )
-        else:
-            documents.append({"n": n, "text": _as_text(doc), "images": []})
-    rubric = []
-    for n, criterion in enumerate(item.rubric or []):
-        if isinstance(criterion, dict):
-            rubric.append(
-                (criterion.get("key", f"r{n + 1}"), _as_text(criterion.get("text", criterion)))
-            )
-        else:
-            rubric.append((f"r{n + 1}", _as_text(criterion)))
-    return {
-        "documents": documents,
-        "images": entries,
-        "query_images": [e for e in entries if e["role"] in ("query", "input")],
-        "constraints": [(k, _as_text(v)) for k, v in (item.constraints or {}).items()],
-        "rubric": rubric,
-        "raw": _pretty_json(item.raw),
-    }
-
 
 @login_required
 @require_GET
@@ -377,18 +146,20 @@ def item_detail(request: HttpRequest, project_pk: int, pk: int) -> HttpResponse:
     context = {
         **_project_context(request, project),
         "item": item,
-        "view": _item_view(item, images),
+        "view": item_view(
+            item, images, "image_index" if project.kind == ProjectKind.TRAJECTORY else "img_index"
+        ),
         "responses": [
             {
                 "obj": r,
-                "label": _attachment_label(r),
+                "label": attachment_label(r),
                 "segments": tag_segments(r.text),
-                "raw": _pretty_json(r.raw),
+                "raw": pretty_json(r.raw),
             }
             for r in responses
         ],
-        "plans": [_plan_view(p) for p in plans],
-        "trajectories": [_trajectory_view(t, images) for t in trajectories],
+        "plans": [plan_view(p) for p in plans],
+        "trajectories": [trajectory_view(t, images) for t in trajectories],
     }
     return _render(request, "benchmark/item_detail.html", context)
 
@@ -432,7 +203,7 @@ def image_thumb(request: HttpRequest, sha256: str) -> FileResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 @htmx_page
-def project_import(request: HttpRequest, pk: int) -> HttpResponse:
+def project_import(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Upload a dataset file or .zip; starts an import job and shows its progress."""
     project = selectors.project_get(user=request.user, pk=pk)
     _require(request, project, "import")
@@ -471,7 +242,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def project_export(request: HttpRequest, pk: int) -> HttpResponse:
+def project_export(request: HttpRequest, pk: int) -> HttpResponseBase:
     """Download the project's data in its format (optionally one status)."""
     project = selectors.project_get(user=request.user, pk=pk)
     _require(request, project, "export")
@@ -503,7 +274,7 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 @htmx_page
-def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def job_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A job's progress. The polled fragment answers 286 (stop polling) once it is done."""
     job = selectors.job_get(user=request.user, pk=pk)
     response = _render(

@@ -71,4 +71,3 @@ def client_for() -> Callable[[Any], Client]:
 def clients(users: dict[str, Any], client_for: Callable[[Any], Client]) -> dict[str, Client]:
     """A logged-in client per role name in ROLES."""
     return {role: client_for(users[role]) for role in ROLES}
-

@@ -110,9 +110,11 @@ class ProjectFactory(DjangoModelFactory):
     kind = ProjectKind.INTERLEAVED
     data_format = "atp"
     tag_syntax = factory.LazyAttribute(
-        lambda p: (TagSyntax.ATP if p.data_format == "atp" else TagSyntax.LLMI)
-        if p.kind == ProjectKind.INTERLEAVED
-        else TagSyntax.NONE
+        lambda p: (
+            (TagSyntax.ATP if p.data_format == "atp" else TagSyntax.LLMI)
+            if p.kind == ProjectKind.INTERLEAVED
+            else TagSyntax.NONE
+        )
     )
     toolset = factory.SubFactory(ToolsetFactory)
     description = "A project for tests."
@@ -179,9 +181,7 @@ class ItemFactory(DjangoModelFactory):
     category = "Academic"
     intent = "Framework"
     status = ItemStatus.DRAFT
-    raw = factory.LazyAttribute(
-        lambda o: json.dumps({"trace_id": o.external_id, "query": o.query})
-    )
+    raw = factory.LazyAttribute(lambda o: json.dumps({"trace_id": o.external_id, "query": o.query}))
 
 
 class _AttachedFactory(DjangoModelFactory):

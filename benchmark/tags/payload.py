@@ -58,13 +58,25 @@ def _literal_eval_quiet(source: str) -> Any:
         return ast.literal_eval(source)
 
 
+# One token per iteration of the reader. A value token also takes the comma after it, and a
+# string the colon after it, which halves the number of tokens in a typical payload.
+_WS = r"[ \t\n\r\f]*"
+_WS_CHARS = " \t\n\r\f\v"
 _TOKEN = re.compile(
-    r"""[ \t\n\r\f]*(?:"""
-    r"""([{}\[\]:,])"""
-    r"""|('(?:[^'\\\n\r]++|\\[\s\S])*+'|"(?:[^"\\\n\r]++|\\[\s\S])*+")"""
-    r"""|(-?(?:0|[1-9][0-9]*))(?![0-9A-Za-z_.])"""
-    r"""|(True|False|None)(?![0-9A-Za-z_])"""
-    r"""|([^ \t\n\r\f]))"""
+    _WS
+    + r"(?:"
+    + r"([{\[])"  # 1 opening bracket
+    + r"|(?:([}\]])"  # 2 closing bracket
+    + r"|(-?(?:0|[1-9][0-9]*))(?![0-9A-Za-z_.])"  # 3 decimal int
+    + r"|(True|False|None)(?![0-9A-Za-z_]))"  # 4 constant
+    + _WS
+    + r"(,)?"  # 5 comma after 2-4
+    + r"""|('(?:[^'\\\n\r]++|\\[\s\S])*+'|"(?:[^"\\\n\r]++|\\[\s\S])*+")"""  # 6 string
+    + _WS
+    + r"([:,])?"  # 7 colon or comma after the string
+    + r"|([:,])"  # 8 lone colon or comma
+    + r"|([^ \t\n\r\f])"  # 9 anything else: give up
+    + r")"
 )
 # Escapes that Python string literals and the unicode_escape codec read identically (the
 # same decoder), minus octal and CR, which differ or warn. Anything else goes to literal_eval.
@@ -103,8 +115,8 @@ def read_literal_fast(text: str) -> Any:
     without prefixes, decimal ints, True/False/None), else return ``_NO_VALUE`` (compare with
     ``is``). One regex tokenizes the text; a small state machine builds the value. Never
     raises."""
-    if "\x00" in text:
-        return _NO_VALUE
+    if not text or "\x00" in text or text[0] in _WS_CHARS or text[-1] in _WS_CHARS:
+        return _NO_VALUE  # whitespace outside brackets has rules of its own ("0\n " fails)
     if not text.isascii():
         try:
             text.encode("utf-8")  # compile() refuses lone surrogates; so must we
@@ -117,60 +129,62 @@ def read_literal_fast(text: str) -> Any:
     state = _VALUE
     result: Any = _NO_VALUE
     value: Any
-    for punct, string, number, word, _other in _TOKEN.findall(text):
-        if punct:
-            if punct == "{" or punct == "[":
-                if (state != _VALUE and state != _ITEM) or len(stack) >= _MAX_DEPTH:
-                    return _NO_VALUE
-                stack.append((container, is_dict, key, state))
-                if punct == "{":
-                    container, is_dict, key, state = {}, True, None, _KEY
-                else:
-                    container, is_dict, key, state = [], False, None, _ITEM
-                continue
-            if punct == "}" or punct == "]":
-                if container is None or is_dict != (punct == "}"):
-                    return _NO_VALUE
-                if state != _SEP and state != (_KEY if is_dict else _ITEM):
-                    return _NO_VALUE
-                value = container
-                container, is_dict, key, state = stack.pop()
-            elif punct == ":":
-                if state != _COLON:
-                    return _NO_VALUE
-                state = _VALUE
-                continue
-            else:  # ","
-                if state != _SEP:
-                    return _NO_VALUE
-                state = _KEY if is_dict else _ITEM
-                continue
-        elif string:
+    for opening, closing, number, word, comma, string, after, punct, _ in _TOKEN.findall(text):
+        if string:
             value = _string(string)
             if value is _NO_VALUE:
                 return _NO_VALUE
+            if after == ":":
+                if state != _KEY:
+                    return _NO_VALUE
+                key, state = value, _VALUE
+                continue
+            comma = after
+        elif opening:
+            if (state != _VALUE and state != _ITEM) or len(stack) >= _MAX_DEPTH:
+                return _NO_VALUE
+            stack.append((container, is_dict, key, state))
+            if opening == "{":
+                container, is_dict, key, state = {}, True, None, _KEY
+            else:
+                container, is_dict, key, state = [], False, None, _ITEM
+            continue
+        elif closing:
+            if container is None or is_dict != (closing == "}"):
+                return _NO_VALUE
+            if state != _SEP and state != (_KEY if is_dict else _ITEM):
+                return _NO_VALUE
+            value = container
+            container, is_dict, key, state = stack.pop()
         elif number:
             if len(number) > 18:  # keep clear of int()'s digit limit; literal_eval decides
                 return _NO_VALUE
             value = int(number)
         elif word:
             value = _WORDS[word]
-        else:
+        elif punct == ":" and state == _COLON:  # after a key that is not a string
+            state = _VALUE
+            continue
+        else:  # a lone comma is never valid here: value tokens take their commas
             return _NO_VALUE
         # a value is complete: put it where the current state says
         if state == _VALUE:
             if container is None:
+                if comma:  # "x," is a tuple
+                    return _NO_VALUE
                 result, state = value, _END
-            else:
-                container[key] = value
-                state = _SEP
+                continue
+            container[key] = value
         elif state == _ITEM:
             container.append(value)
-            state = _SEP
-        elif state == _KEY:
+        elif state == _KEY:  # a non-string key; its colon comes as a lone token
+            if comma or isinstance(value, (dict, list)):
+                return _NO_VALUE
             key, state = value, _COLON
+            continue
         else:
             return _NO_VALUE
+        state = (_KEY if is_dict else _ITEM) if comma else _SEP
     return result if state == _END else _NO_VALUE
 
 

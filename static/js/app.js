@@ -25,6 +25,17 @@
     }
   });
 
+  // Filter forms marked data-drop-empty leave blank fields out of the request, so the URL
+  // pushed to the history reads ?status=verified rather than ?q=&status=verified&level=.
+  document.addEventListener("htmx:configRequest", function (event) {
+    var elt = event.detail.elt;
+    if (!elt || !elt.closest || !elt.closest("[data-drop-empty]")) return;
+    var params = event.detail.parameters;
+    Object.keys(params).forEach(function (key) {
+      if (params[key] === "") delete params[key];
+    });
+  });
+
   // Upload progress for the file transfer of an htmx form.
   document.addEventListener("htmx:xhr:progress", function (event) {
     var form = event.target.closest && event.target.closest("form");

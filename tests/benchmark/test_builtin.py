@@ -211,7 +211,8 @@ def test_builtin_mms_data_files_are_the_source_facts() -> None:
 def test_atp_intent_named_twice_sits_under_both_categories() -> None:
     taxonomy = taxonomies_ensure()["atp"]
     pairs = set(
-        TaxonomyTerm.objects.filter(taxonomy=taxonomy, kind="intent", name="Component")
-        .values_list("parent__name", flat=True)
+        TaxonomyTerm.objects.filter(taxonomy=taxonomy, kind="intent", name="Component").values_list(
+            "parent__name", flat=True
+        )
     )
     assert pairs == {"Academic", "Manual"}

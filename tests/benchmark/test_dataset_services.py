@@ -170,3 +170,18 @@ def test_import_task_reports_a_bad_file_on_the_job(project: Project, tmp_path: P
     assert job.status == JobStatus.FAILED
     assert "data.jsonl" in job.error
     assert Item.objects.count() == 0
+
+
+def test_import_task_removes_the_uploaded_folder(project: Project, settings) -> None:  # type: ignore[no-untyped-def]
+    folder = Path(settings.MEDIA_ROOT) / "imports" / "77"
+    path = _write(folder, [_row(1)])
+    job = services.job_create(
+        kind="import",
+        project=project,
+        params={"project_id": project.pk, "path": str(path), "cleanup": str(folder)},
+    )
+    dataset_import_task(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert not folder.exists()
+    assert Item.objects.filter(project=project).count() == 1

@@ -56,9 +56,7 @@ def login_page(browser, live_server, client):  # type: ignore[no-untyped-def]
         client.force_login(user)
         cookie = client.cookies["sessionid"]
         context = browser.new_context(base_url=live_server.url)
-        context.add_cookies(
-            [{"name": "sessionid", "value": cookie.value, "url": live_server.url}]
-        )
+        context.add_cookies([{"name": "sessionid", "value": cookie.value, "url": live_server.url}])
         context.set_default_timeout(15_000)
         contexts.append(context)
         return context.new_page()

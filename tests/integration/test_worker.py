@@ -54,8 +54,16 @@ def test_import_job_runs_on_a_real_worker(tmp_path: Path, settings) -> None:  # 
 
     data = tmp_path / "data.jsonl"
     rows = [
-        {"trace_id": f"w{i}", "query": f"question {i}", "image_query": None, "doc": [],
-         "images": [], "gt": "An answer.", "category": "Academic", "intent": "Framework"}
+        {
+            "trace_id": f"w{i}",
+            "query": f"question {i}",
+            "image_query": None,
+            "doc": [],
+            "images": [],
+            "gt": "An answer.",
+            "category": "Academic",
+            "intent": "Framework",
+        }
         for i in range(3)
     ]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -75,9 +83,27 @@ def test_import_job_runs_on_a_real_worker(tmp_path: Path, settings) -> None:  # 
         "MEDIA_ROOT": str(settings.MEDIA_ROOT),
     }
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "benchmark", "worker", "-P", "solo",
-         "-Q", queue, "-l", "warning", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "benchmark",
+            "worker",
+            "-P",
+            "solo",
+            "-Q",
+            queue,
+            "-l",
+            "warning",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         eager = celery_app.conf.task_always_eager

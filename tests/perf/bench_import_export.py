@@ -119,8 +119,16 @@ def child(args: argparse.Namespace) -> None:
         detail = f"{out.stat().st_size / 1e6:.1f} MB"
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": round(seconds, 3), "peak_mb": round(peak, 1), "detail": detail,
-                      "items": Item.objects.filter(project=project).count()}))
+    print(
+        json.dumps(
+            {
+                "seconds": round(seconds, 3),
+                "peak_mb": round(peak, 1),
+                "detail": detail,
+                "items": Item.objects.filter(project=project).count(),
+            }
+        )
+    )
 
 
 def run_phase(phase: str, db_env: dict[str, str], file: Path) -> dict:
@@ -145,8 +153,12 @@ def pg_available() -> bool:
     p = urllib.parse.urlparse(PG_URL)
     try:
         with psycopg.connect(
-            host=p.hostname, port=p.port or 5432, user=p.username, dbname="postgres",
-            autocommit=True, connect_timeout=3,
+            host=p.hostname,
+            port=p.port or 5432,
+            user=p.username,
+            dbname="postgres",
+            autocommit=True,
+            connect_timeout=3,
         ) as conn:
             name = p.path.lstrip("/")
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')

@@ -1,0 +1,109 @@
+"""Judging over the API: tasks, "next item", blind judgments, outcomes and agreement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotation import selectors, services
+from annotation.models import Judgment, JudgmentTask
+from benchmark.exceptions import PermissionDenied
+from benchmark.permissions import can
+from review.agreement import agreement_compute
+
+
+class JudgmentTaskSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JudgmentTask
+        fields = [
+            "id", "project", "name", "question", "scheme", "labels", "relabel_fields", "overlap",
+            "author_may_judge", "consensus", "required_value", "lease_minutes", "active",
+        ]  # fmt: skip
+
+
+class AssignmentSerializer(serializers.Serializer):
+    item = serializers.IntegerField(source="item_id")
+    external_id = serializers.CharField(source="item.external_id")
+    expires_at = serializers.DateTimeField()
+
+
+class JudgmentSerializer(serializers.ModelSerializer):
+    annotator = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Judgment
+        fields = ["id", "item", "annotator", "value", "reason", "comment", "relabel", "seconds",
+                  "created_at"]  # fmt: skip
+        read_only_fields = fields
+
+
+class JudgmentInSerializer(serializers.Serializer):
+    item = serializers.IntegerField()
+    value = serializers.JSONField()
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    comment = serializers.CharField(required=False, allow_blank=True)
+    relabel = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
+    seconds = serializers.FloatField(required=False, min_value=0)
+
+
+class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = JudgmentTaskSerializer
+
+    queryset = JudgmentTask.objects.none()  # the real one is per user: get_queryset
+
+    def get_queryset(self) -> QuerySet[JudgmentTask]:
+        if not self.request.user.is_authenticated:
+            return JudgmentTask.objects.none()
+        return JudgmentTask.objects.filter(project__memberships__user=self.request.user).order_by(
+            "project_id", "name"
+        )
+
+    @extend_schema(request=None, responses={200: AssignmentSerializer, 204: None})
+    @action(detail=True, methods=["post"])
+    def next(self, request: Request, pk: Any = None) -> Response:
+        """Lease the next item to judge; 204 when nothing is left."""
+        task = self.get_object()
+        assignment = services.assignment_next_for_user(task=task, user=request.user)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(AssignmentSerializer(assignment).data)
+
+    @extend_schema(
+        methods=["get"],
+        responses=JudgmentSerializer(many=True),
+        description="Reviewers and admins see every judgment; annotators only their own.",
+    )
+    @extend_schema(
+        methods=["post"], request=JudgmentInSerializer, responses={201: JudgmentSerializer}
+    )
+    @action(detail=True, methods=["get", "post"])
+    def judgments(self, request: Request, pk: Any = None) -> Response:
+        task = self.get_object()
+        if request.method == "POST":
+            data = JudgmentInSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            values = dict(data.validated_data)
+            item = selectors.task_item_get(user=request.user, task=task, pk=values.pop("item"))
+            judgment = services.judgment_submit(task=task, item=item, user=request.user, **values)
+            return Response(JudgmentSerializer(judgment).data, status=status.HTTP_201_CREATED)
+        rows = Judgment.objects.filter(task=task).select_related("user").order_by("item_id", "id")
+        if not can(user=request.user, project=task.project, action="review"):
+            rows = rows.filter(user=request.user)
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(JudgmentSerializer(page, many=True).data)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def agreement(self, request: Request, pk: Any = None) -> Response:
+        """Agreement figures (reviewers and admins)."""
+        task = self.get_object()
+        if not can(user=request.user, project=task.project, action="review"):
+            raise PermissionDenied("only reviewers and admins see agreement figures")
+        return Response(agreement_compute(task=task))
