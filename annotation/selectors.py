@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from annotation.models import Assignment, AssignmentStatus, Judgment, JudgmentTask, Outcome
 from benchmark.models import Item, Project
 from benchmark.permissions import can
+from benchmark.typing import AnyUser
 
-User = AbstractBaseUser | AnonymousUser
 
-
-def task_list(*, user: User, project: Project) -> QuerySet[JudgmentTask]:
+def task_list(*, user: AnyUser, project: Project) -> QuerySet[JudgmentTask]:
+    if not user.is_authenticated:
+        return JudgmentTask.objects.none()
     verdicts = {
         f"n_{v}": Count("outcomes", filter=Q(outcomes__verdict=v))
         for v in ("accepted", "rejected", "disputed", "discarded")
@@ -28,7 +28,7 @@ def task_list(*, user: User, project: Project) -> QuerySet[JudgmentTask]:
     )
 
 
-def task_get(*, user: User, pk: int) -> JudgmentTask:
+def task_get(*, user: AnyUser, pk: int) -> JudgmentTask:
     if not user.is_authenticated:
         return get_object_or_404(JudgmentTask.objects.none(), pk=pk)
     return get_object_or_404(
@@ -37,17 +37,19 @@ def task_get(*, user: User, pk: int) -> JudgmentTask:
     )
 
 
-def task_item_get(*, user: User, task: JudgmentTask, pk: int) -> Item:
+def task_item_get(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
+    if not user.is_authenticated:
+        return get_object_or_404(Item.objects.none(), pk=pk)
     return get_object_or_404(
         Item.objects.filter(project=task.project, project__memberships__user=user), pk=pk
     )
 
 
-def assignment_for(*, user: User, task: JudgmentTask, item: Item) -> Assignment | None:
+def assignment_for(*, user: AnyUser, task: JudgmentTask, item: Item) -> Assignment | None:
     return Assignment.objects.filter(task=task, item=item, user=user).first()  # type: ignore[misc]
 
 
-def judgments_visible(*, user: User, task: JudgmentTask, item: Item) -> list[Judgment]:
+def judgments_visible(*, user: AnyUser, task: JudgmentTask, item: Item) -> list[Judgment]:
     """Everyone's judgments for reviewers and admins; only one's own for annotators."""
     rows = Judgment.objects.filter(task=task, item=item).select_related("user")
     if not can(user=user, project=task.project, action="review"):
@@ -55,7 +57,7 @@ def judgments_visible(*, user: User, task: JudgmentTask, item: Item) -> list[Jud
     return list(rows.order_by("created_at"))
 
 
-def my_progress(*, user: User, task: JudgmentTask) -> dict[str, Any]:
+def my_progress(*, user: AnyUser, task: JudgmentTask) -> dict[str, Any]:
     mine = Assignment.objects.filter(task=task, user=user)  # type: ignore[misc]
     return {
         "submitted": mine.filter(status=AssignmentStatus.SUBMITTED).count(),
@@ -63,7 +65,9 @@ def my_progress(*, user: User, task: JudgmentTask) -> dict[str, Any]:
     }
 
 
-def disputes(*, user: User, task: JudgmentTask) -> QuerySet[Outcome]:
+def disputes(*, user: AnyUser, task: JudgmentTask) -> QuerySet[Outcome]:
+    if not user.is_authenticated:
+        return Outcome.objects.none()
     return (
         Outcome.objects.filter(task=task, verdict="disputed", task__project__memberships__user=user)
         .select_related("item")

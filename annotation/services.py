@@ -6,7 +6,6 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
@@ -24,6 +23,7 @@ from annotation.models import (
 from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
 from benchmark.models import Item, ItemStatus
 from benchmark.permissions import role_in
+from benchmark.typing import User
 
 
 def _live(task: JudgmentTask, now: datetime) -> Q:
@@ -33,12 +33,12 @@ def _live(task: JudgmentTask, now: datetime) -> Q:
     )
 
 
-def _author_tag(user: AbstractBaseUser) -> str:
+def _author_tag(user: User) -> str:
     return f"user:{user.get_username()}"
 
 
 def assignment_next_for_user(
-    *, task: JudgmentTask, user: AbstractBaseUser, now: datetime | None = None
+    *, task: JudgmentTask, user: User, now: datetime | None = None
 ) -> Assignment | None:
     """Lease the next item this user has not judged and that still needs judgments.
 
@@ -104,9 +104,7 @@ def assignment_next_for_user(
             skip.append(item_id)
 
 
-def _lease(
-    *, task: JudgmentTask, user: AbstractBaseUser, item_id: int, now: datetime
-) -> Assignment:
+def _lease(*, task: JudgmentTask, user: User, item_id: int, now: datetime) -> Assignment:
     """One statement: a new lease, or the renewal of this user's own expired one."""
     lease = Assignment(
         task=task,
@@ -160,7 +158,7 @@ def judgment_submit(
     *,
     task: JudgmentTask,
     item: Item,
-    user: AbstractBaseUser,
+    user: User,
     value: Any,
     reason: str = "",
     comment: str = "",

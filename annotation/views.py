@@ -24,11 +24,12 @@ from benchmark.models import Item
 from benchmark.plans.verify import verify_plan
 from benchmark.presenters import item_view, plan_view
 from benchmark.toolset_specs import plan_toolset
+from benchmark.typing import HtmxHttpRequest, request_user
 
 htmx_page = vary_on_headers("HX-Request")
 
 
-def _go(request: HttpRequest, url: str) -> HttpResponse:
+def _go(request: HtmxHttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
@@ -54,10 +55,10 @@ def task_list(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def task_next(request: HttpRequest, pk: int) -> HttpResponse:
+def task_next(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     task = selectors.task_get(user=request.user, pk=pk)
     try:
-        assignment = services.assignment_next_for_user(task=task, user=request.user)
+        assignment = services.assignment_next_for_user(task=task, user=request_user(request))
     except DomainError as exc:
         raise PermissionDenied(exc.message) from None
     if assignment is None:
@@ -106,7 +107,7 @@ def _judge_context(request: HttpRequest, task: JudgmentTask, item: Item) -> dict
 @login_required
 @require_http_methods(["GET", "POST"])
 @htmx_page
-def judge(request: HttpRequest, pk: int, item_pk: int) -> HttpResponse:
+def judge(request: HtmxHttpRequest, pk: int, item_pk: int) -> HttpResponse:
     """The judge page. Annotators reach it through a lease; reviewers may look at any item.
     Nobody sees another person's judgment here unless they may review."""
     task = selectors.task_get(user=request.user, pk=pk)
@@ -130,7 +131,7 @@ def judge(request: HttpRequest, pk: int, item_pk: int) -> HttpResponse:
         if form.is_valid():
             try:
                 services.judgment_submit(
-                    task=task, item=item, user=request.user, **form.judgment_kwargs()
+                    task=task, item=item, user=request_user(request), **form.judgment_kwargs()
                 )
             except DomainError as exc:
                 form.add_error(None, exc.message)

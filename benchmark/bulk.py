@@ -12,11 +12,19 @@ from typing import Any
 
 import orjson
 from django.db import connection, models
+from django.db.models import ForeignObjectRel
 from django.utils import timezone
 
 
 def _columns(model: type[models.Model]) -> list[models.Field]:
     return [f for f in model._meta.concrete_fields if not f.primary_key]
+
+
+def column_of(field: models.Field | ForeignObjectRel) -> str:
+    """The database column of a concrete field (only those have one)."""
+    if not isinstance(field, models.Field) or field.column is None:
+        raise TypeError(f"{field!r} has no database column")
+    return field.column
 
 
 def bulk_insert(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> int:
@@ -44,7 +52,7 @@ def bulk_insert(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> in
         return tuple(out)
 
     table = model._meta.db_table
-    quoted = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    quoted = ", ".join(connection.ops.quote_name(column_of(f)) for f in fields)
     count = 0
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":

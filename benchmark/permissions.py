@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-
 from benchmark.exceptions import PermissionDenied
 from benchmark.models import Membership, Project, Role
+from benchmark.typing import AnyUser
 
 # What each role may do; a role listed may do the action.
 ACTIONS: dict[str, set[str]] = {
@@ -17,7 +16,7 @@ ACTIONS: dict[str, set[str]] = {
 }
 
 
-def role_in(*, user: AbstractBaseUser | AnonymousUser, project: Project) -> str | None:
+def role_in(*, user: AnyUser, project: Project) -> str | None:
     if not user.is_authenticated:
         return None
     cached = getattr(project, "_role_cache", {})
@@ -33,18 +32,18 @@ def role_in(*, user: AbstractBaseUser | AnonymousUser, project: Project) -> str 
     return role
 
 
-def can(*, user: AbstractBaseUser | AnonymousUser, project: Project, action: str) -> bool:
+def can(*, user: AnyUser, project: Project, action: str) -> bool:
     role = role_in(user=user, project=project)
     return role is not None and role in ACTIONS[action]
 
 
-def allowed_actions(*, user: AbstractBaseUser | AnonymousUser, project: Project) -> set[str]:
+def allowed_actions(*, user: AnyUser, project: Project) -> set[str]:
     """Every action the user may take in the project, for showing or hiding links."""
     role = role_in(user=user, project=project)
     return {action for action, roles in ACTIONS.items() if role in roles}
 
 
-def require(*, user: AbstractBaseUser | AnonymousUser, project: Project, action: str) -> None:
+def require(*, user: AnyUser, project: Project, action: str) -> None:
     """Raise benchmark.exceptions.PermissionDenied (403) unless the user may do the action."""
     if not can(user=user, project=project, action=action):
         raise PermissionDenied(f"your role in {project.name!r} does not allow {action}")

@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
@@ -22,17 +21,16 @@ from benchmark.models import (
     Response,
     Trajectory,
 )
+from benchmark.typing import AnyUser
 
-User = AbstractBaseUser | AnonymousUser
 
-
-def _role_subquery(user: User) -> Subquery:
+def _role_subquery(user: AnyUser) -> Subquery:
     return Subquery(
         Membership.objects.filter(project=OuterRef("pk"), user=user.pk).values("role")[:1]
     )
 
 
-def _remember_role(project: Project, user: User) -> Project:
+def _remember_role(project: Project, user: AnyUser) -> Project:
     """Seed permissions.role_in's per-project cache with the role annotated by the query."""
     cache = getattr(project, "_role_cache", {})
     cache[user.pk] = getattr(project, "my_role", None)
@@ -43,7 +41,7 @@ def _remember_role(project: Project, user: User) -> Project:
 # --------------------------------------------------------------------------- projects
 
 
-def project_list(*, user: User) -> QuerySet[Project]:
+def project_list(*, user: AnyUser) -> QuerySet[Project]:
     """The user's projects with ``my_role``, ``n_items`` and ``n_<status>`` counts."""
     if not user.is_authenticated:
         return Project.objects.none()
@@ -59,7 +57,7 @@ def project_list(*, user: User) -> QuerySet[Project]:
     )
 
 
-def project_visible(*, user: User) -> QuerySet[Project]:
+def project_visible(*, user: AnyUser) -> QuerySet[Project]:
     """The user's projects with ``my_role``; no counts (cheap, for lookups)."""
     if not user.is_authenticated:
         return Project.objects.none()
@@ -70,12 +68,12 @@ def project_visible(*, user: User) -> QuerySet[Project]:
     )
 
 
-def project_get(*, user: User, pk: int) -> Project:
+def project_get(*, user: AnyUser, pk: int) -> Project:
     project = get_object_or_404(project_visible(user=user), pk=pk)
     return _remember_role(project, user)
 
 
-def item_status_counts(*, user: User, project: Project) -> dict[str, int]:
+def item_status_counts(*, user: AnyUser, project: Project) -> dict[str, int]:
     """``{status: count}`` for every status, plus ``"total"``."""
     counts = {status: Count("id", filter=Q(status=status)) for status in ItemStatus.values}
     row = item_list(user=user, project=project).aggregate(total=Count("id"), **counts)
@@ -101,7 +99,7 @@ class ItemFilters:
 
 def item_list(
     *,
-    user: User,
+    user: AnyUser,
     project: Project | None = None,
     filters: ItemFilters | None = None,
 ) -> QuerySet[Item]:
@@ -130,7 +128,7 @@ def item_list(
 
 
 def item_list_rows(
-    *, user: User, project: Project, filters: ItemFilters | None = None
+    *, user: AnyUser, project: Project, filters: ItemFilters | None = None
 ) -> QuerySet[Item]:
     """Items for a list page: the heavy JSON and text columns are left out."""
     return item_list(user=user, project=project, filters=filters).defer(
@@ -144,7 +142,7 @@ class ItemFacets:
     intents: list[str] = field(default_factory=list)
 
 
-def item_facets(*, user: User, project: Project) -> ItemFacets:
+def item_facets(*, user: AnyUser, project: Project) -> ItemFacets:
     """The categories and intents used in the project, for filter menus (one query)."""
     pairs = (
         item_list(user=user, project=project)
@@ -162,11 +160,11 @@ def item_facets(*, user: User, project: Project) -> ItemFacets:
     return ItemFacets(categories=sorted(categories), intents=sorted(intents))
 
 
-def item_get(*, user: User, project: Project, pk: int) -> Item:
+def item_get(*, user: AnyUser, project: Project, pk: int) -> Item:
     return get_object_or_404(item_list(user=user, project=project), pk=pk)
 
 
-def item_get_detailed(*, user: User, project: Project, pk: int) -> Item:
+def item_get_detailed(*, user: AnyUser, project: Project, pk: int) -> Item:
     """An item with its responses, plans and trajectories prefetched."""
     return get_object_or_404(
         item_list(user=user, project=project).prefetch_related(
@@ -179,7 +177,7 @@ def item_get_detailed(*, user: User, project: Project, pk: int) -> Item:
 # --------------------------------------------------------------------------- attachments
 
 
-def _attached(model: type[Any], *, user: User, item: Item | None, project: Project | None):
+def _attached(model: type[Any], *, user: AnyUser, item: Item | None, project: Project | None):
     if not user.is_authenticated:
         return model.objects.none()
     rows = model.objects.filter(item__project__memberships__user=user.pk)
@@ -191,19 +189,19 @@ def _attached(model: type[Any], *, user: User, item: Item | None, project: Proje
 
 
 def response_list(
-    *, user: User, item: Item | None = None, project: Project | None = None
+    *, user: AnyUser, item: Item | None = None, project: Project | None = None
 ) -> QuerySet[Response]:
     return _attached(Response, user=user, item=item, project=project)
 
 
 def plan_list(
-    *, user: User, item: Item | None = None, project: Project | None = None
+    *, user: AnyUser, item: Item | None = None, project: Project | None = None
 ) -> QuerySet[Plan]:
     return _attached(Plan, user=user, item=item, project=project)
 
 
 def trajectory_list(
-    *, user: User, item: Item | None = None, project: Project | None = None
+    *, user: AnyUser, item: Item | None = None, project: Project | None = None
 ) -> QuerySet[Trajectory]:
     return _attached(Trajectory, user=user, item=item, project=project)
 
@@ -211,7 +209,7 @@ def trajectory_list(
 # --------------------------------------------------------------------------- images
 
 
-def image_list(*, user: User, project: Project | None = None) -> QuerySet[Image]:
+def image_list(*, user: AnyUser, project: Project | None = None) -> QuerySet[Image]:
     if not user.is_authenticated:
         return Image.objects.none()
     visible = Project.objects.filter(memberships__user=user.pk)
@@ -220,11 +218,11 @@ def image_list(*, user: User, project: Project | None = None) -> QuerySet[Image]
     return Image.objects.filter(projects__in=visible).distinct().order_by("id")
 
 
-def image_get(*, user: User, sha256: str) -> Image:
+def image_get(*, user: AnyUser, sha256: str) -> Image:
     return get_object_or_404(image_list(user=user), sha256=sha256)
 
 
-def images_by_sha(*, user: User, shas: Iterable[str]) -> dict[str, Image]:
+def images_by_sha(*, user: AnyUser, shas: Iterable[str]) -> dict[str, Image]:
     """The images among ``shas`` the user may see, by hash (one query)."""
     wanted = {s for s in shas if s}
     if not wanted:
@@ -235,7 +233,7 @@ def images_by_sha(*, user: User, shas: Iterable[str]) -> dict[str, Image]:
 # --------------------------------------------------------------------------- jobs
 
 
-def job_list(*, user: User, project: Project | None = None) -> QuerySet[Job]:
+def job_list(*, user: AnyUser, project: Project | None = None) -> QuerySet[Job]:
     """Jobs the user started, or that belong to one of the user's projects."""
     if not user.is_authenticated:
         return Job.objects.none()
@@ -247,5 +245,5 @@ def job_list(*, user: User, project: Project | None = None) -> QuerySet[Job]:
     return jobs.select_related("project", "created_by").order_by("-created_at", "-id")
 
 
-def job_get(*, user: User, pk: int) -> Job:
+def job_get(*, user: AnyUser, pk: int) -> Job:
     return get_object_or_404(job_list(user=user), pk=pk)

@@ -13,12 +13,11 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.base import ContentFile
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from benchmark.bulk import bulk_insert
+from benchmark.bulk import bulk_insert, column_of
 from benchmark.exceptions import ValidationFailed
 from benchmark.formats import (
     AttachmentRecord,
@@ -44,6 +43,7 @@ from benchmark.models import (
     Role,
     Trajectory,
 )
+from benchmark.typing import AnyUser, User
 
 BATCH_SIZE = 500
 
@@ -170,9 +170,13 @@ def _attachment_fields(rec: AttachmentRecord) -> dict[str, Any]:
     }
 
 
+# The models of records attached to an item.
+AttachmentModel = type[Response | Plan | Trajectory]
+
+
 def _attachment_row(
     rec: AttachmentRecord, item_id: int, images: _ImageResolver
-) -> tuple[type[Response | Plan | Trajectory], dict[str, Any]]:
+) -> tuple[AttachmentModel, dict[str, Any]]:
     row = {"item_id": item_id, **_attachment_fields(rec)}
     if isinstance(rec, ResponseRecord):
         return Response, {**row, "text": rec.text, "extra": rec.extra}
@@ -344,7 +348,7 @@ def _insert_attachments(
     existing: set[tuple[int, str]] = set()
     for model in (Response, Plan, Trajectory):
         existing.update(model.objects.filter(item__project=project).values_list("item_id", "key"))
-    rows: dict[type, list[dict[str, Any]]] = {Response: [], Plan: [], Trajectory: []}
+    rows: dict[AttachmentModel, list[dict[str, Any]]] = {Response: [], Plan: [], Trajectory: []}
     for rec in attachments:
         item_id = id_by_external.get(rec.item_id)
         if item_id is None:
@@ -374,7 +378,7 @@ def _image_refs(refs: list[dict[str, Any]]) -> list[ImageRef]:
 
 
 _COMMON = ["item_id", "key", "source_file", "raw", "origin", "model_name", "position"]
-_ATTACHED: dict[type, tuple[type[AttachmentRecord], list[str]]] = {
+_ATTACHED: dict[AttachmentModel, tuple[type[AttachmentRecord], list[str]]] = {
     Response: (ResponseRecord, ["text", "extra"]),
     Plan: (PlanRecord, ["form", "steps", "code", "is_alternative"]),
     Trajectory: (
@@ -398,7 +402,7 @@ EXPORT_CHUNK = 1000
 
 
 def _attached_records(
-    model: type, rows: Iterable[tuple[Any, ...]], external: dict[int, str]
+    model: AttachmentModel, rows: Iterable[tuple[Any, ...]], external: dict[int, str]
 ) -> Iterator[tuple[int, AttachmentRecord]]:
     """(item pk, record) for each row of ``model`` fetched as ``_COMMON + own`` columns."""
     record_cls, own = _ATTACHED[model]
@@ -426,7 +430,7 @@ def _select(
     cols = [meta.get_field(name) for name in fields]
     quote = connection.ops.quote_name
     sql = (
-        f"SELECT {', '.join(quote(c.column) for c in cols)} FROM {quote(meta.db_table)} "
+        f"SELECT {', '.join(quote(column_of(c)) for c in cols)} FROM {quote(meta.db_table)} "
         f"WHERE {where} {tail}"
     )
     json_at = [
@@ -570,7 +574,7 @@ def _copy_images(project: Project, root: Path, image_paths: dict[str, str]) -> N
 # --------------------------------------------------------------------------- projects
 
 
-def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+def membership_set(*, project: Project, user: User, role: str) -> Membership:
     if role not in Role.values:
         raise ValidationFailed(f"unknown role {role!r}")
     membership, _ = Membership.objects.update_or_create(
@@ -585,7 +589,7 @@ def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Me
 def job_create(
     *,
     kind: str,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     project: Project | None = None,
     params: dict[str, Any] | None = None,
     total: int = 0,
@@ -636,7 +640,6 @@ import tempfile  # noqa: E402
 import zipfile  # noqa: E402
 from typing import IO  # noqa: E402
 
-from django.contrib.auth.models import AnonymousUser  # noqa: E402
 from django.core.files.uploadedfile import UploadedFile  # noqa: E402
 from django.utils.text import get_valid_filename, slugify  # noqa: E402
 
@@ -710,9 +713,7 @@ def _extract_zip(upload: IO[bytes], root: Path, max_bytes: int) -> Path:
     return root
 
 
-def import_upload_start(
-    *, project: Project, user: AbstractBaseUser | AnonymousUser, upload: UploadedFile
-) -> Job:
+def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
     MEDIA_ROOT/imports/<job id>/, create an import Job for it and enqueue the import task
     after commit. Raises ValidationFailed for uploads a user can fix, PermissionDenied for
@@ -720,7 +721,7 @@ def import_upload_start(
     from benchmark.tasks import dataset_import_task  # tasks imports this module
 
     permissions.require(user=user, project=project, action="import")
-    if not isinstance(user, AbstractBaseUser):  # members only, so never anonymous here
+    if not isinstance(user, User):  # members only, so never anonymous here
         raise PermissionDenied("log in to import")
     max_bytes = settings.BENCHWRIGHT_MAX_UPLOAD_BYTES
     if not upload or not upload.size:
@@ -782,7 +783,7 @@ _CONTENT_TYPES = {
 def dataset_export_file(
     *,
     project: Project,
-    user: AbstractBaseUser | AnonymousUser,
+    user: AnyUser,
     status: str | None = None,
     include_images: bool = False,
 ) -> ExportFile:

@@ -17,7 +17,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HTMX_STOP_POLLING
-from django_htmx.middleware import HtmxDetails
 
 from benchmark import permissions, selectors, services
 from benchmark.exceptions import DomainError
@@ -35,16 +34,11 @@ from benchmark.presenters import (
     tag_segments,
     trajectory_view,
 )
+from benchmark.typing import HtmxHttpRequest
 
 PAGE_SIZE = 50
 
 htmx_page = vary_on_headers("HX-Request", "HX-Target")
-
-
-class HtmxHttpRequest(HttpRequest):
-    """A request that went through django-htmx's middleware (for type checking)."""
-
-    htmx: HtmxDetails
 
 
 def _render(

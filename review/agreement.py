@@ -13,13 +13,13 @@ from celery import shared_task
 
 from annotation.models import Judgment, JudgmentTask, Outcome, Scheme
 from benchmark import services as benchmark_services
-from benchmark.metrics.agreement import agreement_report
+from benchmark.metrics.agreement import Level, agreement_report
 
 # Up to this many judgments the dashboard computes on the spot; beyond, it runs as a Job.
 INLINE_LIMIT = 60_000
 AGREEMENT_KIND = "agreement"
 
-LEVELS = {
+LEVELS: dict[Scheme, Level] = {
     Scheme.BINARY: "nominal",
     Scheme.NOMINAL: "nominal",
     Scheme.ORDINAL: "ordinal",

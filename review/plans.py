@@ -93,7 +93,7 @@ def project_score_plans(
         raise ValidationFailed("no items with a ground-truth plan to score against")
     unknown = sorted(set(predictions) - set(gold))
     spec = toolset_from_mapping(plan_toolset(project.toolset))
-    alternatives = None
+    alternatives: dict[str, list[Any]] | None = None
     if best_match:
         alternatives = {ext: [] for ext in gold}
         for plan in Plan.objects.filter(

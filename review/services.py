@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
@@ -14,6 +13,7 @@ from annotation.services import item_follows_outcome
 from benchmark.exceptions import PermissionDenied, ValidationFailed
 from benchmark.models import Item
 from benchmark.permissions import can
+from benchmark.typing import User
 from review.models import Decision
 
 DECISIONS = (Verdict.ACCEPTED, Verdict.REJECTED, "discarded")
@@ -23,7 +23,7 @@ def outcome_decide(
     *,
     task: JudgmentTask,
     item: Item,
-    reviewer: AbstractBaseUser,
+    reviewer: User,
     verdict: str,
     value: Any = None,
     reason: str = "",
@@ -43,7 +43,7 @@ def outcome_decide(
         outcome.verdict = verdict
         outcome.value = value
         outcome.reason = reason or f"decided by {reviewer.get_username()}"
-        outcome.decided_by = reviewer  # type: ignore[assignment]
+        outcome.decided_by = reviewer
         outcome.decided_at = timezone.now()
         outcome.save()
         Decision.objects.create(

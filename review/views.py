@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -21,6 +22,7 @@ from benchmark import selectors as benchmark_selectors
 from benchmark import services as benchmark_services
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.models import Job
+from benchmark.typing import request_user
 from review import agreement as agreement_module
 from review import plans as review_plans
 from review import services
@@ -57,7 +59,7 @@ def adjudicate(request: HttpRequest, pk: int, item_pk: int) -> HttpResponse:
         if form.is_valid():
             try:
                 services.outcome_decide(
-                    task=task, item=item, reviewer=request.user, **form.decision_kwargs()
+                    task=task, item=item, reviewer=request_user(request), **form.decision_kwargs()
                 )
             except DomainError as exc:
                 form.add_error(None, exc.message)
@@ -112,7 +114,7 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         job = benchmark_services.job_create(
             kind=agreement_module.AGREEMENT_KIND,
-            user=request.user,
+            user=request_user(request),
             project=task.project,
             params={"task_id": task.pk},
         )
@@ -143,7 +145,7 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def judgments_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+def judgments_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
     task = _reviewable(request, pk)
     if fmt == "csv":
         response = StreamingHttpResponse(

@@ -16,6 +16,7 @@ from annotation import selectors, services
 from annotation.models import Judgment, JudgmentTask
 from benchmark.exceptions import PermissionDenied
 from benchmark.permissions import can
+from benchmark.typing import request_user
 from review.agreement import agreement_compute
 
 
@@ -70,7 +71,7 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
     def next(self, request: Request, pk: Any = None) -> Response:
         """Lease the next item to judge; 204 when nothing is left."""
         task = self.get_object()
-        assignment = services.assignment_next_for_user(task=task, user=request.user)
+        assignment = services.assignment_next_for_user(task=task, user=request_user(request))
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(AssignmentSerializer(assignment).data)
@@ -91,11 +92,13 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
             data.is_valid(raise_exception=True)
             values = dict(data.validated_data)
             item = selectors.task_item_get(user=request.user, task=task, pk=values.pop("item"))
-            judgment = services.judgment_submit(task=task, item=item, user=request.user, **values)
+            judgment = services.judgment_submit(
+                task=task, item=item, user=request_user(request), **values
+            )
             return Response(JudgmentSerializer(judgment).data, status=status.HTTP_201_CREATED)
         rows = Judgment.objects.filter(task=task).select_related("user").order_by("item_id", "id")
         if not can(user=request.user, project=task.project, action="review"):
-            rows = rows.filter(user=request.user)
+            rows = rows.filter(user=request_user(request))
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(JudgmentSerializer(page, many=True).data)
 

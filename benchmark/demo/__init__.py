@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from annotation.services import judgment_task_ensure_defaults
@@ -42,6 +41,7 @@ from benchmark.models import (
     Toolset,
 )
 from benchmark.services import dataset_import, membership_set
+from benchmark.typing import User
 
 DEMO_ROOT = Path(__file__).resolve().parent
 PASSWORD_ENV = "BENCHWRIGHT_DEMO_PASSWORD"
@@ -154,10 +154,10 @@ def _new_password() -> str:
     return os.environ.get(PASSWORD_ENV) or secrets.token_urlsafe(12)
 
 
-def _ensure_users(say: _Printer) -> tuple[dict[str, AbstractBaseUser], dict[str, str]]:
+def _ensure_users(say: _Printer) -> tuple[dict[str, User], dict[str, str]]:
     """The demo users, created with a password only when they do not exist yet."""
     user_model = get_user_model()
-    users: dict[str, AbstractBaseUser] = {}
+    users: dict[str, User] = {}
     passwords: dict[str, str] = {}
     for spec in DEMO_USERS:
         user = user_model.objects.filter(username=spec.username).first()
@@ -196,7 +196,7 @@ def _ensure_project(
     return project, True
 
 
-def _ensure_memberships(project: Project, users: dict[str, AbstractBaseUser]) -> int:
+def _ensure_memberships(project: Project, users: dict[str, User]) -> int:
     """Add the demo users who are not members yet; roles changed since are kept."""
     members = set(Membership.objects.filter(project=project).values_list("user_id", flat=True))
     added = 0

@@ -11,6 +11,7 @@ Paths are relative to the dataset folder.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -301,7 +302,7 @@ def write(
     for item in items:
         where = Where(item.source_file or f"{TASKS_DIR}/{item.external_id}.json", item.external_id)
         file_name = Path(item.source_file).name if item.source_file else f"{item.external_id}.json"
-        ov = Overlay(item.raw, where, lambda item=item: _skeleton(item))
+        ov = Overlay(item.raw, where, partial(_skeleton, item))
         _overlay_task(ov, item)
         target = safe_path(out, f"{TASKS_DIR}/{file_name}", where)
         written.append(write_file(target, ov.document()))

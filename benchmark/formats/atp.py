@@ -8,6 +8,7 @@ images keep their ``img_index`` as ImageRef.position; the VQA query image has ro
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +163,7 @@ def write(
         for item in items:
             where = Where(item.source_file or DATA_FILE, item.external_id)
             target = out.name if single else (item.source_file or DATA_FILE)
-            ov = Overlay(item.raw, where, lambda item=item: _skeleton(item))
+            ov = Overlay(item.raw, where, partial(_skeleton, item))
             _overlay(ov, item)
             sinks.get(target, where).add(item.position, ov.value, where, line=ov.line())
     if not sinks.paths:  # an empty dataset still gets its (empty) data file

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -400,7 +401,7 @@ def write(
     with SinkSet(out) as sinks:
         for item in items:
             where = Where(item.source_file or "rows", item.external_id)
-            ov = Overlay(item.raw, where, lambda item=item: _row_skeleton(item))
+            ov = Overlay(item.raw, where, partial(_row_skeleton, item))
             if _is_training(ov.value):
                 _overlay_train(ov, item)
             else:
@@ -411,7 +412,7 @@ def write(
             if not isinstance(att, ResponseRecord) or att.key == "gt":
                 continue
             where = Where(att.source_file or "answers.json", att.key)
-            ov = Overlay(att.raw, where, lambda att=att: _answer_skeleton(att))
+            ov = Overlay(att.raw, where, partial(_answer_skeleton, att))
             ov.put(("answer",), att.text, as_text)
             for key, value in att.extra.items():
                 ov.put((key,), value)

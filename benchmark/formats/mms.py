@@ -12,6 +12,7 @@ A prediction is a step list (form "json"), a code string (form "code") or text t
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,8 @@ def read(path: str | Path) -> Iterator[Record]:
         files = [f for f in row_files(path) if f.name not in TOOLSET_FILES]
     else:
         root, files = path.parent, [path]
-    tasks, predictions = [], []
+    tasks: list[Path] = []
+    predictions: list[Path] = []
     for file in files:
         kind = _kind_of(file, rel(root, file))
         (predictions if kind == "predictions" else tasks).append(file)
@@ -112,7 +114,7 @@ def _tasks(file: Path, name: str) -> Iterator[ItemRecord]:
             position=position,
             query=request,
         )
-        common = {"item_id": task_id, "source_file": name, "origin": "ground_truth"}
+        common: dict[str, Any] = {"item_id": task_id, "source_file": name, "origin": "ground_truth"}
         item.plans.append(PlanRecord(key="gold", form="json", steps=gold, code=code, **common))
         for i, steps in enumerate(alternatives):
             item.plans.append(
@@ -232,7 +234,7 @@ def load_toolset(
     _, value = load_json(meta_path, meta_name)
     if not isinstance(value, list):
         raise FormatError("expected a JSON array of tools", file=meta_name)
-    tools = []
+    tools: list[dict[str, Any]] = []
     names: set[str] = set()
     for i, entry in enumerate(value):
         where = Where(meta_name, i)
@@ -313,7 +315,7 @@ def write(
         for item in items:
             name = item.source_file or TASKS_FILE
             where = Where(name, item.external_id)
-            ov = Overlay(item.raw, where, lambda item=item: _skeleton(item))
+            ov = Overlay(item.raw, where, partial(_skeleton, item))
             _overlay_task(ov, item)
             sinks.get(name, where).add(item.position, ov.value, where, line=ov.line())
         for att in attachments:
@@ -321,7 +323,7 @@ def write(
                 continue
             name = att.source_file or att.key[len("pred:") :]
             where = Where(name, att.item_id)
-            ov = Overlay(att.raw, where, lambda att=att: {"id": att.item_id})
+            ov = Overlay(att.raw, where, partial(_prediction_skeleton, att))
             ov.put(("id",), att.item_id, as_text)
             ov.put(("prediction",), (att.form, att.steps, att.code), _decode_prediction, _encode)
             sinks.get(name, where).add(att.position, ov.value, where, line=ov.line())
@@ -336,6 +338,10 @@ def _skeleton(item: ItemRecord) -> dict[str, Any]:
         "code_str": "",
         "alt_plans_str": None,
     }
+
+
+def _prediction_skeleton(att: PlanRecord) -> dict[str, Any]:
+    return {"id": att.item_id}
 
 
 def _overlay_task(ov: Overlay, item: ItemRecord) -> None:

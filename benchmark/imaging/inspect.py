@@ -67,8 +67,8 @@ def make_thumbnail(data: bytes) -> bytes:
     """A small PNG/JPEG preview, with EXIF orientation applied."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
-        with Image.open(io.BytesIO(data)) as img:
-            img = ImageOps.exif_transpose(img)
+        with Image.open(io.BytesIO(data)) as source:
+            img = ImageOps.exif_transpose(source)
             img.thumbnail(THUMBNAIL_SIZE)
             out = io.BytesIO()
             if img.mode not in ("RGB", "RGBA", "L", "LA"):

@@ -63,6 +63,8 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[int, ...]]] = [
         {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "job-{job}"},
         MEMBERS,
     ),
+    ("toolset page", "get", "/projects/{project}/toolset/", {}, MEMBERS),
+    ("toolset edit (invalid)", "post", "/projects/{project}/toolset/", {}, ADMIN_ONLY),
     ("api projects", "get", "/api/projects/", {}, API_ANY_USER),
     ("api project", "get", "/api/projects/{project}/", {}, API_MEMBERS),
     (

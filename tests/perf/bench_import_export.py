@@ -24,10 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_URL = os.environ.get("DATABASE_TEST_URL", "postgres://postgres@127.0.0.1:5432/benchwright_perf")
-WORDS = (
-    "model image answer caption figure table retrieval encoder decoder layer score baseline "
-    "dataset training ablation result method patch feature gate memory query context"
-).split()
+WORDS = [
+    *("model", "image", "answer", "caption", "figure", "table", "retrieval", "encoder"),
+    *("decoder", "layer", "score", "baseline", "dataset", "training", "ablation", "result"),
+    *("method", "patch", "feature", "gate", "memory", "query", "context"),
+]
 
 
 def sentence(rng: random.Random, n: int) -> str:

@@ -1,0 +1,62 @@
+"""Three annotators vote on an m&m's plan with the keyboard, two agree and one does not; the
+item lands in the disagreement queue, a reviewer resolves it, and the agreement dashboard's
+figures change accordingly."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
+
+from annotation.models import JudgmentTask, Outcome
+from benchmark.demo import demo_load
+from benchmark.models import Project
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_vote_dispute_resolve_and_agreement(login_page) -> None:  # type: ignore[no-untyped-def]
+    demo_load()
+    project = Project.objects.get(data_format="mms")
+    task = JudgmentTask.objects.get(project=project)
+    first = project.items.order_by("position").first()
+    users = get_user_model().objects
+
+    for name, key in [("annotator1", "1"), ("annotator2", "1"), ("annotator3", "0")]:
+        page = login_page(users.get(username=name))
+        page.goto(f"/projects/{project.pk}/judge/")
+        page.get_by_role("button", name="Judge next item").click()
+        expect(page.locator("h1")).to_have_text(first.external_id)
+        expect(page.locator("svg.plan-graph").first).to_be_visible()
+        # blind: nobody else's vote is on the page
+        expect(page.locator("table.judgments")).to_have_count(0)
+        with page.expect_navigation():
+            page.keyboard.press(key)
+        expect(page.locator("h1")).not_to_have_text(first.external_id)
+
+    outcome = Outcome.objects.get(task=task, item=first)
+    assert outcome.verdict == "disputed"
+
+    reviewer = login_page(users.get(username="reviewer"))
+    reviewer.goto(f"/review/{task.pk}/agreement/")
+    rater_rows = reviewer.locator("#rater-table tbody tr")
+    expect(rater_rows).to_have_count(3)
+    expect(reviewer.locator("#rater-table")).not_to_contain_text("1.000")  # no outcome yet
+
+    reviewer.goto(f"/review/{task.pk}/disputes/")
+    reviewer.get_by_role("link", name=first.external_id).click()
+    expect(reviewer.locator("table.judgments tbody tr")).to_have_count(3)
+    reviewer.get_by_label("Accept").check()
+    reviewer.get_by_label("Reason").fill("The plan solves the query; annotator3 misread step 2.")
+    reviewer.get_by_role("button", name="Record decision").click()
+    expect(reviewer.locator(".empty")).to_contain_text("No disagreements")
+
+    reviewer.goto(f"/review/{task.pk}/agreement/")
+    def with_outcome(name: str):  # type: ignore[no-untyped-def]
+        row = reviewer.locator("#rater-table tbody tr", has_text=name)
+        return row.locator("td").nth(2)
+
+    expect(with_outcome("annotator3")).to_have_text("0.000")
+    expect(with_outcome("annotator1")).to_have_text("1.000")
+    first.refresh_from_db()
+    assert first.status == "verified"
