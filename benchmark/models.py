@@ -390,3 +390,48 @@ class Job(models.Model):
         if self.status == JobStatus.SUCCEEDED:
             return 100
         return int(100 * self.progress / self.total) if self.total else 0
+
+
+class ModelCall(models.Model):
+    """One call to a model (or one answer given from the cache), recorded as asked: the
+    request key (sha256 of model, messages with image hashes, parameters) makes repeats and
+    replays findable."""
+
+    request_key = models.CharField(max_length=64, db_index=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="model_calls")
+    item = models.ForeignKey(
+        Item, null=True, blank=True, on_delete=models.SET_NULL, related_name="model_calls"
+    )
+    job = models.OneToOneField(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="model_call"
+    )
+    purpose = models.CharField(max_length=50)
+    endpoint = models.CharField(max_length=500, blank=True)
+    model = models.CharField(max_length=200)
+    system = models.TextField(blank=True)
+    prompt = models.TextField(blank=True)
+    image_sha256s = JSONField(default=list, blank=True)
+    params = JSONField(default=dict, blank=True)
+    answer = models.TextField(blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    cached = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["item", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(error="") | Q(answer=""), name="model_call_answer_or_error"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} call {self.request_key[:12]}"

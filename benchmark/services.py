@@ -489,11 +489,15 @@ def _export_items(
             return
         after = (chunk[-1][4], chunk[-1][0])
         external = {row[0]: row[1] for row in chunk}
-        marks = ", ".join(["%s"] * len(external))
+        # The same chunk again as a subquery: no list of a thousand parameters to send.
+        chunk_ids = (
+            f"SELECT id FROM {connection.ops.quote_name(Item._meta.db_table)} WHERE {clause} "
+            f"ORDER BY position, id LIMIT {EXPORT_CHUNK}"
+        )
         nested: dict[int, dict[type, list[AttachmentRecord]]] = {}
         for model, (_, own) in _ATTACHED.items():
             rows = _select(
-                model, [*_COMMON, *own], f"raw = '' AND item_id IN ({marks})", list(external),
+                model, [*_COMMON, *own], f"raw = '' AND item_id IN ({chunk_ids})", params,
                 "ORDER BY item_id, position, id",
             )  # fmt: skip
             for pk, rec in _attached_records(model, rows, external):

@@ -17,6 +17,12 @@ env = environ.Env(
     SECURE_SSL_REDIRECT=(bool, False),
     MAX_UPLOAD_MB=(int, 200),
     MAX_IMAGE_PIXELS=(int, 40_000_000),
+    BENCHWRIGHT_MODEL_BASE_URL=(str, ""),
+    BENCHWRIGHT_MODEL_NAME=(str, ""),
+    BENCHWRIGHT_MODEL_API_KEY=(str, ""),
+    BENCHWRIGHT_MODEL_TIMEOUT=(float, 120.0),
+    BENCHWRIGHT_MODEL_MAX_RETRIES=(int, 3),
+    BENCHWRIGHT_MODEL_CONCURRENCY=(int, 4),
 )
 env_file = BASE_DIR / ".env"
 if env_file.exists():
@@ -130,6 +136,15 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 BENCHWRIGHT_MAX_UPLOAD_BYTES = env("MAX_UPLOAD_MB") * 1024 * 1024
 BENCHWRIGHT_MAX_IMAGE_PIXELS = env("MAX_IMAGE_PIXELS")
 
+# The default model endpoint (OpenAI-compatible chat completions); a project may set its own
+# in Project.settings["model"]. Empty means no model: the pages say how to configure one.
+BENCHWRIGHT_MODEL_BASE_URL = env("BENCHWRIGHT_MODEL_BASE_URL")
+BENCHWRIGHT_MODEL_NAME = env("BENCHWRIGHT_MODEL_NAME")
+BENCHWRIGHT_MODEL_API_KEY = env("BENCHWRIGHT_MODEL_API_KEY")
+BENCHWRIGHT_MODEL_TIMEOUT = env("BENCHWRIGHT_MODEL_TIMEOUT")
+BENCHWRIGHT_MODEL_MAX_RETRIES = env("BENCHWRIGHT_MODEL_MAX_RETRIES")
+BENCHWRIGHT_MODEL_CONCURRENCY = env("BENCHWRIGHT_MODEL_CONCURRENCY")
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
@@ -166,6 +181,8 @@ CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
+# Task modules outside an app's tasks.py, which autodiscovery does not find.
+CELERY_IMPORTS = ["benchmark.llm.tasks"]
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = True

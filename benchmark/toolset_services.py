@@ -101,7 +101,10 @@ def tool_save(
             if old is None:
                 raise ValidationFailed("no such tool in this project's toolset")
             tool = toolset.tools.get(name=old.name) if toolset != original else old
-        if toolset.tools.filter(name__iexact=name).exclude(pk=getattr(tool, "pk", None)).exists():
+        same_name = toolset.tools.filter(name__iexact=name)
+        if tool is not None:
+            same_name = same_name.exclude(pk=tool.pk)
+        if same_name.exists():
             raise ValidationFailed(f"the toolset already has a tool named {name!r}")
         if tool is None:
             tool = Tool(toolset=toolset, position=toolset.tools.count())

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from benchmark import toolset_views, views
+from benchmark import llm_views, toolset_views, views
 
 app_name = "benchmark"
 
@@ -11,6 +11,13 @@ urlpatterns = [
     path("projects/<int:pk>/import/", views.project_import, name="project_import"),
     path("projects/<int:pk>/export/", views.project_export, name="project_export"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
+    path("jobs/<int:pk>/model-call/", llm_views.model_call_job, name="model_call_job"),
+    path("jobs/<int:pk>/retry/", llm_views.job_retry, name="job_retry"),
+    path(
+        "projects/<int:project_pk>/items/<int:pk>/model/",
+        llm_views.item_model,
+        name="item_model",
+    ),
     path("projects/<int:pk>/toolset/", toolset_views.toolset_detail, name="toolset"),
     re_path(r"^images/(?P<sha256>[0-9a-f]{64})/$", views.image_file, name="image"),
     re_path(r"^images/(?P<sha256>[0-9a-f]{64})/thumb/$", views.image_thumb, name="image_thumb"),

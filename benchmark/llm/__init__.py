@@ -1,0 +1,38 @@
+"""Calling models over the OpenAI-compatible chat-completions protocol.
+
+``client`` and ``cache`` are pure Python (no Django) and usable from scripts; ``services``,
+``selectors`` and ``tasks`` connect them to projects, items, jobs and the ModelCall table."""
+
+from benchmark.llm.cache import CachedAnswer, DiskCache, MemoryCache, ResponseCache, request_key
+from benchmark.llm.client import (
+    CACHE_MODES,
+    CacheMiss,
+    ChatClient,
+    ChatRequest,
+    ChatResult,
+    ImageInput,
+    ModelCallFailed,
+    ModelConfig,
+    ModelError,
+    ModelNotConfigured,
+    image_mime,
+)
+
+__all__ = [
+    "CACHE_MODES",
+    "CacheMiss",
+    "CachedAnswer",
+    "ChatClient",
+    "ChatRequest",
+    "ChatResult",
+    "DiskCache",
+    "ImageInput",
+    "MemoryCache",
+    "ModelCallFailed",
+    "ModelConfig",
+    "ModelError",
+    "ModelNotConfigured",
+    "ResponseCache",
+    "image_mime",
+    "request_key",
+]

@@ -1,0 +1,100 @@
+"""Request keys and response caches for model calls. Pure Python: no Django.
+
+A request's key is the sha256 of a canonical JSON of what decides the answer: the model name,
+the messages (with each image replaced by the sha256 of its bytes) and the sampling parameters.
+The same question with the same images to the same model gives the same key on every machine,
+so a cache filled by one run can answer (or replay) another."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: sorted keys, no spaces, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_key(*, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    """The cache key of a request. ``messages`` must already carry image hashes, not bytes."""
+    payload = {"model": model, "messages": messages, "params": params}
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    """What a cache keeps of a successful call."""
+
+    text: str
+    model: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: int = 0
+
+
+class ResponseCache(Protocol):
+    """Where answers are kept by request key. ``put`` may do nothing when the caller records
+    calls elsewhere (the database cache reads the calls the job task records)."""
+
+    def get(self, key: str) -> CachedAnswer | None: ...
+
+    def put(self, key: str, answer: CachedAnswer) -> None: ...
+
+
+class MemoryCache:
+    """A process-local cache, for scripts and tests."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, CachedAnswer] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> CachedAnswer | None:
+        with self._lock:
+            return self._data.get(key)
+
+    def put(self, key: str, answer: CachedAnswer) -> None:
+        with self._lock:
+            self._data[key] = answer
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class DiskCache:
+    """One JSON file per key under ``root`` (``ab/abcdef....json``), written atomically, so
+    several processes may share the folder."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> CachedAnswer | None:
+        try:
+            data = json.loads(self._path(key).read_text("utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            return CachedAnswer(**data)
+        except TypeError:
+            return None
+
+    def put(self, key: str, answer: CachedAnswer) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(canonical_json(asdict(answer)))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,329 @@
+"""A small client for OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, Ollama,
+llama.cpp server, LiteLLM), through the ``openai`` SDK. Pure Python: no Django.
+
+- images go as ``data:`` URLs (base64, with the mime type read from the bytes);
+- transient errors (connection errors, timeouts, 429, 5xx) are retried with exponential backoff
+  (the SDK's own retries are off, so the policy and its count are ours and testable);
+- at most ``concurrency`` calls run at once per base URL, across threads of one process;
+- a cache keyed by the request answers repeats; in replay mode only the cache answers, and a
+  miss raises ``CacheMiss``, so a judge run or a drafting session can be reproduced exactly."""
+
+from __future__ import annotations
+
+import base64
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import openai
+
+from benchmark.llm.cache import CachedAnswer, ResponseCache, request_key
+
+CacheMode = Literal["use", "off", "replay"]
+CACHE_MODES: tuple[str, ...] = ("use", "off", "replay")
+
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_CONCURRENCY = 4
+
+
+class ModelError(Exception):
+    """A model call that did not give an answer; the message says why, for a person."""
+
+
+class ModelNotConfigured(ModelError):
+    pass
+
+
+class CacheMiss(ModelError):
+    pass
+
+
+class ModelCallFailed(ModelError):
+    def __init__(self, message: str, *, attempts: int = 1, status: int | None = None) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Where and how to call a model. ``api_key`` may be empty for local servers."""
+
+    base_url: str
+    model: str
+    api_key: str = ""
+    timeout: float = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    concurrency: int = DEFAULT_CONCURRENCY
+
+    def __post_init__(self) -> None:
+        if not self.base_url or not self.model:
+            raise ModelNotConfigured("a model needs both a base URL and a model name")
+        if self.concurrency < 1:
+            raise ModelNotConfigured("the concurrency limit must be at least 1")
+        if self.max_retries < 0 or self.timeout <= 0:
+            raise ModelNotConfigured("retries must be >= 0 and the timeout > 0")
+
+    def __repr__(self) -> str:  # never print the key
+        return f"ModelConfig(base_url={self.base_url!r}, model={self.model!r})"
+
+
+# --------------------------------------------------------------------------- images
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def image_mime(data: bytes) -> str:
+    """The mime type of PNG, JPEG, GIF or WebP bytes; ModelError for anything else."""
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    raise ModelError("only PNG, JPEG, GIF and WebP images can be sent to a model")
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """An image to send: its bytes and their sha256 (which stands for them in the cache key)."""
+
+    sha256: str
+    data: bytes = field(repr=False)
+
+    @property
+    def mime(self) -> str:
+        return image_mime(self.data)
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One user turn (text, then images in order), an optional system prompt and sampling
+    parameters passed to the endpoint as they are (``temperature``, ``max_tokens``, ``seed``)."""
+
+    prompt: str
+    images: tuple[ImageInput, ...] = ()
+    system: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def _messages(self, image_part: Callable[[ImageInput], dict[str, Any]]) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        if self.system:
+            messages.append({"role": "system", "content": self.system})
+        if self.images:
+            content: Any = [{"type": "text", "text": self.prompt}]
+            content += [image_part(img) for img in self.images]
+        else:
+            content = self.prompt
+        messages.append({"role": "user", "content": content})
+        return messages
+
+    def wire_messages(self) -> list[dict[str, Any]]:
+        """The messages as sent: images as data URLs."""
+        return self._messages(
+            lambda img: {"type": "image_url", "image_url": {"url": img.data_url()}}
+        )
+
+    def key_messages(self) -> list[dict[str, Any]]:
+        """The messages as keyed: images by their sha256."""
+        return self._messages(lambda img: {"type": "image", "sha256": img.sha256})
+
+    def key(self, model: str) -> str:
+        return request_key(model=model, messages=self.key_messages(), params=self.params)
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    text: str
+    model: str
+    request_key: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_ms: int
+    cached: bool
+    attempts: int
+
+
+# --------------------------------------------------------------------------- concurrency
+
+_limits_lock = threading.Lock()
+_limits: dict[str, tuple[int, threading.BoundedSemaphore]] = {}
+
+
+def endpoint_limit(base_url: str, size: int) -> threading.BoundedSemaphore:
+    """The semaphore that bounds concurrent calls to ``base_url`` in this process. A new size
+    replaces the semaphore for later callers; calls already holding the old one finish on it."""
+    key = base_url.rstrip("/")
+    with _limits_lock:
+        current = _limits.get(key)
+        if current is None or current[0] != size:
+            current = (size, threading.BoundedSemaphore(size))
+            _limits[key] = current
+        return current[1]
+
+
+# --------------------------------------------------------------------------- client
+
+Progress = Callable[[str], None]
+
+
+class ChatClient:
+    """Calls one configured endpoint. ``cache`` (optional) answers repeats; ``mode`` is "use"
+    (read and fill the cache), "off" (always call) or "replay" (only the cache answers)."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        cache: ResponseCache | None = None,
+        mode: CacheMode = "use",
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if mode not in CACHE_MODES:
+            raise ModelError(f"unknown cache mode {mode!r}; use one of {', '.join(CACHE_MODES)}")
+        if mode == "replay" and cache is None:
+            raise ModelError("replay mode needs a cache to answer from")
+        self.config = config
+        self.cache = cache
+        self.mode = mode
+        self._sleep = sleep
+
+    def complete(self, request: ChatRequest, *, progress: Progress | None = None) -> ChatResult:
+        key = request.key(self.config.model)
+        if self.cache is not None and self.mode != "off":
+            hit = self.cache.get(key)
+            if hit is not None:
+                return ChatResult(
+                    text=hit.text,
+                    model=hit.model,
+                    request_key=key,
+                    prompt_tokens=hit.prompt_tokens,
+                    completion_tokens=hit.completion_tokens,
+                    latency_ms=hit.latency_ms,
+                    cached=True,
+                    attempts=0,
+                )
+            if self.mode == "replay":
+                raise CacheMiss(
+                    f"replay mode: no recorded answer for this request to {self.config.model} "
+                    f"(key {key[:12]}); run it once without replay to record it"
+                )
+        result = self._call(request, key, progress)
+        if self.cache is not None and self.mode != "off":
+            self.cache.put(
+                key,
+                CachedAnswer(
+                    text=result.text,
+                    model=result.model,
+                    prompt_tokens=result.prompt_tokens,
+                    completion_tokens=result.completion_tokens,
+                    latency_ms=result.latency_ms,
+                ),
+            )
+        return result
+
+    def _backoff(self, attempt: int, exc: Exception) -> float:
+        """Exponential backoff with jitter, or the server's Retry-After when it asks for one."""
+        cfg = self.config
+        delay = cfg.backoff_base * (2 ** (attempt - 1))
+        delay = delay * (0.75 + random.random() / 2)  # noqa: S311 - jitter, not crypto
+        response = getattr(exc, "response", None)
+        if response is not None:
+            try:
+                delay = float(response.headers.get("retry-after", ""))
+            except ValueError:
+                pass
+        return max(0.0, min(delay, cfg.backoff_max))
+
+    def _call(self, request: ChatRequest, key: str, progress: Progress | None) -> ChatResult:
+        cfg = self.config
+        messages = request.wire_messages()
+        attempts_allowed = cfg.max_retries + 1
+        with openai.OpenAI(
+            base_url=cfg.base_url,
+            api_key=cfg.api_key or "none",
+            timeout=cfg.timeout,
+            max_retries=0,
+        ) as sdk:
+            attempt = 0
+            while True:
+                attempt += 1
+                if progress:
+                    progress(
+                        f"waiting for {cfg.model}"
+                        if attempt == 1
+                        else f"waiting for {cfg.model} (attempt {attempt} of {attempts_allowed})"
+                    )
+                try:
+                    with endpoint_limit(cfg.base_url, cfg.concurrency):
+                        started = time.monotonic()
+                        response = sdk.chat.completions.create(
+                            model=cfg.model,
+                            messages=messages,  # type: ignore[arg-type]
+                            **request.params,
+                        )
+                        latency_ms = int((time.monotonic() - started) * 1000)
+                except (openai.APIConnectionError, openai.RateLimitError) as exc:
+                    error: Exception = exc
+                except openai.APIStatusError as exc:
+                    if exc.status_code < 500:
+                        raise ModelCallFailed(
+                            _describe(exc), attempts=attempt, status=exc.status_code
+                        ) from exc
+                    error = exc
+                except openai.OpenAIError as exc:
+                    raise ModelCallFailed(_describe(exc), attempts=attempt) from exc
+                else:
+                    return _result(response, cfg.model, key, latency_ms, attempt)
+                if attempt >= attempts_allowed:
+                    raise ModelCallFailed(
+                        f"{_describe(error)} (gave up after {attempt} attempt"
+                        f"{'s' if attempt > 1 else ''})",
+                        attempts=attempt,
+                        status=getattr(error, "status_code", None),
+                    ) from error
+                self._sleep(self._backoff(attempt, error))
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "the model endpoint did not answer in time"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"could not reach the model endpoint: {exc}"
+    if isinstance(exc, openai.APIStatusError):
+        return f"the model endpoint answered {exc.status_code}: {exc.message}"
+    return f"the model call failed: {exc}"
+
+
+def _result(response: Any, model: str, key: str, latency_ms: int, attempts: int) -> ChatResult:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise ModelCallFailed("the model endpoint answered without any choices", attempts=attempts)
+    text = choices[0].message.content or ""
+    usage = getattr(response, "usage", None)
+    return ChatResult(
+        text=text,
+        model=getattr(response, "model", None) or model,
+        request_key=key,
+        prompt_tokens=getattr(usage, "prompt_tokens", None),
+        completion_tokens=getattr(usage, "completion_tokens", None),
+        latency_ms=latency_ms,
+        cached=False,
+        attempts=attempts,
+    )

@@ -1,0 +1,103 @@
+// Tag review screen: keys j/k (next/previous call), a (keep), x (remove), e (edit),
+// m/M (move down/up), s (save); keeps the selected call across htmx swaps; swaps the
+// 409 conflict response (htmx leaves 4xx unswapped by default); remembers the preview toggle.
+// The page works without this file: every action is a plain form submit.
+(() => {
+  "use strict";
+  let selected = 0;
+  let advance = false; // after "keep", move on to the next call once the answer is redrawn
+
+  const form = () => document.querySelector("form[data-tag-review]");
+  const cards = () => [...document.querySelectorAll("form[data-tag-review] .tag-card")];
+
+  function select(index, scroll) {
+    const all = cards();
+    if (!all.length) return null;
+    selected = Math.max(0, Math.min(index, all.length - 1));
+    all.forEach((card, i) => card.classList.toggle("selected", i === selected));
+    const card = all[selected];
+    if (scroll) card.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    return card;
+  }
+
+  function current() {
+    return cards()[selected] || null;
+  }
+
+  function click(card, action) {
+    const el = card && card.querySelector(`[data-action="${action}"]`);
+    if (el) el.click();
+    return el;
+  }
+
+  function openAndFocus(card, cls) {
+    const details = card && card.querySelector(`details.${cls}`);
+    if (!details) return;
+    details.open = true;
+    const field = details.querySelector("select, input[type=text], textarea");
+    if (field) field.focus();
+  }
+
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const xhr = event.detail.xhr;
+    if (xhr && xhr.status === 409 && event.detail.target && event.detail.target.closest("form[data-tag-review]")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
+  document.addEventListener("htmx:afterSwap", () => {
+    if (!form()) return;
+    select(advance ? selected + 1 : selected, advance);
+    advance = false;
+    const conflict = document.getElementById("conflict");
+    if (conflict) conflict.scrollIntoView({ block: "start" });
+  });
+
+  document.addEventListener(
+    "toggle",
+    (event) => {
+      const details = event.target;
+      if (!(details instanceof HTMLDetailsElement) || details.id !== "preview") return;
+      const input = form() && form().querySelector("input[name=preview]");
+      if (input) input.value = details.open ? "1" : "";
+    },
+    true,
+  );
+
+  document.addEventListener("click", (event) => {
+    const card = event.target.closest && event.target.closest(".tag-card");
+    if (card) {
+      const index = cards().indexOf(card);
+      if (index >= 0) select(index, false);
+    }
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (!form() || event.ctrlKey || event.metaKey || event.altKey) return;
+    const t = event.target;
+    if (t && (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || (t.tagName === "INPUT" && t.type !== "submit" && t.type !== "button"))) {
+      if (event.key === "Escape") t.blur();
+      return;
+    }
+    const keys = {
+      j: () => select(selected + 1, true),
+      k: () => select(selected - 1, true),
+      a: () => {
+        advance = Boolean(click(current(), "keep"));
+      },
+      x: () => openAndFocus(current(), "tag-remove"),
+      e: () => openAndFocus(current(), "tag-edit"),
+      m: () => click(current(), "move"),
+      M: () => click(current(), "move-before"),
+      s: () => click(form(), "save"),
+    };
+    const run = keys[event.key];
+    if (run) {
+      event.preventDefault();
+      run();
+    }
+  });
+
+  if (form()) select(0, false);
+})();

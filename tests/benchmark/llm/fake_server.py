@@ -1,0 +1,169 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions protocol, for tests.
+
+It answers ``POST /v1/chat/completions`` with a fixture answer and usage counts, can be told to
+fail the next requests (429, 500, ...), can hold requests until released (to observe
+concurrency), and records every request it got (path, headers, JSON body)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+HOLD_TIMEOUT = 30.0  # a held request never outlives a broken test by much
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def user_content(self) -> Any:
+        return [m for m in self.body["messages"] if m["role"] == "user"][-1]["content"]
+
+    @property
+    def image_urls(self) -> list[str]:
+        content = self.user_content
+        if isinstance(content, str):
+            return []
+        return [part["image_url"]["url"] for part in content if part["type"] == "image_url"]
+
+
+@dataclass
+class FakeModelServer:
+    answer: str = "The chart shows 42 apples."
+    prompt_tokens: int = 17
+    completion_tokens: int = 7
+    requests: list[Recorded] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _failures: deque[tuple[int, dict[str, str]]] = field(default_factory=deque)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _arrived: threading.Condition = field(default_factory=threading.Condition)
+    _release: threading.Event = field(default_factory=threading.Event)
+    _httpd: ThreadingHTTPServer | None = None
+
+    def __post_init__(self) -> None:
+        self._release.set()
+
+    # ---------------------------------------------------------------- control
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def fail_next(self, status: int, times: int = 1, headers: dict[str, str] | None = None) -> None:
+        """Answer the next ``times`` requests with ``status`` (and an OpenAI-style error body)."""
+        for _ in range(times):
+            self._failures.append((status, headers or {}))
+
+    def hold(self) -> None:
+        """Keep requests open (after they are counted as arrived) until ``release``."""
+        self._release.clear()
+
+    def release(self) -> None:
+        self._release.set()
+
+    def wait_for_arrivals(self, n: int, timeout: float = 10.0) -> bool:
+        """Wait until ``n`` requests have arrived in all; False on timeout."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= n, timeout=timeout)
+
+    # ---------------------------------------------------------------- serving
+
+    def start(self) -> FakeModelServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return None
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server._arrive(self.path, dict(self.headers.items()), body)
+                try:
+                    server._release.wait(HOLD_TIMEOUT)
+                    status, payload, headers = server._reply(self.path, body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        return self
+
+    def stop(self) -> None:
+        self.release()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    def _arrive(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
+        with self._arrived:
+            with self._lock:
+                self.requests.append(
+                    Recorded(
+                        path=path, headers={k.lower(): v for k, v in headers.items()}, body=body
+                    )
+                )
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._arrived.notify_all()
+
+    def _reply(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        if path.rstrip("/") != "/v1/chat/completions":
+            return 404, {"error": {"message": f"no route {path}", "type": "not_found"}}, {}
+        try:
+            status, headers = self._failures.popleft()
+        except IndexError:
+            pass
+        else:
+            kind = "rate_limit_exceeded" if status == 429 else "server_error"
+            message = f"fake failure {status}"
+            return status, {"error": {"message": message, "type": kind, "code": kind}}, headers
+        return (
+            200,
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", ""),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": self.answer},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": self.prompt_tokens,
+                    "completion_tokens": self.completion_tokens,
+                    "total_tokens": self.prompt_tokens + self.completion_tokens,
+                },
+            },
+            {},
+        )
