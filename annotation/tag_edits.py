@@ -43,12 +43,14 @@ __all__ = [
     "display_value",
     "fix_fields",
     "fix_raw",
+    "guess",
     "insert",
     "keep",
     "move",
     "remap_marks",
     "remove",
     "retool",
+    "tool_name_of",
 ]
 
 DECISIONS: tuple[str, ...] = ("kept", "removed", "fixed", "moved", "inserted", "retooled")
@@ -93,7 +95,7 @@ def _decision(
     tool_name: str | None = None,
     **detail: Any,
 ) -> dict[str, Any]:
-    name = tool_name if tool_name is not None else (tool.tool_name if tool else None)
+    name = tool_name if tool_name is not None else (tool_name_of(tool) if tool else None)
     return {
         "tag": index,
         "tool": (name or "")[:100],
@@ -201,7 +203,11 @@ def move(parsed: ParsedText, tag: int, marks: Sequence[str], *, direction: str) 
     if text == parsed.text:
         raise EditError(f"there is no paragraph boundary {direction} this tag to move it to")
     dec = _decision(tool, tag, "moved", "misplaced", direction=direction)
-    return _result(parsed, text, marks, "moved", dec)
+    edit = _result(parsed, text, marks, "moved", dec)
+    new = parse(text, parsed.syntax)
+    same = [i for i, t in enumerate(new.tools) if t.raw == tool.raw]
+    edit.marks[min(same, key=lambda i: abs(i - tag))] = "moved"
+    return edit
 
 
 def fix_raw(
@@ -264,6 +270,32 @@ def display_value(value: Any, type_name: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_SCALAR = r"""(?P<v>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|-?\d+(?:\.\d+)?|true|false|True|False)"""
+
+
+def guess(payload_text: str, key: str) -> Any:
+    """Best effort: the scalar value of ``key`` in a payload that does not parse (so the fix
+    form of a malformed call can be prefilled). ``None`` when not found."""
+    m = re.search(rf"""["']{re.escape(key)}["']\s*:\s*{_SCALAR}""", payload_text)
+    if m is None:
+        return None
+    literal = m.group("v")
+    if literal[0] == "'":
+        literal = '"' + literal[1:-1].replace('"', '\\"') + '"'
+    try:
+        return json.loads(literal.replace("True", "true").replace("False", "false"))
+    except ValueError:
+        return literal.strip("\"'")
+
+
+def tool_name_of(tool: ToolCall) -> str:
+    """The tool a call names, read from a malformed payload too."""
+    if tool.tool_name:
+        return tool.tool_name
+    value = guess(tool.payload_text, NAME_KEY[tool.syntax])
+    return value if isinstance(value, str) else ""
+
+
 def fix_fields(
     parsed: ParsedText,
     tag: int,
@@ -275,11 +307,11 @@ def fix_fields(
     reason: str = "",
 ) -> Edit:
     """Rebuild the payload from a form built on the tool's parameter schema. Keys the schema
-    does not list are dropped; blank optional parameters are left out."""
+    does not list are dropped; blank optional parameters are left out. A payload that does
+    not parse is rebuilt from scratch (the tool name read from it as well as possible)."""
     tool = _tool(parsed, tag)
     data = copy.deepcopy(tool.data) if tool.data is not None else {}
-    key = NAME_KEY[parsed.syntax]
-    name = tool.tool_name or str(data.get(key) or "")
+    name = tool_name_of(tool)
     if not name:
         raise EditError("the tag names no tool; change the tool or edit the raw payload")
     params: dict[str, Any] = {}

@@ -130,15 +130,19 @@ class _Answer:
 def _fields(answer: _Answer, tool: ToolCall) -> tuple[list[dict[str, Any]], list[str]]:
     """Form fields from the tool's parameter schema, prefilled; and the parameters the schema
     does not know (a fix drops them)."""
-    spec = answer.spec(tool.tool_name)
+    spec = answer.spec(tag_edits.tool_name_of(tool))
     params = tool.params or {}
     specs = list(spec["params"]) if spec else [{"name": k, "type": ""} for k in params]
     fields = []
     for p in specs:
         name = str(p.get("name", ""))
         type_name = str(p.get("type", "")).lower()
-        value = params.get(name)
-        text = tag_edits.display_value(value, type_name) if name in params else ""
+        if tool.data is None:  # prefill from what can be read of a malformed payload
+            value = tag_edits.guess(tool.payload_text, name)
+            text = "" if value is None else tag_edits.display_value(value, type_name)
+        else:
+            value = params.get(name)
+            text = tag_edits.display_value(value, type_name) if name in params else ""
         widget = "number" if type_name in ("int", "integer", "float", "number") else "text"
         if name in ("prompt", "code", "query") or len(text) > 60 or "\n" in text:
             widget = "textarea"
@@ -175,16 +179,21 @@ def _segments(answer: _Answer, parsed: ParsedText, findings: list[Any], marks: l
         tool = segment
         mine = by_tag.get(tool.index, [])
         fields, dropped = _fields(answer, tool)
-        spec = answer.spec(tool.tool_name)
+        written = tag_edits.tool_name_of(tool)
+        spec = answer.spec(written)
+        description = tool.description
+        if tool.data is None:
+            guessed = tag_edits.guess(tool.payload_text, "description")
+            description = guessed if isinstance(guessed, str) else ""
         out.append(
             {
                 "card": {
                     "index": tool.index,
                     "number": tool.index + 1,
-                    "name": (spec or {}).get("name") or tool.tool_name or "",
-                    "written": tool.tool_name or "",
+                    "name": (spec or {}).get("name") or written,
+                    "written": written,
                     "known": spec is not None,
-                    "description": tool.description or "",
+                    "description": description or "",
                     "params": [
                         (k, tag_edits.display_value(v, "")) for k, v in (tool.params or {}).items()
                     ],
@@ -314,7 +323,7 @@ def _apply(
         if not 0 <= tag < len(parsed.tools):
             raise tag_edits.EditError("that tag is gone; reload the page")
         tool = parsed.tools[tag]
-        spec = answer.spec(tool.tool_name)
+        spec = answer.spec(tag_edits.tool_name_of(tool))
         specs = (
             spec["params"] if spec else [{"name": k, "type": ""} for k in (tool.params or {})]
         )

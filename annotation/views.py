@@ -69,7 +69,8 @@ def task_next(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def _plan_panel(item: Item) -> list[dict[str, Any]]:
     toolset = _toolset_for(item)
     panels = []
-    for plan in item.plans.all():
+    # The plans under judgment: the ground truth and its alternatives, not model predictions.
+    for plan in item.plans.filter(origin="ground_truth"):
         view = plan_view(plan)
         view["graph"] = layout(plan.steps or [])
         view["findings"] = verify_plan(plan.steps if plan.steps else plan.code, toolset)
