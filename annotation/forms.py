@@ -58,3 +58,34 @@ class JudgmentForm(forms.Form):
             "seconds": data.get("seconds") or 0,
             "relabel": {f: data.get(f"relabel_{f}") for f in self.task.relabel_fields},
         }
+
+
+class TaskForm(forms.ModelForm):
+    """A judgment task; labels and the required value are JSON."""
+
+    labels = forms.JSONField(
+        required=False,
+        initial=list,
+        help_text='For nominal and ordinal scales: [{"value": "keep", "label": "Keep", '
+        '"accept": true, "reasons": []}, ...]',
+        widget=forms.Textarea(attrs={"rows": 5, "class": "mono"}),
+    )
+    required_value = forms.JSONField(
+        required=False, help_text='For "all required": the value everyone must give, e.g. 1'
+    )
+    relabel_fields = forms.MultipleChoiceField(
+        choices=[("category", "category"), ("intent", "intent"), ("domain", "domain")],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    class Meta:
+        model = JudgmentTask
+        fields = [
+            "name", "question", "scheme", "labels", "relabel_fields", "overlap", "consensus",
+            "required_value", "author_may_judge", "lease_minutes", "active",
+        ]  # fmt: skip
+        widgets = {"question": forms.Textarea(attrs={"rows": 2})}
+
+    def clean_labels(self) -> Any:
+        return self.cleaned_data.get("labels") or []

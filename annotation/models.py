@@ -196,9 +196,7 @@ class TagDecision(models.Model):
     index in the working text at the moment of the decision; ``detail`` holds the payload
     before/after, the move direction or the free-text reason."""
 
-    version = models.ForeignKey(
-        ResponseVersion, on_delete=models.CASCADE, related_name="decisions"
-    )
+    version = models.ForeignKey(ResponseVersion, on_delete=models.CASCADE, related_name="decisions")
     tag = models.PositiveIntegerField()
     tool = models.CharField(max_length=100, blank=True)
     decision = models.CharField(max_length=20, choices=TagDecisionKind.choices)

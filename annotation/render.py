@@ -81,9 +81,11 @@ def _card(tool: ToolCall, image: ImageLookup | None) -> str:
     elif main is not None:
         body = f'<span class="pv-param">{_text(main)}: {_text(params[main])}</span>'
     elif params:
-        body = '<span class="pv-param">' + _text(
-            ", ".join(f"{k}={v!r}" for k, v in params.items())
-        ) + "</span>"
+        body = (
+            '<span class="pv-param">'
+            + _text(", ".join(f"{k}={v!r}" for k, v in params.items()))
+            + "</span>"
+        )
     return (
         f'<span class="pv-tool"><span class="pv-tool-name">{_text(name)}</span>'
         f' <span class="pv-desc">{_text(description)}</span> {body}</span>'

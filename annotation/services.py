@@ -316,3 +316,41 @@ def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
         )
         tasks.append(task)
     return tasks
+
+
+def judgment_task_save(
+    *, project: Any, user: Any, task: JudgmentTask | None, **fields: Any
+) -> JudgmentTask:
+    """Create or change a judgment task (project admins). The label scheme and the consensus
+    rule are checked together, so a task can always decide its items."""
+    from benchmark.permissions import require
+
+    require(user=user, project=project, action="manage")
+    task = task or JudgmentTask(project=project)
+    for name, value in fields.items():
+        setattr(task, name, value)
+    scheme, rule = Scheme(task.scheme), Rule(task.consensus)
+    if scheme in (Scheme.NOMINAL, Scheme.ORDINAL):
+        labels = task.labels
+        if (
+            not isinstance(labels, list)
+            or len(labels) < 2
+            or not all(isinstance(e, dict) and "value" in e for e in labels)
+        ):
+            raise ValidationFailed('labels: give at least two, as [{"value": ..., "label": ...}]')
+        values = [e["value"] for e in labels]
+        if len(set(map(repr, values))) != len(values):
+            raise ValidationFailed("labels: each value may appear once")
+    if rule is Rule.ALL_REQUIRED:
+        allowed = task.label_values if scheme not in (Scheme.NUMBER, Scheme.TEXT) else None
+        if task.required_value is None or (
+            allowed is not None and task.required_value not in allowed
+        ):
+            raise ValidationFailed("the rule 'all required' needs a required value from the labels")
+    if rule is Rule.AUTHOR_PLUS_TWO and task.overlap < 2:
+        raise ValidationFailed("author plus two verifiers needs an overlap of at least 2")
+    if task.overlap < 1 or task.overlap > 50:
+        raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
+    task.full_clean()
+    task.save()
+    return task

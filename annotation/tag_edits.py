@@ -189,9 +189,7 @@ def retool(parsed: ParsedText, tag: int, marks: Sequence[str], *, tool_name: str
         text = set_tool(parsed, tag, tool_name)
     except TagEditError as exc:
         raise EditError(str(exc)) from None
-    dec = _decision(
-        tool, tag, "retooled", "wrong_tool", tool_name=tool.tool_name, to=tool_name
-    )
+    dec = _decision(tool, tag, "retooled", "wrong_tool", tool_name=tool.tool_name, to=tool_name)
     return _result(parsed, text, marks, "retooled", dec)
 
 
@@ -270,7 +268,9 @@ def display_value(value: Any, type_name: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-_SCALAR = r"""(?P<v>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|-?\d+(?:\.\d+)?|true|false|True|False)"""
+_SCALAR = (
+    r"""(?P<v>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|-?\d+(?:\.\d+)?|true|false|True|False)"""
+)
 
 
 def guess(payload_text: str, key: str) -> Any:
@@ -373,9 +373,9 @@ def insert(
     try:
         values = json.loads(params or "{}")
     except ValueError:
-        raise EditError("the parameters must be a JSON object, e.g. {\"img_index\": 0}") from None
+        raise EditError('the parameters must be a JSON object, e.g. {"img_index": 0}') from None
     if not isinstance(values, dict):
-        raise EditError("the parameters must be a JSON object, e.g. {\"img_index\": 0}")
+        raise EditError('the parameters must be a JSON object, e.g. {"img_index": 0}')
     payload = make_payload(parsed.syntax, tool_name, description, values)
     direction: Direction = "before" if at == 0 else "after"
     try:
@@ -385,5 +385,7 @@ def insert(
     new = parse(text, parsed.syntax)
     new_marks = remap_marks(parsed, new, marks, "inserted")
     index = _unmatched(parsed, new)[0]
-    dec = _decision(None, index, "inserted", tool_name=tool_name, after=new.tools[index].payload_text)
+    dec = _decision(
+        None, index, "inserted", tool_name=tool_name, after=new.tools[index].payload_text
+    )
     return Edit(text=text, decision=dec, marks=new_marks)

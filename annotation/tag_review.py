@@ -145,7 +145,9 @@ def response_save_version(
             locked.save(update_fields=["text"])
     except IntegrityError:
         # Another save took the same number between our read and our write.
-        current = response.versions.order_by("-number").first()  # type: ignore[attr-defined]
+        current = ResponseVersion.objects.filter(response=response).order_by("-number").first()
+        if current is None:
+            raise Conflict("another save of this answer is under way; try again") from None
         raise _conflict(current, base_number) from None
     response.text = text
     return version

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max
 from django.shortcuts import get_object_or_404
 
 from annotation.models import ResponseVersion, TagDecision, TagDecisionKind
@@ -72,9 +72,9 @@ def decision_stats(*, user: AnyUser, project: Project) -> dict[str, Any]:
     """Decisions per tool over every saved version in the project (one query):
     ``{"kinds": [...], "rows": [{"tool", "cells": [count per kind], "n"}], "total"}``."""
     kinds = list(TagDecisionKind.values)
-    counts: QuerySet[TagDecision] | Any = TagDecision.objects.none()
+    counts: list[Any] = []
     if user.is_authenticated:
-        counts = (
+        counts = list(
             TagDecision.objects.filter(
                 version__response__item__project=project,
                 version__response__item__project__memberships__user=user.pk,
@@ -86,7 +86,7 @@ def decision_stats(*, user: AnyUser, project: Project) -> dict[str, Any]:
     table: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(kinds, 0))
     for row in counts:
         table[(row["tool"] or "(none)").lower()][row["decision"]] += row["n"]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"tool": tool, "cells": [values[k] for k in kinds], "n": sum(values.values())}
         for tool, values in sorted(table.items())
     ]

@@ -78,7 +78,8 @@ class _Answer:
         rows = tag_toolset(project.toolset)
         self.toolset: dict[str, Any] | None = rows or None
         self.specs = rows or {
-            name: {"name": name.title(), **tool} for name, tool in builtin_toolset(self.syntax).items()  # type: ignore[arg-type]
+            name: {"name": name.title(), **tool}
+            for name, tool in builtin_toolset(self.syntax).items()  # type: ignore[arg-type]
         }
         images: dict[str, Image] = benchmark_selectors.images_by_sha(
             user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
@@ -86,7 +87,9 @@ class _Answer:
         self.view = item_view(item, images)
         role = "document" if self.syntax == "atp" else "input"
         self.indexed = [e for e in self.view["images"] if e["role"] == role]
-        self.image_num = (item.constraints or {}).get("image_num") if self.syntax == "llmi" else None
+        self.image_num = (
+            (item.constraints or {}).get("image_num") if self.syntax == "llmi" else None
+        )
 
     def parse(self, text: str) -> ParsedText:
         return parse(text, self.syntax)  # type: ignore[arg-type]
@@ -163,15 +166,19 @@ def _fields(answer: _Answer, tool: ToolCall) -> tuple[list[dict[str, Any]], list
 
 def _severity(findings: list[Any]) -> str:
     levels = {f.severity for f in findings}
-    return ERROR if ERROR in levels else WARNING if WARNING in levels else ("info" if levels else "")
+    return (
+        ERROR if ERROR in levels else WARNING if WARNING in levels else ("info" if levels else "")
+    )
 
 
-def _segments(answer: _Answer, parsed: ParsedText, findings: list[Any], marks: list[str]):
+def _segments(
+    answer: _Answer, parsed: ParsedText, findings: list[Any], marks: list[str]
+) -> list[dict[str, Any]]:
     by_tag: dict[int, list[Any]] = {}
     for f in findings:
         if f.tag is not None:
             by_tag.setdefault(f.tag, []).append(f)
-    out = []
+    out: list[dict[str, Any]] = []
     for segment in parsed.segments:
         if not isinstance(segment, ToolCall):
             out.append({"text": segment.text})
@@ -305,7 +312,11 @@ def _apply(
         return tag_edits.keep(parsed, tag, marks)
     if op == "remove":
         return tag_edits.remove(
-            parsed, tag, marks, reason=post.get(f"reason-{tag}", ""), note=post.get(f"note-{tag}", "")
+            parsed,
+            tag,
+            marks,
+            reason=post.get(f"reason-{tag}", ""),
+            note=post.get(f"note-{tag}", ""),
         )
     if op in ("before", "after"):
         return tag_edits.move(parsed, tag, marks, direction=op)
@@ -324,9 +335,7 @@ def _apply(
             raise tag_edits.EditError("that tag is gone; reload the page")
         tool = parsed.tools[tag]
         spec = answer.spec(tag_edits.tool_name_of(tool))
-        specs = (
-            spec["params"] if spec else [{"name": k, "type": ""} for k in (tool.params or {})]
-        )
+        specs = spec["params"] if spec else [{"name": k, "type": ""} for k in (tool.params or {})]
         values = {str(p["name"]): post.get(f"p-{tag}-{p['name']}", "") for p in specs}
         return tag_edits.fix_fields(
             parsed,
@@ -523,7 +532,9 @@ def _version_page(
     status: int = 200,
 ) -> HttpResponse:
     diff = (
-        _diff(previous.text, version.text, f"version {previous.number}", f"version {version.number}")
+        _diff(
+            previous.text, version.text, f"version {previous.number}", f"version {version.number}"
+        )
         if previous is not None
         else []
     )

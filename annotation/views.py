@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -14,7 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import selectors, services
-from annotation.forms import JudgmentForm
+from annotation.forms import JudgmentForm, TaskForm
 from annotation.models import JudgmentTask
 from annotation.plan_graph import layout
 from benchmark import permissions
@@ -49,6 +50,7 @@ def task_list(request: HttpRequest, pk: int) -> HttpResponse:
             "project": project,
             "tasks": tasks,
             "can_review": permissions.can(user=request.user, project=project, action="review"),
+            "can_manage": permissions.can(user=request.user, project=project, action="manage"),
         },
     )
 
@@ -78,6 +80,23 @@ def _plan_panel(item: Item) -> list[dict[str, Any]]:
     return panels
 
 
+INPUT_FILE = re.compile(
+    r"^[\w\-./]+\.(?:jpe?g|png|gif|webp|bmp|flac|wav|mp3|mp4|txt|json|csv|pdf)$", re.I
+)
+
+
+def _input_files(plans: list[dict[str, Any]]) -> list[str]:
+    """File names the plans take as arguments (m&m's inputs: images, audio, text files)."""
+    files: dict[str, None] = {}
+    for plan in plans:
+        for step in plan["obj"].steps or []:
+            args = step.get("args") if isinstance(step, dict) else None
+            for value in (args or {}).values() if isinstance(args, dict) else []:
+                if isinstance(value, str) and INPUT_FILE.match(value.strip()):
+                    files[value.strip()] = None
+    return list(files)
+
+
 def _toolset_for(item: Item) -> Any:
     return plan_toolset(item.project.toolset)
 
@@ -102,6 +121,7 @@ def _judge_context(request: HttpRequest, task: JudgmentTask, item: Item) -> dict
     }
     if task.project.data_format == "mms":
         context["plans"] = _plan_panel(item)
+        context["input_files"] = _input_files(context["plans"])
     return context
 
 
@@ -143,3 +163,29 @@ def judge(request: HtmxHttpRequest, pk: int, item_pk: int) -> HttpResponse:
     context.update({"form": form, "assignment": assignment, "mine": mine})
     response = render(request, "annotation/judge.html", context, status=status)
     return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_edit(request: HttpRequest, pk: int, task_pk: int | None = None) -> HttpResponse:
+    """Create or change a judgment task (project admins)."""
+    project = benchmark_selectors.project_get(user=request.user, pk=pk)
+    if not permissions.can(user=request.user, project=project, action="manage"):
+        raise PermissionDenied("Only project admins define judgment tasks.")
+    task = selectors.task_get(user=request.user, pk=task_pk) if task_pk else None
+    if task is not None and task.project_id != project.pk:
+        raise Http404("No such task in this project.")
+    form = TaskForm(request.POST or None, instance=task)
+    if request.method == "POST" and form.is_valid():
+        fields = {name: form.cleaned_data[name] for name in TaskForm.Meta.fields}
+        try:
+            services.judgment_task_save(
+                project=project, user=request_user(request), task=task, **fields
+            )
+        except DomainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            return redirect("annotation:task_list", pk=project.pk)
+    return render(
+        request, "annotation/task_edit.html", {"project": project, "task": task, "form": form}
+    )

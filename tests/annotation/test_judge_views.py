@@ -125,6 +125,7 @@ def test_judge_page_shows_plan_graph_and_findings(setup: dict[str, Any]) -> None
     r = c["a1"].post(reverse("annotation:task_next", args=[task.pk]))
     html = c["a1"].get(r["Location"]).content.decode()
     assert 'class="plan-graph"' in html
+    assert 'id="input-files"' in html and "a.jpg" in html
     assert "unknown_tool" in html  # the toolset is empty here, so both tools are unknown
     assert "<kbd>1</kbd>" in html and "<kbd>0</kbd>" in html
 
@@ -143,3 +144,25 @@ def test_judgment_exports_list_every_judgment(setup: dict[str, Any]) -> None:
     ).decode()
     assert csv_text.splitlines()[0].startswith("item,annotator,value")
     assert '"has ""quotes"", commas"' in csv_text
+
+
+def test_large_task_recomputes_agreement_as_a_job(
+    setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    from benchmark.models import Job
+    from review import agreement
+
+    task, c = setup["task"], setup["c"]
+    for name in ("a1", "a2"):
+        _vote(c[name], task, 1)
+    monkeypatch.setattr(agreement, "INLINE_LIMIT", 1)
+    url = reverse("review:agreement", args=[task.pk])
+    page = c["rev"].get(url)
+    assert page.context["report"] is None and "Recompute" in page.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert c["rev"].post(url).status_code == 302
+    job = Job.objects.get(kind="agreement")
+    assert job.status == "succeeded", job.error
+    page = c["rev"].get(url)
+    assert page.context["report"]["n_judgments"] == 2
+    assert page.context["report"]["percent_agreement"]["value"] == 1.0

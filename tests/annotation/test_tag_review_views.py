@@ -124,14 +124,21 @@ def test_fixing_the_malformed_payload_removes_its_finding(
     assert 'data-code="malformed_payload"' not in fixed.content.decode()
     assert "fixed" in card(fixed.content, 2)
     new = state(fixed.content)
-    assert '{"tool_name": "Diffusion", "description": "A latte", "params": {"prompt": "a latte with foam art"}}' in new["text"]
+    assert (
+        '{"tool_name": "Diffusion", "description": "A latte", "params": {"prompt": "a latte with foam art"}}'
+        in new["text"]
+    )
     # Nothing is saved until Save.
     flawed.refresh_from_db()
     assert flawed.text == FLAWED
     saved = post(client, flawed, new, "save", note="fixed the payload")
     assert saved.status_code == 200 and saved["HX-Redirect"].endswith("?saved=2")
     decision = TagDecision.objects.get()
-    assert (decision.decision, decision.tool, decision.reason) == ("fixed", "Diffusion", "malformed_syntax")
+    assert (decision.decision, decision.tool, decision.reason) == (
+        "fixed",
+        "Diffusion",
+        "malformed_syntax",
+    )
     flawed.refresh_from_db()
     assert flawed.text == new["text"]
 
@@ -174,7 +181,9 @@ def test_removing_a_tag_records_a_removed_decision(flawed: Response, clients: di
     assert decision.version.number == 2 and decision.version.author.username == "reviewer-user"
 
 
-def test_remove_without_reason_is_refused_with_a_message(flawed: Response, clients: dict[str, Client]):
+def test_remove_without_reason_is_refused_with_a_message(
+    flawed: Response, clients: dict[str, Client]
+):
     client = clients["annotator"]
     current = state(client.get(url(flawed)).content)
     answer = post(client, flawed, current, "remove:0", **{"reason-0": "other"})
@@ -337,7 +346,9 @@ def test_review_page_queries_do_not_grow_with_tags(
     atp: Project, clients: dict[str, Client], django_assert_max_num_queries: Any, n_tags: int
 ):
     index = '{"img_index": 0}'
-    text = "\n\n".join(f"Paragraph {i}.\n\n" + tool("Reference", f"d{i}", index) for i in range(n_tags))
+    text = "\n\n".join(
+        f"Paragraph {i}.\n\n" + tool("Reference", f"d{i}", index) for i in range(n_tags)
+    )
     _, response = make_item(atp, text)
     client = clients["annotator"]
     with django_assert_max_num_queries(8):

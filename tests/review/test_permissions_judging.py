@@ -10,7 +10,7 @@ from django.urls import get_resolver, resolve
 
 from annotation.models import JudgmentTask
 from tests.conftest import ROLES
-from tests.factories import ItemFactory
+from tests.factories import ItemFactory, ResponseFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -22,8 +22,18 @@ LEASE = ("R", "R", "R", 404, "L")
 API_MEMBERS = (200, 200, 200, 404, 403)
 API_REVIEWERS = (200, 200, 403, 404, 403)
 
+TAGS = "/projects/{project}/items/{item}/responses/{response}/"
+
 MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("task list", "get", "/projects/{project}/judge/", {}, MEMBERS),
+    ("new task form", "get", "/projects/{project}/judge/new/", {}, (200, 403, 403, 404, "L")),
+    (
+        "edit task form",
+        "get",
+        "/projects/{project}/judge/{task}/edit/",
+        {},
+        (200, 403, 403, 404, "L"),
+    ),
     ("next item", "post", "/judge/{task}/next/", {}, LEASE),
     ("judge page, not leased", "get", "/judge/{task}/items/{item}/", {}, (200, 200, 403, 404, "L")),
     ("disputes", "get", "/review/{task}/disputes/", {}, REVIEWERS),
@@ -37,6 +47,13 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("api next", "post", "/api/judgment-tasks/{task}/next/", {}, API_MEMBERS),
     ("api judgments", "get", "/api/judgment-tasks/{task}/judgments/", {}, API_MEMBERS),
     ("api agreement", "get", "/api/judgment-tasks/{task}/agreement/", {}, API_REVIEWERS),
+    ("tag review", "get", TAGS + "review/", {}, MEMBERS),
+    ("tag review edit", "post", TAGS + "review/", {"data": {"base": 1, "op": "keep:0"}}, MEMBERS),
+    ("tag discard, no reason", "post", TAGS + "discard/", {}, MEMBERS),
+    ("tag versions", "get", TAGS + "versions/", {}, MEMBERS),
+    ("tag version 1", "get", TAGS + "versions/1/", {}, MEMBERS),
+    ("tag revert to current", "post", TAGS + "versions/1/revert/", {}, MEMBERS),
+    ("tag decisions per tool", "get", "/projects/{project}/tag-decisions/", {}, MEMBERS),
 ]
 
 
@@ -46,7 +63,8 @@ def world(project: Any, users: dict[str, Any]) -> dict[str, Any]:
     task = JudgmentTask.objects.create(
         project=project, name="t", question="?", scheme="binary", overlap=5, consensus="unanimous"
     )
-    return {"project": project.pk, "task": task.pk, "item": item.pk}
+    response = ResponseFactory(item=item)
+    return {"project": project.pk, "task": task.pk, "item": item.pk, "response": response.pk}
 
 
 @pytest.mark.parametrize(
@@ -90,7 +108,7 @@ def test_matrix_covers_every_route() -> None:
 
     for conf in ("annotation.urls", "review.urls", "annotation.api.urls"):
         walk(get_resolver(conf).url_patterns)
-    fake = {"project": 1, "task": 1, "item": 1}
+    fake = {"project": 1, "task": 1, "item": 1, "response": 1}
     covered = {resolve(path.format(**fake)).url_name for _, _, path, _, _ in MATRIX}
     missing = names - covered - {"api-root"}
     assert not missing, f"routes without a row: {sorted(missing)}"
