@@ -163,7 +163,7 @@ def keep(parsed: ParsedText, tag: int, marks: Sequence[str]) -> Edit:
     tool = _tool(parsed, tag)
     out = list(marks)[: len(parsed.tools)]
     out += [""] * (len(parsed.tools) - len(out))
-    out[tag] = "kept"
+    out[tag] = out[tag] or "kept"  # a fixed or moved call stays marked as such
     return Edit(text=parsed.text, decision=_decision(tool, tag, "kept"), marks=out)
 
 
