@@ -52,6 +52,7 @@ def test_vote_dispute_resolve_and_agreement(login_page) -> None:  # type: ignore
     expect(reviewer.locator(".empty")).to_contain_text("No disagreements")
 
     reviewer.goto(f"/review/{task.pk}/agreement/")
+
     def with_outcome(name: str):  # type: ignore[no-untyped-def]
         row = reviewer.locator("#rater-table tbody tr", has_text=name)
         return row.locator("td").nth(2)
