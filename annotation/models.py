@@ -38,7 +38,11 @@ class JudgmentTask(models.Model):
     )
     required_value = JSONField(null=True, blank=True)
     lease_minutes = models.PositiveIntegerField(default=30)
-    updates_item_status = models.BooleanField(default=True)
+    updates_item_status = models.BooleanField(
+        default=True,
+        help_text="Outcomes set the item's status (verified / in review / discarded); the queue "
+        "then offers draft items only.",
+    )
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -94,7 +98,10 @@ class Assignment(models.Model):
                 fields=["task", "item", "user"], name="assignment_unique_per_user"
             ),
         ]
-        indexes = [models.Index(fields=["task", "item", "status", "expires_at"])]
+        indexes = [
+            models.Index(fields=["task", "item", "status", "expires_at"]),
+            models.Index(fields=["task", "user", "status", "expires_at"]),
+        ]
 
 
 class Judgment(models.Model):

@@ -6,9 +6,8 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation.consensus import Rule, Verdict, decide
@@ -62,39 +61,13 @@ def assignment_next_for_user(
         )
         if mine is not None:
             return mine
-        # Items this user already judged (their own expired leases may be leased again).
-        already = Assignment.objects.filter(
-            task=task, item=OuterRef("pk"), user=user, status=AssignmentStatus.SUBMITTED
-        )
-        settled = Outcome.objects.filter(task=task, item=OuterRef("pk")).exclude(
-            verdict=Verdict.PENDING
-        )
-        candidates = (
-            Item.objects.filter(project=task.project)
-            .exclude(status=ItemStatus.DISCARDED)
-            .exclude(Exists(already))
-            .exclude(Exists(settled))
-        )
-        if not task.author_may_judge:
-            candidates = candidates.exclude(provenance=_author_tag(user))
-        free = Assignment.objects.filter(_live(task, now), item=OuterRef("pk")).values("item")
-        candidates = candidates.alias(
-            taken=Coalesce(Subquery(free.annotate(n=Count("pk")).values("n")[:1]), 0)
-        ).filter(taken__lt=task.overlap)
         skip: list[int] = []
         while True:
-            ordered = candidates.exclude(pk__in=skip).order_by("position", "pk")
             # Prefer an item nobody else is locking; if every candidate is locked right now,
             # wait for the first one instead of answering "nothing left".
-            item_id = (
-                ordered.select_for_update(skip_locked=True, of=("self",))
-                .values_list("pk", flat=True)
-                .first()
-            )
+            item_id = _candidate(task, user, now, skip, skip_locked=True)
             if item_id is None:
-                item_id = (
-                    ordered.select_for_update(of=("self",)).values_list("pk", flat=True).first()
-                )
+                item_id = _candidate(task, user, now, skip, skip_locked=False)
             if item_id is None:
                 return None
             # Counted again once the row lock is held, in a fresh statement.
@@ -102,6 +75,53 @@ def assignment_next_for_user(
             if taken < task.overlap:
                 return _lease(task=task, user=user, item_id=item_id, now=now)
             skip.append(item_id)
+
+
+def _candidate(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+) -> int | None:
+    """The first item (in position order) that this user has not judged, that the task has
+    not settled and that has fewer than ``overlap`` live assignments; its row stays locked.
+
+    Plain SQL: this runs on every "next item", and building the same query through the ORM
+    cost more than the database took to answer it."""
+    q = connection.ops.quote_name
+    item, assignment, outcome = (q(m._meta.db_table) for m in (Item, Assignment, Outcome))
+    where = [
+        "i.project_id = %s",
+        "i.status <> %s",
+        f"NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.task_id = %s AND a.item_id = i.id "
+        "AND a.user_id = %s AND a.status = %s)",
+        f"NOT EXISTS (SELECT 1 FROM {outcome} o WHERE o.task_id = %s AND o.item_id = i.id "
+        "AND o.verdict <> %s)",
+        f"(SELECT COUNT(*) FROM {assignment} a WHERE a.task_id = %s AND a.item_id = i.id "
+        "AND (a.status = %s OR (a.status = %s AND a.expires_at > %s))) < %s",
+    ]
+    params: list[Any] = [
+        task.project_id, ItemStatus.DISCARDED,
+        task.pk, user.pk, AssignmentStatus.SUBMITTED,
+        task.pk, Verdict.PENDING,
+        task.pk, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now, task.overlap,
+    ]  # fmt: skip
+    if task.updates_item_status:
+        # A task that decides item status verifies drafts: items it (or anything else) has
+        # already verified, disputed or discarded are not offered again. This also keeps
+        # "next item" fast late in a project, when most items are settled.
+        where.append("i.status = %s")
+        params.append(ItemStatus.DRAFT)
+    if not task.author_may_judge:
+        where.append("i.provenance <> %s")
+        params.append(_author_tag(user))
+    if skip:
+        where.append(f"i.id NOT IN ({', '.join(['%s'] * len(skip))})")
+        params.extend(skip)
+    sql = f"SELECT i.id FROM {item} i WHERE {' AND '.join(where)} ORDER BY i.position, i.id LIMIT 1"
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE OF i" + (" SKIP LOCKED" if skip_locked else "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def _lease(*, task: JudgmentTask, user: User, item_id: int, now: datetime) -> Assignment:

@@ -263,7 +263,7 @@ class Item(models.Model):
         ]
         indexes = [
             models.Index(fields=["project", "position", "id"]),
-            models.Index(fields=["project", "status"]),
+            models.Index(fields=["project", "status", "position", "id"]),
             models.Index(fields=["project", "category", "intent"]),
         ]
 

@@ -83,3 +83,10 @@ def test_defaults_are_sqlite_with_in_process_jobs() -> None:
         check=True,
     )
     assert out.stdout.split() == ["django.db.backends.sqlite3", "True", "True"]
+
+
+def test_models_and_migrations_agree(db: None) -> None:  # type: ignore[no-untyped-def]
+    from django.core.management import call_command
+
+    # exits non-zero (SystemExit) when a model change has no migration
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)
