@@ -9,6 +9,7 @@ _RESPONSE = "projects/<int:project>/items/<int:item>/responses/<int:response>/"
 urlpatterns = [
     path("projects/<int:pk>/judge/", views.task_list, name="task_list"),
     path("projects/<int:pk>/judge/new/", views.task_edit, name="task_new"),
+    path("projects/<int:pk>/judge/defaults/", views.task_defaults, name="task_defaults"),
     path("projects/<int:pk>/judge/<int:task_pk>/edit/", views.task_edit, name="task_edit"),
     path("judge/<int:pk>/next/", views.task_next, name="task_next"),
     path("judge/<int:pk>/items/<int:item_pk>/", views.judge, name="judge"),

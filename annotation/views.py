@@ -189,3 +189,14 @@ def task_edit(request: HttpRequest, pk: int, task_pk: int | None = None) -> Http
     return render(
         request, "annotation/task_edit.html", {"project": project, "task": task, "form": form}
     )
+
+
+@login_required
+@require_http_methods(["POST"])
+def task_defaults(request: HttpRequest, pk: int) -> HttpResponse:
+    """Add the benchmark's default judgment task(s) to the project (project admins)."""
+    project = benchmark_selectors.project_get(user=request.user, pk=pk)
+    if not permissions.can(user=request.user, project=project, action="manage"):
+        raise PermissionDenied("Only project admins define judgment tasks.")
+    services.judgment_task_ensure_defaults(project=project)
+    return redirect("annotation:task_list", pk=project.pk)

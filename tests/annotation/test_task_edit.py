@@ -51,3 +51,18 @@ def test_only_admins_define_tasks(project: Any, clients: dict[str, Any]) -> None
     assert _post(clients["outsider"], project).status_code == 404
     assert _post(clients["anonymous"], project).status_code == 302
     assert not JudgmentTask.objects.exists()
+
+
+def test_admin_adds_the_default_task_once(project: Any, clients: dict[str, Any]) -> None:
+    project.data_format, project.kind, project.tag_syntax = "mms", "plan", ""
+    project.save()
+    url = reverse("annotation:task_defaults", args=[project.pk])
+    page = clients["admin"].get(reverse("annotation:task_list", args=[project.pk]))
+    assert "plan-validity task" in page.content.decode()
+    assert clients["admin"].post(url).status_code == 302
+    assert clients["admin"].post(url).status_code == 302
+    (task,) = JudgmentTask.objects.filter(project=project)
+    assert (task.scheme, task.overlap, task.consensus, task.required_value) == (
+        "binary", 3, "all_required", 1,
+    )  # fmt: skip
+    assert clients["annotator"].post(url).status_code == 403

@@ -27,6 +27,7 @@ TAGS = "/projects/{project}/items/{item}/responses/{response}/"
 MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("task list", "get", "/projects/{project}/judge/", {}, MEMBERS),
     ("new task form", "get", "/projects/{project}/judge/new/", {}, (200, 403, 403, 404, "L")),
+    ("default tasks", "post", "/projects/{project}/judge/defaults/", {}, ("R", 403, 403, 404, "L")),
     (
         "edit task form",
         "get",
