@@ -219,6 +219,20 @@ def _segments(
     return out
 
 
+def _fresh_context(request: HttpRequest, row: Response, answer: _Answer) -> dict[str, Any]:
+    """The screen for the saved text as it stands: no pending decisions or marks."""
+    parsed = answer.parse(row.text)
+    return _review_context(
+        request,
+        row,
+        answer,
+        text=row.text,
+        base=tag_selectors.current_number(response=row),
+        decisions=[],
+        marks=[""] * len(parsed.tools),
+    )
+
+
 def _review_context(
     request: HttpRequest,
     response: Response,
@@ -359,17 +373,7 @@ def review(request: HtmxHttpRequest, project: int, item: int, response: int) -> 
     row = _objects(request, project, item, response)
     answer = _Answer(request, row.item.project, row.item)
     if request.method == "GET":
-        parsed = answer.parse(row.text)
-        context = _review_context(
-            request,
-            row,
-            answer,
-            text=row.text,
-            base=tag_selectors.current_number(response=row),
-            decisions=[],
-            marks=[""] * len(parsed.tools),
-        )
-        return _render_review(request, context)
+        return _render_review(request, _fresh_context(request, row, answer))
 
     user = request_user(request)
     if not tag_review.can_edit(user=user, project=answer.project):
@@ -454,17 +458,7 @@ def discard(request: HtmxHttpRequest, project: int, item: int, response: int) ->
             error = exc.message
         else:
             return _go(request, _urls(row)["review_url"])
-    answer = _Answer(request, row.item.project, row.item)
-    parsed = answer.parse(row.text)
-    context = _review_context(
-        request,
-        row,
-        answer,
-        text=row.text,
-        base=tag_selectors.current_number(response=row),
-        decisions=[],
-        marks=[""] * len(parsed.tools),
-    )
+    context = _fresh_context(request, row, _Answer(request, row.item.project, row.item))
     context["discard_form"] = form
     context["discard_error"] = error
     return render(request, "annotation/tag_review.html", context)
