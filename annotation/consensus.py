@@ -56,16 +56,21 @@ def decide(
     accept: Callable[[Any], bool],
     required: Any = None,
     author_value: Any = None,
+    matches_author: Callable[[Any], bool] | None = None,
 ) -> Outcome:
     """Decide an item from its submitted ``values`` once ``needed`` are in.
 
     ``accept(value)`` says whether an agreed value means the item is kept (e.g. 1, "keep").
+    ``matches_author(value)``, for the author rule, says whether a verifier's answer matches
+    the author's (e.g. the benchmark's own answer match against the answer and its accepted
+    variants); without it, answers are compared by :func:`normalize_answer`.
     """
     rule = Rule(rule)
     if len(values) < needed:
         return Outcome(Verdict.PENDING, reason=f"{len(values)} of {needed} judgments in")
     if rule is Rule.AUTHOR_PLUS_TWO:
-        matches = sum(_same(v, author_value) for v in values)
+        same = matches_author or (lambda v: _same(v, author_value))
+        matches = sum(bool(same(v)) for v in values)
         if matches >= 2 and matches == len(values):
             return Outcome(Verdict.ACCEPTED, author_value, f"{matches} verifiers match the author")
         return Outcome(

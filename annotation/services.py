@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation import verification
 from annotation.consensus import Rule, Verdict, decide
 from annotation.models import (
     Assignment,
@@ -30,10 +33,6 @@ def _live(task: JudgmentTask, now: datetime) -> Q:
     return Q(task=task) & (
         Q(status=AssignmentStatus.SUBMITTED) | Q(status=AssignmentStatus.ACTIVE, expires_at__gt=now)
     )
-
-
-def _author_tag(user: User) -> str:
-    return f"user:{user.get_username()}"
 
 
 def assignment_next_for_user(
@@ -110,8 +109,13 @@ def _candidate(
         where.append("i.status = %s")
         params.append(ItemStatus.DRAFT)
     if not task.author_may_judge:
-        where.append("i.provenance <> %s")
-        params.append(_author_tag(user))
+        # Not the item's author: "user:<name>" or "drafted by <name>", maybe with more words.
+        whole, prefixes = verification.author_provenance(user.get_username())
+        where.append("i.provenance NOT IN (%s, %s)")
+        params += whole
+        for prefix in prefixes:
+            where.append("i.provenance NOT LIKE %s ESCAPE '!'")
+            params.append(re.sub(r"([!%_])", r"!\1", prefix) + "%")
     if skip:
         where.append(f"i.id NOT IN ({', '.join(['%s'] * len(skip))})")
         params.extend(skip)
@@ -239,6 +243,10 @@ def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
         .order_by("created_at")
         .values_list("value", flat=True)
     )
+    matches_author = None
+    if verification.is_solve_task(task):
+        # Blind solving: compare as the benchmark scores (answer, variants, match type).
+        matches_author = partial(verification.answer_matches_item, item)
     result = decide(
         Rule(task.consensus),
         values,
@@ -246,6 +254,7 @@ def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
         accept=task.accepts,
         required=task.required_value,
         author_value=item.expected_answer,
+        matches_author=matches_author,
     )
     outcome.verdict, outcome.value, outcome.reason = result.verdict, result.value, result.reason
     outcome.decided_at = timezone.now() if result.verdict != Verdict.PENDING else None
@@ -302,8 +311,10 @@ ATP_QUERY_LABELS = [
 
 def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
     """The default judgment task of each benchmark kind, created once per project:
-    m&m's "is this plan valid?" (binary, k = 3, all three rate 1) and ATP-Bench query
-    verification (keep / remove with a reason, relabel category and intent)."""
+    m&m's "is this plan valid?" (binary, k = 3, all three rate 1), ATP-Bench query
+    verification (keep / remove with a reason, relabel category and intent) and Agentic-MME's
+    blind solving (free answers of two verifiers compared with the author's answer and its
+    variants, see ``annotation.verification``)."""
     specs: list[dict[str, Any]] = []
     if project.data_format == "mms":
         specs.append(
@@ -329,6 +340,8 @@ def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
                 "consensus": Rule.MAJORITY,
             }
         )
+    elif project.kind == "trajectory":
+        specs.append({"name": "Solve blind", **verification.SOLVE_TASK_DEFAULTS})
     tasks = []
     for spec in specs:
         task, _ = JudgmentTask.objects.get_or_create(

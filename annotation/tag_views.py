@@ -16,8 +16,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.safestring import mark_safe
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
@@ -171,9 +173,40 @@ def _severity(findings: list[Any]) -> str:
     )
 
 
+def _tool_names(answer: _Answer) -> list[str]:
+    return [spec.get("name") or name for name, spec in answer.specs.items()]
+
+
+def _options(pairs: Any) -> SafeString:
+    """``<option>`` elements for ``(value, label)`` pairs: built once per page, not per card."""
+    return format_html_join("", '<option value="{}">{}</option>', pairs)
+
+
 def _segments(
     answer: _Answer, parsed: ParsedText, findings: list[Any], marks: list[str]
 ) -> list[dict[str, Any]]:
+    tools = _tool_names(answer)
+    tool_options: dict[str, SafeString] = {}  # per written tool name, the "change tool" list
+
+    def options_for(written: str | None) -> SafeString:
+        key = str(written).lower()
+        if key not in tool_options:
+            tool_options[key] = format_html_join(
+                "",
+                '<option value="{}"{}>{}</option>',
+                ((n, " selected" if str(n).lower() == key else "", n) for n in tools),
+            )
+        return tool_options[key]
+
+    thumbs: dict[int, SafeString] = {}  # per image entry: one render, however many calls show it
+
+    def thumb_for(entry: dict[str, Any] | None) -> SafeString | None:
+        if entry is None:
+            return None
+        if id(entry) not in thumbs:
+            thumbs[id(entry)] = render_to_string("partials/thumb.html", {"entry": entry})
+        return thumbs[id(entry)]
+
     by_tag: dict[int, list[Any]] = {}
     for f in findings:
         if f.tag is not None:
@@ -213,6 +246,8 @@ def _segments(
                     "fields": fields,
                     "dropped": dropped,
                     "image": answer.entry_for(tool),
+                    "thumb": thumb_for(answer.entry_for(tool)),
+                    "tool_options": options_for(written),
                 }
             }
         )
@@ -220,8 +255,8 @@ def _segments(
 
 
 def _fresh_context(request: HttpRequest, row: Response, answer: _Answer) -> dict[str, Any]:
-    """The screen for the saved text as it stands: no pending decisions or marks."""
-    parsed = answer.parse(row.text)
+    """The screen for the saved text as it stands: no pending decisions or marks (an empty
+    list: ``_review_context`` gives every call an empty mark)."""
     return _review_context(
         request,
         row,
@@ -229,7 +264,7 @@ def _fresh_context(request: HttpRequest, row: Response, answer: _Answer) -> dict
         text=row.text,
         base=tag_selectors.current_number(response=row),
         decisions=[],
-        marks=[""] * len(parsed.tools),
+        marks=[],
     )
 
 
@@ -250,6 +285,7 @@ def _review_context(
     marks = (marks + [""] * len(parsed.tools))[: len(parsed.tools)]
     findings = answer.validate(parsed)
     item = response.item
+    preview_html = render_answer(text, answer.syntax, image=answer.image_lookup(), parsed=parsed)
     context: dict[str, Any] = {
         "project": answer.project,
         "item": item,
@@ -271,11 +307,11 @@ def _review_context(
         "changed": text != response.text or bool(decisions),
         "decisions": decisions,
         "preview": preview,
-        "preview_html": mark_safe(render_answer(text, answer.syntax, image=answer.image_lookup())),  # noqa: S308 - nh3-sanitized
-        "tools": [spec.get("name") or name for name, spec in answer.specs.items()],
-        "remove_reasons": tag_edits.REMOVE_REASONS,
-        "fix_reasons": tag_edits.FIX_REASONS,
-        "boundaries": tag_edits.boundaries(parsed),
+        "preview_html": mark_safe(preview_html),  # noqa: S308 - nh3-sanitized
+        "tools": _tool_names(answer),
+        "remove_options": _options(tag_edits.REMOVE_REASONS),
+        "fix_options": _options(tag_edits.FIX_REASONS),
+        "boundary_options": _options(tag_edits.boundaries(parsed)),
         "error": error,
         "conflict": conflict,
         "can_edit": tag_review.can_edit(user=request.user, project=answer.project),
@@ -585,14 +621,23 @@ def version_revert(
 
 @login_required
 @require_GET
-def stats(request: HttpRequest, project: int) -> HttpResponse:
-    """Per tool: how many calls were kept, fixed, removed, moved, inserted or retooled."""
+@vary_on_headers("HX-Request", "HX-Target")
+def stats(request: HtmxHttpRequest, project: int) -> HttpResponse:
+    """Per tool: how many calls were kept, fixed, removed, moved, inserted or retooled; per
+    category and intent, ATP-Bench's Tables 2 and 9 over the verified items. The project page
+    loads the tables into its ``#tag-stats`` section with htmx."""
     project_obj = benchmark_selectors.project_get(user=request.user, pk=project)
+    template = "annotation/tag_stats.html"
+    htmx = request.htmx
+    if htmx and htmx.target == "tag-stats" and not htmx.history_restore_request:
+        template += "#tables"
     return render(
         request,
-        "annotation/tag_stats.html",
+        template,
         {
             "project": project_obj,
             "stats": tag_selectors.decision_stats(user=request.user, project=project_obj),
+            "dataset": tag_selectors.dataset_stats(user=request.user, project=project_obj),
+            "definitions": tag_selectors.DATASET_STATS_DEFINITIONS,
         },
     )

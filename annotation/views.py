@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotation import selectors, services
+from annotation import selectors, services, verification, verification_views
 from annotation.forms import JudgmentForm, TaskForm
 from annotation.models import JudgmentTask
 from annotation.plan_graph import layout
@@ -132,6 +132,8 @@ def judge(request: HtmxHttpRequest, pk: int, item_pk: int) -> HttpResponse:
     """The judge page. Annotators reach it through a lease; reviewers may look at any item.
     Nobody sees another person's judgment here unless they may review."""
     task = selectors.task_get(user=request.user, pk=pk)
+    if verification.is_solve_task(task):  # blind solving has its own screen
+        return verification_views.solve(request, task=task, item_pk=item_pk)
     item = selectors.task_item_get(user=request.user, task=task, pk=item_pk)
     assignment = selectors.assignment_for(user=request.user, task=task, item=item)
     reviewer = permissions.can(user=request.user, project=task.project, action="review")

@@ -215,9 +215,23 @@ class Image(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Which projects use the image: decides who may see it.
     projects = models.ManyToManyField(Project, related_name="images", blank=True)
+    # A derived image (a crop, an enhanced copy...) keeps the image it was made from and its
+    # recipe (benchmark.imaging.recipe JSON form, normalized), so it can be re-derived and
+    # checked. Uploads and imported images have no source and an empty recipe.
+    source = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="derived"
+    )
+    recipe = JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return self.sha256[:12]
+
+    @property
+    def is_derived(self) -> bool:
+        return bool(self.recipe)
+
+
+_TEXT_SOURCES = frozenset({"query", "expected_answer"})
 
 
 class Item(models.Model):
@@ -245,6 +259,9 @@ class Item(models.Model):
     discard_reason = models.TextField(blank=True)
     provenance = models.CharField(max_length=200, blank=True)
     raw = models.TextField(blank=True, help_text="The exact source JSON of the record.")
+    # Where long strings were cut out of ``raw`` because a column holds them (a document's
+    # text, the ground-truth answer): [[offset, source, style]]; see ``raw_source``.
+    raw_holes = JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -271,8 +288,37 @@ class Item(models.Model):
         return self.external_id
 
     @property
+    def raw_source(self) -> str:
+        """The exact source JSON of the record: ``raw`` with the long strings that were stored
+        once put back from their columns (current values, so edits show). Empty when ``raw``
+        is (no source record, or one blanked in memory to keep it from a blind verifier)."""
+        if not self.raw or not self.raw_holes:
+            return self.raw
+        from benchmark.formats._jsonio import fill_holes
+
+        return fill_holes(self.raw, self.raw_holes, self.raw_hole_value)
+
+    def raw_hole_value(self, source: list[Any]) -> Any:
+        """The current value of a hole's source: ["documents", i, key], ["response", key] (the
+        text of this item's response with that key) or [field name]."""
+        if source[0] == "documents":
+            try:
+                return self.documents[source[1]][source[2]]
+            except (IndexError, KeyError, TypeError):
+                return None
+        if source[0] == "response":
+            for response in self.responses.all():  # type: ignore[attr-defined]
+                if response.key == source[1]:
+                    return response.text
+            return None
+        if source[0] in _TEXT_SOURCES:
+            return getattr(self, source[0])
+        return None
+
+    @property
     def raw_record(self) -> Any:
-        return orjson.loads(self.raw) if self.raw else None
+        raw = self.raw_source
+        return orjson.loads(raw) if raw else None
 
 
 class AttachedRecord(models.Model):

@@ -275,5 +275,5 @@ def item_view(
         "query_images": [e for e in entries if e["role"] in ("query", "input")],
         "constraints": [(k, as_display_text(v)) for k, v in (item.constraints or {}).items()],
         "rubric": rubric,
-        "raw": pretty_json(item.raw),
+        "raw": pretty_json(item.raw_source),
     }

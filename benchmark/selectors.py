@@ -203,7 +203,10 @@ def plan_list(
 def trajectory_list(
     *, user: AnyUser, item: Item | None = None, project: Project | None = None
 ) -> QuerySet[Trajectory]:
-    return _attached(Trajectory, user=user, item=item, project=project)
+    from annotation.verification import hidden_items  # blind verifiers: not before answering
+
+    rows = _attached(Trajectory, user=user, item=item, project=project)
+    return rows.exclude(item__in=hidden_items(user=user))
 
 
 # --------------------------------------------------------------------------- images

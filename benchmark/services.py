@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import queue
 import shutil
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,10 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import connection, models, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.utils import timezone
 
-from benchmark.bulk import bulk_insert, column_of
+from benchmark.bulk import bulk_insert, bulk_load_begin, column_of
 from benchmark.exceptions import ValidationFailed
 from benchmark.formats import (
     AttachmentRecord,
@@ -29,6 +31,7 @@ from benchmark.formats import (
     TrajectoryRecord,
     get_format,
 )
+from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.imaging import ImageRejected, inspect_image, make_thumbnail
 from benchmark.models import (
     Image,
@@ -201,17 +204,31 @@ def _attachment_row(
     raise TypeError(f"unexpected attachment {type(rec).__name__}")  # pragma: no cover
 
 
+_STATUSES = frozenset(ItemStatus.values)
+# Where a format's items keep long strings that columns also hold: ``raw_fields(record)``
+# gives ``(path in the raw record, value, source)`` for each, for storing them once.
+RawFields = Callable[[ItemRecord], list[tuple[tuple[str | int, ...], str, Any]]]
+
+
 def _item_row(
-    rec: ItemRecord, project: Project, images: _ImageResolver, position: int
+    rec: ItemRecord,
+    project: Project,
+    images: _ImageResolver,
+    position: int,
+    raw_fields: RawFields | None = None,
 ) -> dict[str, Any]:
     if len(rec.external_id) > 255:
         raise FormatError("id is longer than 255 characters", record=rec.external_id[:40])
-    status = rec.status if rec.status in ItemStatus.values else ItemStatus.DRAFT
+    status = rec.status if rec.status in _STATUSES else ItemStatus.DRAFT
     if status == ItemStatus.DISCARDED:  # a discard needs a reason, which records do not carry
         status = ItemStatus.DRAFT
     level = rec.level
     if level is not None and not (isinstance(level, int) and 1 <= level <= 3):
         raise FormatError(f"level must be 1, 2 or 3, not {level!r}", record=rec.external_id)
+    raw = rec.raw
+    holes: list[list[Any]] = []
+    if raw_fields is not None and raw:
+        raw, holes = punch_holes(raw, raw_fields(rec))
     return {
         "project_id": project.pk,
         "external_id": rec.external_id,
@@ -233,7 +250,8 @@ def _item_row(
         "status": status,
         "discard_reason": "",
         "provenance": (rec.provenance or f"imported:{project.data_format}")[:200],
-        "raw": rec.raw,
+        "raw": raw,
+        "raw_holes": holes,
     }
 
 
@@ -297,7 +315,9 @@ def dataset_import(
     root = fmt.dataset_root(path)
     result = ImportResult()
     images = _ImageResolver(root, project, result)
+    raw_fields: RawFields | None = getattr(fmt, "raw_fields", None)
     with _no_gc(), transaction.atomic():
+        bulk_load_begin()
         id_by_external: dict[str, int] = dict(project.items.values_list("external_id", "id"))
         existing_ids = set(id_by_external)
         next_position = (
@@ -320,7 +340,8 @@ def dataset_import(
                 if rec.external_id in existing_ids:
                     result.items_skipped += 1
                     continue
-                pending.append((_item_row(rec, project, images, next_position), rec))
+                row = _item_row(rec, project, images, next_position, raw_fields)
+                pending.append((row, rec))
                 next_position += 1
                 if len(pending) >= BATCH_SIZE:
                     _bulk_insert_items(project, pending, id_by_external, result, images)
@@ -401,6 +422,25 @@ _ITEM_FIELDS = [
 EXPORT_CHUNK = 1000
 
 
+def _record_hole_value(rec: ItemRecord) -> Callable[[list[Any]], Any]:
+    """Looks up a hole's source (see ``Item.raw_hole_value``) in an exported record."""
+
+    def value(source: list[Any]) -> Any:
+        if source[0] == "documents":
+            try:
+                return rec.documents[source[1]][source[2]]
+            except (IndexError, KeyError, TypeError):
+                return None
+        if source[0] == "response":
+            for response in rec.responses:
+                if response.key == source[1]:
+                    return response.text
+            return None
+        return getattr(rec, source[0]) if source[0] in ("query", "expected_answer") else None
+
+    return value
+
+
 def _attached_records(
     model: AttachmentModel, rows: Iterable[tuple[Any, ...]], external: dict[int, str]
 ) -> Iterator[tuple[int, AttachmentRecord]]:
@@ -423,12 +463,13 @@ def _select(
     tail: str = "",
     *,
     as_text: frozenset[str] = frozenset(),
+    conn: Any = connection,
 ) -> list[tuple[Any, ...]]:
     """Rows of ``fields`` by plain SQL, JSON decoded with orjson: an export reads every row of
     a project, and the ORM's per-value converters would cost more than the reading itself."""
     meta = model._meta
     cols = [meta.get_field(name) for name in fields]
-    quote = connection.ops.quote_name
+    quote = conn.ops.quote_name
     sql = (
         f"SELECT {', '.join(quote(column_of(c)) for c in cols)} FROM {quote(meta.db_table)} "
         f"WHERE {where} {tail}"
@@ -437,30 +478,117 @@ def _select(
         i for i, c in enumerate(cols) if isinstance(c, models.JSONField) and c.name not in as_text
     ]
     bool_at = [i for i, c in enumerate(cols) if isinstance(c, models.BooleanField)]
-    with connection.cursor() as cursor:
+    with conn.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     if not json_at and not bool_at:
         return rows
+    loads = orjson.loads
     out = []
     for row in rows:
         row = list(row)
         for i in json_at:
             if isinstance(row[i], str | bytes):
-                row[i] = orjson.loads(row[i])
+                row[i] = loads(row[i])
         for i in bool_at:
             row[i] = bool(row[i])
         out.append(tuple(row))
     return out
 
 
-def _export_items(
-    project: Project, status: str | None, image_paths: dict[str, str]
-) -> Iterator[ItemRecord]:
-    """Items in order, a chunk at a time (keyset pagination), with what their own records hold."""
+# One chunk of items as read: the item rows, and for each model the rows of the records that
+# live inside those items.
+_Chunk = tuple[list[tuple[Any, ...]], dict[AttachmentModel, list[tuple[Any, ...]]]]
+
+
+def _item_chunks(conn: Any, project: Project, status: str | None) -> Iterator[_Chunk]:
+    """The project's items in order, EXPORT_CHUNK at a time (keyset pagination)."""
     where = "project_id = %s" + (" AND status = %s" if status else "")
     base_params: list[Any] = [project.pk] + ([status] if status else [])
     after: tuple[int, int] | None = None
+    while True:
+        clause, params = where, list(base_params)
+        if after is not None:
+            clause += " AND (position > %s OR (position = %s AND id > %s))"
+            params += [after[0], after[0], after[1]]
+        chunk = _select(
+            Item, ["id", *_ITEM_FIELDS, "raw_holes"], clause, params,
+            f"ORDER BY position, id LIMIT {EXPORT_CHUNK}", as_text=frozenset({"image_refs"}),
+            conn=conn,
+        )  # fmt: skip
+        if not chunk:
+            return
+        after = (chunk[-1][4], chunk[-1][0])
+        # The same chunk again as a subquery: no list of a thousand parameters to send.
+        chunk_ids = (
+            f"SELECT id FROM {conn.ops.quote_name(Item._meta.db_table)} WHERE {clause} "
+            f"ORDER BY position, id LIMIT {EXPORT_CHUNK}"
+        )
+        attached = {
+            model: _select(
+                model,
+                [*_COMMON, *own],
+                f"raw = '' AND item_id IN ({chunk_ids})",
+                params,
+                "ORDER BY item_id, position, id",
+                conn=conn,
+            )  # fmt: skip
+            for model, (_, own) in _ATTACHED.items()
+        }
+        yield chunk, attached
+        if len(chunk) < EXPORT_CHUNK:
+            return
+
+
+_DONE = object()
+
+
+def _read_ahead(make: Callable[[Any], Iterator[Any]]) -> Iterator[Any]:
+    """Items of ``make(conn)``, produced one step ahead in a thread: while the caller turns one
+    chunk into output, the next is read, so the database server works alongside Python. The thread uses this thread's database
+    connection, so it sees the same transaction; the caller must not use the connection until
+    the iteration ends, which is true of an export's item stream."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    handoff: queue.Queue[Any] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            for value in make(conn):
+                handoff.put((value, None))
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            handoff.put((_DONE, exc))
+            return
+        handoff.put((_DONE, None))
+
+    conn.inc_thread_sharing()
+    worker = threading.Thread(target=run, name="export-read-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            value, error = handoff.get()
+            if error is not None:
+                raise error
+            if value is _DONE:
+                return
+            yield value
+    finally:
+        stop.set()
+        while worker.is_alive():  # let a blocked put finish, then the thread sees ``stop``
+            try:
+                handoff.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        worker.join()
+        conn.dec_thread_sharing()
+
+
+def _export_items(
+    project: Project, status: str | None, image_paths: dict[str, str]
+) -> Iterator[ItemRecord]:
+    """Items in order with what their own records hold, read a chunk ahead."""
     seen_refs: dict[Any, list[ImageRef]] = {}
 
     def refs_of(text: Any) -> list[ImageRef]:
@@ -476,42 +604,29 @@ def _export_items(
             seen_refs[text] = images
         return images
 
-    while True:
-        clause, params = where, list(base_params)
-        if after is not None:
-            clause += " AND (position > %s OR (position = %s AND id > %s))"
-            params += [after[0], after[0], after[1]]
-        chunk = _select(
-            Item, ["id", *_ITEM_FIELDS], clause, params,
-            f"ORDER BY position, id LIMIT {EXPORT_CHUNK}", as_text=frozenset({"image_refs"}),
-        )  # fmt: skip
-        if not chunk:
-            return
-        after = (chunk[-1][4], chunk[-1][0])
+    if connection.vendor == "postgresql":  # the server works while this thread writes
+        chunks = _read_ahead(lambda conn: _item_chunks(conn, project, status))
+    else:  # SQLite reads under the GIL for the most part: a thread would only add switching
+        chunks = _item_chunks(connection, project, status)
+    for chunk, attached in chunks:
         external = {row[0]: row[1] for row in chunk}
-        # The same chunk again as a subquery: no list of a thousand parameters to send.
-        chunk_ids = (
-            f"SELECT id FROM {connection.ops.quote_name(Item._meta.db_table)} WHERE {clause} "
-            f"ORDER BY position, id LIMIT {EXPORT_CHUNK}"
-        )
         nested: dict[int, dict[type, list[AttachmentRecord]]] = {}
-        for model, (_, own) in _ATTACHED.items():
-            rows = _select(
-                model, [*_COMMON, *own], f"raw = '' AND item_id IN ({chunk_ids})", params,
-                "ORDER BY item_id, position, id",
-            )  # fmt: skip
-            for pk, rec in _attached_records(model, rows, external):
-                nested.setdefault(pk, {}).setdefault(model, []).append(rec)
+        for model, rows in attached.items():
+            for pk, record in _attached_records(model, rows, external):
+                nested.setdefault(pk, {}).setdefault(model, []).append(record)
         for row in chunk:
-            values = dict(zip(_ITEM_FIELDS, row[1:], strict=True))
+            values = dict(zip(_ITEM_FIELDS, row[1:-1], strict=True))
             values["images"] = refs_of(values.pop("image_refs"))
             own_records = nested.get(row[0], {})
-            yield ItemRecord(
+            rec = ItemRecord(
                 **values,
                 responses=own_records.get(Response, []),  # type: ignore[arg-type]
                 plans=own_records.get(Plan, []),  # type: ignore[arg-type]
                 trajectories=own_records.get(Trajectory, []),  # type: ignore[arg-type]
             )
+            if row[-1]:  # long strings stored once: put their current values back
+                rec.raw = fill_holes(rec.raw, row[-1], _record_hole_value(rec))
+            yield rec
 
 
 def _export_attachments(

@@ -130,9 +130,12 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def item_detail(request: HttpRequest, project_pk: int, pk: int) -> HttpResponse:
     project = selectors.project_get(user=request.user, pk=project_pk)
     item = selectors.item_get_detailed(user=request.user, project=project, pk=pk)
+    from annotation.verification import redact_unanswered  # blind verifiers
+
+    hidden = redact_unanswered(user=request.user, item=item)
     responses = list(item.responses.all())
     plans = list(item.plans.all())
-    trajectories = list(item.trajectories.all())
+    trajectories = [] if hidden else list(item.trajectories.all())
     shas = [r.get("sha256") for r in item.image_refs or []]
     for traj in trajectories:
         shas += [r.get("sha256") for r in traj.image_refs or []]
@@ -154,6 +157,7 @@ def item_detail(request: HttpRequest, project_pk: int, pk: int) -> HttpResponse:
         ],
         "plans": [plan_view(p) for p in plans],
         "trajectories": [trajectory_view(t, images) for t in trajectories],
+        "answer_hidden": hidden,
     }
     return _render(request, "benchmark/item_detail.html", context)
 

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from benchmark import llm_views, toolset_views, views
+from benchmark import image_views, llm_views, toolset_views, views
 
 app_name = "benchmark"
 
@@ -19,6 +19,14 @@ urlpatterns = [
         name="item_model",
     ),
     path("projects/<int:pk>/toolset/", toolset_views.toolset_detail, name="toolset"),
+    path("projects/<int:pk>/images/", image_views.image_list, name="images"),
+    path("projects/<int:pk>/images/preview/", image_views.image_preview, name="image_preview"),
+    path("projects/<int:pk>/images/derive/", image_views.image_derive, name="image_derive"),
+    re_path(
+        r"^projects/(?P<pk>[0-9]+)/images/(?P<sha256>[0-9a-f]{64})/edit/$",
+        image_views.image_edit,
+        name="image_edit",
+    ),
     re_path(r"^images/(?P<sha256>[0-9a-f]{64})/$", views.image_file, name="image"),
     re_path(r"^images/(?P<sha256>[0-9a-f]{64})/thumb/$", views.image_thumb, name="image_thumb"),
 ]

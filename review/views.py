@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import selectors as annotation_selectors
+from annotation import verification, verification_views
 from annotation.models import Judgment
 from annotation.views import _judge_context
 from benchmark import permissions
@@ -40,6 +41,8 @@ def _reviewable(request: HttpRequest, pk: int):  # type: ignore[no-untyped-def]
 @require_GET
 def dispute_list(request: HttpRequest, pk: int) -> HttpResponse:
     task = _reviewable(request, pk)
+    if verification.is_solve_task(task):  # blind solving: the joint-review queue
+        return verification_views.joint_review_list(request, task)
     outcomes = annotation_selectors.disputes(user=request.user, task=task)
     return render(
         request,
@@ -52,6 +55,8 @@ def dispute_list(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def adjudicate(request: HttpRequest, pk: int, item_pk: int) -> HttpResponse:
     task = _reviewable(request, pk)
+    if verification.is_solve_task(task):  # blind solving: joint review of the answers
+        return verification_views.joint_review(request, task, item_pk)
     item = annotation_selectors.task_item_get(user=request.user, task=task, pk=item_pk)
     form = DecisionForm(task=task)
     if request.method == "POST":

@@ -244,3 +244,91 @@ class JobFactory(DjangoModelFactory):
     params = factory.LazyAttribute(
         lambda j: {"project_id": j.project.pk if j.project else None, "filename": "data.jsonl"}
     )
+
+
+class ModelCallFactory(DjangoModelFactory):
+    """A recorded model answer (no HTTP involved)."""
+
+    class Meta:
+        model = "benchmark.ModelCall"
+
+    request_key = factory.Sequence(lambda n: f"{n:064x}")
+    project = factory.SubFactory(ProjectFactory)
+    item = None
+    purpose = "ask"
+    model = "fake-vl-7b"
+    prompt = "Describe the image."
+    answer = "A street with a lamp post."
+    latency_ms = 120
+    prompt_tokens = 17
+    completion_tokens = 7
+
+
+class DraftingSessionFactory(DjangoModelFactory):
+    """A backward-drafting session on an item; pass ``item`` (of a trajectory project) and
+    ``source_sha256`` (one of its images)."""
+
+    class Meta:
+        model = "annotation.DraftingSession"
+
+    item = factory.SubFactory(
+        ItemFactory,
+        project=factory.SubFactory(
+            ProjectFactory, kind=ProjectKind.TRAJECTORY, data_format="agentic-mme"
+        ),
+    )
+    source_sha256 = "0" * 64
+    model = "fake-vl-7b"
+    endpoint = "http://127.0.0.1:9/v1"
+
+
+class DraftingMarkFactory(DjangoModelFactory):
+    class Meta:
+        model = "annotation.DraftingMark"
+
+    session = factory.SubFactory(DraftingSessionFactory)
+    call = factory.SubFactory(
+        ModelCallFactory,
+        project=factory.SelfAttribute("..session.item.project"),
+        item=factory.SelfAttribute("..session.item"),
+        purpose=factory.LazyAttribute(lambda c: c.factory_parent.session.purpose("describe")),
+    )
+    perceives = False
+    verdict = "hallucination"
+
+
+class RunSetFactory(DjangoModelFactory):
+    """An upload of agent runs in a trajectory project."""
+
+    class Meta:
+        model = "review.RunSet"
+
+    project = factory.SubFactory(
+        ProjectFactory, kind=ProjectKind.TRAJECTORY, data_format="agentic-mme"
+    )
+    name = factory.Sequence(lambda n: f"model {n}")
+
+
+def _agent_run_score(run: Any) -> dict[str, Any]:
+    from benchmark.metrics.agentic_mme import AgentRun as Run
+    from review.runs import run_score, score_to_dict
+
+    agent = Run(tuple(run.events), run.final_answer, None, None, run.folder)
+    return score_to_dict(run_score(item=run.item, run=agent))
+
+
+class AgentRunFactory(DjangoModelFactory):
+    """A stored agent run of an item, scored against the item as it is."""
+
+    class Meta:
+        model = "review.AgentRun"
+
+    run_set = factory.SubFactory(RunSetFactory)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..run_set.project"))
+    folder = factory.Sequence(lambda n: f"runs/{n:04d}")
+    events = factory.LazyFunction(list)
+    final_answer = "I cannot tell."
+    score = factory.LazyAttribute(_agent_run_score)
+    acc = factory.LazyAttribute(lambda r: bool(r.score["acc"]))
+    level = factory.LazyAttribute(lambda r: r.score["level"])
+    position = factory.Sequence(int)

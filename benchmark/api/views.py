@@ -138,6 +138,13 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
     def get_serializer_class(self) -> type[serializers.Serializer]:
         return ItemDetailSerializer if self.action == "retrieve" else ItemListSerializer
 
+    def get_object(self) -> Item:
+        item = super().get_object()
+        from annotation.verification import redact_unanswered  # blind verifiers
+
+        redact_unanswered(user=self.request.user, item=item)
+        return item
+
     def get_queryset(self) -> QuerySet[Item]:
         user = self.request.user
         if self.action != "list":

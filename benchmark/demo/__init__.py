@@ -86,9 +86,10 @@ DEMO_PROJECTS = [
         folder="atp",
         description=(
             "Eight authored queries with documents and ground-truth interleaved answers, one "
-            "per ATP-Bench category. Three answers are flawed on purpose: a tool tag in the "
-            "middle of a sentence (atp_demo_02), a malformed tag payload (atp_demo_04) and an "
-            "img_index past the last document image (atp_demo_06)."
+            "per ATP-Bench category. Three answers are flawed on purpose: atp_demo_02 has a "
+            "tool tag in the middle of a sentence, a redundant Search call and a malformed "
+            "payload; atp_demo_04 a malformed payload; atp_demo_06 an img_index past the last "
+            "document image."
         ),
     ),
     DemoProject(

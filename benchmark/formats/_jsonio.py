@@ -504,6 +504,154 @@ def parse_raw(raw: str, where: Where) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
+# Storing long strings once: a raw record with holes
+# --------------------------------------------------------------------------------------------
+#
+# An imported record's long strings (an ATP-Bench document's text, its ground-truth answer)
+# are also parsed into columns of their own. Rather than keep those bytes twice, the raw text
+# can be stored with holes where such strings were: each hole is [offset, source, style], the
+# place in the remaining text, where the value now lives (opaque here; the caller looks it
+# up), and how the string was written ("u": UTF-8 with JSON's minimal escapes, as orjson and
+# most writers do; "a": ASCII with \uXXXX escapes, as Python's json.dumps does by default).
+# Filling the holes with unchanged values gives the raw text back byte for byte; filling them
+# with edited values puts each edit exactly where the old value was.
+
+HOLE_MIN_CHARS = 128  # shorter strings cost more to track than they save
+_PREFIX = 32  # how much of a string's JSON text to search for before comparing all of it
+
+
+def _json_string(value: str, style: str) -> str:
+    if style == "a":
+        return json.dumps(value)
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate, which only json can write (escaped)
+        return json.dumps(value, ensure_ascii=False)
+
+
+def _find(raw: str, needle: str, start: int) -> int:
+    """Where ``needle`` occurs in ``raw`` from ``start`` on (-1 if nowhere): a short prefix is
+    searched for, then the whole compared, which is several times faster than finding a long
+    needle outright."""
+    prefix = needle[:_PREFIX]
+    at = raw.find(prefix, start)
+    while at >= 0 and not raw.startswith(needle, at):
+        at = raw.find(prefix, at + 1)
+    return at
+
+
+def _find_spans(
+    raw: str, fields: list[tuple[tuple[str | int, ...], str, Any]], skip: set[int]
+) -> list[tuple[int, int, int, str]]:
+    spans: list[tuple[int, int, int, str]] = []
+    after = 0  # fields usually come in the record's order: look after the last match first
+    for k, (_, value, _) in enumerate(fields):
+        if k in skip or type(value) is not str or len(value) < HOLE_MIN_CHARS:
+            continue
+        for style in ("u",) if value.isascii() else ("u", "a"):
+            needle = _json_string(value, style)
+            at = _find(raw, needle, after)
+            if at < 0 and after:
+                at = _find(raw, needle, 0)
+            if at >= 0:
+                spans.append((at, at + len(needle), k, style))
+                after = at + len(needle)
+                break
+    spans.sort()
+    # Matches cannot overlap in valid JSON unless a string was found in an odd place; keep
+    # the first of any that do (the check below then decides).
+    kept: list[tuple[int, int, int, str]] = []
+    for span in spans:
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept
+
+
+def _misplaced(
+    raw: str,
+    fields: list[tuple[tuple[str | int, ...], str, Any]],
+    spans: list[tuple[int, int, int, str]],
+) -> set[int] | None:
+    """The fields whose match is not at their path (None when the probe is not JSON): parse
+    ``raw`` with a marker in each hole and look for each marker at its field's path."""
+    probe: list[str] = []
+    pos = 0
+    for start, end, k, _ in spans:
+        probe.append(raw[pos:start])
+        probe.append(f'"\\u0000{k}"')
+        pos = end
+    probe.append(raw[pos:])
+    try:
+        value: Any = orjson.loads("".join(probe))
+    except orjson.JSONDecodeError:
+        return None
+    wrong = set()
+    for _, _, k, _ in spans:
+        node = value
+        for key in fields[k][0]:
+            try:
+                node = node[key]
+            except (KeyError, IndexError, TypeError):
+                node = None
+                break
+        if node != f"\x00{k}":
+            wrong.add(k)
+    return wrong
+
+
+def punch_holes(
+    raw: str, fields: list[tuple[tuple[str | int, ...], str, Any]]
+) -> tuple[str, list[list[Any]]]:
+    """Cut long string values out of ``raw``. ``fields`` lists ``(path in the record, the
+    string found there, source)``; each string at least HOLE_MIN_CHARS long whose JSON text is
+    found in ``raw`` becomes a hole. Returns ``(rest, holes)``, or ``(raw, [])`` when nothing
+    can be cut safely. A hole is only kept when parsing the rest, with a marker in the hole,
+    puts the marker exactly at the field's path, so an edit can never land in another field
+    that happens to hold the same text."""
+    skip: set[int] = set()
+    for _ in range(2):
+        spans = _find_spans(raw, fields, skip)
+        if not spans:
+            return raw, []
+        wrong = _misplaced(raw, fields, spans)
+        if wrong is None:
+            return raw, []
+        if not wrong:
+            break
+        skip |= wrong
+    else:
+        return raw, []
+    rest: list[str] = []
+    holes: list[list[Any]] = []
+    pos = size = 0
+    for start, end, k, style in spans:
+        rest.append(raw[pos:start])
+        size += start - pos
+        holes.append([size, fields[k][2], style])
+        pos = end
+    rest.append(raw[pos:])
+    return "".join(rest), holes
+
+
+def fill_holes(rest: str, holes: list[list[Any]], lookup: Callable[[Any], Any]) -> str:
+    """The raw text back: ``rest`` with each hole filled by ``lookup(source)`` written in the
+    hole's style. A value that is gone or no longer a string fills its hole with an empty
+    string, so the text stays valid JSON (the format's overlay then writes the current value).
+    Holes that do not fit ``rest`` (it was replaced without them) leave ``rest`` as it is."""
+    if not holes or holes[-1][0] > len(rest):
+        return rest
+    out: list[str] = []
+    pos = 0
+    for offset, source, style in holes:
+        out.append(rest[pos:offset])
+        value = lookup(source)
+        out.append(_json_string(value if type(value) is str else "", style))
+        pos = offset
+    out.append(rest[pos:])
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
 # Streaming writers
 # --------------------------------------------------------------------------------------------
 
@@ -526,13 +674,20 @@ class RecordSink:
         self.jsonl = path.suffix.lower() == ".jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         self._spool_path = path.with_name(f".{path.name}.part")
-        self._fh: IO[bytes] = self._spool_path.open("wb")
+        # A large buffer: records are a few kilobytes each, and one write call per record
+        # would cost more than writing them.
+        self._fh: IO[bytes] = self._spool_path.open("wb", buffering=1 << 20)
+        self._size = 0
         self._positions = array("q")
         self._offsets = array("q")
         self._lengths = array("q")
         self._sorted = True
         if not self.jsonl:
-            self._fh.write(b"[\n")
+            self._write(b"[\n")
+
+    def _write(self, data: bytes) -> None:
+        self._fh.write(data)
+        self._size += len(data)
 
     def _frame(self, body: bytes) -> bytes:
         if self.jsonl:
@@ -550,12 +705,12 @@ class RecordSink:
         if self._positions and position < self._positions[-1]:
             self._sorted = False
         if not self.jsonl and self._positions:
-            self._fh.write(b",\n")
+            self._write(b",\n")
         framed = self._frame(body)
         self._positions.append(position)
-        self._offsets.append(self._fh.tell())
+        self._offsets.append(self._size)
         self._lengths.append(len(framed))
-        self._fh.write(framed)
+        self._write(framed)
 
     def close(self) -> Path:
         fh = self._fh

@@ -33,7 +33,7 @@ from .base import AttachmentRecord, FormatError, ImageRef, ItemRecord, ResponseR
 
 DATA_FILE = "data.jsonl"
 
-__all__ = ["DATA_FILE", "dataset_root", "read", "write"]
+__all__ = ["DATA_FILE", "dataset_root", "raw_fields", "read", "write"]
 
 
 def read(path: str | Path) -> Iterator[ItemRecord]:
@@ -98,6 +98,20 @@ def _item(
             )
         )
     return item
+
+
+def raw_fields(item: ItemRecord) -> list[tuple[tuple[str | int, ...], str, Any]]:
+    """The long strings of an item's raw record that are also parsed into columns, as
+    ``(path in the record, value, source)`` for storing them once (see ``punch_holes``): the
+    query, each document's text and the ground-truth answer. A document given as a plain
+    string has no such path; the check in ``punch_holes`` then leaves it in the raw text."""
+    fields: list[tuple[tuple[str | int, ...], str, Any]] = [(("query",), item.query, ["query"])]
+    for i, doc in enumerate(item.documents):
+        fields.append((("doc", i, "text"), doc.get("text", ""), ["documents", i, "text"]))
+    for response in item.responses:
+        if response.key == "gt":
+            fields.append((("gt",), response.text, ["response", "gt"]))
+    return fields
 
 
 def _query_images(value: Any, where: Where) -> list[str]:

@@ -16,8 +16,8 @@ present (the released runners do this before writing ``model_answer.txt``), then
   be a number: "1,284.50" or "$1284.50" fail, as released);
 * anything else: case-insensitive substring.
 
-Accepted variants: ``golden_answer.accepted_answers`` (a list; our extension, the released schema
-has none) and the ``accepted=`` argument; the answer is correct if it matches the golden value or
+Accepted variants: ``golden_answer.accepted_variants`` (a list, as Benchwright's task files write
+it; ``accepted_answers`` is read too; our extension, the released schema has none) and the ``accepted=`` argument; the answer is correct if it matches the golden value or
 any variant under the same match type.
 
 **S** (search checkpoints). Released: a ``google_search`` checkpoint goes to an LLM judge with all
@@ -133,9 +133,10 @@ def answer_matches(
 def accepted_answers(golden_answer: JSON, extra: Iterable[str] = ()) -> list[str]:
     """The golden value followed by its accepted variants."""
     values = [str(golden_answer.get("value", ""))]
-    variants = golden_answer.get("accepted_answers") or []
-    if isinstance(variants, str):
-        variants = [variants]
+    variants: list[Any] = []
+    for key in ("accepted_variants", "accepted_answers"):
+        found = golden_answer.get(key) or []
+        variants.extend([found] if isinstance(found, str) else found)
     for v in [*variants, *extra]:
         if str(v) not in values:
             values.append(str(v))

@@ -2,6 +2,12 @@
 (function () {
   "use strict";
 
+  // Deferred scripts (this one and the page's own) have run once "load" fires: mark the page so
+  // browser tests know the keyboard shortcuts are listening before they press a key.
+  window.addEventListener("load", function () {
+    document.documentElement.dataset.ready = "1";
+  });
+
   // Lightbox: links marked data-lightbox open their target image in a <dialog>.
   // Without JS the link simply opens the full image.
   document.addEventListener("click", function (event) {

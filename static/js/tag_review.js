@@ -46,7 +46,10 @@
     }
   });
 
-  document.addEventListener("htmx:afterSwap", () => {
+  // After settling, not after swapping: htmx's settle step puts back the server-rendered class
+  // attribute of every element whose id was already on the page (the cards' tag-N), which
+  // would drop the "selected" class set any earlier.
+  document.addEventListener("htmx:afterSettle", () => {
     if (!form()) return;
     select(advance ? selected + 1 : selected, advance);
     advance = false;

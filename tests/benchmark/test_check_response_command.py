@@ -119,3 +119,40 @@ def test_command_line_on_a_sample_answer(tmp_path: Path) -> None:
     )
     findings = json.loads(result.stdout)
     assert [(f["code"], f["tag"]) for f in findings] == [("img_index_out_of_range", 2)]
+
+
+# --------------------------------------------------------------------------- every sample answer
+
+
+def _sample_cases() -> list[Any]:
+    """One case per sample answer in ../shared/data/atp and ../shared/data/llmi: the answer,
+    the command's arguments as the record gives them, and the findings its flaws call for
+    (the expectations of tests/benchmark/tags/test_tag_validate.py)."""
+    from tests.benchmark.tags.test_tag_validate import ATP_EXPECTED, LLMI_EXPECTED
+
+    if not (DATA / "atp").is_dir():
+        return [pytest.param(None, None, None, marks=pytest.mark.skip("no shared sample data"))]
+    cases = []
+    for row in map(json.loads, (DATA / "atp" / "data.jsonl").open(encoding="utf-8")):
+        args = ["--syntax", "atp", "--images", str(len(row["images"]))]
+        cases.append(pytest.param(row["gt"], args, ATP_EXPECTED[row["trace_id"]], id=row["trace_id"]))  # fmt: skip
+    mm = json.loads((DATA / "llmi" / "mm_input.json").read_text(encoding="utf-8"))
+    for answer in json.loads((DATA / "llmi" / "answers.json").read_text(encoding="utf-8")):
+        key = (answer["input_file"], answer["sample_index"])
+        inputs = len(mm[key[1] - 1]["images"]) if key[0] == "mm_input.json" else 0
+        args = ["--syntax", "llmi", "--images", str(inputs)]
+        if key == ("text_only.json", 3):  # "Include exactly four images."
+            args += ["--image-num", "4"]
+        name = f"llmi-{key[0].removesuffix('.json')}-{key[1]}"
+        cases.append(pytest.param(answer["answer"], args, LLMI_EXPECTED[key], id=name))
+    return cases
+
+
+@pytest.mark.parametrize(("text", "args", "expected"), _sample_cases())
+def test_every_sample_answer_gives_the_findings_its_flaws_call_for(
+    tmp_path: Path, text: str, args: list[str], expected: list[tuple[str, int | None]]
+) -> None:
+    findings = run(tmp_path, text, *args)
+    assert [(f["code"], f["tag"]) for f in findings] == expected
+    for f in findings:  # each finding points into the answer
+        assert 0 <= f["start"] <= f["end"] <= len(text)

@@ -48,6 +48,18 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
+def ready():  # type: ignore[no-untyped-def]
+    """Returns a function that waits until a page's deferred scripts have run (app.js marks
+    ``<html data-ready>`` on load), so a key pressed next reaches its shortcut handler."""
+    from playwright.sync_api import expect
+
+    def wait(page):  # type: ignore[no-untyped-def]
+        expect(page.locator("html[data-ready]")).to_have_count(1)
+
+    return wait
+
+
+@pytest.fixture
 def login_page(browser, live_server, client):  # type: ignore[no-untyped-def]
     """Returns a function that opens a page logged in as the given user, by session cookie."""
     contexts = []

@@ -15,7 +15,7 @@ from benchmark.models import Project
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_vote_dispute_resolve_and_agreement(login_page) -> None:  # type: ignore[no-untyped-def]
+def test_vote_dispute_resolve_and_agreement(login_page, ready) -> None:  # type: ignore[no-untyped-def]
     demo_load()
     project = Project.objects.get(data_format="mms")
     task = JudgmentTask.objects.get(project=project)
@@ -30,6 +30,7 @@ def test_vote_dispute_resolve_and_agreement(login_page) -> None:  # type: ignore
         expect(page.locator("svg.plan-graph").first).to_be_visible()
         # blind: nobody else's vote is on the page
         expect(page.locator("table.judgments")).to_have_count(0)
+        ready(page)
         with page.expect_navigation():
             page.keyboard.press(key)
         expect(page.locator("h1")).not_to_have_text(first.external_id)

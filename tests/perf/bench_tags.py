@@ -2,6 +2,8 @@
 
     python tests/perf/bench_tags.py                 # everything, with the targets
     python tests/perf/bench_tags.py --fuzz 20000    # fewer fuzz inputs
+    python tests/perf/bench_tags.py --fuzz 0 --no-speed   # only the editor figure
+    python tests/perf/bench_tags.py --fuzz 0 --profile    # ... and where its time goes
 
 1. Fuzz: 100,000 generated inputs (tag fragments, braces, quotes, escapes, random text, and
    mutated well-formed answers), each parsed and validated in both syntaxes. Any exception is
@@ -10,6 +12,9 @@
    shaped like the sample data (about 3 kB, 4 tags). Target: >= 20 MB/s.
 3. parse + validate of 10,000 answers (5,000 per syntax). Target: < 10 s.
 4. parse of one 1 MB answer holding 500 tags. Target: < 300 ms.
+5. The review screen (the editor) for that 1 MB ATP answer with 500 tags: GET through Django's
+   test client, in-process, on a throwaway SQLite database (migrated in a temporary folder);
+   median server time over several runs. Target: < 300 ms.
 
 Timings are the best of several runs (wall clock; CPU time is printed too, since a busy
 machine inflates wall time). Prints figures; the exit status reflects the fuzz result only.
@@ -19,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import statistics
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -206,11 +214,7 @@ def run_speed(seed: int) -> None:
     )
 
     for syntax in ("atp", "llmi"):
-        blocks = []
-        for i in range(500):
-            blocks.append(paragraph(rng, 1650))
-            blocks.append(tag(rng, syntax, i, 1000))
-        big = "\n\n".join(blocks)
+        big = big_answer(rng, syntax, 1000)
         parsed = parse(big, syntax)  # type: ignore[arg-type]
         assert len(parsed.tools) == 500
         wall, cpu = best_of(5, lambda big=big, syntax=syntax: parse(big, syntax))
@@ -222,16 +226,117 @@ def run_speed(seed: int) -> None:
         )
 
 
+def big_answer(rng: random.Random, syntax: str, images: int) -> str:
+    """About 1 MB of answer text holding 500 tags."""
+    blocks = []
+    for i in range(500):
+        blocks.append(paragraph(rng, 1650))
+        blocks.append(tag(rng, syntax, i, images))
+    return "\n\n".join(blocks)
+
+
+def run_editor(seed: int, runs: int, profile: bool) -> None:
+    """Server time of the review screen for a 1 MB ATP answer with 500 tags."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["DATABASE_URL"] = f"sqlite:///{Path(tmp) / 'editor.sqlite3'}"
+        os.environ["MEDIA_ROOT"] = str(Path(tmp) / "media")
+        os.environ["DEBUG"] = "false"  # as in production: no query log, cached templates
+        os.environ["SECURE_SSL_REDIRECT"] = "false"
+        os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.core.management import call_command
+
+        # No collectstatic in a throwaway folder: plain static URLs instead of the manifest.
+        settings.STORAGES = {
+            **settings.STORAGES,
+            "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+        }
+        call_command("migrate", verbosity=0)
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        from benchmark import services
+        from benchmark.builtin import toolsets_ensure
+        from benchmark.models import Item, Membership, Project, Response
+
+        sys.path.insert(0, str(ROOT))
+        from tests.factories import png_bytes
+
+        project = Project.objects.create(
+            name="editor", kind="interleaved", tag_syntax="atp", data_format="atp",
+            toolset=toolsets_ensure()["atp"],
+        )  # fmt: skip
+        user = get_user_model().objects.create_user("annotator", password="x")
+        Membership.objects.create(project=project, user=user, role="annotator")
+        n_images = 10
+        images = [
+            services.image_store(data=png_bytes(k + 1), name="p.png") for k in range(n_images)
+        ]
+        for image in images:
+            image.projects.add(project)
+        item = Item.objects.create(
+            project=project,
+            external_id="big",
+            query="A long answer",
+            documents=[{"text": "Doc.", "images": [f"{k}.png" for k in range(n_images)]}],
+            image_refs=[
+                {"sha256": im.sha256, "role": "document", "path": f"{k}.png", "position": k}
+                for k, im in enumerate(images)
+            ],
+        )
+        text = big_answer(rng, "atp", n_images)
+        response = Response.objects.create(item=item, key="gt", text=text)
+        client = Client()
+        client.force_login(user)
+        url = f"/projects/{project.pk}/items/{item.pk}/responses/{response.pk}/review/"
+
+        def get() -> int:
+            page = client.get(url)
+            assert page.status_code == 200, page.status_code
+            return len(page.content)
+
+        size = get()  # warm: imports, template compilation, caches
+        times, cpu = [], []
+        for _ in range(runs):
+            t0, c0 = time.perf_counter(), time.process_time()
+            get()
+            times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+        median = statistics.median(times)
+        print(
+            f"review screen, 1 answer of {len(text.encode()) / 1e6:.2f} MB with 500 atp tags "
+            f"({size / 1e6:.1f} MB of HTML): median {median * 1000:.0f} ms (CPU "
+            f"{statistics.median(cpu) * 1000:.0f} ms), best {min(times) * 1000:.0f} ms over "
+            f"{runs} GETs, target < 300 ms: {verdict(median < 0.3)}"
+        )
+        if profile:
+            import cProfile
+            import pstats
+
+            profiler = cProfile.Profile()
+            profiler.runcall(get)
+            pstats.Stats(profiler).sort_stats(
+                os.environ.get("BENCH_SORT", "cumulative")
+            ).print_stats(35)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fuzz", type=int, default=100_000, help="fuzz inputs (default 100,000)")
     parser.add_argument("--seed", type=int, default=20250101)
-    parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--no-speed", action="store_true", help="skip the parser figures")
+    parser.add_argument("--runs", type=int, default=9, help="GETs of the review screen")
+    parser.add_argument("--profile", action="store_true", help="profile one review screen GET")
     args = parser.parse_args()
     print(json.dumps({"python": sys.version.split()[0], "fuzz": args.fuzz, "seed": args.seed}))
     if not args.no_speed:
         run_speed(args.seed)
-    failures = run_fuzz(args.fuzz, args.seed)
+    run_editor(args.seed, args.runs, args.profile)
+    failures = run_fuzz(args.fuzz, args.seed) if args.fuzz else 0
     return 1 if failures else 0
 
 

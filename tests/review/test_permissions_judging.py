@@ -7,10 +7,22 @@ from typing import Any
 
 import pytest
 from django.urls import get_resolver, resolve
+from django.utils.timezone import now
 
-from annotation.models import JudgmentTask
+from annotation.models import Assignment, Judgment, JudgmentTask
 from tests.conftest import ROLES
-from tests.factories import ItemFactory, ResponseFactory
+from tests.factories import (
+    AgentRunFactory,
+    DraftingSessionFactory,
+    ItemFactory,
+    JobFactory,
+    MembershipFactory,
+    ModelCallFactory,
+    ProjectFactory,
+    ResponseFactory,
+    RunSetFactory,
+    TrajectoryFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -23,6 +35,11 @@ API_MEMBERS = (200, 200, 200, 404, 403)
 API_REVIEWERS = (200, 200, 403, 404, 403)
 
 TAGS = "/projects/{project}/items/{item}/responses/{response}/"
+TRAJ = "/projects/{tproject}/items/{titem}/trajectory/"
+TRAJ_ATP = "/projects/{project}/items/{item}/trajectory/"
+DRAFT = "/projects/{tproject}/items/{titem}/drafting/"
+STALE = (409, 409, 409, 404, "L")
+BAD = (400, 400, 400, 404, "L")
 
 MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("task list", "get", "/projects/{project}/judge/", {}, MEMBERS),
@@ -43,6 +60,68 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("judgments csv", "get", "/review/{task}/judgments.csv", {}, REVIEWERS),
     ("balanced subset", "get", "/projects/{project}/balance/", {}, REVIEWERS),
     ("score plans", "get", "/projects/{project}/score-plans/", {}, REVIEWERS),
+    ("score answers", "get", "/projects/{project}/score-answers/", {}, REVIEWERS),
+    ("score answers, no file", "post", "/projects/{project}/score-answers/", {}, REVIEWERS),
+    # Reference-trajectory editor (on an item of a trajectory project with the same members).
+    ("trajectory editor", "get", TRAJ, {}, MEMBERS),
+    ("trajectory editor fragment", "get", TRAJ, {"HTTP_HX_REQUEST": "true"}, MEMBERS),
+    ("trajectory editor re-check", "post", TRAJ, {"data": {"op": "refresh"}}, MEMBERS),
+    ("trajectory editor, stale save", "post", TRAJ, {"data": {"op": "save"}}, STALE),
+    ("trajectory editor, bad action", "post", TRAJ, {"data": {"op": "fly"}}, BAD),
+    ("trajectory editor, ATP item", "get", TRAJ_ATP, {}, (404, 404, 404, 404, "L")),
+    # Backward drafting (no model configured, empty forms: re-rendered with their messages).
+    ("drafting sessions", "get", DRAFT, {}, MEMBERS),
+    ("drafting start, no model", "post", DRAFT, {}, MEMBERS),
+    (
+        "drafting, ATP item",
+        "get",
+        "/projects/{project}/items/{item}/drafting/",
+        {},
+        (404, 404, 404, 404, "L"),
+    ),
+    ("drafting session", "get", DRAFT + "{session}/", {}, MEMBERS),
+    ("drafting describe, empty", "post", DRAFT + "{session}/describe/", {}, MEMBERS),
+    ("drafting crop, empty", "post", DRAFT + "{session}/crop/", {}, MEMBERS),
+    ("drafting mark, empty", "post", DRAFT + "{session}/calls/{call}/mark/", {}, MEMBERS),
+    ("drafting draft, empty", "post", DRAFT + "{session}/draft/", {}, MEMBERS),
+    # Scoring agent runs (a failed run of the trajectory item; a failed scoring job).
+    ("agent runs", "get", "/projects/{tproject}/runs/", {}, REVIEWERS),
+    ("agent runs, no file", "post", "/projects/{tproject}/runs/", {}, REVIEWERS),
+    ("agent runs, ATP project", "get", "/projects/{project}/runs/", {}, REVIEWERS),
+    ("run scoring job", "get", "/runs/jobs/{runjob}/", {}, REVIEWERS),
+    ("run set results", "get", "/runs/{runset}/", {}, REVIEWERS),
+    ("agent run", "get", "/agent-runs/{run}/", {}, REVIEWERS),
+    ("agent run visual, empty", "post", "/agent-runs/{run}/visual/", {}, (400, 400, 403, 404, "L")),
+    ("agent run label, empty", "post", "/agent-runs/{run}/label/", {}, REVIEWERS),
+    # Blind verification: a solve task on the trajectory item, which the annotator has answered.
+    ("solve screen, answered", "get", "/judge/{vtask}/items/{titem}/", {}, MEMBERS),
+    ("joint review queue", "get", "/review/{vtask}/disputes/", {}, REVIEWERS),
+    ("joint review item", "get", "/review/{vtask}/items/{titem}/", {}, REVIEWERS),
+    (
+        "joint review, empty revision",
+        "post",
+        "/review/{vtask}/items/{titem}/",
+        {"data": {"action": "revise"}},
+        REVIEWERS,
+    ),
+    ("audit checklist", "get", "/judge/{vtask}/items/{titem}/audit/", {}, MEMBERS),
+    (
+        "audit save, stale",
+        "post",
+        "/judge/{vtask}/items/{titem}/audit/",
+        {"data": {"base": "5"}},
+        (403, 403, 409, 404, "L"),
+    ),
+    ("audits overview", "get", "/judge/{vtask}/audits/", {}, REVIEWERS),
+    ("api blind item", "get", "/api/judgment-tasks/{vtask}/items/{titem}/blind/", {}, API_MEMBERS),
+    ("api audit", "get", "/api/judgment-tasks/{vtask}/items/{titem}/audit/", {}, API_MEMBERS),
+    (
+        "api audit, stale",
+        "post",
+        "/api/judgment-tasks/{vtask}/items/{titem}/audit/",
+        {"data": {"base": 3, "steps": {}}, "content_type": "application/json"},
+        (403, 403, 409, 404, 403),
+    ),
     ("api tasks", "get", "/api/judgment-tasks/", {}, (200, 200, 200, 200, 403)),
     ("api task", "get", "/api/judgment-tasks/{task}/", {}, API_MEMBERS),
     ("api next", "post", "/api/judgment-tasks/{task}/next/", {}, API_MEMBERS),
@@ -65,7 +144,45 @@ def world(project: Any, users: dict[str, Any]) -> dict[str, Any]:
         project=project, name="t", question="?", scheme="binary", overlap=5, consensus="unanimous"
     )
     response = ResponseFactory(item=item)
-    return {"project": project.pk, "task": task.pk, "item": item.pk, "response": response.pk}
+    tproject = ProjectFactory(
+        name="Trajectory sample", kind="trajectory", data_format="agentic-mme"
+    )
+    for membership in project.memberships.all():
+        MembershipFactory(project=tproject, user=membership.user, role=membership.role)
+    titem = ItemFactory(project=tproject, raw="")
+    TrajectoryFactory(item=titem, key="reference")
+    vtask = JudgmentTask.objects.create(
+        project=tproject,
+        name="solve",
+        question="?",
+        scheme="text",
+        overlap=2,
+        consensus="author_plus_two",
+    )
+    lease = Assignment.objects.create(
+        task=vtask, item=titem, user=users["annotator"], leased_at=now(), expires_at=now()
+    )
+    Judgment.objects.create(
+        task=vtask, item=titem, user=users["annotator"], assignment=lease, value="a"
+    )
+    session = DraftingSessionFactory(item=titem)
+    call = ModelCallFactory(project=tproject, item=titem, purpose=session.purpose("describe"))
+    run = AgentRunFactory(run_set=RunSetFactory(project=tproject), item=titem)
+    runjob = JobFactory(kind="score_runs", project=tproject, status="failed", error="bad zip")
+    return {
+        "project": project.pk,
+        "task": task.pk,
+        "item": item.pk,
+        "response": response.pk,
+        "tproject": tproject.pk,
+        "titem": titem.pk,
+        "vtask": vtask.pk,
+        "session": session.pk,
+        "call": call.pk,
+        "run": run.pk,
+        "runset": run.run_set_id,
+        "runjob": runjob.pk,
+    }
 
 
 @pytest.mark.parametrize(
@@ -109,7 +226,8 @@ def test_matrix_covers_every_route() -> None:
 
     for conf in ("annotation.urls", "review.urls", "annotation.api.urls"):
         walk(get_resolver(conf).url_patterns)
-    fake = {"project": 1, "task": 1, "item": 1, "response": 1}
+    fake = {"project": 1, "task": 1, "item": 1, "response": 1, "tproject": 1, "titem": 1}
+    fake.update({"session": 1, "call": 1, "run": 1, "runset": 1, "runjob": 1, "vtask": 1})
     covered = {resolve(path.format(**fake)).url_name for _, _, path, _, _ in MATRIX}
     missing = names - covered - {"api-root"}
     assert not missing, f"routes without a row: {sorted(missing)}"

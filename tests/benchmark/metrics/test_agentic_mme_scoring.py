@@ -200,6 +200,10 @@ def test_final_answer_extraction_and_variants() -> None:
     assert mme.final_answer_correct(t, "Copper", accepted=["Copper"])
     variant = {**t, "golden_answer": {**t["golden_answer"], "accepted_answers": ["Copper"]}}
     assert mme.final_answer_correct(variant, "Copper")
+    # The key Benchwright's own task files write (benchmark.formats.agentic_mme).
+    written = {**t, "golden_answer": {**t["golden_answer"], "accepted_variants": ["Copper"]}}
+    assert mme.final_answer_correct(written, "Copper")
+    assert not mme.final_answer_correct(written, "Bronze")
     assert mme.final_answer_correct(task("0002"), "1284.5")
 
 

@@ -1,0 +1,122 @@
+"""Reviewers of an interleaved project: upload model answers, see per-model tool-use figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+from django.views.decorators.vary import vary_on_headers
+
+from benchmark import permissions
+from benchmark import selectors as benchmark_selectors
+from benchmark.exceptions import DomainError, ValidationFailed
+from benchmark.models import Project, ProjectKind
+from review import answers as review_answers
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """A file field that takes several files (Django's documented pattern)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".json,.jsonl"}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        single = super().clean
+        if isinstance(data, list | tuple):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)]
+
+
+class ScoreAnswersForm(forms.Form):
+    answers = MultipleFileField(
+        label="Answer files",
+        help_text="JSON or JSONL in the benchmark's answer shape; the model is the record's "
+        "'model' field, else the file name. Several files at once, one per model.",
+    )
+    only_verified = forms.BooleanField(
+        required=False,
+        label="Verified items only",
+        help_text="Tool-set P/R/F1 always uses verified items only; this also limits the "
+        "other figures to them.",
+    )
+
+
+def _project_reviewable(request: HttpRequest, pk: int) -> Project:
+    project = benchmark_selectors.project_get(user=request.user, pk=pk)
+    if not permissions.can(user=request.user, project=project, action="review"):
+        raise PermissionDenied("Only reviewers and admins score model answers.")
+    return project
+
+
+def _bars(histogram: dict[str, int]) -> list[dict[str, Any]]:
+    total = sum(histogram.values()) or 1
+    top = max(histogram.values(), default=0) or 1
+    return [
+        {"label": label, "n": n, "share": 100 * n / total, "width": 100 * n / top}
+        for label, n in histogram.items()
+    ]
+
+
+def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One block per model (then all models), with the histogram as bars."""
+    blocks = list(result["models"].values())
+    if len(blocks) > 1:
+        blocks.append(result["overall"])
+    return [{**b, "bars": _bars(b["calls_per_answer"]["histogram"])} for b in blocks]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def score_answers(request: HttpRequest, pk: int) -> HttpResponse:
+    """Upload answers; get format correctness, tool adoption, calls per answer, tool-set
+    P/R/F1 against the verified ground truth and LLM-I's R_rule, per model."""
+    project = _project_reviewable(request, pk)
+    interleaved = project.kind == ProjectKind.INTERLEAVED and bool(project.tag_syntax)
+    form = (
+        ScoreAnswersForm(request.POST, request.FILES)
+        if request.method == "POST"
+        else ScoreAnswersForm()
+    )
+    result = None
+    if request.method == "POST" and interleaved and form.is_valid():
+        uploads = form.cleaned_data["answers"]
+        try:
+            size = sum(u.size or 0 for u in uploads)
+            if size > review_answers.MAX_SCORE_BYTES:
+                raise ValidationFailed(
+                    f"the files add up to {size / 2**20:.1f} MB; the page scores up to "
+                    f"{review_answers.MAX_SCORE_BYTES // 2**20} MB at a time (use fewer files, "
+                    "or `manage.py score_responses` for large runs)"
+                )
+            records = review_answers.read_uploads(
+                [(u.name or "answers", u.read()) for u in uploads]
+            )
+            result = review_answers.answers_score(
+                project=project, records=records, only_verified=form.cleaned_data["only_verified"]
+            )
+        except DomainError as exc:
+            form.add_error("answers", exc.message)
+    context = {
+        "project": project,
+        "form": form,
+        "result": result,
+        "blocks": _rows(result) if result else [],
+        "interleaved": interleaved,
+        "gt_bars": _bars(result["ground_truth"]["calls_per_answer"]["histogram"]) if result else [],
+    }
+    template = "review/score_answers.html"
+    htmx = getattr(request, "htmx", None)
+    if htmx and not htmx.history_restore_request and htmx.target == "score-panel":
+        template += "#panel"
+    return render(request, template, context)

@@ -1,0 +1,85 @@
+// Agent runs: folder uploads keep their relative paths; keyboard answers on a run's page.
+// Every page works without this file (zip uploads and plain form posts).
+(function () {
+  "use strict";
+  // Pages swapped in by htmx bring this script again; set the listeners up once.
+  if (window.benchwrightRuns) return;
+  window.benchwrightRuns = true;
+
+  // A folder upload sends each file's path next to it, because the server only sees base
+  // names. Only one of the two pickers is used at a time.
+  document.addEventListener("change", function (event) {
+    var input = event.target;
+    var form = input.closest && input.closest("form[data-runs-upload]");
+    if (!form) return;
+    var zip = form.querySelector("[data-zip-input]");
+    var folder = form.querySelector("[data-folder-input]");
+    if (input === zip && zip.files.length) folder.value = "";
+    if (input === folder && folder.files.length) zip.value = "";
+    form.querySelectorAll("input[name=paths]").forEach(function (el) { el.remove(); });
+    if (folder.files.length) {
+      Array.prototype.forEach.call(folder.files, function (file) {
+        var hidden = document.createElement("input");
+        hidden.type = "hidden";
+        hidden.name = "paths";
+        hidden.value = file.webkitRelativePath || file.name;
+        form.appendChild(hidden);
+      });
+    }
+  });
+
+  // The visual check a key answers: the one last clicked, else the first unanswered one.
+  var current = null;
+  document.addEventListener("click", function (event) {
+    var li = event.target.closest && event.target.closest("[data-run-checks] li.answerable");
+    if (!li) return;
+    current = li.dataset.checkpoint;
+    document.querySelectorAll("[data-run-checks] li.current").forEach(function (el) { el.classList.remove("current"); });
+    li.classList.add("current");
+  });
+
+  function target() {
+    var box = document.querySelector("[data-run-checks]");
+    if (!box) return null;
+    if (current) {
+      var chosen = box.querySelector('li.answerable[data-checkpoint="' + CSS.escape(current) + '"]');
+      if (chosen) return chosen;
+    }
+    return box.querySelector("li.answerable.unanswered") || box.querySelector("li.answerable");
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    var tag = (event.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable) return;
+    var key = event.key.toLowerCase();
+    if (key === "y" || key === "n") {
+      var li = target();
+      var button = li && li.querySelector('button[data-key="' + key + '"]');
+      if (button) { event.preventDefault(); button.click(); }
+      return;
+    }
+    var form = document.querySelector("[data-label-form]");
+    if (form && /^[1-7]$/.test(key)) {
+      var radios = form.querySelectorAll("input[name=mode]");
+      var radio = radios[Number(key) - 1];
+      if (radio) { event.preventDefault(); radio.checked = true; radio.focus(); }
+    }
+  });
+
+  // After an answer the next unanswered check is the one the keys answer.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (event.detail.target && event.detail.target.id === "run-checks") current = null;
+  });
+
+  // A stale answer (409) comes back with the other person's answer: show it.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    var elt = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!xhr || !elt || !elt.closest || !elt.closest("[data-run-checks]")) return;
+    if (xhr.status === 409 || xhr.status === 400) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+})();
