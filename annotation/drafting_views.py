@@ -16,7 +16,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
-from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import drafting_selectors as selectors
@@ -24,16 +23,12 @@ from annotation import drafting_services as services
 from annotation import verification
 from annotation.drafting_forms import CropForm, DescribeForm, DraftForm, MarkForm, StartForm
 from annotation.drafting_models import DraftingSession, DraftingStep
-from benchmark import permissions
 from benchmark import selectors as benchmark_selectors
 from benchmark.exceptions import Conflict, DomainError
-from benchmark.llm import services as llm_services
-from benchmark.llm.client import ModelNotConfigured
 from benchmark.models import Item, Project, ProjectKind
-from benchmark.presenters import image_entries
+from benchmark.pages import htmx_page, item_images, model_context, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 
-htmx_page = vary_on_headers("HX-Request", "HX-Target")
 TEMPLATE = "annotation/drafting_session.html"
 FRAGMENTS = {
     "drafting-status": "status",
@@ -62,21 +57,8 @@ def _session(request: HttpRequest, project: int, item: int, pk: int) -> Drafting
     return selectors.drafting_session_get(user=request.user, item=item_obj, pk=pk)
 
 
-def _model_context(project: Project) -> dict[str, Any]:
-    try:
-        resolved = llm_services.model_resolve(project=project)
-    except ModelNotConfigured as exc:
-        return {"model": None, "model_error": str(exc), "how_to": llm_services.HOW_TO_CONFIGURE}
-    return {"model": resolved, "model_error": "", "how_to": llm_services.HOW_TO_CONFIGURE}
-
-
 def _base(request: HttpRequest, project: Project, item: Item) -> dict[str, Any]:
-    return {
-        "project": project,
-        "item": item,
-        "role": permissions.role_in(user=request.user, project=project),
-        **_model_context(project),
-    }
+    return {**project_context(request, project), "item": item, **model_context(project)}
 
 
 def _session_url(session: DraftingSession) -> str:
@@ -94,11 +76,7 @@ def drafting_list(request: HtmxHttpRequest, project: int, item: int) -> HttpResp
     """The item's drafting sessions, and the form that starts one by asking the model to
     describe the chosen raw image."""
     project_obj, item_obj = _objects(request, project, item)
-    refs = item_obj.image_refs or []
-    stored = benchmark_selectors.images_by_sha(
-        user=request.user, shas=[r.get("sha256") for r in refs]
-    )
-    images = [e for e in image_entries(refs, stored, "image_index") if e["image"]]
+    images = item_images(user=request.user, item=item_obj, index_name="image_index")
     context = _base(request, project_obj, item_obj)
     if request.method == "POST":
         form = StartForm(request.POST, images=images)
@@ -200,12 +178,7 @@ def _session_context(
 def drafting_session(request: HtmxHttpRequest, project: int, item: int, pk: int) -> HttpResponse:
     """A session's page; htmx targets get their fragment (the call list, the checklist...)."""
     session = _session(request, project, item, pk)
-    context = _session_context(request, session)
-    htmx = request.htmx
-    template = TEMPLATE
-    if htmx and not htmx.history_restore_request:
-        template = f"{TEMPLATE}#{FRAGMENTS.get(htmx.target or '', 'content')}"
-    return render(request, template, context)
+    return render_page(request, TEMPLATE, _session_context(request, session), fragments=FRAGMENTS)
 
 
 def _answer(

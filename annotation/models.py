@@ -14,6 +14,7 @@ from annotation.drafting_models import (  # noqa: F401 - registers the drafting 
     DraftingMark,
     DraftingSession,
 )
+from annotation.trajectory_models import TrajectoryVersion  # noqa: F401 - registers it
 from benchmark.fields import JSONField
 from benchmark.models import Item, Project, Response
 

@@ -116,8 +116,9 @@ def decision_stats(*, user: AnyUser, project: Project) -> dict[str, Any]:
 # #Img per Q and #TC per GT over the project's verified items.
 
 
-class _JsonArrayLength(Func):
-    """Elements of a JSON array column; 0 for anything that is not an array."""
+class _JsonFunc(Func):
+    """A JSON function with SQL for SQLite and PostgreSQL only (``as_sqlite``,
+    ``as_postgresql``); any other database is refused with a clear message."""
 
     output_field = IntegerField()
 
@@ -131,6 +132,10 @@ class _JsonArrayLength(Func):
         **extra_context: Any,
     ) -> Any:
         raise NotSupportedError("dataset statistics need SQLite or PostgreSQL")
+
+
+class _JsonArrayLength(_JsonFunc):
+    """Elements of a JSON array column; 0 for anything that is not an array."""
 
     def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         sql, params = compiler.compile(self.source_expressions[0])
@@ -147,24 +152,11 @@ class _JsonArrayLength(Func):
         )
 
 
-class _JsonCountRole(Func):
+class _JsonCountRole(_JsonFunc):
     """Objects in a JSON array column whose ``role`` is the given string."""
-
-    output_field = IntegerField()
 
     def __init__(self, column: Any, role: str) -> None:
         super().__init__(column, Value(role))
-
-    def as_sql(
-        self,
-        compiler: Any,
-        connection: Any,
-        function: str | None = None,
-        template: str | None = None,
-        arg_joiner: str | None = None,
-        **extra_context: Any,
-    ) -> Any:
-        raise NotSupportedError("dataset statistics need SQLite or PostgreSQL")
 
     def _parts(self, compiler: Any) -> tuple[str, list[Any], str, list[Any]]:
         column, column_params = compiler.compile(self.source_expressions[0])

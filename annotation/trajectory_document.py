@@ -337,6 +337,9 @@ def _split_lines(text: str, *, commas: bool = False) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+split_lines = _split_lines
+
+
 def _set(node: dict[str, Any], key: str, new: Any, old: Any) -> None:
     """Overlay one key: write only when the value differs from what is stored."""
     if new != old:

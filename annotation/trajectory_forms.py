@@ -4,7 +4,9 @@
 Field names: ``task-<field>`` for the task, ``step-count`` and ``steps-<i>-<field>`` for the
 steps in their current order (the image editor adds ``steps-<i>-recipe`` and
 ``steps-<i>-box_px``), ``ord-count`` and ``ord-<i>-<field>`` for ordering constraints, and
-``version`` and ``op`` (``save``, ``add:V``, ``up:2``, ...).
+``version`` (the version number the editor was opened on), ``fingerprint`` (of the document
+it was opened with), ``note`` (what the save changes, in the annotator's words) and ``op``
+(``save``, ``add:V``, ``up:2``, ...).
 """
 
 from __future__ import annotations
@@ -78,3 +80,13 @@ def op_from_post(data: Mapping[str, Any]) -> str:
     if not _OP_RE.match(op):
         raise ValidationFailed(f"unknown editor action {op!r}")
     return op
+
+
+def base_from_post(data: Mapping[str, Any]) -> tuple[int | None, str]:
+    """The version number and document fingerprint the editor was opened on. A missing or
+    unreadable number is ``None``, which the save service answers as an outdated version."""
+    number = _text(data, "version").strip()
+    fingerprint = _text(data, "fingerprint").strip()
+    if fingerprint and not re.fullmatch(r"[0-9a-f]{64}", fingerprint):
+        raise ValidationFailed("fingerprint: not a version fingerprint of this editor")
+    return (int(number) if number.isdigit() and len(number) < 10 else None), fingerprint

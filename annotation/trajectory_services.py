@@ -8,24 +8,43 @@ item's parsed fields and its ``reference`` Trajectory row in one transaction. Ke
 fields do not hold (``golden_answer.tolerance``, ...) go into the item's raw JSON, so the
 export carries them; the raw text is left as imported while the overlay alone reproduces it.
 
-Concurrency: a save names the version it was made on (the fingerprint of the document the
-editor was opened with); if someone saved in between, :class:`TrajectoryConflict` (409)
-carries their document and nothing is written.
+History: every save that changes something adds a :class:`TrajectoryVersion` holding the
+whole document; nothing is overwritten. The first save first records the state before it as
+version 1 (imported or edited elsewhere); a save after a change made outside the editor
+(drafting, joint review, a re-import) first records that change as its own version, without
+an author. A revert (:func:`trajectory_revert`) goes through the same save and validation and
+adds a version with the old document.
+
+Concurrency: a save names the version number it was made on and the fingerprint of the
+document the editor was opened with (which also catches changes made outside the editor); if
+either is not current, :class:`TrajectoryConflict` (409) carries the current document and
+nothing is written.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import orjson
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from annotation import trajectory_document as td
-from annotation.trajectory_selectors import REFERENCE_KEY, item_input_shas, reference_of
+from annotation.trajectory_models import TrajectoryVersion, document_text
+from annotation.trajectory_selectors import (
+    FIRST_NOTE,
+    OUTSIDE_NOTE,
+    REFERENCE_KEY,
+    VersionState,
+    item_input_shas,
+    reference_of,
+    state_of,
+    version_state,
+)
 from benchmark import permissions
-from benchmark.exceptions import Conflict, DomainError, ValidationFailed
+from benchmark.exceptions import Conflict, DomainError, NotFound, ValidationFailed
 from benchmark.formats._jsonio import Overlay, Where
 from benchmark.formats.agentic_mme import _overlay_task, _skeleton
 from benchmark.formats.base import ImageRef, ItemRecord, TrajectoryRecord
@@ -42,24 +61,51 @@ class TrajectoryInvalid(ValidationFailed):
         super().__init__("; ".join(str(e) for e in errors))
 
 
-class TrajectoryConflict(Conflict):
-    """Someone saved the trajectory after the editor was opened."""
+MAX_NOTE = 500
 
-    def __init__(self, *, document: dict[str, Any], version: str) -> None:
+
+class TrajectoryConflict(Conflict):
+    """Someone saved the trajectory (or changed it elsewhere) after the editor was opened;
+    ``document``, ``number`` and ``fingerprint`` are the current state, ``author`` who saved
+    it (None for a change made outside the editor)."""
+
+    def __init__(
+        self,
+        *,
+        document: dict[str, Any],
+        number: int,
+        fingerprint: str,
+        base_number: int | None,
+        author: str | None,
+        recorded: bool,
+    ) -> None:
         self.document = document
-        self.version = version
+        self.number = number
+        self.fingerprint = fingerprint
+        self.author = author
+        self.recorded = recorded
+        opened = f"version {base_number}" if base_number else "it"
+        if recorded and author:
+            who = f"version {number} was saved by {author} after you opened {opened}"
+        elif number != base_number:
+            who = f"this trajectory was changed outside the editor after you opened {opened}"
+        else:
+            who = f"this trajectory was changed after you opened {opened}"
         super().__init__(
-            "someone else saved this trajectory after you opened it; their version is shown, "
-            "your edits are still in the form"
+            f"{who}; their version is shown, your edits are still in the form and nothing of "
+            "yours was saved"
         )
 
 
 @dataclass
 class SaveResult:
     document: dict[str, Any]
-    version: str
+    number: int
+    fingerprint: str
     changed: bool
     warnings: list[str] = field(default_factory=list)
+    version: TrajectoryVersion | None = None
+    """The version the save added (None when nothing changed)."""
 
 
 # --------------------------------------------------------------------------- the document
@@ -105,10 +151,6 @@ def _overlaid(record: ItemRecord) -> dict[str, Any]:
 def task_document(*, item: Item, reference: Trajectory | None) -> dict[str, Any]:
     """The item's Agentic-MME task file as the export writes it (a fresh dict)."""
     return _overlaid(_record(item, reference))
-
-
-def trajectory_version(*, item: Item, reference: Trajectory | None) -> str:
-    return td.fingerprint(task_document(item=item, reference=reference))
 
 
 def prefill_recipes(*, item: Item, document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -189,28 +231,66 @@ def _box_px(image: Image, source: Image | None, recipe: dict[str, Any]) -> list[
 # --------------------------------------------------------------------------- saving
 
 
+def _conflict(
+    document: dict[str, Any], state: VersionState, base_number: int | None
+) -> TrajectoryConflict:
+    latest = state.latest
+    author = latest.author.get_username() if latest is not None and latest.author else None
+    return TrajectoryConflict(
+        document=document,
+        number=state.number,
+        fingerprint=state.fingerprint,
+        base_number=base_number,
+        author=author if state.recorded else None,
+        recorded=state.recorded,
+    )
+
+
+def _is_current(state: VersionState, base_number: int | None, base_fingerprint: str) -> bool:
+    if base_number != state.number:
+        return False
+    return not base_fingerprint or base_fingerprint == state.fingerprint
+
+
+def _clean_note(note: str) -> str:
+    note = " ".join((note or "").split())
+    if len(note) > MAX_NOTE:
+        raise TrajectoryInvalid(
+            [td.FieldError("save", "note", f"at most {MAX_NOTE} characters ({len(note)} given)")]
+        )
+    return note
+
+
 def trajectory_save(
     *,
     user: AnyUser,
     project: Project,
     item: Item,
     draft: td.Draft,
-    version: str,
+    base_number: int | None,
+    base_fingerprint: str = "",
     tools: list[str],
     domains: list[str],
+    note: str = "",
+    restore: dict[str, Any] | None = None,
 ) -> SaveResult:
-    """Save ``draft`` as the item's reference trajectory. Raises :class:`TrajectoryInvalid`
-    naming every bad field, :class:`TrajectoryConflict` when ``version`` is not the current
-    one; in both cases nothing is written."""
+    """Save ``draft`` as the item's reference trajectory, made on version ``base_number``
+    (and, when given, the document with fingerprint ``base_fingerprint``), as a new version.
+
+    Raises :class:`TrajectoryInvalid` naming every bad field, :class:`TrajectoryConflict` when
+    the item is no longer at that version; in both cases nothing is written. An unchanged
+    draft writes nothing and adds no version. ``restore`` (a revert) is the document to store
+    once ``draft`` (made from it) has passed the same checks."""
     from benchmark.image_services import image_derive  # the images helper's module
 
     # Annotators record trajectories; every member of the project may edit them.
     permissions.require(user=user, project=project, action="view")
+    note = _clean_note(note)
     reference = reference_of(item)
     document = task_document(item=item, reference=reference)
-    current = td.fingerprint(document)
-    if version != current:
-        raise TrajectoryConflict(document=document, version=current)
+    state = version_state(item=item, document=document)
+    if not _is_current(state, base_number, base_fingerprint):
+        raise _conflict(document, state, base_number)
     applied = td.apply_draft(
         document,
         draft,
@@ -237,36 +317,136 @@ def trajectory_save(
         td.set_reference_image(new, change.step, sha256=image.sha256, recipe=recipe, box_px=box)
     if errors:
         raise TrajectoryInvalid(errors)
+    if restore is not None:
+        new = copy.deepcopy(restore)
 
     if new == document:
-        return SaveResult(new, current, False, td.level_warnings(new))
+        return SaveResult(new, state.number, state.fingerprint, False, td.level_warnings(new))
 
-    with transaction.atomic():
-        locked = Item.objects.select_for_update().get(pk=item.pk)
-        reference = (
-            Trajectory.objects.select_for_update().filter(item=locked, key=REFERENCE_KEY).first()
-        )
-        if td.fingerprint(task_document(item=locked, reference=reference)) != current:
-            theirs = task_document(item=locked, reference=reference)
-            raise TrajectoryConflict(document=theirs, version=td.fingerprint(theirs))
-        item_fields, trajectory_fields = _fields(new)
-        for name, value in item_fields.items():
-            setattr(locked, name, value)
-        if reference is None:
-            reference = Trajectory(
-                item=locked,
-                key=REFERENCE_KEY,
-                origin=Origin.GROUND_TRUTH,
-                source_file=locked.source_file,
+    try:
+        with transaction.atomic():
+            version = _write(
+                item=item,
+                user=user,
+                current=state,
+                base_number=base_number,
+                new=new,
+                note=note,
             )
-        for name, value in trajectory_fields.items():
-            setattr(reference, name, value)
-        # What the export would write from the raw text with the new fields; the raw text
-        # takes the new document only when that is not already it (e.g. a new tolerance).
-        if _overlaid(_record(locked, reference)) != new:
-            locked.raw = orjson.dumps(new, option=orjson.OPT_INDENT_2).decode() + "\n"
-        locked.clean_fields(exclude=["raw"])
-        locked.save()
-        reference.full_clean(exclude=["item"], validate_unique=False)
-        reference.save()
-    return SaveResult(new, td.fingerprint(new), True, td.level_warnings(new))
+    except IntegrityError:
+        # Another save took the same version number between our check and our write.
+        fresh = Item.objects.get(pk=item.pk)
+        theirs = task_document(item=fresh, reference=reference_of(fresh))
+        raise _conflict(theirs, version_state(item=fresh, document=theirs), base_number) from None
+    return SaveResult(
+        new, version.number, version.fingerprint, True, td.level_warnings(new), version
+    )
+
+
+def _write(
+    *,
+    item: Item,
+    user: AnyUser,
+    current: VersionState,
+    base_number: int | None,
+    new: dict[str, Any],
+    note: str,
+) -> TrajectoryVersion:
+    """Inside a transaction: check again under the row lock, record the state the save
+    replaces when no version holds it, write the item's fields and the reference trajectory,
+    and add the new version."""
+    locked = Item.objects.select_for_update().get(pk=item.pk)
+    reference = (
+        Trajectory.objects.select_for_update().filter(item=locked, key=REFERENCE_KEY).first()
+    )
+    before = task_document(item=locked, reference=reference)
+    latest = (
+        TrajectoryVersion.objects.filter(item=locked)
+        .select_related("author")
+        .defer("document")
+        .order_by("-number")
+        .first()
+    )
+    state = state_of(latest=latest, document=before)
+    if (state.number, state.fingerprint) != (current.number, current.fingerprint):
+        raise _conflict(before, state, base_number)
+    if not state.recorded:
+        TrajectoryVersion.objects.create(
+            item=locked,
+            number=state.number,
+            document=document_text(before),
+            fingerprint=state.fingerprint,
+            note=FIRST_NOTE if latest is None else OUTSIDE_NOTE,
+            base_number=latest.number if latest is not None else None,
+            created_at=locked.created_at if latest is None else locked.updated_at,
+        )
+
+    item_fields, trajectory_fields = _fields(new)
+    for name, value in item_fields.items():
+        setattr(locked, name, value)
+    if reference is None:
+        reference = Trajectory(
+            item=locked,
+            key=REFERENCE_KEY,
+            origin=Origin.GROUND_TRUTH,
+            source_file=locked.source_file,
+        )
+    for name, value in trajectory_fields.items():
+        setattr(reference, name, value)
+    # What the export would write from the raw text with the new fields; the raw text
+    # takes the new document only when that is not already it (e.g. a new tolerance).
+    if _overlaid(_record(locked, reference)) != new:
+        locked.raw = orjson.dumps(new, option=orjson.OPT_INDENT_2).decode() + "\n"
+    locked.clean_fields(exclude=["raw"])
+    locked.save()
+    reference.full_clean(exclude=["item"], validate_unique=False)
+    reference.save()
+    version = TrajectoryVersion(
+        item=locked,
+        number=state.number + 1,
+        document=document_text(new),
+        fingerprint=td.fingerprint(new),
+        author=user if user.is_authenticated else None,
+        note=note,
+        base_number=state.number,
+    )
+    version.full_clean(exclude=["item", "author"], validate_unique=False)
+    version.save()
+    return version
+
+
+def trajectory_revert(
+    *,
+    user: AnyUser,
+    project: Project,
+    item: Item,
+    number: int,
+    base_number: int | None,
+    tools: list[str],
+    domains: list[str],
+    note: str = "",
+) -> SaveResult:
+    """Make a new version whose document is version ``number``'s, through the same save and
+    checks as the editor (a domain no longer in the taxonomy, say, is named). Earlier
+    versions stay. ``base_number`` is the version the page was opened on."""
+    permissions.require(user=user, project=project, action="view")
+    target = TrajectoryVersion.objects.filter(item=item, number=number).first()
+    if target is None:
+        raise NotFound(f"this trajectory has no saved version {number}")
+    old = target.data
+    result = trajectory_save(
+        user=user,
+        project=project,
+        item=item,
+        draft=td.draft_from_document(old),
+        base_number=base_number,
+        tools=tools,
+        domains=domains,
+        note=note.strip() or f"Reverted to version {number}",
+        restore=old,
+    )
+    if not result.changed:
+        raise ValidationFailed(
+            f"version {result.number} already is version {number}: nothing to revert"
+        )
+    return result

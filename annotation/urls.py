@@ -53,4 +53,20 @@ urlpatterns = [
         trajectory_views.trajectory_edit,
         name="trajectory_edit",
     ),
+    # Its history: every version, one version with its difference, revert.
+    path(
+        "projects/<int:project>/items/<int:item>/trajectory/versions/",
+        trajectory_views.trajectory_versions,
+        name="trajectory_versions",
+    ),
+    path(
+        "projects/<int:project>/items/<int:item>/trajectory/versions/<int:number>/",
+        trajectory_views.trajectory_version,
+        name="trajectory_version",
+    ),
+    path(
+        "projects/<int:project>/items/<int:item>/trajectory/versions/<int:number>/revert/",
+        trajectory_views.trajectory_version_revert,
+        name="trajectory_version_revert",
+    ),
 ]

@@ -132,6 +132,29 @@ def _reference(item: Item) -> tuple[Any, list[dict[str, Any]]]:
     return reference, units
 
 
+def _audited_item(
+    request: HttpRequest, task: JudgmentTask, item: Item, reference: Any
+) -> dict[str, Any]:
+    """What the audit and the joint review pages both show of an item: the item with its
+    images and the reference's, the question, the golden answer, the reference and the
+    answers given blind."""
+    images = benchmark_selectors.images_by_sha(
+        user=request.user,
+        shas=[r.get("sha256") for r in item.image_refs or []]
+        + [r.get("sha256") for r in (reference.image_refs if reference else []) or []],
+    )
+    return {
+        "task": task,
+        "project": task.project,
+        "item": item,
+        "view": item_view(item, images, "image_index"),
+        "question_and_format": question_and_format(item),
+        "golden": verification.golden_answer(item),
+        "reference": reference,
+        "answers": verification.answers_for(user=request.user, task=task, item=item),
+    }
+
+
 def _posted_steps(post: Any, n: int) -> dict[str, dict[str, Any]]:
     """``s-<i>-step`` (the step key), ``s-<i>-<check>`` (present when ticked) and
     ``s-<i>-comment``; a check left unticked is not confirmed."""
@@ -214,20 +237,8 @@ def audit(request: HtmxHttpRequest, pk: int, item_pk: int) -> HttpResponse:
                 request, reverse("annotation:verify_audit", args=[task.pk, item.pk]) + "?saved=1"
             )
     audits = verification.latest_audits(task=task, item=item) if reviewer else []
-    images = benchmark_selectors.images_by_sha(
-        user=request.user,
-        shas=[r.get("sha256") for r in item.image_refs or []]
-        + [r.get("sha256") for r in (reference.image_refs if reference else []) or []],
-    )
     context = {
-        "task": task,
-        "project": task.project,
-        "item": item,
-        "view": item_view(item, images, "image_index"),
-        "question_and_format": question_and_format(item),
-        "golden": verification.golden_answer(item),
-        "reference": reference,
-        "answers": verification.answers_for(user=request.user, task=task, item=item),
+        **_audited_item(request, task, item, reference),
         "mine": mine,
         "my_audit": my_audit,
         "rows": _merge_audit(units, my_audit, posted if status != 409 else None),
@@ -375,21 +386,9 @@ def joint_review(request: HttpRequest, task: JudgmentTask, item_pk: int) -> Http
                 revise.add_error(None, exc.message)
     reference, units = _reference(item)
     audits = verification.latest_audits(task=task, item=item)
-    images = benchmark_selectors.images_by_sha(
-        user=request.user,
-        shas=[r.get("sha256") for r in item.image_refs or []]
-        + [r.get("sha256") for r in (reference.image_refs if reference else []) or []],
-    )
     context = {
-        "task": task,
-        "project": task.project,
-        "item": item,
-        "view": item_view(item, images, "image_index"),
-        "question_and_format": question_and_format(item),
-        "golden": verification.golden_answer(item),
-        "answers": verification.answers_for(user=request.user, task=task, item=item),
+        **_audited_item(request, task, item, reference),
         "outcome": selectors.outcome_for(task=task, item=item),
-        "reference": reference,
         "table": verification.audit_table(units, audits),
         "audits": audits,
         "decision": decision,

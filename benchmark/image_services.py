@@ -16,21 +16,19 @@ file that the next store of the same bytes reuses.
 
 from __future__ import annotations
 
-import contextlib
 import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from PIL import Image as PILImage
 
 from benchmark import permissions
 from benchmark.exceptions import NotFound, ValidationFailed
-from benchmark.imaging import ImageRejected, make_thumbnail, ops
-from benchmark.imaging.inspect import ImageInfo, inspect_image
+from benchmark.imaging import ImageRejected, ops
+from benchmark.imaging.inspect import inspect_image
 from benchmark.imaging.recipe import (
     Recipe,
     RecipeError,
@@ -41,6 +39,7 @@ from benchmark.imaging.recipe import (
 )
 from benchmark.imaging.upload import prepare_upload
 from benchmark.models import Image, Project
+from benchmark.services import image_store_inspected
 from benchmark.typing import AnyUser
 
 __all__ = [
@@ -97,49 +96,6 @@ def _max_bytes() -> int:
     return int(settings.BENCHWRIGHT_MAX_UPLOAD_BYTES)
 
 
-def _store(
-    *,
-    data: bytes,
-    info: ImageInfo,
-    project: Project,
-    source: Image | None = None,
-    recipe: dict[str, Any] | None = None,
-) -> tuple[Image, bool]:
-    """The row for these bytes, created if new, linked to ``project``. Returns (image, created).
-    Safe against two requests storing the same bytes at once."""
-    image = Image.objects.filter(sha256=info.sha256).first()
-    created = False
-    if image is None:
-        image = Image(
-            sha256=info.sha256,
-            format=info.format,
-            width=info.width,
-            height=info.height,
-            size_bytes=info.size_bytes,
-            source=source,
-            recipe=recipe or {},
-        )
-        shard = f"{info.sha256[:2]}/{info.sha256}"
-        image.file.save(f"{shard}.{info.extension}", ContentFile(data), save=False)
-        # A thumbnail is a convenience: the image is kept even when one cannot be made.
-        with contextlib.suppress(Exception):
-            image.thumbnail.save(f"{shard}.png", ContentFile(make_thumbnail(data)), save=False)
-        try:
-            with transaction.atomic():
-                image.save()
-            created = True
-        except IntegrityError:  # stored meanwhile by another request
-            image = Image.objects.get(sha256=info.sha256)
-    elif source is not None and not image.recipe and image.pk != source.pk:
-        # Bytes stored before without a recipe (an upload equal to this result): record how
-        # they can be made, so the check works for them too.
-        image.source = source
-        image.recipe = recipe or {}
-        image.save(update_fields=["source", "recipe"])
-    image.projects.add(project)
-    return image, created
-
-
 def _read(file: FileArg) -> tuple[str, bytes]:
     """The file's name and bytes, refusing a file over the size limit before reading it all."""
     if isinstance(file, tuple):
@@ -194,7 +150,7 @@ def image_upload(*, project: Project, user: AnyUser, files: Iterable[FileArg]) -
         raise ValidationFailed("; ".join(errors))
     with transaction.atomic():
         return [
-            _store(data=p.data, info=p.info, project=project)[0]
+            image_store_inspected(data=p.data, info=p.info, project=project)[0]
             for _, p in prepared
             if not isinstance(p, str)
         ]
@@ -212,7 +168,9 @@ def image_upload_each(
             outcomes.append(UploadOutcome(name=name, error=prepared))
             continue
         with transaction.atomic():
-            image, created = _store(data=prepared.data, info=prepared.info, project=project)
+            image, created = image_store_inspected(
+                data=prepared.data, info=prepared.info, project=project
+            )
         outcomes.append(
             UploadOutcome(name=name, image=image, duplicate=not created, note=prepared.note)
         )
@@ -283,7 +241,7 @@ def image_derive(*, project: Project, user: AnyUser, recipe: Mapping[str, Any] |
     data = render_bytes(result)
     info = inspect_image(data, max_pixels=max(_max_pixels(), result.width * result.height))
     with transaction.atomic():
-        image, _ = _store(
+        image, _ = image_store_inspected(
             data=data, info=info, project=project, source=source, recipe=parsed.to_dict()
         )
     return image

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from benchmark import image_services, selectors
 from benchmark.exceptions import DomainError
 from benchmark.models import Image, Project
-from benchmark.views import _project_context, _render, _require, htmx_page
+from benchmark.pages import htmx_page, project_context, render_page, require_action
 
 PAGE_SIZE = 60
 
@@ -80,7 +80,7 @@ def image_list(request: HttpRequest, pk: int) -> HttpResponse:
     """The project's images with thumbnails, and an upload zone (several files at once). A bad
     file is reported by name and the good ones are kept."""
     project = selectors.project_get(user=request.user, pk=pk)
-    _require(request, project, "view")
+    require_action(request, project, "view")
     outcomes: list[image_services.UploadOutcome] = []
     error = ""
     if request.method == "POST":
@@ -110,14 +110,14 @@ def image_list(request: HttpRequest, pk: int) -> HttpResponse:
         images.only("sha256", "width", "height", "format", "source", "recipe"), PAGE_SIZE
     )
     context = {
-        **_project_context(request, project),
+        **project_context(request, project),
         "page": page.get_page(request.GET.get("page")),
         "outcomes": outcomes,
         "error": error,
         "max_upload_mb": settings.BENCHWRIGHT_MAX_UPLOAD_BYTES // (1024 * 1024),
         "max_megapixels": settings.BENCHWRIGHT_MAX_IMAGE_PIXELS / 1e6,
     }
-    return _render(
+    return render_page(
         request, "benchmark/images.html", context, fragments={"image-grid": "image-grid"}
     )
 
@@ -131,7 +131,7 @@ def image_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """The derived image of a recipe as PNG (not stored), or 400 with the reason as text.
     ``X-Image-Width``/``X-Image-Height`` give the real size when the preview is scaled down."""
     project = selectors.project_get(user=request.user, pk=pk)
-    _require(request, project, "view")
+    require_action(request, project, "view")
     recipe = _recipe_from(request)
     if isinstance(recipe, _BadJson):
         return HttpResponse(str(recipe), status=400, content_type="text/plain; charset=utf-8")
@@ -154,7 +154,7 @@ def image_preview(request: HttpRequest, pk: int) -> HttpResponse:
 def image_derive(request: HttpRequest, pk: int) -> JsonResponse:
     """Store the derived image of a recipe; answers its description as JSON."""
     project = selectors.project_get(user=request.user, pk=pk)
-    _require(request, project, "view")
+    require_action(request, project, "view")
     recipe = _recipe_from(request)
     if isinstance(recipe, _BadJson):
         return JsonResponse({"error": str(recipe)}, status=400)
@@ -176,7 +176,7 @@ def image_edit(request: HttpRequest, pk: int, sha256: str) -> HttpResponse:
     recipe (so the same box and steps show again), next to the result and its re-derive check.
     Saving stores a derived image and opens its page."""
     project = selectors.project_get(user=request.user, pk=pk)
-    _require(request, project, "view")
+    require_action(request, project, "view")
     image = _project_image(request, project, sha256)
     source = image.source if image.recipe and image.source_id else None
     if source is not None and not source.projects.filter(pk=project.pk).exists():
@@ -202,7 +202,7 @@ def image_edit(request: HttpRequest, pk: int, sha256: str) -> HttpResponse:
         return render(request, "benchmark/images_edit.html#recipe-check", {"check": check})
     derived_list = list(Image.objects.filter(source=image, projects=project).order_by("-id")[:24])
     context = {
-        **_project_context(request, project),
+        **project_context(request, project),
         "image": image,
         "editor_image": editor_image,
         "source": source,
@@ -211,7 +211,7 @@ def image_edit(request: HttpRequest, pk: int, sha256: str) -> HttpResponse:
         "derived": derived_list,
         "error": error,
     }
-    return _render(request, "benchmark/images_edit.html", context)
+    return render_page(request, "benchmark/images_edit.html", context)
 
 
 def _restorable(submitted: str, editor_image: Image) -> Any:

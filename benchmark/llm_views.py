@@ -3,42 +3,22 @@ retrying a failed call, and the item's past model calls."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
-from benchmark import selectors
+from benchmark import selectors, services
 from benchmark.exceptions import DomainError
 from benchmark.llm import selectors as llm_selectors
 from benchmark.llm import services as llm_services
-from benchmark.llm.client import ModelNotConfigured
 from benchmark.llm.forms import AskModelForm
-from benchmark.models import Item, Project
-from benchmark.presenters import image_entries
+from benchmark.pages import htmx_page, item_images, model_context, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
-from benchmark.views import _project_context, _render, htmx_page
 
 HISTORY_SIZE = 50
 PURPOSE = "ask"
-
-
-def _model_context(project: Project) -> dict[str, Any]:
-    try:
-        resolved = llm_services.model_resolve(project=project)
-    except ModelNotConfigured as exc:
-        return {"model": None, "model_error": str(exc), "how_to": llm_services.HOW_TO_CONFIGURE}
-    return {"model": resolved, "model_error": "", "how_to": llm_services.HOW_TO_CONFIGURE}
-
-
-def _item_images(request: HttpRequest, item: Item) -> list[dict[str, Any]]:
-    """The item's stored images (ones missing from storage cannot be sent)."""
-    refs = item.image_refs or []
-    images = selectors.images_by_sha(user=request.user, shas=[r.get("sha256") for r in refs])
-    return [e for e in image_entries(refs, images) if e["image"]]
 
 
 @login_required
@@ -48,8 +28,8 @@ def item_model(request: HtmxHttpRequest, project_pk: int, pk: int) -> HttpRespon
     """Ask the model about an item (starts a model-call job) and list the item's past calls."""
     project = selectors.project_get(user=request.user, pk=project_pk)
     item = selectors.item_get(user=request.user, project=project, pk=pk)
-    model = _model_context(project)
-    images = _item_images(request, item)
+    model = model_context(project)
+    images = item_images(user=request.user, item=item)
     job = None
     if request.method == "POST":
         form = AskModelForm(request.POST, images=images)
@@ -77,7 +57,7 @@ def item_model(request: HtmxHttpRequest, project_pk: int, pk: int) -> HttpRespon
         "created_by"
     )[:HISTORY_SIZE]
     context = {
-        **_project_context(request, project),
+        **project_context(request, project),
         **model,
         "item": item,
         "form": form,
@@ -85,7 +65,7 @@ def item_model(request: HtmxHttpRequest, project_pk: int, pk: int) -> HttpRespon
         "job": job,
         "calls": calls,
     }
-    return _render(
+    return render_page(
         request,
         "benchmark/model_call.html",
         context,
@@ -99,8 +79,8 @@ def item_model(request: HtmxHttpRequest, project_pk: int, pk: int) -> HttpRespon
 def model_call_job(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A model-call job: progress while it runs, then the answer or the error with a Retry
     button. The polled fragment answers 286 (stop polling) once the job is done."""
-    job = selectors.job_get(user=request.user, pk=pk)
-    response = _render(
+    job = services.job_refresh(job=selectors.job_get(user=request.user, pk=pk))
+    response = render_page(
         request, "benchmark/model_call_job.html", {"job": job}, fragments={"mcjob-*": "job"}
     )
     polled = request.htmx and (request.htmx.target or "").startswith("mcjob-")
@@ -121,6 +101,6 @@ def job_retry(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return HttpResponse(exc.message, status=exc.status_code, content_type="text/plain")
     if not request.htmx:
         return redirect("benchmark:model_call_job", pk=new.pk)
-    return _render(
+    return render_page(
         request, "benchmark/model_call_job.html", {"job": new}, fragments={"mcjob-*": "job"}
     )

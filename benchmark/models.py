@@ -416,6 +416,12 @@ class Job(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the task last reported (start or progress); a running job silent for "
+        "longer than its task's time limit lost its worker.",
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -426,10 +432,16 @@ class Job(models.Model):
                 name="job_progress_le_total",
             ),
         ]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="job_status_heartbeat")]
 
     @property
     def done(self) -> bool:
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+    @property
+    def worker_lost(self) -> bool:
+        """Failed because its worker stopped without reporting (see ``jobs_sweep``)."""
+        return self.status == JobStatus.FAILED and bool((self.result or {}).get("worker_lost"))
 
     @property
     def percent(self) -> int:

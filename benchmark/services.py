@@ -10,13 +10,14 @@ import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models, transaction
 from django.utils import timezone
 
 from benchmark.bulk import bulk_insert, bulk_load_begin, column_of
@@ -32,7 +33,7 @@ from benchmark.formats import (
     get_format,
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
-from benchmark.imaging import ImageRejected, inspect_image, make_thumbnail
+from benchmark.imaging import ImageInfo, ImageRejected, inspect_image, make_thumbnail
 from benchmark.models import (
     Image,
     Item,
@@ -63,7 +64,22 @@ def image_store(*, data: bytes, name: str = "", project: Project | None = None) 
         )
     except ImageRejected as exc:
         raise ValidationFailed(f"{name or 'upload'}: {exc}") from None
+    return image_store_inspected(data=data, info=info, project=project)[0]
+
+
+def image_store_inspected(
+    *,
+    data: bytes,
+    info: ImageInfo,
+    project: Project | None = None,
+    source: Image | None = None,
+    recipe: dict[str, Any] | None = None,
+) -> tuple[Image, bool]:
+    """The row for bytes already inspected (``info``), created if new with its file and a
+    thumbnail, linked to ``project``; a derived image keeps its ``source`` and ``recipe``.
+    Returns (image, created). Safe against two requests storing the same bytes at once."""
     image = Image.objects.filter(sha256=info.sha256).first()
+    created = False
     if image is None:
         image = Image(
             sha256=info.sha256,
@@ -71,16 +87,29 @@ def image_store(*, data: bytes, name: str = "", project: Project | None = None) 
             width=info.width,
             height=info.height,
             size_bytes=info.size_bytes,
+            source=source,
+            recipe=recipe or {},
         )
         shard = f"{info.sha256[:2]}/{info.sha256}"
         image.file.save(f"{shard}.{info.extension}", ContentFile(data), save=False)
         # A thumbnail is a convenience: the image is kept even when one cannot be made.
         with contextlib.suppress(Exception):
             image.thumbnail.save(f"{shard}.png", ContentFile(make_thumbnail(data)), save=False)
-        image.save()
+        try:
+            with transaction.atomic():
+                image.save()
+            created = True
+        except IntegrityError:  # stored meanwhile by another request
+            image = Image.objects.get(sha256=info.sha256)
+    elif source is not None and not image.recipe and image.pk != source.pk:
+        # Bytes stored before without a recipe (an upload equal to this result): record how
+        # they can be made, so the check works for them too.
+        image.source = source
+        image.recipe = recipe or {}
+        image.save(update_fields=["source", "recipe"])
     if project is not None:
         image.projects.add(project)
-    return image
+    return image, created
 
 
 # --------------------------------------------------------------------------- import
@@ -721,7 +750,8 @@ def job_create(
 def job_progress(
     *, job_id: int, progress: int, total: int | None = None, message: str = ""
 ) -> None:
-    fields: dict[str, Any] = {"progress": progress}
+    """Record progress; every report is also the job's heartbeat (``heartbeat_at``)."""
+    fields: dict[str, Any] = {"progress": progress, "heartbeat_at": timezone.now()}
     if total is not None:
         fields["total"] = total
     if message:
@@ -731,11 +761,101 @@ def job_progress(
 
 def job_start(*, job_id: int) -> bool:
     """Mark a queued job running. False when it is not queued (a repeat delivery)."""
+    now = timezone.now()
     return bool(
         Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
-            status=JobStatus.RUNNING, started_at=timezone.now()
+            status=JobStatus.RUNNING, started_at=now, heartbeat_at=now
         )
     )
+
+
+#: The hard time limit (seconds) of the task behind a job kind, as its ``@shared_task`` sets
+#: it (the task reads it from here); kinds not listed run under CELERY_TASK_TIME_LIMIT.
+JOB_TIME_LIMITS: dict[str, int] = {"model_call": 31 * 60}
+#: How much longer than its task's time limit a running job may stay silent before it counts
+#: as lost; also how long a queued job may wait when tasks run in-process (no broker).
+JOB_STALE_MARGIN = 5 * 60
+#: How long a queued job may wait for a worker when a broker is configured.
+JOB_QUEUED_LIMIT = 24 * 60 * 60
+
+
+def job_time_limit(kind: str) -> int:
+    """The hard time limit in seconds of the task that runs jobs of ``kind``."""
+    return JOB_TIME_LIMITS.get(kind, int(settings.CELERY_TASK_TIME_LIMIT))
+
+
+def job_soft_time_limit(kind: str) -> int:
+    """A minute before the hard limit: the task gets SoftTimeLimitExceeded and records it."""
+    return max(job_time_limit(kind) - 60, 1)
+
+
+def _silent_since(cutoff: datetime) -> models.Q:
+    """Jobs whose last sign of life (heartbeat, else start, else creation) is before
+    ``cutoff``."""
+    return (
+        models.Q(heartbeat_at__lt=cutoff)
+        | models.Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+        | models.Q(heartbeat_at__isnull=True, started_at__isnull=True, created_at__lt=cutoff)
+    )
+
+
+def jobs_sweep(*, now: datetime | None = None) -> list[int]:
+    """Mark failed every running job silent for longer than its task's time limit plus
+    JOB_STALE_MARGIN (its worker died or was killed: a living task cannot outrun its limit),
+    and every queued job no worker started in time. Returns the ids marked failed. Reads
+    first and writes only when something is stale, so polling it costs one indexed query."""
+    now = now or timezone.now()
+    candidates = list(
+        Job.objects.filter(status__in=[JobStatus.RUNNING, JobStatus.QUEUED]).values_list(
+            "pk", "kind", "status", "heartbeat_at", "started_at", "created_at"
+        )
+    )
+    eager = getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)
+    queued_limit = JOB_STALE_MARGIN if eager else JOB_QUEUED_LIMIT
+    swept: list[int] = []
+    for pk, kind, status, heartbeat, started, created in candidates:
+        last = heartbeat or started or created
+        if status == JobStatus.RUNNING:
+            limit = job_time_limit(kind) + JOB_STALE_MARGIN
+            error = (
+                "The worker stopped while running this job; retry. (No progress report for "
+                f"{(now - last).total_seconds() / 60:.0f} minutes, longer than the task's "
+                f"{job_time_limit(kind) // 60}-minute time limit.)"
+            )
+        else:
+            limit = queued_limit
+            error = (
+                "No worker started this job; retry. (It waited "
+                f"{(now - last).total_seconds() / 60:.0f} minutes; is the Celery worker running?)"
+            )
+        cutoff = now - timedelta(seconds=limit)
+        if last >= cutoff:
+            continue
+        # Guarded on the state read: a job that reported or finished meanwhile is left alone.
+        changed = (
+            Job.objects.filter(pk=pk, status=status)
+            .filter(_silent_since(cutoff))
+            .update(
+                status=JobStatus.FAILED,
+                error=error,
+                message="",
+                result={"worker_lost": True},
+                finished_at=now,
+            )
+        )
+        if changed:
+            swept.append(pk)
+    return swept
+
+
+def job_refresh(*, job: Job) -> Job:
+    """For a polled job: sweep lost jobs first, so a job whose worker died answers failed
+    instead of polling forever (no beat scheduler needed). Returns the job as stored now."""
+    if job.done:
+        return job
+    if job.pk in jobs_sweep():
+        job.refresh_from_db()
+    return job
 
 
 def job_finish(*, job_id: int, result: dict[str, Any] | None = None, error: str = "") -> None:

@@ -176,9 +176,17 @@ CELERY_BROKER_URL = env("CELERY_BROKER_URL") or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not env("CELERY_BROKER_URL")
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_RESULT_BACKEND = None
-CELERY_TASK_ACKS_LATE = True
+# Late acks only where a task says so: every job task is guarded on its Job's status (a repeated
+# delivery does nothing twice), so it acks late and a message a dead worker never started is
+# delivered again. Not requeued on worker loss: the job is already "running", a second delivery
+# would do nothing, and `jobs_sweep` (run on every poll) marks it failed with a retry instead.
+CELERY_TASK_ACKS_LATE = False
+CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_TASK_TIME_LIMIT = 60 * 60
-CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
+CELERY_TASK_SOFT_TIME_LIMIT = 59 * 60
+# Redis redelivers an unacknowledged message after the visibility timeout: longer than any task
+# may run, so a running task's message is not handed to a second worker.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 10 * 60}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 # Task modules outside an app's tasks.py, which autodiscovery does not find.

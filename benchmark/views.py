@@ -4,28 +4,24 @@ renders the full page or, for htmx requests, only the fragment that was asked fo
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models.fields.files import FieldFile
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.http.response import HttpResponseBase
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods
-from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HTMX_STOP_POLLING
 
-from benchmark import permissions, selectors, services
+from benchmark import selectors, services
 from benchmark.exceptions import DomainError
 from benchmark.forms import ExportForm, ImportForm, ItemFilterForm
 from benchmark.models import (
     ItemStatus,
-    Project,
     ProjectKind,
 )
+from benchmark.pages import htmx_page, project_context, render_page, require_action
 from benchmark.presenters import (
     attachment_label,
     item_view,
@@ -37,43 +33,6 @@ from benchmark.presenters import (
 from benchmark.typing import HtmxHttpRequest
 
 PAGE_SIZE = 50
-
-htmx_page = vary_on_headers("HX-Request", "HX-Target")
-
-
-def _render(
-    request: HttpRequest,
-    template: str,
-    context: dict[str, Any],
-    *,
-    fragments: dict[str, str] | None = None,
-) -> HttpResponse:
-    """Render the whole page, or for an htmx request the partial its target asks for:
-    ``fragments`` maps a target id (or an id prefix ending in ``*``) to a partial name, and any
-    other target gets the page's ``content`` partial. History restores get the full page."""
-    htmx = getattr(request, "htmx", None)
-    if htmx and not htmx.history_restore_request:
-        target = htmx.target or ""
-        fragment = "content"
-        for key, name in (fragments or {}).items():
-            if target == key or (key.endswith("*") and target.startswith(key[:-1])):
-                fragment = name
-                break
-        template = f"{template}#{fragment}"
-    return render(request, template, context)
-
-
-def _require(request: HttpRequest, project: Project, action: str) -> None:
-    if not permissions.can(user=request.user, project=project, action=action):
-        raise PermissionDenied(f"Your role in this project does not allow {action}.")
-
-
-def _project_context(request: HttpRequest, project: Project) -> dict[str, Any]:
-    return {
-        "project": project,
-        "role": permissions.role_in(user=request.user, project=project),
-        "actions": permissions.allowed_actions(user=request.user, project=project),
-    }
 
 
 # --------------------------------------------------------------------------- projects
@@ -88,7 +47,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
         project.status_counts = [  # type: ignore[attr-defined]
             (value, label, getattr(project, f"n_{value}")) for value, label in ItemStatus.choices
         ]
-    return _render(request, "benchmark/project_list.html", {"projects": projects})
+    return render_page(request, "benchmark/project_list.html", {"projects": projects})
 
 
 @login_required
@@ -108,7 +67,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     counts = selectors.item_status_counts(user=request.user, project=project)
     export_form = ExportForm()
     context = {
-        **_project_context(request, project),
+        **project_context(request, project),
         "form": form,
         "filters": filters,
         "page": page,
@@ -116,7 +75,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
         "export_form": export_form,
     }
-    return _render(
+    return render_page(
         request, "benchmark/project_detail.html", context, fragments={"item-list": "item-list"}
     )
 
@@ -141,7 +100,7 @@ def item_detail(request: HttpRequest, project_pk: int, pk: int) -> HttpResponse:
         shas += [r.get("sha256") for r in traj.image_refs or []]
     images = selectors.images_by_sha(user=request.user, shas=shas)
     context = {
-        **_project_context(request, project),
+        **project_context(request, project),
         "item": item,
         "view": item_view(
             item, images, "image_index" if project.kind == ProjectKind.TRAJECTORY else "img_index"
@@ -159,7 +118,7 @@ def item_detail(request: HttpRequest, project_pk: int, pk: int) -> HttpResponse:
         "trajectories": [trajectory_view(t, images) for t in trajectories],
         "answer_hidden": hidden,
     }
-    return _render(request, "benchmark/item_detail.html", context)
+    return render_page(request, "benchmark/item_detail.html", context)
 
 
 # --------------------------------------------------------------------------- images
@@ -204,7 +163,7 @@ def image_thumb(request: HttpRequest, sha256: str) -> FileResponse:
 def project_import(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Upload a dataset file or .zip; starts an import job and shows its progress."""
     project = selectors.project_get(user=request.user, pk=pk)
-    _require(request, project, "import")
+    require_action(request, project, "import")
     job = None
     if request.method == "POST":
         form = ImportForm(request.POST, request.FILES)
@@ -222,7 +181,7 @@ def project_import(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     else:
         form = ImportForm()
     context = {
-        **_project_context(request, project),
+        **project_context(request, project),
         "form": form,
         "job": job,
         "max_upload_mb": settings.BENCHWRIGHT_MAX_UPLOAD_BYTES // (1024 * 1024),
@@ -230,7 +189,7 @@ def project_import(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             kind=services.IMPORT_KIND
         )[:5],
     }
-    return _render(
+    return render_page(
         request,
         "benchmark/project_import.html",
         context,
@@ -243,7 +202,7 @@ def project_import(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def project_export(request: HttpRequest, pk: int) -> HttpResponseBase:
     """Download the project's data in its format (optionally one status)."""
     project = selectors.project_get(user=request.user, pk=pk)
-    _require(request, project, "export")
+    require_action(request, project, "export")
     form = ExportForm(request.GET)
     if not form.is_valid():
         return HttpResponseBadRequest(
@@ -274,8 +233,8 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponseBase:
 @htmx_page
 def job_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A job's progress. The polled fragment answers 286 (stop polling) once it is done."""
-    job = selectors.job_get(user=request.user, pk=pk)
-    response = _render(
+    job = services.job_refresh(job=selectors.job_get(user=request.user, pk=pk))
+    response = render_page(
         request, "benchmark/job_detail.html", {"job": job}, fragments={"job-*": "job"}
     )
     polled = request.htmx and (request.htmx.target or "").startswith("job-")

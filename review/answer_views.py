@@ -7,15 +7,17 @@ from typing import Any
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HTMX_STOP_POLLING
 
 from benchmark import permissions
 from benchmark import selectors as benchmark_selectors
-from benchmark.exceptions import DomainError, ValidationFailed
-from benchmark.models import Project, ProjectKind
+from benchmark import services as benchmark_services
+from benchmark.exceptions import DomainError
+from benchmark.models import JobStatus, Project, ProjectKind
 from review import answers as review_answers
 
 
@@ -75,12 +77,31 @@ def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**b, "bars": _bars(b["calls_per_answer"]["histogram"])} for b in blocks]
 
 
+def _result_context(result: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "inline_mb": review_answers.INLINE_BYTES // 2**20,
+        "max_mb": review_answers.max_score_bytes() // 2**20,
+        "result": result,
+        "blocks": _rows(result) if result else [],
+        "gt_bars": _bars(result["ground_truth"]["calls_per_answer"]["histogram"]) if result else [],
+    }
+
+
+def _panel(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    htmx = getattr(request, "htmx", None)
+    if htmx and not htmx.history_restore_request and htmx.target == "score-panel":
+        template += "#panel"
+    return render(request, template, context)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def score_answers(request: HttpRequest, pk: int) -> HttpResponse:
     """Upload answers; get format correctness, tool adoption, calls per answer, tool-set
-    P/R/F1 against the verified ground truth and LLM-I's R_rule, per model."""
+    P/R/F1 against the verified ground truth and LLM-I's R_rule, per model. Up to
+    INLINE_BYTES the figures come in this response; larger uploads start a scoring job whose
+    progress the page polls, and whose figures appear in its place when it is done."""
     project = _project_reviewable(request, pk)
     interleaved = project.kind == ProjectKind.INTERLEAVED and bool(project.tag_syntax)
     form = (
@@ -89,34 +110,63 @@ def score_answers(request: HttpRequest, pk: int) -> HttpResponse:
         else ScoreAnswersForm()
     )
     result = None
+    job = None
     if request.method == "POST" and interleaved and form.is_valid():
         uploads = form.cleaned_data["answers"]
+        only_verified = form.cleaned_data["only_verified"]
         try:
-            size = sum(u.size or 0 for u in uploads)
-            if size > review_answers.MAX_SCORE_BYTES:
-                raise ValidationFailed(
-                    f"the files add up to {size / 2**20:.1f} MB; the page scores up to "
-                    f"{review_answers.MAX_SCORE_BYTES // 2**20} MB at a time (use fewer files, "
-                    "or `manage.py score_responses` for large runs)"
+            size = review_answers.uploads_check(uploads)
+            if size > review_answers.INLINE_BYTES:
+                job = review_answers.answers_score_start(
+                    project=project, user=request.user, uploads=uploads, only_verified=only_verified
                 )
-            records = review_answers.read_uploads(
-                [(u.name or "answers", u.read()) for u in uploads]
-            )
-            result = review_answers.answers_score(
-                project=project, records=records, only_verified=form.cleaned_data["only_verified"]
-            )
+            else:
+                records = review_answers.read_uploads(
+                    [(u.name or "answers", u.read()) for u in uploads]
+                )
+                result = review_answers.answers_score(
+                    project=project, records=records, only_verified=only_verified
+                )
         except DomainError as exc:
             form.add_error("answers", exc.message)
+        if job is not None and not getattr(request, "htmx", None):
+            return redirect("review:score_answers_job", pk=job.pk)
     context = {
         "project": project,
         "form": form,
-        "result": result,
-        "blocks": _rows(result) if result else [],
         "interleaved": interleaved,
-        "gt_bars": _bars(result["ground_truth"]["calls_per_answer"]["histogram"]) if result else [],
+        "job": job,
+        **_result_context(result),
     }
-    template = "review/score_answers.html"
+    return _panel(request, "review/score_answers.html", context)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request", "HX-Target")
+def score_answers_job(request: HttpRequest, pk: int) -> HttpResponse:
+    """A scoring job of uploaded answers: its progress while it runs, then the same figures
+    the page shows for a small upload (or the message naming the bad file). The polled
+    fragment answers 286 (stop polling) once the job is done."""
+    job = benchmark_selectors.job_get(user=request.user, pk=pk)
+    if job.kind != review_answers.SCORE_KIND or job.project is None:
+        raise Http404("not an answer-scoring job")
+    project = _project_reviewable(request, job.project.pk)
+    job = benchmark_services.job_refresh(job=job)
+    result = None
+    if job.status == JobStatus.SUCCEEDED and job.result:
+        result = review_answers.answers_result_ordered(job.result)
+    context = {
+        "project": project,
+        "form": ScoreAnswersForm(),
+        "interleaved": True,
+        "job": job,
+        **_result_context(result),
+    }
     htmx = getattr(request, "htmx", None)
-    if htmx and not htmx.history_restore_request and htmx.target == "score-panel":
-        template += "#panel"
-    return render(request, template, context)
+    if htmx and (htmx.target or "").startswith("answersjob-"):
+        response = render(request, "review/score_answers.html#answers-job", context)
+        if job.done:
+            response.status_code = HTMX_STOP_POLLING
+        return response
+    return _panel(request, "review/score_answers.html", context)

@@ -1,6 +1,8 @@
 """Scoring uploaded model answers of an interleaved project against its verified ground truth.
 
-Reads only: nothing is stored. The figures and their definitions come from
+Nothing of the answers is stored: uploads up to INLINE_BYTES are scored in the request; larger
+ones (up to MAX_UPLOAD_MB) are kept on disk only until a scoring Job has read them, and the
+figures are the job's result. The figures and their definitions come from
 ``benchmark.metrics.tag_scores``; this module finds the project's items, their verified
 ground-truth answers (the newest saved version of the ground-truth response, else its
 imported text), LLM-I image-number constraints and input image counts, and matches each
@@ -9,13 +11,21 @@ uploaded answer to its item.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, cast
 
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
 from django.db.models import OuterRef, Subquery
+from django.utils.text import get_valid_filename
 
 from annotation.models import ResponseVersion
-from benchmark.exceptions import ValidationFailed
+from benchmark import permissions
+from benchmark import services as benchmark_services
+from benchmark.exceptions import PermissionDenied, ValidationFailed
 from benchmark.formats.base import FormatError
 from benchmark.metrics.tag_scores import (
     AnswerRecord,
@@ -25,12 +35,15 @@ from benchmark.metrics.tag_scores import (
     read_answer_file,
     score_answers,
 )
-from benchmark.models import Item, ItemStatus, Origin, Project, ProjectKind, Response
+from benchmark.models import Item, ItemStatus, Job, Origin, Project, ProjectKind, Response
 from benchmark.tags import Syntax, builtin_toolset, parse_image_num
 from benchmark.toolset_specs import tag_toolset
+from benchmark.typing import AnyUser, User
 
-#: Uploads are scored in the request; more than this goes through ``score_responses``.
-MAX_SCORE_BYTES = 16 * 1024 * 1024
+#: Uploads up to this size are scored in the request (figures in the same response, nothing
+#: written); larger ones run as a job with a progress bar, up to MAX_UPLOAD_MB.
+INLINE_BYTES = 2 * 1024 * 1024
+SCORE_KIND = "score_answers"
 MAX_FILES = 20
 #: How many unknown item ids the result lists.
 UNKNOWN_SHOWN = 10
@@ -120,7 +133,11 @@ def read_uploads(
 
 
 def answers_score(
-    *, project: Project, records: Sequence[AnswerRecord], only_verified: bool = False
+    *,
+    project: Project,
+    records: Sequence[AnswerRecord],
+    only_verified: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """The figures of ``benchmark.metrics.tag_scores.score_answers`` for answers read with
     ``read_uploads``, plus what could not be matched: answers naming items the project does
@@ -156,7 +173,9 @@ def answers_score(
         first_at[key] = record
         resolved.append(ResolvedAnswer(record.model, item_id, record.text))
     toolset, tool_names = _tools(project)
-    result = score_answers(resolved, infos, syntax=syntax, toolset=toolset, tools=tool_names)
+    result = score_answers(
+        resolved, infos, syntax=syntax, toolset=toolset, tools=tool_names, progress=progress
+    )
     result.update(
         {
             "project": project.name,
@@ -166,6 +185,152 @@ def answers_score(
             "n_scored": len(resolved),
             "n_unknown": len(unknown),
             "unknown_ids": unknown[:UNKNOWN_SHOWN],
+            "tool_order": [t.lower() for t in tool_names],
         }
     )
     return result
+
+
+def _ordered_block(block: dict[str, Any], tool_order: list[str]) -> dict[str, Any]:
+    rank = {t: i for i, t in enumerate(tool_order)}
+
+    def tools_first(items: dict[str, Any]) -> dict[str, Any]:
+        return dict(sorted(items.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+
+    out = dict(block)
+    for key in ("per_tool", "adoption"):
+        if isinstance(out.get(key), dict):
+            out[key] = tools_first(out[key])
+    calls = out.get("calls_per_answer")
+    if isinstance(calls, dict) and isinstance(calls.get("histogram"), dict):
+        histogram = calls["histogram"]
+        ordered = sorted(histogram.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)
+        out["calls_per_answer"] = {**calls, "histogram": dict(ordered)}
+    return out
+
+
+def answers_result_ordered(result: dict[str, Any]) -> dict[str, Any]:
+    """A result read back from a job's row in the order ``answers_score`` made it: PostgreSQL's
+    jsonb keeps no key order, so models by name, tools in the toolset's order (then the others
+    by name) and the histogram by number of calls."""
+    order = list(result.get("tool_order") or [])
+    out = dict(result)
+    models = result.get("models") or {}
+    out["models"] = {name: _ordered_block(models[name], order) for name in sorted(models)}
+    for key in ("overall", "ground_truth"):
+        if isinstance(result.get(key), dict):
+            out[key] = _ordered_block(result[key], order)
+    return out
+
+
+# =========================================================================== as a job
+
+
+def max_score_bytes() -> int:
+    """The largest upload (all files together) the page takes."""
+    return int(settings.BENCHWRIGHT_MAX_UPLOAD_BYTES)
+
+
+def _require_scorable(project: Project, user: AnyUser) -> User:
+    permissions.require(user=user, project=project, action="review")
+    if not isinstance(user, User):
+        raise PermissionDenied("log in to score answers")
+    if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:
+        raise ValidationFailed(
+            "only interleaved projects (ATP-Bench, LLM-I) have tool tags to score"
+        )
+    return user
+
+
+def _upload_root(job_id: int) -> Path:
+    return Path(settings.MEDIA_ROOT) / "answers-upload" / str(job_id)
+
+
+def uploads_check(uploads: Sequence[UploadedFile]) -> int:
+    """The uploads' total size; ValidationFailed for none, too many or too large."""
+    uploads = [u for u in uploads if u is not None]
+    if not uploads:
+        raise ValidationFailed("choose at least one answer file")
+    if len(uploads) > MAX_FILES:
+        raise ValidationFailed(f"{len(uploads)} files; at most {MAX_FILES} at a time")
+    size = sum(u.size or 0 for u in uploads)
+    limit = max_score_bytes()
+    if size > limit:
+        raise ValidationFailed(
+            f"the files add up to {size / 2**20:.1f} MB; the page scores up to "
+            f"{limit // 2**20} MB at a time (use fewer files, or `manage.py score_responses` "
+            "for larger runs)"
+        )
+    return size
+
+
+def answers_score_start(
+    *,
+    project: Project,
+    user: AnyUser,
+    uploads: Sequence[UploadedFile],
+    only_verified: bool = False,
+) -> Job:
+    """Keep the uploaded answer files under MEDIA_ROOT/answers-upload/<job>/ and enqueue the
+    scoring job after commit. The files are removed once the job has read them."""
+    from review.answer_tasks import answers_score_task  # the task module imports this one
+
+    reviewer = _require_scorable(project, user)
+    uploads_check(uploads)
+    names = [Path(u.name or "answers").name for u in uploads]
+    label = ", ".join(names)[:200]
+    with transaction.atomic():
+        job = benchmark_services.job_create(
+            kind=SCORE_KIND,
+            user=reviewer,
+            project=project,
+            params={"project_id": project.pk, "name": label, "only_verified": only_verified},
+        )
+        root = _upload_root(job.pk)
+        files: list[list[str]] = []
+        try:
+            root.mkdir(parents=True, exist_ok=False)
+            for n, (upload, name) in enumerate(zip(uploads, names, strict=True)):
+                target = root / f"{n}-{get_valid_filename(name) or 'answers'}"
+                with target.open("wb") as dst:
+                    for chunk in upload.chunks():
+                        dst.write(chunk)
+                files.append([name, str(target)])
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        job.params = {**job.params, "files": files, "path": str(root)}
+        job.message = "queued"
+        job.save(update_fields=["params", "message"])
+        transaction.on_commit(lambda: answers_score_task.delay(job.pk))
+    return job
+
+
+def answers_score_job(*, job: Job, progress: Callable[..., None] | None = None) -> dict[str, Any]:
+    """The scoring job's work: read every kept file (a bad one raises ValidationFailed naming
+    file, line and field), then score; the result is ``answers_score``'s."""
+    tick = progress or (lambda **k: None)
+    project = Project.objects.get(pk=job.params["project_id"])
+    files = job.params.get("files") or []
+    records: list[AnswerRecord] = []
+    for n, (name, path) in enumerate(files, start=1):
+        tick(progress=0, message=f"reading {name} ({n} of {len(files)})")
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise ValidationFailed(f"{name}: the uploaded file cannot be read ({exc})") from None
+        records.extend(read_uploads([(name, data)], max_files=None))
+    tick(progress=0, total=len(records), message="scoring")
+    return answers_score(
+        project=project,
+        records=records,
+        only_verified=bool(job.params.get("only_verified")),
+        progress=lambda n: tick(progress=min(n, len(records))),
+    )
+
+
+def answers_upload_cleanup(*, job: Job) -> None:
+    folder = job.params.get("path")
+    base = (Path(settings.MEDIA_ROOT) / "answers-upload").resolve()
+    if folder and Path(folder).resolve().is_relative_to(base):
+        shutil.rmtree(folder, ignore_errors=True)

@@ -90,6 +90,17 @@ def project_score_plans(
 ) -> dict[str, Any]:
     gold = _gold_plans(project, status)
     if not gold:
+        if (
+            status
+            and Plan.objects.filter(
+                item__project=project, origin="ground_truth", is_alternative=False
+            ).exists()
+        ):
+            raise ValidationFailed(
+                f"no {status} items with a ground-truth plan to score against; verify items "
+                'first (Judging), or untick "Verified items only" to score against every '
+                "ground-truth plan"
+            )
         raise ValidationFailed("no items with a ground-truth plan to score against")
     unknown = sorted(set(predictions) - set(gold))
     spec = toolset_from_mapping(plan_toolset(project.toolset))

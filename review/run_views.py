@@ -11,16 +11,18 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
 from benchmark import permissions, selectors
+from benchmark import services as benchmark_services
 from benchmark.exceptions import Conflict, DomainError
 from benchmark.metrics.agentic_mme import FailureMode
-from benchmark.models import Project, ProjectKind
+from benchmark.models import Job, Project, ProjectKind
+from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest
-from benchmark.views import _project_context, _render, htmx_page
 from review import runs
 from review.models import AgentRun
 
@@ -102,7 +104,7 @@ def runs_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 return redirect("review:runs_job", pk=job.pk)
             form = RunUploadForm()
     context = {
-        **_project_context(request, project),
+        **project_context(request, project),
         "form": form,
         "errors": errors,
         "job": job,
@@ -111,7 +113,7 @@ def runs_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "pending": runs.score_jobs(user=request.user, project=project)[:5],
         "max_upload_mb": settings.BENCHWRIGHT_MAX_UPLOAD_BYTES // (1024 * 1024),
     }
-    return _render(request, "review/runs.html", context, fragments={"runs-upload": "upload"})
+    return render_page(request, "review/runs.html", context, fragments={"runs-upload": "upload"})
 
 
 @login_required
@@ -120,11 +122,13 @@ def runs_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def runs_job(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A scoring job's progress; the polled fragment stops polling (286) when it is done."""
     job = selectors.job_get(user=request.user, pk=pk)
-    if job.kind != runs.SCORE_KIND or job.project is None:
+    if job.kind not in (runs.SCORE_KIND, runs.RESCORE_KIND) or job.project is None:
         raise PermissionDenied("This is not a run-scoring job.")
-    _require_review(request, job.project)
-    context = {**_project_context(request, job.project), "job": job}
-    response = _render(request, "review/runs_job.html", context, fragments={"runjob-*": "job"})
+    project = job.project
+    _require_review(request, project)
+    job = benchmark_services.job_refresh(job=job)
+    context = {**project_context(request, project), "job": job}
+    response = render_page(request, "review/runs_job.html", context, fragments={"runjob-*": "job"})
     polled = request.htmx and (request.htmx.target or "").startswith("runjob-")
     if polled and job.done:
         response.status_code = HTMX_STOP_POLLING
@@ -140,12 +144,49 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     run_set = runs.run_set_get(user=request.user, pk=pk)
     _require_review(request, run_set.project)
     context = {
-        **_project_context(request, run_set.project),
+        **project_context(request, run_set.project),
         "run_set": run_set,
         "results": runs.run_set_results(run_set=run_set),
         "levels": ["L1", "L2", "L3"],
     }
-    return _render(request, "review/runs_results.html", context)
+    return render_page(request, "review/runs_results.html", context)
+
+
+@login_required
+@require_POST
+def run_set_rescore(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Rescore an upload's runs against the items' current reference, as a job; the people's
+    visual answers and failure labels stay. A rescore already under way answers 409 and shows
+    that job's progress instead."""
+    run_set = runs.run_set_get(user=request.user, pk=pk)
+    _require_review(request, run_set.project)
+    error = ""
+    try:
+        job: Job | None = runs.run_set_rescore_start(run_set=run_set, user=request.user)
+    except DomainError as exc:
+        error = exc.message
+        job = runs.rescore_job_active(run_set=run_set)
+    if not request.htmx and not error and job is not None:
+        return redirect("review:runs_job", pk=job.pk)
+    context = {
+        **project_context(request, run_set.project),
+        "run_set": run_set,
+        "job": job,
+        "rescore_job": job,
+        "rescore_error": error,
+    }
+    target = (request.htmx.target or "") if request.htmx else ""
+    if target.startswith("runjob-") and job is not None:
+        # Retry from a failed rescoring job's card: the new (or running) job's card in place.
+        response = render(request, "review/runs_job.html#job", context)
+    elif request.htmx:
+        response = render(request, "review/runs_results.html#rescore", context)
+    else:
+        context.update(results=runs.run_set_results(run_set=run_set), levels=["L1", "L2", "L3"])
+        response = render(request, "review/runs_results.html", context)
+    if error:
+        response.status_code = 409
+    return response
 
 
 def _run_context(request: HttpRequest, run: AgentRun, **extra: Any) -> dict[str, Any]:
@@ -164,7 +205,7 @@ def _run_context(request: HttpRequest, run: AgentRun, **extra: Any) -> dict[str,
     for row in page["checkpoints"]:
         row["reference_shas"] = [sha for sha in row["reference_shas"] if sha in found]
     return {
-        **_project_context(request, run.run_set.project),
+        **project_context(request, run.run_set.project),
         "run": run,
         "input_sha": next((sha for sha in inputs if sha in found), None),
         "produced": [{**i, "found": i.get("sha256") in found} for i in run.images or []],
@@ -184,7 +225,7 @@ def _run_context(request: HttpRequest, run: AgentRun, **extra: Any) -> dict[str,
 def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     run = runs.run_get(user=request.user, pk=pk)
     _require_review(request, run.run_set.project)
-    return _render(request, "review/runs_run.html", _run_context(request, run))
+    return render_page(request, "review/runs_run.html", _run_context(request, run))
 
 
 @login_required
@@ -216,7 +257,17 @@ def run_visual(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return redirect("review:run_detail", pk=run.pk)
     run.refresh_from_db()
     context = _run_context(request, run, verdict_error=message)
-    response = _render(request, "review/runs_run.html", context, fragments={"run-checks": "checks"})
+    response = render_page(
+        request, "review/runs_run.html", context, fragments={"run-checks": "checks"}
+    )
+    if request.htmx and not context["score"].acc:
+        # The answer may change what the scores point at: refresh the failure-mode section too
+        # (out of band), keeping what the person chose or typed there and has not saved yet.
+        context["label_form"] = _label_form_after_verdict(request, context)
+        label = render_to_string(
+            "review/runs_run.html#label", {**context, "label_oob": True}, request=request
+        )
+        response.content = response.content + label.encode()
     if status != 200:
         # htmx swaps this response too (the page says what happened and shows the other
         # person's answer); the status tells scripts and tests.
@@ -224,6 +275,18 @@ def run_visual(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         response["HX-Retarget"] = "#run-checks"
         response["HX-Reswap"] = "outerHTML"
     return response
+
+
+def _label_form_after_verdict(request: HttpRequest, context: dict[str, Any]) -> LabelForm:
+    """The label form as the person left it (the verdict form posts it along). A choice still
+    on the suggestion shown follows the new suggestion, unless the person saved a label."""
+    if "note" not in request.POST:
+        return context["label_form"]
+    mode = request.POST.get("mode") or ""
+    suggested = context["suggested"]
+    if context["my_label"] is None and mode in ("", request.POST.get("suggested_shown", "")):
+        mode = suggested.value if suggested is not None else ""
+    return LabelForm(initial={"mode": mode or None, "note": request.POST.get("note", "")})
 
 
 @login_required
@@ -249,4 +312,4 @@ def run_label(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             if not request.htmx:
                 return redirect("review:run_detail", pk=run.pk)
     context = _run_context(request, run, label_form=None if saved else form, label_saved=saved)
-    return _render(request, "review/runs_run.html", context, fragments={"run-label": "label"})
+    return render_page(request, "review/runs_run.html", context, fragments={"run-label": "label"})

@@ -20,14 +20,16 @@ command line has no person to ask, so it always uses the proxy.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
 import re
 import shutil
+import tempfile
 import zipfile
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -43,7 +45,7 @@ from benchmark import permissions
 from benchmark import services as benchmark_services
 from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
 from benchmark.metrics import agentic_mme as mme
-from benchmark.models import Item, Job, Project, ProjectKind, Trajectory
+from benchmark.models import Image, Item, Job, JobStatus, Project, ProjectKind, Trajectory
 from benchmark.typing import AnyUser, User
 from review.models import AgentRun, FailureLabel, RunSet, VisualVerdict
 
@@ -53,6 +55,7 @@ META_FILE = "run_meta.json"
 TOOL_IMAGES_DIR = "tool_images"
 MAX_DEPTH = 4
 SCORE_KIND = "score_runs"
+RESCORE_KIND = "rescore_runs"
 MAX_RUN_IMAGES = 200
 
 # =========================================================================== run folders (pure)
@@ -609,22 +612,114 @@ def _latest_verdicts(run: AgentRun) -> dict[str, VisualVerdict]:
     return latest
 
 
+@contextlib.contextmanager
+def _stored_run_dir(run: AgentRun) -> Iterator[Path | None]:
+    """A temporary run folder holding the run's stored images in ``tool_images/`` (None when
+    it produced none), so a rescore sees the images the upload's scoring saw (``require_images``
+    checks count them). An image whose file is gone counts as not produced."""
+    entries = [i for i in run.images or [] if isinstance(i, dict) and i.get("sha256")]
+    if not entries:
+        yield None
+        return
+    images = {
+        img.sha256: img for img in Image.objects.filter(sha256__in=[i["sha256"] for i in entries])
+    }
+    with tempfile.TemporaryDirectory(prefix="benchwright-run-") as tmp:
+        folder = Path(tmp) / TOOL_IMAGES_DIR
+        folder.mkdir()
+        for n, entry in enumerate(entries):
+            image = images.get(entry["sha256"])
+            if image is None:
+                continue
+            name = get_valid_filename(PurePosixPath(str(entry.get("name") or "")).name)
+            target = folder / (name or f"{entry['sha256'][:16]}.png")
+            if target.exists():
+                target = folder / f"{n}-{target.name}"
+            try:
+                with image.file.open("rb") as src, target.open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except (OSError, ValueError):
+                target.unlink(missing_ok=True)
+        yield Path(tmp)
+
+
 def run_rescore(*, run: AgentRun) -> AgentRun:
-    """Score a stored run again with the newest person's verdict per visual checkpoint."""
+    """Score a stored run again against its item's current task (answer, variants, reference
+    trajectory) with the newest person's verdict per visual checkpoint."""
     verdicts = {cid: v.passed for cid, v in _latest_verdicts(run).items()}
-    agent = mme.AgentRun(
-        tuple(run.events),
-        run.final_answer,
-        None,
-        run.meta.get("effective_tool_calls") if isinstance(run.meta, dict) else None,
-        run.folder,
-    )
-    score = run_score(item=run.item, run=agent, verdicts=verdicts)
+    with _stored_run_dir(run) as run_dir:
+        agent = mme.AgentRun(
+            tuple(run.events),
+            run.final_answer,
+            run_dir,
+            run.meta.get("effective_tool_calls") if isinstance(run.meta, dict) else None,
+            run.folder,
+        )
+        score = run_score(item=run.item, run=agent, verdicts=verdicts)
     run.score = score_to_dict(score)
     run.level = score.level
     run.acc = score.acc
     run.save(update_fields=["score", "level", "acc"])
     return run
+
+
+def run_set_rescore_start(*, run_set: RunSet, user: AnyUser) -> Job:
+    """Enqueue a job that scores every run of the upload again against its item's current
+    reference (after an item was edited). People's visual verdicts and failure labels stay and
+    count as before. Conflict while a rescore of the same upload is queued or running."""
+    from review.run_tasks import run_set_rescore_task  # the task module imports this one
+
+    reviewer = _require_review(user, run_set.project)
+    benchmark_services.jobs_sweep()  # a rescore whose worker died does not block a new one
+    with transaction.atomic():
+        RunSet.objects.select_for_update().filter(pk=run_set.pk).first()
+        busy = rescore_job_active(run_set=run_set)
+        if busy is not None:
+            raise Conflict(f"this upload is being rescored already (job #{busy.pk})")
+        job = benchmark_services.job_create(
+            kind=RESCORE_KIND,
+            user=reviewer,
+            project=run_set.project,
+            total=run_set.runs.count(),
+            params={"run_set_id": run_set.pk, "name": run_set.name},
+        )
+        job.message = "queued"
+        job.save(update_fields=["message"])
+        transaction.on_commit(lambda: run_set_rescore_task.delay(job.pk))
+    return job
+
+
+def run_set_rescore(*, job: Job, progress: Callable[..., None] | None = None) -> dict[str, Any]:
+    """The rescoring job's work: each run of the upload scored again, one run per transaction
+    under the run's lock (a verdict given meanwhile is not lost and counts), against the
+    items as they are now. Running it twice gives the same scores."""
+    tick = progress or (lambda *a, **k: None)
+    run_set = RunSet.objects.get(pk=job.params["run_set_id"])
+    ids = list(run_set.runs.order_by("position", "id").values_list("pk", "item_id"))
+    items = {
+        item.pk: item
+        for item in Item.objects.filter(pk__in={i for _, i in ids}).prefetch_related(
+            Prefetch("trajectories", queryset=Trajectory.objects.order_by("position", "id"))
+        )
+    }
+    tick(progress=0, total=len(ids), message="rescoring")
+    changed = acc_changed = 0
+    for n, (pk, item_id) in enumerate(ids, start=1):
+        with transaction.atomic():
+            run = AgentRun.objects.select_for_update().filter(pk=pk).first()
+            if run is not None:
+                run.item = items[item_id]
+                before = (run.score, run.acc)
+                run_rescore(run=run)
+                changed += json.loads(json.dumps(run.score)) != before[0]
+                acc_changed += run.acc != before[1]
+        tick(progress=n)
+    return {
+        "run_set_id": run_set.pk,
+        "runs": len(ids),
+        "changed": changed,
+        "acc_changed": acc_changed,
+    }
 
 
 def visual_verdict_set(
@@ -727,6 +822,19 @@ def score_jobs(*, user: AnyUser, project: Project) -> QuerySet[Job]:
         Job.objects.filter(project=project, kind=SCORE_KIND, run_set__isnull=True)
         .filter(project__memberships__user=user.pk)
         .order_by("-created_at", "-id")
+    )
+
+
+def rescore_job_active(*, run_set: RunSet) -> Job | None:
+    """The upload's rescoring job that is queued or running, if any."""
+    return (
+        Job.objects.filter(
+            kind=RESCORE_KIND,
+            params__run_set_id=run_set.pk,
+            status__in=[JobStatus.QUEUED, JobStatus.RUNNING],
+        )
+        .order_by("-id")
+        .first()
     )
 
 
@@ -929,5 +1037,6 @@ def project_runs_overview(*, user: AnyUser, project: Project) -> list[dict[str, 
     ):
         scores[set_id].append(score_from_dict(data or {}))
     return [
-        {"set": s, "summary": mme.summarize(scores[s.pk]) if scores[s.pk] else None} for s in sets
+        {"set": s, "summary": figures(scores[s.pk])["overall"] if scores[s.pk] else None}
+        for s in sets
     ]

@@ -1,9 +1,9 @@
-"""Shared fixtures: an isolated media folder, a project with a user in every role, and a
-logged-in client per role."""
+"""Shared fixtures: an isolated media folder, a project with a user in every role, a
+logged-in client per role, and the fake model server (tests/llm_server.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from django.test import Client
 
 from benchmark.models import Project, Role
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.llm_server import FakeModelServer, point_at
 
 ROLES = ["admin", "reviewer", "annotator", "outsider", "anonymous"]
 
@@ -26,6 +27,14 @@ def _isolated_media(settings: Any, tmp_path: Path) -> None:
 def _fast_passwords(settings: Any) -> None:
     """Hashing test passwords with the production hasher would make every user take ~0.5s."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _no_model_from_environment(settings: Any) -> None:
+    """Tests decide the model themselves, whatever the developer's environment says."""
+    settings.BENCHWRIGHT_MODEL_BASE_URL = ""
+    settings.BENCHWRIGHT_MODEL_NAME = ""
+    settings.BENCHWRIGHT_MODEL_API_KEY = ""
 
 
 @pytest.fixture
@@ -71,3 +80,22 @@ def client_for() -> Callable[[Any], Client]:
 def clients(users: dict[str, Any], client_for: Callable[[Any], Client]) -> dict[str, Client]:
     """A logged-in client per role name in ROLES."""
     return {role: client_for(users[role]) for role in ROLES}
+
+
+# --------------------------------------------------------------------------- the fake model
+
+
+@pytest.fixture
+def model_server() -> Iterator[FakeModelServer]:
+    """A local server speaking the OpenAI protocol (tests/llm_server.py), stopped afterwards."""
+    server = FakeModelServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def model_project(project: Project, model_server: FakeModelServer) -> Project:
+    """``project`` with the fake server as its model."""
+    return point_at(project, model_server)

@@ -332,3 +332,30 @@ class AgentRunFactory(DjangoModelFactory):
     acc = factory.LazyAttribute(lambda r: bool(r.score["acc"]))
     level = factory.LazyAttribute(lambda r: r.score["level"])
     position = factory.Sequence(int)
+
+
+class TrajectoryVersionFactory(DjangoModelFactory):
+    """A saved version of an item's reference trajectory (``document``: the task document as a
+    dict; stored as its JSON text with its fingerprint)."""
+
+    class Meta:
+        model = "annotation.TrajectoryVersion"
+        exclude = ["data"]
+
+    item = factory.SubFactory(
+        ItemFactory,
+        project=factory.SubFactory(
+            ProjectFactory, kind=ProjectKind.TRAJECTORY, data_format="agentic-mme"
+        ),
+    )
+    number = factory.Sequence(lambda n: n + 1)
+    data = factory.LazyFunction(lambda: {"task_id": "t", "meta": {"level": 1}})
+    document = factory.LazyAttribute(lambda v: json.dumps(v.data, indent=2) + "\n")
+    fingerprint = factory.LazyAttribute(lambda v: _fingerprint(v.data))
+    note = ""
+
+
+def _fingerprint(document: dict[str, Any]) -> str:
+    from annotation.trajectory_document import fingerprint
+
+    return fingerprint(document)

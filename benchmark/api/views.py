@@ -281,3 +281,8 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
             if "status" in query:
                 jobs = jobs.filter(status=query["status"])
         return jobs
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # A job whose worker died answers "failed" to the poll instead of "running" forever.
+        services.jobs_sweep()
+        return super().retrieve(request, *args, **kwargs)

@@ -14,7 +14,8 @@ on them. Some are flawed on purpose, for the review features to find (see README
 ``make_images.py`` draws the images; the PNGs are committed.
 
 ``demo_load()`` is idempotent: it creates only the users, projects, memberships and items that
-are missing, and never changes an existing user's password.
+are missing (and scores the recorded agent runs once, for the run-scoring page), and never
+changes an existing user's password.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from django.db import transaction
 
 from annotation.services import judgment_task_ensure_defaults
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
+from benchmark.exceptions import DomainError
 from benchmark.models import (
     DataFormat,
     Membership,
@@ -40,12 +42,14 @@ from benchmark.models import (
     Taxonomy,
     Toolset,
 )
-from benchmark.services import dataset_import, membership_set
+from benchmark.services import dataset_import, job_create, job_finish, job_start, membership_set
 from benchmark.typing import User
 
 DEMO_ROOT = Path(__file__).resolve().parent
 PASSWORD_ENV = "BENCHWRIGHT_DEMO_PASSWORD"
 DEMO_URL = "http://127.0.0.1:8000/"
+#: The name of the scored upload of ``agentic-mme/runs/`` on the Agentic-MME demo's run page.
+DEMO_RUNS_NAME = "demo-agent (authored run)"
 
 
 @dataclass(frozen=True)
@@ -209,13 +213,41 @@ def _ensure_memberships(project: Project, users: dict[str, User]) -> int:
     return added
 
 
+def _ensure_demo_runs(project: Project, user: User, say: _Printer) -> int:
+    """Score the demo's recorded agent runs (``agentic-mme/runs/``) once, as an upload named
+    DEMO_RUNS_NAME, so the run-scoring page has something to show. Returns the runs added;
+    when the project's items no longer fit the runs (one was deleted), says so and adds none."""
+    from review import runs  # review depends on benchmark, not the other way round at import
+
+    folder = DEMO_ROOT / "agentic-mme" / "runs"
+    if not folder.is_dir() or project.run_sets.filter(name=DEMO_RUNS_NAME).exists():
+        return 0
+    try:
+        with transaction.atomic():
+            job = job_create(
+                kind=runs.SCORE_KIND,
+                user=user,
+                project=project,
+                params={"project_id": project.pk, "name": DEMO_RUNS_NAME, "path": str(folder)},
+            )
+            job_start(job_id=job.pk)
+            run_set = runs.run_set_score(job=job)
+            count = run_set.runs.count()
+            job_finish(job_id=job.pk, result={"run_set_id": run_set.pk, "runs": count})
+    except DomainError as exc:
+        say(f"  {project.name}: the demo agent run was not scored: {exc.message}")
+        return 0
+    return count
+
+
 @transaction.atomic
 def demo_load(*, stdout: Writer | None = None) -> dict[str, Any]:
     """Create (or complete) the demo: built-in toolsets and taxonomies, the demo users, four
     projects with memberships, and each project's demo dataset. Re-running adds nothing.
 
     Returns ``{"passwords": {username: password} for users created now, "projects": {name:
-    {"id", "created", "items", "items_created", ...import counts}}}``."""
+    {"id", "created", "items", "items_created", ...import counts, and for the trajectory
+    project "runs_created"}}}``."""
     say = _Printer(stdout)
     toolsets = toolsets_ensure()
     taxonomies = taxonomies_ensure()
@@ -237,10 +269,18 @@ def demo_load(*, stdout: Writer | None = None) -> dict[str, Any]:
             summary.update(result.as_dict())
         summary["items"] = project.items.count()
         summary["judgment_tasks"] = [t.name for t in judgment_task_ensure_defaults(project=project)]
+        if project.kind == ProjectKind.TRAJECTORY and project.data_format == spec.data_format:
+            summary["runs_created"] = _ensure_demo_runs(project, users["admin"], say)
         projects[spec.name] = summary
         say(
             f"  {spec.name}: {summary['items']} items "
             f"({summary.get('items_created', 0)} new, "
-            f"{summary.get('attachments_created', 0)} new attachments)"
+            f"{summary.get('attachments_created', 0)} new attachments"
+            + (
+                f", {summary['runs_created']} new scored agent run(s)"
+                if "runs_created" in summary
+                else ""
+            )
+            + ")"
         )
     return {"passwords": passwords, "projects": projects}

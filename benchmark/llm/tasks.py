@@ -6,8 +6,13 @@ from __future__ import annotations
 from celery import shared_task
 
 from benchmark.llm import services
+from benchmark.services import job_soft_time_limit, job_time_limit
 
 
-@shared_task(acks_late=True, soft_time_limit=30 * 60, time_limit=31 * 60)
+@shared_task(
+    acks_late=True,
+    time_limit=job_time_limit(services.MODEL_CALL_KIND),
+    soft_time_limit=job_soft_time_limit(services.MODEL_CALL_KIND),
+)
 def model_call_task(job_id: int) -> None:
     services.model_call_run(job_id=job_id)

@@ -73,7 +73,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -658,10 +658,13 @@ def score_answers(
     syntax: Syntax,
     toolset: Toolset | None = None,
     tools: Sequence[str] = (),
+    progress: Callable[[int], None] | None = None,
+    progress_every: int = 500,
 ) -> dict[str, Any]:
     """Figures per model and over all models, plus the verified ground truth's own call
     statistics. ``items`` describes every item an answer may name; ``tools`` lists the
-    toolset's tool names (lower-case) to show even when nobody uses them.
+    toolset's tool names (lower-case) to show even when nobody uses them. ``progress`` is
+    called with the number of answers scored so far, every ``progress_every`` answers.
 
     Raises ValueError when a model answers the same item twice (which answer counts would be
     a guess)."""
@@ -676,7 +679,9 @@ def score_answers(
     models: dict[str, _Acc] = {}
     overall = _Acc()
     seen: set[tuple[str, str]] = set()
-    for answer in answers:
+    for n, answer in enumerate(answers, start=1):
+        if progress is not None and n % progress_every == 0:
+            progress(n)
         info = items[answer.item_id]
         if (answer.model, answer.item_id) in seen:
             raise ValueError(f"model {answer.model!r} answers item {answer.item_id} more than once")

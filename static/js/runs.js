@@ -72,11 +72,12 @@
     if (event.detail.target && event.detail.target.id === "run-checks") current = null;
   });
 
-  // A stale answer (409) comes back with the other person's answer: show it.
+  // A stale answer (409) comes back with the other person's answer, a second rescore with the
+  // running one's progress: show it.
   document.addEventListener("htmx:beforeSwap", function (event) {
     var xhr = event.detail.xhr;
     var elt = event.detail.requestConfig && event.detail.requestConfig.elt;
-    if (!xhr || !elt || !elt.closest || !elt.closest("[data-run-checks]")) return;
+    if (!xhr || !elt || !elt.closest || !elt.closest("[data-run-checks], [data-rescore], .job")) return;
     if (xhr.status === 409 || xhr.status === 400) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;

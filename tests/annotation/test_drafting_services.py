@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,8 +13,6 @@ from annotation import drafting_services as services
 from annotation.drafting_models import DraftingCrop, DraftingDraft, DraftingMark, DraftingSession
 from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
 from benchmark.models import Image, Item, Job, ModelCall, Project, ProjectKind, Trajectory
-from tests.benchmark.llm.conftest import MODEL, point_at
-from tests.benchmark.llm.fake_server import FakeModelServer
 from tests.factories import (
     DraftingSessionFactory,
     ImageFactory,
@@ -26,25 +23,9 @@ from tests.factories import (
     image_ref,
     png_bytes,
 )
+from tests.llm_server import MODEL, FakeModelServer, point_at
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def model_server() -> Iterator[FakeModelServer]:
-    """The local OpenAI-protocol server (as in tests/benchmark/llm)."""
-    server = FakeModelServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _no_model_from_environment(settings: Any) -> None:
-    settings.BENCHWRIGHT_MODEL_BASE_URL = ""
-    settings.BENCHWRIGHT_MODEL_NAME = ""
-    settings.BENCHWRIGHT_MODEL_API_KEY = ""
 
 
 @pytest.fixture
@@ -72,8 +53,8 @@ def source(item: Item) -> str:
 
 
 @pytest.fixture
-def served(project: Project, model_server: FakeModelServer) -> FakeModelServer:
-    point_at(project, model_server)
+def served(model_project: Project, model_server: FakeModelServer) -> FakeModelServer:
+    """The fake model server, which ``project`` now asks."""
     return model_server
 
 

@@ -5,7 +5,6 @@ retry, scoping to the user's projects, and a query count that does not grow with
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,8 +15,6 @@ from django.test.utils import CaptureQueriesContext
 from annotation.drafting_models import DraftingCrop, DraftingMark, DraftingSession
 from annotation.drafting_services import item_draft_token
 from benchmark.models import Item, Job, ModelCall, Project, ProjectKind, Trajectory
-from tests.benchmark.llm.conftest import MODEL, point_at
-from tests.benchmark.llm.fake_server import FakeModelServer
 from tests.factories import (
     DraftingMarkFactory,
     DraftingSessionFactory,
@@ -28,25 +25,9 @@ from tests.factories import (
     image_ref,
     png_bytes,
 )
+from tests.llm_server import MODEL, FakeModelServer, point_at
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def model_server() -> Iterator[FakeModelServer]:
-    """The local OpenAI-protocol server (as in tests/benchmark/llm)."""
-    server = FakeModelServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _no_model_from_environment(settings: Any) -> None:
-    settings.BENCHWRIGHT_MODEL_BASE_URL = ""
-    settings.BENCHWRIGHT_MODEL_NAME = ""
-    settings.BENCHWRIGHT_MODEL_API_KEY = ""
 
 
 @pytest.fixture

@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 
 from annotation import trajectory_document as td
-from annotation.trajectory_selectors import editor_choices, reference_of, trajectory_item_get
+from annotation.trajectory_selectors import (
+    editor_choices,
+    reference_of,
+    trajectory_item_get,
+    version_state,
+)
 from annotation.trajectory_services import (
     TrajectoryConflict,
     TrajectoryInvalid,
@@ -51,12 +56,23 @@ def mme(db: None) -> dict[str, Any]:
     return {"project": project, "user": user}
 
 
-def _save(mme: dict[str, Any], external_id: str, edit: Any = None, version: str | None = None):
-    project, user = mme["project"], mme["user"]
+def _save(
+    mme: dict[str, Any],
+    external_id: str,
+    edit: Any = None,
+    version: tuple[int, str] | None = None,
+    **kwargs: Any,
+):
+    """Save ``external_id`` as the editor would, made on ``version`` (number, fingerprint;
+    default: the current one)."""
+    project, user = mme["project"], kwargs.pop("user", mme["user"])
     item = trajectory_item_get(
         user=user, project=project, pk=Item.objects.get(external_id=external_id).pk
     )
     document = task_document(item=item, reference=reference_of(item))
+    if version is None:
+        state = version_state(item=item, document=document)
+        version = (state.number, state.fingerprint)
     draft = td.draft_from_document(document)
     if edit is not None:
         edit(draft)
@@ -66,9 +82,11 @@ def _save(mme: dict[str, Any], external_id: str, edit: Any = None, version: str 
         project=project,
         item=item,
         draft=draft,
-        version=td.fingerprint(document) if version is None else version,
+        base_number=version[0],
+        base_fingerprint=version[1],
         tools=choices.tools,
         domains=choices.domains,
+        **kwargs,
     )
 
 
@@ -149,7 +167,8 @@ def test_edits_reach_the_export_and_reimport_to_the_same_thing(
 @needs_data
 def test_a_stale_save_is_a_conflict_and_writes_nothing(mme: dict[str, Any]) -> None:
     item = Item.objects.get(external_id="0003")
-    old_version = td.fingerprint(task_document(item=item, reference=reference_of(item)))
+    document = task_document(item=item, reference=reference_of(item))
+    old_version = (1, td.fingerprint(document))
 
     def theirs(draft: td.Draft) -> None:
         draft.expected = "318"

@@ -5,7 +5,6 @@ who may see the answer before solving. On the Agentic-MME sample tasks."""
 from __future__ import annotations
 
 import json
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,17 +26,12 @@ from benchmark.models import Item, ItemStatus, Project, Role, Toolset
 from review.models import Decision
 from review.services import outcome_decide
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.shared_data import SHARED_DATA, needs_data
 
 pytestmark = pytest.mark.django_db
 
-SHARED_DATA = Path(
-    os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    or Path(__file__).resolve().parents[3] / "shared" / "data"
-)
 SAMPLES = SHARED_DATA / "agentic-mme"
-needs_samples = pytest.mark.skipif(
-    not SAMPLES.is_dir(), reason="shared Agentic-MME samples not found"
-)
+needs_samples = needs_data("agentic-mme")
 
 
 def agentic_project(name: str = "Agentic") -> Project:

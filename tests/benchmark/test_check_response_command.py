@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from io import StringIO
@@ -14,17 +13,14 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from tests.shared_data import SHARED_DATA, needs_data
+
 ROOT = Path(__file__).resolve().parents[2]
 
 REF = '<tool>{"tool_name": "Reference", "description": "Panel", "params": {"img_index": %d}}</tool>'
 
 
-def shared_data() -> Path:
-    env = os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    return Path(env) if env else ROOT / ".." / "shared" / "data"
-
-
-DATA = shared_data()
+DATA = SHARED_DATA
 
 
 def run(tmp_path: Path, text: str, *args: str) -> list[dict[str, Any]]:
@@ -93,7 +89,7 @@ def test_not_utf8(tmp_path: Path) -> None:
         call_command("check_response", "--syntax", "atp", str(path))
 
 
-@pytest.mark.skipif(not (DATA / "atp").is_dir(), reason="shared sample data not found")
+@needs_data("atp")
 def test_command_line_on_a_sample_answer(tmp_path: Path) -> None:
     rows = {
         row["trace_id"]: row

@@ -249,3 +249,68 @@ def test_demo_items_use_terms_of_their_projects_taxonomy() -> None:
     for item in mme.items.all():
         assert item.domain in domains
         assert str(item.level) in levels
+
+
+@pytest.mark.django_db
+def test_demo_gives_every_new_feature_something_to_show(client) -> None:  # type: ignore[no-untyped-def]
+    """The run-scoring page lists the demo's scored agent run, the Agentic-MME demo has its
+    "Solve blind" task, and a second load scores nothing again."""
+    from annotation.models import JudgmentTask
+    from benchmark.demo import DEMO_RUNS_NAME
+    from review.models import AgentRun, RunSet
+
+    result = demo_load()
+    mme = Project.objects.get(name="Agentic-MME demo")
+    assert result["projects"]["Agentic-MME demo"]["runs_created"] == 1
+    run_set = RunSet.objects.get(project=mme, name=DEMO_RUNS_NAME)
+    run = AgentRun.objects.get(run_set=run_set)
+    assert run.item.external_id == "demo03"
+    assert run.acc is True  # the authored run answers 1.072, the expected answer
+    assert len(run.images) == 3
+    assert run_set.job is not None and run_set.job.status == "succeeded"
+    assert "Solve blind" in set(
+        JudgmentTask.objects.filter(project=mme).values_list("name", flat=True)
+    )
+
+    client.force_login(User.objects.get(username="reviewer"))
+    page = client.get(f"/projects/{mme.pk}/runs/")
+    assert page.status_code == 200
+    assert DEMO_RUNS_NAME in page.content.decode()
+    assert "No runs scored yet" not in page.content.decode()
+    assert client.get(f"/runs/{run_set.pk}/").status_code == 200
+    assert client.get(f"/agent-runs/{run.pk}/").status_code == 200
+
+    again = demo_load()
+    assert again["projects"]["Agentic-MME demo"]["runs_created"] == 0
+    assert RunSet.objects.filter(project=mme).count() == 1
+    assert AgentRun.objects.filter(run_set__project=mme).count() == 1
+
+
+@pytest.mark.django_db
+def test_demo_load_still_completes_when_the_runs_task_was_deleted() -> None:
+    from review.models import RunSet
+
+    demo_load()
+    mme = Project.objects.get(name="Agentic-MME demo")
+    RunSet.objects.filter(project=mme).delete()
+    Item.objects.filter(project=mme, external_id="demo03").delete()
+    out = StringIO()
+
+    result = demo_load(stdout=out)
+
+    # demo03 is imported again, so the run is scored again against it
+    assert result["projects"]["Agentic-MME demo"]["runs_created"] == 1
+    Item.objects.filter(project=mme, external_id="demo03").delete()
+    RunSet.objects.filter(project=mme).delete()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("benchmark.demo.dataset_import", lambda **kwargs: _NoImport())
+        result = demo_load(stdout=out)
+    assert result["projects"]["Agentic-MME demo"]["runs_created"] == 0
+    assert "the demo agent run was not scored" in out.getvalue()
+    assert "demo03" in out.getvalue()
+    assert not RunSet.objects.filter(project=mme).exists()
+
+
+class _NoImport:
+    def as_dict(self) -> dict[str, int]:
+        return {"items_created": 0, "attachments_created": 0}

@@ -5,10 +5,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import struct
 import zlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,15 +18,11 @@ from benchmark.exceptions import NotFound, PermissionDenied, ValidationFailed
 from benchmark.imaging import ops
 from benchmark.models import Image, Project
 from tests.factories import ImageFactory, ProjectFactory, png_bytes
+from tests.shared_data import SHARED_DATA
 
 pytestmark = pytest.mark.django_db
 
-SHARED = Path(
-    os.environ.get(
-        "BENCHWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"
-    )
-)
-AMME_IMAGES = SHARED / "agentic-mme" / "images"
+AMME_IMAGES = SHARED_DATA / "agentic-mme" / "images"
 
 
 def encode(img: PILImage.Image, fmt: str = "PNG", **kwargs: Any) -> bytes:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -15,14 +14,11 @@ from django.test import Client
 
 from benchmark.models import Image, Item, Job, JobStatus, Project
 from tests.factories import ItemFactory, ResponseFactory, png_bytes
+from tests.shared_data import SHARED_DATA, needs_data
 
 pytestmark = pytest.mark.django_db
 
 HX_PANEL = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "import-panel"}
-SHARED_DATA = Path(
-    os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    or Path(__file__).resolve().parents[3] / "shared" / "data"
-)
 SHARED_ATP = SHARED_DATA / "atp"
 
 
@@ -145,7 +141,7 @@ def test_upload_zip_of_a_dataset_folder_stores_the_images(
     assert admin.get(f"/images/{sha}/").status_code == 200
 
 
-@pytest.mark.skipif(not SHARED_ATP.is_dir(), reason="shared sample data not found")
+@needs_data("atp")
 def test_upload_the_shared_atp_sample(
     project: Project, admin: Client, django_capture_on_commit_callbacks: Any
 ) -> None:

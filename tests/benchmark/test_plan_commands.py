@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -16,12 +15,12 @@ from benchmark.builtin import toolsets_ensure
 from benchmark.metrics.mms import read_gold, read_predictions, score_plans
 from benchmark.models import ToolEdge
 from benchmark.plans.verify import load_toolset
+from tests.shared_data import MMS_DATA
 
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "benchmark" / "builtin" / "data"
-MMS_DATA = Path(os.environ.get("BENCHWRIGHT_MMS_DATA", ROOT.parent / "shared" / "data" / "mms"))
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ aside) and every image byte for byte."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,14 +12,10 @@ import pytest
 from benchmark import services
 from benchmark.builtin import toolsets_ensure
 from benchmark.models import Item, Project
+from tests.shared_data import SHARED_DATA
 
 pytestmark = pytest.mark.django_db
 
-SHARED = Path(
-    os.environ.get(
-        "BENCHWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"
-    )
-)
 FORMATS = {
     "atp": ("atp", "interleaved", "atp"),
     "llmi": ("llmi", "interleaved", "llmi"),
@@ -52,7 +47,7 @@ def test_sample_folder_roundtrips_through_the_database(folder: str, tmp_path: Pa
     project = Project.objects.create(
         name=folder, kind=kind, tag_syntax=syntax, data_format=fmt, toolset=toolset
     )
-    source = SHARED / folder
+    source = SHARED_DATA / folder
     result = services.dataset_import(project=project, path=source)
     assert result.items_created > 0
     assert not [w for w in result.warnings if "not found" in w]
@@ -98,22 +93,22 @@ def test_single_sample_file_roundtrips(relative: str, tmp_path: Path) -> None:
         data_format=fmt,
         toolset=toolsets_ensure()[fmt],
     )
-    services.dataset_import(project=project, path=SHARED / relative)
+    services.dataset_import(project=project, path=SHARED_DATA / relative)
     out = tmp_path / "out"
     services.dataset_export(project=project, out=out)
     exported = out / Path(relative).relative_to(folder)
-    assert _load(exported) == _load(SHARED / relative)
+    assert _load(exported) == _load(SHARED_DATA / relative)
 
 
 def test_edits_show_up_in_the_export(tmp_path: Path) -> None:
     project = Project.objects.create(
         name="m", kind="plan", data_format="mms", toolset=toolsets_ensure()["mms"]
     )
-    services.dataset_import(project=project, path=SHARED / "mms" / "tasks.json")
+    services.dataset_import(project=project, path=SHARED_DATA / "mms" / "tasks.json")
     Item.objects.filter(project=project, external_id="9001").update(query="Edited request")
     services.dataset_export(project=project, out=tmp_path / "out")
     rows = {row["id"]: row for row in _load(tmp_path / "out" / "tasks.json")}  # type: ignore[union-attr]
-    originals = {row["id"]: row for row in _load(SHARED / "mms" / "tasks.json")}  # type: ignore[union-attr]
+    originals = {row["id"]: row for row in _load(SHARED_DATA / "mms" / "tasks.json")}  # type: ignore[union-attr]
     assert rows[9001]["user_request"] == "Edited request"
     assert {k: v for k, v in rows.items() if k != 9001} == {
         k: v for k, v in originals.items() if k != 9001

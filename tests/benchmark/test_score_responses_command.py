@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,12 @@ from django.core.management.base import CommandError
 from annotation.models import ResponseVersion
 from benchmark import services
 from benchmark.models import Item, ItemStatus, Project, Response, Toolset
+from tests.shared_data import SHARED_DATA, needs_data
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = Path(os.environ.get("BENCHWRIGHT_SHARED_DATA") or ROOT / ".." / "shared" / "data")
-needs_data = pytest.mark.skipif(not (DATA / "atp").is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA
+needs_atp = needs_data("atp")
 
 
 def tag(name: str, params: dict[str, Any]) -> str:
@@ -70,7 +69,7 @@ def atp(tmp_path: Path, settings: Any) -> Project:
     return project
 
 
-@needs_data
+@needs_atp
 def test_atp_figures_worked_out_by_hand(atp: Project, tmp_path: Path) -> None:
     rows = {
         json.loads(line)["trace_id"]: json.loads(line)
@@ -132,7 +131,7 @@ def test_atp_figures_worked_out_by_hand(atp: Project, tmp_path: Path) -> None:
     assert result["unknown_ids"] == ["atp_9999"]
 
 
-@needs_data
+@needs_atp
 def test_only_verified(atp: Project, tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     path.write_text(
@@ -146,7 +145,7 @@ def test_only_verified(atp: Project, tmp_path: Path) -> None:
     assert result["unknown_ids"] == ["atp_0002"]
 
 
-@needs_data
+@needs_atp
 def test_llmi_sample_answers(tmp_path: Path, settings: Any) -> None:
     settings.MEDIA_ROOT = tmp_path / "media"
     project = make_project("LLM-I sample", "llmi")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,10 +14,11 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.shared_data import SHARED_DATA, needs_data
+
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_DATA = Path(os.environ.get("BENCHWRIGHT_SHARED_DATA") or ROOT.parent / "shared" / "data")
 MME = SHARED_DATA / "agentic-mme"
-pytestmark = pytest.mark.skipif(not MME.is_dir(), reason="shared sample data not found")
+pytestmark = needs_data("agentic-mme")
 
 
 def score(tasks: Path, runs: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -5,7 +5,6 @@ figures."""
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from pathlib import Path
 
@@ -15,16 +14,11 @@ from playwright.sync_api import expect
 from benchmark import services as benchmark_services
 from benchmark.models import ProjectKind, Role
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.shared_data import SHARED_DATA, needs_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-MME = (
-    Path(
-        os.environ.get("BENCHWRIGHT_SHARED_DATA")
-        or Path(__file__).resolve().parents[3] / "shared" / "data"
-    )
-    / "agentic-mme"
-)
+MME = SHARED_DATA / "agentic-mme"
 
 
 def wrong_run_zip(tmp_path: Path) -> Path:
@@ -47,7 +41,7 @@ def wrong_run_zip(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.skipif(not MME.is_dir(), reason="shared sample data not found")
+@needs_data("agentic-mme")
 def test_upload_answer_visual_check_and_label(login_page, ready, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     project = ProjectFactory(
         name="Runs in the browser", kind=ProjectKind.TRAJECTORY, data_format="agentic-mme"
@@ -74,13 +68,22 @@ def test_upload_answer_visual_check_and_label(login_page, ready, tmp_path: Path)
     page.get_by_role("link", name="0001").click()
     checks = page.locator("#run-checks")
     expect(checks).to_contain_text("Not answered by a person yet.")
+    # The proxy's scores suggest an unfaithful crop.
+    expect(page.locator('input[value="unfaithful_visual_tool_use"]')).to_be_checked()
+    page.locator("#label-note").fill("typed before answering")
+    page.locator("#label-note").blur()
     ready(page)
     page.keyboard.press("y")  # the first unanswered visual check: yes, an image shows it
     expect(checks).to_contain_text("Answered yes by runs-reviewer")
     expect(checks.locator('[data-figure="V_true"]')).to_have_text("1.00")
+    # The answer refreshes the suggestion: the crop showed the sign, so it was misread.
+    suggested = page.locator('#run-label label.suggested input[name="mode"]')
+    expect(suggested).to_have_value("postvisual_perception_deficit")
+    expect(suggested).to_be_checked()
+    expect(page.locator("#label-note")).to_have_value("typed before answering")
+    ready(page)
 
-    # The scores suggest an unfaithful crop; the reviewer picks mode 7 with the keyboard.
-    expect(page.locator('input[value="unfaithful_visual_tool_use"]')).to_be_checked()
+    # The reviewer confirms mode 7 with the keyboard.
     page.keyboard.press("7")
     expect(page.locator('input[value="postvisual_perception_deficit"]')).to_be_checked()
     page.get_by_role("button", name="Save label").click()

@@ -9,10 +9,7 @@ request so the browser shows the progress indicator while the model "thinks"."""
 from __future__ import annotations
 
 import io
-import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -20,18 +17,13 @@ from playwright.sync_api import expect
 from annotation.drafting_models import DraftingCrop, DraftingMark
 from benchmark import services
 from benchmark.models import Item, ModelCall, ProjectKind, Role, Trajectory
-from tests.benchmark.llm.conftest import MODEL, point_at
-from tests.benchmark.llm.fake_server import FakeModelServer
 from tests.factories import ItemFactory, MembershipFactory, ProjectFactory, UserFactory
+from tests.llm_server import MODEL, FakeModelServer, point_at
+from tests.shared_data import SHARED_DATA
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SHARED = Path(
-    os.environ.get(
-        "BENCHWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"
-    )
-)
-STREET = SHARED / "agentic-mme" / "images" / "image_0001.png"
+STREET = SHARED_DATA / "agentic-mme" / "images" / "image_0001.png"
 
 
 def street_png() -> bytes:
@@ -48,28 +40,17 @@ def street_png() -> bytes:
     return out.getvalue()
 
 
-@pytest.fixture
-def server(settings) -> Iterator[FakeModelServer]:  # type: ignore[no-untyped-def]
-    settings.BENCHWRIGHT_MODEL_BASE_URL = ""
-    settings.BENCHWRIGHT_MODEL_NAME = ""
-    fake = FakeModelServer().start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
-
-
 def settle(page) -> None:  # type: ignore[no-untyped-def]
     page.wait_for_function("!document.querySelector('.htmx-request')")
 
 
 def test_drafting_session_against_the_local_protocol_server(  # type: ignore[no-untyped-def]
-    login_page, ready, server: FakeModelServer
+    login_page, ready, model_server: FakeModelServer
 ) -> None:
     project = ProjectFactory(
         name="Agentic sample", kind=ProjectKind.TRAJECTORY, data_format="agentic-mme"
     )
-    point_at(project, server)
+    point_at(project, model_server)
     image = services.image_store(data=street_png(), name="image_0001.png", project=project)
     item = ItemFactory(
         project=project,
@@ -95,19 +76,21 @@ def test_drafting_session_against_the_local_protocol_server(  # type: ignore[no-
     page.get_by_role("link", name="Backward drafting").click()
     expect(page.locator("h1")).to_have_text("Backward drafting")
     expect(page.get_by_text(MODEL).first).to_be_visible()
-    server.answer = "A city street at dusk with parked cars and a lamp post; no sign is legible."
-    server.hold()
+    model_server.answer = (
+        "A city street at dusk with parked cars and a lamp post; no sign is legible."
+    )
+    model_server.hold()
     page.get_by_role("button", name="Ask the model to describe it").click()
     expect(page.locator("#drafting-start-pending")).to_be_visible()
     expect(page.locator("#drafting-start-pending [role=progressbar]")).to_be_visible()
-    assert server.wait_for_arrivals(1)
-    server.release()
+    assert model_server.wait_for_arrivals(1)
+    model_server.release()
     expect(page.locator("h1")).to_have_text(re.compile(r"^Drafting session \d+$"))
     describe = page.locator("#drafting-describe .model-call-job")
     expect(describe).to_have_attribute("data-status", "succeeded")
-    expect(describe.locator(".answer-text")).to_have_text(server.answer)
+    expect(describe.locator(".answer-text")).to_have_text(model_server.answer)
     expect(describe).to_contain_text("17 prompt + 7 completion tokens")
-    assert server.requests[0].image_urls[0].startswith("data:image/png;base64,")
+    assert model_server.requests[0].image_urls[0].startswith("data:image/png;base64,")
 
     # Step 2: the detail the model missed, a crop around the sign, the same model asked.
     page.get_by_label("The detail the model missed (your ground truth)").fill(
@@ -122,7 +105,7 @@ def test_drafting_session_against_the_local_protocol_server(  # type: ignore[no-
     page.mouse.move(box["x"] + box["width"] * 0.87, box["y"] + box["height"] * 0.47, steps=6)
     page.mouse.up()
     expect(page.locator("#drafting-crop [data-ie=box]")).to_be_visible()
-    server.answer = "The blue sign reads WILLOW ST."
+    model_server.answer = "The blue sign reads WILLOW ST."
     page.get_by_role("button", name="Save the crop and ask the model").click()
     crop_job = page.locator("#drafting-crop .model-call-job")
     expect(crop_job.locator(".answer-text")).to_have_text("The blue sign reads WILLOW ST.")

@@ -152,3 +152,23 @@ def test_upload_crop_checkpoints_save_reload(login_page) -> None:  # type: ignor
     expect(page.locator("[name='steps-1-urls']")).to_have_value(
         "https://en.wikipedia.org/wiki/Street_name_sign"
     )
+
+    # A second save, then the history: version 3 on top of 2, on top of the state before.
+    page.locator("[name='task-penalty_per_extra_call']").fill("0.2")
+    page.locator("[name='note']").fill("steeper penalty")
+    page.locator("[name='note']").press("Control+s")
+    expect(page.locator("#saved-message")).to_contain_text("Saved as version 3")
+    page.locator("#history-link").click()
+    expect(page.locator("tr#version-3")).to_contain_text("Penalty per extra call changed")
+    expect(page.locator("tr#version-3")).to_contain_text("steeper penalty")
+    expect(page.locator("tr#version-2")).to_contain_text("Step C1 added; step C2 added")
+    expect(page.locator("tr#version-1")).to_contain_text("first version")
+
+    # Version 2 against 1, then revert to it: version 4, the penalty back at 0.1.
+    page.locator("tr#version-2 a", has_text="v2").click()
+    expect(page.locator("#step-diff-C2")).to_contain_text("Street_name_sign")
+    page.get_by_role("button", name="Revert to v2").click()
+    expect(page.get_by_role("heading", name="Version 4")).to_be_visible()
+    expect(page.locator(".traj-summary").first).to_contain_text("Penalty per extra call changed")
+    reference = Trajectory.objects.get(item=item, key="reference")
+    assert reference.efficiency["penalty_per_extra_call"] == 0.1

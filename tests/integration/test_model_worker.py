@@ -9,7 +9,7 @@ from benchmark import services
 from benchmark.llm import services as llm
 from benchmark.llm.tasks import model_call_task
 from benchmark.models import JobStatus, ModelCall, Project, Toolset
-from tests.benchmark.llm.fake_server import FakeModelServer
+from tests.llm_server import FakeModelServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -22,6 +22,7 @@ from tests.factories import (
     ResponseFactory,
     RunSetFactory,
     TrajectoryFactory,
+    TrajectoryVersionFactory,
 )
 
 pytestmark = pytest.mark.django_db
@@ -62,6 +63,7 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("score plans", "get", "/projects/{project}/score-plans/", {}, REVIEWERS),
     ("score answers", "get", "/projects/{project}/score-answers/", {}, REVIEWERS),
     ("score answers, no file", "post", "/projects/{project}/score-answers/", {}, REVIEWERS),
+    ("score answers job", "get", "/score-answers/jobs/{ansjob}/", {}, REVIEWERS),
     # Reference-trajectory editor (on an item of a trajectory project with the same members).
     ("trajectory editor", "get", TRAJ, {}, MEMBERS),
     ("trajectory editor fragment", "get", TRAJ, {"HTTP_HX_REQUEST": "true"}, MEMBERS),
@@ -69,6 +71,20 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("trajectory editor, stale save", "post", TRAJ, {"data": {"op": "save"}}, STALE),
     ("trajectory editor, bad action", "post", TRAJ, {"data": {"op": "fly"}}, BAD),
     ("trajectory editor, ATP item", "get", TRAJ_ATP, {}, (404, 404, 404, 404, "L")),
+    # Its history (version 1 is recorded and the item changed since: version 2 is current).
+    ("trajectory history", "get", TRAJ + "versions/", {}, MEMBERS),
+    ("trajectory version 1", "get", TRAJ + "versions/1/", {}, MEMBERS),
+    ("trajectory version 2, current", "get", TRAJ + "versions/2/", {}, MEMBERS),
+    ("trajectory version 9, none", "get", TRAJ + "versions/9/", {}, (404, 404, 404, 404, "L")),
+    ("trajectory history, ATP item", "get", TRAJ_ATP + "versions/", {}, (404, 404, 404, 404, "L")),
+    ("trajectory revert, stale", "post", TRAJ + "versions/1/revert/", {}, STALE),
+    (
+        "trajectory revert, no such version",
+        "post",
+        TRAJ + "versions/9/revert/",
+        {"data": {"base": "2"}},
+        (404, 404, 404, 404, "L"),
+    ),
     # Backward drafting (no model configured, empty forms: re-rendered with their messages).
     ("drafting sessions", "get", DRAFT, {}, MEMBERS),
     ("drafting start, no model", "post", DRAFT, {}, MEMBERS),
@@ -90,6 +106,7 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("agent runs, ATP project", "get", "/projects/{project}/runs/", {}, REVIEWERS),
     ("run scoring job", "get", "/runs/jobs/{runjob}/", {}, REVIEWERS),
     ("run set results", "get", "/runs/{runset}/", {}, REVIEWERS),
+    ("rescore run set", "post", "/runs/{runset}/rescore/", {}, ("R", "R", 403, 404, "L")),
     ("agent run", "get", "/agent-runs/{run}/", {}, REVIEWERS),
     ("agent run visual, empty", "post", "/agent-runs/{run}/visual/", {}, (400, 400, 403, 404, "L")),
     ("agent run label, empty", "post", "/agent-runs/{run}/label/", {}, REVIEWERS),
@@ -151,6 +168,7 @@ def world(project: Any, users: dict[str, Any]) -> dict[str, Any]:
         MembershipFactory(project=tproject, user=membership.user, role=membership.role)
     titem = ItemFactory(project=tproject, raw="")
     TrajectoryFactory(item=titem, key="reference")
+    TrajectoryVersionFactory(item=titem, number=1)
     vtask = JudgmentTask.objects.create(
         project=tproject,
         name="solve",
@@ -169,6 +187,7 @@ def world(project: Any, users: dict[str, Any]) -> dict[str, Any]:
     call = ModelCallFactory(project=tproject, item=titem, purpose=session.purpose("describe"))
     run = AgentRunFactory(run_set=RunSetFactory(project=tproject), item=titem)
     runjob = JobFactory(kind="score_runs", project=tproject, status="failed", error="bad zip")
+    ansjob = JobFactory(kind="score_answers", project=project, status="failed", error="bad file")
     return {
         "project": project.pk,
         "task": task.pk,
@@ -182,6 +201,7 @@ def world(project: Any, users: dict[str, Any]) -> dict[str, Any]:
         "run": run.pk,
         "runset": run.run_set_id,
         "runjob": runjob.pk,
+        "ansjob": ansjob.pk,
     }
 
 
@@ -228,6 +248,7 @@ def test_matrix_covers_every_route() -> None:
         walk(get_resolver(conf).url_patterns)
     fake = {"project": 1, "task": 1, "item": 1, "response": 1, "tproject": 1, "titem": 1}
     fake.update({"session": 1, "call": 1, "run": 1, "runset": 1, "runjob": 1, "vtask": 1})
+    fake["ansjob"] = 1
     covered = {resolve(path.format(**fake)).url_name for _, _, path, _, _ in MATRIX}
     missing = names - covered - {"api-root"}
     assert not missing, f"routes without a row: {sorted(missing)}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,21 +15,16 @@ from benchmark.models import Item, Project
 from benchmark.plans.verify import toolset_from_mapping
 from benchmark.toolset_specs import plan_toolset
 from tests.factories import MembershipFactory, UserFactory
+from tests.shared_data import SHARED_DATA
 
 pytestmark = pytest.mark.django_db
-
-SHARED = Path(
-    os.environ.get(
-        "BENCHWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"
-    )
-)
 
 
 @pytest.fixture
 def mms_project(client_for: Any) -> dict[str, Any]:
     toolset = toolsets_ensure()["mms"]
     project = Project.objects.create(name="mms", kind="plan", data_format="mms", toolset=toolset)
-    services.dataset_import(project=project, path=SHARED / "mms" / "tasks.json")
+    services.dataset_import(project=project, path=SHARED_DATA / "mms" / "tasks.json")
     Item.objects.filter(project=project).update(status="verified")
     reviewer = UserFactory(username="rev")
     MembershipFactory(project=project, user=reviewer, role="reviewer")
@@ -43,7 +36,7 @@ def mms_project(client_for: Any) -> dict[str, Any]:
 def test_scoring_page_matches_the_metrics_module(mms_project: dict[str, Any]) -> None:
     project = mms_project["project"]
     upload = SimpleUploadedFile(
-        "predictions.jsonl", (SHARED / "mms" / "predictions.jsonl").read_bytes()
+        "predictions.jsonl", (SHARED_DATA / "mms" / "predictions.jsonl").read_bytes()
     )
     page = mms_project["rev"].post(
         reverse("review:score_plans", args=[project.pk]),
@@ -51,10 +44,10 @@ def test_scoring_page_matches_the_metrics_module(mms_project: dict[str, Any]) ->
     )
     assert page.status_code == 200
     result = page.context["result"]
-    gold, _ = read_gold(SHARED / "mms" / "tasks.json")
+    gold, _ = read_gold(SHARED_DATA / "mms" / "tasks.json")
     expected = score_plans(
         gold,
-        read_predictions(SHARED / "mms" / "predictions.jsonl"),
+        read_predictions(SHARED_DATA / "mms" / "predictions.jsonl"),
         toolset_from_mapping(plan_toolset(project.toolset)),
     )
     for key in (

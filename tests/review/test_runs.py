@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -19,15 +18,12 @@ from benchmark import services as benchmark_services
 from benchmark.models import Image, Item, Job, JobStatus, Project, ProjectKind, Role
 from review.models import AgentRun, FailureLabel, RunSet, VisualVerdict
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.shared_data import SHARED_DATA, needs_data
 
 pytestmark = pytest.mark.django_db
 
-SHARED_DATA = Path(
-    os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    or Path(__file__).resolve().parents[3] / "shared" / "data"
-)
 MME = SHARED_DATA / "agentic-mme"
-needs_samples = pytest.mark.skipif(not MME.is_dir(), reason="shared sample data not found")
+needs_samples = needs_data("agentic-mme")
 
 
 def zip_folder(folder: Path, prefix: str = "") -> bytes:
@@ -169,6 +165,10 @@ def test_sample_runs_score_as_their_traces_imply(
     l2 = html.split('data-row="L2"')[1].split("</tr>")[0]
     assert 'data-figure="overthink">2.33<' in l2 and 'data-figure="overthink_ratio">4.50<' in l2
     assert f"/agent-runs/{runs['0003'].pk}/" in html
+    # The project's runs page lists the upload with the same overall Acc.
+    overview = reviewer.get(f"/projects/{mme_project.pk}/runs/").content.decode()
+    row = overview.split('id="run-sets"')[1].split("</tr>")[1]
+    assert 'data-figure="acc">100.0%<' in row
 
 
 @needs_samples

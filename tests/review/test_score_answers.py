@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import ResponseVersion
-from benchmark.models import ItemStatus, Project
+from benchmark.models import ItemStatus, Job, JobStatus, Project
 from review import answers as review_answers
 from tests.factories import ItemFactory, ProjectFactory, ResponseFactory
 
@@ -161,12 +161,13 @@ def test_no_file_is_a_form_error(world: dict[str, Any], clients: dict[str, Clien
 
 
 def test_upload_size_is_bounded(
-    world: dict[str, Any], clients: dict[str, Client], monkeypatch: pytest.MonkeyPatch
+    world: dict[str, Any], clients: dict[str, Client], settings: Any
 ) -> None:
-    monkeypatch.setattr(review_answers, "MAX_SCORE_BYTES", 100)
+    settings.BENCHWRIGHT_MAX_UPLOAD_BYTES = 100
     page = clients["reviewer"].post(url(world["project"]), {"answers": upload("m.jsonl", GPT_ROWS)})
-    assert page.context["result"] is None
+    assert page.context["result"] is None and page.context["job"] is None
     assert "the page scores up to 0 MB at a time" in page.content.decode()
+    assert not Job.objects.exists()
 
 
 def test_htmx_post_returns_the_panel_only(
@@ -254,3 +255,153 @@ def test_queries_do_not_grow_with_answers_or_items(
     with django_assert_max_num_queries(10):
         page = clients["reviewer"].post(url(project), {"answers": upload("m.jsonl", rows)})
     assert page.context["result"]["models"]["m"]["n_answers"] == 59
+
+
+# --------------------------------------------------------------------------- large uploads: a job
+
+
+def post_as_job(
+    client: Client, project: Project, capture: Any, files: list[SimpleUploadedFile], **extra: Any
+) -> Any:
+    """POST answers above the inline size: the scoring job runs eagerly after commit."""
+    with capture(execute=True):
+        return client.post(url(project), {"answers": files}, **extra)
+
+
+@pytest.fixture
+def small_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every upload of these tests counts as large."""
+    monkeypatch.setattr(review_answers, "INLINE_BYTES", 10)
+
+
+def test_a_large_upload_is_scored_by_a_job_with_the_same_figures(
+    world: dict[str, Any],
+    clients: dict[str, Client],
+    django_capture_on_commit_callbacks: Any,
+    settings: Any,
+    small_inline: None,
+) -> None:
+    project = world["project"]
+    reviewer = clients["reviewer"]
+    claude = [
+        {"trace_id": "atp_1", "answer": REF},
+        {"trace_id": "atp_3", "answer": f"{REF}\n\n{REF}"},
+    ]
+    inline = review_answers.answers_score(
+        project=project,
+        records=review_answers.read_uploads(
+            [("gpt.jsonl", upload("gpt.jsonl", GPT_ROWS).read()),
+             ("claude.jsonl", upload("claude.jsonl", claude).read())]
+        ),
+    )  # fmt: skip
+    page = post_as_job(
+        reviewer,
+        project,
+        django_capture_on_commit_callbacks,
+        [upload("gpt.jsonl", GPT_ROWS), upload("claude.jsonl", claude)],
+    )
+    job = Job.objects.get(kind="score_answers")
+    assert page.status_code == 302 and page["Location"] == f"/score-answers/jobs/{job.pk}/"
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert (job.progress, job.total) == (7, 7)
+    assert not (settings.MEDIA_ROOT / "answers-upload" / str(job.pk)).exists()  # files removed
+    html = reviewer.get(page["Location"]).content.decode()
+    # The same figures, in the same order, as the page shows for a small upload.
+    assert figure(html, "gpt", "precision") == "50.00"
+    assert figure(html, "gpt", "f1") == "50.00"
+    assert figure(html, "claude", "recall") == "75.00"
+    shown = reviewer.get(page["Location"]).context
+    assert shown["result"]["models"] == json.loads(json.dumps(inline["models"]))
+    assert list(shown["result"]["models"]) == ["claude", "gpt"]
+    assert [b["model"] for b in shown["blocks"]] == ["claude", "gpt", "all models"]
+    tools = list(shown["result"]["models"]["gpt"]["per_tool"])
+    assert tools == list(inline["models"]["gpt"]["per_tool"])
+    hist = list(shown["result"]["overall"]["calls_per_answer"]["histogram"])
+    assert hist == list(inline["overall"]["calls_per_answer"]["histogram"])
+
+
+def test_the_htmx_upload_polls_a_progress_bar_then_shows_the_figures(
+    world: dict[str, Any],
+    clients: dict[str, Client],
+    django_capture_on_commit_callbacks: Any,
+    small_inline: None,
+) -> None:
+    project = world["project"]
+    reviewer = clients["reviewer"]
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        page = reviewer.post(
+            url(project),
+            {"answers": [upload("m.jsonl", GPT_ROWS)]},
+            HTTP_HX_REQUEST="true",
+            HTTP_HX_TARGET="score-panel",
+        )
+    job = Job.objects.get(kind="score_answers")
+    html = page.content.decode()
+    assert html.lstrip().startswith('<div id="score-panel">')
+    assert f'id="answersjob-{job.pk}"' in html and 'hx-trigger="every 1s"' in html
+    assert 'role="progressbar"' in html and 'id="model-table"' not in html
+    poll = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": f"answersjob-{job.pk}"}
+    running = reviewer.get(f"/score-answers/jobs/{job.pk}/", **poll)
+    assert running.status_code == 200 and "queued" in running.content.decode()
+    for callback in callbacks:
+        callback()
+    done = reviewer.get(f"/score-answers/jobs/{job.pk}/", **poll)
+    html = done.content.decode()
+    assert done.status_code == 286  # stop polling
+    assert html.lstrip().startswith(f'<div id="answersjob-{job.pk}"')
+    assert 'id="model-table"' in html and figure(html, "m", "f1") == "50.00"
+    assert "hx-trigger" not in html
+
+
+def test_a_bad_large_file_fails_the_job_with_the_place(
+    world: dict[str, Any],
+    clients: dict[str, Client],
+    django_capture_on_commit_callbacks: Any,
+    small_inline: None,
+) -> None:
+    bad = SimpleUploadedFile("bad.jsonl", b'{"trace_id": "atp_1", "answer": "x"}\n{"trace_id": \n')
+    page = post_as_job(
+        clients["reviewer"], world["project"], django_capture_on_commit_callbacks, [bad]
+    )
+    job = Job.objects.get(kind="score_answers")
+    assert job.status == JobStatus.FAILED and job.error.startswith(
+        "bad.jsonl: line 2: not valid JSON"
+    )
+    html = clients["reviewer"].get(page["Location"]).content.decode()
+    assert "The answers were not scored." in html and "bad.jsonl: line 2: not valid JSON" in html
+    assert 'id="model-table"' not in html
+
+
+def test_answer_scoring_jobs_are_for_reviewers_of_the_project(
+    world: dict[str, Any],
+    clients: dict[str, Client],
+    django_capture_on_commit_callbacks: Any,
+    small_inline: None,
+) -> None:
+    page = post_as_job(
+        clients["admin"], world["project"], django_capture_on_commit_callbacks,
+        [upload("m.jsonl", GPT_ROWS)],
+    )  # fmt: skip
+    where = page["Location"]
+    assert clients["reviewer"].get(where).status_code == 200
+    assert clients["annotator"].get(where).status_code == 403
+    assert clients["outsider"].get(where).status_code == 404
+    assert clients["anonymous"].get(where).status_code == 302
+    # Other jobs are not shown through this page.
+    other = Job.objects.create(kind="import", project=world["project"])
+    assert clients["reviewer"].get(f"/score-answers/jobs/{other.pk}/").status_code == 404
+
+
+def test_the_job_page_takes_a_bounded_number_of_queries(
+    world: dict[str, Any],
+    clients: dict[str, Client],
+    django_capture_on_commit_callbacks: Any,
+    django_assert_max_num_queries: Any,
+    small_inline: None,
+) -> None:
+    page = post_as_job(
+        clients["reviewer"], world["project"], django_capture_on_commit_callbacks,
+        [upload("m.jsonl", GPT_ROWS)],
+    )  # fmt: skip
+    with django_assert_max_num_queries(8):
+        assert clients["reviewer"].get(page["Location"]).status_code == 200

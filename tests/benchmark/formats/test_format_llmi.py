@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -15,15 +14,10 @@ if str(ROOT) not in sys.path:  # pytest-django adds the project root; -p no:djan
     sys.path.insert(0, str(ROOT))
 
 from benchmark.formats import FormatError, ItemRecord, ResponseRecord, llmi  # noqa: E402
+from tests.shared_data import SHARED_DATA, needs_data  # noqa: E402
 
-
-def shared_data() -> Path:
-    env = os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    return Path(env) if env else ROOT / ".." / "shared" / "data"
-
-
-DATA = shared_data() / "llmi"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA / "llmi"
+pytestmark = needs_data("llmi")
 
 
 def split(records: list) -> tuple[dict[str, ItemRecord], list[ResponseRecord]]:

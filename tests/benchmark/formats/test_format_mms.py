@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import sys
 from pathlib import Path
 
@@ -15,15 +14,10 @@ if str(ROOT) not in sys.path:  # pytest-django adds the project root; -p no:djan
     sys.path.insert(0, str(ROOT))
 
 from benchmark.formats import FormatError, ItemRecord, PlanRecord, mms  # noqa: E402
+from tests.shared_data import SHARED_DATA, needs_data  # noqa: E402
 
-
-def shared_data() -> Path:
-    env = os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    return Path(env) if env else ROOT / ".." / "shared" / "data"
-
-
-DATA = shared_data() / "mms"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA / "mms"
+pytestmark = needs_data("mms")
 
 
 def split(records: list) -> tuple[dict[str, ItemRecord], dict[str, PlanRecord]]:

@@ -3,7 +3,6 @@ changes exactly that field of that record."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,16 +16,11 @@ if str(ROOT) not in sys.path:  # pytest-django adds the project root; -p no:djan
 
 from benchmark.formats import ItemRecord, get_format  # noqa: E402
 from benchmark.formats.mms import TOOLSET_FILES, load_toolset  # noqa: E402
+from tests.shared_data import SHARED_DATA, needs_data  # noqa: E402
 
-
-def shared_data() -> Path:
-    env = os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    return Path(env) if env else ROOT / ".." / "shared" / "data"
-
-
-DATA = shared_data()
+DATA = SHARED_DATA
 FOLDERS = {"atp": "atp", "llmi": "llmi", "agentic-mme": "agentic-mme", "mms": "mms"}
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared sample data not found")
+pytestmark = needs_data()
 
 
 def data_files(folder: Path) -> list[Path]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,14 +12,10 @@ from PIL import Image
 
 from benchmark.imaging import ops
 from benchmark.imaging.ops import OpError
+from tests.shared_data import SHARED_DATA, needs_data
 
-ROOT = Path(__file__).resolve().parents[3]
-DATA = (
-    Path(os.environ["BENCHWRIGHT_SHARED_DATA"])
-    if os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    else ROOT / ".." / "shared" / "data"
-) / "agentic-mme"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA / "agentic-mme"
+needs_mme = needs_data("agentic-mme")
 
 RED = (255, 0, 0)
 
@@ -128,7 +122,7 @@ def test_bbox_pixel_round_trip() -> None:
     )
 
 
-@needs_data
+@needs_mme
 def test_crop_of_sample_image_contains_the_street_sign() -> None:
     img = ops.load((DATA / "images/image_0001.png").read_bytes(), max_pixels=10_000_000)
     sign_blue = (np.asarray(img) == (28, 78, 160)).all(axis=-1)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,14 +23,10 @@ from benchmark.imaging.recipe import (
     render_bytes,
     verify,
 )
+from tests.shared_data import SHARED_DATA, needs_data
 
-ROOT = Path(__file__).resolve().parents[3]
-DATA = (
-    Path(os.environ["BENCHWRIGHT_SHARED_DATA"])
-    if os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    else ROOT / ".." / "shared" / "data"
-) / "agentic-mme"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA / "agentic-mme"
+needs_mme = needs_data("agentic-mme")
 
 
 def source_bytes() -> bytes:
@@ -223,7 +217,7 @@ def test_json_validation_errors_name_the_step(data: str, message: str, step: int
     assert info.value.step == step
 
 
-@needs_data
+@needs_mme
 def test_sample_crop_recipe_is_reproducible() -> None:
     data = (DATA / "images/image_0001.png").read_bytes()
     r = Recipe.build(

@@ -26,8 +26,8 @@ from benchmark.llm import (
     image_mime,
 )
 from benchmark.llm.client import endpoint_limit
-from tests.benchmark.llm.fake_server import FakeModelServer
 from tests.factories import png_bytes
+from tests.llm_server import FakeModelServer
 
 MODEL = "fake-vl-7b"
 

@@ -12,9 +12,8 @@ from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
 from benchmark.llm import services as llm
 from benchmark.llm.tasks import model_call_task
 from benchmark.models import Item, Job, JobStatus, ModelCall, Project
-from tests.benchmark.llm.conftest import MODEL, point_at
-from tests.benchmark.llm.fake_server import FakeModelServer
 from tests.factories import ImageFactory, ItemFactory, JobFactory, image_ref
+from tests.llm_server import MODEL, FakeModelServer, point_at
 
 pytestmark = pytest.mark.django_db
 

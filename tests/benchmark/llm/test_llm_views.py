@@ -9,9 +9,8 @@ from django.test import Client
 from django_htmx.http import HTMX_STOP_POLLING
 
 from benchmark.models import Item, Job, JobStatus, ModelCall, Project
-from tests.benchmark.llm.conftest import MODEL, point_at
-from tests.benchmark.llm.fake_server import FakeModelServer
 from tests.factories import ImageFactory, ItemFactory, image_ref
+from tests.llm_server import MODEL, FakeModelServer, point_at
 
 pytestmark = pytest.mark.django_db
 

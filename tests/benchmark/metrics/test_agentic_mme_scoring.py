@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +11,10 @@ from PIL import Image
 
 from benchmark.metrics import agentic_mme as mme
 from benchmark.metrics.agentic_mme import AgentRun, FailureMode, FailureObservation
+from tests.shared_data import SHARED_DATA, needs_data
 
-ROOT = Path(__file__).resolve().parents[3]
-DATA = (
-    Path(os.environ["BENCHWRIGHT_SHARED_DATA"])
-    if os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    else ROOT / ".." / "shared" / "data"
-) / "agentic-mme"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA / "agentic-mme"
+pytestmark = needs_data("agentic-mme")
 
 
 def task(task_id: str) -> dict[str, Any]:

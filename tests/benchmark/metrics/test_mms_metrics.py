@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,10 @@ from benchmark.metrics.mms import (
     score_plans,
 )
 from benchmark.plans.verify import Toolset, load_toolset
+from tests.shared_data import MMS_DATA
 
 ROOT = Path(__file__).resolve().parents[3]
 BUNDLED = ROOT / "benchmark" / "builtin" / "data"
-MMS_DATA = Path(os.environ.get("BENCHWRIGHT_MMS_DATA", ROOT.parent / "shared" / "data" / "mms"))
 
 EXACT = [8, 28, 9001, 9003, 9007]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,9 @@ from benchmark.plans.parse import (
     plan_to_solve_code,
     resolve_tool_name,
 )
+from tests.shared_data import MMS_DATA
 
 ROOT = Path(__file__).resolve().parents[3]
-MMS_DATA = Path(os.environ.get("BENCHWRIGHT_MMS_DATA", ROOT.parent / "shared" / "data" / "mms"))
 TOOL_NAMES = [
     t["name"]
     for t in json.loads(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,10 @@ from benchmark.plans.verify import (
     verify_plan,
     verify_text,
 )
+from tests.shared_data import MMS_DATA
 
 ROOT = Path(__file__).resolve().parents[3]
 BUNDLED = ROOT / "benchmark" / "builtin" / "data"
-MMS_DATA = Path(os.environ.get("BENCHWRIGHT_MMS_DATA", ROOT.parent / "shared" / "data" / "mms"))
 INVALID_ROWS = {9010, 9011, 9012}
 
 

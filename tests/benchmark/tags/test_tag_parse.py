@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -25,15 +24,10 @@ from benchmark.tags.payload import (  # noqa: E402
     read_literal,
     read_literal_fast,
 )
+from tests.shared_data import SHARED_DATA, needs_data  # noqa: E402
 
-
-def shared_data() -> Path:
-    env = os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    return Path(env) if env else ROOT / ".." / "shared" / "data"
-
-
-DATA = shared_data()
-needs_data = pytest.mark.skipif(not (DATA / "atp").is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA
+needs_atp = needs_data("atp")
 
 REF = '<tool>{"tool_name": "Reference", "description": "Panel", "params": {"img_index": 1}}</tool>'
 
@@ -335,7 +329,7 @@ def test_fast_reader_never_disagrees_with_literal_eval(source: str) -> None:
 # --------------------------------------------------------------------------- sample answers
 
 
-@needs_data
+@needs_atp
 def test_sample_answers_parse_and_round_trip() -> None:
     rows = [json.loads(line) for line in (DATA / "atp" / "data.jsonl").open(encoding="utf-8")]
     counts = {row["trace_id"]: len(parse(row["gt"], "atp").tools) for row in rows}
@@ -349,7 +343,7 @@ def test_sample_answers_parse_and_round_trip() -> None:
         assert parsed.tools
 
 
-@needs_data
+@needs_atp
 def test_sample_text_only_1_second_tag_needs_the_fallback() -> None:
     answers = json.loads((DATA / "llmi" / "answers.json").read_text(encoding="utf-8"))
     parsed = parse(answers[0]["answer"], "llmi")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -34,15 +33,10 @@ from benchmark.tags import (  # noqa: E402
     set_tool,
     validate,
 )
+from tests.shared_data import SHARED_DATA, needs_data  # noqa: E402
 
-
-def shared_data() -> Path:
-    env = os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    return Path(env) if env else ROOT / ".." / "shared" / "data"
-
-
-DATA = shared_data()
-needs_data = pytest.mark.skipif(not (DATA / "atp").is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA
+needs_atp = needs_data("atp")
 
 REF0 = '<tool>{"tool_name": "Reference", "description": "Panel", "params": {"img_index": 0}}</tool>'
 REF1 = '<tool>{"tool_name": "Reference", "description": "Tank", "params": {"img_index": 1}}</tool>'
@@ -127,7 +121,7 @@ def test_identity_on_any_text(text: str) -> None:
     assert serialize(parse(text, "llmi")) == text
 
 
-@needs_data
+@needs_atp
 def test_identity_on_sample_answers() -> None:
     for line in (DATA / "atp" / "data.jsonl").open(encoding="utf-8"):
         gt = json.loads(line)["gt"]
@@ -325,7 +319,7 @@ def test_move_ignores_blank_lines_inside_other_tags() -> None:
     assert new == f"Say here. {code} more text\n\n{REF0}\n\nP2."
 
 
-@needs_data
+@needs_atp
 def test_move_fixes_the_sample_mid_sentence_tag() -> None:
     rows = {
         row["trace_id"]: row

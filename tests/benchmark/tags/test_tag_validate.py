@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,10 @@ from benchmark.tags import (  # noqa: E402
     validate,
 )
 from benchmark.tags.validate import _FIGURE_PHRASE_ANY_CASE, _figure_phrases  # noqa: E402
+from tests.shared_data import SHARED_DATA, needs_data  # noqa: E402
 
-
-def shared_data() -> Path:
-    env = os.environ.get("BENCHWRIGHT_SHARED_DATA")
-    return Path(env) if env else ROOT / ".." / "shared" / "data"
-
-
-DATA = shared_data()
-needs_data = pytest.mark.skipif(not (DATA / "atp").is_dir(), reason="shared sample data not found")
+DATA = SHARED_DATA
+needs_atp = needs_data("atp")
 
 
 def atp_tag(tool: str, params: dict[str, Any], description: str = "An image") -> str:
@@ -451,7 +445,7 @@ ATP_EXPECTED: dict[str, list[tuple[str, int | None]]] = {
 }
 
 
-@needs_data
+@needs_atp
 def test_atp_sample_findings() -> None:
     rows = [json.loads(line) for line in (DATA / "atp" / "data.jsonl").open(encoding="utf-8")]
     got = {
@@ -460,7 +454,7 @@ def test_atp_sample_findings() -> None:
     assert got == ATP_EXPECTED
 
 
-@needs_data
+@needs_atp
 def test_atp_sample_details() -> None:
     rows = {
         row["trace_id"]: row
@@ -490,7 +484,7 @@ LLMI_EXPECTED: dict[tuple[str, int], list[tuple[str, int | None]]] = {
 }
 
 
-@needs_data
+@needs_atp
 def test_llmi_sample_findings() -> None:
     answers = json.loads((DATA / "llmi" / "answers.json").read_text(encoding="utf-8"))
     mm = json.loads((DATA / "llmi" / "mm_input.json").read_text(encoding="utf-8"))

@@ -1,7 +1,9 @@
-"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions protocol, for tests.
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions protocol, for tests,
+and ``point_at`` to give a project that server as its model. The fixtures that start it
+(``model_server``, ``model_project``) are in tests/conftest.py.
 
-It answers ``POST /v1/chat/completions`` with a fixture answer and usage counts, can be told to
-fail the next requests (429, 500, ...), can hold requests until released (to observe
+The server answers ``POST /v1/chat/completions`` with a fixture answer and usage counts, can be
+told to fail the next requests (429, 500, ...), can hold requests until released (to observe
 concurrency), and records every request it got (path, headers, JSON body)."""
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchmark.models import Project
 
 HOLD_TIMEOUT = 30.0  # a held request never outlives a broken test by much
+MODEL = "fake-vl-7b"
+"""The model name ``point_at`` gives a project."""
 
 
 @dataclass
@@ -167,3 +174,13 @@ class FakeModelServer:
             },
             {},
         )
+
+
+def point_at(project: Project, server: FakeModelServer, **extra: Any) -> Project:
+    """Give the project its own model: the fake server, fast backoff."""
+    project.settings = {
+        **(project.settings or {}),
+        "model": {"base_url": server.url, "model": MODEL, "backoff_base": 0.01, **extra},
+    }
+    project.save(update_fields=["settings"])
+    return project

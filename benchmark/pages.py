@@ -1,0 +1,79 @@
+"""What the page views of every app share: the htmx ``Vary`` decorator, rendering a page or the
+fragment an htmx target asks for, the context every project page gets (project, role, allowed
+actions), the permission check that answers 403, and for the model pages the project's model
+and an item's stored images."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.vary import vary_on_headers
+
+from benchmark import permissions, selectors
+from benchmark.llm import services as llm_services
+from benchmark.llm.client import ModelNotConfigured
+from benchmark.models import Item, Project
+from benchmark.presenters import image_entries
+from benchmark.typing import AnyUser
+
+htmx_page = vary_on_headers("HX-Request", "HX-Target")
+"""For views that answer an htmx request with a fragment chosen by its target."""
+
+
+def render_page(
+    request: HttpRequest,
+    template: str,
+    context: dict[str, Any],
+    *,
+    fragments: dict[str, str] | None = None,
+) -> HttpResponse:
+    """Render the whole page, or for an htmx request the partial its target asks for:
+    ``fragments`` maps a target id (or an id prefix ending in ``*``) to a partial name, and any
+    other target gets the page's ``content`` partial. History restores get the full page."""
+    htmx = getattr(request, "htmx", None)
+    if htmx and not htmx.history_restore_request:
+        target = htmx.target or ""
+        fragment = "content"
+        for key, name in (fragments or {}).items():
+            if target == key or (key.endswith("*") and target.startswith(key[:-1])):
+                fragment = name
+                break
+        template = f"{template}#{fragment}"
+    return render(request, template, context)
+
+
+def require_action(request: HttpRequest, project: Project, action: str) -> None:
+    """403 unless the user's role in the project allows ``action``."""
+    if not permissions.can(user=request.user, project=project, action=action):
+        raise PermissionDenied(f"Your role in this project does not allow {action}.")
+
+
+def project_context(request: HttpRequest, project: Project) -> dict[str, Any]:
+    return {
+        "project": project,
+        "role": permissions.role_in(user=request.user, project=project),
+        "actions": permissions.allowed_actions(user=request.user, project=project),
+    }
+
+
+def model_context(project: Project) -> dict[str, Any]:
+    """The project's model (``model``), or why there is none (``model_error``), and how to
+    configure one (``how_to``)."""
+    try:
+        resolved = llm_services.model_resolve(project=project)
+    except ModelNotConfigured as exc:
+        return {"model": None, "model_error": str(exc), "how_to": llm_services.HOW_TO_CONFIGURE}
+    return {"model": resolved, "model_error": "", "how_to": llm_services.HOW_TO_CONFIGURE}
+
+
+def item_images(
+    *, user: AnyUser, item: Item, index_name: str = "img_index"
+) -> list[dict[str, Any]]:
+    """The item's stored images, labelled by ``index_name`` (ones missing from storage cannot
+    be sent to a model)."""
+    refs = item.image_refs or []
+    images = selectors.images_by_sha(user=user, shas=[r.get("sha256") for r in refs])
+    return [e for e in image_entries(refs, images, index_name) if e["image"]]
