@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import queue
 import shutil
 import threading
@@ -21,7 +22,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 from django.utils import timezone
 
 from benchmark.bulk import bulk_insert, bulk_load_begin, column_of
-from benchmark.exceptions import ValidationFailed
+from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.formats import (
     AttachmentRecord,
     FormatError,
@@ -48,6 +49,8 @@ from benchmark.models import (
     Trajectory,
 )
 from benchmark.typing import AnyUser, User
+
+log = logging.getLogger(__name__)
 
 BATCH_SIZE = 500
 
@@ -869,6 +872,38 @@ def job_finish(*, job_id: int, result: dict[str, Any] | None = None, error: str 
     job.save(update_fields=["status", "error", "result", "progress", "finished_at"])
 
 
+def job_run(
+    *,
+    job_id: int,
+    work: Callable[[Job, Callable[..., None]], dict[str, Any]],
+    what: str,
+    cleanup: Callable[[Job], None] | None = None,
+) -> None:
+    """The body of a job's Celery task: nothing when the job is not queued (a repeated
+    delivery); ``work(job, progress)`` returns the result to record, a DomainError becomes the
+    job's message, anything else is logged and named on the row; ``cleanup`` runs either way."""
+    if not job_start(job_id=job_id):
+        return
+    job = Job.objects.get(pk=job_id)
+
+    def progress(**fields: Any) -> None:
+        job_progress(job_id=job_id, **fields)
+
+    try:
+        result = work(job, progress)
+    except DomainError as exc:
+        job_finish(job_id=job_id, error=exc.message)
+        return
+    except Exception as exc:  # noqa: BLE001 - the job row must say what went wrong
+        log.exception("%s %s failed", what, job_id)
+        job_finish(job_id=job_id, error=f"unexpected error: {exc.__class__.__name__}: {exc}")
+        return
+    finally:
+        if cleanup is not None:
+            cleanup(job)
+    job_finish(job_id=job_id, result=result)
+
+
 # =========================================================================== web import/export
 # Added for the import and export pages and API: starting an import job from an upload, and
 # packing an export into one downloadable file. Nothing above is changed by this section.
@@ -886,13 +921,28 @@ from benchmark import permissions  # noqa: E402
 from benchmark.exceptions import PermissionDenied  # noqa: E402
 
 IMPORT_KIND = "import"
+IMPORT_AREA = "imports"
 _ZIP_JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 _MAX_ZIP_MEMBERS = 200_000
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-def _import_folder(job_id: int) -> Path:
-    return Path(settings.MEDIA_ROOT) / "imports" / str(job_id)
+def upload_folder(area: str, job_id: int) -> Path:
+    """Where a job keeps its uploaded files until it has read them: MEDIA_ROOT/<area>/<job>."""
+    return Path(settings.MEDIA_ROOT) / area / str(job_id)
+
+
+def upload_folder_remove(*, folder: str | None, area: str) -> None:
+    """Remove a job's uploaded files; only ever a folder below MEDIA_ROOT/<area>."""
+    base = (Path(settings.MEDIA_ROOT) / area).resolve()
+    if folder and Path(folder).resolve().is_relative_to(base):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def upload_write(upload: UploadedFile, target: Path) -> None:
+    with target.open("wb") as dst:
+        for chunk in upload.chunks():
+            dst.write(chunk)
 
 
 def _safe_member_target(root: Path, info: zipfile.ZipInfo) -> Path | None:
@@ -914,7 +964,7 @@ def _safe_member_target(root: Path, info: zipfile.ZipInfo) -> Path | None:
     return target
 
 
-def _extract_zip(upload: IO[bytes], root: Path, max_bytes: int) -> Path:
+def zip_extract(upload: IO[bytes], root: Path, max_bytes: int) -> Path:
     """Extract a zip safely into ``root``; return the dataset folder (the single top folder
     when the zip wraps everything in one, else ``root``)."""
     try:
@@ -977,21 +1027,19 @@ def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile
             project=project,
             params={"project_id": project.pk, "path": "", "filename": filename},
         )
-        folder = _import_folder(job.pk)
+        folder = upload_folder(IMPORT_AREA, job.pk)
         try:
             folder.mkdir(parents=True, exist_ok=False)
             upload.seek(0)
             if zipfile.is_zipfile(upload):
                 upload.seek(0)
-                path = _extract_zip(upload, folder, max_bytes)
+                path = zip_extract(upload, folder, max_bytes)
             elif filename.lower().endswith(".zip"):
                 raise ValidationFailed("the file is named .zip but is not a zip archive")
             else:
                 upload.seek(0)
                 path = folder / filename
-                with path.open("wb") as dst:
-                    for chunk in upload.chunks():
-                        dst.write(chunk)
+                upload_write(upload, path)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

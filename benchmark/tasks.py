@@ -4,11 +4,9 @@ the row, so a repeated delivery does nothing twice."""
 from __future__ import annotations
 
 import logging
-import shutil
 from pathlib import Path
 
 from celery import shared_task
-from django.conf import settings
 
 from benchmark import services
 from benchmark.exceptions import DomainError
@@ -31,10 +29,7 @@ def dataset_import_task(job_id: int) -> None:
 
 def _remove_upload(job: Job) -> None:
     """An uploaded file is only needed until its import has run."""
-    folder = job.params.get("cleanup")
-    root = (Path(settings.MEDIA_ROOT) / "imports").resolve()
-    if folder and Path(folder).resolve().is_relative_to(root):
-        shutil.rmtree(folder, ignore_errors=True)
+    services.upload_folder_remove(folder=job.params.get("cleanup"), area=services.IMPORT_AREA)
 
 
 def _import(job: Job) -> None:

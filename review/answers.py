@@ -242,8 +242,7 @@ def _require_scorable(project: Project, user: AnyUser) -> User:
     return user
 
 
-def _upload_root(job_id: int) -> Path:
-    return Path(settings.MEDIA_ROOT) / "answers-upload" / str(job_id)
+UPLOAD_AREA = "answers-upload"
 
 
 def uploads_check(uploads: Sequence[UploadedFile]) -> int:
@@ -286,15 +285,13 @@ def answers_score_start(
             project=project,
             params={"project_id": project.pk, "name": label, "only_verified": only_verified},
         )
-        root = _upload_root(job.pk)
+        root = benchmark_services.upload_folder(UPLOAD_AREA, job.pk)
         files: list[list[str]] = []
         try:
             root.mkdir(parents=True, exist_ok=False)
             for n, (upload, name) in enumerate(zip(uploads, names, strict=True)):
                 target = root / f"{n}-{get_valid_filename(name) or 'answers'}"
-                with target.open("wb") as dst:
-                    for chunk in upload.chunks():
-                        dst.write(chunk)
+                benchmark_services.upload_write(upload, target)
                 files.append([name, str(target)])
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
@@ -330,7 +327,4 @@ def answers_score_job(*, job: Job, progress: Callable[..., None] | None = None) 
 
 
 def answers_upload_cleanup(*, job: Job) -> None:
-    folder = job.params.get("path")
-    base = (Path(settings.MEDIA_ROOT) / "answers-upload").resolve()
-    if folder and Path(folder).resolve().is_relative_to(base):
-        shutil.rmtree(folder, ignore_errors=True)
+    benchmark_services.upload_folder_remove(folder=job.params.get("path"), area=UPLOAD_AREA)

@@ -386,8 +386,7 @@ def _require_review(user: AnyUser, project: Project) -> User:
     return user
 
 
-def _upload_root(job_id: int) -> Path:
-    return Path(settings.MEDIA_ROOT) / "runs-upload" / str(job_id)
+UPLOAD_AREA = "runs-upload"
 
 
 def _safe_relative(name: str) -> PurePosixPath:
@@ -437,7 +436,7 @@ def run_upload_start(
             project=project,
             params={"project_id": project.pk, "name": label, "filename": label},
         )
-        root = _upload_root(job.pk)
+        root = benchmark_services.upload_folder(UPLOAD_AREA, job.pk)
         sources: list[list[str]] = []
         try:
             root.mkdir(parents=True, exist_ok=False)
@@ -455,7 +454,7 @@ def run_upload_start(
                         raise ValidationFailed(f"{upload.name} is not a readable zip archive")
                     upload.seek(0)
                     try:
-                        inner = benchmark_services._extract_zip(upload, target, max_bytes)
+                        inner = benchmark_services.zip_extract(upload, target, max_bytes)
                     except ValidationFailed as exc:
                         raise ValidationFailed(f"{upload.name}: {exc.message}") from None
                     sources.append([stem if len(zips) > 1 else "", str(inner)])
@@ -465,9 +464,7 @@ def run_upload_start(
                     if target.exists():
                         raise ValidationFailed(f"the upload holds {rel!r} twice")
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    with target.open("wb") as dst:
-                        for chunk in upload.chunks():
-                            dst.write(chunk)
+                    benchmark_services.upload_write(upload, target)
                 sources.append(["", str(root)])
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
@@ -596,10 +593,7 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
 
 
 def run_upload_cleanup(*, job: Job) -> None:
-    folder = job.params.get("path")
-    base = (Path(settings.MEDIA_ROOT) / "runs-upload").resolve()
-    if folder and Path(folder).resolve().is_relative_to(base):
-        shutil.rmtree(folder, ignore_errors=True)
+    benchmark_services.upload_folder_remove(folder=job.params.get("path"), area=UPLOAD_AREA)
 
 
 # =========================================================================== services: people
