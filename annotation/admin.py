@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from annotation.models import Assignment, Judgment, JudgmentTask, Outcome
+from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
 
 
 @admin.register(JudgmentTask)

@@ -12,7 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
-from benchmark import permissions, selectors
+from benchmark import permissions
+from benchmark.images import selectors
 from benchmark.llm import services as llm_services
 from benchmark.llm.client import ModelNotConfigured
 from benchmark.models import Item, Project

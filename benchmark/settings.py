@@ -190,7 +190,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT 
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 # Task modules outside an app's tasks.py, which autodiscovery does not find.
-CELERY_IMPORTS = ["benchmark.llm.tasks"]
+# Every feature package that defines tasks (autodiscovery only looks for <app>.tasks).
+CELERY_IMPORTS = [
+    "benchmark.datasets.tasks",
+    "benchmark.llm.tasks",
+    "review.agreement.services",
+    "review.answers.tasks",
+    "review.runs.tasks",
+]
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = True

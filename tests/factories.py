@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory
 from PIL import Image as PILImage
 
-from benchmark import services
+from benchmark.images import services
 from benchmark.models import (
     Image,
     Item,
@@ -311,7 +311,7 @@ class RunSetFactory(DjangoModelFactory):
 
 def _agent_run_score(run: Any) -> dict[str, Any]:
     from benchmark.metrics.agentic_mme import AgentRun as Run
-    from review.runs import run_score, score_to_dict
+    from review.runs.services import run_score, score_to_dict
 
     agent = Run(tuple(run.events), run.final_answer, None, None, run.folder)
     return score_to_dict(run_score(item=run.item, run=agent))
@@ -356,6 +356,6 @@ class TrajectoryVersionFactory(DjangoModelFactory):
 
 
 def _fingerprint(document: dict[str, Any]) -> str:
-    from annotation.trajectory_document import fingerprint
+    from annotation.trajectories.document import fingerprint
 
     return fingerprint(document)

@@ -1,8 +1,8 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from annotation import verification_views
 from annotation.api.views import JudgmentTaskViewSet
+from annotation.verification import views as verification_views
 
 router = DefaultRouter()
 router.register("judgment-tasks", JudgmentTaskViewSet, basename="judgment-task")
@@ -10,12 +10,12 @@ urlpatterns = [
     *router.urls,
     # Blind verification: the verifier's blind view of an item, and the step audit.
     path(
-        "judgment-tasks/<int:pk>/items/<int:item_pk>/blind/",
+        "judgment-tasks/<int:pk>/items/<int:item_id>/blind/",
         verification_views.api_blind_item,
         name="verify-blind-item",
     ),
     path(
-        "judgment-tasks/<int:pk>/items/<int:item_pk>/audit/",
+        "judgment-tasks/<int:pk>/items/<int:item_id>/audit/",
         verification_views.api_audit,
         name="verify-audit",
     ),

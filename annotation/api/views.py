@@ -12,12 +12,12 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation import selectors, services
-from annotation.models import Judgment, JudgmentTask
+from annotation.judging import selectors, services
+from annotation.judging.models import Judgment, JudgmentTask
 from benchmark.exceptions import PermissionDenied
 from benchmark.permissions import can
 from benchmark.typing import request_user
-from review.agreement import agreement_compute
+from review.agreement.services import agreement_compute
 
 
 class JudgmentTaskSerializer(serializers.ModelSerializer):

@@ -19,7 +19,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from benchmark import permissions, selectors, services
+from benchmark import permissions
 from benchmark.api.serializers import (
     ImageSerializer,
     ImportUploadSerializer,
@@ -31,6 +31,10 @@ from benchmark.api.serializers import (
     ResponseSerializer,
     TrajectorySerializer,
 )
+from benchmark.datasets import services as dataset_services
+from benchmark.images import selectors as image_selectors
+from benchmark.jobs import selectors as job_selectors
+from benchmark.jobs import services as job_services
 from benchmark.models import (
     Image,
     Item,
@@ -44,7 +48,8 @@ from benchmark.models import (
     Trajectory,
 )
 from benchmark.models import Response as ResponseModel
-from benchmark.selectors import ItemFilters
+from benchmark.projects import selectors
+from benchmark.projects.selectors import ItemFilters
 
 
 def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -102,7 +107,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         permissions.require(user=request.user, project=project, action="import")
         upload = ImportUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
-        job = services.import_upload_start(
+        job = dataset_services.import_upload_start(
             project=project, user=request.user, upload=upload.validated_data["file"]
         )
         job.refresh_from_db()
@@ -140,7 +145,7 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_object(self) -> Item:
         item = super().get_object()
-        from annotation.verification import redact_unanswered  # blind verifiers
+        from annotation.verification.selectors import redact_unanswered  # blind verifiers
 
         redact_unanswered(user=self.request.user, item=item)
         return item
@@ -246,7 +251,7 @@ class ImageViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = "[0-9a-f]{64}"
 
     def get_queryset(self) -> QuerySet[Image]:
-        images = selectors.image_list(user=self.request.user)
+        images = image_selectors.image_list(user=self.request.user)
         if self.action == "list":
             query = _query(ImageQuery, self.request)
             if "project" in query:
@@ -271,7 +276,7 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = JobSerializer
 
     def get_queryset(self) -> QuerySet[Job]:
-        jobs = selectors.job_list(user=self.request.user)
+        jobs = job_selectors.job_list(user=self.request.user)
         if self.action == "list":
             query = _query(JobQuery, self.request)
             if "project" in query:
@@ -284,5 +289,5 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         # A job whose worker died answers "failed" to the poll instead of "running" forever.
-        services.jobs_sweep()
+        job_services.jobs_sweep()
         return super().retrieve(request, *args, **kwargs)

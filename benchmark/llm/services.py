@@ -11,8 +11,9 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from benchmark import permissions, services
+from benchmark import permissions
 from benchmark.exceptions import Conflict, ValidationFailed
+from benchmark.jobs import services
 from benchmark.llm.cache import CachedAnswer
 from benchmark.llm.client import (
     CACHE_MODES,

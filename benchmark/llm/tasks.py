@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from benchmark.jobs.services import job_soft_time_limit, job_time_limit
 from benchmark.llm import services
-from benchmark.services import job_soft_time_limit, job_time_limit
 
 
 @shared_task(

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from annotation import drafting_services as services
-from annotation.drafting_models import DraftingCrop, DraftingDraft, DraftingMark, DraftingSession
+from annotation.drafting import services
+from annotation.drafting.models import DraftingCrop, DraftingDraft, DraftingMark, DraftingSession
 from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
 from benchmark.models import Image, Item, Job, ModelCall, Project, ProjectKind, Trajectory
 from tests.factories import (

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from annotation.models import Judgment, JudgmentTask, Outcome
-from annotation.services import judgment_task_ensure_defaults
+from annotation.judging.models import Judgment, JudgmentTask, Outcome
+from annotation.judging.services import judgment_task_ensure_defaults
 from benchmark.models import Item, Toolset
 from tests.factories import ItemFactory, MembershipFactory, PlanFactory, ProjectFactory, UserFactory
 
@@ -152,7 +152,7 @@ def test_large_task_recomputes_agreement_as_a_job(
     setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
 ) -> None:
     from benchmark.models import Job
-    from review import agreement
+    from review.agreement import services as agreement
 
     task, c = setup["task"], setup["c"]
     for name in ("a1", "a2"):

@@ -8,11 +8,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation import services
-from annotation.models import Assignment, Judgment, JudgmentTask, Outcome
+from annotation.judging import services
+from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
 from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
 from benchmark.models import Item, Membership, Project, Toolset
-from review import services as review_services
+from review.adjudication import services as review_services
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, connections
 
-from annotation import services
-from annotation.models import Assignment, JudgmentTask
+from annotation.judging import services
+from annotation.judging.models import Assignment, JudgmentTask
 from benchmark.models import Item, Membership, Project, Toolset
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from annotation import tag_edits
-from annotation.models import ResponseVersion, TagDecision
-from annotation.tag_review import (
+from annotation.tag_review import edits as tag_edits
+from annotation.tag_review.models import ResponseVersion, TagDecision
+from annotation.tag_review.services import (
     VersionConflict,
     item_discard,
     response_revert,

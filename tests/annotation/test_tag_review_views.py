@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from annotation.models import ResponseVersion, TagDecision
+from annotation.tag_review.models import ResponseVersion, TagDecision
 from benchmark.builtin import toolsets_ensure
 from benchmark.models import Item, ItemStatus, Project, Response
 from tests.factories import ImageFactory, ItemFactory, ResponseFactory, image_ref

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from annotation import tag_selectors
-from annotation.tag_review import response_save_version
+from annotation.tag_review import selectors as tag_selectors
+from annotation.tag_review.services import response_save_version
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Item, ItemStatus, Origin, Project, ProjectKind
 from tests.factories import ItemFactory, ProjectFactory, ResponseFactory

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from annotation import trajectory_document as td
+from annotation.trajectories import document as td
 
 SHARED = Path(
     os.environ.get(

@@ -11,21 +11,21 @@ from typing import Any
 
 import pytest
 
-from annotation import trajectory_document as td
-from annotation.trajectory_selectors import (
+from annotation.trajectories import document as td
+from annotation.trajectories.selectors import (
     editor_choices,
     reference_of,
     trajectory_item_get,
     version_state,
 )
-from annotation.trajectory_services import (
+from annotation.trajectories.services import (
     TrajectoryConflict,
     TrajectoryInvalid,
     task_document,
     trajectory_save,
 )
-from benchmark import services
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
+from benchmark.datasets import services
 from benchmark.models import Image, Item, Project, Role
 from tests.factories import MembershipFactory, UserFactory
 

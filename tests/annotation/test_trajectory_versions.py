@@ -15,24 +15,24 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import trajectory_document as td
-from annotation.services import judgment_task_ensure_defaults
-from annotation.trajectory_diff import document_diff
-from annotation.trajectory_models import TrajectoryVersion
-from annotation.trajectory_selectors import (
+from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.trajectories import document as td
+from annotation.trajectories.diff import document_diff
+from annotation.trajectories.models import TrajectoryVersion
+from annotation.trajectories.selectors import (
     FIRST_NOTE,
     OUTSIDE_NOTE,
     reference_of,
     trajectory_item_get,
     version_state,
 )
-from annotation.trajectory_services import (
+from annotation.trajectories.services import (
     TrajectoryConflict,
     TrajectoryInvalid,
     task_document,
     trajectory_revert,
 )
-from benchmark import services
+from benchmark.datasets import services
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import Item, Role, Trajectory
 from tests.annotation.test_trajectory_services import SOURCE, _save, mme, needs_data

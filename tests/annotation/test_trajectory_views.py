@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import trajectory_document as td
-from annotation.trajectory_services import task_document
+from annotation.trajectories import document as td
+from annotation.trajectories.services import task_document
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Item, Project, Role, Trajectory
 from tests.factories import (

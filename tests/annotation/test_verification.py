@@ -12,19 +12,25 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from annotation import verification
-from annotation.models import Judgment, JudgmentTask, Outcome, TrajectoryAudit
-from annotation.services import (
+from annotation.judging.models import Judgment, JudgmentTask, Outcome
+from annotation.judging.services import (
     _lease,
     assignment_next_for_user,
     judgment_submit,
     judgment_task_ensure_defaults,
 )
-from benchmark import services as benchmark_services
+from annotation.verification import checklist
+from annotation.verification import rules as verification_rules
+from annotation.verification import selectors as verification_selectors
+from annotation.verification import services as verification
+from annotation.verification.models import TrajectoryAudit
+from benchmark.datasets import services as benchmark_services
 from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
 from benchmark.models import Item, ItemStatus, Project, Role, Toolset
-from review.models import Decision
-from review.services import outcome_decide
+from review.adjudication import selectors as adjudication_selectors
+from review.adjudication import services as adjudication
+from review.adjudication.models import Decision
+from review.adjudication.services import outcome_decide
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.shared_data import SHARED_DATA, needs_data
 
@@ -78,7 +84,7 @@ def test_trajectory_projects_get_the_solve_blind_task(world: dict[str, Any]) -> 
     assert task.name == "Solve blind"
     assert (task.scheme, task.consensus, task.overlap) == ("text", "author_plus_two", 2)
     assert task.updates_item_status and not task.author_may_judge
-    assert verification.is_solve_task(task)
+    assert verification_rules.is_solve_task(task)
     # Idempotent: asking again adds nothing.
     assert judgment_task_ensure_defaults(project=world["project"]) == [task]
     assert JudgmentTask.objects.filter(project=world["project"]).count() == 1
@@ -88,7 +94,7 @@ def test_interleaved_projects_do_not_get_it(db: None) -> None:
     project = ProjectFactory()
     tasks = judgment_task_ensure_defaults(project=project)
     assert [t.name for t in tasks] == ["Query verification"]
-    assert not verification.is_solve_task(tasks[0])
+    assert not verification_rules.is_solve_task(tasks[0])
 
 
 # --------------------------------------------------------------------------- comparing answers
@@ -116,20 +122,20 @@ def test_interleaved_projects_do_not_get_it(db: None) -> None:
 def test_answers_are_compared_as_the_benchmark_scores(
     world: dict[str, Any], task_id: str, answer: str, matches: bool
 ) -> None:
-    assert verification.answer_matches_item(world["items"][task_id], answer) is matches
+    assert verification_rules.answer_matches_item(world["items"][task_id], answer) is matches
 
 
 @needs_samples
 def test_accepted_variants_count(world: dict[str, Any]) -> None:
     item = world["items"]["0006"]
-    assert not verification.answer_matches_item(item, "Copper")
+    assert not verification_rules.answer_matches_item(item, "Copper")
     item.accepted_variants = ["Copper"]
-    assert verification.answer_matches_item(item, "Copper")
+    assert verification_rules.answer_matches_item(item, "Copper")
 
 
 def test_an_item_without_an_answer_matches_nothing(db: None) -> None:
     item = Item(expected_answer="  ", match_type="contains")
-    assert not verification.answer_matches_item(item, "anything")
+    assert not verification_rules.answer_matches_item(item, "anything")
 
 
 # --------------------------------------------------------------------------- consensus
@@ -159,7 +165,7 @@ def test_a_divergent_answer_sends_the_item_to_joint_review(world: dict[str, Any]
     assert outcome.verdict == "disputed"
     assert outcome.reason == "1 of 2 verifiers match the author's answer"
     assert item.status == ItemStatus.IN_REVIEW
-    (row,) = verification.joint_review_queue(user=u["rev"], task=task)
+    (row,) = adjudication_selectors.joint_review_queue(user=u["rev"], task=task)
     assert row.item == item
     assert [(a.judgment.user.username, a.judgment.value, a.matches) for a in row.answers] == [
         ("v1", "130", True),
@@ -168,7 +174,7 @@ def test_a_divergent_answer_sends_the_item_to_joint_review(world: dict[str, Any]
     # Once in review the item is not offered to another verifier.
     assert assignment_next_for_user(task=task, user=u["v3"]).item_id != item.pk
     with pytest.raises(PermissionDenied):
-        verification.joint_review_queue(user=u["v1"], task=task)
+        adjudication_selectors.joint_review_queue(user=u["v1"], task=task)
 
 
 @needs_samples
@@ -194,11 +200,13 @@ def test_the_author_never_verifies_their_own_item(world: dict[str, Any], provena
 
 
 def test_author_username_reads_provenance() -> None:
-    assert verification.author_username(Item(provenance="user:ann")) == "ann"
-    assert verification.author_username(Item(provenance="user:ann model:x")) == "ann"
-    assert verification.author_username(Item(provenance="drafted by ann with gpt-4o")) == "ann"
-    assert verification.author_username(Item(provenance="imported:agentic-mme")) == ""
-    assert verification.author_username(Item(provenance="user:")) == ""
+    assert verification_rules.author_username(Item(provenance="user:ann")) == "ann"
+    assert verification_rules.author_username(Item(provenance="user:ann model:x")) == "ann"
+    assert (
+        verification_rules.author_username(Item(provenance="drafted by ann with gpt-4o")) == "ann"
+    )
+    assert verification_rules.author_username(Item(provenance="imported:agentic-mme")) == ""
+    assert verification_rules.author_username(Item(provenance="user:")) == ""
 
 
 # --------------------------------------------------------------------------- joint review
@@ -217,7 +225,7 @@ def disputed(world: dict[str, Any]) -> dict[str, Any]:
 @needs_samples
 def test_revising_the_variants_verifies_the_item(disputed: dict[str, Any]) -> None:
     task, item, rev = disputed["task"], disputed["item"], disputed["u"]["rev"]
-    outcome = verification.answer_revise(
+    outcome = adjudication.answer_revise(
         task=task,
         item=item,
         reviewer=rev,
@@ -236,7 +244,7 @@ def test_revising_the_variants_verifies_the_item(disputed: dict[str, Any]) -> No
     assert decision.reviewer == rev
     assert decision.value["from"]["accepted_variants"] == []
     assert decision.value["to"]["accepted_variants"] == ["Copper"]
-    assert not verification.joint_review_queue(user=rev, task=task)
+    assert not adjudication_selectors.joint_review_queue(user=rev, task=task)
 
 
 @needs_samples
@@ -244,7 +252,7 @@ def test_a_revision_that_still_diverges_keeps_the_item_in_review(
     disputed: dict[str, Any],
 ) -> None:
     task, item, rev = disputed["task"], disputed["item"], disputed["u"]["rev"]
-    outcome = verification.answer_revise(
+    outcome = adjudication.answer_revise(
         task=task,
         item=item,
         reviewer=rev,
@@ -257,7 +265,7 @@ def test_a_revision_that_still_diverges_keeps_the_item_in_review(
     assert item.status == ItemStatus.IN_REVIEW
     assert item.accepted_variants == ["copper"]
     # With "contains" (case-insensitive) both answers match.
-    outcome = verification.answer_revise(
+    outcome = adjudication.answer_revise(
         task=task,
         item=item,
         reviewer=rev,
@@ -276,7 +284,7 @@ def test_a_stale_revision_is_refused_and_writes_nothing(disputed: dict[str, Any]
         accepted_variants=["copper"], updated_at=opened_at + timedelta(seconds=5)
     )
     with pytest.raises(Conflict, match="changed by someone else"):
-        verification.answer_revise(
+        adjudication.answer_revise(
             task=task,
             item=item,
             reviewer=rev,
@@ -313,7 +321,7 @@ def test_revision_input_is_checked(
         "match_type": "exact",
     }
     with pytest.raises(error, match=message):
-        verification.answer_revise(**{**args, **kwargs})
+        adjudication.answer_revise(**{**args, **kwargs})
     assert not Decision.objects.exists()
 
 
@@ -322,10 +330,10 @@ def test_only_reviewers_revise_and_only_items_in_review(disputed: dict[str, Any]
     task, item, u = disputed["task"], disputed["item"], disputed["u"]
     args = {"expected_answer": "Cu", "accepted_variants": ["Copper"], "match_type": "exact"}
     with pytest.raises(PermissionDenied):
-        verification.answer_revise(task=task, item=item, reviewer=u["v1"], **args)
+        adjudication.answer_revise(task=task, item=item, reviewer=u["v1"], **args)
     settled = disputed["items"]["0001"]
     with pytest.raises(Conflict, match="not in joint review"):
-        verification.answer_revise(task=task, item=settled, reviewer=u["rev"], **args)
+        adjudication.answer_revise(task=task, item=settled, reviewer=u["rev"], **args)
 
 
 @needs_samples
@@ -345,33 +353,33 @@ def test_unresolved_items_are_discarded_with_the_reason(disputed: dict[str, Any]
 
 
 def test_checklist_per_step_kind() -> None:
-    assert verification.checks_for({"axis": "V", "visual_check": {"question": "?"}}) == [
+    assert checklist.checks_for({"axis": "V", "visual_check": {"question": "?"}}) == [
         "intent",
         "tool",
         "checkpoint",
     ]
-    assert verification.checks_for({"axis": "S", "search_check": {"keywords": ["a"]}}) == [
+    assert checklist.checks_for({"axis": "S", "search_check": {"keywords": ["a"]}}) == [
         "intent",
         "tool",
         "checkpoint",
         "url",
     ]
-    assert verification.checks_for({"axis": "V", "tools": ["crop"]}) == ["intent", "tool"]
+    assert checklist.checks_for({"axis": "V", "tools": ["crop"]}) == ["intent", "tool"]
     step = {
         "search_check": {"urls": ["https://example.org/a", "ftp://x", "https://example.org/a"]},
         "notes": "see http://example.com/b",
         "reference_urls": ["http://example.com/c"],
     }
-    assert verification.step_urls(step) == ["https://example.org/a", "http://example.com/c"]
+    assert checklist.step_urls(step) == ["https://example.org/a", "http://example.com/c"]
 
 
 def test_audit_units_fall_back_to_steps() -> None:
-    units = verification.audit_steps([], [{"intent": "Crop the sign", "tool": "crop"}, "junk"])
+    units = checklist.audit_steps([], [{"intent": "Crop the sign", "tool": "crop"}, "junk"])
     assert [(u["step"], u["description"]) for u in units] == [("#1", "Crop the sign")]
 
 
 def ticks(task: JudgmentTask, item: Item, user: Any) -> dict[str, dict[str, bool]]:
-    audit = verification.my_audit(user=user, task=task, item=item)
+    audit = verification_selectors.my_audit(user=user, task=task, item=item)
     assert audit is not None
     return {e["step"]: e["checks"] for e in audit.steps}
 
@@ -438,17 +446,19 @@ def test_reviewers_see_ticks_per_step_across_verifiers(world: dict[str, Any]) ->
             steps={"C1": {"checks": {"intent": True, "tool": ok, "checkpoint": True}}},
             base_number=0,
         )
-    reference = verification.reference_trajectory(item)
+    reference = verification_rules.reference_trajectory(item)
     assert reference is not None
-    units = verification.audit_steps(reference.checkpoints)
-    table = verification.audit_table(units, verification.latest_audits(task=task, item=item))
+    units = checklist.audit_steps(reference.checkpoints)
+    table = verification_selectors.audit_table(
+        units, verification_selectors.latest_audits(task=task, item=item)
+    )
     c1 = table[0]
     assert c1["step"] == "C1"
     tool = next(r for r in c1["rows"] if r["name"] == "tool")
     assert [(who.username, tick) for who, tick in tool["ticks"]] == [("v1", True), ("v2", False)]
     assert (tool["ok"], tool["n"], tool["doubt"]) == (1, 2, True)
     assert c1["doubt"] is True
-    overview = verification.audit_overview(user=u["rev"], task=task)
+    overview = verification_selectors.audit_overview(user=u["rev"], task=task)
     assert overview[0]["item"] == item
     # v2 left 1 check of C1 and all 3 of C2 unticked; v1 all 3 of C2.
     assert overview[0]["unconfirmed"] == 7
@@ -464,29 +474,29 @@ def test_who_may_see_the_answer_before_solving(world: dict[str, Any]) -> None:
     item = items["0003"]
     Item.objects.filter(pk=items["0004"].pk).update(provenance="user:v1")
     everything = list(Item.objects.filter(project=world["project"]))
-    hidden = verification.hidden_item_ids(user=u["v1"], items=everything)
+    hidden = verification_selectors.hidden_item_ids(user=u["v1"], items=everything)
     # All drafts except v1's own item (v1 is its author and may not verify it).
     assert hidden == {i.pk for i in everything} - {items["0004"].pk}
-    assert verification.hidden_item_ids(user=u["rev"], items=everything) == set()
+    assert verification_selectors.hidden_item_ids(user=u["rev"], items=everything) == set()
     answer_directly(task, u["v1"], item, "317")
-    assert item.pk not in verification.hidden_item_ids(user=u["v1"], items=everything)
-    assert item.pk in verification.hidden_item_ids(user=u["v2"], items=everything)
+    assert item.pk not in verification_selectors.hidden_item_ids(user=u["v1"], items=everything)
+    assert item.pk in verification_selectors.hidden_item_ids(user=u["v2"], items=everything)
     answer_directly(task, u["v2"], item, "317")  # verified: settled for everyone
-    assert item.pk not in verification.hidden_item_ids(user=u["v3"], items=everything)
+    assert item.pk not in verification_selectors.hidden_item_ids(user=u["v3"], items=everything)
     # A closed task hides nothing.
     task.active = False
     task.save()
-    assert verification.hidden_item_ids(user=u["v3"], items=everything) == set()
+    assert verification_selectors.hidden_item_ids(user=u["v3"], items=everything) == set()
 
 
 @needs_samples
 def test_redaction_is_in_memory_only(world: dict[str, Any]) -> None:
     item = world["items"]["0003"]
-    assert verification.redact_unanswered(user=world["u"]["v1"], item=item)
+    assert verification_selectors.redact_unanswered(user=world["u"]["v1"], item=item)
     assert (item.expected_answer, item.accepted_variants, item.raw) == ("", [], "")
     item.refresh_from_db()
     assert item.expected_answer == "317"
-    assert not verification.redact_unanswered(user=world["u"]["rev"], item=item)
+    assert not verification_selectors.redact_unanswered(user=world["u"]["rev"], item=item)
     assert item.expected_answer == "317"
 
 
@@ -497,7 +507,7 @@ def test_a_revised_tolerance_is_kept_where_the_task_file_has_it(
     task, item, u = world["task"], world["items"]["0002"], world["u"]
     answer_directly(task, u["v1"], item, "1284.50")
     answer_directly(task, u["v2"], item, "1284.00")  # off by 0.5: tolerance 0.01 is too tight
-    outcome = verification.answer_revise(
+    outcome = adjudication.answer_revise(
         task=task,
         item=item,
         reviewer=u["rev"],
@@ -509,7 +519,7 @@ def test_a_revised_tolerance_is_kept_where_the_task_file_has_it(
     item.refresh_from_db()
     assert outcome.verdict == "accepted"
     assert item.raw_record["golden_answer"]["tolerance"] == 0.5
-    assert verification.golden_answer(item)["tolerance"] == 0.5
+    assert verification_rules.golden_answer(item)["tolerance"] == 0.5
     # The export writes it into the task file.
     benchmark_services.dataset_export(project=world["project"], out=tmp_path / "out")
     exported = json.loads((tmp_path / "out" / "json" / "0002.json").read_text())

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from annotation.models import JudgmentTask, Outcome, TrajectoryAudit
-from annotation.services import judgment_task_ensure_defaults
+from annotation.judging.models import JudgmentTask, Outcome
+from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.verification.models import TrajectoryAudit
 from benchmark.models import Item, ItemStatus, Role
-from review.models import Decision
+from review.adjudication.models import Decision
 from tests.annotation.test_verification import SAMPLES, agentic_project, answer_directly
 from tests.factories import MembershipFactory, TrajectoryFactory, UserFactory
 

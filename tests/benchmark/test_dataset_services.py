@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from PIL import Image as PILImage
 
-from benchmark import services
+from benchmark.datasets import services as dataset_services
+from benchmark.datasets.tasks import dataset_import_task
 from benchmark.formats import FormatError
+from benchmark.jobs import services as job_services
 from benchmark.models import Image, Item, Job, JobStatus, Project, Response, Toolset
-from benchmark.tasks import dataset_import_task
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,7 @@ def _write(folder: Path, rows: list[dict[str, object]], *, image: bool = True) -
 
 def test_import_creates_items_responses_and_one_image(project: Project, tmp_path: Path) -> None:
     path = _write(tmp_path / "d", [_row(1), _row(2)])
-    result = services.dataset_import(project=project, path=path)
+    result = dataset_services.dataset_import(project=project, path=path)
     assert result.items_created == 2
     assert Item.objects.filter(project=project).count() == 2
     assert Response.objects.filter(item__project=project, key="gt").count() == 2
@@ -73,8 +74,8 @@ def test_import_creates_items_responses_and_one_image(project: Project, tmp_path
 
 def test_reimport_adds_no_duplicates(project: Project, tmp_path: Path) -> None:
     path = _write(tmp_path / "d", [_row(1), _row(2)])
-    services.dataset_import(project=project, path=path)
-    again = services.dataset_import(project=project, path=path)
+    dataset_services.dataset_import(project=project, path=path)
+    again = dataset_services.dataset_import(project=project, path=path)
     assert (again.items_created, again.items_skipped) == (0, 2)
     assert Item.objects.count() == 2
     assert Response.objects.count() == 2
@@ -86,7 +87,7 @@ def test_bad_record_imports_nothing_and_names_the_record(project: Project, tmp_p
     with path.open("a") as fh:
         fh.write('{"trace_id": "t3", "query": \n')  # a broken last line
     with pytest.raises(FormatError) as err:
-        services.dataset_import(project=project, path=path)
+        dataset_services.dataset_import(project=project, path=path)
     assert "3" in str(err.value)  # the line / record is named
     assert Item.objects.count() == 0
     assert Response.objects.count() == 0
@@ -95,13 +96,13 @@ def test_bad_record_imports_nothing_and_names_the_record(project: Project, tmp_p
 def test_same_id_twice_in_one_file_is_refused(project: Project, tmp_path: Path) -> None:
     path = _write(tmp_path / "d", [_row(1), _row(1)])
     with pytest.raises(FormatError, match="twice|duplicate"):
-        services.dataset_import(project=project, path=path)
+        dataset_services.dataset_import(project=project, path=path)
     assert Item.objects.count() == 0
 
 
 def test_missing_image_is_a_warning_not_a_crash(project: Project, tmp_path: Path) -> None:
     path = _write(tmp_path / "d", [_row(1)], image=False)
-    result = services.dataset_import(project=project, path=path)
+    result = dataset_services.dataset_import(project=project, path=path)
     assert result.items_created == 1
     assert any("images/a.png" in w and "not found" in w for w in result.warnings)
     assert Item.objects.get().image_refs[0]["sha256"] is None
@@ -112,7 +113,7 @@ def test_non_image_file_is_refused_with_its_name(project: Project, tmp_path: Pat
     (tmp_path / "d" / "images").mkdir()
     (tmp_path / "d" / "images" / "a.png").write_text("not a picture")
     with pytest.raises(FormatError) as err:
-        services.dataset_import(project=project, path=path)
+        dataset_services.dataset_import(project=project, path=path)
     assert "images/a.png" in str(err.value)
     assert Item.objects.count() == 0
 
@@ -120,11 +121,11 @@ def test_non_image_file_is_refused_with_its_name(project: Project, tmp_path: Pat
 def test_export_roundtrips_and_carries_edits(project: Project, tmp_path: Path) -> None:
     rows = [_row(1), _row(2, image_query="images/a.png")]
     path = _write(tmp_path / "d", rows)
-    services.dataset_import(project=project, path=path)
+    dataset_services.dataset_import(project=project, path=path)
     Item.objects.filter(external_id="t2").update(category="Lifestyle", status="verified")
 
     out = tmp_path / "out" / "data.jsonl"
-    services.dataset_export(project=project, out=out)
+    dataset_services.dataset_export(project=project, out=out)
     exported = [json.loads(line) for line in out.read_text().splitlines()]
     assert exported[0] == rows[0]
     assert exported[1] == {**rows[1], "category": "Lifestyle"}
@@ -133,7 +134,7 @@ def test_export_roundtrips_and_carries_edits(project: Project, tmp_path: Path) -
     ).read_bytes()
 
     only = tmp_path / "verified" / "data.jsonl"
-    services.dataset_export(project=project, out=only, status="verified")
+    dataset_services.dataset_export(project=project, out=only, status="verified")
     assert [json.loads(line)["trace_id"] for line in only.read_text().splitlines()] == ["t2"]
 
 
@@ -141,12 +142,12 @@ def test_export_refuses_unknown_status(project: Project, tmp_path: Path) -> None
     from benchmark.exceptions import ValidationFailed
 
     with pytest.raises(ValidationFailed, match="unknown status"):
-        services.dataset_export(project=project, out=tmp_path / "x.jsonl", status="nope")
+        dataset_services.dataset_export(project=project, out=tmp_path / "x.jsonl", status="nope")
 
 
 def test_import_task_records_result_and_is_idempotent(project: Project, tmp_path: Path) -> None:
     path = _write(tmp_path / "d", [_row(1), _row(2)])
-    job = services.job_create(
+    job = job_services.job_create(
         kind="import", project=project, params={"project_id": project.pk, "path": str(path)}
     )
     dataset_import_task(job.pk)
@@ -162,7 +163,7 @@ def test_import_task_records_result_and_is_idempotent(project: Project, tmp_path
 def test_import_task_reports_a_bad_file_on_the_job(project: Project, tmp_path: Path) -> None:
     path = tmp_path / "data.jsonl"
     path.write_text('{"trace_id": "x"}\nnot json\n')
-    job = services.job_create(
+    job = job_services.job_create(
         kind="import", project=project, params={"project_id": project.pk, "path": str(path)}
     )
     dataset_import_task(job.pk)
@@ -175,7 +176,7 @@ def test_import_task_reports_a_bad_file_on_the_job(project: Project, tmp_path: P
 def test_import_task_removes_the_uploaded_folder(project: Project, settings) -> None:  # type: ignore[no-untyped-def]
     folder = Path(settings.MEDIA_ROOT) / "imports" / "77"
     path = _write(folder, [_row(1)])
-    job = services.job_create(
+    job = job_services.job_create(
         kind="import",
         project=project,
         params={"project_id": project.pk, "path": str(path), "cleanup": str(folder)},

@@ -13,8 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
 from django.core.management import call_command
 
-from benchmark.demo import DEMO_PROJECTS, DEMO_ROOT, PASSWORD_ENV, demo_load, make_images
 from benchmark.models import Image, Item, Membership, Plan, Project, Response, Trajectory
+from review.demo import DEMO_PROJECTS, DEMO_ROOT, PASSWORD_ENV, demo_load, make_images
 
 User = get_user_model()
 
@@ -255,9 +255,9 @@ def test_demo_items_use_terms_of_their_projects_taxonomy() -> None:
 def test_demo_gives_every_new_feature_something_to_show(client) -> None:  # type: ignore[no-untyped-def]
     """The run-scoring page lists the demo's scored agent run, the Agentic-MME demo has its
     "Solve blind" task, and a second load scores nothing again."""
-    from annotation.models import JudgmentTask
-    from benchmark.demo import DEMO_RUNS_NAME
-    from review.models import AgentRun, RunSet
+    from annotation.judging.models import JudgmentTask
+    from review.demo import DEMO_RUNS_NAME
+    from review.runs.models import AgentRun, RunSet
 
     result = demo_load()
     mme = Project.objects.get(name="Agentic-MME demo")
@@ -288,7 +288,7 @@ def test_demo_gives_every_new_feature_something_to_show(client) -> None:  # type
 
 @pytest.mark.django_db
 def test_demo_load_still_completes_when_the_runs_task_was_deleted() -> None:
-    from review.models import RunSet
+    from review.runs.models import RunSet
 
     demo_load()
     mme = Project.objects.get(name="Agentic-MME demo")
@@ -303,7 +303,7 @@ def test_demo_load_still_completes_when_the_runs_task_was_deleted() -> None:
     Item.objects.filter(project=mme, external_id="demo03").delete()
     RunSet.objects.filter(project=mme).delete()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("benchmark.demo.dataset_import", lambda **kwargs: _NoImport())
+        mp.setattr("review.demo.dataset_import", lambda **kwargs: _NoImport())
         result = demo_load(stdout=out)
     assert result["projects"]["Agentic-MME demo"]["runs_created"] == 0
     assert "the demo agent run was not scored" in out.getvalue()

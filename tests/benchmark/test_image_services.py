@@ -13,8 +13,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image as PILImage
 
-from benchmark import image_services
 from benchmark.exceptions import NotFound, PermissionDenied, ValidationFailed
+from benchmark.images import services as image_services
 from benchmark.imaging import ops
 from benchmark.models import Image, Project
 from tests.factories import ImageFactory, ProjectFactory, png_bytes

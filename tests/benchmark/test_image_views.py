@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image as PILImage
 
-from benchmark import image_services
+from benchmark.images import services as image_services
 from benchmark.models import Image, Project
 from tests.factories import ImageFactory
 

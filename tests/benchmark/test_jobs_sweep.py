@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from benchmark import services
+from benchmark.jobs import services
 from benchmark.models import Job, JobStatus, Project
 from tests.factories import JobFactory
 

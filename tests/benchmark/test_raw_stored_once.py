@@ -13,8 +13,8 @@ from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.tag_review import response_save_version
-from benchmark import services
+from annotation.tag_review.services import response_save_version
+from benchmark.datasets import services
 from benchmark.formats import atp
 from benchmark.formats._jsonio import HOLE_MIN_CHARS, fill_holes, punch_holes
 from benchmark.models import Item, Project, Response, Role

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import services
 from benchmark.builtin import toolsets_ensure
+from benchmark.datasets import services
 from benchmark.models import Item, Project
 from tests.shared_data import SHARED_DATA
 

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.models import ResponseVersion
-from benchmark import services
+from annotation.tag_review.models import ResponseVersion
+from benchmark.datasets import services
 from benchmark.models import Item, ItemStatus, Project, Response, Toolset
 from tests.shared_data import SHARED_DATA, needs_data
 

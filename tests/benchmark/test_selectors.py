@@ -8,9 +8,12 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.http import Http404
 
-from benchmark import permissions, selectors
+from benchmark import permissions
+from benchmark.images import selectors as image_selectors
+from benchmark.jobs import selectors as job_selectors
 from benchmark.models import Project
-from benchmark.selectors import ItemFilters
+from benchmark.projects import selectors
+from benchmark.projects.selectors import ItemFilters
 from tests.factories import (
     ImageFactory,
     ItemFactory,
@@ -53,8 +56,8 @@ def test_anonymous_sees_nothing(project: Project) -> None:
     anon = AnonymousUser()
     assert not selectors.project_list(user=anon).exists()
     assert not selectors.item_list(user=anon).exists()
-    assert not selectors.image_list(user=anon).exists()
-    assert not selectors.job_list(user=anon).exists()
+    assert not image_selectors.image_list(user=anon).exists()
+    assert not job_selectors.job_list(user=anon).exists()
     with pytest.raises(Http404):
         selectors.project_get(user=anon, pk=project.pk)
 
@@ -140,12 +143,12 @@ def test_images_are_visible_through_any_of_their_projects(
     theirs = ImageFactory(projects=[other_project])
     orphan = ImageFactory()
     user = users["reviewer"]
-    assert {i.sha256 for i in selectors.image_list(user=user)} == {mine.sha256, shared.sha256}
-    assert selectors.image_get(user=user, sha256=shared.sha256) == shared
+    assert {i.sha256 for i in image_selectors.image_list(user=user)} == {mine.sha256, shared.sha256}
+    assert image_selectors.image_get(user=user, sha256=shared.sha256) == shared
     for hidden in (theirs, orphan):
         with pytest.raises(Http404):
-            selectors.image_get(user=user, sha256=hidden.sha256)
-    found = selectors.images_by_sha(user=user, shas=[mine.sha256, theirs.sha256, None, ""])
+            image_selectors.image_get(user=user, sha256=hidden.sha256)
+    found = image_selectors.images_by_sha(user=user, shas=[mine.sha256, theirs.sha256, None, ""])
     assert set(found) == {mine.sha256}
 
 
@@ -155,12 +158,12 @@ def test_jobs_visible_to_project_members_and_to_their_creator(
     in_project = JobFactory(project=project, created_by=users["admin"])
     theirs = JobFactory(project=other_project, created_by=users["outsider"])
     own_projectless = JobFactory(project=None, created_by=users["annotator"])
-    assert set(selectors.job_list(user=users["annotator"])) == {in_project, own_projectless}
-    assert set(selectors.job_list(user=users["reviewer"])) == {in_project}
+    assert set(job_selectors.job_list(user=users["annotator"])) == {in_project, own_projectless}
+    assert set(job_selectors.job_list(user=users["reviewer"])) == {in_project}
     with pytest.raises(Http404):
-        selectors.job_get(user=users["admin"], pk=theirs.pk)
+        job_selectors.job_get(user=users["admin"], pk=theirs.pk)
     with pytest.raises(Http404):
-        selectors.job_get(user=users["admin"], pk=own_projectless.pk)
+        job_selectors.job_get(user=users["admin"], pk=own_projectless.pk)
 
 
 def test_a_user_without_projects_sees_nothing(project: Project) -> None:

@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from benchmark.subsets import BalancedSubset, balanced_subset
+from benchmark.plans.subsets import BalancedSubset, balanced_subset
 
 
 def _items() -> list[tuple[int, list[str]]]:

@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from benchmark.demo import demo_load
 from benchmark.models import Item, Project
+from review.demo import demo_load
 
 pytestmark = pytest.mark.django_db
 
@@ -87,7 +87,7 @@ def test_each_projects_page_links_its_scoring_page(demo: dict[str, Any]) -> None
 def test_scoring_plans_with_no_verified_items_says_how_to_score_anyway(
     demo: dict[str, Any],
 ) -> None:
-    from benchmark.demo import DEMO_ROOT
+    from review.demo import DEMO_ROOT
 
     mms = Project.objects.get(name="m&m's demo")
     reviewer = _client(demo["users"]["reviewer"])

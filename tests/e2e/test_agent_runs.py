@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from benchmark import services as benchmark_services
+from benchmark.datasets import services as benchmark_services
 from benchmark.models import ProjectKind, Role
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.shared_data import SHARED_DATA, needs_data

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation.models import TrajectoryAudit
-from annotation.services import judgment_task_ensure_defaults
+from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.verification.models import TrajectoryAudit
 from benchmark.models import Item, ItemStatus, Role
 from tests.annotation.test_verification import SAMPLES, agentic_project
 from tests.factories import MembershipFactory, UserFactory

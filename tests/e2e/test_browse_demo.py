@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from benchmark.demo import demo_load
 from benchmark.models import Project
+from review.demo import demo_load
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,8 +14,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.drafting_models import DraftingCrop, DraftingMark
-from benchmark import services
+from annotation.drafting.models import DraftingCrop, DraftingMark
+from benchmark.images import services
 from benchmark.models import Item, ModelCall, ProjectKind, Role, Trajectory
 from tests.factories import ItemFactory, MembershipFactory, ProjectFactory, UserFactory
 from tests.llm_server import MODEL, FakeModelServer, point_at

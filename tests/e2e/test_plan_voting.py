@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from annotation.models import JudgmentTask, Outcome
-from benchmark.demo import demo_load
+from annotation.judging.models import JudgmentTask, Outcome
 from benchmark.models import Project
+from review.demo import demo_load
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

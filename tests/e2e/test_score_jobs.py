@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from benchmark import services as benchmark_services
+from benchmark.datasets import services as benchmark_services
 from benchmark.models import ItemStatus, ProjectKind, Role
-from review import answers as review_answers
+from review.answers import services as review_answers
 from tests.factories import (
     ItemFactory,
     MembershipFactory,

@@ -11,10 +11,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
-from annotation.models import ResponseVersion
-from benchmark.demo import demo_load
+from annotation.tag_review.models import ResponseVersion
 from benchmark.models import Item, ItemStatus
 from benchmark.tags import parse, validate
+from review.demo import demo_load
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

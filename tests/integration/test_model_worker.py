@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark import services
+from benchmark.jobs import services
 from benchmark.llm import services as llm
 from benchmark.llm.tasks import model_call_task
 from benchmark.models import JobStatus, ModelCall, Project, Toolset

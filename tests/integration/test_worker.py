@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import services
+from benchmark.datasets.tasks import dataset_import_task
+from benchmark.jobs import services
 from benchmark.models import Job, JobStatus, Project, Toolset
-from benchmark.tasks import dataset_import_task
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -101,8 +101,8 @@ def child(args: argparse.Namespace) -> None:
     django.setup()
     from django.core.management import call_command
 
+    from benchmark.datasets.services import dataset_export, dataset_import
     from benchmark.models import Item, Project, Toolset
-    from benchmark.services import dataset_export, dataset_import
 
     if args.phase == "setup":
         call_command("migrate", verbosity=0)

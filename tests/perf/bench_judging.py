@@ -65,11 +65,11 @@ def main() -> None:
         setup_db(args.db, Path(tmp))
         from django.contrib.auth import get_user_model
 
-        from annotation import services
-        from annotation.models import Assignment, JudgmentTask
-        from benchmark.bulk import bulk_insert
+        from annotation.judging import services
+        from annotation.judging.models import Assignment, JudgmentTask
+        from benchmark.datasets.bulk import bulk_insert
         from benchmark.models import Item, Membership, Project, Toolset
-        from review.agreement import agreement_compute
+        from review.agreement.services import agreement_compute
 
         toolset = Toolset.objects.create(name="perf")
         project = Project.objects.create(
@@ -127,7 +127,7 @@ def main() -> None:
         print(f"{Assignment.objects.count()} leases")
 
         # agreement: 10,000 items x 3 annotators
-        from annotation.models import Judgment
+        from annotation.judging.models import Judgment
 
         rng = random.Random(1)
         raters = users[:3]

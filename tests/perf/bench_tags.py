@@ -259,8 +259,8 @@ def run_editor(seed: int, runs: int, profile: bool) -> None:
         from django.contrib.auth import get_user_model
         from django.test import Client
 
-        from benchmark import services
         from benchmark.builtin import toolsets_ensure
+        from benchmark.images import services
         from benchmark.models import Item, Membership, Project, Response
 
         sys.path.insert(0, str(ROOT))

@@ -9,7 +9,7 @@ import pytest
 from django.urls import get_resolver, resolve
 from django.utils.timezone import now
 
-from annotation.models import Assignment, Judgment, JudgmentTask
+from annotation.judging.models import Assignment, Judgment, JudgmentTask
 from tests.conftest import ROLES
 from tests.factories import (
     AgentRunFactory,

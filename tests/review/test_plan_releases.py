@@ -8,12 +8,12 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from benchmark import services
 from benchmark.builtin import toolsets_ensure
+from benchmark.datasets import services
 from benchmark.metrics.mms import read_gold, read_predictions, score_plans
 from benchmark.models import Item, Project
 from benchmark.plans.verify import toolset_from_mapping
-from benchmark.toolset_specs import plan_toolset
+from benchmark.toolsets.specs import plan_toolset
 from tests.factories import MembershipFactory, UserFactory
 from tests.shared_data import SHARED_DATA
 

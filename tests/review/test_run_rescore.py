@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 
 from benchmark.models import Item, Job, JobStatus, Project, Trajectory
-from review import runs
-from review.models import AgentRun, FailureLabel, RunSet, VisualVerdict
+from review.runs import services as runs
+from review.runs.models import AgentRun, FailureLabel, RunSet, VisualVerdict
 from tests.review import test_runs as base
 
 # The run-scoring tests' fixtures and helpers, shared by name.

@@ -14,9 +14,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from benchmark import services as benchmark_services
+from benchmark.datasets import services as benchmark_services
 from benchmark.models import Image, Item, Job, JobStatus, Project, ProjectKind, Role
-from review.models import AgentRun, FailureLabel, RunSet, VisualVerdict
+from review.runs.models import AgentRun, FailureLabel, RunSet, VisualVerdict
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.shared_data import SHARED_DATA, needs_data
 

@@ -12,9 +12,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import ResponseVersion
+from annotation.tag_review.models import ResponseVersion
 from benchmark.models import ItemStatus, Job, JobStatus, Project
-from review import answers as review_answers
+from review.answers import services as review_answers
 from tests.factories import ItemFactory, ProjectFactory, ResponseFactory
 
 pytestmark = pytest.mark.django_db

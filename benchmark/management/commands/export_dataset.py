@@ -7,11 +7,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmark.datasets.services import dataset_export
 from benchmark.exceptions import DomainError
 from benchmark.formats import FormatError
 from benchmark.management.commands.import_dataset import _project
 from benchmark.models import DataFormat, ItemStatus
-from benchmark.services import dataset_export
 
 
 class Command(BaseCommand):

@@ -8,10 +8,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from benchmark.datasets.services import dataset_import
 from benchmark.exceptions import DomainError
 from benchmark.formats import FormatError
 from benchmark.models import DataFormat, Project
-from benchmark.services import dataset_import
 
 
 class Command(BaseCommand):

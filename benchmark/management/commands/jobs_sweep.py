@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from benchmark import services
+from benchmark.jobs import services
 from benchmark.models import Job
 
 

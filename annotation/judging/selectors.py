@@ -1,0 +1,110 @@
+"""Reads for judging. Scoped to the user: another project's task answers 404, and annotators
+only ever see their own judgments (blind)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from annotation.judging.models import Assignment, AssignmentStatus, Judgment, JudgmentTask, Outcome
+from benchmark.models import Item, Project
+from benchmark.permissions import can
+from benchmark.typing import AnyUser
+
+
+def task_list(*, user: AnyUser, project: Project) -> QuerySet[JudgmentTask]:
+    if not user.is_authenticated:
+        return JudgmentTask.objects.none()
+    verdicts = {
+        f"n_{v}": Count("outcomes", filter=Q(outcomes__verdict=v))
+        for v in ("accepted", "rejected", "disputed", "discarded")
+    }
+    return (
+        JudgmentTask.objects.filter(project=project, project__memberships__user=user)
+        .annotate(**verdicts)
+        .order_by("name")
+    )
+
+
+def task_get(*, user: AnyUser, pk: int) -> JudgmentTask:
+    if not user.is_authenticated:
+        return get_object_or_404(JudgmentTask.objects.none(), pk=pk)
+    return get_object_or_404(
+        JudgmentTask.objects.filter(project__memberships__user=user).select_related("project"),
+        pk=pk,
+    )
+
+
+def task_item_get(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
+    if not user.is_authenticated:
+        return get_object_or_404(Item.objects.none(), pk=pk)
+    return get_object_or_404(
+        Item.objects.filter(project=task.project, project__memberships__user=user), pk=pk
+    )
+
+
+def assignment_for(*, user: AnyUser, task: JudgmentTask, item: Item) -> Assignment | None:
+    return Assignment.objects.filter(task=task, item=item, user=user).first()  # type: ignore[misc]
+
+
+def judgments_visible(*, user: AnyUser, task: JudgmentTask, item: Item) -> list[Judgment]:
+    """Everyone's judgments for reviewers and admins; only one's own for annotators."""
+    rows = Judgment.objects.filter(task=task, item=item).select_related("user")
+    if not can(user=user, project=task.project, action="review"):
+        rows = rows.filter(user=user)  # type: ignore[misc]
+    return list(rows.order_by("created_at"))
+
+
+def my_progress(*, user: AnyUser, task: JudgmentTask) -> dict[str, Any]:
+    mine = Assignment.objects.filter(task=task, user=user)  # type: ignore[misc]
+    return {
+        "submitted": mine.filter(status=AssignmentStatus.SUBMITTED).count(),
+        "open": mine.filter(status=AssignmentStatus.ACTIVE).count(),
+    }
+
+
+def disputes(*, user: AnyUser, task: JudgmentTask) -> QuerySet[Outcome]:
+    if not user.is_authenticated:
+        return Outcome.objects.none()
+    return (
+        Outcome.objects.filter(task=task, verdict="disputed", task__project__memberships__user=user)
+        .select_related("item")
+        .order_by("item__position", "item_id")
+    )
+
+
+def outcome_for(*, task: JudgmentTask, item: Item) -> Outcome | None:
+    return Outcome.objects.filter(task=task, item=item).select_related("decided_by").first()
+
+
+def verification_stats(*, task: JudgmentTask) -> dict[str, Any]:
+    """Per original category: items decided, share retained (accepted) and share relabelled,
+    the figures ATP-Bench reports for its query verification (about 95% retained)."""
+    rows: dict[str, dict[str, int]] = {}
+    decided = (
+        Outcome.objects.filter(task=task)
+        .exclude(verdict__in=("pending", "disputed"))
+        .values_list("verdict", "relabel", "item__category")
+    )
+    for verdict, relabel, category in decided:
+        original = (relabel or {}).get("category", {}).get("from", category) or "(none)"
+        row = rows.setdefault(original, {"decided": 0, "retained": 0, "relabelled": 0})
+        row["decided"] += 1
+        row["retained"] += verdict == "accepted"
+        row["relabelled"] += bool(relabel)
+    table = [
+        {
+            "category": name,
+            **row,
+            "retained_share": row["retained"] / row["decided"],
+            "relabel_rate": row["relabelled"] / row["decided"],
+        }
+        for name, row in sorted(rows.items())
+    ]
+    total = {k: sum(r[k] for r in rows.values()) for k in ("decided", "retained", "relabelled")}
+    if total["decided"]:
+        total["retained_share"] = total["retained"] / total["decided"]  # type: ignore[assignment]
+        total["relabel_rate"] = total["relabelled"] / total["decided"]  # type: ignore[assignment]
+    return {"rows": table, "total": total}

@@ -1,0 +1,390 @@
+"""The judgment queue: leases, blind submissions and outcomes."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.judging.consensus import Rule, Verdict, decide
+from annotation.judging.models import (
+    Assignment,
+    AssignmentStatus,
+    Judgment,
+    JudgmentTask,
+    Outcome,
+    Scheme,
+)
+from annotation.verification import rules as verification_rules
+from annotation.verification import services as verification
+from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.models import Item, ItemStatus
+from benchmark.permissions import role_in
+from benchmark.typing import User
+
+
+def _live(task: JudgmentTask, now: datetime) -> Q:
+    """Assignments that count towards the overlap: submitted, or leased and not expired."""
+    return Q(task=task) & (
+        Q(status=AssignmentStatus.SUBMITTED) | Q(status=AssignmentStatus.ACTIVE, expires_at__gt=now)
+    )
+
+
+def assignment_next_for_user(
+    *, task: JudgmentTask, user: User, now: datetime | None = None
+) -> Assignment | None:
+    """Lease the next item this user has not judged and that still needs judgments.
+
+    Under concurrent requests no item gets more than ``task.overlap`` live assignments: each
+    candidate item row is locked (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serialises
+    writers) and its live assignments are counted again after the lock is held.
+    """
+    if role_in(user=user, project=task.project) is None:
+        raise PermissionDenied("you are not a member of this project")
+    if not task.active:
+        raise ValidationFailed("this judgment task is closed")
+    now = now or timezone.now()
+    with transaction.atomic():
+        mine = (
+            Assignment.objects.filter(
+                task=task, user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now
+            )
+            .select_related("item")
+            .order_by("leased_at")
+            .first()
+        )
+        if mine is not None:
+            return mine
+        skip: list[int] = []
+        while True:
+            # Prefer an item nobody else is locking; if every candidate is locked right now,
+            # wait for the first one instead of answering "nothing left".
+            item_id = _candidate(task, user, now, skip, skip_locked=True)
+            if item_id is None:
+                item_id = _candidate(task, user, now, skip, skip_locked=False)
+            if item_id is None:
+                return None
+            # Counted again once the row lock is held, in a fresh statement.
+            taken = Assignment.objects.filter(_live(task, now), item_id=item_id).count()
+            if taken < task.overlap:
+                return _lease(task=task, user=user, item_id=item_id, now=now)
+            skip.append(item_id)
+
+
+def _candidate(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+) -> int | None:
+    """The first item (in position order) that this user has not judged, that the task has
+    not settled and that has fewer than ``overlap`` live assignments; its row stays locked.
+
+    Plain SQL: this runs on every "next item", and building the same query through the ORM
+    cost more than the database took to answer it."""
+    q = connection.ops.quote_name
+    item, assignment, outcome = (q(m._meta.db_table) for m in (Item, Assignment, Outcome))
+    where = [
+        "i.project_id = %s",
+        "i.status <> %s",
+        f"NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.task_id = %s AND a.item_id = i.id "
+        "AND a.user_id = %s AND a.status = %s)",
+        f"NOT EXISTS (SELECT 1 FROM {outcome} o WHERE o.task_id = %s AND o.item_id = i.id "
+        "AND o.verdict <> %s)",
+        f"(SELECT COUNT(*) FROM {assignment} a WHERE a.task_id = %s AND a.item_id = i.id "
+        "AND (a.status = %s OR (a.status = %s AND a.expires_at > %s))) < %s",
+    ]
+    params: list[Any] = [
+        task.project_id, ItemStatus.DISCARDED,
+        task.pk, user.pk, AssignmentStatus.SUBMITTED,
+        task.pk, Verdict.PENDING,
+        task.pk, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now, task.overlap,
+    ]  # fmt: skip
+    if task.updates_item_status:
+        # A task that decides item status verifies drafts: items it (or anything else) has
+        # already verified, disputed or discarded are not offered again. This also keeps
+        # "next item" fast late in a project, when most items are settled.
+        where.append("i.status = %s")
+        params.append(ItemStatus.DRAFT)
+    if not task.author_may_judge:
+        # Not the item's author: "user:<name>" or "drafted by <name>", maybe with more words.
+        whole, prefixes = verification_rules.author_provenance(user.get_username())
+        where.append("i.provenance NOT IN (%s, %s)")
+        params += whole
+        for prefix in prefixes:
+            where.append("i.provenance NOT LIKE %s ESCAPE '!'")
+            params.append(re.sub(r"([!%_])", r"!\1", prefix) + "%")
+    if skip:
+        where.append(f"i.id NOT IN ({', '.join(['%s'] * len(skip))})")
+        params.extend(skip)
+    sql = f"SELECT i.id FROM {item} i WHERE {' AND '.join(where)} ORDER BY i.position, i.id LIMIT 1"
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE OF i" + (" SKIP LOCKED" if skip_locked else "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _lease(*, task: JudgmentTask, user: User, item_id: int, now: datetime) -> Assignment:
+    """One statement: a new lease, or the renewal of this user's own expired one."""
+    lease = Assignment(
+        task=task,
+        user=user,
+        item_id=item_id,
+        status=AssignmentStatus.ACTIVE,
+        leased_at=now,
+        expires_at=now + timedelta(minutes=task.lease_minutes),
+    )
+    Assignment.objects.bulk_create(
+        [lease],
+        update_conflicts=True,
+        unique_fields=["task", "item", "user"],
+        update_fields=["status", "leased_at", "expires_at"],
+    )
+    if lease.pk is None:  # a backend that does not return ids on conflict
+        lease = Assignment.objects.get(task=task, item_id=item_id, user=user)
+    return lease
+
+
+def _check_value(task: JudgmentTask, value: Any, reason: str) -> Any:
+    if task.scheme == Scheme.NUMBER:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValidationFailed(f"{value!r} is not a number") from None
+        return value
+    if task.scheme == Scheme.TEXT:
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationFailed("the answer is empty")
+        return value.strip()
+    allowed = task.label_values
+    for candidate in allowed:
+        if value == candidate or (isinstance(candidate, int) and str(value) == str(candidate)):
+            value = candidate
+            break
+    else:
+        raise ValidationFailed(
+            f"{value!r} is not one of the labels: {', '.join(map(str, allowed))}"
+        )
+    if task.scheme == Scheme.NOMINAL:
+        entry = next(e for e in task.labels if e["value"] == value)
+        reasons = entry.get("reasons") or []
+        if reasons and reason not in reasons:
+            raise ValidationFailed(f"choose a reason for {value!r}: {', '.join(reasons)}")
+    return value
+
+
+def judgment_submit(
+    *,
+    task: JudgmentTask,
+    item: Item,
+    user: User,
+    value: Any,
+    reason: str = "",
+    comment: str = "",
+    relabel: dict[str, str] | None = None,
+    seconds: float = 0,
+) -> Judgment:
+    """Record one annotator's judgment. Submitting the same judgment twice is harmless (the
+    first stands); judging an item not leased to you is refused."""
+    relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
+    unknown = set(relabel) - set(task.relabel_fields)
+    if unknown:
+        raise ValidationFailed(f"this task does not relabel {', '.join(sorted(unknown))}")
+    with transaction.atomic():
+        assignment = (
+            Assignment.objects.select_for_update().filter(task=task, item=item, user=user).first()
+        )
+        if assignment is None:
+            raise PermissionDenied("this item is not assigned to you")
+        existing = Judgment.objects.filter(assignment=assignment).first()
+        if existing is not None:
+            return existing
+        value = _check_value(task, value, reason)
+        now = timezone.now()
+        if assignment.expires_at <= now:
+            taken = (
+                Assignment.objects.filter(_live(task, now), item=item).exclude(pk=assignment.pk)
+            ).count()
+            if taken >= task.overlap:
+                raise Conflict("your lease expired and the item was judged by others meanwhile")
+        try:
+            judgment = Judgment.objects.create(
+                task=task,
+                item=item,
+                user=user,
+                assignment=assignment,
+                value=value,
+                reason=reason,
+                comment=comment,
+                relabel=relabel,
+                seconds=max(0.0, float(seconds or 0)),
+            )
+        except IntegrityError:
+            raise Conflict("a judgment of yours for this item already exists") from None
+        assignment.status = AssignmentStatus.SUBMITTED
+        assignment.submitted_at = now
+        assignment.save(update_fields=["status", "submitted_at"])
+        outcome_recompute(task=task, item=item)
+    return judgment
+
+
+def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
+    """Apply the consensus rule once ``overlap`` judgments are in; a reviewer's decision stands."""
+    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item=item)
+    if outcome.decided_by_id is not None or outcome.verdict == "discarded":
+        return outcome
+    values = list(
+        Judgment.objects.filter(task=task, item=item)
+        .order_by("created_at")
+        .values_list("value", flat=True)
+    )
+    matches_author = None
+    if verification_rules.is_solve_task(task):
+        # Blind solving: compare as the benchmark scores (answer, variants, match type).
+        matches_author = partial(verification_rules.answer_matches_item, item)
+    result = decide(
+        Rule(task.consensus),
+        values,
+        needed=task.overlap,
+        accept=task.accepts,
+        required=task.required_value,
+        author_value=item.expected_answer,
+        matches_author=matches_author,
+    )
+    outcome.verdict, outcome.value, outcome.reason = result.verdict, result.value, result.reason
+    outcome.decided_at = timezone.now() if result.verdict != Verdict.PENDING else None
+    if result.verdict == Verdict.ACCEPTED and task.relabel_fields:
+        outcome.relabel = _apply_relabels(task, item)
+    outcome.save()
+    if task.updates_item_status:
+        item_follows_outcome(item, outcome.verdict, outcome.reason)
+    return outcome
+
+
+def _apply_relabels(task: JudgmentTask, item: Item) -> dict[str, dict[str, str]]:
+    """Where more than half of the judgments propose the same new value for a field (category,
+    intent), the item takes it; returns what changed."""
+    proposals = list(
+        Judgment.objects.filter(task=task, item=item).values_list("relabel", flat=True)
+    )
+    changed: dict[str, dict[str, str]] = {}
+    for field in task.relabel_fields:
+        votes = Counter(p.get(field) for p in proposals if p.get(field))
+        if not votes:
+            continue
+        value, n = votes.most_common(1)[0]
+        current = getattr(item, field, "")
+        if n * 2 > len(proposals) and value != current:
+            changed[field] = {"from": current, "to": value}
+            setattr(item, field, value)
+    if changed:
+        item.save(update_fields=[*changed, "updated_at"])
+    return changed
+
+
+def item_follows_outcome(item: Item, verdict: str, reason: str) -> None:
+    status = {
+        Verdict.ACCEPTED: ItemStatus.VERIFIED,
+        Verdict.REJECTED: ItemStatus.DISCARDED,
+        Verdict.DISPUTED: ItemStatus.IN_REVIEW,
+        "discarded": ItemStatus.DISCARDED,
+    }.get(verdict)
+    if status is None:
+        return
+    item.status = status
+    item.discard_reason = (reason or verdict) if status == ItemStatus.DISCARDED else ""
+    item.save(update_fields=["status", "discard_reason", "updated_at"])
+
+
+ATP_QUERY_LABELS = [
+    {"value": "keep", "label": "Keep", "accept": True},
+    {"value": "remove_ambiguous", "label": "Remove: ambiguous or unnatural", "accept": False},
+    {"value": "remove_not_grounded", "label": "Remove: not grounded in the image", "accept": False},
+    {"value": "remove_not_visual", "label": "Remove: not visual-critical", "accept": False},
+]
+
+
+def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
+    """The default judgment task of each benchmark kind, created once per project:
+    m&m's "is this plan valid?" (binary, k = 3, all three rate 1), ATP-Bench query
+    verification (keep / remove with a reason, relabel category and intent) and Agentic-MME's
+    blind solving (free answers of two verifiers compared with the author's answer and its
+    variants, see ``annotation.verification``)."""
+    specs: list[dict[str, Any]] = []
+    if project.data_format == "mms":
+        specs.append(
+            {
+                "name": "Plan validity",
+                "question": "Does this plan solve the query?",
+                "scheme": Scheme.BINARY,
+                "overlap": 3,
+                "consensus": Rule.ALL_REQUIRED,
+                "required_value": 1,
+            }
+        )
+    elif project.data_format == "atp":
+        specs.append(
+            {
+                "name": "Query verification",
+                "question": "Keep this query? Remove it if it is ambiguous or unnatural, not "
+                "grounded in its image (VQA), or not visual-critical; fix its category and intent.",
+                "scheme": Scheme.NOMINAL,
+                "labels": ATP_QUERY_LABELS,
+                "relabel_fields": ["category", "intent"],
+                "overlap": 3,
+                "consensus": Rule.MAJORITY,
+            }
+        )
+    elif project.kind == "trajectory":
+        specs.append({"name": "Solve blind", **verification.SOLVE_TASK_DEFAULTS})
+    tasks = []
+    for spec in specs:
+        task, _ = JudgmentTask.objects.get_or_create(
+            project=project, name=spec.pop("name"), defaults=spec
+        )
+        tasks.append(task)
+    return tasks
+
+
+def judgment_task_save(
+    *, project: Any, user: Any, task: JudgmentTask | None, **fields: Any
+) -> JudgmentTask:
+    """Create or change a judgment task (project admins). The label scheme and the consensus
+    rule are checked together, so a task can always decide its items."""
+    from benchmark.permissions import require
+
+    require(user=user, project=project, action="manage")
+    task = task or JudgmentTask(project=project)
+    for name, value in fields.items():
+        setattr(task, name, value)
+    scheme, rule = Scheme(task.scheme), Rule(task.consensus)
+    if scheme in (Scheme.NOMINAL, Scheme.ORDINAL):
+        labels = task.labels
+        if (
+            not isinstance(labels, list)
+            or len(labels) < 2
+            or not all(isinstance(e, dict) and "value" in e for e in labels)
+        ):
+            raise ValidationFailed('labels: give at least two, as [{"value": ..., "label": ...}]')
+        values = [e["value"] for e in labels]
+        if len(set(map(repr, values))) != len(values):
+            raise ValidationFailed("labels: each value may appear once")
+    if rule is Rule.ALL_REQUIRED:
+        allowed = task.label_values if scheme not in (Scheme.NUMBER, Scheme.TEXT) else None
+        if task.required_value is None or (
+            allowed is not None and task.required_value not in allowed
+        ):
+            raise ValidationFailed("the rule 'all required' needs a required value from the labels")
+    if rule is Rule.AUTHOR_PLUS_TWO and task.overlap < 2:
+        raise ValidationFailed("author plus two verifiers needs an overlap of at least 2")
+    if task.overlap < 1 or task.overlap > 50:
+        raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
+    task.full_clean()
+    task.save()
+    return task

@@ -1,0 +1,207 @@
+"""Judging: the task list, "next item", and the judge page (blind)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotation.judging import selectors, services
+from annotation.judging.forms import JudgmentForm, TaskForm
+from annotation.judging.models import JudgmentTask
+from annotation.judging.plan_graph import layout
+from annotation.verification import rules as verification
+from annotation.verification import views as verification_views
+from benchmark import permissions
+from benchmark.exceptions import DomainError
+from benchmark.images import selectors as image_selectors
+from benchmark.models import Item
+from benchmark.plans.verify import verify_plan
+from benchmark.presenters import item_view, plan_view
+from benchmark.projects import selectors as project_selectors
+from benchmark.toolsets.specs import plan_toolset
+from benchmark.typing import HtmxHttpRequest, request_user
+
+htmx_page = vary_on_headers("HX-Request")
+
+
+def _go(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@login_required
+@require_GET
+def task_list(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = project_selectors.project_get(user=request.user, pk=project_id)
+    tasks = list(selectors.task_list(user=request.user, project=project))
+    for task in tasks:
+        task.progress = selectors.my_progress(user=request.user, task=task)  # type: ignore[attr-defined]
+        if task.relabel_fields:
+            task.stats = selectors.verification_stats(task=task)  # type: ignore[attr-defined]
+    return render(
+        request,
+        "annotation/task_list.html",
+        {
+            "project": project,
+            "tasks": tasks,
+            "can_review": permissions.can(user=request.user, project=project, action="review"),
+            "can_manage": permissions.can(user=request.user, project=project, action="manage"),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_next(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    task = selectors.task_get(user=request.user, pk=pk)
+    try:
+        assignment = services.assignment_next_for_user(task=task, user=request_user(request))
+    except DomainError as exc:
+        raise PermissionDenied(exc.message) from None
+    if assignment is None:
+        return render(request, "annotation/queue_empty.html", {"task": task})
+    return _go(request, reverse("annotation:judge", args=[task.pk, assignment.item_id]))
+
+
+def _plan_panel(item: Item) -> list[dict[str, Any]]:
+    toolset = _toolset_for(item)
+    panels = []
+    # The plans under judgment: the ground truth and its alternatives, not model predictions.
+    for plan in item.plans.filter(origin="ground_truth"):
+        view = plan_view(plan)
+        view["graph"] = layout(plan.steps or [])
+        view["findings"] = verify_plan(plan.steps if plan.steps else plan.code, toolset)
+        panels.append(view)
+    return panels
+
+
+INPUT_FILE = re.compile(
+    r"^[\w\-./]+\.(?:jpe?g|png|gif|webp|bmp|flac|wav|mp3|mp4|txt|json|csv|pdf)$", re.I
+)
+
+
+def _input_files(plans: list[dict[str, Any]]) -> list[str]:
+    """File names the plans take as arguments (m&m's inputs: images, audio, text files)."""
+    files: dict[str, None] = {}
+    for plan in plans:
+        for step in plan["obj"].steps or []:
+            args = step.get("args") if isinstance(step, dict) else None
+            for value in (args or {}).values() if isinstance(args, dict) else []:
+                if isinstance(value, str) and INPUT_FILE.match(value.strip()):
+                    files[value.strip()] = None
+    return list(files)
+
+
+def _toolset_for(item: Item) -> Any:
+    return plan_toolset(item.project.toolset)
+
+
+def _judge_context(request: HttpRequest, task: JudgmentTask, item: Item) -> dict[str, Any]:
+    context: dict[str, Any] = {
+        "task": task,
+        "project": task.project,
+        "item": item,
+        "view": item_view(
+            item,
+            image_selectors.images_by_sha(
+                user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
+            ),
+            "image_index" if task.project.kind == "trajectory" else "img_index",
+        ),
+        "judgments": selectors.judgments_visible(user=request.user, task=task, item=item),
+        "outcome": selectors.outcome_for(task=task, item=item)
+        if permissions.can(user=request.user, project=task.project, action="review")
+        else None,
+        "can_review": permissions.can(user=request.user, project=task.project, action="review"),
+    }
+    if task.project.data_format == "mms":
+        context["plans"] = _plan_panel(item)
+        context["input_files"] = _input_files(context["plans"])
+    return context
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@htmx_page
+def judge(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
+    """The judge page. Annotators reach it through a lease; reviewers may look at any item.
+    Nobody sees another person's judgment here unless they may review."""
+    task = selectors.task_get(user=request.user, pk=pk)
+    if verification.is_solve_task(task):  # blind solving has its own screen
+        return verification_views.solve(request, task=task, item_id=item_id)
+    item = selectors.task_item_get(user=request.user, task=task, pk=item_id)
+    assignment = selectors.assignment_for(user=request.user, task=task, item=item)
+    reviewer = permissions.can(user=request.user, project=task.project, action="review")
+    if assignment is None and not reviewer:
+        raise PermissionDenied("This item is not assigned to you. Ask for the next item.")
+    mine = next(
+        (
+            j
+            for j in selectors.judgments_visible(user=request.user, task=task, item=item)
+            if j.user_id == request.user.pk
+        ),
+        None,
+    )
+    form = JudgmentForm(task=task, item=item)
+    status = 200
+    if request.method == "POST":
+        form = JudgmentForm(request.POST, task=task, item=item)
+        if form.is_valid():
+            try:
+                services.judgment_submit(
+                    task=task, item=item, user=request_user(request), **form.judgment_kwargs()
+                )
+            except DomainError as exc:
+                form.add_error(None, exc.message)
+                status = exc.status_code if exc.status_code in (403, 409) else 200
+            else:
+                return _go(request, reverse("annotation:task_next", args=[task.pk]))
+    context = _judge_context(request, task, item)
+    context.update({"form": form, "assignment": assignment, "mine": mine})
+    response = render(request, "annotation/judge.html", context, status=status)
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_edit(request: HttpRequest, project_id: int, pk: int | None = None) -> HttpResponse:
+    """Create or change a judgment task (project admins)."""
+    project = project_selectors.project_get(user=request.user, pk=project_id)
+    if not permissions.can(user=request.user, project=project, action="manage"):
+        raise PermissionDenied("Only project admins define judgment tasks.")
+    task = selectors.task_get(user=request.user, pk=pk) if pk else None
+    if task is not None and task.project_id != project.pk:
+        raise Http404("No such task in this project.")
+    form = TaskForm(request.POST or None, instance=task)
+    if request.method == "POST" and form.is_valid():
+        fields = {name: form.cleaned_data[name] for name in TaskForm.Meta.fields}
+        try:
+            services.judgment_task_save(
+                project=project, user=request_user(request), task=task, **fields
+            )
+        except DomainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            return redirect("annotation:task_list", project_id=project.pk)
+    return render(
+        request, "annotation/task_edit.html", {"project": project, "task": task, "form": form}
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def task_defaults(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Add the benchmark's default judgment task(s) to the project (project admins)."""
+    project = project_selectors.project_get(user=request.user, pk=project_id)
+    if not permissions.can(user=request.user, project=project, action="manage"):
+        raise PermissionDenied("Only project admins define judgment tasks.")
+    services.judgment_task_ensure_defaults(project=project)
+    return redirect("annotation:task_list", project_id=project.pk)

@@ -1,0 +1,215 @@
+"""Tag review writes: saving a reviewed answer as a new version, reverting, discarding a sample.
+
+Every save adds a ``ResponseVersion``; nothing is overwritten. Version 1 is the imported text,
+created on the first save. A save names the version it was made on (``base_number``); if
+someone saved in between, ``VersionConflict`` (a 409 ``Conflict``) carries their version so
+the reviewer can look at it and decide, and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
+from benchmark.exceptions import Conflict, NotFound, PermissionDenied, ValidationFailed
+from benchmark.models import Item, ItemStatus, Project, Response, Role
+from benchmark.permissions import role_in
+from benchmark.typing import User
+
+__all__ = [
+    "DISCARD_REASONS",
+    "EDITOR_ROLES",
+    "VersionConflict",
+    "can_edit",
+    "item_discard",
+    "response_revert",
+    "response_save_version",
+]
+
+#: Who may review tags, save versions and discard samples.
+EDITOR_ROLES = frozenset({Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR})
+
+#: Why a whole sample is discarded (ATP-Bench §4.2: "errors are systemic, such as severe
+#: markdown structure breakage or fundamental factual inaccuracies").
+DISCARD_REASONS: tuple[tuple[str, str], ...] = (
+    ("systemic_errors", "Systemic tool-call errors"),
+    ("broken_markdown", "Broken markdown structure"),
+    ("factual_errors", "Factual errors in the text"),
+    ("other", "Other"),
+)
+
+MAX_DECISIONS = 2000
+
+
+class VersionConflict(Conflict):
+    """Someone saved a newer version; ``current`` is it."""
+
+    def __init__(self, message: str, *, current: ResponseVersion) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+def can_edit(*, user: Any, project: Project) -> bool:
+    return role_in(user=user, project=project) in EDITOR_ROLES
+
+
+def _require_editor(user: User, project: Project) -> None:
+    if not can_edit(user=user, project=project):
+        raise PermissionDenied(f"your role in {project.name!r} does not allow reviewing tags")
+
+
+def _latest(response: Response) -> ResponseVersion:
+    """The newest version, creating version 1 from the imported text when there is none.
+    Call inside a transaction that holds the response's row lock."""
+    latest = response.versions.order_by("-number").first()  # type: ignore[attr-defined]
+    if latest is None:
+        latest = ResponseVersion.objects.create(
+            response=response, number=1, text=response.text, note="imported"
+        )
+    return latest
+
+
+def _lock(response: Response) -> Response:
+    return Response.objects.select_for_update().select_related("item__project").get(pk=response.pk)
+
+
+def _clean_decisions(decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    if len(decisions) > MAX_DECISIONS:
+        raise ValidationFailed(f"too many decisions in one save (at most {MAX_DECISIONS})")
+    out = []
+    for n, entry in enumerate(decisions):
+        if not isinstance(entry, Mapping):
+            raise ValidationFailed(f"decision {n + 1} is not an object")
+        kind = entry.get("decision")
+        if kind not in TagDecisionKind.values:
+            raise ValidationFailed(f"decision {n + 1}: unknown decision {kind!r}")
+        tag = entry.get("tag")
+        if isinstance(tag, bool) or not isinstance(tag, int) or tag < 0:
+            raise ValidationFailed(f"decision {n + 1}: the tag index must be an integer >= 0")
+        detail = entry.get("detail") or {}
+        if not isinstance(detail, Mapping):
+            raise ValidationFailed(f"decision {n + 1}: detail must be an object")
+        out.append(
+            {
+                "tag": tag,
+                "tool": str(entry.get("tool") or "")[:100],
+                "decision": kind,
+                "reason": str(entry.get("reason") or "")[:50],
+                "detail": dict(detail),
+            }
+        )
+    return out
+
+
+def response_save_version(
+    *,
+    response: Response,
+    user: User,
+    text: str,
+    base_number: int,
+    decisions: Sequence[Mapping[str, Any]],
+    note: str = "",
+) -> ResponseVersion:
+    """Save ``text`` as the next version of the answer, made on version ``base_number``.
+
+    Raises ``VersionConflict`` (carrying the current version) when ``base_number`` is not the
+    newest version, ``ValidationFailed`` when there is nothing to save, and
+    ``PermissionDenied`` for users who may not review this project."""
+    _require_editor(user, response.item.project)
+    rows = _clean_decisions(decisions)
+    try:
+        with transaction.atomic():
+            locked = _lock(response)
+            latest = _latest(locked)
+            if base_number != latest.number:
+                raise _conflict(latest, base_number)
+            if text == latest.text and not rows:
+                raise ValidationFailed("nothing to save: the text is unchanged and no tag decided")
+            version = ResponseVersion(
+                response=locked,
+                number=latest.number + 1,
+                text=text,
+                author=user,
+                note=note.strip(),
+                base_number=latest.number,
+            )
+            version.full_clean(exclude=["response"])
+            version.save()
+            TagDecision.objects.bulk_create(
+                TagDecision(version=version, position=n, **row) for n, row in enumerate(rows)
+            )
+            locked.text = text
+            locked.save(update_fields=["text"])
+    except IntegrityError:
+        # Another save took the same number between our read and our write.
+        current = ResponseVersion.objects.filter(response=response).order_by("-number").first()
+        if current is None:
+            raise Conflict("another save of this answer is under way; try again") from None
+        raise _conflict(current, base_number) from None
+    response.text = text
+    return version
+
+
+def _conflict(current: ResponseVersion, base_number: int) -> VersionConflict:
+    who = current.author.get_username() if current.author else "the import"
+    return VersionConflict(
+        f"version {current.number} was saved by {who} after you opened version "
+        f"{base_number}; nothing of yours was saved. Look at their change, then save again "
+        "on top of it or start from their version.",
+        current=current,
+    )
+
+
+def response_revert(
+    *,
+    response: Response,
+    user: User,
+    number: int,
+    base_number: int | None = None,
+    note: str = "",
+) -> ResponseVersion:
+    """Make a new version whose text is version ``number``'s. Earlier versions stay."""
+    _require_editor(user, response.item.project)
+    with transaction.atomic():
+        locked = _lock(response)
+        latest = _latest(locked)
+        if base_number is not None and base_number != latest.number:
+            raise _conflict(latest, base_number)
+        target = locked.versions.filter(number=number).first()  # type: ignore[attr-defined]
+        if target is None:
+            raise NotFound(f"this answer has no version {number}")
+        if target.text == latest.text:
+            raise ValidationFailed(f"version {latest.number} already has version {number}'s text")
+        version = ResponseVersion.objects.create(
+            response=locked,
+            number=latest.number + 1,
+            text=target.text,
+            author=user,
+            note=(note.strip() or f"Reverted to version {number}"),
+            base_number=latest.number,
+        )
+        locked.text = target.text
+        locked.save(update_fields=["text"])
+    response.text = target.text
+    return version
+
+
+def item_discard(*, item: Item, user: User, reason: str, detail: str = "") -> Item:
+    """Discard the whole sample (errors too systemic to fix tag by tag)."""
+    _require_editor(user, item.project)
+    codes = dict(DISCARD_REASONS)
+    if reason not in codes:
+        raise ValidationFailed("choose a reason: " + ", ".join(codes.values()))
+    detail = detail.strip()
+    if reason == "other" and not detail:
+        raise ValidationFailed("say why the sample is discarded")
+    with transaction.atomic():
+        locked = Item.objects.select_for_update().get(pk=item.pk)
+        locked.status = ItemStatus.DISCARDED
+        locked.discard_reason = f"{reason}: {detail}" if detail else reason
+        locked.save(update_fields=["status", "discard_reason", "updated_at"])
+    item.status, item.discard_reason = locked.status, locked.discard_reason
+    return locked

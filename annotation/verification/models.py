@@ -1,0 +1,43 @@
+"""Blind verification: the per-step audit of a reference trajectory by its verifiers."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.judging.models import JudgmentTask
+from annotation.trajectories.models import TrajectoryVersion  # noqa: F401 - registers it
+from benchmark.fields import JSONField
+from benchmark.models import Item
+
+
+class TrajectoryAudit(models.Model):
+    """One verifier's step-by-step audit of an item's reference trajectory (Agentic-MME §2.4:
+    once they have answered blind, verifiers check every step's intent, tool, artifact and
+    URLs). ``steps`` is ``[{"step", "axis", "description", "checks": {name: bool}, "comment"}]``
+    with the step's description as it read when audited. Each save is a new numbered version;
+    the highest number is the verifier's current audit."""
+
+    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="audits")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="trajectory_audits")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="trajectory_audits"
+    )
+    number = models.PositiveIntegerField(default=1)
+    steps = JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["task", "item", "user", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "item", "user", "number"], name="trajectoryaudit_unique_version"
+            ),
+            models.CheckConstraint(condition=Q(number__gte=1), name="trajectoryaudit_number_ge_1"),
+        ]
+        indexes = [models.Index(fields=["task", "item", "number"])]
+
+    def __str__(self) -> str:
+        return f"audit v{self.number} of {self.item_id} by {self.user_id}"

@@ -1,0 +1,220 @@
+"""Reads of blind verification, scoped to the user: which items are hidden from a verifier who has not answered yet, the answers and the audits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db.models import Exists, Max, OuterRef, Q, QuerySet
+
+from annotation.judging.consensus import Rule, Verdict
+from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
+from annotation.verification.checklist import CHECK_SHORT, CHECKS
+from annotation.verification.models import TrajectoryAudit
+from annotation.verification.rules import (
+    answer_matches_item,
+    author_provenance,
+)
+from benchmark.exceptions import PermissionDenied
+from benchmark.models import Item, ItemStatus, Membership, Role
+from benchmark.permissions import can
+from benchmark.typing import AnyUser
+
+
+def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
+    """The items whose answer and reference trajectory ``user`` may not see yet: items still
+    waiting for blind verification by an active solve task of their project (no settled
+    outcome; a draft, when the task sets item status), which ``user`` could verify (not a
+    reviewer or admin of the project, not the item's author unless the task allows it) and has
+    not answered yet. One query; use it as a subquery (``exclude(item__in=...)``)."""
+    if not user.is_authenticated:
+        return Item.objects.none()
+    item = OuterRef(OuterRef("pk"))
+    waiting = JudgmentTask.objects.filter(
+        ~Exists(
+            Outcome.objects.filter(task=OuterRef("pk"), item=item).exclude(verdict=Verdict.PENDING)
+        ),
+        ~Exists(Judgment.objects.filter(task=OuterRef("pk"), item=item, user=user.pk)),
+        project_id=OuterRef("project_id"),
+        active=True,
+        scheme=Scheme.TEXT,
+        consensus=Rule.AUTHOR_PLUS_TWO,
+    )
+    whole, prefixes = author_provenance(user.get_username())
+    author = Q(provenance__in=whole)
+    for prefix in prefixes:
+        author |= Q(provenance__startswith=prefix)
+
+    def could_verify(tasks: QuerySet[JudgmentTask]) -> Q:
+        return Q(Exists(tasks.filter(author_may_judge=True))) | (Q(Exists(tasks)) & ~author)
+
+    reviewer = Membership.objects.filter(
+        project_id=OuterRef("project_id"), user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
+    )
+    return Item.objects.filter(
+        ~Q(Exists(reviewer)),
+        could_verify(waiting.filter(updates_item_status=False))
+        | (Q(status=ItemStatus.DRAFT) & could_verify(waiting.filter(updates_item_status=True))),
+    )
+
+
+def hidden_item_ids(*, user: AnyUser, items: Iterable[Item]) -> set[int]:
+    """Which of ``items`` are hidden from ``user`` (:func:`hidden_items`); one query."""
+    ids = [item.pk for item in items]
+    if not ids or not user.is_authenticated:
+        return set()
+    return set(hidden_items(user=user).filter(pk__in=ids).values_list("pk", flat=True))
+
+
+def refuse_if_hidden(*, user: AnyUser, item: Item, page: str) -> None:
+    """Pages that show an item's reference (the trajectory editor, backward drafting) refuse a
+    blind verifier who has not answered yet, saying why."""
+    if item.pk in hidden_item_ids(user=user, items=[item]):
+        raise DjangoPermissionDenied(
+            f"{page} shows this item's reference, and you are one of its blind verifiers: "
+            "it opens once you have answered the question."
+        )
+
+
+def redact_unanswered(*, user: AnyUser, item: Item) -> bool:
+    """Blank, in memory only, what would give the answer away (expected answer, accepted
+    variants, the source record) when ``item`` is hidden from ``user``; says whether it was.
+    Callers also leave out the item's trajectories."""
+    if item.pk not in hidden_item_ids(user=user, items=[item]):
+        return False
+    item.expected_answer = ""
+    item.accepted_variants = []
+    item.raw = ""
+    return True
+
+
+def my_judgment(*, user: AnyUser, task: JudgmentTask, item: Item) -> Judgment | None:
+    if not user.is_authenticated:
+        return None
+    return Judgment.objects.filter(task=task, item=item, user=user).first()  # type: ignore[misc]
+
+
+@dataclass
+class AnswerRow:
+    judgment: Judgment
+    matches: bool
+
+
+def answers_for(*, user: AnyUser, task: JudgmentTask, item: Item) -> list[AnswerRow]:
+    """Every verifier's answer to the item (reviewers), or only one's own (verifiers)."""
+    rows = Judgment.objects.filter(task=task, item=item).select_related("user")
+    if not can(user=user, project=task.project, action="review"):
+        rows = rows.filter(user=user) if user.is_authenticated else rows.none()  # type: ignore[misc]
+    return [AnswerRow(j, answer_matches_item(item, j.value)) for j in rows.order_by("created_at")]
+
+
+def latest_audits(*, task: JudgmentTask, item: Item) -> list[TrajectoryAudit]:
+    """Each verifier's current (highest-numbered) audit of the item, oldest verifier first."""
+    newest = (
+        TrajectoryAudit.objects.filter(task=task, item=item)
+        .values("user_id")
+        .annotate(top=Max("number"))
+    )
+    keys = Q(pk__in=[])
+    for row in newest:
+        keys |= Q(user_id=row["user_id"], number=row["top"])
+    return list(
+        TrajectoryAudit.objects.filter(keys, task=task, item=item)
+        .select_related("user")
+        .order_by("created_at", "id")
+    )
+
+
+def my_audit(*, user: AnyUser, task: JudgmentTask, item: Item) -> TrajectoryAudit | None:
+    if not user.is_authenticated:
+        return None
+    return (
+        TrajectoryAudit.objects.filter(task=task, item=item, user=user)  # type: ignore[misc]
+        .order_by("-number")
+        .first()
+    )
+
+
+def audit_table(
+    units: list[dict[str, Any]], audits: Sequence[TrajectoryAudit]
+) -> list[dict[str, Any]]:
+    """Per step, per check: each verifier's tick (True, False, or None when not audited);
+    plus every comment. What reviewers read to see where the reference is doubtful."""
+    entries = [{e.get("step"): e for e in a.steps if isinstance(e, dict)} for a in audits]
+    table = []
+    for unit in units:
+        checks = []
+        for name in unit["checks"]:
+            ticks = [
+                (audit.user, (entry.get(unit["step"]) or {}).get("checks", {}).get(name))
+                for audit, entry in zip(audits, entries, strict=True)
+            ]
+            given = [t for _, t in ticks if t is not None]
+            checks.append(
+                {
+                    "name": name,
+                    "label": CHECKS[name],
+                    "short": CHECK_SHORT[name],
+                    "ticks": ticks,
+                    "ok": sum(1 for t in given if t),
+                    "n": len(given),
+                    "doubt": any(t is False for t in given),
+                }
+            )
+        comments = [
+            (audit.user, (entry.get(unit["step"]) or {}).get("comment", ""))
+            for audit, entry in zip(audits, entries, strict=True)
+        ]
+        table.append(
+            {
+                **unit,
+                "rows": checks,
+                "comments": [(u, c) for u, c in comments if c],
+                "doubt": any(c["doubt"] for c in checks),
+            }
+        )
+    return table
+
+
+def audit_overview(*, user: AnyUser, task: JudgmentTask) -> list[dict[str, Any]]:
+    """Reviewers: each audited item with its verifiers, the number of checks they left
+    unconfirmed, the steps concerned and the comments; the most doubtful first. Two queries."""
+    if not can(user=user, project=task.project, action="review"):
+        raise PermissionDenied("only reviewers and admins see the audits")
+    latest: dict[tuple[int, int], TrajectoryAudit] = {}
+    for audit in (
+        TrajectoryAudit.objects.filter(task=task)
+        .select_related("item", "user")
+        .order_by("item_id", "user_id", "number")
+    ):
+        latest[(audit.item_id, audit.user_id)] = audit
+    rows: dict[int, dict[str, Any]] = {}
+    for audit in latest.values():
+        row = rows.setdefault(
+            audit.item_id,
+            {"item": audit.item, "verifiers": [], "unconfirmed": 0, "steps": {}, "comments": 0},
+        )
+        row["verifiers"].append(audit.user.get_username())
+        for entry in audit.steps:
+            if not isinstance(entry, dict):
+                continue
+            missing = [k for k, v in (entry.get("checks") or {}).items() if not v]
+            row["unconfirmed"] += len(missing)
+            if missing:
+                row["steps"].setdefault(entry.get("step"), set()).update(missing)
+            row["comments"] += bool(entry.get("comment"))
+    verdicts = dict(
+        Outcome.objects.filter(task=task, item_id__in=list(rows)).values_list("item_id", "verdict")
+    )
+    out = []
+    for item_id, row in rows.items():
+        row["verdict"] = verdicts.get(item_id, Verdict.PENDING)
+        row["flagged"] = [
+            (step, ", ".join(CHECK_SHORT.get(c, c) for c in sorted(checks)))
+            for step, checks in row["steps"].items()
+        ]
+        out.append(row)
+    out.sort(key=lambda r: (-r["unconfirmed"], -r["comments"], r["item"].position, r["item"].pk))
+    return out

@@ -1,0 +1,784 @@
+"""Writes to the benchmark domain. Services validate, own their transactions, and are the only
+place that writes; views and serializers call them."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import queue
+import shutil
+import tempfile
+import threading
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.utils.text import get_valid_filename, slugify
+
+from benchmark import permissions
+from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
+from benchmark.exceptions import PermissionDenied, ValidationFailed
+from benchmark.formats import (
+    AttachmentRecord,
+    FormatError,
+    ImageRef,
+    ItemRecord,
+    PlanRecord,
+    ResponseRecord,
+    TrajectoryRecord,
+    get_format,
+)
+from benchmark.formats._jsonio import fill_holes, punch_holes
+from benchmark.images.services import image_store
+from benchmark.jobs.services import job_create
+from benchmark.jobs.uploads import upload_folder, upload_write, zip_extract
+from benchmark.models import (
+    Image,
+    Item,
+    ItemStatus,
+    Job,
+    Plan,
+    Project,
+    Response,
+    Trajectory,
+)
+from benchmark.typing import AnyUser, User
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 500
+
+# --------------------------------------------------------------------------- images
+
+
+# --------------------------------------------------------------------------- import
+
+
+@dataclass
+class ImportResult:
+    items_created: int = 0
+    items_skipped: int = 0
+    attachments_created: int = 0
+    attachments_skipped: int = 0
+    images_stored: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "items_created": self.items_created,
+            "items_skipped": self.items_skipped,
+            "attachments_created": self.attachments_created,
+            "attachments_skipped": self.attachments_skipped,
+            "images_stored": self.images_stored,
+            "warnings": self.warnings[:100],
+        }
+
+
+class _ImageResolver:
+    """Turns ImageRefs into stored images, reading and hashing each file once per import."""
+
+    def __init__(self, root: Path, project: Project, result: ImportResult) -> None:
+        self.root = root
+        self.project = project
+        self.result = result
+        self.by_path: dict[str, str | None] = {}
+        self.resolved: dict[tuple[tuple[str, str, int], ...], list[dict[str, Any]]] = {}
+        self.shas: set[str] = set()
+
+    def resolve(self, refs: Iterable[ImageRef], record: str) -> list[dict[str, Any]]:
+        refs = list(refs)
+        key = tuple((ref.path, ref.role, ref.position) for ref in refs)
+        if key in self.resolved:  # records often share their images: resolve a list once
+            return self.resolved[key]
+        out = []
+        for ref in refs:
+            sha = self._sha_for(ref.path, record)
+            out.append(
+                {"sha256": sha, "role": ref.role, "path": ref.path, "position": ref.position}
+            )
+        if len(self.resolved) < 10_000:
+            self.resolved[key] = out
+        return out
+
+    def _sha_for(self, rel: str, record: str) -> str | None:
+        if rel in self.by_path:
+            return self.by_path[rel]
+        full = (self.root / rel).resolve()
+        sha: str | None = None
+        if not full.is_relative_to(self.root.resolve()):
+            self.result.warnings.append(f"record {record}: image path {rel!r} leaves the dataset")
+        elif not full.is_file():
+            self.result.warnings.append(f"record {record}: image {rel!r} not found")
+        else:
+            try:
+                image = image_store(data=full.read_bytes(), name=rel)
+            except ValidationFailed as exc:
+                raise FormatError(exc.message, record=record, field="images") from None
+            sha = image.sha256
+            if sha not in self.shas:
+                self.result.images_stored += 1
+            self.shas.add(sha)
+        self.by_path[rel] = sha
+        return sha
+
+    def link_project(self) -> None:
+        through = Image.projects.through
+        ids = Image.objects.filter(sha256__in=self.shas).values_list("id", flat=True)
+        through.objects.bulk_create(
+            [through(image_id=i, project_id=self.project.id) for i in ids],
+            ignore_conflicts=True,
+        )
+
+
+def _attachment_fields(rec: AttachmentRecord) -> dict[str, Any]:
+    return {
+        "key": rec.key,
+        "origin": rec.origin,
+        "model_name": rec.model_name,
+        "source_file": rec.source_file,
+        "position": rec.position,
+        "raw": rec.raw,
+    }
+
+
+# The models of records attached to an item.
+AttachmentModel = type[Response | Plan | Trajectory]
+
+
+def _attachment_row(
+    rec: AttachmentRecord, item_id: int, images: _ImageResolver
+) -> tuple[AttachmentModel, dict[str, Any]]:
+    row = {"item_id": item_id, **_attachment_fields(rec)}
+    if isinstance(rec, ResponseRecord):
+        return Response, {**row, "text": rec.text, "extra": rec.extra}
+    if isinstance(rec, PlanRecord):
+        return Plan, {
+            **row,
+            "form": rec.form,
+            "steps": rec.steps,
+            "code": rec.code,
+            "is_alternative": rec.is_alternative,
+        }
+    if isinstance(rec, TrajectoryRecord):
+        return Trajectory, {
+            **row,
+            "steps": rec.steps,
+            "checkpoints": rec.checkpoints,
+            "ordering_constraints": rec.ordering_constraints,
+            "efficiency": rec.efficiency,
+            "final_answer": rec.final_answer,
+            "image_refs": images.resolve(rec.images, f"{rec.item_id}/{rec.key}"),
+        }
+    raise TypeError(f"unexpected attachment {type(rec).__name__}")  # pragma: no cover
+
+
+_STATUSES = frozenset(ItemStatus.values)
+# Where a format's items keep long strings that columns also hold: ``raw_fields(record)``
+# gives ``(path in the raw record, value, source)`` for each, for storing them once.
+RawFields = Callable[[ItemRecord], list[tuple[tuple[str | int, ...], str, Any]]]
+
+
+def _item_row(
+    rec: ItemRecord,
+    project: Project,
+    images: _ImageResolver,
+    position: int,
+    raw_fields: RawFields | None = None,
+) -> dict[str, Any]:
+    if len(rec.external_id) > 255:
+        raise FormatError("id is longer than 255 characters", record=rec.external_id[:40])
+    status = rec.status if rec.status in _STATUSES else ItemStatus.DRAFT
+    if status == ItemStatus.DISCARDED:  # a discard needs a reason, which records do not carry
+        status = ItemStatus.DRAFT
+    level = rec.level
+    if level is not None and not (isinstance(level, int) and 1 <= level <= 3):
+        raise FormatError(f"level must be 1, 2 or 3, not {level!r}", record=rec.external_id)
+    raw = rec.raw
+    holes: list[list[Any]] = []
+    if raw_fields is not None and raw:
+        raw, holes = punch_holes(raw, raw_fields(rec))
+    return {
+        "project_id": project.pk,
+        "external_id": rec.external_id,
+        "position": position,
+        "source_file": rec.source_file[:255],
+        "query": rec.query,
+        "modality": rec.modality,
+        "documents": rec.documents,
+        "image_refs": images.resolve(rec.images, rec.external_id),
+        "constraints": rec.constraints,
+        "expected_answer": rec.expected_answer,
+        "accepted_variants": rec.accepted_variants,
+        "match_type": rec.match_type[:30],
+        "rubric": rec.rubric,
+        "category": rec.category[:200],
+        "intent": rec.intent[:200],
+        "domain": rec.domain[:200],
+        "level": level,
+        "status": status,
+        "discard_reason": "",
+        "provenance": (rec.provenance or f"imported:{project.data_format}")[:200],
+        "raw": raw,
+        "raw_holes": holes,
+    }
+
+
+def _bulk_insert_items(
+    project: Project,
+    pending: list[tuple[dict[str, Any], ItemRecord]],
+    id_by_external: dict[str, int],
+    result: ImportResult,
+    images: _ImageResolver,
+) -> None:
+    if not pending:
+        return
+    # Ids come from a sequence that only grows, and (project, external_id) is unique, so the
+    # rows above the previous largest id are the ones just written.
+    before = Item.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    bulk_insert(Item, (row for row, _ in pending))
+    new_ids = dict(
+        Item.objects.filter(project=project, id__gt=before).values_list("external_id", "id")
+    )
+    nested: dict[type, list[dict[str, Any]]] = {Response: [], Plan: [], Trajectory: []}
+    for _, rec in pending:
+        item_id = new_ids[rec.external_id]
+        id_by_external[rec.external_id] = item_id
+        for child in [*rec.responses, *rec.plans, *rec.trajectories]:
+            model, row = _attachment_row(child, item_id, images)
+            nested[model].append(row)
+    for model, rows in nested.items():
+        if rows:
+            bulk_insert(model, rows)
+            result.attachments_created += len(rows)
+    result.items_created += len(pending)
+    pending.clear()
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: an import allocates hundreds of thousands of small
+    containers that are not cycles, and repeated collections cost about a third of its time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def dataset_import(
+    *,
+    project: Project,
+    path: Path,
+    progress: Any = None,
+) -> ImportResult:
+    """Import a file or folder in the project's format. All or nothing: a bad record raises
+    FormatError naming the record and field, and nothing is written. Records already present
+    (same id, or same attachment key) are skipped, so re-importing adds no duplicates."""
+    path = Path(path)
+    if not path.exists():
+        raise FormatError("no such file or folder", file=str(path))
+    fmt = get_format(project.data_format)
+    root = fmt.dataset_root(path)
+    result = ImportResult()
+    images = _ImageResolver(root, project, result)
+    raw_fields: RawFields | None = getattr(fmt, "raw_fields", None)
+    with _no_gc(), transaction.atomic():
+        bulk_load_begin()
+        id_by_external: dict[str, int] = dict(project.items.values_list("external_id", "id"))
+        existing_ids = set(id_by_external)
+        next_position = (
+            project.items.order_by("-position").values_list("position", flat=True).first() or 0
+        ) + (1 if existing_ids else 0)
+        seen_in_file: set[str] = set()
+        pending: list[tuple[dict[str, Any], ItemRecord]] = []
+        attachments: list[AttachmentRecord] = []
+        count = 0
+        for rec in fmt.read(path):
+            count += 1
+            if isinstance(rec, ItemRecord):
+                if rec.external_id in seen_in_file:
+                    raise FormatError(
+                        "the same id appears twice in the import",
+                        file=rec.source_file,
+                        record=rec.external_id,
+                    )
+                seen_in_file.add(rec.external_id)
+                if rec.external_id in existing_ids:
+                    result.items_skipped += 1
+                    continue
+                row = _item_row(rec, project, images, next_position, raw_fields)
+                pending.append((row, rec))
+                next_position += 1
+                if len(pending) >= BATCH_SIZE:
+                    _bulk_insert_items(project, pending, id_by_external, result, images)
+            else:
+                attachments.append(rec)
+            if progress is not None and count % BATCH_SIZE == 0:
+                progress(count)
+        _bulk_insert_items(project, pending, id_by_external, result, images)
+        _insert_attachments(project, attachments, id_by_external, result, images)
+        images.link_project()
+    if progress is not None:
+        progress(count)
+    return result
+
+
+def _insert_attachments(
+    project: Project,
+    attachments: list[AttachmentRecord],
+    id_by_external: dict[str, int],
+    result: ImportResult,
+    images: _ImageResolver,
+) -> None:
+    if not attachments:
+        return
+    existing: set[tuple[int, str]] = set()
+    for model in (Response, Plan, Trajectory):
+        existing.update(model.objects.filter(item__project=project).values_list("item_id", "key"))
+    rows: dict[AttachmentModel, list[dict[str, Any]]] = {Response: [], Plan: [], Trajectory: []}
+    for rec in attachments:
+        item_id = id_by_external.get(rec.item_id)
+        if item_id is None:
+            raise FormatError(
+                f"refers to item {rec.item_id!r}, which is neither in this import nor in the "
+                f"project",
+                file=rec.source_file,
+                record=rec.key,
+            )
+        if (item_id, rec.key) in existing:
+            result.attachments_skipped += 1
+            continue
+        existing.add((item_id, rec.key))
+        model, row = _attachment_row(rec, item_id, images)
+        rows[model].append(row)
+        result.attachments_created += 1
+    for model, batch in rows.items():
+        if batch:
+            bulk_insert(model, batch)
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _image_refs(refs: list[dict[str, Any]]) -> list[ImageRef]:
+    return [ImageRef(path=r["path"], role=r["role"], position=r["position"]) for r in refs]
+
+
+_COMMON = ["item_id", "key", "source_file", "raw", "origin", "model_name", "position"]
+_ATTACHED: dict[AttachmentModel, tuple[type[AttachmentRecord], list[str]]] = {
+    Response: (ResponseRecord, ["text", "extra"]),
+    Plan: (PlanRecord, ["form", "steps", "code", "is_alternative"]),
+    Trajectory: (
+        TrajectoryRecord,
+        [
+            "steps",
+            "checkpoints",
+            "ordering_constraints",
+            "efficiency",
+            "final_answer",
+            "image_refs",
+        ],
+    ),
+}
+_ITEM_FIELDS = [
+    "external_id", "source_file", "raw", "position", "query", "modality", "documents",
+    "image_refs", "constraints", "expected_answer", "accepted_variants", "match_type", "rubric",
+    "category", "intent", "domain", "level", "status", "provenance",
+]  # fmt: skip
+EXPORT_CHUNK = 1000
+
+
+def _record_hole_value(rec: ItemRecord) -> Callable[[list[Any]], Any]:
+    """Looks up a hole's source (see ``Item.raw_hole_value``) in an exported record."""
+
+    def value(source: list[Any]) -> Any:
+        if source[0] == "documents":
+            try:
+                return rec.documents[source[1]][source[2]]
+            except (IndexError, KeyError, TypeError):
+                return None
+        if source[0] == "response":
+            for response in rec.responses:
+                if response.key == source[1]:
+                    return response.text
+            return None
+        return getattr(rec, source[0]) if source[0] in ("query", "expected_answer") else None
+
+    return value
+
+
+def _attached_records(
+    model: AttachmentModel, rows: Iterable[tuple[Any, ...]], external: dict[int, str]
+) -> Iterator[tuple[int, AttachmentRecord]]:
+    """(item pk, record) for each row of ``model`` fetched as ``_COMMON + own`` columns."""
+    record_cls, own = _ATTACHED[model]
+    for row in rows:
+        values = dict(zip([*_COMMON, *own], row, strict=True))
+        pk = values["item_id"]
+        values["item_id"] = external[pk]
+        if "image_refs" in values:
+            values["images"] = _image_refs(values.pop("image_refs"))
+        yield pk, record_cls(**values)
+
+
+def _select(
+    model: type[models.Model],
+    fields: list[str],
+    where: str,
+    params: list[Any],
+    tail: str = "",
+    *,
+    as_text: frozenset[str] = frozenset(),
+    conn: Any = connection,
+) -> list[tuple[Any, ...]]:
+    """Rows of ``fields`` by plain SQL, JSON decoded with orjson: an export reads every row of
+    a project, and the ORM's per-value converters would cost more than the reading itself."""
+    meta = model._meta
+    cols = [meta.get_field(name) for name in fields]
+    quote = conn.ops.quote_name
+    sql = (
+        f"SELECT {', '.join(quote(column_of(c)) for c in cols)} FROM {quote(meta.db_table)} "
+        f"WHERE {where} {tail}"
+    )
+    json_at = [
+        i for i, c in enumerate(cols) if isinstance(c, models.JSONField) and c.name not in as_text
+    ]
+    bool_at = [i for i, c in enumerate(cols) if isinstance(c, models.BooleanField)]
+    with conn.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not json_at and not bool_at:
+        return rows
+    loads = orjson.loads
+    out = []
+    for row in rows:
+        row = list(row)
+        for i in json_at:
+            if isinstance(row[i], str | bytes):
+                row[i] = loads(row[i])
+        for i in bool_at:
+            row[i] = bool(row[i])
+        out.append(tuple(row))
+    return out
+
+
+# One chunk of items as read: the item rows, and for each model the rows of the records that
+# live inside those items.
+_Chunk = tuple[list[tuple[Any, ...]], dict[AttachmentModel, list[tuple[Any, ...]]]]
+
+
+def _item_chunks(conn: Any, project: Project, status: str | None) -> Iterator[_Chunk]:
+    """The project's items in order, EXPORT_CHUNK at a time (keyset pagination)."""
+    where = "project_id = %s" + (" AND status = %s" if status else "")
+    base_params: list[Any] = [project.pk] + ([status] if status else [])
+    after: tuple[int, int] | None = None
+    while True:
+        clause, params = where, list(base_params)
+        if after is not None:
+            clause += " AND (position > %s OR (position = %s AND id > %s))"
+            params += [after[0], after[0], after[1]]
+        chunk = _select(
+            Item, ["id", *_ITEM_FIELDS, "raw_holes"], clause, params,
+            f"ORDER BY position, id LIMIT {EXPORT_CHUNK}", as_text=frozenset({"image_refs"}),
+            conn=conn,
+        )  # fmt: skip
+        if not chunk:
+            return
+        after = (chunk[-1][4], chunk[-1][0])
+        # The same chunk again as a subquery: no list of a thousand parameters to send.
+        chunk_ids = (
+            f"SELECT id FROM {conn.ops.quote_name(Item._meta.db_table)} WHERE {clause} "
+            f"ORDER BY position, id LIMIT {EXPORT_CHUNK}"
+        )
+        attached = {
+            model: _select(
+                model,
+                [*_COMMON, *own],
+                f"raw = '' AND item_id IN ({chunk_ids})",
+                params,
+                "ORDER BY item_id, position, id",
+                conn=conn,
+            )  # fmt: skip
+            for model, (_, own) in _ATTACHED.items()
+        }
+        yield chunk, attached
+        if len(chunk) < EXPORT_CHUNK:
+            return
+
+
+_DONE = object()
+
+
+def _read_ahead(make: Callable[[Any], Iterator[Any]]) -> Iterator[Any]:
+    """Items of ``make(conn)``, produced one step ahead in a thread: while the caller turns one
+    chunk into output, the next is read, so the database server works alongside Python. The thread uses this thread's database
+    connection, so it sees the same transaction; the caller must not use the connection until
+    the iteration ends, which is true of an export's item stream."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    handoff: queue.Queue[Any] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            for value in make(conn):
+                handoff.put((value, None))
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            handoff.put((_DONE, exc))
+            return
+        handoff.put((_DONE, None))
+
+    conn.inc_thread_sharing()
+    worker = threading.Thread(target=run, name="export-read-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            value, error = handoff.get()
+            if error is not None:
+                raise error
+            if value is _DONE:
+                return
+            yield value
+    finally:
+        stop.set()
+        while worker.is_alive():  # let a blocked put finish, then the thread sees ``stop``
+            try:
+                handoff.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        worker.join()
+        conn.dec_thread_sharing()
+
+
+def _export_items(
+    project: Project, status: str | None, image_paths: dict[str, str]
+) -> Iterator[ItemRecord]:
+    """Items in order with what their own records hold, read a chunk ahead."""
+    seen_refs: dict[Any, list[ImageRef]] = {}
+
+    def refs_of(text: Any) -> list[ImageRef]:
+        """Image refs from the stored JSON, decoded once per distinct list."""
+        if text in seen_refs:
+            return seen_refs[text]
+        refs = orjson.loads(text) if isinstance(text, str | bytes) else text
+        for ref in refs:
+            if ref.get("sha256"):
+                image_paths.setdefault(ref["path"], ref["sha256"])
+        images = _image_refs(refs)
+        if isinstance(text, str) and len(seen_refs) < 5000:
+            seen_refs[text] = images
+        return images
+
+    if connection.vendor == "postgresql":  # the server works while this thread writes
+        chunks = _read_ahead(lambda conn: _item_chunks(conn, project, status))
+    else:  # SQLite reads under the GIL for the most part: a thread would only add switching
+        chunks = _item_chunks(connection, project, status)
+    for chunk, attached in chunks:
+        external = {row[0]: row[1] for row in chunk}
+        nested: dict[int, dict[type, list[AttachmentRecord]]] = {}
+        for model, rows in attached.items():
+            for pk, record in _attached_records(model, rows, external):
+                nested.setdefault(pk, {}).setdefault(model, []).append(record)
+        for row in chunk:
+            values = dict(zip(_ITEM_FIELDS, row[1:-1], strict=True))
+            values["images"] = refs_of(values.pop("image_refs"))
+            own_records = nested.get(row[0], {})
+            rec = ItemRecord(
+                **values,
+                responses=own_records.get(Response, []),  # type: ignore[arg-type]
+                plans=own_records.get(Plan, []),  # type: ignore[arg-type]
+                trajectories=own_records.get(Trajectory, []),  # type: ignore[arg-type]
+            )
+            if row[-1]:  # long strings stored once: put their current values back
+                rec.raw = fill_holes(rec.raw, row[-1], _record_hole_value(rec))
+            yield rec
+
+
+def _export_attachments(
+    project: Project, status: str | None, image_paths: dict[str, str]
+) -> Iterator[AttachmentRecord]:
+    """Records that came from their own files (answers, predictions, runs), in item order."""
+    for model, (_, own) in _ATTACHED.items():
+        rows = model.objects.filter(item__project=project).exclude(raw="")
+        if status:
+            rows = rows.filter(item__status=status)
+        rows = rows.order_by("item__position", "item_id", "position", "id")
+        external = dict(rows.values_list("item_id", "item__external_id").distinct())
+        for _, rec in _attached_records(model, rows.values_list(*_COMMON, *own), external):
+            for image in getattr(rec, "images", []):
+                image_paths.setdefault(image.path, "")
+            yield rec
+
+
+def dataset_export(
+    *, project: Project, out: Path, status: str | None = None, copy_images: bool = True
+) -> list[Path]:
+    """Write the project's items (optionally only those with ``status``) in its format,
+    streaming from the database a chunk at a time. Returns the files written."""
+    if status is not None and status not in ItemStatus.values:
+        raise ValidationFailed(
+            f"unknown status {status!r}; choose one of {', '.join(ItemStatus.values)}"
+        )
+    fmt = get_format(project.data_format)
+    out = Path(out)
+    image_paths: dict[str, str] = {}
+    written = list(
+        fmt.write(
+            out,
+            _export_items(project, status, image_paths),
+            _export_attachments(project, status, image_paths),
+        )
+    )
+    if copy_images and image_paths:
+        _copy_images(project, out.parent if out.suffix else out, image_paths)
+    return written
+
+
+def _copy_images(project: Project, root: Path, image_paths: dict[str, str]) -> None:
+    files = dict(Image.objects.filter(projects=project).values_list("sha256", "file"))
+    run_refs: dict[str, str] = {}
+    for model in (Trajectory,):
+        for refs in model.objects.filter(item__project=project).values_list(
+            "image_refs", flat=True
+        ):
+            for ref in refs:
+                if ref.get("sha256"):
+                    run_refs[ref["path"]] = ref["sha256"]
+    media = Path(settings.MEDIA_ROOT)
+    root = root.resolve()
+    for rel, sha in image_paths.items():
+        sha = sha or run_refs.get(rel, "")
+        target = (root / rel).resolve()
+        if not sha or sha not in files or not target.is_relative_to(root) or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(media / files[sha], target)
+
+
+# --------------------------------------------------------------------------- projects
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+# =========================================================================== web import/export
+# Added for the import and export pages and API: starting an import job from an upload, and
+# packing an export into one downloadable file. Nothing above is changed by this section.
+
+
+IMPORT_KIND = "import"
+IMPORT_AREA = "imports"
+
+
+def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile) -> Job:
+    """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
+    MEDIA_ROOT/imports/<job id>/, create an import Job for it and enqueue the import task
+    after commit. Raises ValidationFailed for uploads a user can fix, PermissionDenied for
+    users who may not import."""
+    from benchmark.datasets.tasks import dataset_import_task  # tasks imports this module
+
+    permissions.require(user=user, project=project, action="import")
+    if not isinstance(user, User):  # members only, so never anonymous here
+        raise PermissionDenied("log in to import")
+    max_bytes = settings.BENCHWRIGHT_MAX_UPLOAD_BYTES
+    if not upload or not upload.size:
+        raise ValidationFailed("the uploaded file is empty")
+    if upload.size > max_bytes:
+        raise ValidationFailed(
+            f"the file is {upload.size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.1f} MB"
+        )
+    filename = get_valid_filename(Path(upload.name or "upload").name) or "upload"
+    with transaction.atomic():
+        job = job_create(
+            kind=IMPORT_KIND,
+            user=user,
+            project=project,
+            params={"project_id": project.pk, "path": "", "filename": filename},
+        )
+        folder = upload_folder(IMPORT_AREA, job.pk)
+        try:
+            folder.mkdir(parents=True, exist_ok=False)
+            upload.seek(0)
+            if zipfile.is_zipfile(upload):
+                upload.seek(0)
+                path = zip_extract(upload, folder, max_bytes)
+            elif filename.lower().endswith(".zip"):
+                raise ValidationFailed("the file is named .zip but is not a zip archive")
+            else:
+                upload.seek(0)
+                path = folder / filename
+                upload_write(upload, path)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        job.params = {**job.params, "path": str(path), "cleanup": str(folder)}
+        job.message = "queued"
+        job.save(update_fields=["params", "message"])
+        transaction.on_commit(lambda: dataset_import_task.delay(job.pk))
+    return job
+
+
+@dataclass
+class ExportFile:
+    """An open export file ready to stream; its folder is already removed (POSIX keeps the
+    open file readable), so closing the handle frees it."""
+
+    handle: IO[bytes]
+    filename: str
+    content_type: str
+
+
+_CONTENT_TYPES = {
+    ".jsonl": "application/x-ndjson",
+    ".json": "application/json",
+    ".zip": "application/zip",
+}
+
+
+def dataset_export_file(
+    *,
+    project: Project,
+    user: AnyUser,
+    status: str | None = None,
+    include_images: bool = False,
+) -> ExportFile:
+    """Export the project (optionally one status) in its format into a temporary folder and
+    return one file: the single file written (e.g. ATP's .jsonl), or a .zip of everything
+    (multi-file formats, or when images are included)."""
+    permissions.require(user=user, project=project, action="export")
+    base = slugify(project.name) or f"project-{project.pk}"
+    if status:
+        base = f"{base}-{status}"
+    tmp = Path(tempfile.mkdtemp(prefix="benchwright-export-"))
+    try:
+        out = tmp / base
+        out.mkdir()
+        dataset_export(project=project, out=out, status=status, copy_images=include_images)
+        files = sorted(p for p in tmp.rglob("*") if p.is_file())
+        if len(files) == 1 and not include_images:
+            single = files[0]
+            suffix = single.suffix or ".txt"
+            return ExportFile(
+                handle=single.open("rb"),
+                filename=f"{base}{suffix}",
+                content_type=_CONTENT_TYPES.get(suffix, "application/octet-stream"),
+            )
+        archive = tmp / f"{base}.zip"
+        with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for path in files:
+                zf.write(path, arcname=str(path.relative_to(tmp)))
+        return ExportFile(
+            handle=archive.open("rb"), filename=archive.name, content_type="application/zip"
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,214 @@
+"""Reads. Every selector takes ``user=`` and scopes to what that user may see, so an object
+from another project answers 404."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.shortcuts import get_object_or_404
+
+from benchmark.models import (
+    Item,
+    ItemStatus,
+    Membership,
+    Plan,
+    Project,
+    Response,
+    Trajectory,
+)
+from benchmark.typing import AnyUser
+
+
+def _role_subquery(user: AnyUser) -> Subquery:
+    return Subquery(
+        Membership.objects.filter(project=OuterRef("pk"), user=user.pk).values("role")[:1]
+    )
+
+
+def _remember_role(project: Project, user: AnyUser) -> Project:
+    """Seed permissions.role_in's per-project cache with the role annotated by the query."""
+    cache = getattr(project, "_role_cache", {})
+    cache[user.pk] = getattr(project, "my_role", None)
+    project._role_cache = cache  # type: ignore[attr-defined]
+    return project
+
+
+# --------------------------------------------------------------------------- projects
+
+
+def project_list(*, user: AnyUser) -> QuerySet[Project]:
+    """The user's projects with ``my_role``, ``n_items`` and ``n_<status>`` counts."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    counts = {
+        f"n_{status}": Count("items", filter=Q(items__status=status), distinct=False)
+        for status in ItemStatus.values
+    }
+    return (
+        Project.objects.filter(memberships__user=user.pk)
+        .select_related("toolset", "taxonomy")
+        .annotate(n_items=Count("items"), my_role=_role_subquery(user), **counts)
+        .order_by("name")
+    )
+
+
+def project_visible(*, user: AnyUser) -> QuerySet[Project]:
+    """The user's projects with ``my_role``; no counts (cheap, for lookups)."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    return (
+        Project.objects.filter(memberships__user=user.pk)
+        .select_related("toolset", "taxonomy")
+        .annotate(my_role=_role_subquery(user))
+    )
+
+
+def project_get(*, user: AnyUser, pk: int) -> Project:
+    project = get_object_or_404(project_visible(user=user), pk=pk)
+    return _remember_role(project, user)
+
+
+def item_status_counts(*, user: AnyUser, project: Project) -> dict[str, int]:
+    """``{status: count}`` for every status, plus ``"total"``."""
+    counts = {status: Count("id", filter=Q(status=status)) for status in ItemStatus.values}
+    row = item_list(user=user, project=project).aggregate(total=Count("id"), **counts)
+    return {key: value or 0 for key, value in row.items()}
+
+
+# --------------------------------------------------------------------------- items
+
+
+@dataclass
+class ItemFilters:
+    status: str = ""
+    category: str = ""
+    intent: str = ""
+    level: int | None = None
+    modality: str = ""
+    q: str = ""
+
+    @property
+    def active(self) -> bool:
+        return any([self.status, self.category, self.intent, self.level, self.modality, self.q])
+
+
+def item_list(
+    *,
+    user: AnyUser,
+    project: Project | None = None,
+    filters: ItemFilters | None = None,
+) -> QuerySet[Item]:
+    """Items in the user's projects (or in ``project``), optionally filtered."""
+    if not user.is_authenticated:
+        return Item.objects.none()
+    items = Item.objects.filter(project__memberships__user=user.pk)
+    if project is not None:
+        items = items.filter(project=project)
+    if filters is not None:
+        if filters.status:
+            items = items.filter(status=filters.status)
+        if filters.category:
+            items = items.filter(category=filters.category)
+        if filters.intent:
+            items = items.filter(intent=filters.intent)
+        if filters.level is not None:
+            items = items.filter(level=filters.level)
+        if filters.modality:
+            items = items.filter(modality=filters.modality)
+        if filters.q:
+            items = items.filter(
+                Q(query__icontains=filters.q) | Q(external_id__icontains=filters.q)
+            )
+    return items.order_by("project_id", "position", "id")
+
+
+def item_list_rows(
+    *, user: AnyUser, project: Project, filters: ItemFilters | None = None
+) -> QuerySet[Item]:
+    """Items for a list page: the heavy JSON and text columns are left out."""
+    return item_list(user=user, project=project, filters=filters).defer(
+        "raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer"
+    )
+
+
+@dataclass
+class ItemFacets:
+    categories: list[str] = field(default_factory=list)
+    intents: list[str] = field(default_factory=list)
+
+
+def item_facets(*, user: AnyUser, project: Project) -> ItemFacets:
+    """The categories and intents used in the project, for filter menus (one query)."""
+    pairs = (
+        item_list(user=user, project=project)
+        .order_by()
+        .values_list("category", "intent")
+        .distinct()
+    )
+    categories: set[str] = set()
+    intents: set[str] = set()
+    for category, intent in pairs:
+        if category:
+            categories.add(category)
+        if intent:
+            intents.add(intent)
+    return ItemFacets(categories=sorted(categories), intents=sorted(intents))
+
+
+def item_get(*, user: AnyUser, project: Project, pk: int) -> Item:
+    return get_object_or_404(item_list(user=user, project=project), pk=pk)
+
+
+def item_get_detailed(*, user: AnyUser, project: Project, pk: int) -> Item:
+    """An item with its responses, plans and trajectories prefetched."""
+    return get_object_or_404(
+        item_list(user=user, project=project).prefetch_related(
+            "responses", "plans", "trajectories"
+        ),
+        pk=pk,
+    )
+
+
+# --------------------------------------------------------------------------- attachments
+
+
+def _attached(model: type[Any], *, user: AnyUser, item: Item | None, project: Project | None):
+    if not user.is_authenticated:
+        return model.objects.none()
+    rows = model.objects.filter(item__project__memberships__user=user.pk)
+    if item is not None:
+        rows = rows.filter(item=item)
+    if project is not None:
+        rows = rows.filter(item__project=project)
+    return rows.select_related("item").order_by("item_id", "position", "id")
+
+
+def response_list(
+    *, user: AnyUser, item: Item | None = None, project: Project | None = None
+) -> QuerySet[Response]:
+    return _attached(Response, user=user, item=item, project=project)
+
+
+def plan_list(
+    *, user: AnyUser, item: Item | None = None, project: Project | None = None
+) -> QuerySet[Plan]:
+    return _attached(Plan, user=user, item=item, project=project)
+
+
+def trajectory_list(
+    *, user: AnyUser, item: Item | None = None, project: Project | None = None
+) -> QuerySet[Trajectory]:
+    from annotation.verification.selectors import (
+        hidden_items,  # blind verifiers: not before answering
+    )
+
+    rows = _attached(Trajectory, user=user, item=item, project=project)
+    return rows.exclude(item__in=hidden_items(user=user))
+
+
+# --------------------------------------------------------------------------- images
+
+
+# --------------------------------------------------------------------------- jobs

@@ -1,0 +1,122 @@
+"""Web pages. Thin: each view looks things up through a selector (scoped to the user, so another
+project's object answers 404), checks the role for actions, calls one service for writes, and
+renders the full page or, for htmx requests, only the fragment that was asked for."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from benchmark.datasets.forms import ExportForm
+from benchmark.images import selectors as image_selectors
+from benchmark.models import ItemStatus, ProjectKind
+from benchmark.pages import htmx_page, project_context, render_page
+from benchmark.presenters import (
+    attachment_label,
+    item_view,
+    plan_view,
+    pretty_json,
+    tag_segments,
+    trajectory_view,
+)
+from benchmark.projects import selectors
+from benchmark.projects.forms import ItemFilterForm
+
+PAGE_SIZE = 50
+
+
+# --------------------------------------------------------------------------- projects
+
+
+@login_required
+@require_GET
+@htmx_page
+def project_list(request: HttpRequest) -> HttpResponse:
+    projects = list(selectors.project_list(user=request.user))
+    for project in projects:
+        project.status_counts = [  # type: ignore[attr-defined]
+            (value, label, getattr(project, f"n_{value}")) for value, label in ItemStatus.choices
+        ]
+    return render_page(request, "benchmark/project_list.html", {"projects": projects})
+
+
+@login_required
+@require_GET
+@htmx_page
+def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The project page: status counts and the filterable, paginated item list."""
+    project = selectors.project_get(user=request.user, pk=project_id)
+    facets = selectors.item_facets(user=request.user, project=project)
+    bound = {k: v for k, v in request.GET.items() if k != "page"}
+    form = ItemFilterForm(bound or None, facets=facets)
+    if form.is_bound:
+        form.is_valid()
+    filters = form.filters()
+    items = selectors.item_list_rows(user=request.user, project=project, filters=filters)
+    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    counts = selectors.item_status_counts(user=request.user, project=project)
+    export_form = ExportForm()
+    context = {
+        **project_context(request, project),
+        "form": form,
+        "filters": filters,
+        "page": page,
+        "counts": counts,
+        "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
+        "export_form": export_form,
+    }
+    return render_page(
+        request, "benchmark/project_detail.html", context, fragments={"item-list": "item-list"}
+    )
+
+
+# --------------------------------------------------------------------------- items
+
+
+@login_required
+@require_GET
+@htmx_page
+def item_detail(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
+    project = selectors.project_get(user=request.user, pk=project_id)
+    item = selectors.item_get_detailed(user=request.user, project=project, pk=item_id)
+    from annotation.verification.selectors import redact_unanswered  # blind verifiers
+
+    hidden = redact_unanswered(user=request.user, item=item)
+    responses = list(item.responses.all())
+    plans = list(item.plans.all())
+    trajectories = [] if hidden else list(item.trajectories.all())
+    shas = [r.get("sha256") for r in item.image_refs or []]
+    for traj in trajectories:
+        shas += [r.get("sha256") for r in traj.image_refs or []]
+    images = image_selectors.images_by_sha(user=request.user, shas=shas)
+    context = {
+        **project_context(request, project),
+        "item": item,
+        "view": item_view(
+            item, images, "image_index" if project.kind == ProjectKind.TRAJECTORY else "img_index"
+        ),
+        "responses": [
+            {
+                "obj": r,
+                "label": attachment_label(r),
+                "segments": tag_segments(r.text),
+                "raw": pretty_json(r.raw),
+            }
+            for r in responses
+        ],
+        "plans": [plan_view(p) for p in plans],
+        "trajectories": [trajectory_view(t, images) for t in trajectories],
+        "answer_hidden": hidden,
+    }
+    return render_page(request, "benchmark/item_detail.html", context)
+
+
+# --------------------------------------------------------------------------- images
+
+
+# --------------------------------------------------------------------------- import / export
+
+
+# --------------------------------------------------------------------------- jobs

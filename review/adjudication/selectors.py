@@ -1,0 +1,48 @@
+"""Reads for reviewers settling items: the joint-review queue of a blind-solve task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from annotation.judging.consensus import Verdict
+from annotation.judging.models import Judgment, JudgmentTask, Outcome
+from annotation.verification.rules import answer_matches_item
+from annotation.verification.selectors import AnswerRow
+from benchmark.exceptions import PermissionDenied
+from benchmark.models import Item
+from benchmark.permissions import can
+from benchmark.typing import AnyUser
+
+
+@dataclass
+class ReviewRow:
+    """One item of the joint-review queue with every verifier's answer side by side."""
+
+    outcome: Outcome
+    answers: list[AnswerRow] = field(default_factory=list)
+
+    @property
+    def item(self) -> Item:
+        return self.outcome.item
+
+
+def joint_review_queue(*, user: AnyUser, task: JudgmentTask) -> list[ReviewRow]:
+    """Items whose verifiers diverged (disputed), each with all answers and whether each one
+    matches the current answer and variants. Reviewers and admins only; two queries."""
+    if not can(user=user, project=task.project, action="review"):
+        raise PermissionDenied("only reviewers and admins see the joint-review queue")
+    outcomes = list(
+        Outcome.objects.filter(task=task, verdict=Verdict.DISPUTED)
+        .select_related("item")
+        .order_by("item__position", "item_id")
+    )
+    rows = {o.item_id: ReviewRow(outcome=o) for o in outcomes}
+    judgments = (
+        Judgment.objects.filter(task=task, item_id__in=list(rows))
+        .select_related("user")
+        .order_by("item_id", "created_at", "id")
+    )
+    for j in judgments:
+        row = rows[j.item_id]
+        row.answers.append(AnswerRow(j, answer_matches_item(row.outcome.item, j.value)))
+    return list(rows.values())

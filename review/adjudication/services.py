@@ -1,0 +1,159 @@
+"""Reviewers settle disputed items; every decision is kept with who and when."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.judging.consensus import Verdict
+from annotation.judging.models import JudgmentTask, Outcome
+from annotation.judging.services import item_follows_outcome
+from annotation.verification.rules import is_solve_task
+from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.models import Item
+from benchmark.permissions import can
+from benchmark.typing import User
+from review.adjudication.models import Decision
+
+DECISIONS = (Verdict.ACCEPTED, Verdict.REJECTED, "discarded")
+
+
+def outcome_decide(
+    *,
+    task: JudgmentTask,
+    item: Item,
+    reviewer: User,
+    verdict: str,
+    value: Any = None,
+    reason: str = "",
+) -> Outcome:
+    """Accept, reject, or discard with a reason; the item's status follows."""
+    if not can(user=reviewer, project=task.project, action="review"):
+        raise PermissionDenied("only reviewers and admins decide disputed items")
+    if item.project_id != task.project_id:
+        raise ValidationFailed("the item is not in this task's project")
+    if verdict not in DECISIONS:
+        raise ValidationFailed("decide accepted, rejected or discarded")
+    reason = reason.strip()
+    if verdict == "discarded" and not reason:
+        raise ValidationFailed("say why the item is discarded")
+    with transaction.atomic():
+        outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item=item)
+        outcome.verdict = verdict
+        outcome.value = value
+        outcome.reason = reason or f"decided by {reviewer.get_username()}"
+        outcome.decided_by = reviewer
+        outcome.decided_at = timezone.now()
+        outcome.save()
+        Decision.objects.create(
+            task=task, item=item, reviewer=reviewer, verdict=verdict, value=value, reason=reason
+        )
+        if task.updates_item_status:
+            item_follows_outcome(item, verdict, outcome.reason)
+    return outcome
+
+
+def _clean_variants(values: Iterable[Any]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        text = str(value).strip()
+        if text and text not in out:
+            out.append(text)
+    return out
+
+
+MATCH_TYPES = ("exact", "contains", "numeric")
+
+
+def answer_revise(
+    *,
+    task: JudgmentTask,
+    item: Item,
+    reviewer: User,
+    expected_answer: str,
+    accepted_variants: Sequence[str],
+    match_type: str,
+    tolerance: float | None = None,
+    reason: str = "",
+    base_updated_at: Any = None,
+) -> Outcome:
+    """Joint review: change the item's answer, its accepted variants or its match rule, then
+    compare the verifiers' answers again. If they all match now the item is verified;
+    otherwise it stays in the queue with the new count. The change is recorded as a review
+    decision (``revised``, with the answer before and after). A stale form (the item changed
+    since ``base_updated_at``) answers 409 and writes nothing."""
+    from annotation.judging.services import outcome_recompute
+    from review.adjudication.models import Decision
+
+    if not can(user=reviewer, project=task.project, action="review"):
+        raise PermissionDenied("only reviewers and admins revise answers in joint review")
+    if not is_solve_task(task):
+        raise ValidationFailed("this task does not compare answers with the author's answer")
+    if item.project_id != task.project_id:
+        raise ValidationFailed("the item is not in this task's project")
+    expected_answer = (expected_answer or "").strip()
+    if not expected_answer:
+        raise ValidationFailed("expected answer: give the answer the item should have")
+    if match_type not in MATCH_TYPES:
+        raise ValidationFailed(f"match type: choose one of {', '.join(MATCH_TYPES)}")
+    if match_type == "numeric":
+        try:
+            float(expected_answer)
+        except ValueError:
+            raise ValidationFailed(
+                f"expected answer: {expected_answer!r} is not a number, and the match type "
+                "is numeric"
+            ) from None
+    if tolerance is not None and (tolerance < 0 or tolerance != tolerance):
+        raise ValidationFailed("tolerance: give a number of at least 0")
+    variants = [v for v in _clean_variants(accepted_variants) if v != expected_answer]
+    with transaction.atomic():
+        locked = Item.objects.select_for_update().get(pk=item.pk)
+        outcome = Outcome.objects.select_for_update().filter(task=task, item=item).first()
+        if outcome is None or outcome.verdict != Verdict.DISPUTED:
+            raise Conflict("this item is not in joint review any more; reload the queue")
+        if base_updated_at is not None and locked.updated_at != base_updated_at:
+            raise Conflict(
+                "the item was changed by someone else since you opened it; reload to see "
+                "the current answer"
+            )
+        before = {
+            "expected_answer": locked.expected_answer,
+            "accepted_variants": list(locked.accepted_variants or []),
+            "match_type": locked.match_type,
+        }
+        locked.expected_answer = expected_answer
+        locked.accepted_variants = variants
+        locked.match_type = match_type
+        fields = ["expected_answer", "accepted_variants", "match_type", "updated_at"]
+        after = {k: getattr(locked, k) for k in ("expected_answer", "accepted_variants")}
+        after["match_type"] = match_type
+        if tolerance is not None:
+            # Where the task file keeps it (golden_answer.tolerance), so the export carries it.
+            record = locked.raw_record if locked.raw else None
+            if isinstance(record, dict) and isinstance(record.get("golden_answer", {}), dict):
+                record.setdefault("golden_answer", {})["tolerance"] = tolerance
+                locked.raw = orjson.dumps(record).decode()
+                fields.append("raw")
+                if getattr(locked, "raw_holes", None):  # the whole record is in raw again
+                    locked.raw_holes = []
+                    fields.append("raw_holes")
+            else:
+                locked.constraints = {**(locked.constraints or {}), "tolerance": tolerance}
+                fields.append("constraints")
+            after["tolerance"] = tolerance
+        locked.full_clean()
+        locked.save(update_fields=fields)
+        Decision.objects.create(
+            task=task,
+            item=locked,
+            reviewer=reviewer,
+            verdict="revised",
+            value={"from": before, "to": after},
+            reason=reason.strip(),
+        )
+        return outcome_recompute(task=task, item=locked)

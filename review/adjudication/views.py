@@ -1,0 +1,153 @@
+"""Reviewers settle items: the disagreement queue and adjudication, and for blind-solve tasks\nthe joint review of verifiers' answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation.judging import selectors as judging_selectors
+from annotation.judging.models import JudgmentTask
+from annotation.judging.views import _judge_context
+from annotation.verification import rules as verification_rules
+from annotation.verification import selectors as verification_selectors
+from annotation.verification import services as verification
+from annotation.verification.views import audited_item_context, reference_units
+from benchmark.exceptions import DomainError
+from benchmark.models import Item
+from benchmark.typing import request_user
+from review.adjudication import selectors as adjudication_selectors
+from review.adjudication import services as adjudication
+from review.adjudication.forms import DecisionForm, JointDecisionForm, ReviseAnswerForm
+from review.pages import task_for_review
+
+
+@login_required
+@require_GET
+def dispute_list(request: HttpRequest, pk: int) -> HttpResponse:
+    task = task_for_review(request, pk)
+    if verification_rules.is_solve_task(task):  # blind solving: the joint-review queue
+        return joint_review_list(request, task)
+    outcomes = judging_selectors.disputes(user=request.user, task=task)
+    return render(
+        request,
+        "review/dispute_list.html",
+        {"task": task, "project": task.project, "outcomes": outcomes},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def adjudicate(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
+    task = task_for_review(request, pk)
+    if verification_rules.is_solve_task(task):  # blind solving: joint review of the answers
+        return joint_review(request, task, item_id)
+    item = judging_selectors.task_item_get(user=request.user, task=task, pk=item_id)
+    form = DecisionForm(task=task)
+    if request.method == "POST":
+        form = DecisionForm(request.POST, task=task)
+        if form.is_valid():
+            try:
+                adjudication.outcome_decide(
+                    task=task, item=item, reviewer=request_user(request), **form.decision_kwargs()
+                )
+            except DomainError as exc:
+                form.add_error(None, exc.message)
+            else:
+                return redirect("review:dispute_list", pk=task.pk)
+    context = _judge_context(request, task, item)
+    context["form"] = form
+    return render(request, "review/adjudicate.html", context)
+
+
+def joint_review_list(request: HttpRequest, task: JudgmentTask) -> HttpResponse:
+    """The disagreement list of a solve task (called from ``dispute_list``)."""
+    rows = adjudication_selectors.joint_review_queue(user=request.user, task=task)
+    return render(
+        request,
+        "annotation/verify_queue.html",
+        {
+            "task": task,
+            "project": task.project,
+            "rows": rows,
+            "golden": {r.item.pk: verification_rules.golden_answer(r.item) for r in rows},
+        },
+    )
+
+
+def _revise_initial(item: Item) -> dict[str, Any]:
+    golden = verification_rules.golden_answer(item)
+    return {
+        "expected_answer": item.expected_answer,
+        "accepted_variants": "\n".join(golden["accepted_answers"]),
+        "match_type": golden["match_type"],
+        "tolerance": golden["tolerance"] or None,
+        "stamp": verification.stamp(item.updated_at),
+    }
+
+
+def joint_review(request: HttpRequest, task: JudgmentTask, item_id: int) -> HttpResponse:
+    """One item in joint review (called from ``adjudicate``): every answer side by
+    side with whether it matches, the expected answer and variants, the reference trajectory
+    and the audits; accept, revise the answer, or discard with a reason."""
+    item = judging_selectors.task_item_get(user=request.user, task=task, pk=item_id)
+    decision = JointDecisionForm()
+    revise = ReviseAnswerForm(initial=_revise_initial(item))
+    status = 200
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "revise":
+                revise = ReviseAnswerForm(request.POST)
+                if revise.is_valid():
+                    data = revise.cleaned_data
+                    outcome = adjudication.answer_revise(
+                        task=task,
+                        item=item,
+                        reviewer=request_user(request),
+                        expected_answer=data["expected_answer"],
+                        accepted_variants=data["accepted_variants"].splitlines(),
+                        match_type=data["match_type"],
+                        tolerance=data.get("tolerance"),
+                        reason=data.get("reason") or "",
+                        base_updated_at=verification.parse_stamp(data.get("stamp") or ""),
+                    )
+                    if outcome.verdict != "disputed":
+                        return redirect("review:dispute_list", pk=task.pk)
+                    return redirect("review:adjudicate", pk=task.pk, item_id=item.pk)
+            else:
+                decision = JointDecisionForm(request.POST)
+                if decision.is_valid():
+                    verdict = decision.cleaned_data["verdict"]
+                    adjudication.outcome_decide(
+                        task=task,
+                        item=item,
+                        reviewer=request_user(request),
+                        verdict=verdict,
+                        value=item.expected_answer if verdict == "accepted" else None,
+                        reason=decision.cleaned_data.get("reason") or "",
+                    )
+                    return redirect("review:dispute_list", pk=task.pk)
+        except DomainError as exc:
+            target = revise if request.POST.get("action") == "revise" else decision
+            target.add_error(None, exc.message)
+            status = 409 if exc.status_code == 409 else 200
+            if status == 409:
+                item.refresh_from_db()
+                revise = ReviseAnswerForm(request.POST, initial=_revise_initial(item))
+                revise.is_valid()
+                revise.add_error(None, exc.message)
+    reference, units = reference_units(item)
+    audits = verification_selectors.latest_audits(task=task, item=item)
+    context = {
+        **audited_item_context(request, task, item, reference),
+        "outcome": judging_selectors.outcome_for(task=task, item=item),
+        "table": verification_selectors.audit_table(units, audits),
+        "audits": audits,
+        "decision": decision,
+        "revise": revise,
+        "current_stamp": verification.stamp(item.updated_at),
+    }
+    return render(request, "annotation/verify_review.html", context, status=status)

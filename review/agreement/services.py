@@ -1,0 +1,125 @@
+"""Agreement studies on a judgment task: the figures, as a Job for large tasks, and the raw
+judgments for anyone to recompute."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from celery import shared_task
+
+from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
+from benchmark.jobs import services as benchmark_services
+from benchmark.metrics.agreement import Level, agreement_report
+
+# Up to this many judgments the dashboard computes on the spot; beyond, it runs as a Job.
+INLINE_LIMIT = 60_000
+AGREEMENT_KIND = "agreement"
+
+LEVELS: dict[Scheme, Level] = {
+    Scheme.BINARY: "nominal",
+    Scheme.NOMINAL: "nominal",
+    Scheme.ORDINAL: "ordinal",
+    Scheme.NUMBER: "interval",
+    Scheme.TEXT: "nominal",
+}
+
+
+def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str, Any]:
+    """The full agreement report of a task: raters are users, items are items."""
+    rows = []
+    times = {}
+    for item_id, username, value, seconds in Judgment.objects.filter(task=task).values_list(
+        "item_id", "user__username", "value", "seconds"
+    ):
+        if isinstance(value, list | dict):
+            value = orjson.dumps(value).decode()
+        rows.append((item_id, username, value))
+        if seconds:
+            times[(item_id, username)] = seconds
+    final = {
+        item_id: value
+        for item_id, value in Outcome.objects.filter(task=task)
+        .exclude(verdict__in=("pending", "disputed"))
+        .exclude(value=None)
+        .values_list("item_id", "value")
+    }
+    categories = None
+    if task.scheme == Scheme.BINARY:
+        categories = [0, 1]
+    elif task.scheme in (Scheme.NOMINAL, Scheme.ORDINAL):
+        categories = task.label_values
+    level = LEVELS[Scheme(task.scheme)]
+    if task.scheme == Scheme.TEXT:
+        from annotation.judging.consensus import normalize_answer
+
+        rows = [(i, r, normalize_answer(v)) for i, r, v in rows]
+        final = {i: normalize_answer(v) for i, v in final.items()}
+    report = agreement_report(
+        rows, level, categories=categories, final=final, times=times, bootstrap=bootstrap
+    )
+    report["task"] = {"id": task.pk, "name": task.name, "scheme": task.scheme}
+    return report
+
+
+@shared_task(acks_late=True)
+def agreement_task(job_id: int) -> None:
+    if not benchmark_services.job_start(job_id=job_id):
+        return
+    from benchmark.models import Job
+
+    job = Job.objects.get(pk=job_id)
+    try:
+        task = JudgmentTask.objects.get(pk=job.params["task_id"])
+        report = agreement_compute(task=task)
+    except Exception as exc:  # noqa: BLE001 - the job row says what went wrong
+        benchmark_services.job_finish(job_id=job_id, error=f"{exc.__class__.__name__}: {exc}")
+        return
+    benchmark_services.job_finish(job_id=job_id, result=report)
+
+
+def judgments_rows(*, task: JudgmentTask) -> Iterator[dict[str, Any]]:
+    rows = (
+        Judgment.objects.filter(task=task)
+        .order_by("item__position", "item_id", "created_at")
+        .values_list(
+            "item__external_id", "user__username", "value", "reason", "comment", "relabel",
+            "seconds", "created_at",
+        )
+    )  # fmt: skip
+    for ext, user, value, reason, comment, relabel, seconds, created in rows.iterator(2000):
+        yield {
+            "item": ext,
+            "annotator": user,
+            "value": value,
+            "reason": reason,
+            "comment": comment,
+            "relabel": relabel,
+            "seconds": seconds,
+            "created_at": created.isoformat(),
+        }
+
+
+def judgments_jsonl(*, task: JudgmentTask) -> Iterator[bytes]:
+    for row in judgments_rows(task=task):
+        yield orjson.dumps(row) + b"\n"
+
+
+def judgments_csv(*, task: JudgmentTask) -> Iterator[str]:
+    buffer = io.StringIO()
+    fields = ["item", "annotator", "value", "reason", "comment", "relabel", "seconds", "created_at"]
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    for row in judgments_rows(task=task):
+        row["value"] = (
+            row["value"] if isinstance(row["value"], str) else orjson.dumps(row["value"]).decode()
+        )
+        row["relabel"] = orjson.dumps(row["relabel"]).decode() if row["relabel"] else ""
+        writer.writerow(row)
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()

@@ -1,0 +1,108 @@
+"""The agreement dashboard of a judgment task, and its raw judgments as CSV or JSONL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation.judging.models import Judgment
+from benchmark.jobs import services as benchmark_services
+from benchmark.models import Job
+from benchmark.typing import request_user
+from review.agreement import services as agreement_module
+from review.pages import task_for_review
+
+
+def _confusion_cells(confusion: dict[str, Any]) -> dict[str, Any]:
+    """Cells of a confusion-matrix heat map: shade by the share of the largest count."""
+    matrix = confusion.get("matrix") or []
+    top = max((n for row in matrix for n in row), default=0) or 1
+    size = 44
+    cells = []
+    for r, row in enumerate(matrix):
+        for c, n in enumerate(row):
+            cells.append(
+                {
+                    "x": 70 + c * size,
+                    "y": 30 + r * size,
+                    "n": n,
+                    "alpha": round(n / top, 3),
+                    "diag": r == c,
+                }
+            )
+    labels = [str(label) for label in confusion.get("labels", [])]
+    return {
+        "cells": cells,
+        "labels": [
+            {"text": t, "x": 70 + i * size + size // 2, "y": 30 + i * size + size // 2}
+            for i, t in enumerate(labels)
+        ],
+        "size": size,
+        "width": 80 + len(labels) * size,
+        "height": 40 + len(labels) * size,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agreement(request: HttpRequest, pk: int) -> HttpResponse:
+    """The agreement dashboard of a task. Large tasks are computed by a Job."""
+    task = task_for_review(request, pk)
+    n = Judgment.objects.filter(task=task).count()
+    job = (
+        Job.objects.filter(kind=agreement_module.AGREEMENT_KIND, params__task_id=task.pk)
+        .order_by("-created_at")
+        .first()
+    )
+    if request.method == "POST":
+        job = benchmark_services.job_create(
+            kind=agreement_module.AGREEMENT_KIND,
+            user=request_user(request),
+            project=task.project,
+            params={"task_id": task.pk},
+        )
+        transaction.on_commit(lambda: agreement_module.agreement_task.delay(job.pk))
+        return redirect("review:agreement", pk=task.pk)
+    report = None
+    if n <= agreement_module.INLINE_LIMIT:
+        report = agreement_module.agreement_compute(task=task)
+    elif job is not None and job.status == "succeeded":
+        report = job.result
+    pairs = []
+    for pair in (report or {}).get("pairs", []):
+        pairs.append({**pair, "picture": _confusion_cells(pair.get("confusion") or {})})
+    return render(
+        request,
+        "review/agreement.html",
+        {
+            "task": task,
+            "project": task.project,
+            "report": report,
+            "pairs": pairs,
+            "n_judgments": n,
+            "job": job,
+            "inline": n <= agreement_module.INLINE_LIMIT,
+        },
+    )
+
+
+@login_required
+@require_GET
+def judgments_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
+    task = task_for_review(request, pk)
+    if fmt == "csv":
+        response = StreamingHttpResponse(
+            agreement_module.judgments_csv(task=task), content_type="text/csv"
+        )
+    else:
+        response = StreamingHttpResponse(
+            agreement_module.judgments_jsonl(task=task), content_type="application/x-ndjson"
+        )
+    response["Content-Disposition"] = f'attachment; filename="judgments-task{task.pk}.{fmt}"'
+    return response

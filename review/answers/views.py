@@ -1,0 +1,168 @@
+"""Reviewers of an interleaved project: upload model answers, see per-model tool-use figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HTMX_STOP_POLLING
+
+from benchmark.exceptions import DomainError
+from benchmark.jobs import selectors as job_selectors
+from benchmark.jobs import services as benchmark_services
+from benchmark.models import JobStatus, ProjectKind
+from review.answers import services as review_answers
+from review.pages import project_for_review
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """A file field that takes several files (Django's documented pattern)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".json,.jsonl"}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        single = super().clean
+        if isinstance(data, list | tuple):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)]
+
+
+class ScoreAnswersForm(forms.Form):
+    answers = MultipleFileField(
+        label="Answer files",
+        help_text="JSON or JSONL in the benchmark's answer shape; the model is the record's "
+        "'model' field, else the file name. Several files at once, one per model.",
+    )
+    only_verified = forms.BooleanField(
+        required=False,
+        label="Verified items only",
+        help_text="Tool-set P/R/F1 always uses verified items only; this also limits the "
+        "other figures to them.",
+    )
+
+
+def _bars(histogram: dict[str, int]) -> list[dict[str, Any]]:
+    total = sum(histogram.values()) or 1
+    top = max(histogram.values(), default=0) or 1
+    return [
+        {"label": label, "n": n, "share": 100 * n / total, "width": 100 * n / top}
+        for label, n in histogram.items()
+    ]
+
+
+def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One block per model (then all models), with the histogram as bars."""
+    blocks = list(result["models"].values())
+    if len(blocks) > 1:
+        blocks.append(result["overall"])
+    return [{**b, "bars": _bars(b["calls_per_answer"]["histogram"])} for b in blocks]
+
+
+def _result_context(result: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "inline_mb": review_answers.INLINE_BYTES // 2**20,
+        "max_mb": review_answers.max_score_bytes() // 2**20,
+        "result": result,
+        "blocks": _rows(result) if result else [],
+        "gt_bars": _bars(result["ground_truth"]["calls_per_answer"]["histogram"]) if result else [],
+    }
+
+
+def _panel(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    htmx = getattr(request, "htmx", None)
+    if htmx and not htmx.history_restore_request and htmx.target == "score-panel":
+        template += "#panel"
+    return render(request, template, context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def score_answers(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Upload answers; get format correctness, tool adoption, calls per answer, tool-set
+    P/R/F1 against the verified ground truth and LLM-I's R_rule, per model. Up to
+    INLINE_BYTES the figures come in this response; larger uploads start a scoring job whose
+    progress the page polls, and whose figures appear in its place when it is done."""
+    project = project_for_review(
+        request, project_id, "Only reviewers and admins score model answers."
+    )
+    interleaved = project.kind == ProjectKind.INTERLEAVED and bool(project.tag_syntax)
+    form = (
+        ScoreAnswersForm(request.POST, request.FILES)
+        if request.method == "POST"
+        else ScoreAnswersForm()
+    )
+    result = None
+    job = None
+    if request.method == "POST" and interleaved and form.is_valid():
+        uploads = form.cleaned_data["answers"]
+        only_verified = form.cleaned_data["only_verified"]
+        try:
+            size = review_answers.uploads_check(uploads)
+            if size > review_answers.INLINE_BYTES:
+                job = review_answers.answers_score_start(
+                    project=project, user=request.user, uploads=uploads, only_verified=only_verified
+                )
+            else:
+                records = review_answers.read_uploads(
+                    [(u.name or "answers", u.read()) for u in uploads]
+                )
+                result = review_answers.answers_score(
+                    project=project, records=records, only_verified=only_verified
+                )
+        except DomainError as exc:
+            form.add_error("answers", exc.message)
+        if job is not None and not getattr(request, "htmx", None):
+            return redirect("review:score_answers_job", pk=job.pk)
+    context = {
+        "project": project,
+        "form": form,
+        "interleaved": interleaved,
+        "job": job,
+        **_result_context(result),
+    }
+    return _panel(request, "review/score_answers.html", context)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request", "HX-Target")
+def score_answers_job(request: HttpRequest, pk: int) -> HttpResponse:
+    """A scoring job of uploaded answers: its progress while it runs, then the same figures
+    the page shows for a small upload (or the message naming the bad file). The polled
+    fragment answers 286 (stop polling) once the job is done."""
+    job = job_selectors.job_get(user=request.user, pk=pk)
+    if job.kind != review_answers.SCORE_KIND or job.project is None:
+        raise Http404("not an answer-scoring job")
+    project = project_for_review(
+        request, job.project.pk, "Only reviewers and admins score model answers."
+    )
+    job = benchmark_services.job_refresh(job=job)
+    result = None
+    if job.status == JobStatus.SUCCEEDED and job.result:
+        result = review_answers.answers_result_ordered(job.result)
+    context = {
+        "project": project,
+        "form": ScoreAnswersForm(),
+        "interleaved": True,
+        "job": job,
+        **_result_context(result),
+    }
+    htmx = getattr(request, "htmx", None)
+    if htmx and (htmx.target or "").startswith("answersjob-"):
+        response = render(request, "review/score_answers.html#answers-job", context)
+        if job.done:
+            response.status_code = HTMX_STOP_POLLING
+        return response
+    return _panel(request, "review/score_answers.html", context)

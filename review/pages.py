@@ -1,0 +1,33 @@
+"""What the review pages share: looking up a task or a project for a reviewer (another
+project's answers 404; an annotator gets 403 with the reason)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+
+from annotation.judging import selectors as judging_selectors
+from annotation.judging.models import JudgmentTask
+from benchmark import permissions
+from benchmark.models import Project
+from benchmark.projects import selectors as project_selectors
+
+
+def task_for_review(
+    request: HttpRequest,
+    pk: int,
+    why: str = "Only reviewers and admins see the disagreement queue.",
+) -> JudgmentTask:
+    task = judging_selectors.task_get(user=request.user, pk=pk)
+    if not permissions.can(user=request.user, project=task.project, action="review"):
+        raise PermissionDenied(why)
+    return task
+
+
+def project_for_review(
+    request: HttpRequest, pk: int, why: str = "Only reviewers and admins work on releases."
+) -> Project:
+    project = project_selectors.project_get(user=request.user, pk=pk)
+    if not permissions.can(user=request.user, project=project, action="review"):
+        raise PermissionDenied(why)
+    return project
