@@ -13,7 +13,10 @@ class ValidationFailed(DomainError):
     status_code = 400
 
 
-class PermissionDenied(DomainError):
+class Forbidden(DomainError):
+    """The user's role (or the item's state) does not allow the action: 403. (Named apart from
+    Django's ``PermissionDenied``, which views raise for pages.)"""
+
     status_code = 403
 
 

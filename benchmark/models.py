@@ -354,7 +354,7 @@ class Response(AttachedRecord):
         ]
 
 
-class PlanForm(models.TextChoices):
+class PlanSyntax(models.TextChoices):
     JSON = "json", "JSON"
     CODE = "code", "Python code"
     RAW = "raw", "Unparsed text"
@@ -363,7 +363,7 @@ class PlanForm(models.TextChoices):
 class Plan(AttachedRecord):
     """An ordered list of tool calls (m&m's), in JSON form, code form, or both."""
 
-    form = models.CharField(max_length=10, choices=PlanForm.choices, default=PlanForm.JSON)
+    form = models.CharField(max_length=10, choices=PlanSyntax.choices, default=PlanSyntax.JSON)
     steps = JSONField(default=list, blank=True)
     code = models.TextField(blank=True)
     is_alternative = models.BooleanField(default=False)

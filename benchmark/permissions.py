@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmark.exceptions import PermissionDenied
+from benchmark.exceptions import Forbidden
 from benchmark.models import Membership, Project, Role
 from benchmark.typing import AnyUser
 
@@ -44,6 +44,6 @@ def allowed_actions(*, user: AnyUser, project: Project) -> set[str]:
 
 
 def require(*, user: AnyUser, project: Project, action: str) -> None:
-    """Raise benchmark.exceptions.PermissionDenied (403) unless the user may do the action."""
+    """Raise benchmark.exceptions.Forbidden (403) unless the user may do the action."""
     if not can(user=user, project=project, action=action):
-        raise PermissionDenied(f"your role in {project.name!r} does not allow {action}")
+        raise Forbidden(f"your role in {project.name!r} does not allow {action}")

@@ -21,7 +21,7 @@ from benchmark.models import (
     Membership,
     Origin,
     Plan,
-    PlanForm,
+    PlanSyntax,
     Project,
     ProjectKind,
     Response,
@@ -205,7 +205,7 @@ class PlanFactory(_AttachedFactory):
     class Meta:
         model = Plan
 
-    form = PlanForm.JSON
+    form = PlanSyntax.JSON
     steps = factory.LazyFunction(
         lambda: [
             {"id": 0, "name": "image editing", "args": {"image": "17320.jpg", "prompt": "blue"}},
@@ -310,7 +310,7 @@ class RunSetFactory(DjangoModelFactory):
 
 
 def _agent_run_score(run: Any) -> dict[str, Any]:
-    from benchmark.metrics.agentic_mme import AgentRun as Run
+    from benchmark.metrics.agentic_mme import RunRecord as Run
     from review.runs.services import run_score, score_to_dict
 
     agent = Run(tuple(run.events), run.final_answer, None, None, run.folder)

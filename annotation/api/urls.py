@@ -12,11 +12,11 @@ urlpatterns = [
     path(
         "judgment-tasks/<int:pk>/items/<int:item_id>/blind/",
         verification_views.api_blind_item,
-        name="verify-blind-item",
+        name="verification-blind-item",
     ),
     path(
         "judgment-tasks/<int:pk>/items/<int:item_id>/audit/",
         verification_views.api_audit,
-        name="verify-audit",
+        name="verification-audit",
     ),
 ]

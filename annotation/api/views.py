@@ -14,7 +14,7 @@ from rest_framework.response import Response
 
 from annotation.judging import selectors, services
 from annotation.judging.models import Judgment, JudgmentTask
-from benchmark.exceptions import PermissionDenied
+from benchmark.exceptions import Forbidden
 from benchmark.permissions import can
 from benchmark.typing import request_user
 from review.agreement.services import agreement_compute
@@ -108,5 +108,5 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
         """Agreement figures (reviewers and admins)."""
         task = self.get_object()
         if not can(user=request.user, project=task.project, action="review"):
-            raise PermissionDenied("only reviewers and admins see agreement figures")
+            raise Forbidden("only reviewers and admins see agreement figures")
         return Response(agreement_compute(task=task))

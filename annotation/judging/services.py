@@ -23,7 +23,7 @@ from annotation.judging.models import (
 )
 from annotation.verification import rules as verification_rules
 from annotation.verification import services as verification
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus
 from benchmark.permissions import role_in
 from benchmark.typing import User
@@ -46,7 +46,7 @@ def assignment_next_for_user(
     writers) and its live assignments are counted again after the lock is held.
     """
     if role_in(user=user, project=task.project) is None:
-        raise PermissionDenied("you are not a member of this project")
+        raise Forbidden("you are not a member of this project")
     if not task.active:
         raise ValidationFailed("this judgment task is closed")
     now = now or timezone.now()
@@ -201,7 +201,7 @@ def judgment_submit(
             Assignment.objects.select_for_update().filter(task=task, item=item, user=user).first()
         )
         if assignment is None:
-            raise PermissionDenied("this item is not assigned to you")
+            raise Forbidden("this item is not assigned to you")
         existing = Judgment.objects.filter(assignment=assignment).first()
         if existing is not None:
             return existing

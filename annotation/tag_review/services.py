@@ -14,7 +14,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
-from benchmark.exceptions import Conflict, NotFound, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
 from benchmark.models import Item, ItemStatus, Project, Response, Role
 from benchmark.permissions import role_in
 from benchmark.typing import User
@@ -58,7 +58,7 @@ def can_edit(*, user: Any, project: Project) -> bool:
 
 def _require_editor(user: User, project: Project) -> None:
     if not can_edit(user=user, project=project):
-        raise PermissionDenied(f"your role in {project.name!r} does not allow reviewing tags")
+        raise Forbidden(f"your role in {project.name!r} does not allow reviewing tags")
 
 
 def _latest(response: Response) -> ResponseVersion:
@@ -117,7 +117,7 @@ def response_save_version(
 
     Raises ``VersionConflict`` (carrying the current version) when ``base_number`` is not the
     newest version, ``ValidationFailed`` when there is nothing to save, and
-    ``PermissionDenied`` for users who may not review this project."""
+    ``Forbidden`` for users who may not review this project."""
     _require_editor(user, response.item.project)
     rows = _clean_decisions(decisions)
     try:

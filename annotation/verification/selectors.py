@@ -17,7 +17,7 @@ from annotation.verification.rules import (
     answer_matches_item,
     author_provenance,
 )
-from benchmark.exceptions import PermissionDenied
+from benchmark.exceptions import Forbidden
 from benchmark.models import Item, ItemStatus, Membership, Role
 from benchmark.permissions import can
 from benchmark.typing import AnyUser
@@ -182,7 +182,7 @@ def audit_overview(*, user: AnyUser, task: JudgmentTask) -> list[dict[str, Any]]
     """Reviewers: each audited item with its verifiers, the number of checks they left
     unconfirmed, the steps concerned and the comments; the most doubtful first. Two queries."""
     if not can(user=user, project=task.project, action="review"):
-        raise PermissionDenied("only reviewers and admins see the audits")
+        raise Forbidden("only reviewers and admins see the audits")
     latest: dict[tuple[int, int], TrajectoryAudit] = {}
     for audit in (
         TrajectoryAudit.objects.filter(task=task)

@@ -40,7 +40,7 @@ from annotation.judging.models import Assignment, Judgment, JudgmentTask, Scheme
 from annotation.verification.checklist import MAX_COMMENT, audit_steps
 from annotation.verification.models import TrajectoryAudit
 from annotation.verification.rules import is_solve_task, reference_trajectory
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item
 from benchmark.typing import User
 
@@ -101,7 +101,7 @@ def audit_save(
     if item.project_id != task.project_id:
         raise ValidationFailed("the item is not in this task's project")
     if not Judgment.objects.filter(task=task, item=item, user=user).exists():
-        raise PermissionDenied("answer the item blind before you audit its reference trajectory")
+        raise Forbidden("answer the item blind before you audit its reference trajectory")
     reference = reference_trajectory(item)
     if reference is None:
         raise ValidationFailed("this item has no reference trajectory to audit")

@@ -31,7 +31,7 @@ from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from benchmark import permissions
 from benchmark.exceptions import DomainError
-from benchmark.exceptions import PermissionDenied as DomainPermissionDenied
+from benchmark.exceptions import Forbidden
 from benchmark.images import selectors as benchmark_selectors
 from benchmark.models import Item
 from benchmark.presenters import checkpoint_view, item_view
@@ -109,7 +109,7 @@ def solve(request: HtmxHttpRequest, *, task: JudgmentTask, item_id: int) -> Http
                 form.add_error(None, exc.message)
                 status = exc.status_code if exc.status_code in (403, 409) else 200
             else:
-                return _go(request, reverse("annotation:verify_audit", args=[task.pk, item.pk]))
+                return _go(request, reverse("annotation:verification_audit", args=[task.pk, item.pk]))
     context = {
         "task": task,
         "project": task.project,
@@ -120,7 +120,7 @@ def solve(request: HtmxHttpRequest, *, task: JudgmentTask, item_id: int) -> Http
         "form": form,
         "can_review": reviewer,
     }
-    return render(request, "annotation/verify_solve.html", context, status=status)
+    return render(request, "annotation/verification_solve.html", context, status=status)
 
 
 # --------------------------------------------------------------------------- the audit
@@ -238,7 +238,7 @@ def audit(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
             if request.POST.get("then") == "next":
                 return _go(request, reverse("annotation:task_next", args=[task.pk]))
             return _go(
-                request, reverse("annotation:verify_audit", args=[task.pk, item.pk]) + "?saved=1"
+                request, reverse("annotation:verification_audit", args=[task.pk, item.pk]) + "?saved=1"
             )
     audits = verification_selectors.latest_audits(task=task, item=item) if reviewer else []
     context = {
@@ -254,7 +254,7 @@ def audit(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
         "saved": request.GET.get("saved") == "1" and not error,
         "checks": checklist.CHECKS,
     }
-    return render(request, "annotation/verify_audit.html", context, status=status)
+    return render(request, "annotation/verification_audit.html", context, status=status)
 
 
 @login_required
@@ -270,7 +270,7 @@ def audit_list(request: HttpRequest, pk: int) -> HttpResponse:
     rows = verification_selectors.audit_overview(user=request.user, task=task)
     return render(
         request,
-        "annotation/verify_audits.html",
+        "annotation/verification_audits.html",
         {"task": task, "project": task.project, "rows": rows, "checks": checklist.CHECKS},
     )
 
@@ -299,7 +299,7 @@ def api_blind_item(request: Request, pk: int, item_id: int) -> Response:
     reviewer = permissions.can(user=request.user, project=task.project, action="review")
     assignment = selectors.assignment_for(user=request.user, task=task, item=item)
     if assignment is None and not reviewer:
-        raise DomainPermissionDenied("this item is not assigned to you; ask for the next item")
+        raise Forbidden("this item is not assigned to you; ask for the next item")
     question, instruction = question_and_format(item)
     data: dict[str, Any] = {
         "task": task.pk,
@@ -347,7 +347,7 @@ def api_audit(request: Request, pk: int, item_id: int) -> Response:
     reviewer = permissions.can(user=request.user, project=task.project, action="review")
     mine = verification_selectors.my_judgment(user=request.user, task=task, item=item)
     if mine is None and not reviewer:
-        raise DomainPermissionDenied("answer the item blind before you audit it")
+        raise Forbidden("answer the item blind before you audit it")
     if request.method == "POST":
         data = AuditIn(data=request.data)
         data.is_valid(raise_exception=True)

@@ -24,7 +24,7 @@ from django.utils.text import get_valid_filename, slugify
 
 from benchmark import permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
-from benchmark.exceptions import PermissionDenied, ValidationFailed
+from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.formats import (
     AttachmentRecord,
     FormatError,
@@ -683,13 +683,13 @@ IMPORT_AREA = "imports"
 def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
     MEDIA_ROOT/imports/<job id>/, create an import Job for it and enqueue the import task
-    after commit. Raises ValidationFailed for uploads a user can fix, PermissionDenied for
+    after commit. Raises ValidationFailed for uploads a user can fix, Forbidden for
     users who may not import."""
     from benchmark.datasets.tasks import dataset_import_task  # tasks imports this module
 
     permissions.require(user=user, project=project, action="import")
     if not isinstance(user, User):  # members only, so never anonymous here
-        raise PermissionDenied("log in to import")
+        raise Forbidden("log in to import")
     max_bytes = settings.BENCHWRIGHT_MAX_UPLOAD_BYTES
     if not upload or not upload.size:
         raise ValidationFailed("the uploaded file is empty")

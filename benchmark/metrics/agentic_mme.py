@@ -245,7 +245,7 @@ def _natural_key(path: Path) -> tuple[Any, ...]:
 
 
 @dataclass(frozen=True)
-class AgentRun:
+class RunRecord:
     """One model run: the logged events, the final answer, and where its images are."""
 
     events: tuple[JSON, ...]
@@ -255,7 +255,7 @@ class AgentRun:
     run_id: str = ""
 
     @classmethod
-    def from_dir(cls, path: str | Path) -> AgentRun:
+    def from_dir(cls, path: str | Path) -> RunRecord:
         """Read ``tool_use_list.json``, ``model_answer.txt`` and, if present, ``run_meta.json``."""
         run_dir = Path(path)
         events_file = run_dir / "tool_use_list.json"
@@ -665,7 +665,7 @@ class _Scorer:
     def __init__(
         self,
         task: JSON,
-        run: AgentRun,
+        run: RunRecord,
         visual_check: VisualCheck | None,
         search_check: SearchCheck | None,
         thresholds: ProxyThresholds,
@@ -854,7 +854,7 @@ class _Scorer:
 
 def score_run(
     task: JSON,
-    run: AgentRun,
+    run: RunRecord,
     *,
     visual_check: VisualCheck | None = None,
     search_check: SearchCheck | None = None,
@@ -1124,7 +1124,7 @@ class ArtifactCheck:
 
 
 def check_run_artifacts(
-    run: AgentRun,
+    run: RunRecord,
     original: Image.Image,
     *,
     chain: Literal["files", "memory"] = "files",
@@ -1277,7 +1277,7 @@ def dominant_failure_mode(observations: Iterable[FailureObservation]) -> Failure
 
 
 def suggest_failure_observations(
-    task: JSON, run: AgentRun, score: RunScore
+    task: JSON, run: RunRecord, score: RunScore
 ) -> list[FailureObservation]:
     """Failure modes the scores point at, for an annotator to confirm (nothing for a correct
     run). Steps are checkpoint positions in the reference order, so "earliest" means the first

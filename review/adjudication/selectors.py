@@ -8,7 +8,7 @@ from annotation.judging.consensus import Verdict
 from annotation.judging.models import Judgment, JudgmentTask, Outcome
 from annotation.verification.rules import answer_matches_item
 from annotation.verification.selectors import AnswerRow
-from benchmark.exceptions import PermissionDenied
+from benchmark.exceptions import Forbidden
 from benchmark.models import Item
 from benchmark.permissions import can
 from benchmark.typing import AnyUser
@@ -30,7 +30,7 @@ def joint_review_queue(*, user: AnyUser, task: JudgmentTask) -> list[ReviewRow]:
     """Items whose verifiers diverged (disputed), each with all answers and whether each one
     matches the current answer and variants. Reviewers and admins only; two queries."""
     if not can(user=user, project=task.project, action="review"):
-        raise PermissionDenied("only reviewers and admins see the joint-review queue")
+        raise Forbidden("only reviewers and admins see the joint-review queue")
     outcomes = list(
         Outcome.objects.filter(task=task, verdict=Verdict.DISPUTED)
         .select_related("item")

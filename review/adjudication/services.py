@@ -13,7 +13,7 @@ from annotation.judging.consensus import Verdict
 from annotation.judging.models import JudgmentTask, Outcome
 from annotation.judging.services import item_follows_outcome
 from annotation.verification.rules import is_solve_task
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item
 from benchmark.permissions import can
 from benchmark.typing import User
@@ -33,7 +33,7 @@ def outcome_decide(
 ) -> Outcome:
     """Accept, reject, or discard with a reason; the item's status follows."""
     if not can(user=reviewer, project=task.project, action="review"):
-        raise PermissionDenied("only reviewers and admins decide disputed items")
+        raise Forbidden("only reviewers and admins decide disputed items")
     if item.project_id != task.project_id:
         raise ValidationFailed("the item is not in this task's project")
     if verdict not in DECISIONS:
@@ -90,7 +90,7 @@ def answer_revise(
     from review.adjudication.models import Decision
 
     if not can(user=reviewer, project=task.project, action="review"):
-        raise PermissionDenied("only reviewers and admins revise answers in joint review")
+        raise Forbidden("only reviewers and admins revise answers in joint review")
     if not is_solve_task(task):
         raise ValidationFailed("this task does not compare answers with the author's answer")
     if item.project_id != task.project_id:

@@ -68,7 +68,7 @@ def joint_review_list(request: HttpRequest, task: JudgmentTask) -> HttpResponse:
     rows = adjudication_selectors.joint_review_queue(user=request.user, task=task)
     return render(
         request,
-        "annotation/verify_queue.html",
+        "annotation/verification_queue.html",
         {
             "task": task,
             "project": task.project,
@@ -150,4 +150,4 @@ def joint_review(request: HttpRequest, task: JudgmentTask, item_id: int) -> Http
         "revise": revise,
         "current_stamp": verification.stamp(item.updated_at),
     }
-    return render(request, "annotation/verify_review.html", context, status=status)
+    return render(request, "annotation/verification_review.html", context, status=status)

@@ -24,7 +24,7 @@ from django.utils.text import get_valid_filename
 
 from annotation.tag_review.models import ResponseVersion
 from benchmark import permissions
-from benchmark.exceptions import PermissionDenied, ValidationFailed
+from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.formats.base import FormatError
 from benchmark.jobs import services as job_services
 from benchmark.jobs import uploads as job_uploads
@@ -235,7 +235,7 @@ def max_score_bytes() -> int:
 def _require_scorable(project: Project, user: AnyUser) -> User:
     permissions.require(user=user, project=project, action="review")
     if not isinstance(user, User):
-        raise PermissionDenied("log in to score answers")
+        raise Forbidden("log in to score answers")
     if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:
         raise ValidationFailed(
             "only interleaved projects (ATP-Bench, LLM-I) have tool tags to score"

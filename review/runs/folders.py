@@ -46,8 +46,8 @@ class RunFolder:
         value = self.meta.get("effective_tool_calls")
         return None if value is None else int(value)
 
-    def agent_run(self, *, with_files: bool = True) -> mme.AgentRun:
-        return mme.AgentRun(
+    def agent_run(self, *, with_files: bool = True) -> mme.RunRecord:
+        return mme.RunRecord(
             tuple(self.events),
             self.answer,
             self.path if with_files else None,

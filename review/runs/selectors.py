@@ -175,7 +175,7 @@ def run_page(*, run: AgentRun, user: AnyUser) -> dict[str, Any]:
     task = item_task(item, reference)
     latest = _latest_verdicts(run)
     score = score_from_dict(run.score or {})
-    agent = mme.AgentRun(
+    agent = mme.RunRecord(
         tuple(run.events),
         run.final_answer,
         None,

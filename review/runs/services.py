@@ -40,7 +40,7 @@ from django.db.models import Prefetch
 from django.utils.text import get_valid_filename
 
 from benchmark import permissions
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.images import services as image_services
 from benchmark.jobs import services as job_services
 from benchmark.jobs import uploads as job_uploads
@@ -170,7 +170,7 @@ def _items_with_reference(project: Project, ids: Iterable[str]) -> dict[str, Ite
 
 
 def run_score(
-    *, item: Item, run: mme.AgentRun, verdicts: Mapping[str, bool] | None = None
+    *, item: Item, run: mme.RunRecord, verdicts: Mapping[str, bool] | None = None
 ) -> mme.RunScore:
     task = item_task(item, _reference(item))
     score = mme.score_run(task, run, accepted=list(item.accepted_variants or []))
@@ -183,7 +183,7 @@ def run_score(
 def _require_review(user: AnyUser, project: Project) -> User:
     permissions.require(user=user, project=project, action="review")
     if not isinstance(user, User):
-        raise PermissionDenied("log in to score runs")
+        raise Forbidden("log in to score runs")
     return user
 
 
@@ -441,7 +441,7 @@ def run_rescore(*, run: AgentRun) -> AgentRun:
     trajectory) with the newest person's verdict per visual checkpoint."""
     verdicts = {cid: v.passed for cid, v in _latest_verdicts(run).items()}
     with _stored_run_dir(run) as run_dir:
-        agent = mme.AgentRun(
+        agent = mme.RunRecord(
             tuple(run.events),
             run.final_answer,
             run_dir,

@@ -11,7 +11,7 @@ import pytest
 
 from annotation.drafting import services
 from annotation.drafting.models import DraftingCrop, DraftingDraft, DraftingMark, DraftingSession
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Image, Item, Job, ModelCall, Project, ProjectKind, Trajectory
 from tests.factories import (
     DraftingSessionFactory,
@@ -130,7 +130,7 @@ def test_without_a_model_nothing_starts_and_the_message_says_how_to_configure(
 def test_drafting_is_for_members_and_trajectory_projects(
     item: Item, source: str, users: dict[str, Any], served: FakeModelServer
 ) -> None:
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         services.drafting_session_start(
             item=item, user=users["outsider"], source_sha256=source, prompt="x"
         )

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotation.judging import services
 from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, Membership, Project, Toolset
 from review.adjudication import services as review_services
 
@@ -117,7 +117,7 @@ def test_submit_twice_is_harmless_and_unassigned_is_refused(
     again = services.judgment_submit(task=task, item=lease.item, user=a, value=0)
     assert again.pk == first.pk and again.value == 1
     assert Judgment.objects.count() == 1
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         services.judgment_submit(task=task, item=lease.item, user=b, value=1)
 
 
@@ -127,7 +127,7 @@ def test_bad_value_and_non_member_are_refused(project: Project, task: JudgmentTa
     with pytest.raises(ValidationFailed, match="not one of the labels"):
         services.judgment_submit(task=task, item=lease.item, user=a, value=7)
     stranger = get_user_model().objects.create_user("s", password="x")
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         services.assignment_next_for_user(task=task, user=stranger)
 
 

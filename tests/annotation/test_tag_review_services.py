@@ -15,7 +15,7 @@ from annotation.tag_review.services import (
     response_revert,
     response_save_version,
 )
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import ItemStatus, Project, Response
 from benchmark.tags import parse
 from tests.factories import ItemFactory, ResponseFactory
@@ -113,7 +113,7 @@ def test_nothing_to_save_and_bad_decisions_are_refused(response: Response, users
 
 @pytest.mark.django_db
 def test_only_project_members_may_save(response: Response, users: dict[str, Any]):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         save(response, users["outsider"], "x", 1)
     for n, role in enumerate(("annotator", "reviewer", "admin")):
         save(response, users[role], f"by {role}", n + 1)
@@ -127,7 +127,7 @@ def test_item_discard(response: Response, users: dict[str, Any]):
         item_discard(item=item, user=users["annotator"], reason="boring")
     with pytest.raises(ValidationFailed):
         item_discard(item=item, user=users["annotator"], reason="other")
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         item_discard(item=item, user=users["outsider"], reason="factual_errors")
     item_discard(item=item, user=users["annotator"], reason="factual_errors", detail="wrong year")
     item.refresh_from_db()

@@ -25,7 +25,7 @@ from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from annotation.verification.models import TrajectoryAudit
 from benchmark.datasets import services as benchmark_services
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus, Project, Role, Toolset
 from review.adjudication import selectors as adjudication_selectors
 from review.adjudication import services as adjudication
@@ -173,7 +173,7 @@ def test_a_divergent_answer_sends_the_item_to_joint_review(world: dict[str, Any]
     ]
     # Once in review the item is not offered to another verifier.
     assert assignment_next_for_user(task=task, user=u["v3"]).item_id != item.pk
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         adjudication_selectors.joint_review_queue(user=u["v1"], task=task)
 
 
@@ -329,7 +329,7 @@ def test_revision_input_is_checked(
 def test_only_reviewers_revise_and_only_items_in_review(disputed: dict[str, Any]) -> None:
     task, item, u = disputed["task"], disputed["item"], disputed["u"]
     args = {"expected_answer": "Cu", "accepted_variants": ["Copper"], "match_type": "exact"}
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         adjudication.answer_revise(task=task, item=item, reviewer=u["v1"], **args)
     settled = disputed["items"]["0001"]
     with pytest.raises(Conflict, match="not in joint review"):
@@ -391,7 +391,7 @@ def test_audit_after_answering(world: dict[str, Any]) -> None:
         "C1": {"checks": {"intent": True, "tool": True, "checkpoint": True}},
         "C4": {"checks": {"intent": True, "url": False}, "comment": "No URL recorded."},
     }
-    with pytest.raises(PermissionDenied, match="answer the item blind"):
+    with pytest.raises(Forbidden, match="answer the item blind"):
         verification.audit_save(task=task, item=item, user=u["v1"], steps=steps, base_number=0)
     answer_directly(task, u["v1"], item, "130")
     audit = verification.audit_save(task=task, item=item, user=u["v1"], steps=steps, base_number=0)

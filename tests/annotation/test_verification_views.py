@@ -147,7 +147,7 @@ def test_answering_opens_the_audit(world: dict[str, Any]) -> None:
     assert empty.status_code == 200
     assert "Write your answer before submitting." in empty.content.decode()
     done = c["v1"].post(url, {"answer": SECRET_ANSWER.lower(), "seconds": "12"})
-    audit_url = reverse("annotation:verify_audit", args=[task.pk, item.pk])
+    audit_url = reverse("annotation:verification_audit", args=[task.pk, item.pk])
     assert done.status_code == 302 and done["Location"] == audit_url
     page = c["v1"].get(audit_url)
     html = page.content.decode()
@@ -168,7 +168,7 @@ def test_answering_opens_the_audit(world: dict[str, Any]) -> None:
 def test_ticking_the_checklist(world: dict[str, Any]) -> None:
     task, item, c = world["task"], world["item"], world["c"]
     c["v1"].post(lease(world, "v1"), {"answer": "x"})
-    audit_url = reverse("annotation:verify_audit", args=[task.pk, item.pk])
+    audit_url = reverse("annotation:verification_audit", args=[task.pk, item.pk])
     form = {
         "base": "0",
         **{f"s-{i}-step": f"C{i + 1}" for i in range(5)},
@@ -201,7 +201,7 @@ def test_ticking_the_checklist(world: dict[str, Any]) -> None:
 
 def test_only_verifiers_who_answered_audit(world: dict[str, Any]) -> None:
     task, item, c = world["task"], world["item"], world["c"]
-    audit_url = reverse("annotation:verify_audit", args=[task.pk, item.pk])
+    audit_url = reverse("annotation:verification_audit", args=[task.pk, item.pk])
     lease(world, "v1")
     assert c["v1"].get(audit_url).status_code == 403
     assert c["v1"].post(audit_url, {"base": "0"}).status_code == 403
@@ -260,7 +260,7 @@ def test_joint_review_page_shows_the_reference_and_audits(world: dict[str, Any])
     disagree(world)
     task, item, c = world["task"], world["item"], world["c"]
     c["v1"].post(
-        reverse("annotation:verify_audit", args=[task.pk, item.pk]),
+        reverse("annotation:verification_audit", args=[task.pk, item.pk]),
         {"base": "0", "s-0-step": "C1", "s-0-intent": "on", "s-0-comment": "Plaque is tiny."},
     )
     page = c["rev"].get(reverse("review:adjudicate", args=[task.pk, item.pk]))
@@ -361,23 +361,23 @@ def test_audit_overview_lists_doubtful_items_first(world: dict[str, Any]) -> Non
     for n, item in enumerate(items):
         answer_directly(task, u["v1"], item, "x")
         c["v1"].post(
-            reverse("annotation:verify_audit", args=[task.pk, item.pk]),
+            reverse("annotation:verification_audit", args=[task.pk, item.pk]),
             {"base": "0", "s-0-step": "C1", **({"s-0-intent": "on"} if n == 0 else {})},
         )
-    page = c["rev"].get(reverse("annotation:verify_audits", args=[task.pk]))
+    page = c["rev"].get(reverse("annotation:verification_audits", args=[task.pk]))
     assert page.status_code == 200
     rows = page.context["rows"]
     assert [r["item"] for r in rows] == [items[1], items[0]]  # more unconfirmed first
-    assert c["v1"].get(reverse("annotation:verify_audits", args=[task.pk])).status_code == 403
+    assert c["v1"].get(reverse("annotation:verification_audits", args=[task.pk])).status_code == 403
 
 
 def test_other_tasks_have_no_audit(world: dict[str, Any]) -> None:
     other = JudgmentTask.objects.create(
         project=world["project"], name="b", question="?", scheme="binary", consensus="unanimous"
     )
-    url = reverse("annotation:verify_audits", args=[other.pk])
+    url = reverse("annotation:verification_audits", args=[other.pk])
     assert world["c"]["rev"].get(url).status_code == 404
-    url = reverse("annotation:verify_audit", args=[other.pk, world["item"].pk])
+    url = reverse("annotation:verification_audit", args=[other.pk, world["item"].pk])
     assert world["c"]["rev"].get(url).status_code == 404
 
 
@@ -408,7 +408,7 @@ def test_queue_and_audit_pages_take_bounded_queries(
     reference.save()
     for name in ("v1", "v2", "v3"):
         c[name].post(
-            reverse("annotation:verify_audit", args=[task.pk, item.pk]),
+            reverse("annotation:verification_audit", args=[task.pk, item.pk]),
             {"base": "0", "s-0-step": "C1", "s-0-intent": "on"},
         )
     # Measured: 6, 11, 10 and 6 queries with 1 or 5 disputed items, 5 or 105 steps.
@@ -418,10 +418,10 @@ def test_queue_and_audit_pages_take_bounded_queries(
         page = c["rev"].get(reverse("review:adjudicate", args=[task.pk, item.pk]))
         assert page.status_code == 200
     with django_assert_max_num_queries(12):
-        page = c["v1"].get(reverse("annotation:verify_audit", args=[task.pk, item.pk]))
+        page = c["v1"].get(reverse("annotation:verification_audit", args=[task.pk, item.pk]))
         assert page.status_code == 200
     with django_assert_max_num_queries(8):
-        assert c["rev"].get(reverse("annotation:verify_audits", args=[task.pk])).status_code == 200
+        assert c["rev"].get(reverse("annotation:verification_audits", args=[task.pk])).status_code == 200
     assert len(page.context["rows"]) == 5 * (1 + extra * 5)
 
 
@@ -430,7 +430,7 @@ def test_an_item_without_reference_says_so(world: dict[str, Any]) -> None:
     item.trajectories.all().delete()
     TrajectoryFactory(item=item, key="run:x", origin="model")
     c["v1"].post(lease(world, "v1"), {"answer": "x"})
-    page = c["v1"].get(reverse("annotation:verify_audit", args=[task.pk, item.pk]))
+    page = c["v1"].get(reverse("annotation:verification_audit", args=[task.pk, item.pk]))
     assert "no reference trajectory to audit" in page.content.decode()
 
 

@@ -13,7 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image as PILImage
 
-from benchmark.exceptions import NotFound, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Forbidden, NotFound, ValidationFailed
 from benchmark.images import services as image_services
 from benchmark.imaging import ops
 from benchmark.models import Image, Project
@@ -204,7 +204,7 @@ def test_duplicates_are_stored_once_and_shared_between_projects(
 
 
 def test_only_members_may_upload(project: Project, users: dict[str, Any]) -> None:
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         image_services.image_upload(
             project=project, user=users["outsider"], files=[upload("a.png", png_bytes(1))]
         )
@@ -391,7 +391,7 @@ def test_the_source_must_be_an_image_of_the_project(
 def test_derive_by_an_outsider_is_refused(
     project: Project, users: dict[str, Any], source: Image
 ) -> None:
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         image_services.image_derive(
             project=project, user=users["outsider"], recipe=crop_recipe(source, [0, 0, 500, 500])
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmark.exceptions import Conflict, PermissionDenied, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.llm import services as llm
 from benchmark.llm.tasks import model_call_task
 from benchmark.models import Item, Job, JobStatus, ModelCall, Project
@@ -170,7 +170,7 @@ def test_the_start_service_checks_its_input(
     users: dict[str, Any],
 ) -> None:
     admin = users["admin"]
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         llm.model_call_start(
             project=model_project, user=users["outsider"], purpose="ask", prompt="q"
         )

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from benchmark.metrics import agentic_mme as mme
-from benchmark.metrics.agentic_mme import AgentRun, FailureMode, FailureObservation
+from benchmark.metrics.agentic_mme import FailureMode, FailureObservation, RunRecord
 from tests.shared_data import SHARED_DATA, needs_data
 
 DATA = SHARED_DATA / "agentic-mme"
@@ -21,8 +21,8 @@ def task(task_id: str) -> dict[str, Any]:
     return json.loads((DATA / "json" / f"{task_id}.json").read_text(encoding="utf-8"))
 
 
-def sample_run(task_id: str) -> AgentRun:
-    return AgentRun.from_dir(DATA / "runs" / task_id)
+def sample_run(task_id: str) -> RunRecord:
+    return RunRecord.from_dir(DATA / "runs" / task_id)
 
 
 class Events:
@@ -57,8 +57,8 @@ class Events:
             }
         )
 
-    def run(self, answer: str, **kwargs: Any) -> AgentRun:
-        return AgentRun(tuple(self.events), answer, **kwargs)
+    def run(self, answer: str, **kwargs: Any) -> RunRecord:
+        return RunRecord(tuple(self.events), answer, **kwargs)
 
 
 # --------------------------------------------------------------------------- the sample runs
@@ -349,7 +349,7 @@ def test_count_rules() -> None:
     ]
     assert mme.count_tool_calls(gen) == 2
     assert mme.count_tool_calls(gen, effective_tool_calls=3) == 3
-    assert AgentRun(tuple(gen), "", effective_tool_calls=7).tool_calls == 7
+    assert RunRecord(tuple(gen), "", effective_tool_calls=7).tool_calls == 7
     # Gen-mode ops are matched through arguments.op.
     assert mme.event_op(gen[1]) == "crop"
 
