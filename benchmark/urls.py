@@ -11,4 +11,5 @@ urlpatterns = [
     path("", include("review.urls")),
     path("api/", include("benchmark.api.urls")),
     path("api/", include("annotation.api.urls")),
+    path("api/", include("review.api.urls")),
 ]

@@ -1,11 +1,11 @@
-"""Judging over the API: tasks, "next item", blind judgments, outcomes and agreement."""
+"""Judging over the API: tasks, "next item", blind judgments and outcomes. (Agreement figures
+are review's: review/api.py.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -14,10 +14,8 @@ from rest_framework.response import Response
 
 from annotation.judging import selectors, services
 from annotation.judging.models import Judgment, JudgmentTask
-from benchmark.exceptions import Forbidden
 from benchmark.permissions import can
 from benchmark.typing import request_user
-from review.agreement.services import agreement_compute
 
 
 class JudgmentTaskSerializer(serializers.ModelSerializer):
@@ -101,12 +99,3 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
             rows = rows.filter(user=request_user(request))
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(JudgmentSerializer(page, many=True).data)
-
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
-    @action(detail=True, methods=["get"])
-    def agreement(self, request: Request, pk: Any = None) -> Response:
-        """Agreement figures (reviewers and admins)."""
-        task = self.get_object()
-        if not can(user=request.user, project=task.project, action="review"):
-            raise Forbidden("only reviewers and admins see agreement figures")
-        return Response(agreement_compute(task=task))

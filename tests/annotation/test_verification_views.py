@@ -421,7 +421,10 @@ def test_queue_and_audit_pages_take_bounded_queries(
         page = c["v1"].get(reverse("annotation:verification_audit", args=[task.pk, item.pk]))
         assert page.status_code == 200
     with django_assert_max_num_queries(8):
-        assert c["rev"].get(reverse("annotation:verification_audits", args=[task.pk])).status_code == 200
+        assert (
+            c["rev"].get(reverse("annotation:verification_audits", args=[task.pk])).status_code
+            == 200
+        )
     assert len(page.context["rows"]) == 5 * (1 + extra * 5)
 
 

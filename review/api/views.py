@@ -1,0 +1,24 @@
+"""Review over the API: a judgment task's agreement figures (reviewers and admins)."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import api_view
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from annotation.judging import selectors as judging_selectors
+from benchmark.exceptions import Forbidden
+from benchmark.permissions import can
+from review.agreement.services import agreement_compute
+
+
+@extend_schema(responses={200: OpenApiTypes.OBJECT})
+@api_view(["GET"])
+def task_agreement(request: Request, pk: int) -> Response:
+    """Agreement figures of a judgment task (reviewers and admins)."""
+    task = judging_selectors.task_get(user=request.user, pk=pk)
+    if not can(user=request.user, project=task.project, action="review"):
+        raise Forbidden("only reviewers and admins see agreement figures")
+    return Response(agreement_compute(task=task))
