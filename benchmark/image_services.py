@@ -30,6 +30,7 @@ from benchmark.exceptions import NotFound, ValidationFailed
 from benchmark.imaging import ImageRejected, ops
 from benchmark.imaging.inspect import inspect_image
 from benchmark.imaging.recipe import (
+    Limits,
     Recipe,
     RecipeError,
     Verification,
@@ -223,8 +224,11 @@ def _run(source: Image, recipe: Recipe) -> PILImage.Image:
 
 
 def _derive(image: PILImage.Image, recipe: Recipe) -> PILImage.Image:
+    # Every path that derives (preview, derive, the trajectory editor, drafting) comes here.
+    seconds = float(settings.BENCHWRIGHT_DERIVE_SECONDS)
+    limits = Limits.for_image_pixels(_max_pixels(), seconds=seconds)
     try:
-        return derive(image, recipe)
+        return derive(image, recipe, limits=limits)
     except RecipeError as exc:
         raise ValidationFailed(str(exc)) from None
 
@@ -293,11 +297,13 @@ def image_recipe_check(*, image: Image) -> Verification:
             data = handle.read()
     except (FileNotFoundError, ValueError):
         return Verification(False, f"the source file {source.sha256[:12]}… is missing")
+    seconds = float(settings.BENCHWRIGHT_DERIVE_SECONDS)
     return check(
         data,
         parsed,
         image.sha256,
         max_pixels=max(_max_pixels(), source.width * source.height),
+        limits=Limits.for_image_pixels(_max_pixels(), seconds=seconds),
     )
 
 
