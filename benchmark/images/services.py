@@ -30,13 +30,21 @@ from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from PIL import Image as PILImage
 
-from benchmark import permissions  # noqa: E402
+from benchmark import permissions
 from benchmark.exceptions import (
     NotFound,
     ValidationFailed,
 )
 from benchmark.imaging import ImageInfo, ImageRejected, inspect_image, make_thumbnail, ops
-from benchmark.imaging.recipe import Recipe, RecipeError, Verification, check, derive, render_bytes
+from benchmark.imaging.recipe import (
+    Limits,
+    Recipe,
+    RecipeError,
+    Verification,
+    check,
+    derive,
+    render_bytes,
+)
 from benchmark.imaging.upload import prepare_upload
 from benchmark.models import (
     Image,
@@ -225,8 +233,11 @@ def _run(source: Image, recipe: Recipe) -> PILImage.Image:
 
 
 def _derive(image: PILImage.Image, recipe: Recipe) -> PILImage.Image:
+    # Every path that derives (preview, derive, the trajectory editor, drafting) comes here.
+    seconds = float(settings.BENCHWRIGHT_DERIVE_SECONDS)
+    limits = Limits.for_image_pixels(_max_pixels(), seconds=seconds)
     try:
-        return derive(image, recipe)
+        return derive(image, recipe, limits=limits)
     except RecipeError as exc:
         raise ValidationFailed(str(exc)) from None
 
@@ -295,11 +306,13 @@ def image_recipe_check(*, image: Image) -> Verification:
             data = handle.read()
     except (FileNotFoundError, ValueError):
         return Verification(False, f"the source file {source.sha256[:12]}… is missing")
+    seconds = float(settings.BENCHWRIGHT_DERIVE_SECONDS)
     return check(
         data,
         parsed,
         image.sha256,
         max_pixels=max(_max_pixels(), source.width * source.height),
+        limits=Limits.for_image_pixels(_max_pixels(), seconds=seconds),
     )
 
 

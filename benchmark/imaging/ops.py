@@ -26,6 +26,18 @@ holds the same pixel values).
 Every operation accepts the modes ``normalize_mode`` produces (L, LA, RGB, RGBA); an alpha
 channel is carried through untouched by the photometric operations. ``OPS`` describes each
 operation's parameters so a UI can build its toolbar and forms from it.
+
+:func:`estimate` says, without touching a pixel, what size an operation's result will have and
+what it costs: the pixels it produces (for ``resize``, the larger of the image it reads and the
+one it writes, since a Lanczos reduction reads every input pixel) times a cost factor, 1 for
+most operations. Measured on the 2-CPU build machine (Pillow 13, ``tests/perf/
+bench_recipe_limits.py``), the dearest plain operations (blur, sharpen, enhance, edges, an
+enlarging resize) take 30-75 ms per megapixel; two are far dearer per pixel and count more:
+``denoise``'s k×k median filter takes about 25-31 ms per megapixel per cell of its window (10.7
+s per megapixel for strength 30's 21×21) and counts k² (441 for strength 30); ``edge_detect``'s
+Canny takes about 0.15-0.37 s per megapixel and holds a dozen int64 arrays of the image's size
+(about 100 bytes per pixel), and counts 10. Recipes (:mod:`benchmark.imaging.recipe`) cap each
+step's and each recipe's cost with these figures before any pixel work.
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from PIL import Image, ImageEnhance, ImageFilter, ImageOps, UnidentifiedImageErr
 
 __all__ = [
     "BBOX_SCALE",
+    "CANNY_COST",
     "MAX_OUTPUT_PIXELS",
     "OPS",
     "OpError",
@@ -55,6 +68,8 @@ __all__ = [
     "edge_detect",
     "enhance",
     "equalize",
+    "Estimate",
+    "estimate",
     "flip",
     "grayscale",
     "invert",
@@ -75,6 +90,9 @@ BBOX_SCALE = 1000
 MAX_OUTPUT_PIXELS = 100_000_000
 """No operation may produce an image larger than this (a zoomed crop or a resize could
 otherwise allocate gigabytes)."""
+
+CANNY_COST = 10
+"""``edge_detect`` with ``canny`` counts this many times its pixels (see :func:`estimate`)."""
 
 ParamType = Literal["number", "integer", "boolean", "string", "bbox", "box"]
 
@@ -141,6 +159,12 @@ class OpSpec:
     """At least one of these parameters must be given (enhance's factors)."""
     geometric: bool = False
     in_paper: bool = True
+    size: Callable[[tuple[int, int], dict[str, Any]], tuple[int, int]] | None = None
+    """The result's size for an input size and validated parameters (None: the same size).
+    Raises :class:`OpError` exactly where ``run`` would for a size problem (a crop box outside
+    the image)."""
+    cost: Callable[[dict[str, Any]], tuple[int, str]] | None = None
+    """Cost per pixel relative to a plain operation and a phrase saying why (None: 1)."""
 
     def param(self, name: str) -> ParamSpec:
         for p in self.params:
@@ -310,16 +334,59 @@ def ops_schema() -> list[dict[str, Any]]:
     return [spec.to_dict() for spec in OPS.values()]
 
 
-def _check_output(op: str, size: tuple[int, int]) -> None:
+def _check_nonempty(op: str, size: tuple[int, int]) -> None:
     width, height = size
     if width < 1 or height < 1:
         raise OpError(f"{op}: the result would be {width}x{height}, an empty image", op=op)
+
+
+def _check_output(op: str, size: tuple[int, int]) -> None:
+    _check_nonempty(op, size)
+    width, height = size
     if width * height > MAX_OUTPUT_PIXELS:
         raise OpError(
             f"{op}: the result would be {width}x{height} = {width * height / 1e6:.0f} "
             f"megapixels; the limit is {MAX_OUTPUT_PIXELS / 1e6:.0f}",
             op=op,
         )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What one operation will produce and cost, known before it runs."""
+
+    op: str
+    size: tuple[int, int]
+    """The result's width and height."""
+    pixels: int
+    """The pixels the operation works through: the result's, or for ``resize`` the larger of
+    the input's and the result's."""
+    factor: int
+    """Cost per pixel relative to a plain operation (1; a k×k median filter k², Canny 10)."""
+    why: str = ""
+    """Why ``factor`` is above 1, for messages ("a 21×21 median filter (strength 30)")."""
+
+    @property
+    def cost(self) -> int:
+        """``pixels * factor``: pixel-equivalents of a plain operation."""
+        return self.pixels * self.factor
+
+
+def estimate(op_name: str, params: Mapping[str, Any] | None, size: tuple[int, int]) -> Estimate:
+    """The size and cost of ``apply(image, op_name, params)`` on an image of ``size``, without
+    the image. Raises :class:`OpError` as :func:`apply` would for bad parameters, a crop box
+    that does not fit ``size``, or an empty result (but not for :data:`MAX_OUTPUT_PIXELS`: the
+    caller's own limits come first)."""
+    spec = _spec(op_name)
+    values = validate_params(spec.name, params)
+    width, height = int(size[0]), int(size[1])
+    out = spec.size((width, height), values) if spec.size is not None else (width, height)
+    _check_nonempty(spec.name, out)
+    pixels = out[0] * out[1]
+    if spec.name == "resize":
+        pixels = max(pixels, width * height)
+    factor, why = spec.cost(values) if spec.cost is not None else (1, "")
+    return Estimate(spec.name, out, pixels, factor, why)
 
 
 # --------------------------------------------------------------------------- modes and loading
@@ -457,13 +524,12 @@ def _photometric(image: Image.Image, fn: Callable[[Image.Image], Image.Image]) -
     return fn(image)
 
 
-def _crop(
-    image: Image.Image,
-    bbox_2d: tuple[float, float, float, float] | None = None,
-    box: tuple[int, int, int, int] | None = None,
-    zoom_scale: float = 1.0,
-) -> Image.Image:
-    width, height = image.size
+def _crop_box(
+    size: tuple[int, int],
+    bbox_2d: tuple[float, float, float, float] | None,
+    box: tuple[int, int, int, int] | None,
+) -> tuple[int, int, int, int]:
+    width, height = size
     if box is not None:
         if box[2] > width or box[3] > height:
             raise OpError(
@@ -471,25 +537,66 @@ def _crop(
                 op="crop",
                 param="box",
             )
-        pixel_box = box
-    else:
-        assert bbox_2d is not None
-        pixel_box = bbox_to_pixels(bbox_2d, image.size)
-    result = image.crop(pixel_box)
+        return box
+    assert bbox_2d is not None
+    return bbox_to_pixels(bbox_2d, size)
+
+
+def _zoomed(size: tuple[int, int], zoom_scale: float) -> tuple[int, int]:
+    return int(size[0] * zoom_scale), int(size[1] * zoom_scale)
+
+
+def _crop_size(size: tuple[int, int], values: dict[str, Any]) -> tuple[int, int]:
+    left, top, right, bottom = _crop_box(size, values.get("bbox_2d"), values.get("box"))
+    cropped = (right - left, bottom - top)
+    zoom_scale = values.get("zoom_scale", 1.0)
+    return _zoomed(cropped, zoom_scale) if zoom_scale > 1.0 else cropped
+
+
+def _crop(
+    image: Image.Image,
+    bbox_2d: tuple[float, float, float, float] | None = None,
+    box: tuple[int, int, int, int] | None = None,
+    zoom_scale: float = 1.0,
+) -> Image.Image:
+    result = image.crop(_crop_box(image.size, bbox_2d, box))
     if zoom_scale > 1.0:  # the released tool ignores zoom_scale <= 1
-        new_size = (int(result.width * zoom_scale), int(result.height * zoom_scale))
+        new_size = _zoomed(result.size, zoom_scale)
         _check_output("crop", new_size)
         result = result.resize(new_size, Image.Resampling.LANCZOS)
     return result
 
 
+def _rotated_size(size: tuple[int, int], angle: float, expand: bool) -> tuple[int, int]:
+    """The size ``Image.rotate(angle, expand=expand)`` gives, by Pillow's own arithmetic
+    (``Image.rotate`` in Pillow 13: exact quarter turns transpose; other angles take the
+    bounding box of the corners under the rounded affine matrix)."""
+    width, height = size
+    angle = angle % 360.0
+    if not expand or angle in (0, 180):
+        return width, height
+    if angle in (90, 270):
+        return height, width
+    rad = -math.radians(angle)
+    cos, sin = round(math.cos(rad), 15), round(math.sin(rad), 15)
+    cx, cy = width / 2, height / 2
+    tx = cos * -cx + sin * -cy + cx
+    ty = -sin * -cx + cos * -cy + cy
+    corners = ((0, 0), (width, 0), (width, height), (0, height))
+    xs = [cos * x + sin * y + tx for x, y in corners]
+    ys = [-sin * x + cos * y + ty for x, y in corners]
+    return (
+        math.ceil(max(xs)) - math.floor(min(xs)),
+        math.ceil(max(ys)) - math.floor(min(ys)),
+    )
+
+
+def _rotate_size(size: tuple[int, int], values: dict[str, Any]) -> tuple[int, int]:
+    return _rotated_size(size, values["angle"], values.get("expand", True))
+
+
 def _rotate(image: Image.Image, angle: float, expand: bool = True) -> Image.Image:
-    if expand and angle % 360 not in (0, 90, 180, 270):
-        rad = math.radians(angle)
-        w, h = image.size
-        new_w = abs(w * math.cos(rad)) + abs(h * math.sin(rad))
-        new_h = abs(w * math.sin(rad)) + abs(h * math.cos(rad))
-        _check_output("rotate", (math.ceil(new_w), math.ceil(new_h)))
+    _check_output("rotate", _rotated_size(image.size, angle, expand))
     return image.rotate(angle, expand=expand)
 
 
@@ -513,6 +620,10 @@ def _resize_size(
         return width, max(1, round(h * width / w))
     assert height is not None
     return max(1, round(w * height / h)), height
+
+
+def _resize_size_of(size: tuple[int, int], values: dict[str, Any]) -> tuple[int, int]:
+    return _resize_size(size, values.get("width"), values.get("height"), values.get("scale"))
 
 
 def _resize(
@@ -573,8 +684,24 @@ def _sharpen(image: Image.Image) -> Image.Image:
     return _photometric(image, lambda img: img.filter(ImageFilter.SHARPEN))
 
 
+def _median_size(strength: int) -> int:
+    return 2 * max(1, strength // 3) + 1
+
+
+def _denoise_cost(values: dict[str, Any]) -> tuple[int, str]:
+    strength = values.get("strength", 10)
+    size = _median_size(strength)
+    return size * size, f"a {size}×{size} median filter (strength {strength})"
+
+
+def _edge_detect_cost(values: dict[str, Any]) -> tuple[int, str]:
+    if values.get("method", "canny") == "canny":
+        return CANNY_COST, "Canny edge detection"
+    return 1, ""
+
+
 def _denoise(image: Image.Image, strength: int = 10) -> Image.Image:
-    size = 2 * max(1, strength // 3) + 1
+    size = _median_size(strength)
     return _photometric(image, lambda img: img.filter(ImageFilter.MedianFilter(size=size)))
 
 
@@ -796,6 +923,7 @@ OPS: dict[str, OpSpec] = {
             _crop,
             one_of=("bbox_2d", "box"),
             geometric=True,
+            size=_crop_size,
         ),
         OpSpec(
             "rotate",
@@ -810,6 +938,7 @@ OPS: dict[str, OpSpec] = {
             ),
             _rotate,
             geometric=True,
+            size=_rotate_size,
         ),
         OpSpec(
             "flip",
@@ -858,6 +987,7 @@ OPS: dict[str, OpSpec] = {
             _resize,
             check=_check_resize,
             geometric=True,
+            size=_resize_size_of,
         ),
         OpSpec(
             "enhance",
@@ -945,6 +1075,7 @@ OPS: dict[str, OpSpec] = {
                 ),
             ),
             _denoise,
+            cost=_denoise_cost,
         ),
         OpSpec(
             "edge_detect",
@@ -961,6 +1092,7 @@ OPS: dict[str, OpSpec] = {
                 ),
             ),
             _edge_detect,
+            cost=_edge_detect_cost,
         ),
     )
 }
