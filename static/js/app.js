@@ -74,4 +74,25 @@
   document.addEventListener("htmx:sendError", function () {
     toast("The server could not be reached. Check your connection and try again.");
   });
+
+  function closest(element, selector) {
+    return element && element.closest ? element.closest(selector) : null;
+  }
+
+  // Error answers to show. htmx leaves 4xx unswapped; a page whose server answers a stale save
+  // (409) or a draft with mistakes (400) with a fragment to show opts in with
+  // data-swap-errors="409" (or "400 409") on the element the answer swaps into (after any
+  // HX-Retarget) or on a container of the element that sent the request.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var detail = event.detail;
+    var status = detail.xhr && detail.xhr.status;
+    if (!status || status < 400 || status > 499) return;
+    var elt = detail.requestConfig && detail.requestConfig.elt;
+    var box = closest(detail.target, "[data-swap-errors]") || closest(elt, "[data-swap-errors]");
+    if (!box) return;
+    var statuses = (box.getAttribute("data-swap-errors") || "400 409").split(/[\s,]+/);
+    if (statuses.indexOf(String(status)) < 0) return;
+    detail.shouldSwap = true;
+    detail.isError = false;
+  });
 })();

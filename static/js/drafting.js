@@ -1,5 +1,5 @@
-// Backward drafting: keyboard marks on the selected answer, Ctrl+Enter to ask, and the 409
-// answer of a stale draft swapped in (htmx leaves 4xx unswapped by default).
+// Backward drafting: keyboard marks on the selected answer, Ctrl+Enter to ask. A stale draft's
+// 409 answer is swapped in by app.js (data-swap-errors="409" on #drafting-draft).
 // Every action also works without this file.
 (function () {
   "use strict";
@@ -72,15 +72,6 @@
     if (target && target.id && target.id.indexOf("drafting-call-") === 0) {
       var card = document.getElementById(target.id);
       if (card) card.focus();
-    }
-  });
-
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var xhr = event.detail.xhr;
-    var target = event.detail.target;
-    if (xhr && xhr.status === 409 && target && target.id === "drafting-draft") {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
     }
   });
 })();

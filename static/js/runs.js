@@ -1,4 +1,6 @@
-// Agent runs: folder uploads keep their relative paths; keyboard answers on a run's page.
+// Agent runs: folder uploads keep their relative paths; keyboard answers on a run's page. A
+// stale answer (409) or a second rescore comes back with what to show: data-swap-errors on the
+// checks, the rescore box and the job card lets app.js swap it in.
 // Every page works without this file (zip uploads and plain form posts).
 (function () {
   "use strict";
@@ -70,17 +72,5 @@
   // After an answer the next unanswered check is the one the keys answer.
   document.addEventListener("htmx:afterSwap", function (event) {
     if (event.detail.target && event.detail.target.id === "run-checks") current = null;
-  });
-
-  // A stale answer (409) comes back with the other person's answer, a second rescore with the
-  // running one's progress: show it.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var xhr = event.detail.xhr;
-    var elt = event.detail.requestConfig && event.detail.requestConfig.elt;
-    if (!xhr || !elt || !elt.closest || !elt.closest("[data-run-checks], [data-rescore], .job")) return;
-    if (xhr.status === 409 || xhr.status === 400) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
   });
 })();

@@ -1,6 +1,6 @@
 // Tag review screen: keys j/k (next/previous call), a (keep), x (remove), e (edit),
-// m/M (move down/up), s (save); keeps the selected call across htmx swaps; swaps the
-// 409 conflict response (htmx leaves 4xx unswapped by default); remembers the preview toggle.
+// m/M (move down/up), s (save); keeps the selected call across htmx swaps; remembers the
+// preview toggle. The form's data-swap-errors="409" lets app.js swap a conflict in.
 // The page works without this file: every action is a plain form submit.
 (() => {
   "use strict";
@@ -37,14 +37,6 @@
     const field = details.querySelector("select, input[type=text], textarea");
     if (field) field.focus();
   }
-
-  document.addEventListener("htmx:beforeSwap", (event) => {
-    const xhr = event.detail.xhr;
-    if (xhr && xhr.status === 409 && event.detail.target && event.detail.target.closest("form[data-tag-review]")) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
 
   // After settling, not after swapping: htmx's settle step puts back the server-rendered class
   // attribute of every element whose id was already on the page (the cards' tag-N), which

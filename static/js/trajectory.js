@@ -1,22 +1,11 @@
-// Reference-trajectory editor: keyboard shortcuts and swapping error answers into the form.
+// Reference-trajectory editor: keyboard shortcuts, and focus and scroll after a swap. The form's
+// data-swap-errors="400 409" lets app.js swap a draft with mistakes and a stale save into it.
 // The editor works without this file (every action is a submit button of the form).
 (function () {
   "use strict";
 
   var EDITOR = "form[data-trajectory-editor]";
   var lastMove = null;
-
-  // htmx leaves 4xx unswapped: the editor answers a draft with mistakes (400 without htmx)
-  // and a stale save (409) with the form to show, so swap those into it.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var xhr = event.detail.xhr;
-    var target = event.detail.target;
-    if (!xhr || !target || !target.closest || !target.closest(EDITOR)) return;
-    if (xhr.status === 409 || xhr.status === 400) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
 
   function editorOf(element) {
     return element && element.closest ? element.closest(EDITOR) : null;
