@@ -68,31 +68,19 @@
     }
   });
 
-  document.addEventListener("keydown", (event) => {
-    if (!form() || event.ctrlKey || event.metaKey || event.altKey) return;
-    const t = event.target;
-    if (t && (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || (t.tagName === "INPUT" && t.type !== "submit" && t.type !== "button"))) {
-      if (event.key === "Escape") t.blur();
-      return;
-    }
-    const keys = {
-      j: () => select(selected + 1, true),
-      k: () => select(selected - 1, true),
-      a: () => {
-        advance = Boolean(click(current(), "keep"));
-      },
-      x: () => openAndFocus(current(), "tag-remove"),
-      e: () => openAndFocus(current(), "tag-edit"),
-      m: () => click(current(), "move"),
-      M: () => click(current(), "move-before"),
-      s: () => click(form(), "save"),
-    };
-    const run = keys[event.key];
-    if (run) {
-      event.preventDefault();
-      run();
-    }
-  });
+  window.Benchwright.shortcuts(
+    {
+      j: () => { select(selected + 1, true); },
+      k: () => { select(selected - 1, true); },
+      a: () => { advance = Boolean(click(current(), "keep")); },
+      x: () => { openAndFocus(current(), "tag-remove"); },
+      e: () => { openAndFocus(current(), "tag-edit"); },
+      m: () => { click(current(), "move"); },
+      M: () => { click(current(), "move-before"); },
+      s: () => { click(form(), "save"); },
+    },
+    { scope: "form[data-tag-review]", repeat: ["j", "k"] },
+  );
 
   if (form()) select(0, false);
 })();

@@ -19,32 +19,27 @@
     return true;
   }
 
-  document.addEventListener("keydown", function (event) {
-    var form = editorOf(event.target) || document.querySelector(EDITOR);
-    if (!form) return;
-    // Ctrl+S / Cmd+S: save.
-    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "s") {
-      event.preventDefault();
-      press(form.querySelector("[data-save]"));
-      return;
-    }
-    // Alt+Up / Alt+Down inside a step: move it (not inside the image editor, where Alt+arrows
-    // resize the crop box).
-    if (event.altKey && !event.ctrlKey && !event.metaKey &&
-        (event.key === "ArrowUp" || event.key === "ArrowDown")) {
-      if (event.target.closest && event.target.closest("[data-image-editor]")) return;
-      var step = event.target.closest && event.target.closest(".traj-step");
-      if (!step || !editorOf(step)) return;
-      var direction = event.key === "ArrowUp" ? "up" : "down";
-      var button = step.querySelector('[data-move="' + direction + '"]');
-      if (button && !button.disabled) {
-        event.preventDefault();
-        var index = parseInt(step.dataset.step, 10);
-        lastMove = { direction: direction, index: direction === "up" ? index - 1 : index + 1 };
-        press(button);
-      }
-    }
-  });
+  // Alt+Up / Alt+Down inside a step: move it (not inside the image editor, where Alt+arrows
+  // resize the crop box).
+  function move(event, form) {
+    var target = event.target;
+    if (!target.closest || target.closest("[data-image-editor]")) return false;
+    var step = target.closest(".traj-step");
+    if (!step || !form.contains(step)) return false;
+    var direction = event.key === "ArrowUp" ? "up" : "down";
+    var button = step.querySelector('[data-move="' + direction + '"]');
+    if (!button || button.disabled) return false;
+    var index = parseInt(step.dataset.step, 10);
+    lastMove = { direction: direction, index: direction === "up" ? index - 1 : index + 1 };
+    press(button);
+  }
+
+  // Every key works while typing in the editor's fields.
+  window.Benchwright.shortcuts({
+    "ctrl+s": function (event, form) { press(form.querySelector("[data-save]")); },
+    "alt+ArrowUp": move,
+    "alt+ArrowDown": move,
+  }, { scope: EDITOR, inputs: true });
 
   // Remember which step a move button click moved, to give it focus back after the swap.
   document.addEventListener("click", function (event) {
