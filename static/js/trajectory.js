@@ -11,12 +11,10 @@
     return element && element.closest ? element.closest(EDITOR) : null;
   }
 
+  // Click, not form.requestSubmit(button): htmx learns which button submitted from the click,
+  // and without its op the server takes the post for a save.
   function press(button) {
-    if (!button || button.disabled) return false;
-    var form = editorOf(button);
-    if (form && typeof form.requestSubmit === "function") form.requestSubmit(button);
-    else button.click();
-    return true;
+    if (button && !button.disabled) button.click();
   }
 
   // Alt+Up / Alt+Down inside a step: move it (not inside the image editor, where Alt+arrows
@@ -29,9 +27,7 @@
     var direction = event.key === "ArrowUp" ? "up" : "down";
     var button = step.querySelector('[data-move="' + direction + '"]');
     if (!button || button.disabled) return false;
-    var index = parseInt(step.dataset.step, 10);
-    lastMove = { direction: direction, index: direction === "up" ? index - 1 : index + 1 };
-    press(button);
+    press(button); // the click listener below remembers the move
   }
 
   // Every key works while typing in the editor's fields.
