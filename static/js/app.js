@@ -74,4 +74,137 @@
   document.addEventListener("htmx:sendError", function () {
     toast("The server could not be reached. Check your connection and try again.");
   });
+
+  function closest(element, selector) {
+    return element && element.closest ? element.closest(selector) : null;
+  }
+
+  // Error answers to show. htmx leaves 4xx unswapped; a page whose server answers a stale save
+  // (409) or a draft with mistakes (400) with a fragment to show opts in with
+  // data-swap-errors="409" (or "400 409") on the element the answer swaps into (after any
+  // HX-Retarget) or on a container of the element that sent the request.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var detail = event.detail;
+    var status = detail.xhr && detail.xhr.status;
+    if (!status || status < 400 || status > 499) return;
+    var elt = detail.requestConfig && detail.requestConfig.elt;
+    var box = closest(detail.target, "[data-swap-errors]") || closest(elt, "[data-swap-errors]");
+    if (!box) return;
+    var statuses = (box.getAttribute("data-swap-errors") || "400 409").split(/[\s,]+/);
+    if (statuses.indexOf(String(status)) < 0) return;
+    detail.shouldSwap = true;
+    detail.isError = false;
+  });
+
+  // Keyboard shortcuts: one keydown listener for every page's keys.
+  //
+  //   Benchwright.shortcuts({ j: fn, M: fn, "ctrl+s": fn, "alt+ArrowUp": fn, n: "[data-key=n]" },
+  //                         { scope: "form[data-audit]", inputs: ["ctrl+s"], repeat: ["j"] });
+  //
+  // A function is called with (event, scope element) and returns false when it did nothing: the
+  // key then keeps its default and other shortcuts may take it; otherwise the default is
+  // prevented. A string is a selector: the key clicks that button or link inside the scope.
+  // scope: the keys work while such an element is on the page (the one holding the focus, else
+  // the first) and act on it; without a scope they work on the whole page.
+  // Keys are KeyboardEvent.key names. "ctrl" is Ctrl or Cmd. A character carries its own Shift
+  // ("M" is Shift+m, "+" is "+" however it is typed), and one typed in upper case (Shift or Caps
+  // Lock) falls back to its lower case when the upper case is not bound; other keys name Shift
+  // ("shift+ArrowUp"). Modifiers must match: "j" does not fire with Ctrl, Alt or Cmd held.
+  // While the focus is in a text field, select or contenteditable, or in a widget with keys of
+  // its own (data-own-keys: the image editor), only the keys listed in inputs (or all, with
+  // inputs: true) work, and Escape leaves the field so the others work again. A held key acts
+  // once unless listed in repeat (or repeat: true).
+  // Registering the same keys for the same scope again (a page swapped in by htmx runs its
+  // script again) replaces the earlier registration.
+  var NOT_TYPED = /^(button|checkbox|color|file|hidden|image|radio|range|reset|submit)$/i;
+
+  function isField(element) {
+    if (!element || element.nodeType !== 1) return false;
+    var tag = element.tagName;
+    return tag === "TEXTAREA" || tag === "SELECT" || element.isContentEditable ||
+      (tag === "INPUT" && !NOT_TYPED.test(element.type));
+  }
+
+  function keyName(ctrl, alt, shift, key) {
+    if (key.length === 1) shift = false; // the character says it
+    return (ctrl ? "ctrl+" : "") + (alt ? "alt+" : "") + (shift ? "shift+" : "") + key;
+  }
+
+  function parseKey(spec) {
+    var parts = spec.split("+");
+    var key = parts.pop();
+    if (key === "") { key = "+"; parts.pop(); } // "+" or "ctrl++"
+    var mods = {};
+    parts.forEach(function (part) {
+      var mod = part.toLowerCase();
+      if (mod === "meta" || mod === "cmd") mod = "ctrl";
+      if (mod !== "ctrl" && mod !== "alt" && mod !== "shift") throw new Error("Unknown modifier in shortcut " + spec);
+      mods[mod] = true;
+    });
+    return keyName(mods.ctrl, mods.alt, mods.shift, key);
+  }
+
+  function listed(option, spec) {
+    return option === true || (Array.isArray(option) && option.indexOf(spec) >= 0);
+  }
+
+  function clicker(selector) {
+    return function (event, scope) {
+      var element = scope.matches(selector) ? scope : scope.querySelector(selector);
+      if (!element || element.disabled) return false;
+      element.click();
+    };
+  }
+
+  var registrations = [];
+
+  function shortcuts(keys, options) {
+    options = options || {};
+    var specs = Object.keys(keys);
+    var registration = { scope: options.scope || "", bindings: {}, hasOutsideKeys: false };
+    registration.id = registration.scope + "\n" + specs.slice().sort().join("\n");
+    specs.forEach(function (spec) {
+      var binding = {
+        run: typeof keys[spec] === "string" ? clicker(keys[spec]) : keys[spec],
+        inputs: listed(options.inputs, spec),
+        repeat: listed(options.repeat, spec),
+      };
+      if (!binding.inputs) registration.hasOutsideKeys = true;
+      registration.bindings[parseKey(spec)] = binding;
+    });
+    registrations = registrations.filter(function (r) { return r.id !== registration.id; });
+    registrations.push(registration);
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var key = event.key;
+    if (typeof key !== "string" || !key || event.isComposing) return;
+    var target = event.target;
+    var typing = isField(target) || Boolean(closest(target, "[data-own-keys]"));
+    var ctrl = event.ctrlKey || event.metaKey;
+    var names = [keyName(ctrl, event.altKey, event.shiftKey, key)];
+    if (key.length === 1 && key !== key.toLowerCase()) names.push(keyName(ctrl, event.altKey, false, key.toLowerCase()));
+    var leaveField = false;
+    for (var i = 0; i < registrations.length; i++) {
+      var registration = registrations[i];
+      var scope = registration.scope
+        ? closest(target, registration.scope) || document.querySelector(registration.scope)
+        : document.documentElement;
+      if (!scope) continue;
+      if (registration.hasOutsideKeys) leaveField = true;
+      var binding = registration.bindings[names[0]] || (names[1] && registration.bindings[names[1]]);
+      if (!binding || (typing && !binding.inputs)) continue;
+      if (event.repeat && !binding.repeat) {
+        event.preventDefault();
+        return;
+      }
+      if (binding.run(event, scope) !== false) {
+        event.preventDefault();
+        return;
+      }
+    }
+    if (key === "Escape" && leaveField && isField(target) && !ctrl && !event.altKey && !event.shiftKey) target.blur();
+  });
+
+  window.Benchwright = { shortcuts: shortcuts };
 })();

@@ -1,19 +1,11 @@
-// Backward drafting: keyboard marks on the selected answer, Ctrl+Enter to ask, and the 409
-// answer of a stale draft swapped in (htmx leaves 4xx unswapped by default).
+// Backward drafting: keyboard marks on the selected answer, Ctrl+Enter to ask. A stale draft's
+// 409 answer is swapped in by app.js (data-swap-errors="409" on #drafting-draft).
 // Every action also works without this file.
 (function () {
   "use strict";
 
   var PERCEIVES = { y: "yes", n: "no" };
   var VERDICTS = { c: "correct", h: "hallucination", u: "unsure" };
-
-  function typing(target) {
-    if (!target || !target.closest) return false;
-    if (target.closest("[data-image-editor]")) return true;
-    var tag = target.tagName;
-    return tag === "TEXTAREA" || tag === "SELECT" || target.isContentEditable ||
-      (tag === "INPUT" && !/^(radio|checkbox|button|submit)$/i.test(target.type));
-  }
 
   function cards() {
     return Array.prototype.slice.call(document.querySelectorAll("[data-drafting-call]"));
@@ -34,37 +26,45 @@
     if (input) { input.checked = true; card.focus(); }
   }
 
-  document.addEventListener("keydown", function (event) {
-    if (!document.querySelector("[data-drafting]")) return;
-    // Ctrl/Cmd+Enter in a step's text field asks the model (submits that form).
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-      var form = event.target.closest && event.target.closest("form");
-      if (form && form.closest("[data-drafting]")) {
-        event.preventDefault();
-        form.requestSubmit();
-      }
-      return;
-    }
-    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
-    var key = event.key.toLowerCase();
-    var all = cards();
-    if ((key === "j" || key === "k") && all.length) {
-      var current = activeCard();
-      var index = all.indexOf(current);
-      var next = all[Math.max(0, Math.min(all.length - 1, index + (key === "j" ? 1 : -1)))];
+  function mark(name, values) {
+    return function (event) {
+      var card = activeCard();
+      if (!card) return false;
+      check(card, name, values[event.key.toLowerCase()]);
+    };
+  }
+
+  function step(by) {
+    return function () {
+      var all = cards();
+      if (!all.length) return false;
+      var index = all.indexOf(activeCard());
+      var next = all[Math.max(0, Math.min(all.length - 1, index + by))];
       if (next) { next.focus(); next.scrollIntoView({ block: "nearest" }); }
-      event.preventDefault();
-      return;
-    }
-    var card = activeCard();
-    if (!card) return;
-    if (PERCEIVES[key]) { check(card, "perceives", PERCEIVES[key]); event.preventDefault(); }
-    else if (VERDICTS[key]) { check(card, "verdict", VERDICTS[key]); event.preventDefault(); }
-    else if (key === "s") {
-      var markForm = card.querySelector("form");
-      if (markForm) { event.preventDefault(); markForm.requestSubmit(); }
-    }
-  });
+    };
+  }
+
+  window.Benchwright.shortcuts({
+    // Ctrl/Cmd+Enter in a step's text field asks the model (submits that form).
+    "ctrl+Enter": function (event, drafting) {
+      var form = event.target.closest && event.target.closest("form");
+      if (!form || !drafting.contains(form)) return false;
+      form.requestSubmit();
+    },
+    j: step(1),
+    k: step(-1),
+    y: mark("perceives", PERCEIVES),
+    n: mark("perceives", PERCEIVES),
+    c: mark("verdict", VERDICTS),
+    h: mark("verdict", VERDICTS),
+    u: mark("verdict", VERDICTS),
+    s: function () {
+      var card = activeCard();
+      var markForm = card && card.querySelector("form");
+      if (!markForm) return false;
+      markForm.requestSubmit();
+    },
+  }, { scope: "[data-drafting]", inputs: ["ctrl+Enter"], repeat: ["j", "k"] });
 
   // After a mark is saved, keep the keyboard on the same answer.
   document.addEventListener("htmx:afterSwap", function (event) {
@@ -72,15 +72,6 @@
     if (target && target.id && target.id.indexOf("drafting-call-") === 0) {
       var card = document.getElementById(target.id);
       if (card) card.focus();
-    }
-  });
-
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var xhr = event.detail.xhr;
-    var target = event.detail.target;
-    if (xhr && xhr.status === 409 && target && target.id === "drafting-draft") {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
     }
   });
 })();

@@ -1,4 +1,6 @@
-// Agent runs: folder uploads keep their relative paths; keyboard answers on a run's page.
+// Agent runs: folder uploads keep their relative paths; keyboard answers on a run's page. A
+// stale answer (409) or a second rescore comes back with what to show: data-swap-errors on the
+// checks, the rescore box and the job card lets app.js swap it in.
 // Every page works without this file (zip uploads and plain form posts).
 (function () {
   "use strict";
@@ -48,39 +50,32 @@
     return box.querySelector("li.answerable.unanswered") || box.querySelector("li.answerable");
   }
 
-  document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    var tag = (event.target.tagName || "").toLowerCase();
-    if (tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable) return;
-    var key = event.key.toLowerCase();
-    if (key === "y" || key === "n") {
-      var li = target();
-      var button = li && li.querySelector('button[data-key="' + key + '"]');
-      if (button) { event.preventDefault(); button.click(); }
-      return;
-    }
-    var form = document.querySelector("[data-label-form]");
-    if (form && /^[1-7]$/.test(key)) {
-      var radios = form.querySelectorAll("input[name=mode]");
-      var radio = radios[Number(key) - 1];
-      if (radio) { event.preventDefault(); radio.checked = true; radio.focus(); }
-    }
-  });
+  // y/n answer the visual check (the button of that answer), 1-7 pick a failure mode.
+  window.Benchwright.shortcuts({
+    y: answer,
+    n: answer,
+  }, { scope: "[data-run-checks]" });
+
+  function answer(event) {
+    var li = target();
+    var button = li && li.querySelector('button[data-key="' + event.key.toLowerCase() + '"]');
+    if (!button) return false;
+    button.click();
+  }
+
+  var modes = {};
+  for (var i = 1; i <= 7; i++) modes[String(i)] = pickMode;
+  window.Benchwright.shortcuts(modes, { scope: "[data-label-form]" });
+
+  function pickMode(event, form) {
+    var radio = form.querySelectorAll("input[name=mode]")[Number(event.key) - 1];
+    if (!radio) return false;
+    radio.checked = true;
+    radio.focus();
+  }
 
   // After an answer the next unanswered check is the one the keys answer.
   document.addEventListener("htmx:afterSwap", function (event) {
     if (event.detail.target && event.detail.target.id === "run-checks") current = null;
-  });
-
-  // A stale answer (409) comes back with the other person's answer, a second rescore with the
-  // running one's progress: show it.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var xhr = event.detail.xhr;
-    var elt = event.detail.requestConfig && event.detail.requestConfig.elt;
-    if (!xhr || !elt || !elt.closest || !elt.closest("[data-run-checks], [data-rescore], .job")) return;
-    if (xhr.status === 409 || xhr.status === 400) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
   });
 })();

@@ -1,6 +1,6 @@
 // Tag review screen: keys j/k (next/previous call), a (keep), x (remove), e (edit),
-// m/M (move down/up), s (save); keeps the selected call across htmx swaps; swaps the
-// 409 conflict response (htmx leaves 4xx unswapped by default); remembers the preview toggle.
+// m/M (move down/up), s (save); keeps the selected call across htmx swaps; remembers the
+// preview toggle. The form's data-swap-errors="409" lets app.js swap a conflict in.
 // The page works without this file: every action is a plain form submit.
 (() => {
   "use strict";
@@ -38,14 +38,6 @@
     if (field) field.focus();
   }
 
-  document.addEventListener("htmx:beforeSwap", (event) => {
-    const xhr = event.detail.xhr;
-    if (xhr && xhr.status === 409 && event.detail.target && event.detail.target.closest("form[data-tag-review]")) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
-
   // After settling, not after swapping: htmx's settle step puts back the server-rendered class
   // attribute of every element whose id was already on the page (the cards' tag-N), which
   // would drop the "selected" class set any earlier.
@@ -76,31 +68,19 @@
     }
   });
 
-  document.addEventListener("keydown", (event) => {
-    if (!form() || event.ctrlKey || event.metaKey || event.altKey) return;
-    const t = event.target;
-    if (t && (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || (t.tagName === "INPUT" && t.type !== "submit" && t.type !== "button"))) {
-      if (event.key === "Escape") t.blur();
-      return;
-    }
-    const keys = {
-      j: () => select(selected + 1, true),
-      k: () => select(selected - 1, true),
-      a: () => {
-        advance = Boolean(click(current(), "keep"));
-      },
-      x: () => openAndFocus(current(), "tag-remove"),
-      e: () => openAndFocus(current(), "tag-edit"),
-      m: () => click(current(), "move"),
-      M: () => click(current(), "move-before"),
-      s: () => click(form(), "save"),
-    };
-    const run = keys[event.key];
-    if (run) {
-      event.preventDefault();
-      run();
-    }
-  });
+  window.Benchwright.shortcuts(
+    {
+      j: () => { select(selected + 1, true); },
+      k: () => { select(selected - 1, true); },
+      a: () => { advance = Boolean(click(current(), "keep")); },
+      x: () => { openAndFocus(current(), "tag-remove"); },
+      e: () => { openAndFocus(current(), "tag-edit"); },
+      m: () => { click(current(), "move"); },
+      M: () => { click(current(), "move-before"); },
+      s: () => { click(form(), "save"); },
+    },
+    { scope: "form[data-tag-review]", repeat: ["j", "k"] },
+  );
 
   if (form()) select(0, false);
 })();

@@ -1,4 +1,5 @@
-// Reference-trajectory editor: keyboard shortcuts and swapping error answers into the form.
+// Reference-trajectory editor: keyboard shortcuts, and focus and scroll after a swap. The form's
+// data-swap-errors="400 409" lets app.js swap a draft with mistakes and a stale save into it.
 // The editor works without this file (every action is a submit button of the form).
 (function () {
   "use strict";
@@ -6,56 +7,35 @@
   var EDITOR = "form[data-trajectory-editor]";
   var lastMove = null;
 
-  // htmx leaves 4xx unswapped: the editor answers a draft with mistakes (400 without htmx)
-  // and a stale save (409) with the form to show, so swap those into it.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var xhr = event.detail.xhr;
-    var target = event.detail.target;
-    if (!xhr || !target || !target.closest || !target.closest(EDITOR)) return;
-    if (xhr.status === 409 || xhr.status === 400) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
-
   function editorOf(element) {
     return element && element.closest ? element.closest(EDITOR) : null;
   }
 
+  // Click, not form.requestSubmit(button): htmx learns which button submitted from the click,
+  // and without its op the server takes the post for a save.
   function press(button) {
-    if (!button || button.disabled) return false;
-    var form = editorOf(button);
-    if (form && typeof form.requestSubmit === "function") form.requestSubmit(button);
-    else button.click();
-    return true;
+    if (button && !button.disabled) button.click();
   }
 
-  document.addEventListener("keydown", function (event) {
-    var form = editorOf(event.target) || document.querySelector(EDITOR);
-    if (!form) return;
-    // Ctrl+S / Cmd+S: save.
-    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "s") {
-      event.preventDefault();
-      press(form.querySelector("[data-save]"));
-      return;
-    }
-    // Alt+Up / Alt+Down inside a step: move it (not inside the image editor, where Alt+arrows
-    // resize the crop box).
-    if (event.altKey && !event.ctrlKey && !event.metaKey &&
-        (event.key === "ArrowUp" || event.key === "ArrowDown")) {
-      if (event.target.closest && event.target.closest("[data-image-editor]")) return;
-      var step = event.target.closest && event.target.closest(".traj-step");
-      if (!step || !editorOf(step)) return;
-      var direction = event.key === "ArrowUp" ? "up" : "down";
-      var button = step.querySelector('[data-move="' + direction + '"]');
-      if (button && !button.disabled) {
-        event.preventDefault();
-        var index = parseInt(step.dataset.step, 10);
-        lastMove = { direction: direction, index: direction === "up" ? index - 1 : index + 1 };
-        press(button);
-      }
-    }
-  });
+  // Alt+Up / Alt+Down inside a step: move it (not inside the image editor, where Alt+arrows
+  // resize the crop box).
+  function move(event, form) {
+    var target = event.target;
+    if (!target.closest || target.closest("[data-image-editor]")) return false;
+    var step = target.closest(".traj-step");
+    if (!step || !form.contains(step)) return false;
+    var direction = event.key === "ArrowUp" ? "up" : "down";
+    var button = step.querySelector('[data-move="' + direction + '"]');
+    if (!button || button.disabled) return false;
+    press(button); // the click listener below remembers the move
+  }
+
+  // Every key works while typing in the editor's fields.
+  window.Benchwright.shortcuts({
+    "ctrl+s": function (event, form) { press(form.querySelector("[data-save]")); },
+    "alt+ArrowUp": move,
+    "alt+ArrowDown": move,
+  }, { scope: EDITOR, inputs: true });
 
   // Remember which step a move button click moved, to give it focus back after the swap.
   document.addEventListener("click", function (event) {
