@@ -2,7 +2,8 @@
 working text the page carries, saved as a new version; history, revert, discard, stats.
 
 A save made on an outdated version answers **409** with the page (or, for htmx, the review
-fragment) showing the other person's version; tag_review.js tells htmx to swap 409s.
+fragment) showing the other person's version; the form opts in with ``data-swap-errors="409"``
+(app.js swaps it).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ adding and removing steps (``up:<i>``, ``add:V``, ...) re-render the draft unsav
 calls the save service, which adds a version. A draft with mistakes re-renders as typed with
 every message next to its field (200 for htmx, 400 otherwise); a save made on an outdated
 version answers 409 with the other person's version shown and the annotator's draft kept
-(trajectory.js lets htmx swap 400 and 409 into the editor).
+(the form says ``data-swap-errors="400 409"``, and app.js swaps those into the editor).
 
 The history: every version with who, when and what changed in words; a version with its
 field-by-field and step-by-step difference from the one before; "revert" saves a version's

@@ -10,10 +10,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
-from annotation.models import JudgmentTask, ResponseVersion
+from annotation.judging.models import JudgmentTask
+from annotation.tag_review.models import ResponseVersion
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
-from benchmark.demo import demo_load
 from benchmark.models import Item, Project, Role
+from review.demo import demo_load
 from tests.factories import ItemFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
