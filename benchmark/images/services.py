@@ -40,7 +40,7 @@ from benchmark.imaging.recipe import (
     Limits,
     Recipe,
     RecipeError,
-    Verification,
+    RederiveCheck,
     check,
     derive,
     render_bytes,
@@ -291,21 +291,21 @@ def image_preview(*, project: Project, user: AnyUser, recipe: Mapping[str, Any] 
 # --------------------------------------------------------------------------- checking
 
 
-def image_recipe_check(*, image: Image) -> Verification:
+def image_recipe_check(*, image: Image) -> RederiveCheck:
     """Re-derive ``image`` from its source and recipe and compare the hashes."""
     if not image.recipe or image.source_id is None:
-        return Verification(False, "this image was uploaded, not derived: it has no recipe")
+        return RederiveCheck(False, "this image was uploaded, not derived: it has no recipe")
     source = image.source
     assert source is not None
     try:
         parsed = Recipe.from_dict(image.recipe)
     except RecipeError as exc:
-        return Verification(False, f"the stored recipe is not valid: {exc}")
+        return RederiveCheck(False, f"the stored recipe is not valid: {exc}")
     try:
         with source.file.open("rb") as handle:
             data = handle.read()
     except (FileNotFoundError, ValueError):
-        return Verification(False, f"the source file {source.sha256[:12]}… is missing")
+        return RederiveCheck(False, f"the source file {source.sha256[:12]}… is missing")
     seconds = float(settings.BENCHWRIGHT_DERIVE_SECONDS)
     return check(
         data,

@@ -74,7 +74,7 @@ __all__ = [
     "RecipeError",
     "RecipeTimeout",
     "Step",
-    "Verification",
+    "RederiveCheck",
     "artifact_sha256",
     "check",
     "derive",
@@ -408,7 +408,7 @@ def pixel_sha256(image: Image.Image) -> str:
 
 
 @dataclass(frozen=True)
-class Verification:
+class RederiveCheck:
     ok: bool
     reason: str
     actual_sha256: str | None = None
@@ -422,25 +422,25 @@ def check(
     kind: Literal["png", "pixels"] = "png",
     max_pixels: int = DEFAULT_MAX_PIXELS,
     limits: Limits = DEFAULT_LIMITS,
-) -> Verification:
+) -> RederiveCheck:
     """Re-derive the artifact from ``source_bytes`` and compare with ``artifact_sha256``
     (:func:`artifact_sha256` when ``kind="png"``, :func:`pixel_sha256` when ``"pixels"``).
     Says why when it does not match (also when deriving is over ``limits``)."""
     expected = str(artifact_sha256).lower()
     source_sha = sha256_hex(bytes(source_bytes))
     if source_sha != recipe.source_sha256:
-        return Verification(
+        return RederiveCheck(
             False, f"source bytes hash to {source_sha}, the recipe names {recipe.source_sha256}"
         )
     try:
         image = ops.load(source_bytes, max_pixels=max_pixels)
         result = derive(image, recipe, limits=limits)
     except (ops.OpError, RecipeError) as exc:
-        return Verification(False, f"cannot re-derive: {exc}")
+        return RederiveCheck(False, f"cannot re-derive: {exc}")
     actual = pixel_sha256(result) if kind == "pixels" else sha256_hex(render_bytes(result))
     if hmac.compare_digest(actual, expected):
-        return Verification(True, "re-derived artifact matches", actual)
-    return Verification(
+        return RederiveCheck(True, "re-derived artifact matches", actual)
+    return RederiveCheck(
         False, f"re-derived artifact hashes to {actual}, expected {expected}", actual
     )
 
