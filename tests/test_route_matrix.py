@@ -15,9 +15,13 @@ answer 5xx, and no body may contain a secret its role may not read (:data:`SECRE
 item's answer, variants, reference trajectory, the author's drafting conversation and the
 other verifier's answer; reviewer-only and admin-only job results).
 
-Adding a route: add its name to :data:`ROUTES` with at least one case; :func:`test_every_route_
-is_in_the_table` names the routes that have none (and the entries whose route is gone). The
-admin site is not walked: Django's admin is staff-only and protected by Django itself;
+Adding a route: add an entry ``"namespace:name": (Case(...), ...)`` to :data:`ROUTES` (a GET
+for a page, a POST with an empty or minimal body for a write; the lowest role; ``blind=`` when
+it shows or changes what a blind verifier may not see). ``test_every_route_is_in_the_table``
+names the routes that have no entry, and the entries whose route is gone. A kwarg renamed in
+a URL pattern is renamed in its entries here, and nowhere else.
+
+The admin site is not walked: Django's admin is staff-only and protected by Django itself;
 ``test_admin_sends_anonymous_to_its_login`` checks only that it stays closed.
 
 Cells that fail today because of known defects are strict xfails naming the defect (issue 9):
