@@ -39,6 +39,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
@@ -1125,6 +1126,13 @@ def build_world() -> SimpleNamespace:
     )
     w.jobs.other = ImportJobFactory(project=w.other_project, created_by=users["outsider"])
 
+    w.sessions = {}
+    for role in ROLES:
+        if role != "anonymous":
+            client = Client()
+            client.force_login(users[role])
+            w.sessions[role] = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+
     w.trajectory_save = _trajectory_save(w.titem)
     w.drafting_draft = {
         "query": w.titem.query,
@@ -1162,10 +1170,11 @@ def _isolated_media(settings: Any, world_media: Path) -> None:
 
 
 def _client(world: SimpleNamespace, role: str) -> Client:
-    """A new client per cell: a cell may log its user out."""
+    """A new client per cell, on its role's session (a cell that logs out deletes the session
+    row only inside its own savepoint)."""
     client = Client()
     if role != "anonymous":
-        client.force_login(world.users[role])
+        client.cookies[django_settings.SESSION_COOKIE_NAME] = world.sessions[role]
     return client
 
 
