@@ -1,13 +1,15 @@
-"""factory-boy factories for every benchmark model."""
+"""factory-boy factories for every model of the benchmark, annotation and review apps."""
 
 from __future__ import annotations
 
 import io
 import json
+from datetime import timedelta
 from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 from factory.django import DjangoModelFactory
 from PIL import Image as PILImage
 
@@ -359,3 +361,273 @@ def _fingerprint(document: dict[str, Any]) -> str:
     from annotation.trajectories.document import fingerprint
 
     return fingerprint(document)
+
+
+# --------------------------------------------------------------------------- jobs of each kind
+
+
+class ImportJobFactory(JobFactory):
+    """An import job (what ``services.import_upload_start`` creates)."""
+
+    kind = "import"
+
+
+class AnswerScoringJobFactory(JobFactory):
+    """A job scoring uploaded model answers of an interleaved project."""
+
+    kind = "score_answers"
+    params = factory.LazyAttribute(
+        lambda j: {"project_id": j.project.pk, "name": "answers.jsonl", "only_verified": False}
+    )
+
+
+class RunScoringJobFactory(JobFactory):
+    """A job scoring an upload of agent runs of a trajectory project."""
+
+    kind = "score_runs"
+    project = factory.SubFactory(
+        ProjectFactory, kind=ProjectKind.TRAJECTORY, data_format="agentic-mme"
+    )
+    params = factory.LazyAttribute(
+        lambda j: {"project_id": j.project.pk, "name": "runs.zip", "filename": "runs.zip"}
+    )
+
+
+class RescoringJobFactory(JobFactory):
+    """A job scoring a stored upload of agent runs again (``run_set``: the upload)."""
+
+    class Params:
+        run_set = factory.SubFactory(RunSetFactory)
+
+    kind = "rescore_runs"
+    project = factory.SelfAttribute("run_set.project")
+    params = factory.LazyAttribute(lambda j: {"run_set_id": j.run_set.pk, "name": j.run_set.name})
+
+
+class ModelCallJobFactory(JobFactory):
+    """A model-call job about an item (``item``; ``purpose`` "ask" or a drafting session's)."""
+
+    class Params:
+        item = factory.SubFactory(ItemFactory)
+        purpose = "ask"
+        prompt = "Describe the image."
+
+    kind = "model_call"
+    project = factory.SelfAttribute("item.project")
+    total = 1
+    params = factory.LazyAttribute(
+        lambda j: {
+            "project_id": j.project.pk,
+            "item_id": j.item.pk,
+            "purpose": j.purpose,
+            "system": "",
+            "prompt": j.prompt,
+            "images": [],
+            "params": {},
+            "mode": None,
+        }
+    )
+
+
+# --------------------------------------------------------------------------- judging
+
+
+class JudgmentTaskFactory(DjangoModelFactory):
+    """A judgment task (binary, three annotators, unanimous). ``solve=True``: the blind
+    "Solve blind" task of a trajectory project (free answers compared with the author's)."""
+
+    class Meta:
+        model = "annotation.JudgmentTask"
+
+    class Params:
+        solve = factory.Trait(
+            name="Solve blind",
+            scheme="text",
+            overlap=2,
+            consensus="author_plus_two",
+            author_may_judge=False,
+        )
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"task {n}")
+    question = "Keep this item?"
+    scheme = "binary"
+    overlap = 3
+    consensus = "unanimous"
+
+
+class AssignmentFactory(DjangoModelFactory):
+    """An item leased to a user for a task (active, expiring in 30 minutes)."""
+
+    class Meta:
+        model = "annotation.Assignment"
+
+    task = factory.SubFactory(JudgmentTaskFactory)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
+    user = factory.SubFactory(UserFactory)
+    status = "active"
+    leased_at = factory.LazyFunction(timezone.now)
+    expires_at = factory.LazyAttribute(lambda a: a.leased_at + timedelta(minutes=30))
+
+
+class JudgmentFactory(DjangoModelFactory):
+    """A submitted judgment with its (submitted) assignment; pass ``task``, ``item``, ``user``."""
+
+    class Meta:
+        model = "annotation.Judgment"
+
+    task = factory.SubFactory(JudgmentTaskFactory)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
+    user = factory.SubFactory(UserFactory)
+    assignment = factory.SubFactory(
+        AssignmentFactory,
+        task=factory.SelfAttribute("..task"),
+        item=factory.SelfAttribute("..item"),
+        user=factory.SelfAttribute("..user"),
+        status="submitted",
+        submitted_at=factory.LazyFunction(timezone.now),
+    )
+    value = 1
+
+
+class AgreementJobFactory(JobFactory):
+    """A job computing a judgment task's agreement figures (``task``: the task)."""
+
+    class Params:
+        task = factory.SubFactory(JudgmentTaskFactory)
+
+    kind = "agreement"
+    project = factory.SelfAttribute("task.project")
+    params = factory.LazyAttribute(lambda j: {"task_id": j.task.pk})
+
+
+class OutcomeFactory(DjangoModelFactory):
+    class Meta:
+        model = "annotation.Outcome"
+
+    task = factory.SubFactory(JudgmentTaskFactory)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
+    verdict = "pending"
+
+
+class DecisionFactory(DjangoModelFactory):
+    """A reviewer's adjudication of an item for a task."""
+
+    class Meta:
+        model = "review.Decision"
+
+    task = factory.SubFactory(JudgmentTaskFactory)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
+    reviewer = factory.SubFactory(UserFactory)
+    verdict = "accepted"
+    value = 1
+
+
+class TrajectoryAuditFactory(DjangoModelFactory):
+    """A verifier's step audit of an item's reference trajectory (version ``number``)."""
+
+    class Meta:
+        model = "annotation.TrajectoryAudit"
+
+    task = factory.SubFactory(JudgmentTaskFactory, solve=True)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
+    user = factory.SubFactory(UserFactory)
+    number = 1
+    steps = factory.LazyFunction(
+        lambda: [
+            {
+                "step": "C1",
+                "axis": "V",
+                "description": "Crop the sign.",
+                "checks": {"intent": True, "tool": True, "checkpoint": False},
+                "comment": "",
+            }
+        ]
+    )
+
+
+# --------------------------------------------------------------------------- tag review
+
+
+class ResponseVersionFactory(DjangoModelFactory):
+    """A saved version of an interleaved answer (version 1: the imported text, no author)."""
+
+    class Meta:
+        model = "annotation.ResponseVersion"
+
+    response = factory.SubFactory(ResponseFactory)
+    number = 1
+    text = factory.LazyAttribute(lambda v: v.response.text)
+    note = ""
+
+
+class TagDecisionFactory(DjangoModelFactory):
+    """What the author of a version decided about one tool call."""
+
+    class Meta:
+        model = "annotation.TagDecision"
+
+    version = factory.SubFactory(ResponseVersionFactory, number=2, base_number=1)
+    tag = 0
+    tool = "Reference"
+    decision = "kept"
+    position = factory.Sequence(int)
+
+
+# --------------------------------------------------------------------------- drafting
+
+
+class DraftingCallFactory(ModelCallFactory):
+    """A model call of a drafting session (``step``: describe or crop), on the session's item."""
+
+    class Params:
+        session = factory.SubFactory(DraftingSessionFactory)
+        step = "describe"
+
+    project = factory.SelfAttribute("session.item.project")
+    item = factory.SelfAttribute("session.item")
+    purpose = factory.LazyAttribute(lambda c: c.session.purpose(c.step))
+
+
+class DraftingCropFactory(DjangoModelFactory):
+    class Meta:
+        model = "annotation.DraftingCrop"
+
+    session = factory.SubFactory(DraftingSessionFactory)
+    number = factory.Sequence(lambda n: n + 1)
+    image_sha256 = "1" * 64
+    recipe = factory.LazyFunction(lambda: {"ops": [{"op": "crop", "bbox_2d": [0, 0, 500, 500]}]})
+    ground_truth = "The sign reads WILLOW ST."
+
+
+class DraftingDraftFactory(DjangoModelFactory):
+    """A drafted question and answer saved from a session."""
+
+    class Meta:
+        model = "annotation.DraftingDraft"
+
+    session = factory.SubFactory(DraftingSessionFactory)
+    query = "What street is the lamp post on?"
+    expected_answer = "Willow St"
+
+
+# --------------------------------------------------------------------------- agent runs
+
+
+class VisualVerdictFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.VisualVerdict"
+
+    run = factory.SubFactory(AgentRunFactory)
+    checkpoint_id = "C1"
+    passed = True
+    reviewer = factory.SubFactory(UserFactory)
+
+
+class FailureLabelFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.FailureLabel"
+
+    run = factory.SubFactory(AgentRunFactory)
+    reviewer = factory.SubFactory(UserFactory)
+    mode = "missing_visual_tool_use"

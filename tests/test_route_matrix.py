@@ -1,0 +1,1245 @@
+"""The route × role matrix: every named route of the root URLconf (pages and API), tried by
+every role, against one table keyed by the route's name.
+
+Roles: ``admin``, ``reviewer`` and ``annotator`` of the world's projects; ``blind_verifier``,
+an annotator of the same projects who is one of the verifiers of the trajectory item under an
+active "Solve blind" task and has not answered yet; ``outsider``, an admin of another project
+only; ``anonymous``.
+
+Each table entry (a :class:`Case`) says how to build the route's kwargs from the world, which
+method to try with which (empty or minimal) body, and the lowest role it is meant for. What
+each role should get follows from that: allowed roles are neither refused (401/403/404) nor
+sent to the login page, lower roles get 403, the outsider 404 (another project's objects do
+not exist for them), anonymous users the login page (or 401/403 from the API). No cell may
+answer 5xx, and no body may contain a secret its role may not read (:data:`SECRETS`: the blind
+item's answer, variants, reference trajectory, the author's drafting conversation and the
+other verifier's answer; reviewer-only and admin-only job results).
+
+Adding a route: add an entry ``"namespace:name": (Case(...), ...)`` to :data:`ROUTES` (a GET
+for a page, a POST with an empty or minimal body for a write; the lowest role; ``blind=`` when
+it shows or changes what a blind verifier may not see). ``test_every_route_is_in_the_table``
+names the routes that have no entry, and the entries whose route is gone. A kwarg renamed in
+a URL pattern is renamed in its entries here, and nowhere else.
+
+The admin site is not walked: Django's admin is staff-only and protected by Django itself;
+``test_admin_sends_anonymous_to_its_login`` checks only that it stays closed.
+
+Cells that fail today because of known defects are strict xfails naming the defect (issue 9):
+they turn into failures once the defect is fixed, and the fixer removes the mark.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import transaction
+from django.test import Client, override_settings
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
+
+from annotation.drafting_services import item_draft_token
+from annotation.trajectory_document import ITEM_FIELDS, STEP_FIELDS, draft_from_document
+from annotation.trajectory_selectors import reference_of, version_state
+from annotation.trajectory_services import task_document
+from benchmark.builtin import taxonomies_ensure, toolsets_ensure
+from benchmark.models import Role
+from tests.factories import (
+    AgentRunFactory,
+    AgreementJobFactory,
+    AnswerScoringJobFactory,
+    AssignmentFactory,
+    DecisionFactory,
+    DraftingCallFactory,
+    DraftingCropFactory,
+    DraftingDraftFactory,
+    DraftingMarkFactory,
+    DraftingSessionFactory,
+    FailureLabelFactory,
+    ImageFactory,
+    ImportJobFactory,
+    ItemFactory,
+    JudgmentFactory,
+    JudgmentTaskFactory,
+    MembershipFactory,
+    ModelCallFactory,
+    ModelCallJobFactory,
+    OutcomeFactory,
+    PlanFactory,
+    ProjectFactory,
+    RescoringJobFactory,
+    ResponseFactory,
+    ResponseVersionFactory,
+    RunScoringJobFactory,
+    RunSetFactory,
+    TagDecisionFactory,
+    ToolFactory,
+    TrajectoryAuditFactory,
+    TrajectoryFactory,
+    TrajectoryVersionFactory,
+    UserFactory,
+    VisualVerdictFactory,
+    image_ref,
+)
+
+ROLES = ("admin", "reviewer", "annotator", "blind_verifier", "outsider", "anonymous")
+MEMBER_RANK = {"admin": 3, "reviewer": 2, "annotator": 1, "blind_verifier": 1}
+LOGIN_URL = "/accounts/login/"
+
+# --------------------------------------------------------------------------- secrets
+
+SECRET_ANSWER = "Quillfeather Lane 1729"
+SECRET_VARIANT = "Quillfeather Ln No 1729"
+SECRET_REFERENCE = "Zoom into the brass plaque beside door 1729"
+SECRET_DRAFTING = "The model said: marmalade lighthouse on the plaque"
+SECRET_CROP_TRUTH = "The plaque reads cobalt heron"
+SECRET_OTHER_RATER = "another verifier answered Saffron Row"
+REVIEWERS_ONLY = "result-for-reviewers-only: 41 of 57 answers scored"
+ADMINS_ONLY = "result-for-admins-only: data.jsonl line 12 has no trace_id"
+
+MEMBERS = frozenset({"admin", "reviewer", "annotator"})
+#: Each secret with the roles that may read it; for every other role no body may contain it.
+SECRETS: dict[str, frozenset[str]] = {
+    # The blind item's answer, variants and reference, the author's drafting conversation and
+    # the other verifier's answer: hidden from its blind verifier until they have answered.
+    SECRET_ANSWER: MEMBERS,
+    SECRET_VARIANT: MEMBERS,
+    SECRET_REFERENCE: MEMBERS,
+    SECRET_DRAFTING: MEMBERS,
+    SECRET_CROP_TRUTH: MEMBERS,
+    SECRET_OTHER_RATER: MEMBERS,
+    # Results of scoring, rescoring and agreement jobs: reviewers and admins.
+    REVIEWERS_ONLY: frozenset({"admin", "reviewer"}),
+    # Results of an import job started by an admin: admins (and who started it).
+    ADMINS_ONLY: frozenset({"admin"}),
+}
+
+# --------------------------------------------------------------------------- expectations
+
+
+class Access(Enum):
+    """The lowest role a case is meant for."""
+
+    PUBLIC = "public"  # everyone, anonymous too
+    LOGGED_IN = "logged in"  # any logged-in user (lists scoped to what they may see)
+    VIEW = "view"  # members: annotators and up
+    REVIEW = "review"  # reviewers and admins
+    MANAGE = "manage"  # admins (manage, import)
+    OTHER = "other project"  # an object of other_project: only the outsider is a member
+
+
+class Expect(Enum):
+    PUBLIC = "any answer below 400"
+    OK = "allowed: not 401/403/404, no redirect to the login page"
+    FORBIDDEN = "403"
+    HIDDEN = "404"
+    REFUSED = "403 or 404"
+    SAFE = "allowed or refused (403/404); either way without the secrets"
+    LOGIN = "302 to the login page"
+    API_ANONYMOUS = "401 or 403"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One way to call a route. ``kwargs`` builds the URL kwargs from the world; ``data`` the
+    POST body (a dict or a function of the world); ``refusal`` what lower member roles get;
+    ``blind``/``expect`` override the blind verifier's or any role's expectation; ``xfail``
+    names, per role, the known defect that makes the cell fail today; ``shows`` lists, per
+    role, secrets its body must contain (so that their absence elsewhere means something)."""
+
+    label: str
+    kwargs: Callable[[Any], dict[str, Any]]
+    access: Access
+    method: str = "get"
+    data: Any = None
+    json: bool = False
+    query: Callable[[Any], str] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    refusal: Expect = Expect.FORBIDDEN
+    blind: Expect | None = None
+    expect: dict[str, Expect | int] = field(default_factory=dict)
+    xfail: dict[str, str] = field(default_factory=dict)
+    shows: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def expectation(case: Case, role: str, api: bool) -> Expect | int:
+    if role in case.expect:
+        return case.expect[role]
+    if role == "blind_verifier" and case.blind is not None:
+        return case.blind
+    access = case.access
+    if access is Access.PUBLIC:
+        return Expect.PUBLIC
+    if role == "anonymous":
+        return Expect.API_ANONYMOUS if api else Expect.LOGIN
+    if access is Access.LOGGED_IN:
+        return Expect.OK
+    if access is Access.OTHER:
+        return Expect.OK if role == "outsider" else Expect.HIDDEN
+    if role == "outsider":
+        return Expect.HIDDEN
+    needed = {Access.VIEW: 1, Access.REVIEW: 2, Access.MANAGE: 3}[access]
+    return Expect.OK if MEMBER_RANK[role] >= needed else case.refusal
+
+
+# --------------------------------------------------------------------------- defects
+
+D1 = (
+    "issue 9 defect 1: a verifier of an item under blind verification may save the trajectory "
+    "editor (and so change the expected answer)"
+)
+D2 = (
+    "issue 9 defect 2: a blind verifier reads the author's drafting conversation (model calls "
+    "of the drafting session)"
+)
+D3 = (
+    "issue 9 defect 3: a job's visibility does not follow the role its kind requires (import: "
+    "admins and who started it; scoring, rescoring, agreement: reviewers and admins)"
+)
+D4 = "issue 9 defect 4: an annotator may discard an item (reviewers and admins only)"
+F1 = (
+    "finding (the rule of issue 9 defect 1, another route): a verifier of an item under blind "
+    "verification may save a drafted question and answer over it, and becomes its author"
+)
+
+
+def _below_review(reason: str) -> dict[str, str]:
+    return {"annotator": reason, "blind_verifier": reason}
+
+
+def _below_admin(reason: str) -> dict[str, str]:
+    return {"reviewer": reason, "annotator": reason, "blind_verifier": reason}
+
+
+HX_MAIN = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "main"}
+
+# --------------------------------------------------------------------------- the table
+#
+# Keyed by the route's name ("namespace:name"). The kwargs are the route's own names: when a
+# URL kwarg is renamed, edit it here (and only here).
+
+
+def _job_cases(kwargs: Callable[[Any, Any], dict[str, Any]], *, page: str) -> tuple[Case, ...]:
+    """A job page tried with a job of every kind: who may see a job follows from its kind."""
+    return (
+        Case(
+            f"{page}: import job (started by an admin)",
+            lambda w: kwargs(w, w.jobs.imported),
+            Access.MANAGE,
+            refusal=Expect.REFUSED,
+            xfail=_below_admin(D3),
+            shows={"admin": (ADMINS_ONLY,)},
+        ),
+        Case(
+            f"{page}: answer scoring job",
+            lambda w: kwargs(w, w.jobs.answer_scoring),
+            Access.REVIEW,
+            refusal=Expect.REFUSED,
+            xfail=_below_review(D3),
+            shows={"reviewer": (REVIEWERS_ONLY,)},
+        ),
+        Case(
+            f"{page}: run scoring job",
+            lambda w: kwargs(w, w.jobs.run_scoring),
+            Access.REVIEW,
+            refusal=Expect.REFUSED,
+            xfail=_below_review(D3),
+        ),
+        Case(
+            f"{page}: rescoring job",
+            lambda w: kwargs(w, w.jobs.rescoring),
+            Access.REVIEW,
+            refusal=Expect.REFUSED,
+            xfail=_below_review(D3),
+        ),
+        Case(
+            f"{page}: agreement job",
+            lambda w: kwargs(w, w.jobs.agreement),
+            Access.REVIEW,
+            refusal=Expect.REFUSED,
+            xfail=_below_review(D3),
+        ),
+        Case(f"{page}: model call about an item", lambda w: kwargs(w, w.jobs.ask), Access.VIEW),
+        Case(
+            f"{page}: the author's drafting call on the blind item",
+            lambda w: kwargs(w, w.jobs.drafting),
+            Access.VIEW,
+            blind=Expect.REFUSED,
+            xfail={"blind_verifier": D2},
+            shows={"annotator": (SECRET_DRAFTING,)},
+        ),
+        Case(f"{page}: another project's job", lambda w: kwargs(w, w.jobs.other), Access.OTHER),
+    )
+
+
+ROUTES: dict[str, tuple[Case, ...]] = {
+    # ------------------------------------------------------------------ accounts
+    "login": (Case("login page", lambda w: {}, Access.PUBLIC),),
+    "logout": (Case("log out", lambda w: {}, Access.PUBLIC, method="post"),),
+    # ------------------------------------------------------------------ benchmark pages
+    "benchmark:project_list": (
+        Case("project list", lambda w: {}, Access.LOGGED_IN),
+        Case("project list fragment", lambda w: {}, Access.LOGGED_IN, headers=HX_MAIN),
+    ),
+    "benchmark:project_detail": (
+        Case("ATP project", lambda w: {"pk": w.project.pk}, Access.VIEW),
+        Case("trajectory project", lambda w: {"pk": w.tproject.pk}, Access.VIEW),
+        Case("plan project", lambda w: {"pk": w.pproject.pk}, Access.VIEW),
+        Case("other project", lambda w: {"pk": w.other_project.pk}, Access.OTHER),
+    ),
+    "benchmark:item_detail": (
+        Case("ATP item", lambda w: {"project_pk": w.project.pk, "pk": w.item.pk}, Access.VIEW),
+        Case(
+            "blind item",
+            lambda w: {"project_pk": w.tproject.pk, "pk": w.titem.pk},
+            Access.VIEW,
+            shows={"annotator": (SECRET_ANSWER, SECRET_VARIANT, SECRET_REFERENCE)},
+        ),
+        Case(
+            "blind item fragment",
+            lambda w: {"project_pk": w.tproject.pk, "pk": w.titem.pk},
+            Access.VIEW,
+            headers=HX_MAIN,
+        ),
+        Case(
+            "other project's item",
+            lambda w: {"project_pk": w.other_project.pk, "pk": w.other_item.pk},
+            Access.OTHER,
+        ),
+    ),
+    "benchmark:project_import": (
+        Case("import page", lambda w: {"pk": w.project.pk}, Access.MANAGE),
+        Case("import, no file", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+    ),
+    "benchmark:project_export": (
+        Case("export ATP", lambda w: {"pk": w.project.pk}, Access.REVIEW),
+        Case("export trajectories", lambda w: {"pk": w.tproject.pk}, Access.REVIEW),
+    ),
+    "benchmark:job_detail": (
+        *_job_cases(lambda w, job: {"pk": job.pk}, page="job page"),
+        Case(
+            "job page: polled fragment",
+            lambda w: {"pk": w.jobs.ask.pk},
+            Access.VIEW,
+            headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "job-1"},
+        ),
+    ),
+    "benchmark:model_call_job": (
+        *_job_cases(lambda w, job: {"pk": job.pk}, page="model-call page"),
+        Case(
+            "model-call page: polled fragment of the drafting call",
+            lambda w: {"pk": w.jobs.drafting.pk},
+            Access.VIEW,
+            headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "mcjob-1"},
+            blind=Expect.REFUSED,
+            xfail={"blind_verifier": D2},
+        ),
+    ),
+    "benchmark:job_retry": (
+        Case(
+            "retry a failed model call",
+            lambda w: {"pk": w.jobs.failed_ask.pk},
+            Access.VIEW,
+            method="post",
+        ),
+        Case(
+            "retry an import job",
+            lambda w: {"pk": w.jobs.imported.pk},
+            Access.MANAGE,
+            method="post",
+            refusal=Expect.REFUSED,
+            xfail=_below_admin(D3),
+        ),
+        Case(
+            "retry the author's drafting call",
+            lambda w: {"pk": w.jobs.drafting.pk},
+            Access.VIEW,
+            method="post",
+            blind=Expect.REFUSED,
+            xfail={"blind_verifier": D2},
+        ),
+    ),
+    "benchmark:item_model": (
+        Case(
+            "ask the model, ATP item",
+            lambda w: {"project_pk": w.project.pk, "pk": w.item.pk},
+            Access.VIEW,
+        ),
+        Case(
+            "ask the model, no prompt",
+            lambda w: {"project_pk": w.project.pk, "pk": w.item.pk},
+            Access.VIEW,
+            method="post",
+        ),
+        Case(
+            "ask the model, blind item (lists the item's model calls)",
+            lambda w: {"project_pk": w.tproject.pk, "pk": w.titem.pk},
+            Access.VIEW,
+            blind=Expect.SAFE,
+            xfail={"blind_verifier": D2},
+            shows={"annotator": (SECRET_DRAFTING,)},
+        ),
+        Case(
+            "ask the model, blind item, no prompt",
+            lambda w: {"project_pk": w.tproject.pk, "pk": w.titem.pk},
+            Access.VIEW,
+            method="post",
+            blind=Expect.SAFE,
+            xfail={"blind_verifier": D2},
+        ),
+    ),
+    "benchmark:toolset": (
+        Case("toolset page", lambda w: {"pk": w.project.pk}, Access.VIEW),
+        Case("toolset edit, invalid", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+    ),
+    "benchmark:images": (
+        Case("images page", lambda w: {"pk": w.project.pk}, Access.VIEW),
+        Case("image upload, no file", lambda w: {"pk": w.project.pk}, Access.VIEW, method="post"),
+    ),
+    "benchmark:image_preview": (
+        Case("preview, no recipe", lambda w: {"pk": w.project.pk}, Access.VIEW, method="post"),
+    ),
+    "benchmark:image_derive": (
+        Case("derive, no recipe", lambda w: {"pk": w.project.pk}, Access.VIEW, method="post"),
+    ),
+    "benchmark:image_edit": (
+        Case("image editor", lambda w: {"pk": w.project.pk, "sha256": w.image.sha256}, Access.VIEW),
+        Case(
+            "image editor save, no recipe",
+            lambda w: {"pk": w.project.pk, "sha256": w.image.sha256},
+            Access.VIEW,
+            method="post",
+        ),
+    ),
+    "benchmark:image": (
+        Case("image file", lambda w: {"sha256": w.image.sha256}, Access.VIEW),
+        Case("other project's image", lambda w: {"sha256": w.other_image.sha256}, Access.OTHER),
+    ),
+    "benchmark:image_thumb": (
+        Case("thumbnail", lambda w: {"sha256": w.image.sha256}, Access.VIEW),
+    ),
+    # ------------------------------------------------------------------ judging
+    "annotation:task_list": (
+        Case("judging, ATP project", lambda w: {"pk": w.project.pk}, Access.VIEW),
+        Case("judging, trajectory project", lambda w: {"pk": w.tproject.pk}, Access.VIEW),
+    ),
+    "annotation:task_new": (
+        Case("new task form", lambda w: {"pk": w.project.pk}, Access.MANAGE),
+        Case("new task, empty", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+    ),
+    "annotation:task_defaults": (
+        Case("default tasks", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+    ),
+    "annotation:task_edit": (
+        Case("edit task form", lambda w: {"pk": w.project.pk, "task_pk": w.task.pk}, Access.MANAGE),
+        Case(
+            "edit task, empty",
+            lambda w: {"pk": w.project.pk, "task_pk": w.task.pk},
+            Access.MANAGE,
+            method="post",
+        ),
+    ),
+    "annotation:task_next": (
+        Case("next item", lambda w: {"pk": w.task.pk}, Access.VIEW, method="post"),
+        Case("next item to solve blind", lambda w: {"pk": w.vtask.pk}, Access.VIEW, method="post"),
+    ),
+    "annotation:judge": (
+        # Annotators reach the judge page through a lease; reviewers may look at any item.
+        Case(
+            "judge page, not leased",
+            lambda w: {"pk": w.task.pk, "item_pk": w.item.pk},
+            Access.REVIEW,
+        ),
+        Case(
+            "judge, not leased, empty",
+            lambda w: {"pk": w.task.pk, "item_pk": w.item.pk},
+            Access.REVIEW,
+            method="post",
+        ),
+        Case(
+            "solve screen",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.VIEW,
+            shows={"annotator": (SECRET_OTHER_RATER,)},  # their own answer
+        ),
+        Case(
+            "solve, empty answer",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.VIEW,
+            method="post",
+        ),
+    ),
+    "annotation:verify_audit": (
+        # The audit opens once you have answered (reviewers see everyone's).
+        Case(
+            "audit checklist",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.VIEW,
+            blind=Expect.REFUSED,
+            shows={"annotator": (SECRET_ANSWER, SECRET_REFERENCE)},
+        ),
+        Case(
+            "audit save, stale",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.VIEW,
+            method="post",
+            # Only the item's verifiers audit it; the annotator's audit is at version 1.
+            expect={"admin": Expect.FORBIDDEN, "reviewer": Expect.FORBIDDEN, "annotator": 409},
+            blind=Expect.REFUSED,
+        ),
+    ),
+    "annotation:verify_audits": (
+        Case("audits overview", lambda w: {"pk": w.vtask.pk}, Access.REVIEW),
+    ),
+    # ------------------------------------------------------------------ tag review
+    "annotation:tag_review": (
+        Case(
+            "tag review",
+            lambda w: {"project": w.project.pk, "item": w.item.pk, "response": w.response.pk},
+            Access.VIEW,
+        ),
+        Case(
+            "tag review, keep a call",
+            lambda w: {"project": w.project.pk, "item": w.item.pk, "response": w.response.pk},
+            Access.VIEW,
+            method="post",
+            data={"base": "2", "op": "keep:0"},
+        ),
+    ),
+    "annotation:tag_discard": (
+        Case(
+            "discard the sample",
+            lambda w: {"project": w.project.pk, "item": w.item.pk, "response": w.response.pk},
+            Access.REVIEW,
+            method="post",
+            data={"reason": "other", "detail": "route matrix"},
+            xfail=_below_review(D4),
+        ),
+    ),
+    "annotation:tag_versions": (
+        Case(
+            "tag versions",
+            lambda w: {"project": w.project.pk, "item": w.item.pk, "response": w.response.pk},
+            Access.VIEW,
+        ),
+    ),
+    "annotation:tag_version": (
+        Case(
+            "tag version 1",
+            lambda w: {
+                "project": w.project.pk,
+                "item": w.item.pk,
+                "response": w.response.pk,
+                "number": 1,
+            },
+            Access.VIEW,
+        ),
+    ),
+    "annotation:tag_version_revert": (
+        Case(
+            "revert to version 1",
+            lambda w: {
+                "project": w.project.pk,
+                "item": w.item.pk,
+                "response": w.response.pk,
+                "number": 1,
+            },
+            Access.VIEW,
+            method="post",
+            data={"base": "2"},
+        ),
+    ),
+    "annotation:tag_stats": (
+        Case("tag decisions per tool", lambda w: {"project": w.project.pk}, Access.VIEW),
+    ),
+    # ------------------------------------------------------------------ backward drafting
+    # It shows the item's reference: refused to a blind verifier who has not answered yet.
+    "annotation:drafting_list": (
+        Case(
+            "drafting sessions",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            Access.VIEW,
+            blind=Expect.REFUSED,
+        ),
+        Case(
+            "drafting start, no model",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            Access.VIEW,
+            method="post",
+            blind=Expect.REFUSED,
+        ),
+    ),
+    "annotation:drafting_session": (
+        Case(
+            "drafting session",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            Access.VIEW,
+            blind=Expect.REFUSED,
+            shows={"annotator": (SECRET_DRAFTING, SECRET_CROP_TRUTH)},
+        ),
+    ),
+    "annotation:drafting_describe": (
+        Case(
+            "describe, empty",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            Access.VIEW,
+            method="post",
+            blind=Expect.REFUSED,
+        ),
+    ),
+    "annotation:drafting_crop": (
+        Case(
+            "crop, empty",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            Access.VIEW,
+            method="post",
+            blind=Expect.REFUSED,
+        ),
+    ),
+    "annotation:drafting_mark": (
+        Case(
+            "mark, empty",
+            lambda w: {
+                "project": w.tproject.pk,
+                "item": w.titem.pk,
+                "pk": w.session.pk,
+                "call": w.drafting_call.pk,
+            },
+            Access.VIEW,
+            method="post",
+            blind=Expect.REFUSED,
+        ),
+    ),
+    "annotation:drafting_draft": (
+        Case(
+            "draft, empty",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            Access.VIEW,
+            method="post",
+            blind=Expect.REFUSED,
+        ),
+        Case(
+            "draft a new question and answer",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            Access.VIEW,
+            method="post",
+            data=lambda w: w.drafting_draft,
+            # The same rule as the trajectory editor's: a verifier may not rewrite the answer
+            # of the item they verify (here they would even become its author).
+            expect={"annotator": Expect.REFUSED},
+            blind=Expect.REFUSED,
+            xfail={"annotator": F1},
+        ),
+    ),
+    # ------------------------------------------------------------------ reference trajectory
+    "annotation:trajectory_edit": (
+        Case(
+            "trajectory editor",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            Access.VIEW,
+            blind=Expect.REFUSED,
+            shows={"annotator": (SECRET_ANSWER, SECRET_VARIANT, SECRET_REFERENCE)},
+        ),
+        Case(
+            "trajectory editor, re-check",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            Access.VIEW,
+            method="post",
+            data={"op": "refresh"},
+            blind=Expect.REFUSED,
+        ),
+        Case(
+            "trajectory editor, save a new expected answer",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            Access.VIEW,
+            method="post",
+            data=lambda w: w.trajectory_save,
+            # A verifier of an item under verification may not edit what they verify: the
+            # annotator has answered (and may see the reference) but is still a verifier.
+            expect={"annotator": Expect.REFUSED},
+            blind=Expect.REFUSED,
+            xfail={"annotator": D1},
+        ),
+    ),
+    "annotation:trajectory_versions": (
+        Case(
+            "trajectory history",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            Access.VIEW,
+            blind=Expect.REFUSED,
+        ),
+    ),
+    "annotation:trajectory_version": (
+        Case(
+            "trajectory version 1",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "number": 1},
+            Access.VIEW,
+            blind=Expect.REFUSED,
+        ),
+    ),
+    "annotation:trajectory_version_revert": (
+        Case(
+            "revert to version 1 (changes the reference)",
+            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "number": 1},
+            Access.VIEW,
+            method="post",
+            data={"base": "2"},
+            expect={"annotator": Expect.REFUSED},
+            blind=Expect.REFUSED,
+            xfail={"annotator": D1},
+        ),
+    ),
+    # ------------------------------------------------------------------ review
+    "review:dispute_list": (
+        Case("disputes", lambda w: {"pk": w.task.pk}, Access.REVIEW),
+        Case("joint review queue", lambda w: {"pk": w.vtask.pk}, Access.REVIEW),
+    ),
+    "review:adjudicate": (
+        Case("adjudicate", lambda w: {"pk": w.task.pk, "item_pk": w.item.pk}, Access.REVIEW),
+        Case(
+            "adjudicate: discard",
+            lambda w: {"pk": w.task.pk, "item_pk": w.item.pk},
+            Access.REVIEW,
+            method="post",
+            data={"verdict": "discarded", "reason": "route matrix"},
+        ),
+        Case(
+            "joint review",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.REVIEW,
+            shows={"reviewer": (SECRET_ANSWER, SECRET_OTHER_RATER)},
+        ),
+        Case(
+            "joint review: discard",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.REVIEW,
+            method="post",
+            data={"verdict": "discarded", "reason": "route matrix"},
+        ),
+    ),
+    "review:agreement": (
+        Case("agreement", lambda w: {"pk": w.task.pk}, Access.REVIEW),
+        Case("agreement, recompute", lambda w: {"pk": w.task.pk}, Access.REVIEW, method="post"),
+    ),
+    "review:judgments_export": (
+        Case("judgments csv", lambda w: {"pk": w.task.pk, "fmt": "csv"}, Access.REVIEW),
+        Case("blind answers jsonl", lambda w: {"pk": w.vtask.pk, "fmt": "jsonl"}, Access.REVIEW),
+    ),
+    "review:balance": (Case("balanced subset", lambda w: {"pk": w.pproject.pk}, Access.REVIEW),),
+    "review:score_plans": (
+        Case("score plans", lambda w: {"pk": w.pproject.pk}, Access.REVIEW),
+        Case("score plans, no file", lambda w: {"pk": w.pproject.pk}, Access.REVIEW, method="post"),
+    ),
+    "review:score_answers": (
+        Case("score answers", lambda w: {"pk": w.project.pk}, Access.REVIEW),
+        Case(
+            "score answers, no file", lambda w: {"pk": w.project.pk}, Access.REVIEW, method="post"
+        ),
+    ),
+    "review:score_answers_job": (
+        Case("answer scoring job", lambda w: {"pk": w.jobs.answer_scoring.pk}, Access.REVIEW),
+    ),
+    "review:runs": (
+        Case("agent runs", lambda w: {"pk": w.tproject.pk}, Access.REVIEW),
+        Case("agent runs, no file", lambda w: {"pk": w.tproject.pk}, Access.REVIEW, method="post"),
+    ),
+    "review:runs_job": (
+        Case("run scoring job", lambda w: {"pk": w.jobs.run_scoring.pk}, Access.REVIEW),
+        Case("rescoring job", lambda w: {"pk": w.jobs.rescoring.pk}, Access.REVIEW),
+    ),
+    "review:run_set": (Case("run set results", lambda w: {"pk": w.run_set.pk}, Access.REVIEW),),
+    "review:run_set_rescore": (
+        Case("rescore", lambda w: {"pk": w.run_set.pk}, Access.REVIEW, method="post"),
+    ),
+    "review:run_detail": (Case("agent run", lambda w: {"pk": w.run.pk}, Access.REVIEW),),
+    "review:run_visual": (
+        Case("visual check, empty", lambda w: {"pk": w.run.pk}, Access.REVIEW, method="post"),
+    ),
+    "review:run_label": (
+        Case("failure label, empty", lambda w: {"pk": w.run.pk}, Access.REVIEW, method="post"),
+    ),
+    # ------------------------------------------------------------------ API
+    "api-root": (Case("API root", lambda w: {}, Access.LOGGED_IN),),
+    "schema": (Case("OpenAPI schema", lambda w: {}, Access.LOGGED_IN),),
+    "api-docs": (Case("API docs", lambda w: {}, Access.LOGGED_IN),),
+    "project-list": (Case("projects", lambda w: {}, Access.LOGGED_IN),),
+    "project-detail": (
+        Case("project", lambda w: {"pk": w.project.pk}, Access.VIEW),
+        Case("other project", lambda w: {"pk": w.other_project.pk}, Access.OTHER),
+    ),
+    "project-import-data": (
+        Case("import, no file", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+    ),
+    "item-list": (
+        Case("items", lambda w: {}, Access.LOGGED_IN),
+        Case(
+            "blind project's items",
+            lambda w: {},
+            Access.LOGGED_IN,
+            query=lambda w: f"?project={w.tproject.pk}",
+        ),
+    ),
+    "item-detail": (
+        Case("ATP item", lambda w: {"pk": w.item.pk}, Access.VIEW),
+        Case(
+            "blind item",
+            lambda w: {"pk": w.titem.pk},
+            Access.VIEW,
+            shows={"annotator": (SECRET_ANSWER, SECRET_VARIANT)},
+        ),
+        Case("other project's item", lambda w: {"pk": w.other_item.pk}, Access.OTHER),
+    ),
+    "response-list": (Case("responses", lambda w: {}, Access.LOGGED_IN),),
+    "response-detail": (Case("response", lambda w: {"pk": w.response.pk}, Access.VIEW),),
+    "plan-list": (Case("plans", lambda w: {}, Access.LOGGED_IN),),
+    "plan-detail": (Case("plan", lambda w: {"pk": w.plan.pk}, Access.VIEW),),
+    "trajectory-list": (
+        Case("trajectories", lambda w: {}, Access.LOGGED_IN),
+        Case(
+            "blind item's trajectories",
+            lambda w: {},
+            Access.LOGGED_IN,
+            query=lambda w: f"?item={w.titem.pk}",
+            shows={"annotator": (SECRET_REFERENCE,)},
+        ),
+    ),
+    "trajectory-detail": (
+        Case("ATP item's trajectory", lambda w: {"pk": w.trajectory.pk}, Access.VIEW),
+        Case(
+            "blind item's reference",
+            lambda w: {"pk": w.reference.pk},
+            Access.VIEW,
+            blind=Expect.REFUSED,
+            shows={"annotator": (SECRET_REFERENCE,)},
+        ),
+    ),
+    "image-list": (Case("images", lambda w: {}, Access.LOGGED_IN),),
+    "image-detail": (Case("image", lambda w: {"sha256": w.image.sha256}, Access.VIEW),),
+    "job-list": (
+        Case(
+            "jobs",
+            lambda w: {},
+            Access.LOGGED_IN,
+            # Lists every job of the user's projects, with its result and error.
+            xfail={"reviewer": D3, "annotator": D3, "blind_verifier": f"{D2}; {D3}"},
+            shows={"admin": (SECRET_DRAFTING, REVIEWERS_ONLY, ADMINS_ONLY)},
+        ),
+    ),
+    "job-detail": _job_cases(lambda w, job: {"pk": job.pk}, page="API job"),
+    "judgment-task-list": (Case("judgment tasks", lambda w: {}, Access.LOGGED_IN),),
+    "judgment-task-detail": (Case("judgment task", lambda w: {"pk": w.task.pk}, Access.VIEW),),
+    "judgment-task-next": (
+        Case("next item", lambda w: {"pk": w.task.pk}, Access.VIEW, method="post"),
+    ),
+    "judgment-task-judgments": (
+        Case("judgments", lambda w: {"pk": w.task.pk}, Access.VIEW),
+        Case(
+            "blind answers",
+            lambda w: {"pk": w.vtask.pk},
+            Access.VIEW,
+            shows={"reviewer": (SECRET_OTHER_RATER,), "annotator": (SECRET_OTHER_RATER,)},
+        ),
+        Case("judge, empty", lambda w: {"pk": w.task.pk}, Access.VIEW, method="post"),
+    ),
+    "judgment-task-agreement": (
+        Case("agreement figures", lambda w: {"pk": w.task.pk}, Access.REVIEW),
+    ),
+    "verify-blind-item": (
+        Case(
+            "blind view",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.VIEW,
+            shows={"annotator": (SECRET_OTHER_RATER,)},  # their own answer
+        ),
+    ),
+    "verify-audit": (
+        Case(
+            "audit",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.VIEW,
+            blind=Expect.REFUSED,
+        ),
+        Case(
+            "audit save, stale",
+            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            Access.VIEW,
+            method="post",
+            data={"base": 0, "steps": {}},
+            json=True,
+            expect={"admin": Expect.FORBIDDEN, "reviewer": Expect.FORBIDDEN, "annotator": 409},
+            blind=Expect.REFUSED,
+        ),
+    ),
+}
+
+
+# --------------------------------------------------------------------------- the routes
+
+
+def _walk(patterns: list[Any], namespace: str = "") -> Iterator[str]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            if pattern.app_name == "admin":
+                # Django's admin site: staff only, guarded by Django itself (its own login);
+                # test_admin_sends_anonymous_to_its_login checks it stays closed.
+                continue
+            inner = namespace
+            if pattern.namespace:
+                inner = f"{namespace}:{pattern.namespace}" if namespace else pattern.namespace
+            yield from _walk(pattern.url_patterns, inner)
+        elif isinstance(pattern, URLPattern):
+            if "format" in pattern.pattern.regex.groupindex:
+                continue  # DRF's format-suffix twin (".json") of a route listed without it
+            assert pattern.name, f"an unnamed route cannot be listed: {pattern.pattern}"
+            yield f"{namespace}:{pattern.name}" if namespace else pattern.name
+
+
+def routes() -> set[str]:
+    """Every named route of the root URLconf, as ``namespace:name``."""
+    return set(_walk(get_resolver().url_patterns))
+
+
+def test_every_route_is_in_the_table() -> None:
+    found = routes()
+    missing = sorted(found - set(ROUTES))
+    gone = sorted(set(ROUTES) - found)
+    assert not missing, f"routes without an entry in ROUTES (tests/test_route_matrix.py): {missing}"
+    assert not gone, f"entries of ROUTES whose route no longer exists: {gone}"
+
+
+def test_every_route_has_a_case() -> None:
+    assert all(ROUTES.values()), [name for name, cases in ROUTES.items() if not cases]
+
+
+@pytest.mark.django_db
+def test_admin_sends_anonymous_to_its_login() -> None:
+    response = Client().get("/admin/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/admin/login/")
+
+
+# --------------------------------------------------------------------------- the world
+
+
+def _members(project: Any, users: dict[str, Any]) -> None:
+    for role, user in users.items():
+        if role in ("admin", "reviewer", "annotator"):
+            MembershipFactory(project=project, user=user, role=role)
+        elif role in ("blind_verifier", "author"):
+            MembershipFactory(project=project, user=user, role=Role.ANNOTATOR)
+
+
+def _trajectory_save(item: Any) -> dict[str, str]:
+    """The trajectory editor's form as it opens on ``item``, with a new expected answer."""
+    document = task_document(item=item, reference=reference_of(item))
+    state = version_state(item=item, document=document)
+    draft = draft_from_document(document)
+    data = {f"task-{name}": str(getattr(draft, name)) for name in ITEM_FIELDS}
+    for i, step in enumerate(draft.steps):
+        for name in STEP_FIELDS:
+            value = getattr(step, name)
+            if isinstance(value, bool):
+                if value:
+                    data[f"steps-{i}-{name}"] = "on"
+            else:
+                data[f"steps-{i}-{name}"] = value
+    data.update(
+        {
+            "task-expected": "Changed by the route matrix",
+            "step-count": str(len(draft.steps)),
+            "ord-count": "0",
+            "version": str(state.number),
+            "fingerprint": state.fingerprint,
+            "op": "save",
+        }
+    )
+    return data
+
+
+def build_world() -> SimpleNamespace:
+    """Projects of each kind with every kind of object, users in every role, and an item under
+    blind verification. Built once per module (see ``world``)."""
+    toolsets, taxonomies = toolsets_ensure(), taxonomies_ensure()
+    users = {
+        role: UserFactory(username=f"matrix-{role}")
+        for role in ("admin", "reviewer", "annotator", "blind_verifier", "outsider", "author")
+    }
+    w = SimpleNamespace(users=users, jobs=SimpleNamespace())
+
+    # An interleaved (ATP) project: an item with an image, an answer with versions, a plan and
+    # a trajectory; a judgment task with a judgment, an outcome and a decision.
+    w.project = ProjectFactory(name="Matrix ATP")
+    ToolFactory(toolset=w.project.toolset, name="Reference")
+    w.image = ImageFactory(projects=[w.project])
+    w.item = ItemFactory(project=w.project, image_refs=[image_ref(w.image, position=0)])
+    w.response = ResponseFactory(item=w.item)
+    ResponseVersionFactory(response=w.response, number=1, note="imported")
+    TagDecisionFactory(
+        version=ResponseVersionFactory(
+            response=w.response, number=2, base_number=1, author=users["annotator"]
+        )
+    )
+    w.plan = PlanFactory(item=w.item)
+    w.trajectory = TrajectoryFactory(item=w.item)
+    w.task = JudgmentTaskFactory(project=w.project, overlap=5)
+    JudgmentFactory(task=w.task, item=w.item, user=users["author"], value=1)
+    OutcomeFactory(task=w.task, item=w.item)
+    DecisionFactory(task=w.task, item=w.item, reviewer=users["reviewer"])
+
+    # A trajectory (Agentic-MME) project: an item drafted by "author" under blind verification
+    # by a "Solve blind" task; the blind verifier holds a lease and has not answered, the
+    # annotator has answered and audited.
+    w.tproject = ProjectFactory(
+        name="Matrix MME",
+        kind="trajectory",
+        data_format="agentic-mme",
+        toolset=toolsets["agentic-mme"],
+        taxonomy=taxonomies["agentic-mme"],
+    )
+    timage = ImageFactory(projects=[w.tproject])
+    w.titem = ItemFactory(
+        project=w.tproject,
+        query="What does the brass plaque say? Answer with the street name.",
+        expected_answer=SECRET_ANSWER,
+        accepted_variants=[SECRET_VARIANT],
+        match_type="contains",
+        level=1,
+        provenance="drafted by matrix-author with fake-vl-7b",
+        image_refs=[image_ref(timage, position=0, role="input")],
+        raw="",
+        documents=[],
+        category="",
+        intent="",
+    )
+    w.reference = TrajectoryFactory(
+        item=w.titem,
+        key="reference",
+        checkpoints=[
+            {
+                "id": "C1",
+                "axis": "V",
+                "description": SECRET_REFERENCE,
+                "tools": ["crop"],
+                "code_check": {"verifier": "verify_crop_ast", "bbox_2d": [100, 100, 600, 600]},
+                "visual_check": {"question": "What does it say?", "expected_answer": "plaque"},
+            }
+        ],
+    )
+    # Version 1 holds the author's first answer; the item changed since (version 2 is current).
+    first = task_document(item=w.titem, reference=w.reference)
+    first["golden_answer"]["value"] = "Willow Street"
+    TrajectoryVersionFactory(item=w.titem, number=1, data=first)
+    w.vtask = JudgmentTaskFactory(project=w.tproject, solve=True)
+    AssignmentFactory(task=w.vtask, item=w.titem, user=users["blind_verifier"])
+    JudgmentFactory(task=w.vtask, item=w.titem, user=users["annotator"], value=SECRET_OTHER_RATER)
+    OutcomeFactory(task=w.vtask, item=w.titem)
+    TrajectoryAuditFactory(task=w.vtask, item=w.titem, user=users["annotator"])
+
+    # The author's backward-drafting session on that item: a model call (with its job), a
+    # mark, a crop and the saved draft.
+    w.session = DraftingSessionFactory(
+        item=w.titem, source_sha256=timage.sha256, created_by=users["author"]
+    )
+    w.jobs.drafting = ModelCallJobFactory(
+        item=w.titem,
+        purpose=w.session.purpose("describe"),
+        created_by=users["author"],
+        status="succeeded",
+        progress=1,
+        result={"answer": SECRET_DRAFTING, "model": "fake-vl-7b", "latency_ms": 80},
+    )
+    w.drafting_call = DraftingCallFactory(
+        session=w.session,
+        job=w.jobs.drafting,
+        answer=SECRET_DRAFTING,
+        image_sha256s=[timage.sha256],
+        created_by=users["author"],
+    )
+    DraftingMarkFactory(session=w.session, call=w.drafting_call, marked_by=users["author"])
+    DraftingCropFactory(
+        session=w.session, image_sha256=timage.sha256, ground_truth=SECRET_CROP_TRUTH
+    )
+    DraftingDraftFactory(
+        session=w.session, query=w.titem.query, expected_answer=SECRET_ANSWER, checkpoint_id="C1"
+    )
+
+    # Agent runs of that item, with a person's visual verdict and failure label.
+    w.run_set = RunSetFactory(project=w.tproject, name="model A", created_by=users["reviewer"])
+    w.run = AgentRunFactory(run_set=w.run_set, item=w.titem)
+    VisualVerdictFactory(run=w.run, reviewer=users["reviewer"])
+    FailureLabelFactory(run=w.run, reviewer=users["reviewer"])
+
+    # A plan (m&m's) project with a verified item and its plan.
+    w.pproject = ProjectFactory(
+        name="Matrix m&m's", kind="plan", data_format="mms", toolset=toolsets["mms"]
+    )
+    PlanFactory(item=ItemFactory(project=w.pproject, status="verified"))
+
+    # Jobs of every kind.
+    failed = {"status": "failed"}
+    w.jobs.imported = ImportJobFactory(
+        project=w.project, created_by=users["admin"], error=ADMINS_ONLY, **failed
+    )
+    w.jobs.answer_scoring = AnswerScoringJobFactory(
+        project=w.project, created_by=users["reviewer"], error=REVIEWERS_ONLY, **failed
+    )
+    w.jobs.run_scoring = RunScoringJobFactory(
+        project=w.tproject, created_by=users["reviewer"], error=REVIEWERS_ONLY, **failed
+    )
+    w.jobs.rescoring = RescoringJobFactory(
+        run_set=w.run_set, created_by=users["reviewer"], error=REVIEWERS_ONLY, **failed
+    )
+    w.jobs.agreement = AgreementJobFactory(
+        task=w.task,
+        created_by=users["reviewer"],
+        status="succeeded",
+        result={"n_judgments": 1, "note": REVIEWERS_ONLY},
+    )
+    w.jobs.ask = ModelCallJobFactory(
+        item=w.item,
+        created_by=users["annotator"],
+        status="succeeded",
+        progress=1,
+        result={"answer": "A page with a chart.", "model": "fake-vl-7b"},
+    )
+    ModelCallFactory(project=w.project, item=w.item, job=w.jobs.ask, answer="A page with a chart.")
+    w.jobs.failed_ask = ModelCallJobFactory(
+        item=w.item, created_by=users["annotator"], error="the model did not answer", **failed
+    )
+
+    # Members: the same users in the same roles in every project of the world.
+    for project in (w.project, w.tproject, w.pproject):
+        _members(project, users)
+
+    # Another project, whose admin is the outsider.
+    w.other_project = ProjectFactory(name="Matrix elsewhere")
+    MembershipFactory(project=w.other_project, user=users["outsider"], role=Role.ADMIN)
+    w.other_image = ImageFactory(projects=[w.other_project])
+    w.other_item = ItemFactory(
+        project=w.other_project, image_refs=[image_ref(w.other_image, position=0)]
+    )
+    w.jobs.other = ImportJobFactory(project=w.other_project, created_by=users["outsider"])
+
+    w.sessions = {}
+    for role in ROLES:
+        if role != "anonymous":
+            client = Client()
+            client.force_login(users[role])
+            w.sessions[role] = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+
+    w.trajectory_save = _trajectory_save(w.titem)
+    w.drafting_draft = {
+        "query": w.titem.query,
+        "expected_answer": "Changed by the route matrix",
+        "match_type": "contains",
+        "base": item_draft_token(w.titem),
+    }
+    return w
+
+
+@pytest.fixture(scope="module")
+def world_media(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("route-matrix-media")
+
+
+@pytest.fixture(scope="module")
+def world(
+    django_db_setup: None, django_db_blocker: Any, world_media: Path
+) -> Iterator[SimpleNamespace]:
+    """The world, built once for the module inside a transaction that is rolled back at the
+    end; each test runs in a savepoint of its own, so what a POST writes is undone."""
+    overrides = {
+        "MEDIA_ROOT": world_media,
+        "PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"],
+    }
+    with django_db_blocker.unblock(), override_settings(**overrides), transaction.atomic():
+        yield build_world()
+        transaction.set_rollback(True)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_media(settings: Any, world_media: Path) -> None:
+    """The world's images live in the module's media folder (overrides the conftest's)."""
+    settings.MEDIA_ROOT = world_media
+
+
+def _client(world: SimpleNamespace, role: str) -> Client:
+    """A new client per cell, on its role's session (a cell that logs out deletes the session
+    row only inside its own savepoint)."""
+    client = Client()
+    if role != "anonymous":
+        client.cookies[django_settings.SESSION_COOKIE_NAME] = world.sessions[role]
+    return client
+
+
+# --------------------------------------------------------------------------- the matrix
+
+
+def _cells() -> Iterator[Any]:
+    for name, cases in ROUTES.items():
+        for case in cases:
+            for role in ROLES:
+                reason = case.xfail.get(role)
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                yield pytest.param(name, case, role, marks=marks, id=f"{name}|{case.label}|{role}")
+
+
+def _body(response: Any) -> str:
+    if getattr(response, "streaming", False):
+        content = b"".join(response.streaming_content)
+        response.close()
+    else:
+        content = response.content
+    return content.decode("utf-8", "replace")
+
+
+def _meets(response: Any, expected: Expect | int) -> bool:
+    status = response.status_code
+    to_login = status in (301, 302, 303) and response["Location"].startswith(LOGIN_URL)
+    if isinstance(expected, int):
+        return status == expected
+    return {
+        Expect.PUBLIC: status < 400,
+        Expect.OK: status not in (401, 403, 404) and not to_login,
+        Expect.SAFE: status != 401 and not to_login,
+        Expect.FORBIDDEN: status == 403,
+        Expect.HIDDEN: status == 404,
+        Expect.REFUSED: status in (403, 404),
+        Expect.LOGIN: to_login,
+        Expect.API_ANONYMOUS: status in (401, 403),
+    }[expected]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "case", "role"), list(_cells()))
+def test_route_matrix(name: str, case: Case, role: str, world: SimpleNamespace) -> None:
+    path = reverse(name, kwargs=case.kwargs(world))
+    assert resolve(path).view_name == name, path
+    expected = expectation(case, role, api=path.startswith("/api/"))
+    data = case.data(world) if callable(case.data) else case.data
+    extra: dict[str, Any] = dict(case.headers)
+    if case.json:
+        extra["content_type"] = "application/json"
+        data = json.dumps(data)
+    url = path + (case.query(world) if case.query else "")
+    response = getattr(_client(world, role), case.method)(url, data, **extra)
+    body = _body(response)
+    problems = []
+    if response.status_code >= 500:
+        problems.append("a server error")
+    elif not _meets(response, expected):
+        problems.append(f"expected {expected.value if isinstance(expected, Expect) else expected}")
+    leaked = [s for s, readers in SECRETS.items() if role not in readers and s in body]
+    if leaked:
+        problems.append(f"the body shows what {role} may not read: {leaked}")
+    missing = [s for s in case.shows.get(role, ()) if s not in body]
+    if missing:
+        problems.append(f"the body lacks what {role} should see: {missing}")
+    where = f"{case.method.upper()} {url} as {role} answered {response.status_code}"
+    assert not problems, f"{where}: " + "; ".join(problems) + f"\n{body[:1500]}"
