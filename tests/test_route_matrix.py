@@ -44,10 +44,10 @@ from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
-from annotation.drafting_services import item_draft_token
-from annotation.trajectory_document import ITEM_FIELDS, STEP_FIELDS, draft_from_document
-from annotation.trajectory_selectors import reference_of, version_state
-from annotation.trajectory_services import task_document
+from annotation.drafting.services import item_draft_token
+from annotation.trajectories.document import ITEM_FIELDS, STEP_FIELDS, draft_from_document
+from annotation.trajectories.selectors import reference_of, version_state
+from annotation.trajectories.services import task_document
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Role
 from tests.factories import (
@@ -288,38 +288,40 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("project list fragment", lambda w: {}, Access.LOGGED_IN, headers=HX_MAIN),
     ),
     "benchmark:project_detail": (
-        Case("ATP project", lambda w: {"pk": w.project.pk}, Access.VIEW),
-        Case("trajectory project", lambda w: {"pk": w.tproject.pk}, Access.VIEW),
-        Case("plan project", lambda w: {"pk": w.pproject.pk}, Access.VIEW),
-        Case("other project", lambda w: {"pk": w.other_project.pk}, Access.OTHER),
+        Case("ATP project", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case("trajectory project", lambda w: {"project_id": w.tproject.pk}, Access.VIEW),
+        Case("plan project", lambda w: {"project_id": w.pproject.pk}, Access.VIEW),
+        Case("other project", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
     ),
     "benchmark:item_detail": (
-        Case("ATP item", lambda w: {"project_pk": w.project.pk, "pk": w.item.pk}, Access.VIEW),
+        Case("ATP item", lambda w: {"project_id": w.project.pk, "item_id": w.item.pk}, Access.VIEW),
         Case(
             "blind item",
-            lambda w: {"project_pk": w.tproject.pk, "pk": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             shows={"annotator": (SECRET_ANSWER, SECRET_VARIANT, SECRET_REFERENCE)},
         ),
         Case(
             "blind item fragment",
-            lambda w: {"project_pk": w.tproject.pk, "pk": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             headers=HX_MAIN,
         ),
         Case(
             "other project's item",
-            lambda w: {"project_pk": w.other_project.pk, "pk": w.other_item.pk},
+            lambda w: {"project_id": w.other_project.pk, "item_id": w.other_item.pk},
             Access.OTHER,
         ),
     ),
     "benchmark:project_import": (
-        Case("import page", lambda w: {"pk": w.project.pk}, Access.MANAGE),
-        Case("import, no file", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+        Case("import page", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
+        Case(
+            "import, no file", lambda w: {"project_id": w.project.pk}, Access.MANAGE, method="post"
+        ),
     ),
     "benchmark:project_export": (
-        Case("export ATP", lambda w: {"pk": w.project.pk}, Access.REVIEW),
-        Case("export trajectories", lambda w: {"pk": w.tproject.pk}, Access.REVIEW),
+        Case("export ATP", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("export trajectories", lambda w: {"project_id": w.tproject.pk}, Access.REVIEW),
     ),
     "benchmark:job_detail": (
         *_job_cases(lambda w, job: {"pk": job.pk}, page="job page"),
@@ -368,18 +370,18 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "benchmark:item_model": (
         Case(
             "ask the model, ATP item",
-            lambda w: {"project_pk": w.project.pk, "pk": w.item.pk},
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
             Access.VIEW,
         ),
         Case(
             "ask the model, no prompt",
-            lambda w: {"project_pk": w.project.pk, "pk": w.item.pk},
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
             Access.VIEW,
             method="post",
         ),
         Case(
             "ask the model, blind item (lists the item's model calls)",
-            lambda w: {"project_pk": w.tproject.pk, "pk": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             blind=Expect.SAFE,
             xfail={"blind_verifier": D2},
@@ -387,7 +389,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
         Case(
             "ask the model, blind item, no prompt",
-            lambda w: {"project_pk": w.tproject.pk, "pk": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             method="post",
             blind=Expect.SAFE,
@@ -395,24 +397,42 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "benchmark:toolset": (
-        Case("toolset page", lambda w: {"pk": w.project.pk}, Access.VIEW),
-        Case("toolset edit, invalid", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+        Case("toolset page", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case(
+            "toolset edit, invalid",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+        ),
     ),
     "benchmark:images": (
-        Case("images page", lambda w: {"pk": w.project.pk}, Access.VIEW),
-        Case("image upload, no file", lambda w: {"pk": w.project.pk}, Access.VIEW, method="post"),
+        Case("images page", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case(
+            "image upload, no file",
+            lambda w: {"project_id": w.project.pk},
+            Access.VIEW,
+            method="post",
+        ),
     ),
     "benchmark:image_preview": (
-        Case("preview, no recipe", lambda w: {"pk": w.project.pk}, Access.VIEW, method="post"),
+        Case(
+            "preview, no recipe", lambda w: {"project_id": w.project.pk}, Access.VIEW, method="post"
+        ),
     ),
     "benchmark:image_derive": (
-        Case("derive, no recipe", lambda w: {"pk": w.project.pk}, Access.VIEW, method="post"),
+        Case(
+            "derive, no recipe", lambda w: {"project_id": w.project.pk}, Access.VIEW, method="post"
+        ),
     ),
     "benchmark:image_edit": (
-        Case("image editor", lambda w: {"pk": w.project.pk, "sha256": w.image.sha256}, Access.VIEW),
+        Case(
+            "image editor",
+            lambda w: {"project_id": w.project.pk, "sha256": w.image.sha256},
+            Access.VIEW,
+        ),
         Case(
             "image editor save, no recipe",
-            lambda w: {"pk": w.project.pk, "sha256": w.image.sha256},
+            lambda w: {"project_id": w.project.pk, "sha256": w.image.sha256},
             Access.VIEW,
             method="post",
         ),
@@ -426,21 +446,25 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     # ------------------------------------------------------------------ judging
     "annotation:task_list": (
-        Case("judging, ATP project", lambda w: {"pk": w.project.pk}, Access.VIEW),
-        Case("judging, trajectory project", lambda w: {"pk": w.tproject.pk}, Access.VIEW),
+        Case("judging, ATP project", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case("judging, trajectory project", lambda w: {"project_id": w.tproject.pk}, Access.VIEW),
     ),
     "annotation:task_new": (
-        Case("new task form", lambda w: {"pk": w.project.pk}, Access.MANAGE),
-        Case("new task, empty", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+        Case("new task form", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
+        Case(
+            "new task, empty", lambda w: {"project_id": w.project.pk}, Access.MANAGE, method="post"
+        ),
     ),
     "annotation:task_defaults": (
-        Case("default tasks", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+        Case("default tasks", lambda w: {"project_id": w.project.pk}, Access.MANAGE, method="post"),
     ),
     "annotation:task_edit": (
-        Case("edit task form", lambda w: {"pk": w.project.pk, "task_pk": w.task.pk}, Access.MANAGE),
+        Case(
+            "edit task form", lambda w: {"project_id": w.project.pk, "pk": w.task.pk}, Access.MANAGE
+        ),
         Case(
             "edit task, empty",
-            lambda w: {"pk": w.project.pk, "task_pk": w.task.pk},
+            lambda w: {"project_id": w.project.pk, "pk": w.task.pk},
             Access.MANAGE,
             method="post",
         ),
@@ -453,40 +477,40 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         # Annotators reach the judge page through a lease; reviewers may look at any item.
         Case(
             "judge page, not leased",
-            lambda w: {"pk": w.task.pk, "item_pk": w.item.pk},
+            lambda w: {"pk": w.task.pk, "item_id": w.item.pk},
             Access.REVIEW,
         ),
         Case(
             "judge, not leased, empty",
-            lambda w: {"pk": w.task.pk, "item_pk": w.item.pk},
+            lambda w: {"pk": w.task.pk, "item_id": w.item.pk},
             Access.REVIEW,
             method="post",
         ),
         Case(
             "solve screen",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.VIEW,
             shows={"annotator": (SECRET_OTHER_RATER,)},  # their own answer
         ),
         Case(
             "solve, empty answer",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.VIEW,
             method="post",
         ),
     ),
-    "annotation:verify_audit": (
+    "annotation:verification_audit": (
         # The audit opens once you have answered (reviewers see everyone's).
         Case(
             "audit checklist",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.VIEW,
             blind=Expect.REFUSED,
             shows={"annotator": (SECRET_ANSWER, SECRET_REFERENCE)},
         ),
         Case(
             "audit save, stale",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.VIEW,
             method="post",
             # Only the item's verifiers audit it; the annotator's audit is at version 1.
@@ -494,19 +518,27 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             blind=Expect.REFUSED,
         ),
     ),
-    "annotation:verify_audits": (
+    "annotation:verification_audits": (
         Case("audits overview", lambda w: {"pk": w.vtask.pk}, Access.REVIEW),
     ),
     # ------------------------------------------------------------------ tag review
     "annotation:tag_review": (
         Case(
             "tag review",
-            lambda w: {"project": w.project.pk, "item": w.item.pk, "response": w.response.pk},
+            lambda w: {
+                "project_id": w.project.pk,
+                "item_id": w.item.pk,
+                "response_id": w.response.pk,
+            },
             Access.VIEW,
         ),
         Case(
             "tag review, keep a call",
-            lambda w: {"project": w.project.pk, "item": w.item.pk, "response": w.response.pk},
+            lambda w: {
+                "project_id": w.project.pk,
+                "item_id": w.item.pk,
+                "response_id": w.response.pk,
+            },
             Access.VIEW,
             method="post",
             data={"base": "2", "op": "keep:0"},
@@ -515,7 +547,11 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:tag_discard": (
         Case(
             "discard the sample",
-            lambda w: {"project": w.project.pk, "item": w.item.pk, "response": w.response.pk},
+            lambda w: {
+                "project_id": w.project.pk,
+                "item_id": w.item.pk,
+                "response_id": w.response.pk,
+            },
             Access.REVIEW,
             method="post",
             data={"reason": "other", "detail": "route matrix"},
@@ -525,7 +561,11 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:tag_versions": (
         Case(
             "tag versions",
-            lambda w: {"project": w.project.pk, "item": w.item.pk, "response": w.response.pk},
+            lambda w: {
+                "project_id": w.project.pk,
+                "item_id": w.item.pk,
+                "response_id": w.response.pk,
+            },
             Access.VIEW,
         ),
     ),
@@ -533,9 +573,9 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "tag version 1",
             lambda w: {
-                "project": w.project.pk,
-                "item": w.item.pk,
-                "response": w.response.pk,
+                "project_id": w.project.pk,
+                "item_id": w.item.pk,
+                "response_id": w.response.pk,
                 "number": 1,
             },
             Access.VIEW,
@@ -545,9 +585,9 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "revert to version 1",
             lambda w: {
-                "project": w.project.pk,
-                "item": w.item.pk,
-                "response": w.response.pk,
+                "project_id": w.project.pk,
+                "item_id": w.item.pk,
+                "response_id": w.response.pk,
                 "number": 1,
             },
             Access.VIEW,
@@ -556,20 +596,20 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "annotation:tag_stats": (
-        Case("tag decisions per tool", lambda w: {"project": w.project.pk}, Access.VIEW),
+        Case("tag decisions per tool", lambda w: {"project_id": w.project.pk}, Access.VIEW),
     ),
     # ------------------------------------------------------------------ backward drafting
     # It shows the item's reference: refused to a blind verifier who has not answered yet.
     "annotation:drafting_list": (
         Case(
             "drafting sessions",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             blind=Expect.REFUSED,
         ),
         Case(
             "drafting start, no model",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             method="post",
             blind=Expect.REFUSED,
@@ -578,7 +618,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:drafting_session": (
         Case(
             "drafting session",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
             Access.VIEW,
             blind=Expect.REFUSED,
             shows={"annotator": (SECRET_DRAFTING, SECRET_CROP_TRUTH)},
@@ -587,7 +627,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:drafting_describe": (
         Case(
             "describe, empty",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
             Access.VIEW,
             method="post",
             blind=Expect.REFUSED,
@@ -596,7 +636,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:drafting_crop": (
         Case(
             "crop, empty",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
             Access.VIEW,
             method="post",
             blind=Expect.REFUSED,
@@ -606,8 +646,8 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "mark, empty",
             lambda w: {
-                "project": w.tproject.pk,
-                "item": w.titem.pk,
+                "project_id": w.tproject.pk,
+                "item_id": w.titem.pk,
                 "pk": w.session.pk,
                 "call": w.drafting_call.pk,
             },
@@ -619,14 +659,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:drafting_draft": (
         Case(
             "draft, empty",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
             Access.VIEW,
             method="post",
             blind=Expect.REFUSED,
         ),
         Case(
             "draft a new question and answer",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "pk": w.session.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
             Access.VIEW,
             method="post",
             data=lambda w: w.drafting_draft,
@@ -641,14 +681,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:trajectory_edit": (
         Case(
             "trajectory editor",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             blind=Expect.REFUSED,
             shows={"annotator": (SECRET_ANSWER, SECRET_VARIANT, SECRET_REFERENCE)},
         ),
         Case(
             "trajectory editor, re-check",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             method="post",
             data={"op": "refresh"},
@@ -656,7 +696,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
         Case(
             "trajectory editor, save a new expected answer",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             method="post",
             data=lambda w: w.trajectory_save,
@@ -670,7 +710,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:trajectory_versions": (
         Case(
             "trajectory history",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             blind=Expect.REFUSED,
         ),
@@ -678,7 +718,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:trajectory_version": (
         Case(
             "trajectory version 1",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "number": 1},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "number": 1},
             Access.VIEW,
             blind=Expect.REFUSED,
         ),
@@ -686,7 +726,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "annotation:trajectory_version_revert": (
         Case(
             "revert to version 1 (changes the reference)",
-            lambda w: {"project": w.tproject.pk, "item": w.titem.pk, "number": 1},
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "number": 1},
             Access.VIEW,
             method="post",
             data={"base": "2"},
@@ -701,23 +741,23 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("joint review queue", lambda w: {"pk": w.vtask.pk}, Access.REVIEW),
     ),
     "review:adjudicate": (
-        Case("adjudicate", lambda w: {"pk": w.task.pk, "item_pk": w.item.pk}, Access.REVIEW),
+        Case("adjudicate", lambda w: {"pk": w.task.pk, "item_id": w.item.pk}, Access.REVIEW),
         Case(
             "adjudicate: discard",
-            lambda w: {"pk": w.task.pk, "item_pk": w.item.pk},
+            lambda w: {"pk": w.task.pk, "item_id": w.item.pk},
             Access.REVIEW,
             method="post",
             data={"verdict": "discarded", "reason": "route matrix"},
         ),
         Case(
             "joint review",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.REVIEW,
             shows={"reviewer": (SECRET_ANSWER, SECRET_OTHER_RATER)},
         ),
         Case(
             "joint review: discard",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.REVIEW,
             method="post",
             data={"verdict": "discarded", "reason": "route matrix"},
@@ -731,23 +771,38 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("judgments csv", lambda w: {"pk": w.task.pk, "fmt": "csv"}, Access.REVIEW),
         Case("blind answers jsonl", lambda w: {"pk": w.vtask.pk, "fmt": "jsonl"}, Access.REVIEW),
     ),
-    "review:balance": (Case("balanced subset", lambda w: {"pk": w.pproject.pk}, Access.REVIEW),),
+    "review:balance": (
+        Case("balanced subset", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
+    ),
     "review:score_plans": (
-        Case("score plans", lambda w: {"pk": w.pproject.pk}, Access.REVIEW),
-        Case("score plans, no file", lambda w: {"pk": w.pproject.pk}, Access.REVIEW, method="post"),
+        Case("score plans", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
+        Case(
+            "score plans, no file",
+            lambda w: {"project_id": w.pproject.pk},
+            Access.REVIEW,
+            method="post",
+        ),
     ),
     "review:score_answers": (
-        Case("score answers", lambda w: {"pk": w.project.pk}, Access.REVIEW),
+        Case("score answers", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
         Case(
-            "score answers, no file", lambda w: {"pk": w.project.pk}, Access.REVIEW, method="post"
+            "score answers, no file",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
         ),
     ),
     "review:score_answers_job": (
         Case("answer scoring job", lambda w: {"pk": w.jobs.answer_scoring.pk}, Access.REVIEW),
     ),
     "review:runs": (
-        Case("agent runs", lambda w: {"pk": w.tproject.pk}, Access.REVIEW),
-        Case("agent runs, no file", lambda w: {"pk": w.tproject.pk}, Access.REVIEW, method="post"),
+        Case("agent runs", lambda w: {"project_id": w.tproject.pk}, Access.REVIEW),
+        Case(
+            "agent runs, no file",
+            lambda w: {"project_id": w.tproject.pk},
+            Access.REVIEW,
+            method="post",
+        ),
     ),
     "review:runs_job": (
         Case("run scoring job", lambda w: {"pk": w.jobs.run_scoring.pk}, Access.REVIEW),
@@ -850,24 +905,24 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "judgment-task-agreement": (
         Case("agreement figures", lambda w: {"pk": w.task.pk}, Access.REVIEW),
     ),
-    "verify-blind-item": (
+    "verification-blind-item": (
         Case(
             "blind view",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.VIEW,
             shows={"annotator": (SECRET_OTHER_RATER,)},  # their own answer
         ),
     ),
-    "verify-audit": (
+    "verification-audit": (
         Case(
             "audit",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.VIEW,
             blind=Expect.REFUSED,
         ),
         Case(
             "audit save, stale",
-            lambda w: {"pk": w.vtask.pk, "item_pk": w.titem.pk},
+            lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
             Access.VIEW,
             method="post",
             data={"base": 0, "steps": {}},
