@@ -20,7 +20,7 @@ import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
-from django.utils.text import get_valid_filename, slugify
+from django.utils.text import slugify
 
 from benchmark import permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
@@ -38,7 +38,7 @@ from benchmark.formats import (
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.services import image_store
 from benchmark.jobs.services import job_create
-from benchmark.jobs.uploads import upload_folder, upload_write, zip_extract
+from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
 from benchmark.models import (
     Image,
     Item,
@@ -697,34 +697,30 @@ def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile
         raise ValidationFailed(
             f"the file is {upload.size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.1f} MB"
         )
-    filename = get_valid_filename(Path(upload.name or "upload").name) or "upload"
-    with transaction.atomic():
-        job = job_create(
-            kind=IMPORT_KIND,
-            user=user,
-            project=project,
-            params={"project_id": project.pk, "path": "", "filename": filename},
-        )
-        folder = upload_folder(IMPORT_AREA, job.pk)
-        try:
-            folder.mkdir(parents=True, exist_ok=False)
-            upload.seek(0)
-            if zipfile.is_zipfile(upload):
-                upload.seek(0)
-                path = zip_extract(upload, folder, max_bytes)
-            elif filename.lower().endswith(".zip"):
-                raise ValidationFailed("the file is named .zip but is not a zip archive")
-            else:
-                upload.seek(0)
-                path = folder / filename
-                upload_write(upload, path)
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        job.params = {**job.params, "path": str(path), "cleanup": str(folder)}
-        job.message = "queued"
-        job.save(update_fields=["params", "message"])
-        transaction.on_commit(lambda: dataset_import_task.delay(job.pk))
+    filename = safe_filename(Path(upload.name or "upload").name, "upload")
+    # Unpack and check with no transaction open (on SQLite a transaction holds the write
+    # lock); only the job row and the folder's rename happen in the short one below.
+    with place_uploads(IMPORT_AREA, UploadBudget(max_bytes=max_bytes)) as placed:
+        upload.seek(0)
+        if zipfile.is_zipfile(upload):
+            path = placed.add_zip(upload, archive=Path(upload.name or filename).name)
+        elif filename.lower().endswith(".zip"):
+            raise ValidationFailed(f"{filename}: the file is named .zip but is not a zip archive")
+        else:
+            path = placed.add_file(upload, filename)
+        with transaction.atomic():
+            job = job_create(
+                kind=IMPORT_KIND,
+                user=user,
+                project=project,
+                params={"project_id": project.pk, "path": "", "filename": filename},
+            )
+            folder = placed.claim(job.pk)
+            path = placed.final(path)
+            job.params = {**job.params, "path": str(path), "cleanup": str(folder)}
+            job.message = "queued"
+            job.save(update_fields=["params", "message"])
+            transaction.on_commit(lambda: dataset_import_task.delay(job.pk))
     return job
 
 

@@ -11,7 +11,6 @@ uploaded answer to its item.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -20,7 +19,6 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
-from django.utils.text import get_valid_filename
 
 from annotation.tag_review.models import ResponseVersion
 from benchmark import permissions
@@ -279,28 +277,27 @@ def answers_score_start(
     uploads_check(uploads)
     names = [Path(u.name or "answers").name for u in uploads]
     label = ", ".join(names)[:200]
-    with transaction.atomic():
-        job = job_services.job_create(
-            kind=SCORE_KIND,
-            user=reviewer,
-            project=project,
-            params={"project_id": project.pk, "name": label, "only_verified": only_verified},
-        )
-        root = job_uploads.upload_folder(UPLOAD_AREA, job.pk)
-        files: list[list[str]] = []
-        try:
-            root.mkdir(parents=True, exist_ok=False)
-            for n, (upload, name) in enumerate(zip(uploads, names, strict=True)):
-                target = root / f"{n}-{get_valid_filename(name) or 'answers'}"
-                job_uploads.upload_write(upload, target)
-                files.append([name, str(target)])
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        job.params = {**job.params, "files": files, "path": str(root)}
-        job.message = "queued"
-        job.save(update_fields=["params", "message"])
-        transaction.on_commit(lambda: answers_score_task.delay(job.pk))
+    # Write the files with no transaction open (on SQLite a transaction holds the write
+    # lock); only the job row and the folder's rename happen in the short one below.
+    budget = job_uploads.UploadBudget(max_bytes=max_score_bytes())
+    with job_uploads.place_uploads(UPLOAD_AREA, budget) as placed:
+        placed_files: list[tuple[str, Path]] = []
+        for n, (upload, name) in enumerate(zip(uploads, names, strict=True)):
+            stored = f"{n}-{job_uploads.safe_filename(name, 'answers')}"
+            placed_files.append((name, placed.add_file(upload, stored)))
+        with transaction.atomic():
+            job = job_services.job_create(
+                kind=SCORE_KIND,
+                user=reviewer,
+                project=project,
+                params={"project_id": project.pk, "name": label, "only_verified": only_verified},
+            )
+            root = placed.claim(job.pk)
+            files = [[name, str(placed.final(path))] for name, path in placed_files]
+            job.params = {**job.params, "files": files, "path": str(root)}
+            job.message = "queued"
+            job.save(update_fields=["params", "message"])
+            transaction.on_commit(lambda: answers_score_task.delay(job.pk))
     return job
 
 

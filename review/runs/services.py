@@ -27,7 +27,6 @@ import json
 import re
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -230,50 +229,41 @@ def run_upload_start(
             "the folder upload lost its file paths (it needs JavaScript); upload a .zip instead"
         )
     label = name.strip() or ", ".join(Path(f.name or "upload").name for f in files)[:200]
-    with transaction.atomic():
-        job = job_services.job_create(
-            kind=SCORE_KIND,
-            user=reviewer,
-            project=project,
-            params={"project_id": project.pk, "name": label, "filename": label},
-        )
-        root = job_uploads.upload_folder(UPLOAD_AREA, job.pk)
-        sources: list[list[str]] = []
-        try:
-            root.mkdir(parents=True, exist_ok=False)
-            if zips:
-                stems: set[str] = set()
-                for upload in zips:
-                    stem = get_valid_filename(Path(upload.name or "upload").stem) or "upload"
-                    while stem in stems:
-                        stem = f"{stem}-{len(stems) + 1}"
-                    stems.add(stem)
-                    target = root / stem
-                    target.mkdir()
-                    upload.seek(0)
-                    if not zipfile.is_zipfile(upload):
-                        raise ValidationFailed(f"{upload.name} is not a readable zip archive")
-                    upload.seek(0)
-                    try:
-                        inner = job_uploads.zip_extract(upload, target, max_bytes)
-                    except ValidationFailed as exc:
-                        raise ValidationFailed(f"{upload.name}: {exc.message}") from None
-                    sources.append([stem if len(zips) > 1 else "", str(inner)])
-            else:
-                for upload, rel in zip(files, paths, strict=True):
-                    target = root.joinpath(*_safe_relative(rel).parts)
-                    if target.exists():
-                        raise ValidationFailed(f"the upload holds {rel!r} twice")
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    job_uploads.upload_write(upload, target)
-                sources.append(["", str(root)])
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        job.params = {**job.params, "path": str(root), "sources": sources}
-        job.message = "queued"
-        job.save(update_fields=["params", "message"])
-        transaction.on_commit(lambda: runs_score_task.delay(job.pk))
+    # Unpack and check with no transaction open (on SQLite a transaction holds the write
+    # lock); only the job row and the folder's rename happen in the short one below.
+    budget = job_uploads.UploadBudget(max_bytes=max_bytes)
+    with job_uploads.place_uploads(UPLOAD_AREA, budget) as placed:
+        sources: list[tuple[str, Path]] = []
+        if zips:
+            stems: set[str] = set()
+            for upload in zips:
+                stem = job_uploads.safe_filename(Path(upload.name or "upload").stem, "upload")
+                while stem in stems:
+                    stem = f"{stem}-{len(stems) + 1}"
+                stems.add(stem)
+                archive = Path(upload.name or "upload").name
+                inner = placed.add_zip(upload, archive=archive, into=stem)
+                sources.append((stem if len(zips) > 1 else "", inner))
+        else:
+            for upload, rel in zip(files, paths, strict=True):
+                placed.add_file(upload, _safe_relative(rel).parts)
+            sources.append(("", placed.root))
+        with transaction.atomic():
+            job = job_services.job_create(
+                kind=SCORE_KIND,
+                user=reviewer,
+                project=project,
+                params={"project_id": project.pk, "name": label, "filename": label},
+            )
+            root = placed.claim(job.pk)
+            job.params = {
+                **job.params,
+                "path": str(root),
+                "sources": [[prefix, str(placed.final(path))] for prefix, path in sources],
+            }
+            job.message = "queued"
+            job.save(update_fields=["params", "message"])
+            transaction.on_commit(lambda: runs_score_task.delay(job.pk))
     return job
 
 
