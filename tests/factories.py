@@ -359,3 +359,23 @@ def _fingerprint(document: dict[str, Any]) -> str:
     from annotation.trajectories.document import fingerprint
 
     return fingerprint(document)
+
+
+class ItemStatusChangeFactory(DjangoModelFactory):
+    class Meta:
+        model = "benchmark.ItemStatusChange"
+
+    item = factory.SubFactory(ItemFactory, status=ItemStatus.DISCARDED, discard_reason="dup")
+    changed_by = factory.SubFactory(UserFactory)
+    from_status = ItemStatus.VERIFIED
+    to_status = ItemStatus.DISCARDED
+    reason = "dup"
+
+
+class DiscardProposalFactory(DjangoModelFactory):
+    class Meta:
+        model = "annotation.DiscardProposal"
+
+    item = factory.SubFactory(ItemFactory)
+    proposed_by = factory.SubFactory(UserFactory)
+    reason = "broken_markdown"

@@ -48,6 +48,13 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[int, ...]]] = [
     ("project page fragment", "get", "/projects/{project}/", HX_MAIN, MEMBERS),
     ("item list fragment", "get", "/projects/{project}/?status=draft", HX_LIST, MEMBERS),
     ("item page", "get", "/projects/{project}/items/{item}/", {}, MEMBERS),
+    (
+        "item restore, not discarded",
+        "post",
+        "/projects/{project}/items/{item}/restore/",
+        {},
+        (409, 409, 403, 404, 302),
+    ),
     ("item fragment", "get", "/projects/{project}/items/{item}/", HX_MAIN, MEMBERS),
     ("image", "get", "/images/{sha}/", {}, MEMBERS),
     ("image thumbnail", "get", "/images/{sha}/thumb/", {}, MEMBERS),

@@ -13,6 +13,7 @@ from annotation.judging.models import Assignment, Judgment, JudgmentTask
 from tests.conftest import ROLES
 from tests.factories import (
     AgentRunFactory,
+    DiscardProposalFactory,
     DraftingSessionFactory,
     ItemFactory,
     JobFactory,
@@ -151,6 +152,14 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("tag version 1", "get", TAGS + "versions/1/", {}, MEMBERS),
     ("tag revert to current", "post", TAGS + "versions/1/revert/", {}, MEMBERS),
     ("tag decisions per tool", "get", "/projects/{project}/tag-decisions/", {}, MEMBERS),
+    ("discard proposals", "get", "/projects/{project}/discard-proposals/", {}, REVIEWERS),
+    (
+        "discard proposal, no decision",
+        "post",
+        "/projects/{project}/discard-proposals/{proposal}/decide/",
+        {},
+        (400, 400, 403, 404, "L"),
+    ),
 ]
 
 
@@ -188,7 +197,9 @@ def world(project: Any, users: dict[str, Any]) -> dict[str, Any]:
     run = AgentRunFactory(run_set=RunSetFactory(project=tproject), item=titem)
     runjob = JobFactory(kind="score_runs", project=tproject, status="failed", error="bad zip")
     ansjob = JobFactory(kind="score_answers", project=project, status="failed", error="bad file")
+    proposal = DiscardProposalFactory(item=item, proposed_by=users["annotator"])
     return {
+        "proposal": proposal.pk,
         "project": project.pk,
         "task": task.pk,
         "item": item.pk,
@@ -249,6 +260,7 @@ def test_matrix_covers_every_route() -> None:
     fake = {"project": 1, "task": 1, "item": 1, "response": 1, "tproject": 1, "titem": 1}
     fake.update({"session": 1, "call": 1, "run": 1, "runset": 1, "runjob": 1, "vtask": 1})
     fake["ansjob"] = 1
+    fake["proposal"] = 1
     covered = {resolve(path.format(**fake)).url_name for _, _, path, _, _ in MATRIX}
     missing = names - covered - {"api-root"}
     assert not missing, f"routes without a row: {sorted(missing)}"
