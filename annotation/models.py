@@ -1,6 +1,7 @@
 """The annotation app's models live in its feature packages; importing them here is what
 registers them with Django."""
 
+from annotation.discarding.models import *  # noqa: F403
 from annotation.drafting.models import *  # noqa: F403
 from annotation.judging.models import *  # noqa: F403
 from annotation.tag_review.models import *  # noqa: F403

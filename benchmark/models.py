@@ -321,6 +321,50 @@ class Item(models.Model):
         return orjson.loads(raw) if raw else None
 
 
+class ItemStatusChange(models.Model):
+    """One change of an item's status: by a person (``changed_by``) or by a rule (``rule``,
+    e.g. a judgment task's consensus), with the status before and after and why. Written only
+    by ``benchmark.projects.services.item_status_set``; rows are never edited."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="status_changes")
+    changed_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="item_status_changes",
+    )
+    rule = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The rule that changed the status, when no person did.",
+    )
+    from_status = models.CharField(max_length=20, choices=ItemStatus.choices)
+    to_status = models.CharField(max_length=20, choices=ItemStatus.choices)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item", "created_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(changed_by__isnull=False) | ~Q(rule=""),
+                name="itemstatuschange_by_someone",
+            ),
+            models.CheckConstraint(
+                condition=~Q(from_status=models.F("to_status")),
+                name="itemstatuschange_changes",
+            ),
+            models.CheckConstraint(
+                condition=~Q(to_status="discarded") | ~Q(reason=""),
+                name="itemstatuschange_discard_needs_reason",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.from_status} -> {self.to_status}"
+
+
 class AttachedRecord(models.Model):
     """Fields shared by what hangs off an item and may come from its own source file."""
 

@@ -631,3 +631,23 @@ class FailureLabelFactory(DjangoModelFactory):
     run = factory.SubFactory(AgentRunFactory)
     reviewer = factory.SubFactory(UserFactory)
     mode = "missing_visual_tool_use"
+
+
+class ItemStatusChangeFactory(DjangoModelFactory):
+    class Meta:
+        model = "benchmark.ItemStatusChange"
+
+    item = factory.SubFactory(ItemFactory, status=ItemStatus.DISCARDED, discard_reason="dup")
+    changed_by = factory.SubFactory(UserFactory)
+    from_status = ItemStatus.VERIFIED
+    to_status = ItemStatus.DISCARDED
+    reason = "dup"
+
+
+class DiscardProposalFactory(DjangoModelFactory):
+    class Meta:
+        model = "annotation.DiscardProposal"
+
+    item = factory.SubFactory(ItemFactory)
+    proposed_by = factory.SubFactory(UserFactory)
+    reason = "broken_markdown"

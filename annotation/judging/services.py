@@ -26,6 +26,7 @@ from annotation.verification import services as verification
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus
 from benchmark.permissions import role_in
+from benchmark.projects.services import item_status_set
 from benchmark.typing import User
 
 
@@ -263,7 +264,7 @@ def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
         outcome.relabel = _apply_relabels(task, item)
     outcome.save()
     if task.updates_item_status:
-        item_follows_outcome(item, outcome.verdict, outcome.reason)
+        item_follows_outcome(item, outcome.verdict, outcome.reason, task=task)
     return outcome
 
 
@@ -288,7 +289,16 @@ def _apply_relabels(task: JudgmentTask, item: Item) -> dict[str, dict[str, str]]
     return changed
 
 
-def item_follows_outcome(item: Item, verdict: str, reason: str) -> None:
+def item_follows_outcome(
+    item: Item,
+    verdict: str,
+    reason: str,
+    *,
+    task: JudgmentTask | None = None,
+    reviewer: User | None = None,
+) -> None:
+    """Set the item's status from an outcome, recorded as a status change: by ``reviewer``
+    when one decided, else by the consensus rule of ``task``."""
     status = {
         Verdict.ACCEPTED: ItemStatus.VERIFIED,
         Verdict.REJECTED: ItemStatus.DISCARDED,
@@ -297,9 +307,18 @@ def item_follows_outcome(item: Item, verdict: str, reason: str) -> None:
     }.get(verdict)
     if status is None:
         return
-    item.status = status
-    item.discard_reason = (reason or verdict) if status == ItemStatus.DISCARDED else ""
-    item.save(update_fields=["status", "discard_reason", "updated_at"])
+    rule = (
+        f"consensus ({task.consensus}) of judgment task {task.name!r}"
+        if task is not None
+        else "judgment outcome"
+    )
+    item_status_set(
+        item=item,
+        user=reviewer,
+        status=status,
+        reason=(reason or verdict) if status == ItemStatus.DISCARDED else reason,
+        rule=rule,
+    )
 
 
 ATP_QUERY_LABELS = [

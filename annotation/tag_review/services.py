@@ -1,4 +1,5 @@
-"""Tag review writes: saving a reviewed answer as a new version, reverting, discarding a sample.
+"""Tag review writes: saving a reviewed answer as a new version, reverting, discarding a sample
+(reviewers; annotators propose it).
 
 Every save adds a ``ResponseVersion``; nothing is overwritten. Version 1 is the imported text,
 created on the first save. A save names the version it was made on (``base_number``); if
@@ -16,7 +17,8 @@ from django.db import IntegrityError, transaction
 from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
 from benchmark.models import Item, ItemStatus, Project, Response, Role
-from benchmark.permissions import role_in
+from benchmark.permissions import can, role_in
+from benchmark.projects.services import item_status_set
 from benchmark.typing import User
 
 __all__ = [
@@ -24,12 +26,13 @@ __all__ = [
     "EDITOR_ROLES",
     "VersionConflict",
     "can_edit",
+    "discard_reason_text",
     "item_discard",
     "response_revert",
     "response_save_version",
 ]
 
-#: Who may review tags, save versions and discard samples.
+#: Who may review tags and save versions (discarding a sample is a reviewer's decision).
 EDITOR_ROLES = frozenset({Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR})
 
 #: Why a whole sample is discarded (ATP-Bench §4.2: "errors are systemic, such as severe
@@ -197,19 +200,31 @@ def response_revert(
     return version
 
 
-def item_discard(*, item: Item, user: User, reason: str, detail: str = "") -> Item:
-    """Discard the whole sample (errors too systemic to fix tag by tag)."""
-    _require_editor(user, item.project)
+def discard_reason_text(reason: str, detail: str = "") -> str:
+    """The reason stored for a discard chosen on the tag review screen (``code: detail``);
+    ``ValidationFailed`` for an unknown code, or "other" without details."""
     codes = dict(DISCARD_REASONS)
     if reason not in codes:
         raise ValidationFailed("choose a reason: " + ", ".join(codes.values()))
     detail = detail.strip()
     if reason == "other" and not detail:
         raise ValidationFailed("say why the sample is discarded")
+    return f"{reason}: {detail}" if detail else reason
+
+
+def item_discard(*, item: Item, user: User, reason: str, detail: str = "") -> Item:
+    """Discard the whole sample (errors too systemic to fix tag by tag), recorded as a status
+    change. Reviewers and admins only: an annotator proposes it instead
+    (``annotation.discarding.services.discard_propose``)."""
+    if not can(user=user, project=item.project, action="review"):
+        raise Forbidden("only reviewers and admins discard a sample; propose discarding it instead")
+    text = discard_reason_text(reason, detail)
     with transaction.atomic():
-        locked = Item.objects.select_for_update().get(pk=item.pk)
-        locked.status = ItemStatus.DISCARDED
-        locked.discard_reason = f"{reason}: {detail}" if detail else reason
-        locked.save(update_fields=["status", "discard_reason", "updated_at"])
+        locked = Item.objects.select_for_update().select_related("project").get(pk=item.pk)
+        if locked.status == ItemStatus.DISCARDED:
+            raise Conflict(f"this sample is already discarded: {locked.discard_reason}")
+        item_status_set(
+            item=locked, user=user, status=ItemStatus.DISCARDED, reason=text, expect=locked.status
+        )
     item.status, item.discard_reason = locked.status, locked.discard_reason
-    return locked
+    return item

@@ -25,6 +25,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
+from annotation.discarding import selectors as discard_selectors
+from annotation.discarding import services as discard_services
 from annotation.tag_review import edits as tag_edits
 from annotation.tag_review import selectors as tag_selectors
 from annotation.tag_review import services as tag_review
@@ -33,6 +35,7 @@ from annotation.tag_review.render import render_answer
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Image, Item, Project, ProjectKind, Response
+from benchmark.permissions import can
 from benchmark.presenters import attachment_label, item_view
 from benchmark.projects import selectors
 from benchmark.tags import ParsedText, ToolCall, builtin_toolset, parse, validate
@@ -319,8 +322,12 @@ def _review_context(
         "error": error,
         "conflict": conflict,
         "can_edit": tag_review.can_edit(user=request.user, project=answer.project),
+        "can_discard": can(user=request.user, project=answer.project, action="review"),
         "discard_form": DiscardForm(),
+        # Lazy: only the full page (not the #review fragment) shows them.
+        "discard_proposals": discard_selectors.open_proposals(user=request.user, item=item),
         "saved": request.GET.get("saved", ""),
+        "proposed": bool(request.GET.get("proposed")),
         **_urls(response),
     }
     if conflict is not None:
@@ -483,29 +490,38 @@ def review(
 def discard(
     request: HtmxHttpRequest, project_id: int, item_id: int, response_id: int
 ) -> HttpResponse:
-    """Discard the whole sample with a reason (ATP-Bench: systemic errors)."""
+    """Discard the whole sample with a reason (ATP-Bench: systemic errors): reviewers and
+    admins discard it (recorded as a status change); an annotator's post becomes a proposal
+    that a reviewer accepts or rejects."""
     row = _objects(request, project_id, item_id, response_id)
     user = request_user(request)
     form = DiscardForm(request.POST)
-    error = ""
+    error, status = "", 200
     if form.is_valid():
+        reason, detail = form.cleaned_data["reason"], form.cleaned_data["detail"]
+        done = _urls(row)["review_url"]
         try:
-            tag_review.item_discard(
-                item=row.item,
-                user=user,
-                reason=form.cleaned_data["reason"],
-                detail=form.cleaned_data["detail"],
-            )
+            if can(user=user, project=row.item.project, action="review"):
+                tag_review.item_discard(item=row.item, user=user, reason=reason, detail=detail)
+            else:
+                discard_services.discard_propose(
+                    item=row.item,
+                    user=user,
+                    reason=tag_review.discard_reason_text(reason, detail),
+                    response=row,
+                )
+                done += "?proposed=1"
         except DomainError as exc:
             if exc.status_code == 403:
                 raise PermissionDenied(exc.message) from None
-            error = exc.message
+            error, status = exc.message, exc.status_code
         else:
-            return _go(request, _urls(row)["review_url"])
+            return _go(request, done)
+    row.item.refresh_from_db(fields=["status", "discard_reason"])
     context = _fresh_context(request, row, _Answer(request, row.item.project, row.item))
     context["discard_form"] = form
     context["discard_error"] = error
-    return render(request, "annotation/tag_review.html", context)
+    return render(request, "annotation/tag_review.html", context, status=status)
 
 
 # --------------------------------------------------------------------------- history

@@ -61,3 +61,14 @@ class ItemFilterForm(forms.Form):
             modality=data.get("modality") or "",
             q=(data.get("q") or "").strip(),
         )
+
+
+class RestoreForm(forms.Form):
+    """Undoing a discard: why, optionally."""
+
+    reason = forms.CharField(
+        required=False,
+        max_length=1000,
+        label="Why",
+        widget=forms.TextInput(attrs={"placeholder": "Why it is kept after all (optional)"}),
+    )

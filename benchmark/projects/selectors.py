@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 from benchmark.models import (
     Item,
     ItemStatus,
+    ItemStatusChange,
     Membership,
     Plan,
     Project,
@@ -168,6 +169,18 @@ def item_get_detailed(*, user: AnyUser, project: Project, pk: int) -> Item:
             "responses", "plans", "trajectories"
         ),
         pk=pk,
+    )
+
+
+def item_status_history(*, user: AnyUser, item: Item) -> QuerySet[ItemStatusChange]:
+    """Every recorded status change of the item, oldest first, with who made it; none for a
+    user outside the item's project."""
+    if not user.is_authenticated:
+        return ItemStatusChange.objects.none()
+    return (
+        ItemStatusChange.objects.filter(item=item, item__project__memberships__user=user.pk)
+        .select_related("changed_by")
+        .order_by("created_at", "id")
     )
 
 

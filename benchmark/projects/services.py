@@ -1,15 +1,21 @@
-"""Writes to projects and their members."""
+"""Writes to projects and their members, and to an item's status."""
 
 from __future__ import annotations
 
-from benchmark.exceptions import (
-    ValidationFailed,
-)
+from collections.abc import Iterable
+
+from django.db import transaction
+
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import (
+    Item,
+    ItemStatus,
+    ItemStatusChange,
     Membership,
     Project,
     Role,
 )
+from benchmark.permissions import can
 from benchmark.typing import User
 
 
@@ -20,3 +26,110 @@ def membership_set(*, project: Project, user: User, role: str) -> Membership:
         project=project, user=user, defaults={"role": role}
     )
     return membership
+
+
+# --------------------------------------------------------------------------- item status
+
+
+def item_status_set(
+    *,
+    item: Item,
+    user: User | None,
+    status: str,
+    reason: str,
+    rule: str = "",
+    expect: str | None = None,
+) -> ItemStatusChange | None:
+    """Set the item's status and record the change (who or which rule, when, from, to, why).
+
+    A person (``user``) needs the ``review`` action (reviewers and admins; annotators propose
+    a discard instead, see ``annotation.discarding``). ``user=None`` is an automatic change
+    made by ``rule`` (a judgment task's consensus), which callers have already decided on.
+    A discard needs a reason, which also becomes the item's ``discard_reason``. ``expect``
+    is the status the caller saw: if the item has another one now, ``Conflict`` (409) and
+    nothing is written. Setting the status the item already has records nothing (the
+    discard reason is updated) and returns None."""
+    if status not in ItemStatus.values:
+        raise ValidationFailed(
+            f"unknown status {status!r}; choose one of {', '.join(ItemStatus.values)}"
+        )
+    reason = (reason or "").strip()
+    rule = (rule or "").strip()[:200]
+    if user is None:
+        if not rule:
+            raise ValidationFailed("an automatic status change must name its rule")
+    elif not can(user=user, project=item.project, action="review"):
+        raise Forbidden(
+            "only reviewers and admins change an item's status; an annotator may propose "
+            "discarding it"
+        )
+    if status == ItemStatus.DISCARDED and not reason:
+        raise ValidationFailed("say why the item is discarded")
+    with transaction.atomic():
+        locked = Item.objects.select_for_update().get(pk=item.pk)
+        before = locked.status
+        if expect is not None and before != expect:
+            raise Conflict(
+                f"the item is {ItemStatus(before).label.lower()} now, not "
+                f"{ItemStatus(expect).label.lower()}; reload the page to see who changed it"
+            )
+        locked.status = status
+        locked.discard_reason = reason if status == ItemStatus.DISCARDED else ""
+        locked.save(update_fields=["status", "discard_reason", "updated_at"])
+        change = None
+        if before != status:
+            change = ItemStatusChange(
+                item=locked,
+                changed_by=user,
+                rule="" if user is not None else rule,
+                from_status=before,
+                to_status=status,
+                reason=reason,
+            )
+            change.full_clean(exclude=["item", "changed_by"])
+            change.save()
+    item.status, item.discard_reason = locked.status, locked.discard_reason
+    item.updated_at = locked.updated_at
+    return change
+
+
+def status_before_discard(changes: Iterable[ItemStatusChange]) -> str:
+    """The status the item had before its latest discard (``changes`` oldest first), or
+    draft when no discard was recorded (items discarded before changes were recorded)."""
+    before = ItemStatus.DRAFT.value
+    for change in changes:
+        if change.to_status == ItemStatus.DISCARDED:
+            before = change.from_status
+    return before
+
+
+def item_restore(*, item: Item, user: User, reason: str = "") -> ItemStatusChange:
+    """Undo a discard: the item goes back to the status it had before, recorded. Reviewers
+    and admins only; an item that is not discarded answers 409."""
+    if not can(user=user, project=item.project, action="review"):
+        raise Forbidden("only reviewers and admins restore a discarded item")
+    with transaction.atomic():
+        locked = Item.objects.select_for_update().select_related("project").get(pk=item.pk)
+        if locked.status != ItemStatus.DISCARDED:
+            raise Conflict(
+                f"the item is {ItemStatus(locked.status).label.lower()}, not discarded; "
+                "reload the page"
+            )
+        target = status_before_discard(
+            ItemStatusChange.objects.filter(item=locked).order_by("created_at", "id")
+        )
+        change = item_status_set(
+            item=locked,
+            user=user,
+            status=target,
+            reason=(reason or "").strip() or "discard undone",
+            expect=ItemStatus.DISCARDED,
+        )
+    if change is None:  # cannot happen: the item was discarded and the target is not
+        raise Conflict("the item's status did not change; reload the page")
+    item.status, item.discard_reason, item.updated_at = (
+        locked.status,
+        locked.discard_reason,
+        locked.updated_at,
+    )
+    return change

@@ -6,4 +6,9 @@ urlpatterns = [
     path("", views.project_list, name="project_list"),
     path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
     path("projects/<int:project_id>/items/<int:item_id>/", views.item_detail, name="item_detail"),
+    path(
+        "projects/<int:project_id>/items/<int:item_id>/restore/",
+        views.item_restore,
+        name="item_restore",
+    ),
 ]

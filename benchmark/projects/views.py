@@ -4,15 +4,20 @@ renders the full page or, for htmx requests, only the fragment that was asked fo
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from benchmark.datasets.forms import ExportForm
+from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
-from benchmark.models import ItemStatus, ProjectKind
-from benchmark.pages import htmx_page, project_context, render_page
+from benchmark.models import Item, ItemStatus, Project, ProjectKind
+from benchmark.pages import htmx_page, project_context, render_page, require_action
 from benchmark.presenters import (
     attachment_label,
     item_view,
@@ -21,8 +26,9 @@ from benchmark.presenters import (
     tag_segments,
     trajectory_view,
 )
-from benchmark.projects import selectors
-from benchmark.projects.forms import ItemFilterForm
+from benchmark.projects import selectors, services
+from benchmark.projects.forms import ItemFilterForm, RestoreForm
+from benchmark.typing import request_user
 
 PAGE_SIZE = 50
 
@@ -81,6 +87,11 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
 def item_detail(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
     project = selectors.project_get(user=request.user, pk=project_id)
     item = selectors.item_get_detailed(user=request.user, project=project, pk=item_id)
+    context = _item_context(request, project, item)
+    return render_page(request, "benchmark/item_detail.html", context)
+
+
+def _item_context(request: HttpRequest, project: Project, item: Item) -> dict[str, Any]:
     from annotation.verification.selectors import redact_unanswered  # blind verifiers
 
     hidden = redact_unanswered(user=request.user, item=item)
@@ -91,7 +102,9 @@ def item_detail(request: HttpRequest, project_id: int, item_id: int) -> HttpResp
     for traj in trajectories:
         shas += [r.get("sha256") for r in traj.image_refs or []]
     images = image_selectors.images_by_sha(user=request.user, shas=shas)
-    context = {
+    history = list(selectors.item_status_history(user=request.user, item=item))
+    restore_to = services.status_before_discard(history)
+    return {
         **project_context(request, project),
         "item": item,
         "view": item_view(
@@ -109,8 +122,40 @@ def item_detail(request: HttpRequest, project_id: int, item_id: int) -> HttpResp
         "plans": [plan_view(p) for p in plans],
         "trajectories": [trajectory_view(t, images) for t in trajectories],
         "answer_hidden": hidden,
+        "status_history": history,
+        "restore_to": ItemStatus(restore_to).label,
+        "restore_form": RestoreForm(),
     }
-    return render_page(request, "benchmark/item_detail.html", context)
+
+
+@login_required
+@require_POST
+def item_restore(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
+    """Undo a discard (reviewers and admins): the item gets back the status it had before,
+    and the change is recorded with the optional reason."""
+    project = selectors.project_get(user=request.user, pk=project_id)
+    item = selectors.item_get_detailed(user=request.user, project=project, pk=item_id)
+    require_action(request, project, "review")
+    form = RestoreForm(request.POST)
+    error, status = "", 400
+    if form.is_valid():
+        try:
+            services.item_restore(
+                item=item, user=request_user(request), reason=form.cleaned_data["reason"]
+            )
+        except DomainError as exc:
+            if exc.status_code == 403:
+                raise PermissionDenied(exc.message) from None
+            error, status = exc.message, exc.status_code
+        else:
+            return redirect("benchmark:item_detail", project_id=project.pk, item_id=item.pk)
+    item.refresh_from_db(fields=["status", "discard_reason", "updated_at"])
+    context = _item_context(request, project, item)
+    context["restore_form"] = form
+    context["restore_error"] = error or " ".join(
+        str(e) for errors in form.errors.values() for e in errors
+    )
+    return render(request, "benchmark/item_detail.html", context, status=status)
 
 
 # --------------------------------------------------------------------------- images

@@ -69,3 +69,20 @@ class ReviseAnswerForm(forms.Form):
     tolerance = forms.FloatField(required=False, min_value=0)
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     stamp = forms.CharField(widget=forms.HiddenInput, required=False)
+
+
+class DiscardProposalDecisionForm(forms.Form):
+    """A reviewer's decision on a proposal to discard an item."""
+
+    decision = forms.ChoiceField(
+        choices=[("accept", "Accept: discard the item"), ("reject", "Reject: keep the item")],
+        error_messages={
+            "required": "Choose accept or reject.",
+            "invalid_choice": "Choose accept or reject.",
+        },
+    )
+    note = forms.CharField(
+        required=False,
+        max_length=1000,
+        widget=forms.TextInput(attrs={"placeholder": "Note (optional)"}),
+    )

@@ -1,4 +1,5 @@
-"""Reviewers settle disputed items; every decision is kept with who and when."""
+"""Reviewers settle disputed items and proposals to discard an item; every decision is kept
+with who and when."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import orjson
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.discarding.models import DiscardProposal, ProposalStatus
 from annotation.judging.consensus import Verdict
 from annotation.judging.models import JudgmentTask, Outcome
 from annotation.judging.services import item_follows_outcome
 from annotation.verification.rules import is_solve_task
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
-from benchmark.models import Item
+from benchmark.models import Item, ItemStatus
 from benchmark.permissions import can
+from benchmark.projects.services import item_status_set
 from benchmark.typing import User
 from review.adjudication.models import Decision
 
@@ -53,7 +56,7 @@ def outcome_decide(
             task=task, item=item, reviewer=reviewer, verdict=verdict, value=value, reason=reason
         )
         if task.updates_item_status:
-            item_follows_outcome(item, verdict, outcome.reason)
+            item_follows_outcome(item, verdict, outcome.reason, task=task, reviewer=reviewer)
     return outcome
 
 
@@ -157,3 +160,44 @@ def answer_revise(
             reason=reason.strip(),
         )
         return outcome_recompute(task=task, item=locked)
+
+
+def discard_proposal_decide(
+    *, proposal: DiscardProposal, reviewer: User, accept: bool, note: str = ""
+) -> DiscardProposal:
+    """Accept (the item is discarded with the proposal's reason, recorded as a status change
+    by the reviewer) or reject (the item stays as it is) an annotator's proposal to discard
+    an item. Either way the proposal keeps who decided, when and the note. Reviewers and
+    admins only; a proposal already decided answers 409. Accepting a proposal for an item
+    that is already discarded closes it without another status change."""
+    if not can(user=reviewer, project=proposal.item.project, action="review"):
+        raise Forbidden("only reviewers and admins decide on proposals to discard an item")
+    note = (note or "").strip()
+    with transaction.atomic():
+        item = Item.objects.select_for_update().select_related("project").get(pk=proposal.item_id)
+        locked = DiscardProposal.objects.select_for_update().get(pk=proposal.pk)
+        if locked.status != ProposalStatus.OPEN:
+            who = locked.decided_by.get_username() if locked.decided_by else "someone"
+            raise Conflict(f"this proposal was already {locked.status} by {who}; reload the list")
+        if accept:
+            if item.status == ItemStatus.DISCARDED:
+                note = note or "the item was already discarded"
+            else:
+                who = locked.proposed_by.get_username()
+                reason = f"{locked.reason} (proposed by {who})"
+                if note:
+                    reason += f"; {note}"
+                item_status_set(
+                    item=item,
+                    user=reviewer,
+                    status=ItemStatus.DISCARDED,
+                    reason=reason,
+                    expect=item.status,
+                )
+        locked.status = ProposalStatus.ACCEPTED if accept else ProposalStatus.REJECTED
+        locked.decided_by = reviewer
+        locked.decided_at = timezone.now()
+        locked.decision_note = note
+        locked.full_clean(exclude=["item", "response", "proposed_by", "decided_by"])
+        locked.save(update_fields=["status", "decided_by", "decided_at", "decision_note"])
+    return locked

@@ -7,8 +7,11 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
+from annotation.discarding import selectors as discard_selectors
+from annotation.discarding.models import ProposalStatus
 from annotation.judging import selectors as judging_selectors
 from annotation.judging.models import JudgmentTask
 from annotation.judging.views import _judge_context
@@ -18,11 +21,16 @@ from annotation.verification import services as verification
 from annotation.verification.views import audited_item_context, reference_units
 from benchmark.exceptions import DomainError
 from benchmark.models import Item
-from benchmark.typing import request_user
+from benchmark.typing import HtmxHttpRequest, request_user
 from review.adjudication import selectors as adjudication_selectors
 from review.adjudication import services as adjudication
-from review.adjudication.forms import DecisionForm, JointDecisionForm, ReviseAnswerForm
-from review.pages import task_for_review
+from review.adjudication.forms import (
+    DecisionForm,
+    DiscardProposalDecisionForm,
+    JointDecisionForm,
+    ReviseAnswerForm,
+)
+from review.pages import project_for_review, task_for_review
 
 
 @login_required
@@ -151,3 +159,72 @@ def joint_review(request: HttpRequest, task: JudgmentTask, item_id: int) -> Http
         "current_stamp": verification.stamp(item.updated_at),
     }
     return render(request, "annotation/verification_review.html", context, status=status)
+
+
+# --------------------------------------------------------------------------- discard proposals
+
+RECENT_DECISIONS = 50
+_PROPOSALS_WHY = "Only reviewers and admins decide on proposals to discard an item."
+
+
+def _proposals_context(request: HttpRequest, project: Any) -> dict[str, Any]:
+    rows = discard_selectors.discard_proposal_list(user=request.user, project=project)
+    decided = rows.exclude(status=ProposalStatus.OPEN).order_by("-decided_at", "-id")
+    return {
+        "project": project,
+        "open": list(rows.filter(status=ProposalStatus.OPEN)),
+        "decided": list(decided[:RECENT_DECISIONS]),
+        "form": DiscardProposalDecisionForm(auto_id=False),
+    }
+
+
+def _render_proposals(
+    request: HtmxHttpRequest, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
+    template = "review/discard_proposals.html"
+    if request.htmx and not request.htmx.history_restore_request:
+        # htmx swaps only 2xx: an error is shown in the list it replaces.
+        return render(request, template + "#proposals", context)
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def discard_proposals(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
+    """Open proposals to discard an item of the project, oldest first, each with accept and
+    reject; below them the latest decisions."""
+    project = project_for_review(request, project_id, _PROPOSALS_WHY)
+    return _render_proposals(request, _proposals_context(request, project))
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def discard_proposal_decide(request: HtmxHttpRequest, project_id: int, pk: int) -> HttpResponse:
+    """Accept (the item is discarded, recorded) or reject (recorded) one proposal."""
+    project = project_for_review(request, project_id, _PROPOSALS_WHY)
+    proposal = discard_selectors.discard_proposal_get(user=request.user, project=project, pk=pk)
+    form = DiscardProposalDecisionForm(request.POST)
+    error, status = "", 400
+    if form.is_valid():
+        try:
+            adjudication.discard_proposal_decide(
+                proposal=proposal,
+                reviewer=request_user(request),
+                accept=form.cleaned_data["decision"] == "accept",
+                note=form.cleaned_data["note"],
+            )
+        except DomainError as exc:
+            error, status = exc.message, exc.status_code
+        else:
+            if not request.htmx:
+                return redirect("review:discard_proposals", project_id=project.pk)
+            status = 200
+    else:
+        error = " ".join(str(e) for errors in form.errors.values() for e in errors)
+    context = _proposals_context(request, project)
+    # The error goes on the proposal's row while it is open, else above the list.
+    in_list = any(p.pk == proposal.pk for p in context["open"])
+    context.update({"error": error, "error_for": proposal.pk if error and in_list else None})
+    return _render_proposals(request, context, status)

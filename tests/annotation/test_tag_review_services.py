@@ -124,12 +124,14 @@ def test_only_project_members_may_save(response: Response, users: dict[str, Any]
 def test_item_discard(response: Response, users: dict[str, Any]):
     item = response.item
     with pytest.raises(ValidationFailed):
-        item_discard(item=item, user=users["annotator"], reason="boring")
+        item_discard(item=item, user=users["reviewer"], reason="boring")
     with pytest.raises(ValidationFailed):
-        item_discard(item=item, user=users["annotator"], reason="other")
+        item_discard(item=item, user=users["reviewer"], reason="other")
     with pytest.raises(Forbidden):
         item_discard(item=item, user=users["outsider"], reason="factual_errors")
-    item_discard(item=item, user=users["annotator"], reason="factual_errors", detail="wrong year")
+    with pytest.raises(Forbidden):  # annotators propose it instead
+        item_discard(item=item, user=users["annotator"], reason="factual_errors")
+    item_discard(item=item, user=users["reviewer"], reason="factual_errors", detail="wrong year")
     item.refresh_from_db()
     assert (item.status, item.discard_reason) == (
         ItemStatus.DISCARDED,

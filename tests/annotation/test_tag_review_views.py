@@ -290,7 +290,7 @@ def test_history_diff_and_revert(flawed: Response, clients: dict[str, Client]):
 
 
 def test_discard_the_sample(flawed: Response, clients: dict[str, Client]):
-    client = clients["annotator"]
+    client = clients["reviewer"]  # annotators propose it (tests/annotation/test_discarding.py)
     refused = client.post(url(flawed, "discard/"), {"reason": "other", "detail": ""})
     assert refused.status_code == 200 and "Say why" in refused.content.decode()
     done = client.post(url(flawed, "discard/"), {"reason": "broken_markdown"})

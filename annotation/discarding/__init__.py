@@ -1,0 +1,1 @@
+"""Proposals to discard an item: annotators propose, a reviewer decides (review.adjudication)."""
