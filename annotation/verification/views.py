@@ -30,8 +30,7 @@ from annotation.verification import rules as verification_rules
 from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from benchmark import permissions
-from benchmark.exceptions import DomainError
-from benchmark.exceptions import Forbidden
+from benchmark.exceptions import DomainError, Forbidden
 from benchmark.images import selectors as benchmark_selectors
 from benchmark.models import Item
 from benchmark.presenters import checkpoint_view, item_view
@@ -109,7 +108,9 @@ def solve(request: HtmxHttpRequest, *, task: JudgmentTask, item_id: int) -> Http
                 form.add_error(None, exc.message)
                 status = exc.status_code if exc.status_code in (403, 409) else 200
             else:
-                return _go(request, reverse("annotation:verification_audit", args=[task.pk, item.pk]))
+                return _go(
+                    request, reverse("annotation:verification_audit", args=[task.pk, item.pk])
+                )
     context = {
         "task": task,
         "project": task.project,
@@ -238,7 +239,8 @@ def audit(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
             if request.POST.get("then") == "next":
                 return _go(request, reverse("annotation:task_next", args=[task.pk]))
             return _go(
-                request, reverse("annotation:verification_audit", args=[task.pk, item.pk]) + "?saved=1"
+                request,
+                reverse("annotation:verification_audit", args=[task.pk, item.pk]) + "?saved=1",
             )
     audits = verification_selectors.latest_audits(task=task, item=item) if reviewer else []
     context = {
@@ -321,7 +323,9 @@ def api_blind_item(request: Request, pk: int, item_id: int) -> Response:
     mine = verification_selectors.my_judgment(user=request.user, task=task, item=item)
     if mine is not None:
         data["your_answer"] = mine.value
-        data["matches"] = verification_rules.answer_matches_item(item, mine.value)
+        outcome = selectors.outcome_for(task=task, item=item)
+        golden = verification_rules.decided_against(outcome, item)
+        data["matches"] = verification_rules.answer_matches(golden, mine.value)
     return Response(data)
 
 

@@ -212,12 +212,15 @@ FAKE_IDS = {
 }
 
 
+EVERYONE = {"view", "edit", "ask_model", "judge"}  # every member
+
+
 @pytest.mark.parametrize(
     ("role", "expected"),
     [
-        (Role.ADMIN, {"view", "review", "import", "export", "manage"}),
-        (Role.REVIEWER, {"view", "review", "export"}),
-        (Role.ANNOTATOR, {"view"}),
+        (Role.ADMIN, {*EVERYONE, "review", "import", "export", "manage"}),
+        (Role.REVIEWER, {*EVERYONE, "review", "export"}),
+        (Role.ANNOTATOR, EVERYONE),
     ],
 )
 def test_allowed_actions_per_role(
