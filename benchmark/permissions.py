@@ -1,19 +1,50 @@
-"""Who may do what in a project. Roles are per project membership."""
+"""Who may do what in a project: the one permission rule every service that writes applies.
+
+Two parts, checked together by :func:`require`:
+
+* the **role table** (:data:`ACTIONS`): which project roles may take each action;
+* **state rules**: whether the item's state lets this user take the action on it now (a blind
+  verifier may not change the answer of an item they verify). ``benchmark`` may not import
+  ``annotation``, so rules are registered (:func:`register_state_rule`, from an app's
+  ``ready()``); each is ``rule(user=, item=, action=)`` answering the reason it refuses, or
+  None. They run only when the caller names the item (``require(..., item=item)``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from benchmark.exceptions import Forbidden
-from benchmark.models import Membership, Project, Role
+from benchmark.models import Item, Membership, Project, Role
 from benchmark.typing import AnyUser
+
+EVERYONE = {Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR}
 
 # What each role may do; a role listed may do the action.
 ACTIONS: dict[str, set[str]] = {
-    "view": {Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR},
+    "view": set(EVERYONE),
+    # Change an item's content: its answer, reference trajectory, drafts, images.
+    "edit": set(EVERYONE),
+    # Ask the project's model (a model-call job).
+    "ask_model": set(EVERYONE),
+    # Take items from a judgment queue and judge them.
+    "judge": set(EVERYONE),
     "review": {Role.ADMIN, Role.REVIEWER},
     "import": {Role.ADMIN},
     "export": {Role.ADMIN, Role.REVIEWER},
     "manage": {Role.ADMIN},
 }
+
+StateRule = Callable[..., "str | None"]
+"""``rule(user=, item=, action=)``: why the item's state refuses the action, or None."""
+
+_STATE_RULES: list[StateRule] = []
+
+
+def register_state_rule(rule: StateRule) -> None:
+    if rule not in _STATE_RULES:
+        _STATE_RULES.append(rule)
 
 
 def role_in(*, user: AnyUser, project: Project) -> str | None:
@@ -43,7 +74,21 @@ def allowed_actions(*, user: AnyUser, project: Project) -> set[str]:
     return {action for action, roles in ACTIONS.items() if role in roles}
 
 
-def require(*, user: AnyUser, project: Project, action: str) -> None:
-    """Raise benchmark.exceptions.Forbidden (403) unless the user may do the action."""
+def state_refusal(*, user: AnyUser, item: Item, action: str) -> str | None:
+    """Why the item's state does not let ``user`` take ``action`` on it now, or None."""
+    for rule in _STATE_RULES:
+        reason = rule(user=user, item=item, action=action)
+        if reason:
+            return reason
+    return None
+
+
+def require(*, user: AnyUser, project: Project, action: str, item: Any = None) -> None:
+    """Raise benchmark.exceptions.Forbidden (403) unless the user's role allows the action
+    and, when ``item`` is given, the item's state rules do too; the message says why."""
     if not can(user=user, project=project, action=action):
         raise Forbidden(f"your role in {project.name!r} does not allow {action}")
+    if item is not None:
+        reason = state_refusal(user=user, item=item, action=action)
+        if reason:
+            raise Forbidden(reason)

@@ -191,14 +191,6 @@ def expectation(case: Case, role: str, api: bool) -> Expect | int:
 
 # --------------------------------------------------------------------------- defects
 
-D1 = (
-    "issue 9 defect 1: a verifier of an item under blind verification may save the trajectory "
-    "editor (and so change the expected answer)"
-)
-D2 = (
-    "issue 9 defect 2: a blind verifier reads the author's drafting conversation (model calls "
-    "of the drafting session)"
-)
 D3 = (
     "issue 9 defect 3: a job's visibility does not follow the role its kind requires (import: "
     "admins and who started it; scoring, rescoring, agreement: reviewers and admins)"
@@ -271,7 +263,6 @@ def _job_cases(kwargs: Callable[[Any, Any], dict[str, Any]], *, page: str) -> tu
             lambda w: kwargs(w, w.jobs.drafting),
             Access.VIEW,
             blind=Expect.REFUSED,
-            xfail={"blind_verifier": D2},
             shows={"annotator": (SECRET_DRAFTING,)},
         ),
         Case(f"{page}: another project's job", lambda w: kwargs(w, w.jobs.other), Access.OTHER),
@@ -349,7 +340,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.VIEW,
             headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "mcjob-1"},
             blind=Expect.REFUSED,
-            xfail={"blind_verifier": D2},
         ),
     ),
     "benchmark:job_retry": (
@@ -373,7 +363,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.VIEW,
             method="post",
             blind=Expect.REFUSED,
-            xfail={"blind_verifier": D2},
         ),
     ),
     "benchmark:item_model": (
@@ -393,7 +382,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
             Access.VIEW,
             blind=Expect.SAFE,
-            xfail={"blind_verifier": D2},
             shows={"annotator": (SECRET_DRAFTING,)},
         ),
         Case(
@@ -402,7 +390,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.VIEW,
             method="post",
             blind=Expect.SAFE,
-            xfail={"blind_verifier": D2},
         ),
     ),
     "benchmark:toolset": (
@@ -714,7 +701,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             # annotator has answered (and may see the reference) but is still a verifier.
             expect={"annotator": Expect.REFUSED},
             blind=Expect.REFUSED,
-            xfail={"annotator": D1},
         ),
     ),
     "annotation:trajectory_versions": (
@@ -742,7 +728,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             data={"base": "2"},
             expect={"annotator": Expect.REFUSED},
             blind=Expect.REFUSED,
-            xfail={"annotator": D1},
         ),
     ),
     # ------------------------------------------------------------------ review
@@ -903,7 +888,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             lambda w: {},
             Access.LOGGED_IN,
             # Lists every job of the user's projects, with its result and error.
-            xfail={"reviewer": D3, "annotator": D3, "blind_verifier": f"{D2}; {D3}"},
+            xfail={"reviewer": D3, "annotator": D3, "blind_verifier": D3},
             shows={"admin": (SECRET_DRAFTING, REVIEWERS_ONLY, ADMINS_ONLY)},
         ),
     ),

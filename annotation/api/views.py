@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -80,7 +81,11 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
         description="Reviewers and admins see every judgment; annotators only their own.",
     )
     @extend_schema(
-        methods=["post"], request=JudgmentInSerializer, responses={201: JudgmentSerializer}
+        methods=["post"],
+        request=JudgmentInSerializer,
+        responses={201: JudgmentSerializer, 200: OpenApiTypes.OBJECT},
+        description="201 with the judgment; 200 with the first judgment and "
+        "``already_recorded`` when you had already judged the item (nothing changes).",
     )
     @action(detail=True, methods=["get", "post"])
     def judgments(self, request: Request, pk: Any = None) -> Response:
@@ -90,9 +95,20 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
             data.is_valid(raise_exception=True)
             values = dict(data.validated_data)
             item = selectors.task_item_get(user=request.user, task=task, pk=values.pop("item"))
-            judgment = services.judgment_submit(
+            judgment, created = services.judgment_submit_once(
                 task=task, item=item, user=request_user(request), **values
             )
+            if not created:
+                # Already recorded: the first judgment stands; say so rather than "created".
+                return Response(
+                    {
+                        **JudgmentSerializer(judgment).data,
+                        "already_recorded": True,
+                        "detail": "you already judged this item; your first judgment stands "
+                        "and this one was not recorded",
+                    },
+                    status=status.HTTP_200_OK,
+                )
             return Response(JudgmentSerializer(judgment).data, status=status.HTTP_201_CREATED)
         rows = Judgment.objects.filter(task=task).select_related("user").order_by("item_id", "id")
         if not can(user=request.user, project=task.project, action="review"):

@@ -24,6 +24,7 @@ from annotation.drafting.models import (
     DraftingStep,
     DraftingVerdict,
 )
+from annotation.verification import services as verification
 from benchmark import permissions
 from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.images.services import box_pixels, image_derive, recipe_parse
@@ -61,7 +62,7 @@ def _text(value: str | None, *, name: str, limit: int = MAX_TEXT, required: bool
 
 def _require_drafting(*, user: User, item: Item) -> Project:
     project = item.project
-    permissions.require(user=user, project=project, action="view")
+    permissions.require(user=user, project=project, action="edit")
     if project.kind != ProjectKind.TRAJECTORY:
         raise ValidationFailed("backward drafting is for items of trajectory projects")
     return project
@@ -335,8 +336,11 @@ def drafting_draft_save(
     drafted it with which model) and, when asked, start the item's reference trajectory with
     the V checkpoints of the session's latest crop. ``base_token`` is ``item_draft_token`` of
     the item the form was made from; a different current value means someone saved in
-    between: ``Conflict``, nothing written. What the item held before is kept in the draft."""
+    between: ``Conflict``, nothing written. What the item held before is kept in the draft.
+    A blind verifier of the item may not (a state rule); a change of the answer reopens a
+    verification that began against the old one."""
     _require_drafting(user=user, item=session.item)
+    permissions.require(user=user, project=session.item.project, action="edit", item=session.item)
     query = _text(query, name="question", limit=MAX_QUERY)
     answer = _text(expected_answer, name="answer")
     match_type = (match_type or "").strip()
@@ -397,5 +401,8 @@ def drafting_draft_save(
         item.provenance = f"drafted by {user.get_username()} with {session.model}"[:200]
         item.save(
             update_fields=["query", "expected_answer", "match_type", "provenance", "updated_at"]
+        )
+        verification.verification_reopen_if_changed(
+            item=item, user=user, where="by backward drafting"
         )
     return draft

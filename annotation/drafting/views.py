@@ -21,7 +21,6 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.drafting import selectors, services
 from annotation.drafting.forms import CropForm, DescribeForm, DraftForm, MarkForm, StartForm
 from annotation.drafting.models import DraftingSession, DraftingStep
-from annotation.verification import selectors as verification
 from benchmark.exceptions import Conflict, DomainError
 from benchmark.models import Item, Project, ProjectKind
 from benchmark.pages import htmx_page, item_images, model_context, project_context, render_page
@@ -45,8 +44,9 @@ def _objects(request: HttpRequest, project_id: int, item_id: int) -> tuple[Proje
     project_obj = benchmark_selectors.project_get(user=request.user, pk=project_id)
     if project_obj.kind != ProjectKind.TRAJECTORY:
         raise Http404("Backward drafting is for items of trajectory projects.")
-    item_obj = benchmark_selectors.item_get(user=request.user, project=project_obj, pk=item_id)
-    verification.refuse_if_hidden(user=request.user, item=item_obj, page="Backward drafting")
+    item_obj = benchmark_selectors.item_get_revealed(
+        user=request.user, project=project_obj, pk=item_id, page="Backward drafting"
+    )
     item_obj.project = project_obj
     return project_obj, item_obj
 

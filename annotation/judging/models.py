@@ -142,6 +142,10 @@ class Outcome(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Blind verification (solve tasks): the item's answer as it stood when verification began,
+    # in the scorer's golden_answer shape ({"value", "match_type", "tolerance",
+    # "accepted_answers"}); the verifiers' answers are compared with it, not with the item.
+    answer_snapshot = JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

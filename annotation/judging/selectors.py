@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 from annotation.judging.models import Assignment, AssignmentStatus, Judgment, JudgmentTask, Outcome
 from benchmark.models import Item, Project
 from benchmark.permissions import can
+from benchmark.projects import selectors as item_selectors
 from benchmark.typing import AnyUser
 
 
@@ -38,11 +39,9 @@ def task_get(*, user: AnyUser, pk: int) -> JudgmentTask:
 
 
 def task_item_get(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
-    if not user.is_authenticated:
-        return get_object_or_404(Item.objects.none(), pk=pk)
-    return get_object_or_404(
-        Item.objects.filter(project=task.project, project__memberships__user=user), pk=pk
-    )
+    """An item of the task's project, with ``answer_hidden`` (a blind verifier who has not
+    answered reads an empty answer; see :mod:`benchmark.visibility`)."""
+    return get_object_or_404(item_selectors.item_list(user=user, project=task.project), pk=pk)
 
 
 def assignment_for(*, user: AnyUser, task: JudgmentTask, item: Item) -> Assignment | None:

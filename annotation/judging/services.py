@@ -25,7 +25,7 @@ from annotation.verification import rules as verification_rules
 from annotation.verification import services as verification
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus
-from benchmark.permissions import role_in
+from benchmark.permissions import require
 from benchmark.projects.services import item_status_set
 from benchmark.typing import User
 
@@ -46,8 +46,7 @@ def assignment_next_for_user(
     candidate item row is locked (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serialises
     writers) and its live assignments are counted again after the lock is held.
     """
-    if role_in(user=user, project=task.project) is None:
-        raise Forbidden("you are not a member of this project")
+    require(user=user, project=task.project, action="judge")
     if not task.active:
         raise ValidationFailed("this judgment task is closed")
     now = now or timezone.now()
@@ -131,7 +130,9 @@ def _candidate(
 
 
 def _lease(*, task: JudgmentTask, user: User, item_id: int, now: datetime) -> Assignment:
-    """One statement: a new lease, or the renewal of this user's own expired one."""
+    """One statement: a new lease, or the renewal of this user's own expired one. The first
+    lease of an item for a blind solve task records the answer its verification is decided
+    against (``verification_begin``)."""
     lease = Assignment(
         task=task,
         user=user,
@@ -148,6 +149,7 @@ def _lease(*, task: JudgmentTask, user: User, item_id: int, now: datetime) -> As
     )
     if lease.pk is None:  # a backend that does not return ids on conflict
         lease = Assignment.objects.get(task=task, item_id=item_id, user=user)
+    verification.verification_begin(task=task, item_id=item_id)
     return lease
 
 
@@ -193,6 +195,31 @@ def judgment_submit(
 ) -> Judgment:
     """Record one annotator's judgment. Submitting the same judgment twice is harmless (the
     first stands); judging an item not leased to you is refused."""
+    return judgment_submit_once(
+        task=task,
+        item=item,
+        user=user,
+        value=value,
+        reason=reason,
+        comment=comment,
+        relabel=relabel,
+        seconds=seconds,
+    )[0]
+
+
+def judgment_submit_once(
+    *,
+    task: JudgmentTask,
+    item: Item,
+    user: User,
+    value: Any,
+    reason: str = "",
+    comment: str = "",
+    relabel: dict[str, str] | None = None,
+    seconds: float = 0,
+) -> tuple[Judgment, bool]:
+    """:func:`judgment_submit`, also saying whether this call recorded the judgment (False:
+    one was already recorded, and it stands unchanged)."""
     relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
     unknown = set(relabel) - set(task.relabel_fields)
     if unknown:
@@ -205,7 +232,7 @@ def judgment_submit(
             raise Forbidden("this item is not assigned to you")
         existing = Judgment.objects.filter(assignment=assignment).first()
         if existing is not None:
-            return existing
+            return existing, False
         value = _check_value(task, value, reason)
         now = timezone.now()
         if assignment.expires_at <= now:
@@ -232,7 +259,7 @@ def judgment_submit(
         assignment.submitted_at = now
         assignment.save(update_fields=["status", "submitted_at"])
         outcome_recompute(task=task, item=item)
-    return judgment
+    return judgment, True
 
 
 def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
@@ -246,16 +273,24 @@ def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
         .values_list("value", flat=True)
     )
     matches_author = None
+    author_value: Any = None
     if verification_rules.is_solve_task(task):
-        # Blind solving: compare as the benchmark scores (answer, variants, match type).
-        matches_author = partial(verification_rules.answer_matches_item, item)
+        # Blind solving: compare as the benchmark scores (answer, variants, match type), with
+        # the answer recorded when verification began (not the caller's copy of the item,
+        # whose answer may be hidden from the user, nor a later edit).
+        if outcome.answer_snapshot is None:
+            outcome.answer_snapshot = verification_rules.golden_answer(Item.objects.get(pk=item.pk))
+        matches_author = partial(verification_rules.answer_matches, outcome.answer_snapshot)
+        author_value = outcome.answer_snapshot.get("value")
+    elif task.consensus == Rule.AUTHOR_PLUS_TWO:
+        author_value = Item.objects.values_list("expected_answer", flat=True).get(pk=item.pk)
     result = decide(
         Rule(task.consensus),
         values,
         needed=task.overlap,
         accept=task.accepts,
         required=task.required_value,
-        author_value=item.expected_answer,
+        author_value=author_value,
         matches_author=matches_author,
     )
     outcome.verdict, outcome.value, outcome.reason = result.verdict, result.value, result.reason
@@ -376,8 +411,6 @@ def judgment_task_save(
 ) -> JudgmentTask:
     """Create or change a judgment task (project admins). The label scheme and the consensus
     rule are checked together, so a task can always decide its items."""
-    from benchmark.permissions import require
-
     require(user=user, project=project, action="manage")
     task = task or JudgmentTask(project=project)
     for name, value in fields.items():

@@ -13,6 +13,7 @@ from django.http import Http404
 from annotation.trajectories import document as td
 from annotation.trajectories.diff import DocumentDiff, document_diff
 from annotation.trajectories.models import TrajectoryVersion, document_text
+from benchmark import visibility
 from benchmark.images import selectors as image_selectors
 from benchmark.imaging import ops
 from benchmark.models import Image, Item, Project, ProjectKind, TermKind, Trajectory
@@ -30,16 +31,21 @@ def trajectory_project_get(*, user: AnyUser, pk: int) -> Project:
     return project
 
 
-def trajectory_item_get(*, user: AnyUser, project: Project, pk: int) -> Item:
-    """The item with its reference trajectory prefetched (``item.reference_rows``)."""
+def trajectory_item_get(
+    *, user: AnyUser, project: Project, pk: int, page: str = "The trajectory editor"
+) -> Item:
+    """The item with its reference trajectory prefetched (``item.reference_rows``); 403
+    saying why when its answer is hidden from the user (a blind verifier)."""
     rows = Trajectory.objects.filter(key=REFERENCE_KEY)
     items = selectors.item_list(user=user, project=project).prefetch_related(
         Prefetch("trajectories", queryset=rows, to_attr="reference_rows")
     )
     try:
-        return items.get(pk=pk)
+        item = items.get(pk=pk)
     except Item.DoesNotExist:
         raise Http404("No such item in this project.") from None
+    visibility.refuse_hidden(item, page=page)
+    return item
 
 
 def reference_of(item: Item) -> Trajectory | None:

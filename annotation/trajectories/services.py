@@ -43,6 +43,7 @@ from annotation.trajectories.selectors import (
     state_of,
     version_state,
 )
+from annotation.verification import services as verification
 from benchmark import permissions
 from benchmark.exceptions import Conflict, DomainError, NotFound, ValidationFailed
 from benchmark.formats._jsonio import Overlay, Where
@@ -283,8 +284,9 @@ def trajectory_save(
     once ``draft`` (made from it) has passed the same checks."""
     from benchmark.images.services import image_derive  # the images helper's module
 
-    # Annotators record trajectories; every member of the project may edit them.
-    permissions.require(user=user, project=project, action="view")
+    # Annotators record trajectories; every member may edit them, except a blind verifier
+    # the item's verification (a state rule) refuses.
+    permissions.require(user=user, project=project, action="edit", item=item)
     note = _clean_note(note)
     reference = reference_of(item)
     document = task_document(item=item, reference=reference)
@@ -412,6 +414,10 @@ def _write(
     )
     version.full_clean(exclude=["item", "author"], validate_unique=False)
     version.save()
+    # A changed answer reopens a blind verification that began against the old one.
+    verification.verification_reopen_if_changed(
+        item=locked, user=user, where="in the trajectory editor"
+    )
     return version
 
 
@@ -429,7 +435,7 @@ def trajectory_revert(
     """Make a new version whose document is version ``number``'s, through the same save and
     checks as the editor (a domain no longer in the taxonomy, say, is named). Earlier
     versions stay. ``base_number`` is the version the page was opened on."""
-    permissions.require(user=user, project=project, action="view")
+    permissions.require(user=user, project=project, action="edit", item=item)
     target = TrajectoryVersion.objects.filter(item=item, number=number).first()
     if target is None:
         raise NotFound(f"this trajectory has no saved version {number}")

@@ -38,7 +38,6 @@ from annotation.trajectories.services import (
     trajectory_revert,
     trajectory_save,
 )
-from annotation.verification import selectors as verification
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.models import Item, Project
 from benchmark.typing import HtmxHttpRequest
@@ -183,8 +182,9 @@ def _objects(
     request: HttpRequest, project_id: int, item_id: int, page: str
 ) -> tuple[Project, Item]:
     project_obj = selectors.trajectory_project_get(user=request.user, pk=project_id)
-    item_obj = selectors.trajectory_item_get(user=request.user, project=project_obj, pk=item_id)
-    verification.refuse_if_hidden(user=request.user, item=item_obj, page=page)
+    item_obj = selectors.trajectory_item_get(
+        user=request.user, project=project_obj, pk=item_id, page=page
+    )
     return project_obj, item_obj
 
 

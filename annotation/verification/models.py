@@ -1,4 +1,5 @@
-"""Blind verification: the per-step audit of a reference trajectory by its verifiers."""
+"""Blind verification: the per-step audit of a reference trajectory by its verifiers, and the
+rounds of verification that a change of the item's answer closed."""
 
 from __future__ import annotations
 
@@ -41,3 +42,32 @@ class TrajectoryAudit(models.Model):
 
     def __str__(self) -> str:
         return f"audit v{self.number} of {self.item_id} by {self.user_id}"
+
+
+class VerificationRound(models.Model):
+    """A round of blind verification closed because the item's answer (value, variants or
+    match rule) changed after it began: the answer the round was decided against, the verdict
+    it had reached and every verifier's answer, as they were. The judgments themselves are
+    removed from the live tables so that the verifiers answer again (a verifier has one
+    judgment per item and task); this row keeps them, so nothing is lost."""
+
+    task = models.ForeignKey(
+        JudgmentTask, on_delete=models.CASCADE, related_name="verification_rounds"
+    )
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="verification_rounds")
+    answer = JSONField(null=True, blank=True)
+    verdict = models.CharField(max_length=20)
+    # [{"user": id, "username", "value", "reason", "comment", "seconds", "created_at"}]
+    judgments = JSONField(default=list, blank=True)
+    reason = models.TextField(blank=True)
+    closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    closed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["task", "item", "closed_at", "id"]
+        indexes = [models.Index(fields=["task", "item"])]
+
+    def __str__(self) -> str:
+        return f"verification round of {self.item_id} closed {self.closed_at:%Y-%m-%d}"

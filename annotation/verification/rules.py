@@ -34,12 +34,25 @@ def golden_answer(item: Item) -> dict[str, Any]:
     }
 
 
-def answer_matches_item(item: Item, answer: Any) -> bool:
-    """Whether a verifier's answer matches the item's answer or one of its variants, compared
-    as the benchmark compares a model's final answer."""
-    if not item.expected_answer.strip():
+def answer_matches(golden: dict[str, Any], answer: Any) -> bool:
+    """Whether a verifier's answer matches ``golden`` (:func:`golden_answer`'s shape: the
+    answer as verification recorded it when it began, or the item's answer now) or one of its
+    variants, compared as the benchmark compares a model's final answer."""
+    if not str(golden.get("value") or "").strip():
         return False
-    return final_answer_correct({"golden_answer": golden_answer(item)}, str(answer))
+    return final_answer_correct({"golden_answer": golden}, str(answer))
+
+
+def decided_against(outcome: Any, item: Item) -> dict[str, Any]:
+    """The answer a verification compares with: the one recorded on its outcome when it
+    began (``answer_snapshot``), else the item's answer now."""
+    snapshot = getattr(outcome, "answer_snapshot", None)
+    return snapshot if isinstance(snapshot, dict) else golden_answer(item)
+
+
+def answer_matches_item(item: Item, answer: Any) -> bool:
+    """:func:`answer_matches` against the item's answer as it is now."""
+    return answer_matches(golden_answer(item), answer)
 
 
 def is_solve_task(task: JudgmentTask) -> bool:

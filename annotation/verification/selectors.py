@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 
 from annotation.judging.consensus import Rule, Verdict
@@ -14,8 +13,9 @@ from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
 from annotation.verification.checklist import CHECK_SHORT, CHECKS
 from annotation.verification.models import TrajectoryAudit
 from annotation.verification.rules import (
-    answer_matches_item,
+    answer_matches,
     author_provenance,
+    decided_against,
 )
 from benchmark.exceptions import Forbidden
 from benchmark.models import Item, ItemStatus, Membership, Role
@@ -28,7 +28,10 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     waiting for blind verification by an active solve task of their project (no settled
     outcome; a draft, when the task sets item status), which ``user`` could verify (not a
     reviewer or admin of the project, not the item's author unless the task allows it) and has
-    not answered yet. One query; use it as a subquery (``exclude(item__in=...)``)."""
+    not answered yet. One query; use it as a subquery (``exclude(item__in=...)``).
+
+    This is the blind-verification answer-hiding rule: ``annotation.apps`` registers it with
+    :mod:`benchmark.visibility`, which every item selector applies."""
     if not user.is_authenticated:
         return Item.objects.none()
     item = OuterRef(OuterRef("pk"))
@@ -60,36 +63,6 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     )
 
 
-def hidden_item_ids(*, user: AnyUser, items: Iterable[Item]) -> set[int]:
-    """Which of ``items`` are hidden from ``user`` (:func:`hidden_items`); one query."""
-    ids = [item.pk for item in items]
-    if not ids or not user.is_authenticated:
-        return set()
-    return set(hidden_items(user=user).filter(pk__in=ids).values_list("pk", flat=True))
-
-
-def refuse_if_hidden(*, user: AnyUser, item: Item, page: str) -> None:
-    """Pages that show an item's reference (the trajectory editor, backward drafting) refuse a
-    blind verifier who has not answered yet, saying why."""
-    if item.pk in hidden_item_ids(user=user, items=[item]):
-        raise DjangoPermissionDenied(
-            f"{page} shows this item's reference, and you are one of its blind verifiers: "
-            "it opens once you have answered the question."
-        )
-
-
-def redact_unanswered(*, user: AnyUser, item: Item) -> bool:
-    """Blank, in memory only, what would give the answer away (expected answer, accepted
-    variants, the source record) when ``item`` is hidden from ``user``; says whether it was.
-    Callers also leave out the item's trajectories."""
-    if item.pk not in hidden_item_ids(user=user, items=[item]):
-        return False
-    item.expected_answer = ""
-    item.accepted_variants = []
-    item.raw = ""
-    return True
-
-
 def my_judgment(*, user: AnyUser, task: JudgmentTask, item: Item) -> Judgment | None:
     if not user.is_authenticated:
         return None
@@ -103,11 +76,13 @@ class AnswerRow:
 
 
 def answers_for(*, user: AnyUser, task: JudgmentTask, item: Item) -> list[AnswerRow]:
-    """Every verifier's answer to the item (reviewers), or only one's own (verifiers)."""
+    """Every verifier's answer to the item (reviewers), or only one's own (verifiers), each
+    compared with the answer the verification is decided against."""
     rows = Judgment.objects.filter(task=task, item=item).select_related("user")
     if not can(user=user, project=task.project, action="review"):
         rows = rows.filter(user=user) if user.is_authenticated else rows.none()  # type: ignore[misc]
-    return [AnswerRow(j, answer_matches_item(item, j.value)) for j in rows.order_by("created_at")]
+    golden = decided_against(Outcome.objects.filter(task=task, item=item).first(), item)
+    return [AnswerRow(j, answer_matches(golden, j.value)) for j in rows.order_by("created_at")]
 
 
 def latest_audits(*, task: JudgmentTask, item: Item) -> list[TrajectoryAudit]:

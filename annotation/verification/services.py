@@ -21,6 +21,27 @@ Here that is a judgment task with free-text answers and the author rule (a *solv
 * after answering, each verifier ticks a checklist for every step of the reference trajectory
   (:data:`CHECKS`); reviewers see the ticks of all verifiers per step.
 
+The answer verification is decided against (:func:`verification_begin`): when an item is first
+leased for a solve task, its answer, accepted variants, match type and tolerance are recorded
+on the task's Outcome (``answer_snapshot``); every verifier's answer is compared with that
+record, never with the item as it is at the moment of comparison. While verification is open
+(no settled outcome), the item's verifiers (anyone holding a lease or judgment of it, or
+anyone it is still hidden from) may not change its answer, variants or reference trajectory,
+before or after answering (:func:`verifier_may_not_edit`, a state rule of
+``benchmark.permissions``, applied by the trajectory editor's and drafting's saves).
+
+When anyone else changes the answer (value, variants, match type, tolerance) after
+verification began (:func:`verification_reopen_if_changed`, called by every service that
+writes the answer), verification reopens: the round is closed into a
+:class:`~annotation.verification.models.VerificationRound` holding the recorded answer, the
+verdict reached so far and every verifier's answer (nothing is lost), the live judgments and
+leases of the item for that task are removed (they no longer count, and each verifier may
+answer again: a verifier has one live judgment per item), the outcome goes back to pending
+with the new answer recorded, and an item whose status the task decides goes back to draft.
+A discarded item stays discarded (only the record follows the answer). The joint review's revision (``review.adjudication``) is
+the exception: there a reviewer revises the answer on purpose, the record follows the new
+answer and the same verifiers' answers are compared again.
+
 The checklist rules and the answer comparison at the top of this module are plain Python; the
 services (writes, under ``transaction.atomic``) and selectors (scoped to the user) follow.
 """
@@ -31,18 +52,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from annotation.judging.consensus import Rule
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Scheme
+from annotation.judging.consensus import Rule, Verdict
+from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome, Scheme
 from annotation.verification.checklist import MAX_COMMENT, audit_steps
-from annotation.verification.models import TrajectoryAudit
-from annotation.verification.rules import is_solve_task, reference_trajectory
+from annotation.verification.models import TrajectoryAudit, VerificationRound
+from annotation.verification.rules import golden_answer, is_solve_task, reference_trajectory
+from annotation.verification.selectors import hidden_items
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
-from benchmark.models import Item
-from benchmark.typing import User
+from benchmark.models import Item, ItemStatus
+from benchmark.typing import AnyUser, User
 
 # --------------------------------------------------------------------------- the checklist
 
@@ -70,6 +92,126 @@ SOLVE_TASK_DEFAULTS: dict[str, Any] = {
 
 
 # --------------------------------------------------------------------------- services
+
+
+SETTLED = (Verdict.ACCEPTED, Verdict.REJECTED, "discarded")
+EDIT_ACTIONS = frozenset({"edit"})
+
+
+def _solve_tasks(project_id: int) -> QuerySet[JudgmentTask]:
+    return JudgmentTask.objects.filter(
+        project_id=project_id, active=True, scheme=Scheme.TEXT, consensus=Rule.AUTHOR_PLUS_TWO
+    )
+
+
+def verification_begin(*, task: JudgmentTask, item_id: int) -> Outcome | None:
+    """Inside a transaction, when an item is leased for a solve task: record the answer the
+    verification is decided against, once (the item is read again here, never taken from a
+    caller, whose copy may have the answer hidden). Other tasks: nothing."""
+    if not is_solve_task(task):
+        return None
+    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item_id=item_id)
+    if outcome.answer_snapshot is None:
+        outcome.answer_snapshot = golden_answer(Item.objects.get(pk=item_id))
+        outcome.save(update_fields=["answer_snapshot", "updated_at"])
+    return outcome
+
+
+def verifier_may_not_edit(*, user: AnyUser, item: Any, action: str) -> str | None:
+    """State rule (registered with ``benchmark.permissions`` by ``annotation.apps``): while
+    an item is under blind verification (an active solve task with no settled outcome for
+    it), its verifiers may not change it: whoever holds a lease or a judgment of it for
+    that task, and whoever it is still hidden from (a verifier who has not answered)."""
+    if action not in EDIT_ACTIONS or not user.is_authenticated or not isinstance(item, Item):
+        return None
+    settled = Outcome.objects.filter(task=OuterRef("pk"), item_id=item.pk, verdict__in=SETTLED)
+    tasks = _solve_tasks(item.project_id).filter(~Exists(settled))
+    verifying = Assignment.objects.filter(task__in=tasks, item_id=item.pk, user=user.pk)
+    if verifying.exists() or hidden_items(user=user).filter(pk=item.pk).exists():
+        return (
+            "you are one of this item's blind verifiers: while it is under verification you "
+            "may not change its answer, accepted variants or reference trajectory (before or "
+            "after answering); a reviewer can revise the answer in joint review"
+        )
+    return None
+
+
+def _judgment_record(judgment: Judgment) -> dict[str, Any]:
+    return {
+        "user": judgment.user_id,
+        "username": judgment.user.get_username(),
+        "value": judgment.value,
+        "reason": judgment.reason,
+        "comment": judgment.comment,
+        "relabel": judgment.relabel,
+        "seconds": judgment.seconds,
+        "created_at": judgment.created_at.isoformat(),
+    }
+
+
+def verification_reopen_if_changed(
+    *, item: Item, user: AnyUser, where: str, revised_by_review: JudgmentTask | None = None
+) -> list[Outcome]:
+    """Inside the transaction of a write to ``item``'s answer (``item`` is the written row):
+    for every solve task whose verification of the item began against another answer, reopen
+    it (see the module docstring); ``where`` says where the change was made. For
+    ``revised_by_review`` (the joint review's revision) only the recorded answer follows.
+    Returns the outcomes reopened."""
+    now_answer = golden_answer(item)
+    outcomes = (
+        Outcome.objects.select_for_update()
+        .filter(
+            item=item,
+            answer_snapshot__isnull=False,
+            task__scheme=Scheme.TEXT,
+            task__consensus=Rule.AUTHOR_PLUS_TWO,
+        )
+        .select_related("task")
+    )
+    reopened = []
+    who = user.get_username() if user is not None and user.is_authenticated else "someone"
+    for outcome in outcomes:
+        if outcome.answer_snapshot == now_answer:
+            continue
+        revised = revised_by_review is not None and outcome.task_id == revised_by_review.pk
+        if revised or outcome.verdict == "discarded" or item.status == ItemStatus.DISCARDED:
+            outcome.answer_snapshot = now_answer
+            outcome.save(update_fields=["answer_snapshot", "updated_at"])
+            continue
+        if not outcome.task.active:
+            continue
+        judgments = list(
+            Judgment.objects.filter(task=outcome.task, item=item)
+            .select_related("user")
+            .order_by("created_at", "id")
+        )
+        if judgments or outcome.verdict != Verdict.PENDING:
+            VerificationRound.objects.create(
+                task=outcome.task,
+                item=item,
+                answer=outcome.answer_snapshot,
+                verdict=outcome.verdict,
+                judgments=[_judgment_record(j) for j in judgments],
+                reason=f"the answer was changed {where} by {who}",
+                closed_by=user if user is not None and user.is_authenticated else None,
+            )
+        # Leases and judgments of the closed round go (the round keeps the answers), so
+        # the verifiers are offered the item again; a judgment goes with its lease.
+        Assignment.objects.filter(task=outcome.task, item=item).delete()
+        outcome.verdict = Verdict.PENDING
+        outcome.value = None
+        outcome.relabel = {}
+        outcome.reason = f"reopened: the answer was changed {where} by {who}"
+        outcome.decided_by = None
+        outcome.decided_at = None
+        outcome.answer_snapshot = now_answer
+        outcome.save()
+        if outcome.task.updates_item_status and item.status != ItemStatus.DRAFT:
+            item.status = ItemStatus.DRAFT
+            item.discard_reason = ""
+            item.save(update_fields=["status", "discard_reason", "updated_at"])
+        reopened.append(outcome)
+    return reopened
 
 
 def _parse_checks(unit: dict[str, Any], data: Mapping[str, Any]) -> dict[str, bool]:

@@ -323,7 +323,9 @@ def api_blind_item(request: Request, pk: int, item_id: int) -> Response:
     mine = verification_selectors.my_judgment(user=request.user, task=task, item=item)
     if mine is not None:
         data["your_answer"] = mine.value
-        data["matches"] = verification_rules.answer_matches_item(item, mine.value)
+        outcome = selectors.outcome_for(task=task, item=item)
+        golden = verification_rules.decided_against(outcome, item)
+        data["matches"] = verification_rules.answer_matches(golden, mine.value)
     return Response(data)
 
 

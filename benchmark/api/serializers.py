@@ -105,6 +105,10 @@ class ItemDetailSerializer(ItemListSerializer):
     accepted_variants = serializers.JSONField(read_only=True)
     rubric = serializers.JSONField(read_only=True)
     raw = serializers.JSONField(source="raw_record", read_only=True)
+    answer_hidden = serializers.SerializerMethodField(
+        help_text="The answer, variants and source record are hidden from you (you verify "
+        "this item blind and have not answered yet): they read empty."
+    )
 
     class Meta(ItemListSerializer.Meta):
         fields = [
@@ -120,8 +124,12 @@ class ItemDetailSerializer(ItemListSerializer):
             "discard_reason",
             "provenance",
             "raw",
+            "answer_hidden",
             "created_at",
         ]
+
+    def get_answer_hidden(self, obj: Item) -> bool:
+        return bool(getattr(obj, "answer_hidden", False))  # set by the item selector
 
 
 ATTACHED_FIELDS = ["id", "item", "key", "origin", "model_name", "source_file", "position"]

@@ -19,7 +19,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from benchmark import permissions
+from benchmark import permissions, visibility
 from benchmark.api.serializers import (
     ImageSerializer,
     ImportUploadSerializer,
@@ -143,13 +143,6 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
     def get_serializer_class(self) -> type[serializers.Serializer]:
         return ItemDetailSerializer if self.action == "retrieve" else ItemListSerializer
 
-    def get_object(self) -> Item:
-        item = super().get_object()
-        from annotation.verification.selectors import redact_unanswered  # blind verifiers
-
-        redact_unanswered(user=self.request.user, item=item)
-        return item
-
     def get_queryset(self) -> QuerySet[Item]:
         user = self.request.user
         if self.action != "list":
@@ -163,7 +156,7 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
             modality=query.get("modality", ""),
             q=query.get("q", ""),
         )
-        items = selectors.item_list(user=user, filters=filters).defer(
+        items = selectors.item_list(user=user, filters=filters, load_secrets=False).defer(
             "raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer"
         )
         if "project" in query:
@@ -251,12 +244,14 @@ class ImageViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = "[0-9a-f]{64}"
 
     def get_queryset(self) -> QuerySet[Image]:
-        images = image_selectors.image_list(user=self.request.user)
+        user = self.request.user
         if self.action == "list":
             query = _query(ImageQuery, self.request)
             if "project" in query:
-                images = images.filter(projects__id=query["project"])
-        return images
+                # A project the user is not a member of answers 404 (never a count).
+                project = selectors.project_get(user=user, pk=query["project"])
+                return image_selectors.image_list(user=user, project=project)
+        return image_selectors.image_list(user=user)
 
 
 # --------------------------------------------------------------------------- jobs
@@ -276,7 +271,10 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = JobSerializer
 
     def get_queryset(self) -> QuerySet[Job]:
-        jobs = job_selectors.job_list(user=self.request.user)
+        # Model calls about an item hidden from the user (blind verification) are left out.
+        jobs = visibility.exclude_hidden_jobs(
+            job_selectors.job_list(user=self.request.user), user=self.request.user
+        )
         if self.action == "list":
             query = _query(JobQuery, self.request)
             if "project" in query:

@@ -87,7 +87,8 @@ class UploadOutcome:
     image: Image | None = None
     error: str = ""
     duplicate: bool = False
-    """The same bytes were already stored (in this project or another)."""
+    """The same bytes were already an image of this project (another project's images do not
+    count: they must not show)."""
     note: str = ""
 
     @property
@@ -141,7 +142,7 @@ def _prepare(file: FileArg) -> tuple[str, Any]:
 
 def _require_member(*, user: AnyUser, project: Project) -> None:
     """Annotators, reviewers and admins of the project may add and derive images."""
-    permissions.require(user=user, project=project, action="view")
+    permissions.require(user=user, project=project, action="edit")
 
 
 # --------------------------------------------------------------------------- uploads
@@ -178,12 +179,13 @@ def image_upload_each(
             outcomes.append(UploadOutcome(name=name, error=prepared))
             continue
         with transaction.atomic():
-            image, created = image_store_inspected(
+            # "Duplicate" means already in this project: that the bytes are stored for
+            # another project must not show (it would tell what other projects hold).
+            here = Image.objects.filter(sha256=prepared.info.sha256, projects=project).exists()
+            image, _ = image_store_inspected(
                 data=prepared.data, info=prepared.info, project=project
             )
-        outcomes.append(
-            UploadOutcome(name=name, image=image, duplicate=not created, note=prepared.note)
-        )
+        outcomes.append(UploadOutcome(name=name, image=image, duplicate=here, note=prepared.note))
     if not outcomes:
         raise ValidationFailed("no files: choose one or more images to upload")
     return outcomes

@@ -158,7 +158,7 @@ def model_call_start(
     """Check the request, create a model-call Job and enqueue its task after commit.
     ``images`` are sha256s of images of the project, sent in that order. ``mode`` overrides
     the project's cache mode ("use", "off" or "replay")."""
-    permissions.require(user=user, project=project, action="view")
+    permissions.require(user=user, project=project, action="ask_model")
     prompt = (prompt or "").strip()
     if not prompt:
         raise ValidationFailed("write a prompt for the model")
@@ -214,7 +214,7 @@ def job_retry(*, job: Job, user: User) -> Job:
     old one); the failed job stays as it was."""
     if job.project is None:
         raise ValidationFailed("only a project's jobs can be retried")
-    permissions.require(user=user, project=job.project, action="view")
+    permissions.require(user=user, project=job.project, action="ask_model")
     if job.kind not in _retryable_tasks():
         raise ValidationFailed(f"a {job.kind} job cannot be retried; start it again instead")
     if job.status != JobStatus.FAILED:

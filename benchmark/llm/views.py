@@ -10,7 +10,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HTMX_STOP_POLLING
 
 from benchmark.exceptions import DomainError
-from benchmark.jobs import selectors as job_selectors
 from benchmark.jobs import services
 from benchmark.llm import selectors as llm_selectors
 from benchmark.llm import services as llm_services
@@ -29,7 +28,9 @@ PURPOSE = "ask"
 def item_model(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpResponse:
     """Ask the model about an item (starts a model-call job) and list the item's past calls."""
     project = selectors.project_get(user=request.user, pk=project_id)
-    item = selectors.item_get(user=request.user, project=project, pk=item_id)
+    item = selectors.item_get_revealed(
+        user=request.user, project=project, pk=item_id, page="Asking the model about an item"
+    )
     model = model_context(project)
     images = item_images(user=request.user, item=item)
     job = None
@@ -81,7 +82,7 @@ def item_model(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpR
 def model_call_job(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A model-call job: progress while it runs, then the answer or the error with a Retry
     button. The polled fragment answers 286 (stop polling) once the job is done."""
-    job = services.job_refresh(job=job_selectors.job_get(user=request.user, pk=pk))
+    job = services.job_refresh(job=llm_selectors.model_call_job_get(user=request.user, pk=pk))
     response = render_page(
         request, "benchmark/model_call_job.html", {"job": job}, fragments={"mcjob-*": "job"}
     )
@@ -96,7 +97,7 @@ def model_call_job(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def job_retry(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Retry a failed job as a new job; htmx gets the new job's fragment in place."""
-    job = job_selectors.job_get(user=request.user, pk=pk)
+    job = llm_selectors.model_call_job_get(user=request.user, pk=pk)
     try:
         new = llm_services.job_retry(job=job, user=request_user(request))
     except DomainError as exc:

@@ -1,14 +1,17 @@
 """Reads. Every selector takes ``user=`` and scopes to what that user may see, so an object
-from another project answers 404."""
+from another project answers 404, and applies the answer-hiding rule of
+:mod:`benchmark.visibility`: items carry ``answer_hidden`` and read empty secrets when hidden,
+and what hangs off a hidden item is left out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, prefetch_related_objects
 from django.shortcuts import get_object_or_404
 
+from benchmark import visibility
 from benchmark.models import (
     Item,
     ItemStatus,
@@ -74,7 +77,7 @@ def project_get(*, user: AnyUser, pk: int) -> Project:
 def item_status_counts(*, user: AnyUser, project: Project) -> dict[str, int]:
     """``{status: count}`` for every status, plus ``"total"``."""
     counts = {status: Count("id", filter=Q(status=status)) for status in ItemStatus.values}
-    row = item_list(user=user, project=project).aggregate(total=Count("id"), **counts)
+    row = _items(user=user, project=project).aggregate(total=Count("id"), **counts)
     return {key: value or 0 for key, value in row.items()}
 
 
@@ -100,8 +103,22 @@ def item_list(
     user: AnyUser,
     project: Project | None = None,
     filters: ItemFilters | None = None,
+    load_secrets: bool = True,
 ) -> QuerySet[Item]:
-    """Items in the user's projects (or in ``project``), optionally filtered."""
+    """Items in the user's projects (or in ``project``), optionally filtered, each with
+    ``answer_hidden``; a hidden item's answer, variants and source record read empty and are
+    not loaded (:func:`benchmark.visibility.items_visible`)."""
+    items = _items(user=user, project=project, filters=filters)
+    return visibility.items_visible(items, user=user, load_secrets=load_secrets)
+
+
+def _items(
+    *,
+    user: AnyUser,
+    project: Project | None = None,
+    filters: ItemFilters | None = None,
+) -> QuerySet[Item]:
+    """The role scope and the filters, for counts and facets (which show no answers)."""
     if not user.is_authenticated:
         return Item.objects.none()
     items = Item.objects.filter(project__memberships__user=user.pk)
@@ -129,7 +146,7 @@ def item_list_rows(
     *, user: AnyUser, project: Project, filters: ItemFilters | None = None
 ) -> QuerySet[Item]:
     """Items for a list page: the heavy JSON and text columns are left out."""
-    return item_list(user=user, project=project, filters=filters).defer(
+    return item_list(user=user, project=project, filters=filters, load_secrets=False).defer(
         "raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer"
     )
 
@@ -143,10 +160,7 @@ class ItemFacets:
 def item_facets(*, user: AnyUser, project: Project) -> ItemFacets:
     """The categories and intents used in the project, for filter menus (one query)."""
     pairs = (
-        item_list(user=user, project=project)
-        .order_by()
-        .values_list("category", "intent")
-        .distinct()
+        _items(user=user, project=project).order_by().values_list("category", "intent").distinct()
     )
     categories: set[str] = set()
     intents: set[str] = set()
@@ -159,17 +173,33 @@ def item_facets(*, user: AnyUser, project: Project) -> ItemFacets:
 
 
 def item_get(*, user: AnyUser, project: Project, pk: int) -> Item:
+    """One item, with ``answer_hidden`` (and empty secrets when hidden)."""
     return get_object_or_404(item_list(user=user, project=project), pk=pk)
 
 
+def item_get_revealed(*, user: AnyUser, project: Project, pk: int, page: str) -> Item:
+    """One item for a page that exists to show (or change) its answer, e.g. the trajectory
+    editor: 404 outside the user's projects, 403 saying why when the answer is hidden from
+    the user."""
+    item = item_get(user=user, project=project, pk=pk)
+    visibility.refuse_hidden(item, page=page)
+    return item
+
+
 def item_get_detailed(*, user: AnyUser, project: Project, pk: int) -> Item:
-    """An item with its responses, plans and trajectories prefetched."""
-    return get_object_or_404(
-        item_list(user=user, project=project).prefetch_related(
-            "responses", "plans", "trajectories"
-        ),
-        pk=pk,
-    )
+    """An item with its responses, plans and trajectories prefetched (none of them when its
+    answer is hidden from the user)."""
+    item = item_get(user=user, project=project, pk=pk)
+    if item.answer_hidden:  # type: ignore[attr-defined]
+        item._prefetched_objects_cache = {  # type: ignore[attr-defined]
+            "responses": Response.objects.none(),
+            "plans": Plan.objects.none(),
+            "trajectories": Trajectory.objects.none(),
+        }
+        return item
+    related = ("responses", "plans", "trajectories")
+    prefetch_related_objects([item], *related)
+    return item
 
 
 def item_status_history(*, user: AnyUser, item: Item) -> QuerySet[ItemStatusChange]:
@@ -195,6 +225,7 @@ def _attached(model: type[Any], *, user: AnyUser, item: Item | None, project: Pr
         rows = rows.filter(item=item)
     if project is not None:
         rows = rows.filter(item__project=project)
+    rows = visibility.exclude_hidden_attachments(rows, user=user)
     return rows.select_related("item").order_by("item_id", "position", "id")
 
 
@@ -213,12 +244,7 @@ def plan_list(
 def trajectory_list(
     *, user: AnyUser, item: Item | None = None, project: Project | None = None
 ) -> QuerySet[Trajectory]:
-    from annotation.verification.selectors import (
-        hidden_items,  # blind verifiers: not before answering
-    )
-
-    rows = _attached(Trajectory, user=user, item=item, project=project)
-    return rows.exclude(item__in=hidden_items(user=user))
+    return _attached(Trajectory, user=user, item=item, project=project)
 
 
 # --------------------------------------------------------------------------- images

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from annotation.judging.consensus import Verdict
 from annotation.judging.models import Judgment, JudgmentTask, Outcome
-from annotation.verification.rules import answer_matches_item
+from annotation.verification.rules import answer_matches, decided_against
 from annotation.verification.selectors import AnswerRow
 from benchmark.exceptions import Forbidden
 from benchmark.models import Item
@@ -28,7 +28,7 @@ class ReviewRow:
 
 def joint_review_queue(*, user: AnyUser, task: JudgmentTask) -> list[ReviewRow]:
     """Items whose verifiers diverged (disputed), each with all answers and whether each one
-    matches the current answer and variants. Reviewers and admins only; two queries."""
+    matches the answer the verification is decided against. Reviewers and admins only; two queries."""
     if not can(user=user, project=task.project, action="review"):
         raise Forbidden("only reviewers and admins see the joint-review queue")
     outcomes = list(
@@ -44,5 +44,6 @@ def joint_review_queue(*, user: AnyUser, task: JudgmentTask) -> list[ReviewRow]:
     )
     for j in judgments:
         row = rows[j.item_id]
-        row.answers.append(AnswerRow(j, answer_matches_item(row.outcome.item, j.value)))
+        golden = decided_against(row.outcome, row.outcome.item)
+        row.answers.append(AnswerRow(j, answer_matches(golden, j.value)))
     return list(rows.values())

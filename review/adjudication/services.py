@@ -15,6 +15,7 @@ from annotation.judging.consensus import Verdict
 from annotation.judging.models import JudgmentTask, Outcome
 from annotation.judging.services import item_follows_outcome
 from annotation.verification.rules import is_solve_task
+from annotation.verification.services import verification_reopen_if_changed
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus
 from benchmark.permissions import can
@@ -94,6 +95,7 @@ def answer_revise(
 
     if not can(user=reviewer, project=task.project, action="review"):
         raise Forbidden("only reviewers and admins revise answers in joint review")
+    # (No item state rule here: in joint review a reviewer revises the answer on purpose.)
     if not is_solve_task(task):
         raise ValidationFailed("this task does not compare answers with the author's answer")
     if item.project_id != task.project_id:
@@ -158,6 +160,11 @@ def answer_revise(
             verdict="revised",
             value={"from": before, "to": after},
             reason=reason.strip(),
+        )
+        # The answer the verifiers are compared with follows the revision (this task); other
+        # solve tasks that began against the old answer reopen.
+        verification_reopen_if_changed(
+            item=locked, user=reviewer, where="in joint review", revised_by_review=task
         )
         return outcome_recompute(task=task, item=locked)
 

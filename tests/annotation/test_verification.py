@@ -24,9 +24,11 @@ from annotation.verification import rules as verification_rules
 from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from annotation.verification.models import TrajectoryAudit
+from benchmark import visibility
 from benchmark.datasets import services as benchmark_services
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus, Project, Role, Toolset
+from benchmark.projects import selectors as item_selectors
 from review.adjudication import selectors as adjudication_selectors
 from review.adjudication import services as adjudication
 from review.adjudication.models import Decision
@@ -474,30 +476,34 @@ def test_who_may_see_the_answer_before_solving(world: dict[str, Any]) -> None:
     item = items["0003"]
     Item.objects.filter(pk=items["0004"].pk).update(provenance="user:v1")
     everything = list(Item.objects.filter(project=world["project"]))
-    hidden = verification_selectors.hidden_item_ids(user=u["v1"], items=everything)
+    hidden = visibility.hidden_item_ids(user=u["v1"], items=everything)
     # All drafts except v1's own item (v1 is its author and may not verify it).
     assert hidden == {i.pk for i in everything} - {items["0004"].pk}
-    assert verification_selectors.hidden_item_ids(user=u["rev"], items=everything) == set()
+    assert visibility.hidden_item_ids(user=u["rev"], items=everything) == set()
     answer_directly(task, u["v1"], item, "317")
-    assert item.pk not in verification_selectors.hidden_item_ids(user=u["v1"], items=everything)
-    assert item.pk in verification_selectors.hidden_item_ids(user=u["v2"], items=everything)
+    assert item.pk not in visibility.hidden_item_ids(user=u["v1"], items=everything)
+    assert item.pk in visibility.hidden_item_ids(user=u["v2"], items=everything)
     answer_directly(task, u["v2"], item, "317")  # verified: settled for everyone
-    assert item.pk not in verification_selectors.hidden_item_ids(user=u["v3"], items=everything)
+    assert item.pk not in visibility.hidden_item_ids(user=u["v3"], items=everything)
     # A closed task hides nothing.
     task.active = False
     task.save()
-    assert verification_selectors.hidden_item_ids(user=u["v3"], items=everything) == set()
+    assert visibility.hidden_item_ids(user=u["v3"], items=everything) == set()
 
 
 @needs_samples
-def test_redaction_is_in_memory_only(world: dict[str, Any]) -> None:
+def test_a_hidden_answer_is_not_loaded(world: dict[str, Any]) -> None:
+    """The item selector reads a hidden item's answer as empty, from the database (nothing is
+    blanked in memory, and nothing loads it later); the stored answer is untouched."""
     item = world["items"]["0003"]
-    assert verification_selectors.redact_unanswered(user=world["u"]["v1"], item=item)
-    assert (item.expected_answer, item.accepted_variants, item.raw) == ("", [], "")
-    item.refresh_from_db()
-    assert item.expected_answer == "317"
-    assert not verification_selectors.redact_unanswered(user=world["u"]["rev"], item=item)
-    assert item.expected_answer == "317"
+    project, v1, rev = world["project"], world["u"]["v1"], world["u"]["rev"]
+    hidden = item_selectors.item_get(user=v1, project=project, pk=item.pk)
+    assert hidden.answer_hidden
+    assert (hidden.expected_answer, hidden.accepted_variants, hidden.raw) == ("", [], "")
+    assert hidden.get_deferred_fields() == set()  # nothing left to load on access
+    shown = item_selectors.item_get(user=rev, project=project, pk=item.pk)
+    assert not shown.answer_hidden and shown.expected_answer == "317"
+    assert Item.objects.get(pk=item.pk).expected_answer == "317"
 
 
 @needs_samples

@@ -182,12 +182,15 @@ def test_permission_matrix(
         assert response["Location"].startswith("/accounts/login/")
 
 
+EVERYONE = {"view", "edit", "ask_model", "judge"}  # every member
+
+
 @pytest.mark.parametrize(
     ("role", "expected"),
     [
-        (Role.ADMIN, {"view", "review", "import", "export", "manage"}),
-        (Role.REVIEWER, {"view", "review", "export"}),
-        (Role.ANNOTATOR, {"view"}),
+        (Role.ADMIN, {*EVERYONE, "review", "import", "export", "manage"}),
+        (Role.REVIEWER, {*EVERYONE, "review", "export"}),
+        (Role.ANNOTATOR, EVERYONE),
     ],
 )
 def test_allowed_actions_per_role(

@@ -40,6 +40,9 @@ TRAJ = "/projects/{tproject}/items/{titem}/trajectory/"
 TRAJ_ATP = "/projects/{project}/items/{item}/trajectory/"
 DRAFT = "/projects/{tproject}/items/{titem}/drafting/"
 STALE = (409, 409, 409, 404, "L")
+# The annotator is a blind verifier of the trajectory item (a judgment of the open solve task):
+# saving its trajectory is refused before anything else (defect 1).
+STALE_VERIFIER = (409, 409, 403, 404, "L")
 BAD = (400, 400, 400, 404, "L")
 
 MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
@@ -68,7 +71,7 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("trajectory editor", "get", TRAJ, {}, MEMBERS),
     ("trajectory editor fragment", "get", TRAJ, {"HTTP_HX_REQUEST": "true"}, MEMBERS),
     ("trajectory editor re-check", "post", TRAJ, {"data": {"op": "refresh"}}, MEMBERS),
-    ("trajectory editor, stale save", "post", TRAJ, {"data": {"op": "save"}}, STALE),
+    ("trajectory editor, stale save", "post", TRAJ, {"data": {"op": "save"}}, STALE_VERIFIER),
     ("trajectory editor, bad action", "post", TRAJ, {"data": {"op": "fly"}}, BAD),
     ("trajectory editor, ATP item", "get", TRAJ_ATP, {}, (404, 404, 404, 404, "L")),
     # Its history (version 1 is recorded and the item changed since: version 2 is current).
@@ -77,13 +80,13 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("trajectory version 2, current", "get", TRAJ + "versions/2/", {}, MEMBERS),
     ("trajectory version 9, none", "get", TRAJ + "versions/9/", {}, (404, 404, 404, 404, "L")),
     ("trajectory history, ATP item", "get", TRAJ_ATP + "versions/", {}, (404, 404, 404, 404, "L")),
-    ("trajectory revert, stale", "post", TRAJ + "versions/1/revert/", {}, STALE),
+    ("trajectory revert, stale", "post", TRAJ + "versions/1/revert/", {}, STALE_VERIFIER),
     (
         "trajectory revert, no such version",
         "post",
         TRAJ + "versions/9/revert/",
         {"data": {"base": "2"}},
-        (404, 404, 404, 404, "L"),
+        (404, 404, 403, 404, "L"),
     ),
     # Backward drafting (no model configured, empty forms: re-rendered with their messages).
     ("drafting sessions", "get", DRAFT, {}, MEMBERS),

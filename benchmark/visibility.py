@@ -1,0 +1,184 @@
+"""The one rule about what a user may see of an item.
+
+An item's *answer* is its expected answer, its accepted variants and its source record
+(``raw``, which holds both), plus everything that gives them away: its reference and agent
+trajectories, its ground-truth responses and plans, the model calls made about it (a drafting
+conversation contains the answer) and the jobs that ran them. Some users may not see an
+item's answer yet (a blind verifier of an Agentic-MME item who has not answered it).
+
+Which items those are is decided by **answer-hiding rules**: callables ``rule(user=...) -> QuerySet[Item]``
+answering the items whose answer is hidden from ``user``, usable as a subquery. ``benchmark``
+may not import ``annotation`` (dependencies point one way), so it only keeps the registry;
+``annotation`` registers the blind-verification rule in its ``AppConfig.ready()``. An item is
+hidden when any registered rule hides it.
+
+How the rule is applied (by the selectors in ``benchmark.projects.selectors``,
+``benchmark.llm.selectors`` and every selector built on them; views, API views and templates
+never decide it):
+
+* :func:`items_visible` takes a queryset of items and annotates ``answer_hidden`` (an
+  ``EXISTS`` over the rules) on every row. The secret columns (:data:`SECRET_FIELDS`) are
+  deferred and selected again through ``CASE WHEN NOT hidden THEN column END``, so for a
+  hidden item the database returns NULL and the secret never leaves it; the queryset's
+  iterable then puts the value (or, for a hidden item, the empty value) in place of the
+  deferred field. A hidden item therefore reads ``""``/``[]`` for its secrets without any
+  further query, and no later attribute access can load them. With ``load_secrets=False``
+  (list pages, which do not show them) the secret columns stay deferred for visible items
+  and are set empty on hidden ones.
+* Attachments (trajectories, responses, plans), model calls and jobs of hidden items are
+  excluded from their lists (:func:`exclude_hidden_attachments`, :func:`exclude_hidden_jobs`).
+* Pages that exist to show the answer (the trajectory editor, backward drafting, asking the
+  model about an item, a model call's page) refuse a hidden item with a 403 that says why
+  (:func:`refuse_hidden`), using the flag the selector annotated.
+
+Writes never use these instances: services read the item again under a row lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+from django.db.models.query import ModelIterable
+
+from benchmark.models import Item, Job
+from benchmark.typing import AnyUser
+
+AnswerHidingRule = Callable[..., QuerySet[Item]]
+"""Called as ``rule(user=user)``."""
+
+_RULES: list[AnswerHidingRule] = []
+
+SECRET_FIELDS: dict[str, Callable[[], Any]] = {
+    "expected_answer": str,
+    "accepted_variants": list,
+    "raw": str,
+}
+"""The item columns that hold the answer, with the empty value a hidden item reads."""
+
+_SHOWN = "_shown_"
+
+
+def register_answer_hiding_rule(rule: AnswerHidingRule) -> None:
+    """Add a rule (once): ``rule(user=user)`` answers the items whose answer ``user`` may not see."""
+    if rule not in _RULES:
+        _RULES.append(rule)
+
+
+def answer_hiding_rules() -> list[AnswerHidingRule]:
+    return list(_RULES)
+
+
+def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
+    """Every item whose answer ``user`` may not see, by any rule; use it as a subquery."""
+    if not user.is_authenticated or not _RULES:
+        return Item.objects.none()
+    if len(_RULES) == 1:
+        return _RULES[0](user=user)
+    condition = Q(pk__in=[])
+    for rule in _RULES:
+        condition |= Q(pk__in=rule(user=user).values("pk"))
+    return Item.objects.filter(condition)
+
+
+def hidden_item_ids(*, user: AnyUser, items: Iterable[Item | int]) -> set[int]:
+    """Which of ``items`` (instances or ids) are hidden from ``user``; one query."""
+    ids = [item if isinstance(item, int) else item.pk for item in items]
+    if not ids or not user.is_authenticated or not _RULES:
+        return set()
+    return set(hidden_items(user=user).filter(pk__in=ids).values_list("pk", flat=True))
+
+
+def _hidden_expression(user: AnyUser, ref: str = "pk") -> Exists | Value:
+    if not user.is_authenticated or not _RULES:
+        return Value(False)
+    return Exists(hidden_items(user=user).filter(pk=OuterRef(ref)))
+
+
+class _VisibleItemIterable(ModelIterable):
+    """Puts each secret (selected as ``_shown_<field>``) in place of its deferred field, or
+    the empty value for a hidden item."""
+
+    def __iter__(self) -> Iterator[Any]:
+        for obj in super().__iter__():
+            values = obj.__dict__
+            hidden = bool(values.get("answer_hidden"))
+            for name, empty in SECRET_FIELDS.items():
+                key = _SHOWN + name
+                if key in values:
+                    shown = values.pop(key)
+                    values[name] = empty() if hidden or shown is None else shown
+                elif hidden:
+                    values[name] = empty()
+            yield obj
+
+
+def items_visible(
+    items: QuerySet[Item], *, user: AnyUser, load_secrets: bool = True
+) -> QuerySet[Item]:
+    """``items`` with ``answer_hidden`` on each row and the secrets of hidden items left in
+    the database (see the module docstring)."""
+    items = items.annotate(answer_hidden=_hidden_expression(user))
+    if not _RULES or not user.is_authenticated:
+        return items  # nothing can be hidden: the flag is a constant false
+    items = items.defer(*SECRET_FIELDS)
+    if load_secrets:
+        model_fields = {f.name: f for f in Item._meta.get_fields()}
+        items = items.annotate(
+            **{
+                _SHOWN + name: Case(
+                    When(answer_hidden=False, then=F(name)),
+                    default=None,
+                    output_field=model_fields[name],  # type: ignore[arg-type]
+                )
+                for name in SECRET_FIELDS
+            }
+        )
+    items._iterable_class = _VisibleItemIterable  # type: ignore[attr-defined]
+    return items
+
+
+def exclude_hidden_attachments(rows: QuerySet[Any], *, user: AnyUser) -> QuerySet[Any]:
+    """Rows hanging off an item (``item`` foreign key: trajectories, responses, plans, model
+    calls) without those of items hidden from ``user``."""
+    if not _RULES or not user.is_authenticated:
+        return rows
+    return rows.exclude(Exists(hidden_items(user=user).filter(pk=OuterRef("item_id"))))
+
+
+def exclude_hidden_jobs(jobs: QuerySet[Job], *, user: AnyUser) -> QuerySet[Job]:
+    """Jobs without those about an item hidden from ``user`` (a model call names its item in
+    ``params.item_id``: its prompt and answer give the answer away)."""
+    if not _RULES or not user.is_authenticated:
+        return jobs
+    jobs = jobs.alias(_about_item=Cast(KT("params__item_id"), BigIntegerField()))
+    return jobs.exclude(Exists(hidden_items(user=user).filter(pk=OuterRef("_about_item"))))
+
+
+def job_is_hidden(*, user: AnyUser, job: Job) -> bool:
+    item_id = (job.params or {}).get("item_id") if isinstance(job.params, dict) else None
+    return isinstance(item_id, int) and bool(hidden_item_ids(user=user, items=[item_id]))
+
+
+def refuse_hidden(item: Item, *, page: str) -> None:
+    """403, saying why, for a page that shows ``item``'s answer when the selector that read
+    the item found it hidden (``answer_hidden``)."""
+    if getattr(item, "answer_hidden", False):
+        raise PermissionDenied(
+            f"{page} shows this item's reference and answer, and you are one of its blind "
+            "verifiers: it opens once you have answered the question."
+        )
