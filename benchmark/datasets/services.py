@@ -37,8 +37,9 @@ from benchmark.formats import (
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.services import image_store
-from benchmark.jobs.services import job_create
-from benchmark.jobs.uploads import upload_folder, upload_write, zip_extract
+from benchmark.jobs.kinds import Progress
+from benchmark.jobs.services import job_start
+from benchmark.jobs.uploads import upload_write, zip_extract
 from benchmark.models import (
     Image,
     Item,
@@ -682,11 +683,9 @@ IMPORT_AREA = "imports"
 
 def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
-    MEDIA_ROOT/imports/<job id>/, create an import Job for it and enqueue the import task
-    after commit. Raises ValidationFailed for uploads a user can fix, Forbidden for
+    MEDIA_ROOT/imports/<job id>/ and start an import job for it (the job pipeline enqueues it
+    after commit). Raises ValidationFailed for uploads a user can fix, Forbidden for
     users who may not import."""
-    from benchmark.datasets.tasks import dataset_import_task  # tasks imports this module
-
     permissions.require(user=user, project=project, action="import")
     if not isinstance(user, User):  # members only, so never anonymous here
         raise Forbidden("log in to import")
@@ -698,14 +697,8 @@ def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile
             f"the file is {upload.size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.1f} MB"
         )
     filename = get_valid_filename(Path(upload.name or "upload").name) or "upload"
-    with transaction.atomic():
-        job = job_create(
-            kind=IMPORT_KIND,
-            user=user,
-            project=project,
-            params={"project_id": project.pk, "path": "", "filename": filename},
-        )
-        folder = upload_folder(IMPORT_AREA, job.pk)
+
+    def place(folder: Path) -> dict[str, Any]:
         try:
             folder.mkdir(parents=True, exist_ok=False)
             upload.seek(0)
@@ -721,11 +714,36 @@ def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        job.params = {**job.params, "path": str(path), "cleanup": str(folder)}
-        job.message = "queued"
-        job.save(update_fields=["params", "message"])
-        transaction.on_commit(lambda: dataset_import_task.delay(job.pk))
-    return job
+        return {"path": str(path)}
+
+    return job_start(
+        kind=IMPORT_KIND,
+        user=user,
+        project=project,
+        params={"project_id": project.pk, "path": "", "filename": filename},
+        uploads=place,
+    )
+
+
+def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
+    """The import kind's runner. A first pass reads and checks every record outside any
+    transaction, so the bar moves and commits as it goes; the second pass writes all or
+    nothing in one transaction, reporting how far it got through the job's progress
+    callback (on PostgreSQL that report is readable by the poll while the write is under
+    way; on SQLite it shows when the write commits: see ``benchmark.jobs.services.
+    JobProgress``). A bad record raises FormatError naming file, record and field."""
+    project = Project.objects.get(pk=job.params["project_id"])
+    path = Path(job.params["path"])
+    fmt = get_format(project.data_format)
+    total = 0
+    for total, _ in enumerate(fmt.read(path), start=1):
+        if total % BATCH_SIZE == 0:
+            progress(progress=total, message="checking records")
+    progress(progress=0, total=total, message="writing")
+    result = dataset_import(
+        project=project, path=path, progress=lambda n: progress(progress=min(n, total))
+    )
+    return result.as_dict()
 
 
 @dataclass

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import BigIntegerField, Q, QuerySet
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
-from benchmark.models import Item, ModelCall
+from benchmark.models import Item, Job, ModelCall
 from benchmark.typing import AnyUser
 
 
@@ -16,3 +18,24 @@ def model_call_list(*, user: AnyUser, item: Item | None = None) -> QuerySet[Mode
     if item is not None:
         calls = calls.filter(item=item)
     return calls.order_by("-created_at", "-id")
+
+
+def model_call_jobs_visible(*, user: AnyUser, jobs: QuerySet[Job]) -> QuerySet[Job]:
+    """The model-call kind's scope (see ``benchmark.jobs.kinds``): a model-call job shows
+    its prompt and the model's answer, so it is visible to whoever may view its item (and,
+    for a call about no item, to the project's members, which ``jobs`` already are).
+
+    This is the one hook for the item-visibility rules (a blind verifier must not see what
+    the author asked about the item): item visibility is decided by the items selector
+    ``benchmark.projects.selectors.item_list``; when it (or ``benchmark.visibility``) hides
+    an item from a user, that user's view of the item's model-call jobs follows here."""
+    from benchmark.projects.selectors import item_list
+
+    visible_items = item_list(user=user).values("pk")
+    return jobs.annotate(
+        about_item=Cast(KeyTextTransform("item_id", "params"), BigIntegerField())
+    ).filter(
+        Q(params__item_id=None)  # JSON null
+        | Q(params__item_id__isnull=True)  # no such key
+        | Q(about_item__in=visible_items)
+    )

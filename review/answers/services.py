@@ -18,7 +18,6 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils.text import get_valid_filename
 
@@ -271,22 +270,15 @@ def answers_score_start(
     uploads: Sequence[UploadedFile],
     only_verified: bool = False,
 ) -> Job:
-    """Keep the uploaded answer files under MEDIA_ROOT/answers-upload/<job>/ and enqueue the
-    scoring job after commit. The files are removed once the job has read them."""
-    from review.answers.tasks import answers_score_task  # the task module imports this one
-
+    """Keep the uploaded answer files under MEDIA_ROOT/answers-upload/<job>/ and start the
+    scoring job (the job pipeline enqueues it after commit and removes the files once the job
+    has run)."""
     reviewer = _require_scorable(project, user)
     uploads_check(uploads)
     names = [Path(u.name or "answers").name for u in uploads]
     label = ", ".join(names)[:200]
-    with transaction.atomic():
-        job = job_services.job_create(
-            kind=SCORE_KIND,
-            user=reviewer,
-            project=project,
-            params={"project_id": project.pk, "name": label, "only_verified": only_verified},
-        )
-        root = job_uploads.upload_folder(UPLOAD_AREA, job.pk)
+
+    def place(root: Path) -> dict[str, Any]:
         files: list[list[str]] = []
         try:
             root.mkdir(parents=True, exist_ok=False)
@@ -297,11 +289,15 @@ def answers_score_start(
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
-        job.params = {**job.params, "files": files, "path": str(root)}
-        job.message = "queued"
-        job.save(update_fields=["params", "message"])
-        transaction.on_commit(lambda: answers_score_task.delay(job.pk))
-    return job
+        return {"files": files, "path": str(root)}
+
+    return job_services.job_start(
+        kind=SCORE_KIND,
+        user=reviewer,
+        project=project,
+        params={"project_id": project.pk, "name": label, "only_verified": only_verified},
+        uploads=place,
+    )
 
 
 def answers_score_job(*, job: Job, progress: Callable[..., None] | None = None) -> dict[str, Any]:
@@ -325,7 +321,3 @@ def answers_score_job(*, job: Job, progress: Callable[..., None] | None = None) 
         only_verified=bool(job.params.get("only_verified")),
         progress=lambda n: tick(progress=min(n, len(records))),
     )
-
-
-def answers_upload_cleanup(*, job: Job) -> None:
-    job_uploads.upload_folder_remove(folder=job.params.get("path"), area=UPLOAD_AREA)
