@@ -4,3 +4,34 @@ from django.apps import AppConfig
 class BenchmarkConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "benchmark"
+
+    def ready(self) -> None:
+        from benchmark.datasets.services import IMPORT_AREA, IMPORT_KIND
+        from benchmark.jobs.kinds import JobKind, job_kind_register
+        from benchmark.llm.services import MODEL_CALL_KIND
+
+        job_kind_register(
+            JobKind(
+                name=IMPORT_KIND,
+                runner="benchmark.datasets.services.dataset_import_job",
+                action="import",  # admins, and whoever started it
+                starter_sees=True,
+                upload_area=IMPORT_AREA,
+                result_template="benchmark/jobs/import_result.html",
+                title="Import",
+                unit="records",
+            )
+        )
+        job_kind_register(
+            JobKind(
+                name=MODEL_CALL_KIND,
+                runner="benchmark.llm.services.model_call_job",
+                action="view",
+                # Whoever may view the call's item (the hook for the blind rule).
+                scope="benchmark.llm.selectors.model_call_jobs_visible",
+                time_limit=31 * 60,
+                result_template="benchmark/jobs/model_call_result.html",
+                title="Model call",
+                done_event="model-call-done",
+            )
+        )

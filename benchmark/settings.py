@@ -193,15 +193,9 @@ CELERY_TASK_SOFT_TIME_LIMIT = 59 * 60
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 10 * 60}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
-# Task modules outside an app's tasks.py, which autodiscovery does not find.
-# Every feature package that defines tasks (autodiscovery only looks for <app>.tasks).
-CELERY_IMPORTS = [
-    "benchmark.datasets.tasks",
-    "benchmark.llm.tasks",
-    "review.agreement.services",
-    "review.answers.tasks",
-    "review.runs.tasks",
-]
+# Task modules outside an app's tasks.py, which autodiscovery does not find: the one job task
+# that runs every kind of job (``benchmark.jobs.kinds`` says what each kind runs).
+CELERY_IMPORTS = ["benchmark.jobs.tasks"]
 
 if not DEBUG:
     SESSION_COOKIE_SECURE = True

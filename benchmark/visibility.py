@@ -169,11 +169,6 @@ def exclude_hidden_jobs(jobs: QuerySet[Job], *, user: AnyUser) -> QuerySet[Job]:
     return jobs.exclude(Exists(hidden_items(user=user).filter(pk=OuterRef("_about_item"))))
 
 
-def job_is_hidden(*, user: AnyUser, job: Job) -> bool:
-    item_id = (job.params or {}).get("item_id") if isinstance(job.params, dict) else None
-    return isinstance(item_id, int) and bool(hidden_item_ids(user=user, items=[item_id]))
-
-
 def refuse_hidden(item: Item, *, page: str) -> None:
     """403, saying why, for a page that shows ``item``'s answer when the selector that read
     the item found it hidden (``answer_hidden``)."""

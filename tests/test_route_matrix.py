@@ -191,15 +191,6 @@ def expectation(case: Case, role: str, api: bool) -> Expect | int:
 
 # --------------------------------------------------------------------------- defects
 
-D3 = (
-    "issue 9 defect 3: a job's visibility does not follow the role its kind requires (import: "
-    "admins and who started it; scoring, rescoring, agreement: reviewers and admins)"
-)
-F1 = (
-    "finding (the rule of issue 9 defect 1, another route): a verifier of an item under blind "
-    "verification may save a drafted question and answer over it, and becomes its author"
-)
-
 
 def _below_review(reason: str) -> dict[str, str]:
     return {"annotator": reason, "blind_verifier": reason}
@@ -225,7 +216,6 @@ def _job_cases(kwargs: Callable[[Any, Any], dict[str, Any]], *, page: str) -> tu
             lambda w: kwargs(w, w.jobs.imported),
             Access.MANAGE,
             refusal=Expect.REFUSED,
-            xfail=_below_admin(D3),
             shows={"admin": (ADMINS_ONLY,)},
         ),
         Case(
@@ -233,7 +223,6 @@ def _job_cases(kwargs: Callable[[Any, Any], dict[str, Any]], *, page: str) -> tu
             lambda w: kwargs(w, w.jobs.answer_scoring),
             Access.REVIEW,
             refusal=Expect.REFUSED,
-            xfail=_below_review(D3),
             shows={"reviewer": (REVIEWERS_ONLY,)},
         ),
         Case(
@@ -241,21 +230,18 @@ def _job_cases(kwargs: Callable[[Any, Any], dict[str, Any]], *, page: str) -> tu
             lambda w: kwargs(w, w.jobs.run_scoring),
             Access.REVIEW,
             refusal=Expect.REFUSED,
-            xfail=_below_review(D3),
         ),
         Case(
             f"{page}: rescoring job",
             lambda w: kwargs(w, w.jobs.rescoring),
             Access.REVIEW,
             refusal=Expect.REFUSED,
-            xfail=_below_review(D3),
         ),
         Case(
             f"{page}: agreement job",
             lambda w: kwargs(w, w.jobs.agreement),
             Access.REVIEW,
             refusal=Expect.REFUSED,
-            xfail=_below_review(D3),
         ),
         Case(f"{page}: model call about an item", lambda w: kwargs(w, w.jobs.ask), Access.VIEW),
         Case(
@@ -332,16 +318,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "job-1"},
         ),
     ),
-    "benchmark:model_call_job": (
-        *_job_cases(lambda w, job: {"pk": job.pk}, page="model-call page"),
-        Case(
-            "model-call page: polled fragment of the drafting call",
-            lambda w: {"pk": w.jobs.drafting.pk},
-            Access.VIEW,
-            headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "mcjob-1"},
-            blind=Expect.REFUSED,
-        ),
-    ),
     "benchmark:job_retry": (
         Case(
             "retry a failed model call",
@@ -355,7 +331,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.MANAGE,
             method="post",
             refusal=Expect.REFUSED,
-            xfail=_below_admin(D3),
         ),
         Case(
             "retry the author's drafting call",
@@ -671,7 +646,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             # of the item they verify (here they would even become its author).
             expect={"annotator": Expect.REFUSED},
             blind=Expect.REFUSED,
-            xfail={"annotator": F1},
         ),
     ),
     # ------------------------------------------------------------------ reference trajectory
@@ -798,9 +772,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
         ),
     ),
-    "review:score_answers_job": (
-        Case("answer scoring job", lambda w: {"pk": w.jobs.answer_scoring.pk}, Access.REVIEW),
-    ),
     "review:runs": (
         Case("agent runs", lambda w: {"project_id": w.tproject.pk}, Access.REVIEW),
         Case(
@@ -809,10 +780,6 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.REVIEW,
             method="post",
         ),
-    ),
-    "review:runs_job": (
-        Case("run scoring job", lambda w: {"pk": w.jobs.run_scoring.pk}, Access.REVIEW),
-        Case("rescoring job", lambda w: {"pk": w.jobs.rescoring.pk}, Access.REVIEW),
     ),
     "review:run_set": (Case("run set results", lambda w: {"pk": w.run_set.pk}, Access.REVIEW),),
     "review:run_set_rescore": (
@@ -887,8 +854,8 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             "jobs",
             lambda w: {},
             Access.LOGGED_IN,
-            # Lists every job of the user's projects, with its result and error.
-            xfail={"reviewer": D3, "annotator": D3, "blind_verifier": D3},
+            # Lists the jobs each user may see (the kind's role; blind verifiers not the
+            # author's drafting calls), with their results and errors.
             shows={"admin": (SECRET_DRAFTING, REVIEWERS_ONLY, ADMINS_ONLY)},
         ),
     ),

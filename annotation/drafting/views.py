@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -21,7 +22,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.drafting import selectors, services
 from annotation.drafting.forms import CropForm, DescribeForm, DraftForm, MarkForm, StartForm
 from annotation.drafting.models import DraftingSession, DraftingStep
-from benchmark.exceptions import Conflict, DomainError
+from benchmark.exceptions import Conflict, DomainError, Forbidden
 from benchmark.models import Item, Project, ProjectKind
 from benchmark.pages import htmx_page, item_images, model_context, project_context, render_page
 from benchmark.projects import selectors as benchmark_selectors
@@ -314,6 +315,8 @@ def drafting_draft(
             posted = request.POST.copy()
             posted["base"] = services.item_draft_token(session.item)
             form.data = posted
+        except Forbidden as exc:  # e.g. a verifier of this item: nothing to fix in the form
+            raise PermissionDenied(exc.message) from None
         except DomainError as exc:
             form.add_error(None, exc.message)
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -285,7 +286,16 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
                 jobs = jobs.filter(status=query["status"])
         return jobs
 
+    def get_object(self) -> Job:
+        """The one job selector: another project's job is 404; a job of the user's project
+        that their role does not show (e.g. an annotator and a scoring job) is 403."""
+        try:
+            pk = int(self.kwargs["pk"])
+        except (TypeError, ValueError):
+            raise Http404("no such job") from None
+        return job_selectors.job_get(user=self.request.user, pk=pk)
+
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         # A job whose worker died answers "failed" to the poll instead of "running" forever.
-        job_services.jobs_sweep()
-        return super().retrieve(request, *args, **kwargs)
+        job = job_services.job_refresh(job=self.get_object())
+        return Response(self.get_serializer(job).data)

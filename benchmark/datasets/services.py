@@ -37,7 +37,8 @@ from benchmark.formats import (
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.services import image_store
-from benchmark.jobs.services import job_create
+from benchmark.jobs.kinds import Progress
+from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
 from benchmark.models import (
     Image,
@@ -682,11 +683,9 @@ IMPORT_AREA = "imports"
 
 def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
-    MEDIA_ROOT/imports/<job id>/, create an import Job for it and enqueue the import task
-    after commit. Raises ValidationFailed for uploads a user can fix, Forbidden for
+    MEDIA_ROOT/imports/<job id>/ and start an import job for it (the job pipeline enqueues it
+    after commit). Raises ValidationFailed for uploads a user can fix, Forbidden for
     users who may not import."""
-    from benchmark.datasets.tasks import dataset_import_task  # tasks imports this module
-
     permissions.require(user=user, project=project, action="import")
     if not isinstance(user, User):  # members only, so never anonymous here
         raise Forbidden("log in to import")
@@ -699,7 +698,7 @@ def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile
         )
     filename = safe_filename(Path(upload.name or "upload").name, "upload")
     # Unpack and check with no transaction open (on SQLite a transaction holds the write
-    # lock); only the job row and the folder's rename happen in the short one below.
+    # lock); the job pipeline then creates the job and the staging folder becomes its folder.
     with place_uploads(IMPORT_AREA, UploadBudget(max_bytes=max_bytes)) as placed:
         upload.seek(0)
         if zipfile.is_zipfile(upload):
@@ -708,20 +707,39 @@ def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile
             raise ValidationFailed(f"{filename}: the file is named .zip but is not a zip archive")
         else:
             path = placed.add_file(upload, filename)
-        with transaction.atomic():
-            job = job_create(
-                kind=IMPORT_KIND,
-                user=user,
-                project=project,
-                params={"project_id": project.pk, "path": "", "filename": filename},
-            )
-            folder = placed.claim(job.pk)
-            path = placed.final(path)
-            job.params = {**job.params, "path": str(path), "cleanup": str(folder)}
-            job.message = "queued"
-            job.save(update_fields=["params", "message"])
-            transaction.on_commit(lambda: dataset_import_task.delay(job.pk))
-    return job
+
+        def claim(folder: Path) -> dict[str, Any]:
+            placed.move_to(folder)
+            return {"path": str(placed.final(path))}
+
+        return job_start(
+            kind=IMPORT_KIND,
+            user=user,
+            project=project,
+            params={"project_id": project.pk, "path": "", "filename": filename},
+            uploads=claim,
+        )
+
+
+def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
+    """The import kind's runner. A first pass reads and checks every record outside any
+    transaction, so the bar moves and commits as it goes; the second pass writes all or
+    nothing in one transaction, reporting how far it got through the job's progress
+    callback (on PostgreSQL that report is readable by the poll while the write is under
+    way; on SQLite it shows when the write commits: see ``benchmark.jobs.services.
+    JobProgress``). A bad record raises FormatError naming file, record and field."""
+    project = Project.objects.get(pk=job.params["project_id"])
+    path = Path(job.params["path"])
+    fmt = get_format(project.data_format)
+    total = 0
+    for total, _ in enumerate(fmt.read(path), start=1):
+        if total % BATCH_SIZE == 0:
+            progress(progress=total, message="checking records")
+    progress(progress=0, total=total, message="writing")
+    result = dataset_import(
+        project=project, path=path, progress=lambda n: progress(progress=min(n, total))
+    )
+    return result.as_dict()
 
 
 @dataclass

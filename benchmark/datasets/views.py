@@ -46,8 +46,8 @@ def project_import(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "form": form,
         "job": job,
         "max_upload_mb": settings.BENCHWRIGHT_MAX_UPLOAD_BYTES // (1024 * 1024),
-        "recent_jobs": job_selectors.job_list(user=request.user, project=project).filter(
-            kind=services.IMPORT_KIND
+        "recent_jobs": job_selectors.job_list(
+            user=request.user, project=project, kind=services.IMPORT_KIND
         )[:5],
     }
     return render_page(

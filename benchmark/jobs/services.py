@@ -1,21 +1,38 @@
-"""The one job pipeline: a slow action is a Job row and a task that takes its id. Create, start (guarding on status), report progress (every report is the heartbeat), finish or fail, and sweep jobs whose worker stopped."""
+"""The one job pipeline. A slow action is a Job row and one Celery task that takes its id:
+
+    job_start (create the row, place the uploads, enqueue after commit)
+    -> job_run in the worker (claim it, guarded on status; the kind's runner with a progress
+       callback whose every report is the heartbeat; finish with the result, or fail with a
+       domain error's message or a generic one for an unexpected error, logged with its
+       traceback; remove the job's upload folder)
+    -> jobs_sweep (on every poll, and from cron): a job whose worker died is failed and its
+       upload folder removed.
+
+What differs per kind (runner, who may see it, time limit, upload area, result fragment) is
+declared once in ``benchmark.jobs.kinds``."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import (
     Any,
 )
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db.models.sql.subqueries import UpdateQuery
 from django.utils import timezone
 
 from benchmark.exceptions import (
     DomainError,
 )
+from benchmark.formats import FormatError
+from benchmark.jobs.kinds import JobKind, job_kind
+from benchmark.jobs.uploads import upload_folder, upload_folder_remove
 from benchmark.models import (
     Job,
     JobStatus,
@@ -25,6 +42,10 @@ from benchmark.typing import User
 
 log = logging.getLogger(__name__)
 
+#: ``uploads(folder)``: place the uploaded files under the job's (not yet existing) folder
+#: with the helpers of ``benchmark.jobs.uploads`` and return the params saying where they are.
+Placement = Callable[[Path], dict[str, Any]]
+
 
 def job_create(
     *,
@@ -33,25 +54,130 @@ def job_create(
     project: Project | None = None,
     params: dict[str, Any] | None = None,
     total: int = 0,
+    message: str = "",
 ) -> Job:
+    """The bare row, nothing enqueued (``job_start`` is the pipeline's way in)."""
     return Job.objects.create(
-        kind=kind, created_by=user, project=project, params=params or {}, total=total
+        kind=kind,
+        created_by=user,
+        project=project,
+        params=params or {},
+        total=total,
+        message=message,
     )
+
+
+def job_start(
+    *,
+    kind: str,
+    user: User | None,
+    project: Project | None = None,
+    params: dict[str, Any] | None = None,
+    uploads: Placement | None = None,
+    total: int = 0,
+) -> Job:
+    """Start a job of a registered kind: create its row ("queued"), let ``uploads`` place the
+    uploaded files in the job's folder (MEDIA_ROOT/<the kind's upload area>/<job id>/), and
+    enqueue the one job task when the current transaction commits (at once outside one).
+
+    Placement runs in whatever transaction the caller holds (none is opened here, so a large
+    upload is unpacked outside any transaction when the caller holds none). If it raises,
+    the folder and the row are removed and the error propagates (a ValidationFailed naming
+    the bad file is the user's message)."""
+    spec = job_kind(kind)
+    if spec is None:
+        raise ValueError(f"no job kind {kind!r} is registered")
+    job = job_create(
+        kind=kind, user=user, project=project, params=params, total=total, message="queued"
+    )
+    if uploads is not None:
+        if not spec.upload_area:
+            raise ValueError(f"jobs of kind {kind!r} take no uploads (no upload area)")
+        folder = upload_folder(spec.upload_area, job.pk)
+        try:
+            placed = uploads(folder)
+        except BaseException:
+            upload_folder_remove(folder=str(folder), area=spec.upload_area)
+            job.delete()
+            raise
+        job.params = {**job.params, **placed}
+        job.save(update_fields=["params"])
+    job_id = job.pk
+    transaction.on_commit(lambda: _enqueue(job_id, spec))
+    return job
+
+
+def _enqueue(job_id: int, spec: JobKind) -> None:
+    from benchmark.jobs.tasks import job_task  # the task module imports this one
+
+    limit = spec.limit()
+    job_task.apply_async((job_id,), time_limit=limit, soft_time_limit=max(limit - 60, 1))
+
+
+def _progress_fields(progress: int, total: int | None = None, message: str = "") -> dict[str, Any]:
+    fields: dict[str, Any] = {"progress": progress, "heartbeat_at": timezone.now()}
+    if total is not None:
+        fields["total"] = total
+    if message:
+        fields["message"] = message[:500]
+    return fields
 
 
 def job_progress(
     *, job_id: int, progress: int, total: int | None = None, message: str = ""
 ) -> None:
     """Record progress; every report is also the job's heartbeat (``heartbeat_at``)."""
-    fields: dict[str, Any] = {"progress": progress, "heartbeat_at": timezone.now()}
-    if total is not None:
-        fields["total"] = total
-    if message:
-        fields["message"] = message[:500]
-    Job.objects.filter(pk=job_id).update(**fields)
+    Job.objects.filter(pk=job_id).update(**_progress_fields(progress, total, message))
 
 
-def job_start(*, job_id: int) -> bool:
+class JobProgress:
+    """The progress callback a runner gets: ``progress(progress=n, total=..., message=...)``.
+
+    Progress must be readable by the polling request while the runner is still writing. Outside
+    a transaction every report commits at once. Inside one (an import writes all or nothing in
+    one transaction), a report written on the runner's connection would stay invisible until
+    the end, so on PostgreSQL (and any database that takes concurrent writers) it goes through
+    a second, autocommit connection to the same database, opened on the first such report and
+    closed with ``close()``. (When that connection cannot see the row, because the job was
+    created in the very transaction that is running, as in tests, the report falls back to
+    the runner's connection.)
+
+    SQLite allows one writer at a time: a second connection would wait for the import's write
+    lock and fail with "database is locked". There a report inside a transaction is written in
+    that transaction and shows when it commits; the runner should do its long read-and-check
+    pass before it opens the transaction (the import does), so the bar moves during that pass,
+    then shows "writing" until the write commits. A worker cannot outlive its time limit, so
+    the missing heartbeats during the write never make the sweep fail a living job."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        self._side: Any = None
+
+    def __call__(self, *, progress: int, total: int | None = None, message: str = "") -> None:
+        fields = _progress_fields(progress, total, message)
+        aside = connection.in_atomic_block and connection.vendor != "sqlite"
+        if aside and self._write_aside(fields):
+            return
+        Job.objects.filter(pk=self.job_id).update(**fields)
+
+    def _write_aside(self, fields: dict[str, Any]) -> bool:
+        if self._side is None:
+            self._side = connections.create_connection(DEFAULT_DB_ALIAS)
+        query = UpdateQuery(Job)
+        query.add_update_values(fields)
+        query.add_q(models.Q(pk=self.job_id))
+        sql, params = query.get_compiler(connection=self._side).as_sql()
+        with self._side.cursor() as cursor:
+            cursor.execute(sql, params)
+            return bool(cursor.rowcount)
+
+    def close(self) -> None:
+        if self._side is not None:
+            self._side.close()
+            self._side = None
+
+
+def job_claim(*, job_id: int) -> bool:
     """Mark a queued job running. False when it is not queued (a repeat delivery)."""
     now = timezone.now()
     return bool(
@@ -61,9 +187,24 @@ def job_start(*, job_id: int) -> bool:
     )
 
 
-#: The hard time limit (seconds) of the task behind a job kind, as its ``@shared_task`` sets
-#: it (the task reads it from here); kinds not listed run under CELERY_TASK_TIME_LIMIT.
-JOB_TIME_LIMITS: dict[str, int] = {"model_call": 31 * 60}
+def job_time_limit(kind: str) -> int:
+    """The hard time limit in seconds of the task that runs jobs of ``kind``."""
+    spec = job_kind(kind)
+    return spec.limit() if spec is not None else int(settings.CELERY_TASK_TIME_LIMIT)
+
+
+def job_soft_time_limit(kind: str) -> int:
+    """A minute before the hard limit: the task gets SoftTimeLimitExceeded and records it."""
+    return max(job_time_limit(kind) - 60, 1)
+
+
+def job_cleanup(*, job: Job) -> None:
+    """Remove the job's upload folder, if its kind takes uploads (idempotent)."""
+    spec = job_kind(job.kind)
+    if spec is not None and spec.upload_area:
+        upload_folder_remove(
+            folder=str(upload_folder(spec.upload_area, job.pk)), area=spec.upload_area
+        )
 
 
 #: How much longer than its task's time limit a running job may stay silent before it counts
@@ -73,16 +214,6 @@ JOB_STALE_MARGIN = 5 * 60
 
 #: How long a queued job may wait for a worker when a broker is configured.
 JOB_QUEUED_LIMIT = 24 * 60 * 60
-
-
-def job_time_limit(kind: str) -> int:
-    """The hard time limit in seconds of the task that runs jobs of ``kind``."""
-    return JOB_TIME_LIMITS.get(kind, int(settings.CELERY_TASK_TIME_LIMIT))
-
-
-def job_soft_time_limit(kind: str) -> int:
-    """A minute before the hard limit: the task gets SoftTimeLimitExceeded and records it."""
-    return max(job_time_limit(kind) - 60, 1)
 
 
 def _silent_since(cutoff: datetime) -> models.Q:
@@ -98,8 +229,9 @@ def _silent_since(cutoff: datetime) -> models.Q:
 def jobs_sweep(*, now: datetime | None = None) -> list[int]:
     """Mark failed every running job silent for longer than its task's time limit plus
     JOB_STALE_MARGIN (its worker died or was killed: a living task cannot outrun its limit),
-    and every queued job no worker started in time. Returns the ids marked failed. Reads
-    first and writes only when something is stale, so polling it costs one indexed query."""
+    and every queued job no worker started in time, and remove their upload folders (nobody
+    will read them now). Returns the ids marked failed. Reads first and writes only when
+    something is stale, so polling it costs one indexed query."""
     now = now or timezone.now()
     candidates = list(
         Job.objects.filter(status__in=[JobStatus.RUNNING, JobStatus.QUEUED]).values_list(
@@ -141,6 +273,7 @@ def jobs_sweep(*, now: datetime | None = None) -> list[int]:
         )
         if changed:
             swept.append(pk)
+            job_cleanup(job=Job(pk=pk, kind=kind))
     return swept
 
 
@@ -165,33 +298,41 @@ def job_finish(*, job_id: int, result: dict[str, Any] | None = None, error: str 
     job.save(update_fields=["status", "error", "result", "progress", "finished_at"])
 
 
-def job_run(
-    *,
-    job_id: int,
-    work: Callable[[Job, Callable[..., None]], dict[str, Any]],
-    what: str,
-    cleanup: Callable[[Job], None] | None = None,
-) -> None:
-    """The body of a job's Celery task: nothing when the job is not queued (a repeated
-    delivery); ``work(job, progress)`` returns the result to record, a DomainError becomes the
-    job's message, anything else is logged and named on the row; ``cleanup`` runs either way."""
-    if not job_start(job_id=job_id):
+def job_run(*, job_id: int) -> None:
+    """The body of the one job task. Nothing when the job is not queued (a repeated delivery,
+    or a job the sweep failed). Otherwise the kind's runner gets the job and a progress
+    callback; what it returns is the job's result. A DomainError (or a format reader's
+    FormatError) is the user's message; a time limit says so; anything else is logged with
+    its traceback and the job gets a generic message naming the job. The upload folder is
+    removed before the job is marked done, so a finished job never leaves files behind."""
+    if not job_claim(job_id=job_id):
         return
-    job = Job.objects.get(pk=job_id)
-
-    def progress(**fields: Any) -> None:
-        job_progress(job_id=job_id, **fields)
-
+    job = Job.objects.select_related("project", "created_by").get(pk=job_id)
+    spec = job_kind(job.kind)
+    progress = JobProgress(job_id)
+    result: dict[str, Any] = {}
+    error = ""
     try:
-        result = work(job, progress)
+        if spec is None:
+            raise DomainError(f"no runner is registered for jobs of kind {job.kind!r}")
+        result = spec.run(job=job, progress=progress)
     except DomainError as exc:
-        job_finish(job_id=job_id, error=exc.message)
-        return
-    except Exception as exc:  # noqa: BLE001 - the job row must say what went wrong
-        log.exception("%s %s failed", what, job_id)
-        job_finish(job_id=job_id, error=f"unexpected error: {exc.__class__.__name__}: {exc}")
-        return
+        error = exc.message or exc.__class__.__name__
+    except FormatError as exc:
+        error = str(exc)
+    except SoftTimeLimitExceeded:
+        minutes = job_time_limit(job.kind) // 60
+        error = (
+            f"The job ran into its {minutes}-minute time limit and was stopped; nothing more "
+            "was done. Retry with less data, or run it from the command line."
+        )
+    except Exception as exc:  # noqa: BLE001 - the job row must say that it failed
+        log.exception("job %s (%s) failed", job_id, job.kind)
+        error = (
+            f"unexpected error ({exc.__class__.__name__}) in job #{job_id}; the server log has "
+            "the details. Retry, and tell an administrator if it happens again."
+        )
     finally:
-        if cleanup is not None:
-            cleanup(job)
-    job_finish(job_id=job_id, result=result)
+        progress.close()
+        job_cleanup(job=job)
+    job_finish(job_id=job_id, result=None if error else result, error=error)

@@ -379,9 +379,13 @@ class PlacedUploads:
         return zip_extract(upload, target, self.budget, archive=archive)
 
     def claim(self, job_id: int) -> Path:
-        """Rename the staging folder to the job's folder (call it in the transaction that
-        creates the job: a rename is instant); returns the job's folder."""
-        final = upload_folder(self.area, job_id)
+        """Rename the staging folder to the job's folder (a rename is instant); returns the
+        job's folder."""
+        return self.move_to(upload_folder(self.area, job_id))
+
+    def move_to(self, final: Path) -> Path:
+        """Rename the staging folder to ``final`` (the job's folder, as the job pipeline's
+        placement callback receives it)."""
         if final.exists():  # left by an earlier database: the id is new, so nobody owns it
             shutil.rmtree(final)
         os.rename(self.root, final)

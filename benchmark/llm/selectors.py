@@ -4,11 +4,11 @@ calls (and model-call jobs) about an item whose answer is hidden from the user
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import BigIntegerField, Q, QuerySet
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from benchmark import visibility
-from benchmark.jobs import selectors as job_selectors
 from benchmark.models import Item, Job, ModelCall
 from benchmark.typing import AnyUser
 
@@ -24,13 +24,25 @@ def model_call_list(*, user: AnyUser, item: Item | None = None) -> QuerySet[Mode
     return calls.order_by("-created_at", "-id")
 
 
-def model_call_job_get(*, user: AnyUser, pk: int) -> Job:
-    """A job for the model-call pages: 404 when the user may not see it, 403 saying why when
-    it asked about an item whose answer is hidden from the user."""
-    job = job_selectors.job_get(user=user, pk=pk)
-    if visibility.job_is_hidden(user=user, job=job):
-        raise PermissionDenied(
-            "This model call is about an item you verify blind: its prompt and answer would "
-            "give the item's answer away. It opens once you have answered the question."
-        )
-    return job
+def model_call_jobs_visible(*, user: AnyUser, jobs: QuerySet[Job]) -> QuerySet[Job]:
+    """The model-call kind's scope (see ``benchmark.jobs.kinds``): a model-call job shows
+    its prompt and the model's answer, so it is visible to whoever may view its item (and,
+    for a call about no item, to the project's members, which ``jobs`` already are).
+
+    This is the one hook for the item-visibility rules (a blind verifier must not see what
+    the author asked about the item): item visibility is decided by the items selector
+    ``benchmark.projects.selectors.item_list``; when it (or ``benchmark.visibility``) hides
+    an item from a user, that user's view of the item's model-call jobs follows here, and so
+    does ``benchmark.visibility``'s rule: a call about an item whose answer is hidden from the
+    user (a blind verifier) is not theirs to see."""
+    from benchmark.projects.selectors import item_list
+
+    visible_items = item_list(user=user).values("pk")
+    jobs = visibility.exclude_hidden_jobs(jobs, user=user)
+    return jobs.annotate(
+        about_item=Cast(KeyTextTransform("item_id", "params"), BigIntegerField())
+    ).filter(
+        Q(params__item_id=None)  # JSON null
+        | Q(params__item_id__isnull=True)  # no such key
+        | Q(about_item__in=visible_items)
+    )

@@ -1,5 +1,6 @@
-"""Model calls as jobs: which model a project uses, starting a call, running it (from the
-task), recording it as a ModelCall row, and retrying a failed call as a new job."""
+"""Model calls as jobs: which model a project uses, starting a call (through the job
+pipeline), running it (the model-call kind's runner), recording it as a ModelCall row, and
+retrying a failed call as a new job."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from benchmark import permissions
-from benchmark.exceptions import Conflict, ValidationFailed
+from benchmark.exceptions import Conflict, DomainError, ValidationFailed
 from benchmark.jobs import services
+from benchmark.jobs.kinds import Progress
 from benchmark.llm.cache import CachedAnswer
 from benchmark.llm.client import (
     CACHE_MODES,
@@ -132,15 +133,8 @@ class ModelCallCache:
 # --------------------------------------------------------------------------- starting
 
 
-def _retryable_tasks() -> dict[str, Any]:
-    from benchmark.llm.tasks import model_call_task
-
-    return {MODEL_CALL_KIND: model_call_task}
-
-
-def _enqueue(job: Job) -> None:
-    task = _retryable_tasks()[job.kind]
-    transaction.on_commit(lambda: task.delay(job.pk))
+#: Kinds whose failed jobs "Retry" runs again with the same parameters.
+RETRYABLE_KINDS = (MODEL_CALL_KIND,)
 
 
 def model_call_start(
@@ -186,27 +180,22 @@ def model_call_start(
         raise ValidationFailed(str(exc)) from exc
     if resolved is None:
         raise ValidationFailed("No model is configured. " + HOW_TO_CONFIGURE)
-    with transaction.atomic():
-        job = services.job_create(
-            kind=MODEL_CALL_KIND,
-            user=user,
-            project=project,
-            total=1,
-            params={
-                "project_id": project.pk,
-                "item_id": item.pk if item is not None else None,
-                "purpose": purpose,
-                "system": system,
-                "prompt": prompt,
-                "images": shas,
-                "params": params or {},
-                "mode": mode,
-            },
-        )
-        job.message = "queued"
-        job.save(update_fields=["message"])
-        _enqueue(job)
-    return job
+    return services.job_start(
+        kind=MODEL_CALL_KIND,
+        user=user,
+        project=project,
+        total=1,
+        params={
+            "project_id": project.pk,
+            "item_id": item.pk if item is not None else None,
+            "purpose": purpose,
+            "system": system,
+            "prompt": prompt,
+            "images": shas,
+            "params": params or {},
+            "mode": mode,
+        },
+    )
 
 
 def job_retry(*, job: Job, user: User) -> Job:
@@ -215,22 +204,17 @@ def job_retry(*, job: Job, user: User) -> Job:
     if job.project is None:
         raise ValidationFailed("only a project's jobs can be retried")
     permissions.require(user=user, project=job.project, action="ask_model")
-    if job.kind not in _retryable_tasks():
+    if job.kind not in RETRYABLE_KINDS:
         raise ValidationFailed(f"a {job.kind} job cannot be retried; start it again instead")
     if job.status != JobStatus.FAILED:
         raise Conflict("only a failed job can be retried")
-    with transaction.atomic():
-        new = services.job_create(
-            kind=job.kind,
-            user=user,
-            project=job.project,
-            total=job.total,
-            params={**job.params, "retry_of": job.pk},
-        )
-        new.message = "queued"
-        new.save(update_fields=["message"])
-        _enqueue(new)
-    return new
+    return services.job_start(
+        kind=job.kind,
+        user=user,
+        project=job.project,
+        total=job.total,
+        params={**job.params, "retry_of": job.pk},
+    )
 
 
 # --------------------------------------------------------------------------- running
@@ -289,13 +273,9 @@ def _record(
     return call
 
 
-def model_call_run(*, job_id: int) -> None:
-    """Run a queued model-call job: call the model (or answer from the cache), record a
-    ModelCall row and finish the job with the answer or the error. A job that is not queued
-    (a repeated delivery) is left alone."""
-    if not services.job_start(job_id=job_id):
-        return
-    job = Job.objects.select_related("project").get(pk=job_id)
+def model_call_job(*, job: Job, progress: Progress) -> dict[str, Any]:
+    """The model-call kind's runner: call the model (or answer from the cache) and record a
+    ModelCall row, also for a failed call (then the error is the job's message)."""
     p = job.params
     try:
         if job.project is None:
@@ -304,8 +284,7 @@ def model_call_run(*, job_id: int) -> None:
         if resolved is None:
             raise ModelNotConfigured("No model is configured. " + HOW_TO_CONFIGURE)
     except ModelError as exc:
-        services.job_finish(job_id=job_id, error=str(exc))
-        return
+        raise DomainError(str(exc)) from exc
     config = resolved.config
     request = ChatRequest(prompt=p.get("prompt", ""), system=p.get("system", ""))
     key = request.key(config.model)
@@ -321,10 +300,7 @@ def model_call_run(*, job_id: int) -> None:
             config, cache=ModelCallCache(), mode=p.get("mode") or resolved.cache_mode
         )
         result = client.complete(
-            request,
-            progress=lambda message: services.job_progress(
-                job_id=job_id, progress=0, message=message
-            ),
+            request, progress=lambda message: progress(progress=0, message=message)
         )
     except ModelError as exc:
         attempts = getattr(exc, "attempts", 0)
@@ -337,26 +313,21 @@ def model_call_run(*, job_id: int) -> None:
             key=key,
             attempts=attempts,
         )
-        services.job_finish(job_id=job_id, error=str(exc))
-        return
-    except Exception as exc:  # noqa: BLE001 - the job row must say what went wrong
-        log.exception("model call job %s failed", job_id)
+        raise DomainError(str(exc)) from exc
+    except Exception as exc:
+        # Recorded as a failed call; the pipeline logs the traceback and fails the job.
         message = f"unexpected error: {exc.__class__.__name__}"
         _record(job=job, config=config, request=request, result=None, error=message, key=key)
-        services.job_finish(job_id=job_id, error=message)
-        return
+        raise
     call = _record(job=job, config=config, request=request, result=result, key=key)
-    services.job_finish(
-        job_id=job_id,
-        result={
-            "answer": result.text,
-            "model": result.model,
-            "model_call_id": call.pk,
-            "item_id": call.item_id,
-            "latency_ms": result.latency_ms,
-            "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens,
-            "cached": result.cached,
-            "attempts": result.attempts,
-        },
-    )
+    return {
+        "answer": result.text,
+        "model": result.model,
+        "model_call_id": call.pk,
+        "item_id": call.item_id,
+        "latency_ms": result.latency_ms,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "cached": result.cached,
+        "attempts": result.attempts,
+    }

@@ -1,16 +1,16 @@
-"""Pages for asking a model about an item: the form, the polled job fragment with the answer,
-retrying a failed call, and the item's past model calls."""
+"""Pages for asking a model about an item: the form (the call is a job, shown by the one job
+card and polled at the one job view), retrying a failed call, and the item's past model
+calls."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import redirect
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HTMX_STOP_POLLING
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
 
 from benchmark.exceptions import DomainError
-from benchmark.jobs import services
+from benchmark.jobs import selectors as job_selectors
 from benchmark.llm import selectors as llm_selectors
 from benchmark.llm import services as llm_services
 from benchmark.llm.forms import AskModelForm
@@ -51,7 +51,7 @@ def item_model(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpR
                 form.add_error(None, exc.message)
             else:
                 if not request.htmx:
-                    return redirect("benchmark:model_call_job", pk=job.pk)
+                    return redirect("benchmark:job_detail", pk=job.pk)
                 # Keep the prompt and the choice of images for a follow-up question.
                 form = AskModelForm(initial=form.cleaned_data, images=images)
     else:
@@ -77,33 +77,14 @@ def item_model(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpR
 
 
 @login_required
-@require_GET
-@htmx_page
-def model_call_job(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """A model-call job: progress while it runs, then the answer or the error with a Retry
-    button. The polled fragment answers 286 (stop polling) once the job is done."""
-    job = services.job_refresh(job=llm_selectors.model_call_job_get(user=request.user, pk=pk))
-    response = render_page(
-        request, "benchmark/model_call_job.html", {"job": job}, fragments={"mcjob-*": "job"}
-    )
-    polled = request.htmx and (request.htmx.target or "").startswith("mcjob-")
-    if polled and job.done:
-        response.status_code = HTMX_STOP_POLLING
-        response["HX-Trigger"] = "model-call-done"
-    return response
-
-
-@login_required
 @require_POST
 def job_retry(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Retry a failed job as a new job; htmx gets the new job's fragment in place."""
-    job = llm_selectors.model_call_job_get(user=request.user, pk=pk)
     try:
+        job = job_selectors.job_get(user=request.user, pk=pk)
         new = llm_services.job_retry(job=job, user=request_user(request))
     except DomainError as exc:
         return HttpResponse(exc.message, status=exc.status_code, content_type="text/plain")
     if not request.htmx:
-        return redirect("benchmark:model_call_job", pk=new.pk)
-    return render_page(
-        request, "benchmark/model_call_job.html", {"job": new}, fragments={"mcjob-*": "job"}
-    )
+        return redirect("benchmark:job_detail", pk=new.pk)
+    return render(request, "partials/job.html", {"job": new})

@@ -9,11 +9,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
-from celery import shared_task
 
 from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
-from benchmark.jobs import services as benchmark_services
+from benchmark import permissions
+from benchmark.exceptions import NotFound
+from benchmark.jobs import services as job_services
+from benchmark.jobs.kinds import Progress
 from benchmark.metrics.agreement import Level, agreement_report
+from benchmark.models import Job
+from benchmark.typing import User
 
 # Up to this many judgments the dashboard computes on the spot; beyond, it runs as a Job.
 INLINE_LIMIT = 60_000
@@ -65,20 +69,21 @@ def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str,
     return report
 
 
-@shared_task(acks_late=True)
-def agreement_task(job_id: int) -> None:
-    if not benchmark_services.job_start(job_id=job_id):
-        return
-    from benchmark.models import Job
+def agreement_start(*, task: JudgmentTask, user: User) -> Job:
+    """Compute a large task's agreement figures as a job (reviewers and admins)."""
+    permissions.require(user=user, project=task.project, action="review")
+    return job_services.job_start(
+        kind=AGREEMENT_KIND, user=user, project=task.project, params={"task_id": task.pk}
+    )
 
-    job = Job.objects.get(pk=job_id)
-    try:
-        task = JudgmentTask.objects.get(pk=job.params["task_id"])
-        report = agreement_compute(task=task)
-    except Exception as exc:  # noqa: BLE001 - the job row says what went wrong
-        benchmark_services.job_finish(job_id=job_id, error=f"{exc.__class__.__name__}: {exc}")
-        return
-    benchmark_services.job_finish(job_id=job_id, result=report)
+
+def agreement_job(*, job: Job, progress: Progress) -> dict[str, Any]:
+    """The agreement kind's runner: the report of the job's judgment task."""
+    task = JudgmentTask.objects.filter(pk=job.params.get("task_id")).first()
+    if task is None:
+        raise NotFound("the judgment task was deleted; nothing to compute")
+    progress(progress=0, message="computing the figures")
+    return agreement_compute(task=task)
 
 
 def judgments_rows(*, task: JudgmentTask) -> Iterator[dict[str, Any]]:

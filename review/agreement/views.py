@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.judging.models import Judgment
-from benchmark.jobs import services as benchmark_services
-from benchmark.models import Job
+from benchmark.exceptions import DomainError
+from benchmark.jobs import selectors as job_selectors
 from benchmark.typing import request_user
 from review.agreement import services as agreement_module
 from review.pages import task_for_review
@@ -55,20 +55,19 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
     """The agreement dashboard of a task. Large tasks are computed by a Job."""
     task = task_for_review(request, pk)
     n = Judgment.objects.filter(task=task).count()
+    if request.method == "POST":
+        try:
+            agreement_module.agreement_start(task=task, user=request_user(request))
+        except DomainError as exc:
+            raise PermissionDenied(exc.message) from None
+        return redirect("review:agreement", pk=task.pk)
     job = (
-        Job.objects.filter(kind=agreement_module.AGREEMENT_KIND, params__task_id=task.pk)
-        .order_by("-created_at")
+        job_selectors.job_list(
+            user=request.user, project=task.project, kind=agreement_module.AGREEMENT_KIND
+        )
+        .filter(params__task_id=task.pk)
         .first()
     )
-    if request.method == "POST":
-        job = benchmark_services.job_create(
-            kind=agreement_module.AGREEMENT_KIND,
-            user=request_user(request),
-            project=task.project,
-            params={"task_id": task.pk},
-        )
-        transaction.on_commit(lambda: agreement_module.agreement_task.delay(job.pk))
-        return redirect("review:agreement", pk=task.pk)
     report = None
     if n <= agreement_module.INLINE_LIMIT:
         report = agreement_module.agreement_compute(task=task)

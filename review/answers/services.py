@@ -17,7 +17,6 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
 from annotation.tag_review.models import ResponseVersion
@@ -269,36 +268,34 @@ def answers_score_start(
     uploads: Sequence[UploadedFile],
     only_verified: bool = False,
 ) -> Job:
-    """Keep the uploaded answer files under MEDIA_ROOT/answers-upload/<job>/ and enqueue the
-    scoring job after commit. The files are removed once the job has read them."""
-    from review.answers.tasks import answers_score_task  # the task module imports this one
-
+    """Keep the uploaded answer files under MEDIA_ROOT/answers-upload/<job>/ and start the
+    scoring job (the job pipeline enqueues it after commit and removes the files once the job
+    has run)."""
     reviewer = _require_scorable(project, user)
     uploads_check(uploads)
     names = [Path(u.name or "answers").name for u in uploads]
     label = ", ".join(names)[:200]
     # Write the files with no transaction open (on SQLite a transaction holds the write
-    # lock); only the job row and the folder's rename happen in the short one below.
+    # lock); the job pipeline then creates the job and the staging folder becomes its folder.
     budget = job_uploads.UploadBudget(max_bytes=max_score_bytes())
     with job_uploads.place_uploads(UPLOAD_AREA, budget) as placed:
         placed_files: list[tuple[str, Path]] = []
         for n, (upload, name) in enumerate(zip(uploads, names, strict=True)):
             stored = f"{n}-{job_uploads.safe_filename(name, 'answers')}"
             placed_files.append((name, placed.add_file(upload, stored)))
-        with transaction.atomic():
-            job = job_services.job_create(
-                kind=SCORE_KIND,
-                user=reviewer,
-                project=project,
-                params={"project_id": project.pk, "name": label, "only_verified": only_verified},
-            )
-            root = placed.claim(job.pk)
+
+        def claim(root: Path) -> dict[str, Any]:
+            placed.move_to(root)
             files = [[name, str(placed.final(path))] for name, path in placed_files]
-            job.params = {**job.params, "files": files, "path": str(root)}
-            job.message = "queued"
-            job.save(update_fields=["params", "message"])
-            transaction.on_commit(lambda: answers_score_task.delay(job.pk))
-    return job
+            return {"files": files, "path": str(root)}
+
+        return job_services.job_start(
+            kind=SCORE_KIND,
+            user=reviewer,
+            project=project,
+            params={"project_id": project.pk, "name": label, "only_verified": only_verified},
+            uploads=claim,
+        )
 
 
 def answers_score_job(*, job: Job, progress: Callable[..., None] | None = None) -> dict[str, Any]:
@@ -322,7 +319,3 @@ def answers_score_job(*, job: Job, progress: Callable[..., None] | None = None) 
         only_verified=bool(job.params.get("only_verified")),
         progress=lambda n: tick(progress=min(n, len(records))),
     )
-
-
-def answers_upload_cleanup(*, job: Job) -> None:
-    job_uploads.upload_folder_remove(folder=job.params.get("path"), area=UPLOAD_AREA)

@@ -4,5 +4,4 @@ from review.answers import views
 
 urlpatterns = [
     path("projects/<int:project_id>/score-answers/", views.score_answers, name="score_answers"),
-    path("score-answers/jobs/<int:pk>/", views.score_answers_job, name="score_answers_job"),
 ]

@@ -6,17 +6,15 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HTMX_STOP_POLLING
 
 from benchmark.exceptions import DomainError
-from benchmark.jobs import selectors as job_selectors
-from benchmark.jobs import services as benchmark_services
-from benchmark.models import JobStatus, ProjectKind
+from benchmark.models import Job, ProjectKind
 from review.answers import services as review_answers
+from review.answers.services import answers_result_ordered
 from review.pages import project_for_review
 
 
@@ -79,6 +77,13 @@ def _result_context(result: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def job_result_context(*, job: Job) -> dict[str, Any]:
+    """The answer-scoring kind's result context (``benchmark.jobs.kinds``): the figures of a
+    finished job, shaped as the page shows a small upload's."""
+    result = answers_result_ordered(job.result) if job.result else None
+    return _result_context(result)
+
+
 def _panel(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     htmx = getattr(request, "htmx", None)
     if htmx and not htmx.history_restore_request and htmx.target == "score-panel":
@@ -124,7 +129,7 @@ def score_answers(request: HttpRequest, project_id: int) -> HttpResponse:
         except DomainError as exc:
             form.add_error("answers", exc.message)
         if job is not None and not getattr(request, "htmx", None):
-            return redirect("review:score_answers_job", pk=job.pk)
+            return redirect("benchmark:job_detail", pk=job.pk)
     context = {
         "project": project,
         "form": form,
@@ -132,37 +137,4 @@ def score_answers(request: HttpRequest, project_id: int) -> HttpResponse:
         "job": job,
         **_result_context(result),
     }
-    return _panel(request, "review/score_answers.html", context)
-
-
-@login_required
-@require_GET
-@vary_on_headers("HX-Request", "HX-Target")
-def score_answers_job(request: HttpRequest, pk: int) -> HttpResponse:
-    """A scoring job of uploaded answers: its progress while it runs, then the same figures
-    the page shows for a small upload (or the message naming the bad file). The polled
-    fragment answers 286 (stop polling) once the job is done."""
-    job = job_selectors.job_get(user=request.user, pk=pk)
-    if job.kind != review_answers.SCORE_KIND or job.project is None:
-        raise Http404("not an answer-scoring job")
-    project = project_for_review(
-        request, job.project.pk, "Only reviewers and admins score model answers."
-    )
-    job = benchmark_services.job_refresh(job=job)
-    result = None
-    if job.status == JobStatus.SUCCEEDED and job.result:
-        result = review_answers.answers_result_ordered(job.result)
-    context = {
-        "project": project,
-        "form": ScoreAnswersForm(),
-        "interleaved": True,
-        "job": job,
-        **_result_context(result),
-    }
-    htmx = getattr(request, "htmx", None)
-    if htmx and (htmx.target or "").startswith("answersjob-"):
-        response = render(request, "review/score_answers.html#answers-job", context)
-        if job.done:
-            response.status_code = HTMX_STOP_POLLING
-        return response
     return _panel(request, "review/score_answers.html", context)

@@ -33,7 +33,7 @@ from annotation.judging.services import judgment_task_ensure_defaults
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.datasets.services import dataset_import
 from benchmark.exceptions import DomainError
-from benchmark.jobs.services import job_create, job_finish, job_start
+from benchmark.jobs.services import job_claim, job_create, job_finish
 from benchmark.models import (
     DataFormat,
     Membership,
@@ -234,7 +234,7 @@ def _ensure_demo_runs(project: Project, user: User, say: _Printer) -> int:
                 project=project,
                 params={"project_id": project.pk, "name": DEMO_RUNS_NAME, "path": str(folder)},
             )
-            job_start(job_id=job.pk)
+            job_claim(job_id=job.pk)
             run_set = runs.run_set_score(job=job)
             count = run_set.runs.count()
             job_finish(job_id=job.pk, result={"run_set_id": run_set.pk, "runs": count})

@@ -11,6 +11,7 @@ from typing import Any
 from django.db.models import Count, Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
+from benchmark.jobs import selectors as job_selectors
 from benchmark.metrics import agentic_mme as mme
 from benchmark.models import Job, Project, Trajectory
 from benchmark.typing import AnyUser
@@ -61,12 +62,8 @@ def run_get(*, user: AnyUser, pk: int) -> AgentRun:
 
 def score_jobs(*, user: AnyUser, project: Project) -> QuerySet[Job]:
     """Scoring jobs of the project that have not produced a run set (running or failed)."""
-    if not user.is_authenticated:
-        return Job.objects.none()
-    return (
-        Job.objects.filter(project=project, kind=SCORE_KIND, run_set__isnull=True)
-        .filter(project__memberships__user=user.pk)
-        .order_by("-created_at", "-id")
+    return job_selectors.job_list(user=user, project=project, kind=SCORE_KIND).filter(
+        run_set__isnull=True
     )
 
 

@@ -205,10 +205,9 @@ def run_upload_start(
     name: str = "",
 ) -> Job:
     """Store uploaded run folders (one or more .zip files, or the files of several folders
-    with their relative ``paths``) under MEDIA_ROOT/runs-upload/<job>/ and enqueue the scoring
-    job after commit. Nothing is stored for the runs until the job has checked all of them."""
-    from review.runs.tasks import runs_score_task  # the task module imports this one
-
+    with their relative ``paths``) under MEDIA_ROOT/runs-upload/<job>/ and start the scoring
+    job (enqueued after commit by the job pipeline). Nothing is stored for the runs until the
+    job has checked all of them."""
     reviewer = _require_review(user, project)
     if project.kind != ProjectKind.TRAJECTORY:
         raise ValidationFailed("agent runs are scored in trajectory (Agentic-MME) projects")
@@ -230,7 +229,7 @@ def run_upload_start(
         )
     label = name.strip() or ", ".join(Path(f.name or "upload").name for f in files)[:200]
     # Unpack and check with no transaction open (on SQLite a transaction holds the write
-    # lock); only the job row and the folder's rename happen in the short one below.
+    # lock); the job pipeline then creates the job and the staging folder becomes its folder.
     budget = job_uploads.UploadBudget(max_bytes=max_bytes)
     with job_uploads.place_uploads(UPLOAD_AREA, budget) as placed:
         sources: list[tuple[str, Path]] = []
@@ -248,23 +247,21 @@ def run_upload_start(
             for upload, rel in zip(files, paths, strict=True):
                 placed.add_file(upload, _safe_relative(rel).parts)
             sources.append(("", placed.root))
-        with transaction.atomic():
-            job = job_services.job_create(
-                kind=SCORE_KIND,
-                user=reviewer,
-                project=project,
-                params={"project_id": project.pk, "name": label, "filename": label},
-            )
-            root = placed.claim(job.pk)
-            job.params = {
-                **job.params,
+
+        def claim(root: Path) -> dict[str, Any]:
+            placed.move_to(root)
+            return {
                 "path": str(root),
                 "sources": [[prefix, str(placed.final(path))] for prefix, path in sources],
             }
-            job.message = "queued"
-            job.save(update_fields=["params", "message"])
-            transaction.on_commit(lambda: runs_score_task.delay(job.pk))
-    return job
+
+        return job_services.job_start(
+            kind=SCORE_KIND,
+            user=reviewer,
+            project=project,
+            params={"project_id": project.pk, "name": label, "filename": label},
+            uploads=claim,
+        )
 
 
 @dataclass
@@ -381,8 +378,10 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
     return run_set
 
 
-def run_upload_cleanup(*, job: Job) -> None:
-    job_uploads.upload_folder_remove(folder=job.params.get("path"), area=UPLOAD_AREA)
+def run_set_score_job(*, job: Job, progress: Callable[..., None]) -> dict[str, Any]:
+    """The run-scoring kind's runner: score the upload, store it as a RunSet."""
+    run_set = run_set_score(job=job, progress=progress)
+    return {"run_set_id": run_set.pk, "runs": run_set.runs.count()}
 
 
 # =========================================================================== services: people
@@ -450,8 +449,6 @@ def run_set_rescore_start(*, run_set: RunSet, user: AnyUser) -> Job:
     """Enqueue a job that scores every run of the upload again against its item's current
     reference (after an item was edited). People's visual verdicts and failure labels stay and
     count as before. Conflict while a rescore of the same upload is queued or running."""
-    from review.runs.tasks import run_set_rescore_task  # the task module imports this one
-
     reviewer = _require_review(user, run_set.project)
     job_services.jobs_sweep()  # a rescore whose worker died does not block a new one
     with transaction.atomic():
@@ -459,17 +456,13 @@ def run_set_rescore_start(*, run_set: RunSet, user: AnyUser) -> Job:
         busy = rescore_job_active(run_set=run_set)
         if busy is not None:
             raise Conflict(f"this upload is being rescored already (job #{busy.pk})")
-        job = job_services.job_create(
+        return job_services.job_start(
             kind=RESCORE_KIND,
             user=reviewer,
             project=run_set.project,
             total=run_set.runs.count(),
             params={"run_set_id": run_set.pk, "name": run_set.name},
         )
-        job.message = "queued"
-        job.save(update_fields=["message"])
-        transaction.on_commit(lambda: run_set_rescore_task.delay(job.pk))
-    return job
 
 
 def run_set_rescore(*, job: Job, progress: Callable[..., None] | None = None) -> dict[str, Any]:

@@ -14,13 +14,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HTMX_STOP_POLLING
 
 from benchmark import permissions
 from benchmark.exceptions import Conflict, DomainError
 from benchmark.images import selectors as image_selectors
-from benchmark.jobs import selectors as job_selectors
-from benchmark.jobs import services as benchmark_services
 from benchmark.metrics.agentic_mme import FailureMode
 from benchmark.models import Job, Project, ProjectKind
 from benchmark.pages import htmx_page, project_context, render_page
@@ -105,7 +102,7 @@ def runs_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
             errors.append(exc.message)
         else:
             if not request.htmx:
-                return redirect("review:runs_job", pk=job.pk)
+                return redirect("benchmark:job_detail", pk=job.pk)
             form = RunUploadForm()
     context = {
         **project_context(request, project),
@@ -118,25 +115,6 @@ def runs_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "max_upload_mb": settings.BENCHWRIGHT_MAX_UPLOAD_BYTES // (1024 * 1024),
     }
     return render_page(request, "review/runs.html", context, fragments={"runs-upload": "upload"})
-
-
-@login_required
-@require_GET
-@htmx_page
-def runs_job(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """A scoring job's progress; the polled fragment stops polling (286) when it is done."""
-    job = job_selectors.job_get(user=request.user, pk=pk)
-    if job.kind not in (runs.SCORE_KIND, runs.RESCORE_KIND) or job.project is None:
-        raise PermissionDenied("This is not a run-scoring job.")
-    project = job.project
-    _require_review(request, project)
-    job = benchmark_services.job_refresh(job=job)
-    context = {**project_context(request, project), "job": job}
-    response = render_page(request, "review/runs_job.html", context, fragments={"runjob-*": "job"})
-    polled = request.htmx and (request.htmx.target or "").startswith("runjob-")
-    if polled and job.done:
-        response.status_code = HTMX_STOP_POLLING
-    return response
 
 
 @login_required
@@ -171,18 +149,19 @@ def run_set_rescore(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         error = exc.message
         job = runs.rescore_job_active(run_set=run_set)
     if not request.htmx and not error and job is not None:
-        return redirect("review:runs_job", pk=job.pk)
+        return redirect("benchmark:job_detail", pk=job.pk)
     context = {
         **project_context(request, run_set.project),
         "run_set": run_set,
         "job": job,
         "rescore_job": job,
         "rescore_error": error,
+        "job_notice": error,
     }
     target = (request.htmx.target or "") if request.htmx else ""
-    if target.startswith("runjob-") and job is not None:
+    if target.startswith("job-") and job is not None:
         # Retry from a failed rescoring job's card: the new (or running) job's card in place.
-        response = render(request, "review/runs_job.html#job", context)
+        response = render(request, "partials/job.html", context)
     elif request.htmx:
         response = render(request, "review/runs_results.html#rescore", context)
     else:

@@ -146,8 +146,8 @@ def test_a_session_shows_the_description_then_the_crop_answer_then_marks_and_dra
     assert 'id="drafting-crop"' in fragment and "<html" not in fragment
     crop = DraftingCrop.objects.get()
     job = Job.objects.get(params__purpose=session.purpose("crop"))
-    assert f'id="mcjob-{job.pk}"' in fragment  # the polled job card, queued at render time
-    polled = annotator.get(f"/jobs/{job.pk}/model-call/", **hx(f"mcjob-{job.pk}"))
+    assert f'id="job-{job.pk}"' in fragment  # the polled job card, queued at render time
+    polled = annotator.get(f"/jobs/{job.pk}/", **hx(f"job-{job.pk}"))
     assert "The blue sign reads WILLOW ST." in polled.content.decode()
     calls = annotator.get(session_url(session), **hx("drafting-calls")).content.decode()
     assert calls.count("data-drafting-call=") == 2
@@ -291,7 +291,7 @@ def test_a_failed_call_shows_the_error_and_its_retry_joins_the_session(
     html = clients["annotator"].get(session_url(session)).content.decode()
     assert "The model call failed." in html and f"/jobs/{failed.pk}/retry/" in html
     with django_capture_on_commit_callbacks(execute=True):
-        clients["annotator"].post(f"/jobs/{failed.pk}/retry/", **hx(f"mcjob-{failed.pk}"))
+        clients["annotator"].post(f"/jobs/{failed.pk}/retry/", **hx(f"job-{failed.pk}"))
     html = clients["annotator"].get(session_url(session)).content.decode()
     assert html.count("data-drafting-call=") == 2  # the failure and the retried answer
     assert model_server.answer in html and "drafting-call-error" in html

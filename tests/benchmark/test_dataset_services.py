@@ -9,9 +9,9 @@ import pytest
 from PIL import Image as PILImage
 
 from benchmark.datasets import services as dataset_services
-from benchmark.datasets.tasks import dataset_import_task
 from benchmark.formats import FormatError
 from benchmark.jobs import services as job_services
+from benchmark.jobs.tasks import job_task
 from benchmark.models import Image, Item, Job, JobStatus, Project, Response, Toolset
 
 pytestmark = pytest.mark.django_db
@@ -150,12 +150,12 @@ def test_import_task_records_result_and_is_idempotent(project: Project, tmp_path
     job = job_services.job_create(
         kind="import", project=project, params={"project_id": project.pk, "path": str(path)}
     )
-    dataset_import_task(job.pk)
+    job_task(job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED
     assert (job.progress, job.total) == (2, 2)
     assert job.result["items_created"] == 2
-    dataset_import_task(job.pk)  # a repeated delivery changes nothing
+    job_task(job.pk)  # a repeated delivery changes nothing
     assert Item.objects.count() == 2
     assert Job.objects.get(pk=job.pk).result["items_created"] == 2
 
@@ -166,7 +166,7 @@ def test_import_task_reports_a_bad_file_on_the_job(project: Project, tmp_path: P
     job = job_services.job_create(
         kind="import", project=project, params={"project_id": project.pk, "path": str(path)}
     )
-    dataset_import_task(job.pk)
+    job_task(job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
     assert "data.jsonl" in job.error
@@ -174,14 +174,12 @@ def test_import_task_reports_a_bad_file_on_the_job(project: Project, tmp_path: P
 
 
 def test_import_task_removes_the_uploaded_folder(project: Project, settings) -> None:  # type: ignore[no-untyped-def]
-    folder = Path(settings.MEDIA_ROOT) / "imports" / "77"
+    job = job_services.job_create(kind="import", project=project)
+    folder = Path(settings.MEDIA_ROOT) / "imports" / str(job.pk)  # the job's upload folder
     path = _write(folder, [_row(1)])
-    job = job_services.job_create(
-        kind="import",
-        project=project,
-        params={"project_id": project.pk, "path": str(path), "cleanup": str(folder)},
-    )
-    dataset_import_task(job.pk)
+    job.params = {"project_id": project.pk, "path": str(path)}
+    job.save()
+    job_task(job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED
     assert not folder.exists()

@@ -25,7 +25,7 @@ LOST = "The worker stopped while running this job; retry."
 def running_job(project: Project, *, kind: str = "import", silent: timedelta, **extra: Any) -> Job:
     """A job marked running by a worker that last reported ``silent`` ago."""
     job = JobFactory(kind=kind, project=project, **extra)
-    assert services.job_start(job_id=job.pk)
+    assert services.job_claim(job_id=job.pk)
     then = timezone.now() - silent
     Job.objects.filter(pk=job.pk).update(started_at=then, heartbeat_at=then, created_at=then)
     job.refresh_from_db()
@@ -40,7 +40,7 @@ def test_a_stale_running_job_answers_failed_on_poll(
     project: Project, clients: dict[str, Client]
 ) -> None:
     job = running_job(project, silent=timedelta(hours=2))
-    response = poll(clients["reviewer"], f"/jobs/{job.pk}/", f"job-{job.pk}")
+    response = poll(clients["admin"], f"/jobs/{job.pk}/", f"job-{job.pk}")  # imports: admins
     html = response.content.decode()
     assert response.status_code == 286  # the browser stops polling
     assert LOST in html and "data-worker-lost" in html
@@ -51,7 +51,7 @@ def test_a_stale_running_job_answers_failed_on_poll(
 
 def test_a_fresh_running_job_keeps_polling(project: Project, clients: dict[str, Client]) -> None:
     job = running_job(project, silent=timedelta(minutes=10))
-    response = poll(clients["reviewer"], f"/jobs/{job.pk}/", f"job-{job.pk}")
+    response = poll(clients["admin"], f"/jobs/{job.pk}/", f"job-{job.pk}")  # imports: admins
     assert response.status_code == 200
     assert 'hx-trigger="every 1s"' in response.content.decode()
     job.refresh_from_db()
@@ -129,7 +129,7 @@ def test_a_queued_job_nobody_started_fails_when_tasks_run_in_process(
 
 def test_a_stale_model_call_offers_retry(project: Project, clients: dict[str, Client]) -> None:
     job = running_job(project, kind="model_call", silent=timedelta(hours=1), total=1)
-    response = poll(clients["annotator"], f"/jobs/{job.pk}/model-call/", f"mcjob-{job.pk}")
+    response = poll(clients["annotator"], f"/jobs/{job.pk}/", f"job-{job.pk}")
     html = response.content.decode()
     assert response.status_code == 286
     assert LOST in html
@@ -138,7 +138,7 @@ def test_a_stale_model_call_offers_retry(project: Project, clients: dict[str, Cl
 
 def test_the_api_poll_sweeps_too(project: Project, clients: dict[str, Client]) -> None:
     job = running_job(project, silent=timedelta(hours=2))
-    data = clients["reviewer"].get(f"/api/jobs/{job.pk}/").json()
+    data = clients["admin"].get(f"/api/jobs/{job.pk}/").json()
     assert data["status"] == "failed" and LOST in data["error"]
 
 

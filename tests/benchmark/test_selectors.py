@@ -155,7 +155,10 @@ def test_images_are_visible_through_any_of_their_projects(
 def test_jobs_visible_to_project_members_and_to_their_creator(
     project: Project, other_project: Project, users: dict[str, Any]
 ) -> None:
-    in_project = JobFactory(project=project, created_by=users["admin"])
+    # A model call about no item: every member sees it (other kinds: test_job_visibility.py).
+    in_project = JobFactory(
+        kind="model_call", project=project, created_by=users["admin"], params={"item_id": None}
+    )
     theirs = JobFactory(project=other_project, created_by=users["outsider"])
     own_projectless = JobFactory(project=None, created_by=users["annotator"])
     assert set(job_selectors.job_list(user=users["annotator"])) == {in_project, own_projectless}

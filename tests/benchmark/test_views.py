@@ -577,7 +577,7 @@ def test_failed_job_shows_its_error(
         status=JobStatus.FAILED,
         error="data.jsonl, record atp_0006, field 'gt': bad <tool> JSON",
     )
-    html = text_of(clients["reviewer"].get(f"/jobs/{job.pk}/"))
+    html = text_of(clients["admin"].get(f"/jobs/{job.pk}/"))
     assert "record atp_0006" in html
     assert "bad &lt;tool&gt; JSON" in html
 

@@ -86,7 +86,7 @@ def test_drafting_session_against_the_local_protocol_server(  # type: ignore[no-
     assert model_server.wait_for_arrivals(1)
     model_server.release()
     expect(page.locator("h1")).to_have_text(re.compile(r"^Drafting session \d+$"))
-    describe = page.locator("#drafting-describe .model-call-job")
+    describe = page.locator("#drafting-describe [data-kind=model_call]")
     expect(describe).to_have_attribute("data-status", "succeeded")
     expect(describe.locator(".answer-text")).to_have_text(model_server.answer)
     expect(describe).to_contain_text("17 prompt + 7 completion tokens")
@@ -107,7 +107,7 @@ def test_drafting_session_against_the_local_protocol_server(  # type: ignore[no-
     expect(page.locator("#drafting-crop [data-ie=box]")).to_be_visible()
     model_server.answer = "The blue sign reads WILLOW ST."
     page.get_by_role("button", name="Save the crop and ask the model").click()
-    crop_job = page.locator("#drafting-crop .model-call-job")
+    crop_job = page.locator("#drafting-crop [data-kind=model_call]")
     expect(crop_job.locator(".answer-text")).to_have_text("The blue sign reads WILLOW ST.")
     settle(page)
     crop = DraftingCrop.objects.get()

@@ -47,7 +47,7 @@ def test_a_large_answer_upload_runs_as_a_job_then_shows_the_figures(  # type: ig
     page.goto(f"/projects/{project.pk}/score-answers/")
     page.locator('input[name="answers"]').set_input_files(str(answers))
     page.get_by_role("button", name="Score").click()
-    job = page.locator("[id^=answersjob-]")
+    job = page.locator("[id^=job-]")
     expect(job).to_have_attribute("data-status", "succeeded")
     expect(job.locator('#model-table tr[data-model="gpt"] [data-figure="f1"]')).to_have_text(
         "100.00"
@@ -68,7 +68,7 @@ def test_rescore_an_upload_after_an_item_edit(login_page) -> None:  # type: igno
     page.goto(f"/projects/{project.pk}/runs/")
     page.locator("input[data-folder-input]").set_input_files(str(MME / "runs"))
     page.get_by_role("button", name="Upload and score").click()
-    expect(page.locator("[id^=runjob-]")).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("[id^=job-]")).to_have_attribute("data-status", "succeeded")
     page.get_by_role("link", name="See the results").click()
     overall = page.locator('[data-row="Overall"]')
     expect(overall.locator('[data-figure="acc"]')).to_have_text("100.0%")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from benchmark.jobs import services
+from benchmark.jobs.tasks import job_task
 from benchmark.llm import services as llm
-from benchmark.llm.tasks import model_call_task
 from benchmark.models import JobStatus, ModelCall, Project, Toolset
 from tests.llm_server import FakeModelServer
 
@@ -38,7 +38,7 @@ def test_model_call_job_runs_on_a_real_worker(celery_worker_process) -> None:  #
     )
 
     try:
-        job = worker.run(model_call_task, job)
+        job = worker.run(job_task, job)
     finally:
         worker.stop()
         server.stop()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.datasets.tasks import dataset_import_task
 from benchmark.jobs import services
+from benchmark.jobs.tasks import job_task
 from benchmark.models import Job, JobStatus, Project, Toolset
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -40,7 +40,7 @@ def test_import_job_runs_on_a_real_worker(tmp_path: Path, celery_worker_process)
         kind="import", project=project, params={"project_id": project.pk, "path": str(data)}
     )
 
-    job = worker.run(dataset_import_task, job)
+    job = worker.run(job_task, job)
     worker.stop()
 
     assert job.status == JobStatus.SUCCEEDED, (job.status, job.error, worker.output[-2000:])

@@ -66,7 +66,7 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("score plans", "get", "/projects/{project}/score-plans/", {}, REVIEWERS),
     ("score answers", "get", "/projects/{project}/score-answers/", {}, REVIEWERS),
     ("score answers, no file", "post", "/projects/{project}/score-answers/", {}, REVIEWERS),
-    ("score answers job", "get", "/score-answers/jobs/{ansjob}/", {}, REVIEWERS),
+    ("score answers job", "get", "/jobs/{ansjob}/", {}, REVIEWERS),
     # Reference-trajectory editor (on an item of a trajectory project with the same members).
     ("trajectory editor", "get", TRAJ, {}, MEMBERS),
     ("trajectory editor fragment", "get", TRAJ, {"HTTP_HX_REQUEST": "true"}, MEMBERS),
@@ -107,7 +107,7 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("agent runs", "get", "/projects/{tproject}/runs/", {}, REVIEWERS),
     ("agent runs, no file", "post", "/projects/{tproject}/runs/", {}, REVIEWERS),
     ("agent runs, ATP project", "get", "/projects/{project}/runs/", {}, REVIEWERS),
-    ("run scoring job", "get", "/runs/jobs/{runjob}/", {}, REVIEWERS),
+    ("run scoring job", "get", "/jobs/{runjob}/", {}, REVIEWERS),
     ("run set results", "get", "/runs/{runset}/", {}, REVIEWERS),
     ("rescore run set", "post", "/runs/{runset}/rescore/", {}, ("R", "R", 403, 404, "L")),
     ("agent run", "get", "/agent-runs/{run}/", {}, REVIEWERS),

@@ -63,7 +63,7 @@ def test_rescore_follows_an_edited_item_and_keeps_peoples_work(
 
     response = rescore(reviewer, run.run_set_id, django_capture_on_commit_callbacks)
     job = rescore_job()
-    assert response.status_code == 302 and response["Location"] == f"/runs/jobs/{job.pk}/"
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert job.result == {"run_set_id": run.run_set_id, "runs": 1, "changed": 1, "acc_changed": 1}
     assert (job.progress, job.total) == (1, 1)
@@ -148,12 +148,12 @@ def test_the_results_page_offers_rescore_and_a_second_one_answers_409(
     job = rescore_job()
     html = first.content.decode()
     assert first.status_code == 200 and html.lstrip().startswith('<section class="card rescore"')
-    assert f'id="runjob-{job.pk}"' in html and 'hx-trigger="every 1s"' in html
+    assert f'id="job-{job.pk}"' in html and 'hx-trigger="every 1s"' in html
     # While it is queued, a second rescore is refused and shows the first one's progress.
     second = reviewer.post(f"/runs/{set_id}/rescore/", **htmx)
     assert second.status_code == 409
     assert f"being rescored already (job #{job.pk})" in second.content.decode()
-    assert f'id="runjob-{job.pk}"' in second.content.decode()
+    assert f'id="job-{job.pk}"' in second.content.decode()
     assert Job.objects.filter(kind=runs.RESCORE_KIND).count() == 1
 
 
@@ -168,18 +168,18 @@ def test_a_failed_rescore_offers_retry(
         result={"worker_lost": True},
         params={"run_set_id": failed_run.run_set_id, "name": "wrong.zip"},
     )
-    page = reviewer.get(f"/runs/jobs/{job.pk}/").content.decode()
+    page = reviewer.get(f"/jobs/{job.pk}/").content.decode()
     assert "The rescoring did not finish." in page and "data-retry" in page
     response = rescore(
         reviewer,
         failed_run.run_set_id,
         django_capture_on_commit_callbacks,
         HTTP_HX_REQUEST="true",
-        HTTP_HX_TARGET=f"runjob-{job.pk}",
+        HTTP_HX_TARGET=f"job-{job.pk}",
     )
     new = rescore_job()
     assert new.pk != job.pk and new.status == JobStatus.SUCCEEDED
-    assert response.content.decode().lstrip().startswith(f'<div id="runjob-{new.pk}"')
+    assert response.content.decode().lstrip().startswith(f'<div id="job-{new.pk}"')
 
 
 def label_section(html: str) -> str:

@@ -123,7 +123,7 @@ def test_sample_runs_score_as_their_traces_imply(
         name="sample agent",
     )
     job = last_job()
-    assert response.status_code == 302 and response["Location"] == f"/runs/jobs/{job.pk}/"
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert job.result["runs"] == 2
     run_set = RunSet.objects.get(pk=job.result["run_set_id"])
@@ -185,10 +185,10 @@ def test_upload_through_htmx_polls_a_progress_bar_until_done(
     )
     html = response.content.decode()
     job = last_job()
-    assert response.status_code == 200 and f'id="runjob-{job.pk}"' in html
+    assert response.status_code == 200 and f'id="job-{job.pk}"' in html
     assert 'role="progressbar"' in html
     polled = reviewer.get(
-        f"/runs/jobs/{job.pk}/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"runjob-{job.pk}"
+        f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"job-{job.pk}"
     )
     assert polled.status_code == 286  # done: htmx stops polling
     assert "2 runs scored" in polled.content.decode()
@@ -262,7 +262,7 @@ def test_bad_run_folders_are_named_and_nothing_is_stored(
 ) -> None:
     job = bad_upload(reviewer, mme_project, django_capture_on_commit_callbacks, files)
     assert message in job.error
-    page = reviewer.get(f"/runs/jobs/{job.pk}/").content.decode()
+    page = reviewer.get(f"/jobs/{job.pk}/").content.decode()
     assert "Nothing was stored" in page
 
 

@@ -301,7 +301,7 @@ def test_a_large_upload_is_scored_by_a_job_with_the_same_figures(
         [upload("gpt.jsonl", GPT_ROWS), upload("claude.jsonl", claude)],
     )
     job = Job.objects.get(kind="score_answers")
-    assert page.status_code == 302 and page["Location"] == f"/score-answers/jobs/{job.pk}/"
+    assert page.status_code == 302 and page["Location"] == f"/jobs/{job.pk}/"
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert (job.progress, job.total) == (7, 7)
     assert not (settings.MEDIA_ROOT / "answers-upload" / str(job.pk)).exists()  # files removed
@@ -338,17 +338,17 @@ def test_the_htmx_upload_polls_a_progress_bar_then_shows_the_figures(
     job = Job.objects.get(kind="score_answers")
     html = page.content.decode()
     assert html.lstrip().startswith('<div id="score-panel">')
-    assert f'id="answersjob-{job.pk}"' in html and 'hx-trigger="every 1s"' in html
+    assert f'id="job-{job.pk}"' in html and 'hx-trigger="every 1s"' in html
     assert 'role="progressbar"' in html and 'id="model-table"' not in html
-    poll = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": f"answersjob-{job.pk}"}
-    running = reviewer.get(f"/score-answers/jobs/{job.pk}/", **poll)
+    poll = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": f"job-{job.pk}"}
+    running = reviewer.get(f"/jobs/{job.pk}/", **poll)
     assert running.status_code == 200 and "queued" in running.content.decode()
     for callback in callbacks:
         callback()
-    done = reviewer.get(f"/score-answers/jobs/{job.pk}/", **poll)
+    done = reviewer.get(f"/jobs/{job.pk}/", **poll)
     html = done.content.decode()
     assert done.status_code == 286  # stop polling
-    assert html.lstrip().startswith(f'<div id="answersjob-{job.pk}"')
+    assert html.lstrip().startswith(f'<div id="job-{job.pk}"')
     assert 'id="model-table"' in html and figure(html, "m", "f1") == "50.00"
     assert "hx-trigger" not in html
 
@@ -387,9 +387,9 @@ def test_answer_scoring_jobs_are_for_reviewers_of_the_project(
     assert clients["annotator"].get(where).status_code == 403
     assert clients["outsider"].get(where).status_code == 404
     assert clients["anonymous"].get(where).status_code == 302
-    # Other jobs are not shown through this page.
+    # The one job page shows each kind only to its readers: imports are for admins.
     other = Job.objects.create(kind="import", project=world["project"])
-    assert clients["reviewer"].get(f"/score-answers/jobs/{other.pk}/").status_code == 404
+    assert clients["reviewer"].get(f"/jobs/{other.pk}/").status_code == 403
 
 
 def test_the_job_page_takes_a_bounded_number_of_queries(

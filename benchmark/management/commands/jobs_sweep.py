@@ -1,9 +1,10 @@
 """python manage.py jobs_sweep
 
 Marks failed every job whose worker is gone: a running job that has not reported progress for
-longer than its task's time limit plus a margin (``benchmark.services.JOB_TIME_LIMITS``,
-``JOB_STALE_MARGIN``), and a queued job no worker started in time. The failed job says "the
-worker stopped while running this job; retry" and the page offers a retry where one exists.
+longer than its kind's time limit plus a margin (``benchmark.jobs.kinds``,
+``benchmark.jobs.services.JOB_STALE_MARGIN``), and a queued job no worker started in time, and
+removes their uploaded files. The failed job says "the worker stopped while running this job;
+retry" and the page offers a retry where one exists.
 Every poll of a job's progress runs the same sweep, so this command is only needed for jobs
 nobody is watching (run it from cron, or never). Prints one line per job it marked.
 """

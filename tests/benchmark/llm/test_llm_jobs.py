@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
+from benchmark.jobs.tasks import job_task
 from benchmark.llm import services as llm
-from benchmark.llm.tasks import model_call_task
 from benchmark.models import Item, Job, JobStatus, ModelCall, Project
 from tests.factories import ImageFactory, ItemFactory, JobFactory, image_ref
 from tests.llm_server import MODEL, FakeModelServer, point_at
@@ -158,7 +158,7 @@ def test_the_task_runs_a_job_once(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     job = start(django_capture_on_commit_callbacks, project=model_project, user=users["admin"])
-    model_call_task(job.pk)  # a repeated delivery
+    job_task(job.pk)  # a repeated delivery
     assert model_server.count == 1
     assert ModelCall.objects.filter(job=job).count() == 1
 

@@ -18,7 +18,7 @@ HX_PANEL = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "model-panel"}
 
 
 def hx_job(job: Job) -> dict[str, str]:
-    return {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": f"mcjob-{job.pk}"}
+    return {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": f"job-{job.pk}"}
 
 
 @pytest.fixture
@@ -75,11 +75,11 @@ def test_posting_starts_a_job_and_the_polled_fragment_shows_the_answer(
     assert response.status_code == 200
     job = Job.objects.get(kind="model_call")
     assert job.params["images"] == [sha] and job.params["item_id"] == item.pk
-    assert f'id="mcjob-{job.pk}"' in response.content.decode()
+    assert f'id="job-{job.pk}"' in response.content.decode()
     (req,) = model_server.requests
     assert len(req.image_urls) == 1 and req.image_urls[0].startswith("data:image/png;base64,")
 
-    polled = clients["annotator"].get(f"/jobs/{job.pk}/model-call/", **hx_job(job))
+    polled = clients["annotator"].get(f"/jobs/{job.pk}/", **hx_job(job))
     assert polled.status_code == HTMX_STOP_POLLING
     assert polled["HX-Trigger"] == "model-call-done"
     html = polled.content.decode()
@@ -92,7 +92,7 @@ def test_posting_starts_a_job_and_the_polled_fragment_shows_the_answer(
 
 def test_a_running_job_keeps_polling(project: Project, clients: dict[str, Client]) -> None:
     job = Job.objects.create(kind="model_call", project=project, status=JobStatus.RUNNING, total=1)
-    response = clients["admin"].get(f"/jobs/{job.pk}/model-call/", **hx_job(job))
+    response = clients["admin"].get(f"/jobs/{job.pk}/", **hx_job(job))
     assert response.status_code == 200
     assert 'hx-trigger="every 1s"' in response.content.decode()
 
@@ -109,7 +109,7 @@ def test_without_javascript_posting_redirects_to_the_job_page(
         response = clients["admin"].post(page(project, item), {"prompt": "q"})
     job = Job.objects.get(kind="model_call")
     assert response.status_code == 302
-    assert response["Location"] == f"/jobs/{job.pk}/model-call/"
+    assert response["Location"] == f"/jobs/{job.pk}/"
     full = clients["admin"].get(response["Location"])
     assert full.status_code == 200 and "The chart shows 42 apples." in full.content.decode()
 
@@ -136,7 +136,7 @@ def test_a_failed_call_shows_the_error_and_retry_starts_a_new_job(
     with django_capture_on_commit_callbacks(execute=True):
         clients["annotator"].post(page(project, item), {"prompt": "q"}, **HX_PANEL)
     failed = Job.objects.get(kind="model_call")
-    html = clients["annotator"].get(f"/jobs/{failed.pk}/model-call/", **hx_job(failed)).content
+    html = clients["annotator"].get(f"/jobs/{failed.pk}/", **hx_job(failed)).content
     assert b"The model call failed." in html and b"answered 503" in html
     assert f"/jobs/{failed.pk}/retry/".encode() in html and b"Retry" in html
 
@@ -145,7 +145,7 @@ def test_a_failed_call_shows_the_error_and_retry_starts_a_new_job(
     assert response.status_code == 200
     new = Job.objects.exclude(pk=failed.pk).get()
     assert new.status == JobStatus.SUCCEEDED
-    assert f'id="mcjob-{new.pk}"' in response.content.decode()
+    assert f'id="job-{new.pk}"' in response.content.decode()
     assert ModelCall.objects.filter(item=item).count() == 2
     # Retrying a job that did not fail is refused.
     assert clients["annotator"].post(f"/jobs/{new.pk}/retry/").status_code == 409
@@ -165,7 +165,7 @@ def test_outsiders_see_nothing(
     outsider = clients["outsider"]
     assert outsider.get(page(project, item)).status_code == 404
     assert outsider.post(page(project, item), {"prompt": "q"}).status_code == 404
-    assert outsider.get(f"/jobs/{job.pk}/model-call/").status_code == 404
+    assert outsider.get(f"/jobs/{job.pk}/").status_code == 404
     assert outsider.post(f"/jobs/{job.pk}/retry/").status_code == 404
     assert Job.objects.count() == 1
 
