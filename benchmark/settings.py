@@ -23,6 +23,7 @@ env = environ.Env(
     BENCHWRIGHT_MODEL_TIMEOUT=(float, 120.0),
     BENCHWRIGHT_MODEL_MAX_RETRIES=(int, 3),
     BENCHWRIGHT_MODEL_CONCURRENCY=(int, 4),
+    MODEL_API_KEY_ENV_ALLOWLIST=(list, ["BENCHWRIGHT_MODEL_API_KEY"]),
 )
 env_file = BASE_DIR / ".env"
 if env_file.exists():
@@ -144,6 +145,10 @@ BENCHWRIGHT_MODEL_API_KEY = env("BENCHWRIGHT_MODEL_API_KEY")
 BENCHWRIGHT_MODEL_TIMEOUT = env("BENCHWRIGHT_MODEL_TIMEOUT")
 BENCHWRIGHT_MODEL_MAX_RETRIES = env("BENCHWRIGHT_MODEL_MAX_RETRIES")
 BENCHWRIGHT_MODEL_CONCURRENCY = env("BENCHWRIGHT_MODEL_CONCURRENCY")
+# The environment variables a project's model settings may name as its key ("api_key_env"),
+# comma-separated. "NAME=https://host/v1" allows NAME for that base URL only. The default key
+# variable, BENCHWRIGHT_MODEL_API_KEY, only ever goes to BENCHWRIGHT_MODEL_BASE_URL.
+MODEL_API_KEY_ENV_ALLOWLIST = env("MODEL_API_KEY_ENV_ALLOWLIST")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
