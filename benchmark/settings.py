@@ -1,6 +1,7 @@
 """Settings come from the environment (django-environ); no variables set gives a working
 development set-up: SQLite with WAL in the project folder, in-process jobs, local media."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -24,6 +25,9 @@ env = environ.Env(
     BENCHWRIGHT_MODEL_MAX_RETRIES=(int, 3),
     BENCHWRIGHT_MODEL_CONCURRENCY=(int, 4),
     MODEL_API_KEY_ENV_ALLOWLIST=(list, ["BENCHWRIGHT_MODEL_API_KEY"]),
+    LOGIN_FAILURE_LIMIT=(int, 10),
+    LOGIN_COOLOFF_MINUTES=(int, 15),
+    LOGIN_PROXY_COUNT=(int, 0),
 )
 env_file = BASE_DIR / ".env"
 if env_file.exists():
@@ -43,6 +47,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -63,6 +68,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a login attempt while locked out into its answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "benchmark.urls"
@@ -127,6 +134,28 @@ STORAGES = {
 }
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env("MEDIA_ROOT"))
+
+# Login throttling (django-axes) on every password check: the login page, the admin's and the
+# API's basic auth. After LOGIN_FAILURE_LIMIT failures for a username, or from an address, each
+# counted on its own, logins are refused for LOGIN_COOLOFF_MINUTES after the last attempt, with
+# HTTP 429 and a message saying when to try again (benchmark/login_throttle.py). A successful
+# login does not wipe the failures: with per-address counting that would let someone holding
+# one account reset their address's count between guesses at another.
+# `manage.py axes_reset_username NAME` (or the admin's "Access attempts") unlocks early.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env("LOGIN_FAILURE_LIMIT")
+AXES_COOLOFF_TIME = timedelta(minutes=env("LOGIN_COOLOFF_MINUTES"))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_CALLABLE = "benchmark.login_throttle.lockout_response"
+# Behind a reverse proxy REMOTE_ADDR is the proxy's, for everyone: set LOGIN_PROXY_COUNT to the
+# number of trusted proxies in front of the app, so the client's address comes from their
+# X-Forwarded-For (counted from the right, where a client cannot write).
+LOGIN_PROXY_COUNT = env("LOGIN_PROXY_COUNT")
+AXES_CLIENT_IP_CALLABLE = "benchmark.login_throttle.client_ip"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "benchmark:project_list"
