@@ -8,6 +8,7 @@ class BenchmarkConfig(AppConfig):
     def ready(self) -> None:
         from axes.signals import user_locked_out
 
+        from benchmark import checks  # noqa: F401 - registers the deploy checks
         from benchmark.login_throttle import api_locked_out
 
         user_locked_out.connect(api_locked_out, dispatch_uid="benchmark.api_locked_out")

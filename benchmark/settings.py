@@ -5,12 +5,20 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# The development key: public (it is in the repository), so good for bin/run and tests only.
+# With DEBUG off the app refuses to start on it, and `check --deploy` names it
+# (benchmark/checks.py).
+DEV_SECRET_KEY = "dev-insecure-benchwright-key-change-me-in-production-0123456789"
+
 env = environ.Env(
+    # On for the one-command development set-up (bin/run); `check --deploy` flags it.
     DEBUG=(bool, True),
-    SECRET_KEY=(str, "dev-insecure-benchwright-key-change-me-in-production-0123456789"),
+    SECRET_KEY=(str, DEV_SECRET_KEY),
     ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]", "testserver"]),
     CSRF_TRUSTED_ORIGINS=(list, []),
     CELERY_BROKER_URL=(str, ""),
@@ -35,6 +43,28 @@ if env_file.exists():
 
 DEBUG = env("DEBUG")
 SECRET_KEY = env("SECRET_KEY")
+
+
+def _secret_key_problem(key: str) -> str:
+    """Why ``key`` is not a real secret key ("" when it is one): the rules of Django's own
+    check (security.W009), plus the development key, which is long but public."""
+    if key == DEV_SECRET_KEY:
+        return "is the public development key"
+    if len(key) < 50 or len(set(key)) < 5:
+        return "is shorter than 50 characters or has fewer than 5 different ones"
+    if key.startswith("django-insecure"):
+        return "is a key Django generated for development (django-insecure-...)"
+    return ""
+
+
+if not DEBUG and _secret_key_problem(SECRET_KEY):
+    raise ImproperlyConfigured(
+        f"DEBUG is false but SECRET_KEY {_secret_key_problem(SECRET_KEY)}. Set SECRET_KEY in the "
+        "environment (or .env) to a long random value of at least 50 characters, e.g. the "
+        "output of: python -c 'from django.core.management.utils import "
+        "get_random_secret_key as k; print(k())'"
+    )
+
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
 
@@ -48,6 +78,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "axes",
+    "csp",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -67,6 +98,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: turns a login attempt while locked out into its answer.
     "axes.middleware.AxesMiddleware",
@@ -178,6 +210,24 @@ BENCHWRIGHT_MODEL_CONCURRENCY = env("BENCHWRIGHT_MODEL_CONCURRENCY")
 # comma-separated. "NAME=https://host/v1" allows NAME for that base URL only. The default key
 # variable, BENCHWRIGHT_MODEL_API_KEY, only ever goes to BENCHWRIGHT_MODEL_BASE_URL.
 MODEL_API_KEY_ENV_ALLOWLIST = env("MODEL_API_KEY_ENV_ALLOWLIST")
+
+# Content-Security-Policy (django-csp 4): the app's own scripts and styles only. The templates
+# have no inline scripts, event handlers, <style> blocks or style attributes (bars take
+# class="pct-N"; htmx's indicator styles are in app.css), and a test keeps it so; nothing here
+# allows 'unsafe-inline' or 'unsafe-eval'. Images may also be data: and blob: URLs (the image
+# editor's previews). The API docs use the split Swagger view, which loads its script by URL.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", "blob:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
