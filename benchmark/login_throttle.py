@@ -8,6 +8,7 @@ import math
 from datetime import timedelta
 from typing import Any
 
+from axes.helpers import get_cool_off
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -16,12 +17,6 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 
 LOCKED_OUT_TEMPLATE = "registration/locked_out.html"
-
-
-def _cool_off(request: Any) -> timedelta | None:
-    from axes.helpers import get_cool_off
-
-    return get_cool_off(request)
 
 
 def _duration(delta: timedelta) -> str:
@@ -59,7 +54,7 @@ def lockout_response(
     request: HttpRequest, original_response: HttpResponse | None = None, credentials: Any = None
 ) -> HttpResponse:
     """AXES_LOCKOUT_CALLABLE: the answer to a login attempt while locked out."""
-    cool_off = _cool_off(request)
+    cool_off = get_cool_off(request)
     message = lockout_message(cool_off)
     response: HttpResponse
     if _wants_json(request):
@@ -86,7 +81,7 @@ def api_locked_out(sender: Any, request: Any = None, **kwargs: Any) -> None:
     its own Request, which axes' middleware never sees; raising here stops the API call with
     429 and the message (the project's exception handler answers it as JSON)."""
     if isinstance(request, Request):
-        cool_off = _cool_off(request)
+        cool_off = get_cool_off(request)
         raise LoginLockedOut(lockout_message(cool_off), wait=_retry_after(cool_off))
 
 

@@ -5,8 +5,9 @@ llama.cpp server, LiteLLM), through the ``openai`` SDK. Pure Python: no Django.
 - transient errors (connection errors, timeouts, 429, 5xx) are retried with exponential backoff
   (the SDK's own retries are off, so the policy and its count are ours and testable);
 - at most ``concurrency`` calls run at once per base URL, across threads of one process;
-- a cache keyed by the request and the endpoint answers repeats; in replay mode only the cache answers, and a
-  miss raises ``CacheMiss``, so a judge run or a drafting session can be reproduced exactly."""
+- a cache keyed by the request, the endpoint and a scope answers repeats; in replay mode only
+  the cache answers, and a miss raises ``CacheMiss``, so a judge run or a drafting session can be
+  reproduced exactly."""
 
 from __future__ import annotations
 
