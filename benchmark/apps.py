@@ -6,6 +6,13 @@ class BenchmarkConfig(AppConfig):
     name = "benchmark"
 
     def ready(self) -> None:
+        from axes.signals import user_locked_out
+
+        from benchmark import checks  # noqa: F401 - registers the deploy checks
+        from benchmark.login_throttle import api_locked_out
+
+        user_locked_out.connect(api_locked_out, dispatch_uid="benchmark.api_locked_out")
+
         from benchmark.datasets.services import IMPORT_AREA, IMPORT_KIND
         from benchmark.jobs.kinds import JobKind, job_kind_register
         from benchmark.llm.services import MODEL_CALL_KIND

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
@@ -184,6 +185,19 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """A project's own model settings must resolve: the admin's form shows the reason
+        (a key variable that is not allow-listed, a cache mode, a number) on "settings"."""
+        if not (self.settings or {}).get("model"):
+            return
+        from benchmark.llm.client import ModelNotConfigured
+        from benchmark.llm.services import model_resolve
+
+        try:
+            model_resolve(project=self)
+        except ModelNotConfigured as exc:
+            raise ValidationError({"settings": str(exc)}) from exc
 
 
 class Membership(models.Model):

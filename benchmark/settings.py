@@ -1,15 +1,24 @@
 """Settings come from the environment (django-environ); no variables set gives a working
 development set-up: SQLite with WAL in the project folder, in-process jobs, local media."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# The development key: public (it is in the repository), so good for bin/run and tests only.
+# With DEBUG off the app refuses to start on it, and `check --deploy` names it
+# (benchmark/checks.py).
+DEV_SECRET_KEY = "dev-insecure-benchwright-key-change-me-in-production-0123456789"
+
 env = environ.Env(
+    # On for the one-command development set-up (bin/run); `check --deploy` flags it.
     DEBUG=(bool, True),
-    SECRET_KEY=(str, "dev-insecure-benchwright-key-change-me-in-production-0123456789"),
+    SECRET_KEY=(str, DEV_SECRET_KEY),
     ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]", "testserver"]),
     CSRF_TRUSTED_ORIGINS=(list, []),
     CELERY_BROKER_URL=(str, ""),
@@ -24,6 +33,10 @@ env = environ.Env(
     BENCHWRIGHT_MODEL_TIMEOUT=(float, 120.0),
     BENCHWRIGHT_MODEL_MAX_RETRIES=(int, 3),
     BENCHWRIGHT_MODEL_CONCURRENCY=(int, 4),
+    MODEL_API_KEY_ENV_ALLOWLIST=(list, ["BENCHWRIGHT_MODEL_API_KEY"]),
+    LOGIN_FAILURE_LIMIT=(int, 10),
+    LOGIN_COOLOFF_MINUTES=(int, 15),
+    LOGIN_PROXY_COUNT=(int, 0),
 )
 env_file = BASE_DIR / ".env"
 if env_file.exists():
@@ -31,6 +44,28 @@ if env_file.exists():
 
 DEBUG = env("DEBUG")
 SECRET_KEY = env("SECRET_KEY")
+
+
+def _secret_key_problem(key: str) -> str:
+    """Why ``key`` is not a real secret key ("" when it is one): the rules of Django's own
+    check (security.W009), plus the development key, which is long but public."""
+    if key == DEV_SECRET_KEY:
+        return "is the public development key"
+    if len(key) < 50 or len(set(key)) < 5:
+        return "is shorter than 50 characters or has fewer than 5 different ones"
+    if key.startswith("django-insecure"):
+        return "is a key Django generated for development (django-insecure-...)"
+    return ""
+
+
+if not DEBUG and _secret_key_problem(SECRET_KEY):
+    raise ImproperlyConfigured(
+        f"DEBUG is false but SECRET_KEY {_secret_key_problem(SECRET_KEY)}. Set SECRET_KEY in the "
+        "environment (or .env) to a long random value of at least 50 characters, e.g. the "
+        "output of: python -c 'from django.core.management.utils import "
+        "get_random_secret_key as k; print(k())'"
+    )
+
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
 
@@ -43,6 +78,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",
+    "csp",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -62,7 +99,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a login attempt while locked out into its answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "benchmark.urls"
@@ -128,6 +168,28 @@ STORAGES = {
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env("MEDIA_ROOT"))
 
+# Login throttling (django-axes) on every password check: the login page, the admin's and the
+# API's basic auth. After LOGIN_FAILURE_LIMIT failures for a username, or from an address, each
+# counted on its own, logins are refused for LOGIN_COOLOFF_MINUTES after the last attempt, with
+# HTTP 429 and a message saying when to try again (benchmark/login_throttle.py). A successful
+# login does not wipe the failures: with per-address counting that would let someone holding
+# one account reset their address's count between guesses at another.
+# `manage.py axes_reset_username NAME` (or the admin's "Access attempts") unlocks early.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env("LOGIN_FAILURE_LIMIT")
+AXES_COOLOFF_TIME = timedelta(minutes=env("LOGIN_COOLOFF_MINUTES"))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_CALLABLE = "benchmark.login_throttle.lockout_response"
+# Behind a reverse proxy REMOTE_ADDR is the proxy's, for everyone: set LOGIN_PROXY_COUNT to the
+# number of trusted proxies in front of the app, so the client's address comes from their
+# X-Forwarded-For (counted from the right, where a client cannot write).
+LOGIN_PROXY_COUNT = env("LOGIN_PROXY_COUNT")
+AXES_CLIENT_IP_CALLABLE = "benchmark.login_throttle.client_ip"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "benchmark:project_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -148,6 +210,28 @@ BENCHWRIGHT_MODEL_API_KEY = env("BENCHWRIGHT_MODEL_API_KEY")
 BENCHWRIGHT_MODEL_TIMEOUT = env("BENCHWRIGHT_MODEL_TIMEOUT")
 BENCHWRIGHT_MODEL_MAX_RETRIES = env("BENCHWRIGHT_MODEL_MAX_RETRIES")
 BENCHWRIGHT_MODEL_CONCURRENCY = env("BENCHWRIGHT_MODEL_CONCURRENCY")
+# The environment variables a project's model settings may name as its key ("api_key_env"),
+# comma-separated. "NAME=https://host/v1" allows NAME for that base URL only. The default key
+# variable, BENCHWRIGHT_MODEL_API_KEY, only ever goes to BENCHWRIGHT_MODEL_BASE_URL.
+MODEL_API_KEY_ENV_ALLOWLIST = env("MODEL_API_KEY_ENV_ALLOWLIST")
+
+# Content-Security-Policy (django-csp 4): the app's own scripts and styles only. The templates
+# have no inline scripts, event handlers, <style> blocks or style attributes (bars take
+# class="pct-N"; htmx's indicator styles are in app.css), and a test keeps it so; nothing here
+# allows 'unsafe-inline' or 'unsafe-eval'. Images may also be data: and blob: URLs (the image
+# editor's previews). The API docs use the split Swagger view, which loads its script by URL.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", "blob:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -30,6 +30,13 @@ def _fast_passwords(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_login_throttling(settings: Any) -> None:
+    """Login throttling (django-axes) is off unless a test turns it on: its tests are in
+    tests/benchmark/test_security_login.py."""
+    settings.AXES_ENABLED = False
+
+
+@pytest.fixture(autouse=True)
 def _no_model_from_environment(settings: Any) -> None:
     """Tests decide the model themselves, whatever the developer's environment says."""
     settings.BENCHWRIGHT_MODEL_BASE_URL = ""

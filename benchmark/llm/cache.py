@@ -1,9 +1,11 @@
 """Request keys and response caches for model calls. Pure Python: no Django.
 
-A request's key is the sha256 of a canonical JSON of what decides the answer: the model name,
-the messages (with each image replaced by the sha256 of its bytes) and the sampling parameters.
-The same question with the same images to the same model gives the same key on every machine,
-so a cache filled by one run can answer (or replay) another."""
+A request's key is the sha256 of a canonical JSON of what decides the answer: the endpoint (base
+URL), the model name, the messages (with each image replaced by the sha256 of its bytes), the
+sampling parameters, and a scope the caller names (the app uses its project), so an answer
+recorded for one endpoint or project never answers for another. The same question with the
+same images to the same model at the same endpoint gives the same key on every machine, so a
+cache filled by one run can answer (or replay) another."""
 
 from __future__ import annotations
 
@@ -22,9 +24,23 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def request_key(*, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
-    """The cache key of a request. ``messages`` must already carry image hashes, not bytes."""
-    payload = {"model": model, "messages": messages, "params": params}
+def request_key(
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    params: dict[str, Any],
+    endpoint: str = "",
+    scope: str = "",
+) -> str:
+    """The cache key of a request. ``messages`` must already carry image hashes, not bytes;
+    ``endpoint`` is the base URL (a trailing slash does not count)."""
+    payload = {
+        "endpoint": endpoint.rstrip("/"),
+        "scope": scope,
+        "model": model,
+        "messages": messages,
+        "params": params,
+    }
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 

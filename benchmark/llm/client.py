@@ -5,8 +5,9 @@ llama.cpp server, LiteLLM), through the ``openai`` SDK. Pure Python: no Django.
 - transient errors (connection errors, timeouts, 429, 5xx) are retried with exponential backoff
   (the SDK's own retries are off, so the policy and its count are ours and testable);
 - at most ``concurrency`` calls run at once per base URL, across threads of one process;
-- a cache keyed by the request answers repeats; in replay mode only the cache answers, and a
-  miss raises ``CacheMiss``, so a judge run or a drafting session can be reproduced exactly."""
+- a cache keyed by the request, the endpoint and a scope answers repeats; in replay mode only
+  the cache answers, and a miss raises ``CacheMiss``, so a judge run or a drafting session can be
+  reproduced exactly."""
 
 from __future__ import annotations
 
@@ -144,8 +145,14 @@ class ChatRequest:
         """The messages as keyed: images by their sha256."""
         return self._messages(lambda img: {"type": "image", "sha256": img.sha256})
 
-    def key(self, model: str) -> str:
-        return request_key(model=model, messages=self.key_messages(), params=self.params)
+    def key(self, model: str, *, endpoint: str = "", scope: str = "") -> str:
+        return request_key(
+            model=model,
+            messages=self.key_messages(),
+            params=self.params,
+            endpoint=endpoint,
+            scope=scope,
+        )
 
 
 @dataclass(frozen=True)
@@ -185,7 +192,9 @@ Progress = Callable[[str], None]
 
 class ChatClient:
     """Calls one configured endpoint. ``cache`` (optional) answers repeats; ``mode`` is "use"
-    (read and fill the cache), "off" (always call) or "replay" (only the cache answers)."""
+    (read and fill the cache), "off" (always call) or "replay" (only the cache answers).
+    Cached answers are keyed by the endpoint too, and by ``scope`` (the app passes its
+    project), so they are never shared across endpoints or scopes."""
 
     def __init__(
         self,
@@ -193,6 +202,7 @@ class ChatClient:
         *,
         cache: ResponseCache | None = None,
         mode: CacheMode = "use",
+        scope: str = "",
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if mode not in CACHE_MODES:
@@ -202,10 +212,15 @@ class ChatClient:
         self.config = config
         self.cache = cache
         self.mode = mode
+        self.scope = scope
         self._sleep = sleep
 
+    def key(self, request: ChatRequest) -> str:
+        """The cache key of ``request`` to this client's model, endpoint and scope."""
+        return request.key(self.config.model, endpoint=self.config.base_url, scope=self.scope)
+
     def complete(self, request: ChatRequest, *, progress: Progress | None = None) -> ChatResult:
-        key = request.key(self.config.model)
+        key = self.key(request)
         if self.cache is not None and self.mode != "off":
             hit = self.cache.get(key)
             if hit is not None:

@@ -40,7 +40,8 @@ HOW_TO_CONFIGURE = (
     "Set BENCHWRIGHT_MODEL_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama) and "
     "BENCHWRIGHT_MODEL_NAME, plus BENCHWRIGHT_MODEL_API_KEY if the endpoint needs a key, in the "
     "environment of the web server and the worker; or give the project its own model in its "
-    'settings: {"model": {"base_url": ..., "model": ..., "api_key_env": "NAME_OF_KEY_VARIABLE"}}.'
+    'settings: {"model": {"base_url": ..., "model": ..., "api_key_env": "NAME_OF_KEY_VARIABLE"}}, '
+    "where the key variable must be listed in MODEL_API_KEY_ENV_ALLOWLIST."
 )
 
 
@@ -63,11 +64,47 @@ def _number(raw: dict[str, Any], name: str, default: float, kind: type) -> Any:
         raise ModelNotConfigured(f"the project's model setting {name!r} must be a number") from None
 
 
+DEFAULT_KEY_ENV = "BENCHWRIGHT_MODEL_API_KEY"
+
+
+def _same_endpoint(a: str, b: str) -> bool:
+    return a.strip().rstrip("/") == b.strip().rstrip("/")
+
+
+def _api_key_from_environment(*, name: str, base_url: str, env_url: str) -> str:
+    """The key in the environment variable ``name``, which a project's settings named as its
+    "api_key_env". Only variables in MODEL_API_KEY_ENV_ALLOWLIST may be named (any other, such
+    as HOME or SECRET_KEY, would be sent to a URL the project chose), and an entry
+    ``NAME=URL`` allows NAME for that base URL only; the default key variable goes only to the
+    default base URL. ModelNotConfigured, naming the setting, for anything else."""
+    allowed: dict[str, str | None] = {}
+    for entry in settings.MODEL_API_KEY_ENV_ALLOWLIST:
+        entry_name, _, url = str(entry).strip().partition("=")
+        allowed[entry_name.strip()] = url.strip() or None
+    setting = 'the project\'s model setting "api_key_env"'
+    if name not in allowed:
+        raise ModelNotConfigured(
+            f"{setting} names {name}, which is not an allowed key variable: the operator must "
+            "add it to MODEL_API_KEY_ENV_ALLOWLIST in the server's environment"
+        )
+    endpoint = env_url if name == DEFAULT_KEY_ENV else allowed[name]
+    if endpoint is not None and not _same_endpoint(endpoint, base_url):
+        raise ModelNotConfigured(
+            f"{setting} names {name}, which is the key of another endpoint; it is not sent to "
+            f"{base_url}"
+        )
+    if name == DEFAULT_KEY_ENV:
+        return str(settings.BENCHWRIGHT_MODEL_API_KEY)
+    return os.environ.get(name, "")
+
+
 def model_resolve(*, project: Project) -> ResolvedModel | None:
     """The model a project calls: ``Project.settings["model"]`` where it names a base URL or a
     model, else the BENCHWRIGHT_MODEL_* settings. None when neither names both a base URL and a
     model. The environment's API key goes only to the environment's base URL, never to a URL a
-    project set. ModelNotConfigured for settings that are present but wrong."""
+    project set, and a project may name as its key only an allow-listed environment variable
+    (``_api_key_from_environment``). ModelNotConfigured for settings that are present but
+    wrong."""
     raw = (project.settings or {}).get("model") or {}
     if not isinstance(raw, dict):
         raise ModelNotConfigured('the project\'s "model" setting must be an object')
@@ -79,7 +116,9 @@ def model_resolve(*, project: Project) -> ResolvedModel | None:
     if raw.get("api_key"):
         api_key = str(raw["api_key"])
     elif raw.get("api_key_env"):
-        api_key = os.environ.get(str(raw["api_key_env"]), "")
+        api_key = _api_key_from_environment(
+            name=str(raw["api_key_env"]), base_url=base_url, env_url=env_url
+        )
     elif base_url == env_url:
         api_key = settings.BENCHWRIGHT_MODEL_API_KEY
     else:
@@ -286,8 +325,11 @@ def model_call_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     except ModelError as exc:
         raise DomainError(str(exc)) from exc
     config = resolved.config
+    # Recorded answers are keyed by endpoint and project too: never another endpoint's or
+    # another project's answer.
+    scope = f"project:{job.project_id}"
     request = ChatRequest(prompt=p.get("prompt", ""), system=p.get("system", ""))
-    key = request.key(config.model)
+    key = request.key(config.model, endpoint=config.base_url, scope=scope)
     try:
         request = ChatRequest(
             prompt=p.get("prompt", ""),
@@ -295,10 +337,10 @@ def model_call_job(*, job: Job, progress: Progress) -> dict[str, Any]:
             images=tuple(_load_images(list(p.get("images") or []))),
             params={**resolved.params, **(p.get("params") or {})},
         )
-        key = request.key(config.model)
         client = ChatClient(
-            config, cache=ModelCallCache(), mode=p.get("mode") or resolved.cache_mode
+            config, cache=ModelCallCache(), mode=p.get("mode") or resolved.cache_mode, scope=scope
         )
+        key = client.key(request)
         result = client.complete(
             request, progress=lambda message: progress(progress=0, message=message)
         )

@@ -13,6 +13,7 @@ import orjson
 from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
 from benchmark import permissions
 from benchmark.exceptions import NotFound
+from benchmark.formats.csv_safe import csv_row
 from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
 from benchmark.metrics.agreement import Level, agreement_report
@@ -114,16 +115,18 @@ def judgments_jsonl(*, task: JudgmentTask) -> Iterator[bytes]:
 
 
 def judgments_csv(*, task: JudgmentTask) -> Iterator[str]:
+    """The judgments as CSV, safe to open in a spreadsheet: cells that would start a formula
+    are prefixed with a quote (``csv_cell``), and every data cell is quoted."""
     buffer = io.StringIO()
     fields = ["item", "annotator", "value", "reason", "comment", "relabel", "seconds", "created_at"]
-    writer = csv.DictWriter(buffer, fieldnames=fields)
-    writer.writeheader()
+    csv.writer(buffer).writerow(fields)
+    writer = csv.DictWriter(buffer, fieldnames=fields, quoting=csv.QUOTE_ALL)
     for row in judgments_rows(task=task):
         row["value"] = (
             row["value"] if isinstance(row["value"], str) else orjson.dumps(row["value"]).decode()
         )
         row["relabel"] = orjson.dumps(row["relabel"]).decode() if row["relabel"] else ""
-        writer.writerow(row)
+        writer.writerow(csv_row(row))
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()

@@ -31,6 +31,13 @@
     }
   });
 
+  // Forms marked data-confirm ask before they submit (here, not in an inline onsubmit: the
+  // Content-Security-Policy runs no inline scripts).
+  document.addEventListener("submit", function (event) {
+    var question = event.target.dataset && event.target.dataset.confirm;
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
+
   // Filter forms marked data-drop-empty leave blank fields out of the request, so the URL
   // pushed to the history reads ?status=verified rather than ?q=&status=verified&level=.
   document.addEventListener("htmx:configRequest", function (event) {

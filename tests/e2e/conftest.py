@@ -61,8 +61,15 @@ def ready():  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def login_page(browser, live_server, client):  # type: ignore[no-untyped-def]
-    """Returns a function that opens a page logged in as the given user, by session cookie."""
+    """Returns a function that opens a page logged in as the given user, by session cookie.
+    Every browser test also checks that Chromium reported no Content-Security-Policy
+    violation on its pages."""
     contexts = []
+    violations: list[str] = []
+
+    def record(page, message):  # type: ignore[no-untyped-def]
+        if "Content Security Policy" in message.text:
+            violations.append(f"{page.url}: {message.text}")
 
     def open_as(user):  # type: ignore[no-untyped-def]
         client.force_login(user)
@@ -71,8 +78,11 @@ def login_page(browser, live_server, client):  # type: ignore[no-untyped-def]
         context.add_cookies([{"name": "sessionid", "value": cookie.value, "url": live_server.url}])
         context.set_default_timeout(15_000)
         contexts.append(context)
-        return context.new_page()
+        page = context.new_page()
+        page.on("console", lambda message: record(page, message))
+        return page
 
     yield open_as
     for context in contexts:
         context.close()
+    assert violations == [], "the Content-Security-Policy blocked something"

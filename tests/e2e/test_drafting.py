@@ -41,7 +41,7 @@ def street_png() -> bytes:
 
 
 def settle(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_function("!document.querySelector('.htmx-request')")
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
 
 
 def test_drafting_session_against_the_local_protocol_server(  # type: ignore[no-untyped-def]
@@ -96,7 +96,7 @@ def test_drafting_session_against_the_local_protocol_server(  # type: ignore[no-
     page.get_by_label("The detail the model missed (your ground truth)").fill(
         "The small blue sign on the lamp post reads WILLOW ST"
     )
-    page.wait_for_function("document.querySelector('[data-ie=img]').complete")
+    page.wait_for_function("() => document.querySelector('[data-ie=img]').complete")
     canvas = page.locator("#drafting-crop [data-ie=canvas]")
     box = canvas.bounding_box()
     assert box is not None

@@ -64,7 +64,7 @@ def test_upload_crop_nudge_save_and_reload(login_page, ready) -> None:  # type: 
     )
     stage_img = page.locator("[data-ie=img]")
     expect(stage_img).to_be_visible()
-    page.wait_for_function("document.querySelector('[data-ie=img]').complete")
+    page.wait_for_function("() => document.querySelector('[data-ie=img]').complete")
 
     # The JS and the server turn 0-1000 into pixels the same way.
     samples = [

@@ -33,7 +33,7 @@ def street_png() -> bytes:
 
 
 def settle(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_function("!document.querySelector('.htmx-request')")
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
 
 
 def hidden_json(page, name):  # type: ignore[no-untyped-def]
@@ -96,7 +96,7 @@ def test_upload_crop_checkpoints_save_reload(login_page) -> None:  # type: ignor
     step.locator("[name='steps-0-expected']").fill("WILLOW ST")
     image = step.locator("[data-ie=img]")
     expect(image).to_be_visible()
-    page.wait_for_function("document.querySelector('[data-ie=img]').complete")
+    page.wait_for_function("() => document.querySelector('[data-ie=img]').complete")
     canvas = step.locator("[data-ie=canvas]")
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()

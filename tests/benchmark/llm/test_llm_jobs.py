@@ -224,6 +224,7 @@ def test_the_environment_model_and_its_key(
         start(django_capture_on_commit_callbacks, project=project, user=users["admin"])
         assert other.requests[-1].headers["authorization"] != "Bearer sk-env"
         monkeypatch.setenv("PROJECT_MODEL_KEY", "sk-project")
+        settings.MODEL_API_KEY_ENV_ALLOWLIST = ["PROJECT_MODEL_KEY"]
         point_at(project, other, api_key_env="PROJECT_MODEL_KEY")
         start(django_capture_on_commit_callbacks, project=project, user=users["admin"], mode="off")
         assert other.requests[-1].headers["authorization"] == "Bearer sk-project"
