@@ -189,7 +189,7 @@ def _options(pairs: Any) -> SafeString:
     return format_html_join("", '<option value="{}">{}</option>', pairs)
 
 
-def _segments(
+def _segments(  # noqa: C901
     answer: _Answer, parsed: ParsedText, findings: list[Any], marks: list[str]
 ) -> list[dict[str, Any]]:
     tools = _tool_names(answer)
@@ -349,7 +349,7 @@ def _render_review(
 # --------------------------------------------------------------------------- edits
 
 
-def _apply(
+def _apply(  # noqa: C901
     op: str, arg: str, post: Any, answer: _Answer, parsed: ParsedText, marks: list[str]
 ) -> tag_edits.Edit:
     if op == "insert":
@@ -413,7 +413,7 @@ def _apply(
 @login_required
 @require_http_methods(["GET", "POST"])
 @htmx_page
-def review(
+def review(  # noqa: C901
     request: HtmxHttpRequest, project_id: int, item_id: int, response_id: int
 ) -> HttpResponse:
     """The review screen. GET opens the current version; each POST applies one action (``op``

@@ -451,7 +451,7 @@ class Applied:
     image_changes: list[ImageChange]
 
 
-def apply_draft(
+def apply_draft(  # noqa: C901, PLR0915
     doc: Mapping[str, Any],
     draft: Draft,
     *,
@@ -618,7 +618,7 @@ def apply_draft(
     return Applied(out, errors.items, image_changes)
 
 
-def _apply_step(
+def _apply_step(  # noqa: C901, PLR0915
     base: Mapping[str, Any],
     step: StepDraft,
     i: int,
@@ -811,7 +811,7 @@ def step_tools(checkpoints: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def level_warnings(doc: Mapping[str, Any]) -> list[str]:
+def level_warnings(doc: Mapping[str, Any]) -> list[str]:  # noqa: C901
     """Where the steps do not fit the level (Agentic-MME §2.2): Level 1 is one visual
     operation (a crop, optionally cleaned up by an enhancement) and no search; Level 2 a short,
     mostly linear chain of a few operations, possibly with a search; Level 3 an intertwined,

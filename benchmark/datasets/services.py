@@ -561,7 +561,7 @@ def _read_ahead(make: Callable[[Any], Iterator[Any]]) -> Iterator[Any]:
         conn.dec_thread_sharing()
 
 
-def _export_items(
+def _export_items(  # noqa: C901
     project: Project, status: str | None, image_paths: dict[str, str]
 ) -> Iterator[ItemRecord]:
     """Items in order with what their own records hold, read a chunk ahead."""

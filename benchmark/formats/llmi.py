@@ -225,7 +225,7 @@ def _train_images(value: Any, where: Where) -> list[str]:
     return paths
 
 
-def image_count(value: Any, where: Where | None = None) -> dict[str, Any]:
+def image_count(value: Any, where: Where | None = None) -> dict[str, Any]:  # noqa: C901
     """LLM-I's image-number constraint in plain words (see the module docstring)."""
     number: Any = value
     if isinstance(value, str):
@@ -277,7 +277,7 @@ class _RowIndex:
             if item.source_file not in self.bench_files:
                 self.bench_files.append(item.source_file)
 
-    def resolve(
+    def resolve(  # noqa: C901
         self, input_file: str | None, number: int | None, prompt: str | None, where: Where
     ) -> str:
         if input_file:

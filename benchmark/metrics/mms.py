@@ -326,7 +326,7 @@ def _key(item_id: Any) -> str:
     return str(item_id)
 
 
-def score_plans(
+def score_plans(  # noqa: C901, PLR0915
     gold: Mapping[Any, Any],
     predictions: Mapping[Any, Any],
     tool_names: Sequence[str] | Toolset,

@@ -73,7 +73,7 @@ def _clean_variants(values: Iterable[Any]) -> list[str]:
 MATCH_TYPES = ("exact", "contains", "numeric")
 
 
-def answer_revise(
+def answer_revise(  # noqa: C901, PLR0915
     *,
     task: JudgmentTask,
     item: Item,

@@ -196,7 +196,7 @@ def _safe_relative(name: str) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
-def run_upload_start(
+def run_upload_start(  # noqa: C901
     *,
     project: Project,
     user: AnyUser,
@@ -273,7 +273,7 @@ class _Prepared:
     images: list[Path]
 
 
-def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> RunSet:
+def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> RunSet:  # noqa: C901, PLR0915
     """The scoring job's work: read and check every run folder under the job's upload, match
     each to the project's item by task id, score it, then store the run set, the runs and
     their images in one transaction. Any problem raises ValidationFailed naming the run
