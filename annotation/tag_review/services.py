@@ -16,14 +16,13 @@ from django.db import IntegrityError, transaction
 
 from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
-from benchmark.models import Item, ItemStatus, Project, Response, Role
-from benchmark.permissions import can, role_in
+from benchmark.models import Item, ItemStatus, Project, Response
+from benchmark.permissions import can
 from benchmark.projects.services import item_status_set
 from benchmark.typing import User
 
 __all__ = [
     "DISCARD_REASONS",
-    "EDITOR_ROLES",
     "VersionConflict",
     "can_edit",
     "discard_reason_text",
@@ -31,9 +30,6 @@ __all__ = [
     "response_revert",
     "response_save_version",
 ]
-
-#: Who may review tags and save versions (discarding a sample is a reviewer's decision).
-EDITOR_ROLES = frozenset({Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR})
 
 #: Why a whole sample is discarded (ATP-Bench §4.2: "errors are systemic, such as severe
 #: markdown structure breakage or fundamental factual inaccuracies").
@@ -56,7 +52,9 @@ class VersionConflict(Conflict):
 
 
 def can_edit(*, user: Any, project: Project) -> bool:
-    return role_in(user=user, project=project) in EDITOR_ROLES
+    """Who may review tags and save versions: the "edit" action of the permission table
+    (discarding a sample is a reviewer's decision, ``item_discard``)."""
+    return can(user=user, project=project, action="edit")
 
 
 def _require_editor(user: User, project: Project) -> None:
