@@ -152,8 +152,10 @@ def run_set_results(*, run_set: RunSet) -> dict[str, Any]:
         }
         for mode in mme.FailureMode
     ]
+    judge_models = sorted({str((r.score or {}).get("judge_model") or "") for r in rows} - {""})
     return {
         "models": models,
+        "judge_models": judge_models,
         "overall": figures(all_scores) if all_scores else None,
         "runs": run_rows,
         "n_runs": len(rows),
@@ -200,7 +202,9 @@ def run_page(*, run: AgentRun, user: AnyUser) -> dict[str, Any]:
                 "id": cid,
                 "result": res,
                 "visual": (res.detail.get("visual") or {}) if res else {},
-                "proxy": (res.detail.get("proxy") or res.detail.get("visual") or {}) if res else {},
+                "proxy": _proxy_detail(res),
+                "judge": _judge_detail(res),
+                "decided_by": (res.detail.get("decided_by") or "") if res else "",
                 "verdict": latest.get(cid),
                 "reference_shas": _shas_in(cp),
                 "region": None
@@ -221,6 +225,7 @@ def run_page(*, run: AgentRun, user: AnyUser) -> dict[str, Any]:
     return {
         "task": task,
         "score": score,
+        "judge_model": (run.score or {}).get("judge_model") or "",
         "checkpoints": rows,
         "suggestions": suggestions,
         "suggested": suggested,
@@ -234,6 +239,25 @@ def run_page(*, run: AgentRun, user: AnyUser) -> dict[str, Any]:
             run.visual_verdicts.select_related("reviewer").order_by("-id")[:50]
         ),
     }
+
+
+def _proxy_detail(res: mme.CheckpointResult | None) -> dict[str, Any]:
+    """The proxy's detail of a visual check (kept aside when a judge or a person decided)."""
+    if res is None:
+        return {}
+    for found in (res.detail.get("proxy"), res.detail.get("visual")):
+        if isinstance(found, dict) and found.get("method") == "bbox_proxy":
+            return found
+    return {}
+
+
+def _judge_detail(res: mme.CheckpointResult | None) -> dict[str, Any]:
+    if res is None:
+        return {}
+    for found in (res.detail.get("judge"), res.detail.get("visual")):
+        if isinstance(found, dict) and found.get("method") == "judge":
+            return found
+    return {}
 
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")

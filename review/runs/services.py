@@ -43,9 +43,23 @@ from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.images import services as image_services
 from benchmark.jobs import services as job_services
 from benchmark.jobs import uploads as job_uploads
+from benchmark.llm import services as llm_services
+from benchmark.llm.cache import CachedAnswer
+from benchmark.llm.client import ModelConfig, ModelNotConfigured
+from benchmark.llm.services import ModelCallCache
 from benchmark.metrics import agentic_mme as mme
-from benchmark.models import Image, Item, Job, JobStatus, Project, ProjectKind, Trajectory
+from benchmark.models import (
+    Image,
+    Item,
+    Job,
+    JobStatus,
+    ModelCall,
+    Project,
+    ProjectKind,
+    Trajectory,
+)
 from benchmark.typing import AnyUser, User
+from review.runs import judging
 from review.runs.folders import TOOL_IMAGES_DIR, RunFolder, _where, read_run_folders
 from review.runs.models import AgentRun, FailureLabel, RunSet, VisualVerdict
 
@@ -60,32 +74,22 @@ MAX_RUN_IMAGES = 200
 
 
 def apply_visual_verdicts(score: mme.RunScore, verdicts: Mapping[str, bool]) -> mme.RunScore:
-    """Put people's answers in place of the proxy for the visual checks they answered, and
-    recompute V, V_true, the undetermined count, base and PQS as ``score_run`` does."""
+    """Put people's answers in place of the judge's or the proxy's for the visual checks they
+    answered, and recompute V, V_true, the undetermined count, base and PQS as ``score_run``
+    does."""
     if not verdicts:
         return score
     for res in score.checkpoints:
         if res.kind != "visual" or not res.has_visual_check or res.id not in verdicts:
             continue
-        res.detail["proxy"] = res.detail.get("visual")
+        if res.detail.get("decided_by") == judging.JUDGE:
+            res.detail["judge"] = res.detail.get("visual")
+        else:
+            res.detail["proxy"] = res.detail.get("visual")
         res.detail["visual"] = {"method": "person", "passed": bool(verdicts[res.id])}
+        res.detail["decided_by"] = judging.PERSON
         res.visual_passed = bool(verdicts[res.id])
-        res.passed = (not res.has_tool_check or bool(res.tool_passed)) and res.visual_passed
-    visual = [r for r in score.checkpoints if r.kind == "visual"]
-    visual_checked = [r for r in visual if r.has_visual_check]
-    score.V = sum(r.passed for r in visual) / len(visual) if visual else None
-    score.V_true = (
-        sum(r.visual_passed is True for r in visual_checked) / len(visual_checked)
-        if visual_checked
-        else None
-    )
-    score.undetermined = sum(1 for r in visual_checked if r.visual_passed is None) + sum(
-        1 for r in score.checkpoints if r.kind == "search" and r.detail.get("undetermined")
-    )
-    valid = [x for x in (score.S, score.V) if x is not None]
-    score.base = sum(valid) / len(valid) if valid else 0.0
-    score.pqs = score.base * (1.0 - score.penalty)
-    return score
+    return judging.recompute(score)
 
 
 def score_from_dict(data: Mapping[str, Any]) -> mme.RunScore:
@@ -102,8 +106,11 @@ def score_from_dict(data: Mapping[str, Any]) -> mme.RunScore:
 _CP_FIELDS = {f.name for f in dataclasses.fields(mme.CheckpointResult)}
 
 
-def score_to_dict(score: mme.RunScore) -> dict[str, Any]:
+def score_to_dict(score: mme.RunScore, *, judge_model: str = "") -> dict[str, Any]:
+    """The stored score: ``RunScore.to_dict()`` plus how many visual checks a person answered
+    and which judge model was used ("" when the proxies were)."""
     out = score.to_dict()
+    out["judge_model"] = judge_model
     out["visual_by_person"] = sum(
         1
         for c in score.checkpoints
@@ -169,11 +176,73 @@ def _items_with_reference(project: Project, ids: Iterable[str]) -> dict[str, Ite
 
 
 def run_score(
-    *, item: Item, run: mme.RunRecord, verdicts: Mapping[str, bool] | None = None
+    *,
+    item: Item,
+    run: mme.RunRecord,
+    verdicts: Mapping[str, bool] | None = None,
+    judge: judging.RunJudge | None = None,
 ) -> mme.RunScore:
+    """Score a run against its item: the judge model where given (else the proxies), then
+    people's visual answers over both."""
     task = item_task(item, _reference(item))
-    score = mme.score_run(task, run, accepted=list(item.accepted_variants or []))
+    score = judging.score_run_judged(
+        task, run, judge=judge, accepted=list(item.accepted_variants or [])
+    )
     return apply_visual_verdicts(score, verdicts or {})
+
+
+class _RecordingCache:
+    """The project's ModelCall table as the judge's cache: answers recorded for the key are
+    read (``ModelCallCache``), and each new answer that parsed is recorded as a ModelCall."""
+
+    def __init__(self, *, project: Project, config: ModelConfig, user_id: int | None) -> None:
+        self.project = project
+        self.config = config
+        self.user_id = user_id
+        self.reader = ModelCallCache()
+
+    def get(self, key: str) -> CachedAnswer | None:
+        return self.reader.get(key)
+
+    def put(self, key: str, answer: CachedAnswer) -> None:
+        ModelCall.objects.create(
+            request_key=key,
+            project=self.project,
+            purpose=JUDGE_PURPOSE,
+            endpoint=self.config.base_url[:500],
+            model=answer.model[:200] or self.config.model[:200],
+            answer=answer.text,
+            latency_ms=answer.latency_ms,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            attempts=1,
+            created_by_id=self.user_id,
+        )
+
+
+JUDGE_PURPOSE = "agentic-mme judge"
+
+
+def run_judge_for(
+    *, project: Project, user_id: int | None = None, offline: bool = False
+) -> judging.RunJudge | None:
+    """The project's configured model as the run judge (``model_resolve``), or None: then the
+    proxies decide. A model setting that is present but wrong stops the job with its message."""
+    try:
+        resolved = llm_services.model_resolve(project=project)
+    except ModelNotConfigured as exc:
+        raise ValidationFailed(f"the judge model: {exc}") from None
+    if resolved is None:
+        return None
+    return judging.RunJudge(
+        config=resolved.config,
+        cache=_RecordingCache(project=project, config=resolved.config, user_id=user_id)
+        if resolved.cache_mode != "off"
+        else None,
+        params=dict(resolved.params),
+        scope=f"project:{project.pk}",
+        offline=offline,
+    )
 
 
 # =========================================================================== services: upload
@@ -299,6 +368,7 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
             folders.append(folder)
             tick(progress=0, message=f"read {len(folders)} run folders")
     items = _items_with_reference(project, (f.task_id for f in folders))
+    judge = run_judge_for(project=project, user_id=job.created_by_id)
     unknown = [f for f in folders if f.task_id not in items]
     if unknown:
         shown = "; ".join(f"{f.name!r} (task {f.task_id!r})" for f in unknown[:5])
@@ -321,7 +391,7 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
         seen[key] = folder.name
         item = items[folder.task_id]
         run = folder.agent_run()
-        score = run_score(item=item, run=run)
+        score = run_score(item=item, run=run, judge=judge)
         # Only files inside the run folder: a logged absolute path must not reach other files.
         inside = folder.path.resolve()
         images = [p for p in run.produced_images() if p.resolve().is_relative_to(inside)]
@@ -368,7 +438,7 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
                     final_answer=p.folder.answer,
                     meta=p.folder.meta,
                     images=stored,
-                    score=score_to_dict(p.score),
+                    score=score_to_dict(p.score, judge_model=judge.model if judge else ""),
                     level=p.score.level,
                     acc=p.score.acc,
                     position=position,
@@ -425,9 +495,10 @@ def _stored_run_dir(run: AgentRun) -> Iterator[Path | None]:
         yield Path(tmp)
 
 
-def run_rescore(*, run: AgentRun) -> AgentRun:
+def run_rescore(*, run: AgentRun, judge: judging.RunJudge | None = None) -> AgentRun:
     """Score a stored run again against its item's current task (answer, variants, reference
-    trajectory) with the newest person's verdict per visual checkpoint."""
+    trajectory) with the judge model if given (else the proxies) and the newest person's
+    verdict per visual checkpoint."""
     verdicts = {cid: v.passed for cid, v in _latest_verdicts(run).items()}
     with _stored_run_dir(run) as run_dir:
         agent = mme.RunRecord(
@@ -437,8 +508,8 @@ def run_rescore(*, run: AgentRun) -> AgentRun:
             run.meta.get("effective_tool_calls") if isinstance(run.meta, dict) else None,
             run.folder,
         )
-        score = run_score(item=run.item, run=agent, verdicts=verdicts)
-    run.score = score_to_dict(score)
+        score = run_score(item=run.item, run=agent, verdicts=verdicts, judge=judge)
+    run.score = score_to_dict(score, judge_model=judge.model if judge else "")
     run.level = score.level
     run.acc = score.acc
     run.save(update_fields=["score", "level", "acc"])
@@ -478,6 +549,7 @@ def run_set_rescore(*, job: Job, progress: Callable[..., None] | None = None) ->
             Prefetch("trajectories", queryset=Trajectory.objects.order_by("position", "id"))
         )
     }
+    judge = run_judge_for(project=run_set.project, user_id=job.created_by_id)
     tick(progress=0, total=len(ids), message="rescoring")
     changed = acc_changed = 0
     for n, (pk, item_id) in enumerate(ids, start=1):
@@ -486,7 +558,7 @@ def run_set_rescore(*, job: Job, progress: Callable[..., None] | None = None) ->
             if run is not None:
                 run.item = items[item_id]
                 before = (run.score, run.acc)
-                run_rescore(run=run)
+                run_rescore(run=run, judge=judge)
                 changed += json.loads(json.dumps(run.score)) != before[0]
                 acc_changed += run.acc != before[1]
         tick(progress=n)
@@ -529,7 +601,11 @@ def visual_verdict_set(
         verdict = VisualVerdict.objects.create(
             run=locked, checkpoint_id=checkpoint_id, passed=passed, reviewer=reviewer
         )
-        run_rescore(run=locked)
+        judge = None
+        if (locked.score or {}).get("judge_model"):
+            # The judge's recorded answers, so a person's answer keeps the judge's other ones.
+            judge = run_judge_for(project=run.run_set.project, offline=True)
+        run_rescore(run=locked, judge=judge)
     run.score, run.acc, run.level = locked.score, locked.acc, locked.level
     return verdict
 
