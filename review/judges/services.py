@@ -22,7 +22,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from benchmark import judges, permissions
-from benchmark.exceptions import DomainError, ValidationFailed
+from benchmark.exceptions import Conflict, DomainError, ValidationFailed
 from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
 from benchmark.judges import Call, Judgment, mam
@@ -182,9 +182,11 @@ def judge_run_create(
     model: str = "",
     models: Sequence[str] = (),
     workers: int = 4,
+    enqueue: bool = False,
 ) -> tuple[JudgeRun, Job]:
-    """A JudgeRun and its job, not yet enqueued (``judge_run_start`` enqueues; the command
-    line runs the job at once). ``user`` None is the command line."""
+    """A JudgeRun and its job. With ``enqueue`` the job pipeline enqueues the job after
+    commit (a page); without, the caller runs it (``judge_run_execute``, the command line).
+    ``user`` None is the command line."""
     if user is not None:
         permissions.require(user=user, project=project, action="review")
     if judge not in JudgeName.values:
@@ -205,29 +207,36 @@ def judge_run_create(
             selection={"models": list(models)},
             created_by=user,
         )
-        job = job_services.job_create(
-            kind=JUDGE_KIND,
-            user=user,
-            project=project,
-            params={"project_id": project.pk, "run_id": run.pk, "workers": workers},
-        )
+        job = _job(run, user, workers, enqueue)
         run.job = job
         run.save(update_fields=["job"])
     return run, job
 
 
-def judge_run_resume(*, run: JudgeRun, user: User | None, workers: int = 4) -> Job:
-    """A new job for an existing run (its worker died, or it failed): only the calls the run
-    has not finished are made."""
+def _job(run: JudgeRun, user: User | None, workers: int, enqueue: bool) -> Job:
+    params = {"project_id": run.project_id, "run_id": run.pk, "workers": workers}
+    if enqueue:
+        return job_services.job_start(
+            kind=JUDGE_KIND, user=user, project=run.project, params=params
+        )
+    return job_services.job_create(kind=JUDGE_KIND, user=user, project=run.project, params=params)
+
+
+def judge_run_resume(
+    *, run: JudgeRun, user: User | None, workers: int = 4, enqueue: bool = False
+) -> Job:
+    """A new job for an existing run whose job has ended (its worker died and the sweep failed
+    it, or it failed): only the calls the run has not finished are made. Conflict while the
+    run's job is still queued or running."""
     if user is not None:
         permissions.require(user=user, project=run.project, action="review")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ValidationFailed(f"workers must be between 1 and {MAX_WORKERS}, got {workers}")
     with transaction.atomic():
-        job = job_services.job_create(
-            kind=JUDGE_KIND,
-            user=user,
-            project=run.project,
-            params={"project_id": run.project_id, "run_id": run.pk, "workers": workers},
-        )
+        run = JudgeRun.objects.select_for_update().select_related("job", "project").get(pk=run.pk)
+        if run.job is not None and not run.job.done:
+            raise Conflict(f"judge run #{run.pk} is still {run.job.status}; wait for its job")
+        job = _job(run, user, workers, enqueue)
         run.job = job
         run.save(update_fields=["job"])
     return job
@@ -534,10 +543,8 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     return {"run_id": run.pk, "summary": summary}
 
 
-def judge_run_execute(*, run: JudgeRun) -> Job:
-    """Run the run's job now, in this process (the command line), through the job pipeline's
-    ``job_run``; the job row holds the outcome."""
-    assert run.job_id is not None
-    job_services.job_run(job_id=run.job_id)
-    job = Job.objects.get(pk=run.job_id)
-    return job
+def judge_run_execute(*, job: Job) -> Job:
+    """Run a judge job now, in this process (the command line), through the job pipeline's
+    ``job_run``; returns the job as it ended."""
+    job_services.job_run(job_id=job.pk)
+    return Job.objects.get(pk=job.pk)

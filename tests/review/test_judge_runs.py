@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from benchmark.exceptions import ValidationFailed
+from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.jobs.kinds import job_kind
 from benchmark.models import JobStatus, Origin, Project, Response
 from review.judges import services as judge_services
@@ -58,8 +58,8 @@ def files(rows_by_model: dict[str, list[dict[str, Any]]]) -> list[tuple[str, byt
 
 
 def judge(project: Project, name: str, **kw: Any) -> tuple[JudgeRun, dict[str, Any]]:
-    run, _ = judge_services.judge_run_create(project=project, user=None, judge=name, **kw)
-    job = judge_services.judge_run_execute(run=run)
+    run, job = judge_services.judge_run_create(project=project, user=None, judge=name, **kw)
+    job = judge_services.judge_run_execute(job=job)
     assert job.status == JobStatus.SUCCEEDED, job.error
     return run, job.result["summary"]
 
@@ -370,9 +370,7 @@ def test_a_resumed_run_makes_only_the_missing_calls(llmi: Project, server: Scrip
     kept = list(JudgeCall.objects.filter(run=run, ok=True).order_by("id")[:2])
     JudgeCall.objects.filter(run=run).exclude(pk__in=[c.pk for c in kept]).delete()
     before = server.count
-    job = judge_services.judge_run_resume(run=run, user=None)
-    judge_services.judge_run_execute(run=run)
-    job.refresh_from_db()
+    job = judge_services.judge_run_execute(job=judge_services.judge_run_resume(run=run, user=None))
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert server.count - before == 3  # two calls, one of them retried
     summary = job.result["summary"]
@@ -392,9 +390,11 @@ def test_a_model_error_is_stored_and_called_again_on_resume(
     assert "500" in failed.error and failed.outputs == []
     assert summary["excluded"] == 1 + 1  # the failed call and beta's unparseable answer
     before = server.count
-    judge_services.judge_run_resume(run=run, user=None)
-    judge_services.judge_run_execute(run=run)
+    job = judge_services.judge_run_execute(job=judge_services.judge_run_resume(run=run, user=None))
+    assert job.status == JobStatus.SUCCEEDED, job.error
     assert server.count - before == 1
+    run.refresh_from_db()
+    assert run.job_id == job.pk
     assert not JudgeCall.objects.filter(run=run, transport_error=True).exists()
 
 
@@ -474,3 +474,25 @@ def test_report_rebuilds_from_stored_calls(llmi: Project, server: ScriptedServer
     report = judge_run_report(run=run)
     assert report["summary"]["models"] == summary["models"]
     assert report["answers"][0]["scores"] == {"r1": 2, "r2": 1, "rate": 0.75, "excluded": 0}
+
+
+def test_a_started_run_runs_through_the_job_pipeline(
+    llmi: Project, server: ScriptedServer, django_capture_on_commit_callbacks: Any
+) -> None:
+    server.script = llm_script
+    with django_capture_on_commit_callbacks(execute=True):
+        run, job = judge_services.judge_run_create(
+            project=llmi, user=None, judge="llmi-llm", enqueue=True
+        )
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.progress == job.total == 4
+    assert job.result["summary"]["models"]["alpha"]["r_llm"] == 0.5
+
+
+def test_a_run_whose_job_is_still_going_cannot_be_resumed(llmi: Project) -> None:
+    run, _ = judge_services.judge_run_create(
+        project=llmi, user=None, judge="llmi-llm", base_url="http://127.0.0.1:9/v1", model="m"
+    )
+    with pytest.raises(Conflict, match="still queued"):
+        judge_services.judge_run_resume(run=run, user=None)

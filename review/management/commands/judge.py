@@ -62,7 +62,7 @@ class Command(BaseCommand):
                     f"answers: {imported.created} new, {imported.updated} changed, "
                     f"{imported.unchanged} unchanged, {len(imported.unknown)} for unknown items"
                 )
-            run, _ = judge_services.judge_run_create(
+            run, job = judge_services.judge_run_create(
                 project=project,
                 user=None,
                 judge=options["judge"],
@@ -73,7 +73,7 @@ class Command(BaseCommand):
             )
         except DomainError as exc:
             raise CommandError(exc.message) from None
-        job = judge_services.judge_run_execute(run=run)
+        job = judge_services.judge_run_execute(job=job)
         if job.status != JobStatus.SUCCEEDED:
             raise CommandError(f"the judge run failed: {job.error}")
         report = judge_run_report(run=run)
