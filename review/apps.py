@@ -10,6 +10,7 @@ class ReviewConfig(AppConfig):
         from review.agreement.services import AGREEMENT_KIND
         from review.answers.services import SCORE_KIND as ANSWERS_KIND
         from review.answers.services import UPLOAD_AREA as ANSWERS_AREA
+        from review.judges.services import JUDGE_KIND
         from review.runs.services import RESCORE_KIND
         from review.runs.services import SCORE_KIND as RUNS_KIND
         from review.runs.services import UPLOAD_AREA as RUNS_AREA
@@ -54,5 +55,14 @@ class ReviewConfig(AppConfig):
                 action="review",
                 result_template="review/jobs/agreement_result.html",
                 title="Agreement",
+            )
+        )
+        job_kind_register(
+            JobKind(
+                name=JUDGE_KIND,
+                runner="review.judges.services.judge_run_job",
+                action="review",
+                title="Judge run",
+                unit="calls",
             )
         )

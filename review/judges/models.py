@@ -1,0 +1,87 @@
+"""A judge run over a project's model answers and every call it made.
+
+A ``JudgeRun`` names the judge, the endpoint and model, the templates (id → version) and
+which answers it judges; its status is its job's. A ``JudgeCall`` is one request to the judge
+model for one answer: the messages (images as ``sha256:`` references, never their data), the
+raw output of each attempt (a failed parse is retried once), the parsed value, latency and
+tokens. ``key`` is the judges' ``Call.key`` (template version, model, inputs) hashed with the
+endpoint; a finished call of any run of the project with the same key answers from the cache,
+and a resumed run skips the calls it already finished.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from benchmark.fields import JSONField
+from benchmark.models import Job, Project, Response
+
+__all__ = ["JudgeCall", "JudgeName", "JudgeRun"]
+
+
+class JudgeName(models.TextChoices):
+    LLMI_RUBRIC = "llmi-rubric", "LLMI-Bench rubric"
+    LLMI_LLM = "llmi-llm", "LLM-I LLM judge"
+    LLMI_MLLM = "llmi-mllm", "LLM-I MLLM judge (with the LLM judge: reward R)"
+    ATP_MAM = "atp-mam", "ATP-Bench MAM"
+
+
+class JudgeRun(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="judge_runs")
+    judge = models.CharField(max_length=20, choices=JudgeName.choices)
+    base_url = models.CharField(max_length=500)
+    model = models.CharField(max_length=200)
+    #: ``{template id: version}`` of every template the run's calls use.
+    templates = JSONField(default=dict, blank=True)
+    #: Which answers: ``{"models": [...]}`` (empty: every model answer of the project).
+    selection = JSONField(default=dict, blank=True)
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_runs"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.judge} with {self.model} (run #{self.pk})"
+
+
+class JudgeCall(models.Model):
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="calls")
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="judge_calls")
+    #: Which part of the report: a criterion ("r3") or an agent ("precision", "chief"...).
+    label = models.CharField(max_length=50)
+    key = models.CharField(max_length=64, db_index=True)
+    template_id = models.CharField(max_length=100)
+    template_version = models.CharField(max_length=20)
+    messages = JSONField(default=list, blank=True)
+    #: The raw output of each attempt, in order.
+    outputs = JSONField(default=list, blank=True)
+    parsed = JSONField(null=True, blank=True)
+    ok = models.BooleanField(default=False)
+    #: Why the call has no value: the last parse error, or the model error.
+    error = models.TextField(blank=True)
+    #: True when the endpoint gave no answer (then a later run calls again).
+    transport_error = models.BooleanField(default=False)
+    cached = models.BooleanField(default=False)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["response_id", "id"]
+        constraints = [
+            # Per answer: two answers with the same text to the same item make the same call.
+            models.UniqueConstraint(
+                fields=["run", "response", "key"], name="judge_call_unique_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} of response {self.response_id} ({'ok' if self.ok else 'failed'})"

@@ -1,0 +1,226 @@
+"""Reading judge runs: a run the user may see, and a run's report (per-answer scores and the
+per-model figures), rebuilt from the stored calls by the judges' own parsers and
+aggregations (``benchmark.judges``), so a report always says what the stored outputs say.
+
+Figures per model (definitions in ``benchmark.judges``):
+
+* ``llmi-rubric``: ``rubric`` = 100 x mean over answers of (sum of valid criterion scores /
+  (2 x number of valid scores)); ``criteria_excluded`` counts criteria whose output never
+  parsed.
+* ``llmi-llm``: ``r_llm`` = mean over answers of the two normalised LLM-judge scores.
+* ``llmi-mllm``: ``r_rule``, ``r_llm``, ``r_mllm`` and R = w_rule R_rule + w_llm R_llm +
+  w_mllm R_mllm R_rule with equal weights (1/3 each).
+* ``atp-mam``: ``fs`` (mean Chief score), ``mi`` (mean missed images per answer), ``sr``
+  (percent of tool calls scored 2 on all six sub-checks) and the six sub-check shares.
+
+``n`` counts the answers in the figures and ``excluded`` the answers left out because a
+judgment failed (unparseable after a retry, or no answer from the endpoint).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from benchmark import judges, permissions
+from benchmark.exceptions import NotFound
+from benchmark.judges import Judgment, mam
+from benchmark.judges import llmi as llmi_judge
+from benchmark.judges import rubric as rubric_judge
+from benchmark.judges.base import mean
+from benchmark.models import ItemStatus, Response
+from benchmark.tags import parse_image_num
+from benchmark.typing import AnyUser
+from review.judges.models import JudgeCall, JudgeName, JudgeRun
+
+
+def judge_run_get(*, user: AnyUser, pk: int) -> JudgeRun:
+    """A run of a project where the user may review; NotFound otherwise."""
+    run = JudgeRun.objects.select_related("project", "job").filter(pk=pk).first()
+    if run is None or not permissions.can(user=user, project=run.project, action="review"):
+        raise NotFound("no such judge run")
+    return run
+
+
+def parser_for(label: str, response: Response) -> Callable[[str], Any]:
+    """The strict parser of a call's output, by the call's label."""
+    if label == "llm":
+        return llmi_judge.parse_llm
+    if label == "mllm":
+        return llmi_judge.parse_mllm
+    if label == "precision":
+        count = len(mam.tool_calls_of(response.text))
+        return lambda raw: mam.parse_precision(raw, count)
+    if label == "recall":
+        return mam.parse_recall
+    if label == "chief":
+        return mam.parse_chief
+    return rubric_judge.parse_rubric
+
+
+def judgment_of(row: JudgeCall, response: Response) -> Judgment[Any]:
+    """The stored call as a judgment: its outputs parsed again (a model error has none)."""
+    if row.transport_error:
+        return Judgment(
+            label=row.label,
+            value=None,
+            attempts=(judges.Attempt(raw="", error=row.error),),
+            key=row.key,
+            template_id=row.template_id,
+            template_version=row.template_version,
+        )
+    judgment = judges.judgment_from_outputs(None, row.outputs, parser_for(row.label, response))
+    return Judgment(
+        label=row.label,
+        value=judgment.value,
+        attempts=judgment.attempts,
+        key=row.key,
+        template_id=row.template_id,
+        template_version=row.template_version,
+    )
+
+
+def _missing(label: str) -> Judgment[Any]:
+    return Judgment(label=label, value=None, attempts=(judges.Attempt(raw="", error="not run"),))
+
+
+def _image_num(response: Response) -> Any:
+    """The item's LLM-I image-number constraint; unconstrained (0) when it has none."""
+    value = (response.item.constraints or {}).get("image_num")
+    if value is None:
+        return 0
+    try:
+        parse_image_num(value)
+    except (TypeError, ValueError):
+        return 0
+    return value
+
+
+def _rubric(response: Response, by_label: dict[str, Judgment[Any]]) -> tuple[Any, dict]:
+    criteria = rubric_judge.criteria_of({"rubric": response.item.rubric or []})
+    answer = rubric_judge.answer_rubric([by_label.get(k) or _missing(k) for k in criteria])
+    scores: dict[str, Any] = {k: (v.score if v else None) for k, v in answer.scores.items()}
+    scores["rate"] = answer.rate
+    scores["excluded"] = answer.excluded
+    return answer, scores
+
+
+def _reward(response: Response, by_label: dict[str, Judgment[Any]]) -> tuple[Any, dict]:
+    r_rule = llmi_judge.rule_reward(response.text, _image_num(response))
+    answer = llmi_judge.answer_reward(
+        r_rule, by_label.get("llm") or _missing("llm"), by_label.get("mllm") or _missing("mllm")
+    )
+    scores: dict[str, Any] = {
+        "llm": vars(answer.llm.value) if answer.llm.value else None,
+        "mllm": vars(answer.mllm.value) if answer.mllm.value else None,
+        "r_rule": answer.r_rule,
+        "r_llm": answer.r_llm,
+        "r_mllm": answer.r_mllm,
+        "r": answer.r,
+    }
+    return answer, scores
+
+
+def _mam(response: Response, by_label: dict[str, Judgment[Any]]) -> tuple[Any, dict]:
+    has_calls = bool(mam.tool_calls_of(response.text))
+    precision = (by_label.get("precision") or _missing("precision")) if has_calls else None
+    report = mam.AnswerReport(
+        precision=precision,
+        recall=by_label.get("recall") or _missing("recall"),
+        chief=by_label.get("chief"),
+    )
+    chief = report.chief.value if report.chief and report.chief.value else None
+    recall = report.recall.value
+    precision_value = report.precision_value
+    scores: dict[str, Any] = {
+        "score": chief.score if chief else None,
+        "tier": chief.tier if chief else None,
+        "missed": len(recall.missed) if recall else None,
+        "calls": [vars(c) for c in precision_value.calls] if precision_value else None,
+        "valid": report.valid,
+    }
+    return report, scores
+
+
+def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
+    """``{"answers": [{"item", "model", "scores", "failed"}...], "summary": {...}}`` from
+    the run's stored calls, answers in item order. The summary holds ``models`` (figures per
+    answering model, see the module docs) and ``excluded`` (answers left out, all models)."""
+    rows = list(run.calls.select_related("response__item").order_by("id"))
+    by_response: dict[int, dict[str, Judgment[Any]]] = defaultdict(dict)
+    responses: dict[int, Response] = {}
+    failed: dict[int, list[str]] = defaultdict(list)
+    for row in rows:
+        responses[row.response_id] = row.response
+        by_response[row.response_id][row.label] = judgment_of(row, row.response)
+        if not row.ok:
+            failed[row.response_id].append(f"{row.label}: {row.error}")
+    build = {
+        JudgeName.LLMI_RUBRIC: _rubric,
+        JudgeName.LLMI_LLM: _reward,
+        JudgeName.LLMI_MLLM: _reward,
+        JudgeName.ATP_MAM: _mam,
+    }[JudgeName(run.judge)]
+    ordered = sorted(
+        responses.values(), key=lambda r: (r.item.position, r.item_id, r.model_name, r.pk)
+    )
+    per_model: dict[str, list[Any]] = defaultdict(list)
+    answers = []
+    for response in ordered:
+        value, scores = build(response, by_response[response.pk])
+        per_model[response.model_name].append(value)
+        answers.append(
+            {
+                "item": response.item.external_id,
+                "model": response.model_name,
+                "verified": response.item.status == ItemStatus.VERIFIED,
+                "scores": scores,
+                "failed": failed.get(response.pk, []),
+            }
+        )
+    models = {name: _figures(run.judge, per_model[name]) for name in sorted(per_model)}
+    return {
+        "answers": answers,
+        "summary": {
+            "judge": run.judge,
+            "judge_model": run.model,
+            "templates": run.templates,
+            "models": models,
+            "excluded": sum(m["excluded"] for m in models.values()),
+        },
+    }
+
+
+def _figures(judge: str, values: list[Any]) -> dict[str, Any]:
+    if judge == JudgeName.LLMI_RUBRIC:
+        figure = rubric_judge.rubric_figure(values)
+        return {
+            "rubric": figure.percent,
+            "n": figure.n,
+            "excluded": figure.excluded,
+            "criteria_excluded": figure.criteria_excluded,
+        }
+    if judge == JudgeName.LLMI_LLM:
+        kept = [a.r_llm for a in values if a.r_llm is not None]
+        return {"r_llm": mean(kept), "n": len(kept), "excluded": len(values) - len(kept)}
+    if judge == JudgeName.LLMI_MLLM:
+        reward = llmi_judge.reward_figure(values)
+        return {
+            "r": reward.r,
+            "r_rule": reward.r_rule,
+            "r_llm": reward.r_llm,
+            "r_mllm": reward.r_mllm,
+            "n": reward.n,
+            "excluded": reward.excluded,
+        }
+    figures = mam.mam_figures(values)
+    return {
+        "fs": figures.fs,
+        "sr": figures.sr,
+        "mi": figures.mi,
+        "sub_checks": {mam.SUB_CHECK_CODES[k]: v for k, v in figures.sub_checks.items()},
+        "calls": figures.calls,
+        "n": figures.n,
+        "excluded": figures.excluded,
+    }
