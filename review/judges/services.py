@@ -233,7 +233,11 @@ def judge_run_resume(
     if not 1 <= workers <= MAX_WORKERS:
         raise ValidationFailed(f"workers must be between 1 and {MAX_WORKERS}, got {workers}")
     with transaction.atomic():
-        run = JudgeRun.objects.select_for_update().select_related("job", "project").get(pk=run.pk)
+        run = (
+            JudgeRun.objects.select_for_update(of=("self",))
+            .select_related("job", "project")
+            .get(pk=run.pk)
+        )
         if run.job is not None and not run.job.done:
             raise Conflict(f"judge run #{run.pk} is still {run.job.status}; wait for its job")
         job = _job(run, user, workers, enqueue)
