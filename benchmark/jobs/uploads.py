@@ -301,17 +301,13 @@ def zip_extract(  # noqa: C901
             tree.add(parts, is_dir=info.is_dir(), name=info.filename)
             plan.append((info, target, where))
         for info, target, where in plan:
-            try:
-                if info.is_dir():
+            if info.is_dir():
+                try:
                     target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                dst = target.open("xb")
-            except OSError as exc:
-                raise ValidationFailed(
-                    f"{where}: cannot be stored on this server ({exc.strerror or exc})"
-                ) from None
-            with dst:
+                except OSError as exc:
+                    raise _unstorable(where, exc) from None
+                continue
+            with _create(target, where) as dst:
                 budget.copy(_member_chunks(zf, info, where), dst, where)
     entries = [p for p in root.iterdir()]
     if not entries:
@@ -319,6 +315,20 @@ def zip_extract(  # noqa: C901
     if len(entries) == 1 and entries[0].is_dir():
         return entries[0]
     return root
+
+
+def _unstorable(where: str, exc: OSError) -> ValidationFailed:
+    return ValidationFailed(f"{where}: cannot be stored on this server ({exc.strerror or exc})")
+
+
+def _create(target: Path, where: str) -> IO[bytes]:
+    """A new file at ``target`` (its folders made), never an existing one; a name the file
+    system refuses is the user's error, naming ``where``."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target.open("xb")
+    except OSError as exc:
+        raise _unstorable(where, exc) from None
 
 
 # --------------------------------------------------------------------------- one request
@@ -352,14 +362,7 @@ class PlacedUploads:
         self.tree.add(tuple(parts), is_dir=False, name=name)
         target = self.root.joinpath(*parts)
         self.budget.check_declared(upload.size or 0, where)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            dst = target.open("xb")
-        except OSError as exc:
-            raise ValidationFailed(
-                f"{where}: cannot be stored on this server ({exc.strerror or exc})"
-            ) from None
-        with dst:
+        with _create(target, where) as dst:
             upload.seek(0)
             self.budget.copy(upload.chunks(), dst, where)
         return target

@@ -166,6 +166,16 @@ class ChatResult:
     cached: bool
     attempts: int
 
+    def to_cache(self) -> CachedAnswer:
+        """What a response cache keeps of this answer."""
+        return CachedAnswer(
+            text=self.text,
+            model=self.model,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            latency_ms=self.latency_ms,
+        )
+
 
 # --------------------------------------------------------------------------- concurrency
 
@@ -241,16 +251,7 @@ class ChatClient:
                 )
         result = self._call(request, key, progress)
         if self.cache is not None and self.mode != "off":
-            self.cache.put(
-                key,
-                CachedAnswer(
-                    text=result.text,
-                    model=result.model,
-                    prompt_tokens=result.prompt_tokens,
-                    completion_tokens=result.completion_tokens,
-                    latency_ms=result.latency_ms,
-                ),
-            )
+            self.cache.put(key, result.to_cache())
         return result
 
     def _backoff(self, attempt: int, exc: Exception) -> float:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from benchmark.judges import agentic_mme as judges
 from benchmark.judges.base import Call, Judgment, judgment_from_outputs, should_retry
-from benchmark.llm.cache import CachedAnswer, ResponseCache
+from benchmark.llm.cache import ResponseCache
 from benchmark.llm.client import ChatClient, ChatRequest, ImageInput, ModelConfig, ModelError
 from benchmark.metrics import agentic_mme as mme
 
@@ -86,16 +86,7 @@ class RunJudge:
             raws.append(result.text)
             judgment = judgment_from_outputs(call, raws, parse)
             if judgment.ok and self.cache is not None:
-                self.cache.put(
-                    key,
-                    CachedAnswer(
-                        text=result.text,
-                        model=result.model,
-                        prompt_tokens=result.prompt_tokens,
-                        completion_tokens=result.completion_tokens,
-                        latency_ms=result.latency_ms,
-                    ),
-                )
+                self.cache.put(key, result.to_cache())
         if judgment is None:
             judgment = judgment_from_outputs(call, [], parse)
         return judgment
