@@ -651,3 +651,44 @@ class DiscardProposalFactory(DjangoModelFactory):
     item = factory.SubFactory(ItemFactory)
     proposed_by = factory.SubFactory(UserFactory)
     reason = "broken_markdown"
+
+
+# --------------------------------------------------------------------------- plan judge
+
+
+class PlanJudgeRunFactory(DjangoModelFactory):
+    """A finished m&m's plan validity judge run (its "judge" job succeeded); its calls are
+    PlanJudgeCallFactory rows."""
+
+    class Meta:
+        model = "review.JudgeRun"
+
+    project = factory.SubFactory(ProjectFactory, kind="plan", data_format="mms")
+    judge = "mms-plan"
+    base_url = "http://127.0.0.1:9/v1"
+    model = "fake-vl-7b"
+    templates = factory.LazyFunction(lambda: {"mms.plan_validity": "test"})
+    selection = factory.LazyFunction(lambda: {"models": []})
+    job = factory.SubFactory(
+        JobFactory,
+        kind="judge",
+        status=JobStatus.SUCCEEDED,
+        project=factory.SelfAttribute("..project"),
+        params={},
+    )
+
+
+class PlanJudgeCallFactory(DjangoModelFactory):
+    """The judge's verdict on a plan: ``outputs`` holds its raw answer (VALID by default)."""
+
+    class Meta:
+        model = "review.PlanJudgeCall"
+
+    run = factory.SubFactory(PlanJudgeRunFactory)
+    plan = factory.SubFactory(PlanFactory, item__project=factory.SelfAttribute("...run.project"))
+    label = "plan"
+    key = factory.Sequence(lambda n: f"{n:064x}")
+    template_id = "mms.plan_validity"
+    template_version = "test"
+    outputs = factory.LazyFunction(lambda: ["VALID\nThe steps answer the request."])
+    ok = True

@@ -3,7 +3,8 @@
 Modules: ``base`` (templates, calls and cache keys, strict parsing, judgments), ``rubric``
 (LLMI-Bench rubric), ``llmi`` (LLM-I LLM and MLLM judges, reward R), ``mam`` (ATP-Bench
 three-agent judge, FS/MI/SR), ``agentic_mme`` (Agentic-MME S and V judges), ``rankings``
-(Spearman's rho between two sources' rankings).
+(Spearman's rho between two sources' rankings), ``plan_validity`` (m&m's: does a plan solve
+its query?).
 
 The job layer's loop, for any judge::
 
@@ -15,7 +16,7 @@ The job layer's loop, for any judge::
     report = rubric.answer_rubric(judgments)
 """
 
-from . import agentic_mme, llmi, mam, rankings, rubric
+from . import agentic_mme, llmi, mam, plan_validity, rankings, rubric
 from .base import (
     MAX_ATTEMPTS,
     Attempt,
@@ -42,6 +43,7 @@ TEMPLATES: dict[str, Template] = {
         mam.CHIEF_TEMPLATE,
         agentic_mme.V_TEMPLATE,
         agentic_mme.S_TEMPLATE,
+        plan_validity.PLAN_VALIDITY_TEMPLATE,
     )
 }
 """The built-in templates by id (the defaults an admin's edited copy starts from)."""
@@ -61,6 +63,7 @@ __all__ = [
     "judgment_from_outputs",
     "llmi",
     "mam",
+    "plan_validity",
     "rankings",
     "render",
     "rubric",

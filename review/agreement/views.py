@@ -11,11 +11,14 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.judging.models import Judgment
+from annotation.judging.models import Judgment, JudgmentTask
 from benchmark.exceptions import DomainError
 from benchmark.jobs import selectors as job_selectors
+from benchmark.pages import htmx_page
 from benchmark.typing import request_user
+from review.agreement import judge_sources
 from review.agreement import services as agreement_module
+from review.agreement.presenters import judge_rater_view
 from review.pages import task_for_review
 
 
@@ -49,11 +52,47 @@ def _confusion_cells(confusion: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _judge_rater_context(request: HttpRequest, task: JudgmentTask) -> dict[str, Any]:
+    """The "Add a judge as rater" section: the compatible judge sources, and with
+    ``?judge=<key>`` that judge's figures against the task's people (or why not)."""
+    user = request_user(request)
+    key = request.GET.get("judge", "").strip()
+    context: dict[str, Any] = {
+        "judge_sources": judge_sources.judge_sources_for(user=user, task=task),
+        "judge_key": key,
+        "judge_rater": None,
+        "judge_error": "",
+    }
+    if key:
+        try:
+            report = judge_sources.judge_rater_report(user=user, task=task, key=key)
+        except DomainError as exc:
+            context["judge_error"] = exc.message
+        else:
+            context["judge_rater"] = judge_rater_view(report, judge_sources.value_names(task))
+    return context
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
+@htmx_page
 def agreement(request: HttpRequest, pk: int) -> HttpResponse:
-    """The agreement dashboard of a task. Large tasks are computed by a Job."""
+    """The agreement dashboard of a task. Large tasks are computed by a Job. With
+    ``?judge=<key>`` a model judge joins as one more rater (htmx target ``judge-rater``
+    gets that section alone)."""
     task = task_for_review(request, pk)
+    htmx = getattr(request, "htmx", None)
+    if (
+        request.method == "GET"
+        and htmx
+        and not htmx.history_restore_request
+        and htmx.target == "judge-rater"
+    ):
+        context = {"task": task, "project": task.project, **_judge_rater_context(request, task)}
+        response = render(request, "review/agreement.html#judge-rater", context)
+        if context["judge_error"]:
+            response.status_code = 400
+        return response
     n = Judgment.objects.filter(task=task).count()
     if request.method == "POST":
         try:
@@ -73,6 +112,7 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
         report = agreement_module.agreement_compute(task=task)
     elif job is not None and job.status == "succeeded":
         report = job.result
+    judge_context = _judge_rater_context(request, task)
     pairs = []
     for pair in (report or {}).get("pairs", []):
         pairs.append({**pair, "picture": _confusion_cells(pair.get("confusion") or {})})
@@ -87,7 +127,9 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             "n_judgments": n,
             "job": job,
             "inline": n <= agreement_module.INLINE_LIMIT,
+            **judge_context,
         },
+        status=400 if judge_context["judge_error"] else 200,
     )
 
 

@@ -6,7 +6,8 @@ model for one answer: the messages (images as ``sha256:`` references, never thei
 raw output of each attempt (a failed parse is retried once), the parsed value, latency and
 tokens. ``key`` is the judges' ``Call.key`` (template version, model, inputs) hashed with the
 endpoint; a finished call of any run of the project with the same key answers from the cache,
-and a resumed run skips the calls it already finished.
+and a resumed run skips the calls it already finished. The m&m's plan validity judge judges
+Plans, not Responses: its calls are ``PlanJudgeCall`` rows, the same record keyed by plan.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from django.conf import settings
 from django.db import models
 
 from benchmark.fields import JSONField
-from benchmark.models import Job, Project, Response
+from benchmark.models import Job, Plan, Project, Response
 
-__all__ = ["JudgeCall", "JudgeName", "JudgeRun"]
+__all__ = ["JudgeCall", "JudgeName", "JudgeRun", "PlanJudgeCall"]
 
 
 class JudgeName(models.TextChoices):
@@ -25,6 +26,7 @@ class JudgeName(models.TextChoices):
     LLMI_LLM = "llmi-llm", "LLM-I LLM judge"
     LLMI_MLLM = "llmi-mllm", "LLM-I MLLM judge (with the LLM judge: reward R)"
     ATP_MAM = "atp-mam", "ATP-Bench MAM"
+    MMS_PLAN = "mms-plan", "m&m's plan validity"
 
 
 class JudgeRun(models.Model):
@@ -85,3 +87,36 @@ class JudgeCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label} of response {self.response_id} ({'ok' if self.ok else 'failed'})"
+
+
+class PlanJudgeCall(models.Model):
+    """One call of an m&m's plan validity run (judge ``mms-plan``) for one plan: the same
+    record as a ``JudgeCall``, for a Plan instead of a Response (``review.judges.plan_judge``).
+    """
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="plan_calls")
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="judge_calls")
+    label = models.CharField(max_length=50)
+    key = models.CharField(max_length=64, db_index=True)
+    template_id = models.CharField(max_length=100)
+    template_version = models.CharField(max_length=20)
+    messages = JSONField(default=list, blank=True)
+    outputs = JSONField(default=list, blank=True)
+    parsed = JSONField(null=True, blank=True)
+    ok = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    transport_error = models.BooleanField(default=False)
+    cached = models.BooleanField(default=False)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["plan_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "plan", "key"], name="plan_judge_call_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} of plan {self.plan_id} ({'ok' if self.ok else 'failed'})"

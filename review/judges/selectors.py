@@ -12,6 +12,8 @@ Figures per model (definitions in ``benchmark.judges``):
   w_mllm R_mllm R_rule with equal weights (1/3 each).
 * ``atp-mam``: ``fs`` (mean Chief score), ``mi`` (mean missed images per answer), ``sr``
   (percent of tool calls scored 2 on all six sub-checks) and the six sub-check shares.
+* ``mms-plan``: per plan, not per model: ``valid`` = percent of plans judged valid (overall,
+  and per source under ``models``: "ground truth" or the predicting model).
 
 ``n`` counts the answers in the figures and ``excluded`` the answers left out because a
 judgment failed (unparseable after a retry, or no answer from the endpoint).
@@ -25,7 +27,7 @@ from typing import Any
 
 from benchmark import judges, permissions
 from benchmark.exceptions import NotFound
-from benchmark.judges import Judgment, mam
+from benchmark.judges import Judgment, mam, plan_validity
 from benchmark.judges import llmi as llmi_judge
 from benchmark.judges import rubric as rubric_judge
 from benchmark.judges.base import mean
@@ -56,6 +58,8 @@ def parser_for(label: str, response: Response) -> Callable[[str], Any]:
         return mam.parse_recall
     if label == "chief":
         return mam.parse_chief
+    if label == plan_validity.LABEL:
+        return plan_validity.parse_plan_validity
     return rubric_judge.parse_rubric
 
 
@@ -146,7 +150,12 @@ def _mam(response: Response, by_label: dict[str, Judgment[Any]]) -> tuple[Any, d
 def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
     """``{"answers": [{"item", "model", "scores", "failed"}...], "summary": {...}}`` from
     the run's stored calls, answers in item order. The summary holds ``models`` (figures per
-    answering model, see the module docs) and ``excluded`` (answers left out, all models)."""
+    answering model, see the module docs) and ``excluded`` (answers left out, all models).
+    A plan validity run reports per plan (``review.judges.plan_judge.plan_judge_report``)."""
+    if run.judge == JudgeName.MMS_PLAN:
+        from review.judges.plan_judge import plan_judge_report
+
+        return plan_judge_report(run=run)
     rows = list(run.calls.select_related("response__item").order_by("id"))
     by_response: dict[int, dict[str, Judgment[Any]]] = defaultdict(dict)
     responses: dict[int, Response] = {}

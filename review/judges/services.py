@@ -25,7 +25,7 @@ from benchmark import judges, permissions
 from benchmark.exceptions import Conflict, DomainError, ValidationFailed
 from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
-from benchmark.judges import Call, Judgment, mam
+from benchmark.judges import Call, Judgment, mam, plan_validity
 from benchmark.judges import llmi as llmi_judge
 from benchmark.judges import rubric as rubric_judge
 from benchmark.llm.client import ChatClient, ChatRequest, ModelConfig, ModelError
@@ -169,6 +169,7 @@ def _templates(judge: str) -> dict[str, str]:
         JudgeName.LLMI_LLM: [llmi_judge.LLM_TEMPLATE],
         JudgeName.LLMI_MLLM: [llmi_judge.LLM_TEMPLATE, llmi_judge.MLLM_TEMPLATE],
         JudgeName.ATP_MAM: [mam.PRECISION_TEMPLATE, mam.RECALL_TEMPLATE, mam.CHIEF_TEMPLATE],
+        JudgeName.MMS_PLAN: [plan_validity.PLAN_VALIDITY_TEMPLATE],
     }[JudgeName(judge)]
     return {t.id: t.version for t in chosen}
 
@@ -187,6 +188,18 @@ def judge_run_create(
     """A JudgeRun and its job. With ``enqueue`` the job pipeline enqueues the job after
     commit (a page); without, the caller runs it (``judge_run_execute``, the command line).
     ``user`` None is the command line."""
+    if judge == JudgeName.MMS_PLAN:  # judges plans, not answers
+        from review.judges import plan_judge
+
+        return plan_judge.plan_judge_run_create(
+            project=project,
+            user=user,
+            base_url=base_url,
+            model=model,
+            models=models,
+            workers=workers,
+            enqueue=enqueue,
+        )
     if user is not None:
         permissions.require(user=user, project=project, action="review")
     if judge not in JudgeName.values:
@@ -496,6 +509,10 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     """The "judge" job's runner; the result is the run's summary
     (``review.judges.selectors.judge_run_report``)."""
     run = JudgeRun.objects.select_related("project").get(pk=job.params["run_id"])
+    if run.judge == JudgeName.MMS_PLAN:  # judges plans, not answers
+        from review.judges import plan_judge
+
+        return plan_judge.plan_judge_job(job=job, progress=progress)
     try:
         runner = _Runner(run=run, job=job, progress=progress)
     except ModelError as exc:

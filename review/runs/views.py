@@ -23,6 +23,8 @@ from benchmark.models import Job, Project, ProjectKind
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.projects import selectors
 from benchmark.typing import HtmxHttpRequest
+from review.agreement.judge_sources import run_set_judge_rater
+from review.agreement.presenters import judge_rater_view
 from review.runs import selectors as run_selectors
 from review.runs import services as runs
 from review.runs.models import AgentRun
@@ -35,6 +37,8 @@ DOMINANT_RULE = (
     "the relevant region and later also issues a poor search query, the case is labeled as "
     "Unfaithful visual tool use rather than Bad search query."
 )
+#: How a visual check's answers read in the judge-vs-people figures.
+VISUAL_ANSWERS = {1: "yes", 0: "no"}
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -125,11 +129,20 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     distribution and a table of its runs."""
     run_set = run_selectors.run_set_get(user=request.user, pk=pk)
     _require_review(request, run_set.project)
+    results = run_selectors.run_set_results(run_set=run_set)
+    judge_vs_people = run_set_judge_rater(
+        user=request.user,
+        run_set=run_set,
+        scores=[(row["run"].pk, row["data"]) for row in results["runs"]],
+    )
     context = {
         **project_context(request, run_set.project),
         "run_set": run_set,
-        "results": run_selectors.run_set_results(run_set=run_set),
+        "results": results,
         "levels": ["L1", "L2", "L3"],
+        "judge_vs_people": judge_rater_view(judge_vs_people, VISUAL_ANSWERS)
+        if judge_vs_people
+        else None,
     }
     return render_page(request, "review/runs_results.html", context)
 

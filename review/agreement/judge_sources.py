@@ -1,0 +1,298 @@
+"""The judge as a rater: where people and a model judge rate the same units on the same scale,
+compare them (``benchmark.metrics.judge_rater``). Reviewers and admins only: a judge's values
+are shown nowhere an annotator can reach.
+
+Human rating contexts and their judge sources:
+
+* a judgment task: its people's judgments (:func:`task_human_ratings`, the one place that
+  reads them as ``(unit, rater, value)``) against a source from the registry
+  (:func:`judge_source_register`). A source gives the judge's value per unit. Built in:
+
+  - an LLMI-Bench rubric judge run, for tasks whose unit is a criterion of an answer
+    (``unit_kind`` "answer-criterion", ordinal 0/1/2): units ``response:<response id>:r<k>``;
+  - an m&m's plan validity judge run, for item-level binary tasks (plan votes): unit
+    ``<item id>``, value 1 when the judge found the item's ground-truth plan valid, else 0.
+
+* an upload of Agentic-MME runs (:func:`run_set_judge_rater`): people's answers to visual
+  checks (each reviewer's newest ``VisualVerdict`` per run and checkpoint) against the V
+  judge's answer recorded in the run's score (``detail["visual"]`` when the judge decided the
+  check, ``detail["judge"]`` once a person's answer replaced it); units
+  ``run:<run id>:<checkpoint id>``. No judgment task is needed.
+
+A judgment the judge failed (unparseable twice, or no answer) has the value None: it is left
+out and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import orjson
+
+from annotation.judging.models import Judgment, JudgmentTask, Scheme
+from benchmark import permissions
+from benchmark.exceptions import ValidationFailed
+from benchmark.metrics.judge_rater import judge_as_rater
+from benchmark.typing import AnyUser
+from review.agreement.services import LEVELS
+from review.judges.models import JudgeName, JudgeRun
+from review.judges.plan_judge import plan_validity_by_item
+from review.judges.selectors import judgment_of
+from review.runs.models import RunSet, VisualVerdict
+
+#: A task whose unit is one criterion of one answer (people score it 0/1/2), as the judge run's
+#: rubric calls are; its judgments carry the unit ``response:<response id>:r<k>``.
+UNIT_ANSWER_CRITERION = "answer-criterion"
+ITEM_LEVEL = ""
+RUBRIC_SCALE = {0, 1, 2}
+CRITERION_LABEL = re.compile(r"^r\d+$")
+
+Row = tuple[str, str, Any]
+
+
+# =========================================================================== people
+
+
+def task_unit_kind(task: JudgmentTask) -> str:
+    """What one unit of the task is: "" for an item, "answer-criterion" for a criterion of an
+    answer (a task kind that may not exist in every version of the models)."""
+    return str(getattr(task, "unit_kind", "") or ITEM_LEVEL)
+
+
+def _has_unit_field() -> bool:
+    return any(f.name == "unit" for f in Judgment._meta.get_fields())
+
+
+def task_human_ratings(*, task: JudgmentTask) -> list[Row]:
+    """Every person's judgment of the task as ``(unit key, username, value)``. The unit key is
+    the judgment's ``unit`` where the model has that field and it is set, else the item id as
+    text (item-level tasks). Lists and objects become their JSON text."""
+    fields = ["item_id", "user__username", "value"]
+    with_unit = _has_unit_field()
+    if with_unit:
+        fields.append("unit")
+    rows: list[Row] = []
+    for row in Judgment.objects.filter(task=task).values_list(*fields).iterator(2000):
+        item_id, username, value = row[0], row[1], row[2]
+        unit = row[3] if with_unit else ""
+        if isinstance(value, list | dict):
+            value = orjson.dumps(value).decode()
+        rows.append((str(unit or item_id), username, value))
+    return rows
+
+
+def task_scale(task: JudgmentTask) -> tuple[Any, list[Any] | None]:
+    """The level of measurement and categories the task's values are compared on."""
+    level = LEVELS[Scheme(task.scheme)]
+    if task.scheme == Scheme.BINARY:
+        return level, [0, 1]
+    if task.scheme in (Scheme.NOMINAL, Scheme.ORDINAL):
+        return level, list(task.label_values)
+    return level, None
+
+
+def value_names(task: JudgmentTask) -> dict[Any, str]:
+    """How the task's values read on the page."""
+    if task.scheme == Scheme.BINARY:
+        return {1: "1 · yes", 0: "0 · no"}
+    return {
+        e["value"]: f"{e['value']} · {e['label']}" if e.get("label") else str(e["value"])
+        for e in task.labels or []
+        if isinstance(e, dict) and "value" in e
+    }
+
+
+# =========================================================================== judge sources
+
+
+@dataclass(frozen=True)
+class JudgeSource:
+    """A judge's ratings that fit a task: ``key`` names it in a URL (``judge-run:12``),
+    ``values()`` reads ``{unit key: value or None}``."""
+
+    key: str
+    label: str
+    kind: str
+    values: Callable[[], dict[str, Any]]
+    run: JudgeRun | None = None
+
+
+Provider = Callable[[JudgmentTask], list[JudgeSource]]
+_PROVIDERS: list[Provider] = []
+
+
+def judge_source_register(provider: Provider) -> Provider:
+    """Add a provider: ``provider(task)`` lists the judge sources compatible with the task
+    (same project, same units, same scale). Usable as a decorator."""
+    if provider not in _PROVIDERS:
+        _PROVIDERS.append(provider)
+    return provider
+
+
+def _finished_runs(task: JudgmentTask, judge: str) -> list[JudgeRun]:
+    return list(
+        JudgeRun.objects.filter(project=task.project, judge=judge, job__status="succeeded")
+        .select_related("job")
+        .order_by("-created_at", "-id")
+    )
+
+
+def _run_label(run: JudgeRun) -> str:
+    return f"{JudgeName(run.judge).label} · {run.model} (run #{run.pk}, {run.created_at:%Y-%m-%d})"
+
+
+def rubric_scores(*, run: JudgeRun) -> dict[str, Any]:
+    """``{"response:<id>:r<k>": score or None}`` of a rubric judge run."""
+    out: dict[str, Any] = {}
+    for row in run.calls.select_related("response").order_by("id"):
+        if not CRITERION_LABEL.match(row.label):
+            continue
+        value = judgment_of(row, row.response).value
+        out[f"response:{row.response_id}:{row.label}"] = None if value is None else value.score
+    return out
+
+
+@judge_source_register
+def rubric_runs(task: JudgmentTask) -> list[JudgeSource]:
+    if task_unit_kind(task) != UNIT_ANSWER_CRITERION or task.scheme != Scheme.ORDINAL:
+        return []
+    if set(task.label_values) != RUBRIC_SCALE:
+        return []
+    return [
+        JudgeSource(
+            key=f"judge-run:{run.pk}",
+            label=_run_label(run),
+            kind=run.judge,
+            values=partial(rubric_scores, run=run),
+            run=run,
+        )
+        for run in _finished_runs(task, JudgeName.LLMI_RUBRIC)
+    ]
+
+
+def plan_verdicts(*, run: JudgeRun) -> dict[str, Any]:
+    """``{"<item id>": 1 / 0 / None}``: a plan validity run's verdict on each item's
+    ground-truth plan."""
+    return {str(item): value for item, value in plan_validity_by_item(run=run).items()}
+
+
+@judge_source_register
+def plan_validity_runs(task: JudgmentTask) -> list[JudgeSource]:
+    if task_unit_kind(task) != ITEM_LEVEL or task.scheme != Scheme.BINARY:
+        return []
+    return [
+        JudgeSource(
+            key=f"judge-run:{run.pk}",
+            label=_run_label(run),
+            kind=run.judge,
+            values=partial(plan_verdicts, run=run),
+            run=run,
+        )
+        for run in _finished_runs(task, JudgeName.MMS_PLAN)
+        if not run.selection.get("models")  # ground-truth plans, the ones people vote on
+    ]
+
+
+def judge_sources_for(*, user: AnyUser, task: JudgmentTask) -> list[JudgeSource]:
+    """The judge sources that can rate alongside the task's people (reviewers and admins)."""
+    permissions.require(user=user, project=task.project, action="review")
+    return [source for provider in _PROVIDERS for source in provider(task)]
+
+
+def judge_rater_report(*, user: AnyUser, task: JudgmentTask, key: str) -> dict[str, Any]:
+    """The judge named ``key`` against the task's people: per person and against the majority
+    Cohen's kappa, percent agreement, n and the confusion matrix; alpha with and without the
+    judge (``benchmark.metrics.judge_rater``). ValidationFailed for a key that names no
+    compatible source."""
+    sources = judge_sources_for(user=user, task=task)
+    source = next((s for s in sources if s.key == key), None)
+    if source is None:
+        choices = ", ".join(s.key for s in sources) or "none: no finished judge run fits this task"
+        raise ValidationFailed(
+            f"judge: {key[:80]!r} is not a judge that rates this task's units on its scale "
+            f"(choose one of: {choices})"
+        )
+    level, categories = task_scale(task)
+    try:
+        report = judge_as_rater(task_human_ratings(task=task), source.values(), level, categories)
+    except ValueError as exc:
+        raise ValidationFailed(f"judge {source.key}: {exc}") from None
+    report["source"] = {"key": source.key, "label": source.label, "kind": source.kind}
+    return report
+
+
+# =========================================================================== agent runs
+
+
+def _judge_visual(cp: dict[str, Any]) -> tuple[bool, int | None]:
+    """Whether the V judge answered this checkpoint, and its answer (1 / 0 / None)."""
+    if cp.get("kind") != "visual" or not cp.get("has_visual_check"):
+        return False, None
+    detail = cp.get("detail") or {}
+    decided = detail.get("decided_by")
+    if decided == "judge":
+        answer = detail.get("visual")
+    elif decided == "person":
+        answer = detail.get("judge")  # the judge's answer a person's replaced
+    else:
+        return False, None
+    if not isinstance(answer, dict) or answer.get("method") != "judge":
+        return False, None
+    passed = answer.get("passed")
+    return True, None if passed is None else int(bool(passed))
+
+
+def _judge_answers(scores: Iterable[tuple[int, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """The V judge's recorded answers in runs' scores, keyed ``run:<run id>:<checkpoint
+    id>``, and the judge models the runs were scored with."""
+    judge: dict[str, Any] = {}
+    models: set[str] = set()
+    for run_id, score in scores:
+        score = score if isinstance(score, dict) else {}
+        if score.get("judge_model"):
+            models.add(str(score["judge_model"]))
+        for cp in score.get("checkpoints") or []:
+            if not isinstance(cp, dict):
+                continue
+            answered, value = _judge_visual(cp)
+            if answered:
+                judge[f"run:{run_id}:{cp.get('id')}"] = value
+    return judge, sorted(models)
+
+
+def run_set_visual_verdicts(*, run_set: RunSet) -> list[Row]:
+    """People's answers to the upload's visual checks as ``(run:<run id>:<checkpoint id>,
+    reviewer, 1 / 0)``: each reviewer's newest answer per run and checkpoint."""
+    newest: dict[tuple[int, str, str], bool] = {}
+    verdicts = (
+        VisualVerdict.objects.filter(run__run_set=run_set)
+        .order_by("id")
+        .values_list("run_id", "checkpoint_id", "reviewer__username", "passed")
+    )
+    for run_id, checkpoint, reviewer, passed in verdicts.iterator(2000):
+        newest[(run_id, checkpoint, reviewer)] = passed
+    return [
+        (f"run:{run_id}:{checkpoint}", reviewer, int(passed))
+        for (run_id, checkpoint, reviewer), passed in newest.items()
+    ]
+
+
+def run_set_judge_rater(
+    *, user: AnyUser, run_set: RunSet, scores: Iterable[tuple[int, Any]] | None = None
+) -> dict[str, Any] | None:
+    """The V judge against the people who answered visual checks of the upload's runs
+    (reviewers and admins); None when no run has a judge answer. ``scores``: the runs'
+    ``(id, score)`` when the caller has read them already."""
+    permissions.require(user=user, project=run_set.project, action="review")
+    if scores is None:
+        scores = run_set.runs.values_list("id", "score").iterator(500)
+    judge, models = _judge_answers(scores)
+    if not judge:
+        return None
+    report = judge_as_rater(run_set_visual_verdicts(run_set=run_set), judge, "nominal", [0, 1])
+    report["source"] = {"key": "v-judge", "label": ", ".join(models) or "V judge", "kind": "v"}
+    return report

@@ -1,0 +1,49 @@
+"""The judge-as-rater figures as the pages draw them: confusion matrices as tables whose cells
+are shaded by count (classes ``heat-0`` .. ``heat-4``, ``agree`` on the diagonal)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+HEAT_STEPS = 4
+
+
+def confusion_table(confusion: Mapping[str, Any], names: Mapping[Any, str]) -> dict[str, Any]:
+    """Rows (the judge's value) and columns (the person's or the majority's) with each cell's
+    count, its shade (0 empty .. 4 the largest count) and whether it is on the diagonal."""
+    labels = list(confusion.get("labels") or [])
+    matrix = confusion.get("matrix") or []
+    top = max((n for row in matrix for n in row), default=0)
+    shown = [names.get(label, str(label)) for label in labels]
+    rows = []
+    for r, row in enumerate(matrix):
+        cells = [
+            {
+                "n": n,
+                "heat": 0 if not n or not top else max(1, round(HEAT_STEPS * n / top)),
+                "diag": r == c,
+            }
+            for c, n in enumerate(row)
+        ]
+        rows.append({"label": shown[r], "cells": cells, "total": sum(row)})
+    totals = [sum(row[c] for row in matrix) for c in range(len(labels))]
+    return {"columns": shown, "rows": rows, "totals": totals}
+
+
+def judge_rater_view(report: Mapping[str, Any], names: Mapping[Any, str]) -> dict[str, Any]:
+    """The report with a ``table`` (see :func:`confusion_table`) beside each confusion
+    matrix, and ``weighted`` when the scale is ordered (weighted kappas are shown)."""
+    persons = [
+        {**p, "table": confusion_table(p["confusion"], names)} for p in report.get("persons", [])
+    ]
+    majority = {
+        **report["majority"],
+        "table": confusion_table(report["majority"]["confusion"], names),
+    }
+    return {
+        **report,
+        "persons": persons,
+        "majority": majority,
+        "weighted": report.get("level") != "nominal",
+    }
