@@ -651,3 +651,38 @@ class DiscardProposalFactory(DjangoModelFactory):
     item = factory.SubFactory(ItemFactory)
     proposed_by = factory.SubFactory(UserFactory)
     reason = "broken_markdown"
+
+
+# --------------------------------------------------------------------------- oracle tests
+
+
+class OracleRunFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.OracleRun"
+
+    project = factory.SubFactory(
+        ProjectFactory, kind=ProjectKind.TRAJECTORY, data_format="agentic-mme"
+    )
+    base_url = "http://127.0.0.1:9/v1"
+    model = "fake-vl-7b"
+    prompt_version = "oracle-1"
+    created_by = factory.SubFactory(UserFactory)
+
+
+class OracleResultFactory(DjangoModelFactory):
+    """A failed oracle test: the model's wrong answer, flagged for review."""
+
+    class Meta:
+        model = "review.OracleResult"
+
+    run = factory.SubFactory(OracleRunFactory)
+    item = factory.SubFactory(ItemFactory)
+    outcome = "failed"
+    answer = "Elm Street"
+    output = "<answer>Elm Street</answer>"
+    messages = factory.LazyFunction(
+        lambda: [
+            {"role": "system", "content": "Answer."},
+            {"role": "user", "content": [{"type": "text", "text": "Step 1: Crop the sign."}]},
+        ]
+    )
