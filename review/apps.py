@@ -11,6 +11,7 @@ class ReviewConfig(AppConfig):
         from review.answers.services import SCORE_KIND as ANSWERS_KIND
         from review.answers.services import UPLOAD_AREA as ANSWERS_AREA
         from review.judges.services import JUDGE_KIND
+        from review.oracle.services import ORACLE_KIND
         from review.runs.services import RESCORE_KIND
         from review.runs.services import SCORE_KIND as RUNS_KIND
         from review.runs.services import UPLOAD_AREA as RUNS_AREA
@@ -66,3 +67,19 @@ class ReviewConfig(AppConfig):
                 unit="calls",
             )
         )
+        job_kind_register(
+            JobKind(
+                name=ORACLE_KIND,
+                runner="review.oracle.services.oracle_run_job",
+                action="review",
+                result_template="review/jobs/oracle_result.html",
+                title="Oracle test",
+                unit="items",
+            )
+        )
+
+        # A failed oracle test shows on the item's page.
+        from benchmark.notices import register_item_notice_source
+        from review.oracle.selectors import item_oracle_notices
+
+        register_item_notice_source(item_oracle_notices)

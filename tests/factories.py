@@ -692,3 +692,38 @@ class PlanJudgeCallFactory(DjangoModelFactory):
     template_version = "test"
     outputs = factory.LazyFunction(lambda: ["VALID\nThe steps answer the request."])
     ok = True
+
+
+# --------------------------------------------------------------------------- oracle tests
+
+
+class OracleRunFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.OracleRun"
+
+    project = factory.SubFactory(
+        ProjectFactory, kind=ProjectKind.TRAJECTORY, data_format="agentic-mme"
+    )
+    base_url = "http://127.0.0.1:9/v1"
+    model = "fake-vl-7b"
+    prompt_version = "oracle-1"
+    created_by = factory.SubFactory(UserFactory)
+
+
+class OracleResultFactory(DjangoModelFactory):
+    """A failed oracle test: the model's wrong answer, flagged for review."""
+
+    class Meta:
+        model = "review.OracleResult"
+
+    run = factory.SubFactory(OracleRunFactory)
+    item = factory.SubFactory(ItemFactory)
+    outcome = "failed"
+    answer = "Elm Street"
+    output = "<answer>Elm Street</answer>"
+    messages = factory.LazyFunction(
+        lambda: [
+            {"role": "system", "content": "Answer."},
+            {"role": "user", "content": [{"type": "text", "text": "Step 1: Crop the sign."}]},
+        ]
+    )

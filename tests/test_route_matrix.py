@@ -71,6 +71,8 @@ from tests.factories import (
     MembershipFactory,
     ModelCallFactory,
     ModelCallJobFactory,
+    OracleResultFactory,
+    OracleRunFactory,
     OutcomeFactory,
     PlanFactory,
     ProjectFactory,
@@ -792,6 +794,43 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "review:run_label": (
         Case("failure label, empty", lambda w: {"pk": w.run.pk}, Access.REVIEW, method="post"),
     ),
+    "review:oracle": (
+        Case("oracle testing", lambda w: {"project_id": w.tproject.pk}, Access.REVIEW),
+        Case(
+            "oracle testing fragment",
+            lambda w: {"project_id": w.tproject.pk},
+            Access.REVIEW,
+            headers=HX_MAIN,
+        ),
+        Case("oracle testing, ATP project", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "start an oracle test, no model configured",
+            lambda w: {"project_id": w.tproject.pk},
+            Access.REVIEW,
+            method="post",
+        ),
+    ),
+    "review:oracle_run": (
+        Case(
+            "oracle run (the blind item failed)",
+            lambda w: {"pk": w.oracle_run.pk},
+            Access.REVIEW,
+            shows={"reviewer": (SECRET_VARIANT,)},
+        ),
+    ),
+    "review:oracle_run_resume": (
+        Case(
+            "resume an oracle run", lambda w: {"pk": w.oracle_run.pk}, Access.REVIEW, method="post"
+        ),
+    ),
+    "review:oracle_result": (
+        Case(
+            "oracle test of the blind item",
+            lambda w: {"pk": w.oracle_result.pk},
+            Access.REVIEW,
+            shows={"reviewer": (SECRET_REFERENCE, SECRET_VARIANT)},
+        ),
+    ),
     # ------------------------------------------------------------------ API
     "api-root": (Case("API root", lambda w: {}, Access.LOGGED_IN),),
     "schema": (Case("OpenAPI schema", lambda w: {}, Access.LOGGED_IN),),
@@ -1103,6 +1142,20 @@ def build_world() -> SimpleNamespace:
     w.run = AgentRunFactory(run_set=w.run_set, item=w.titem)
     VisualVerdictFactory(run=w.run, reviewer=users["reviewer"])
     FailureLabelFactory(run=w.run, reviewer=users["reviewer"])
+
+    # An oracle test the blind item failed: the conversation walks its reference, and the
+    # item's page carries a notice with the model's answer (not for its blind verifier).
+    w.oracle_run = OracleRunFactory(project=w.tproject, created_by=users["reviewer"])
+    w.oracle_result = OracleResultFactory(
+        run=w.oracle_run,
+        item=w.titem,
+        answer=SECRET_VARIANT + " (model)",
+        output=f"<answer>{SECRET_VARIANT} (model)</answer>",
+        messages=[
+            {"role": "system", "content": "Answer."},
+            {"role": "user", "content": [{"type": "text", "text": f"Step 1: {SECRET_REFERENCE}"}]},
+        ],
+    )
 
     # A plan (m&m's) project with a verified item and its plan.
     w.pproject = ProjectFactory(

@@ -116,20 +116,35 @@ class ImageInput:
 @dataclass(frozen=True)
 class ChatRequest:
     """One user turn (text, then images in order), an optional system prompt and sampling
-    parameters passed to the endpoint as they are (``temperature``, ``max_tokens``, ``seed``)."""
+    parameters passed to the endpoint as they are (``temperature``, ``max_tokens``, ``seed``).
+
+    ``parts`` continues the same user turn after the prompt and its images: text (``str``)
+    and images interleaved, in order (a walk through a reference trajectory, each step's
+    words followed by the image it produced). Without parts the message, and so its cache
+    key, is exactly what it was before parts existed."""
 
     prompt: str
     images: tuple[ImageInput, ...] = ()
     system: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    parts: tuple[str | ImageInput, ...] = ()
+
+    @property
+    def all_images(self) -> tuple[ImageInput, ...]:
+        """Every image sent, in order: ``images``, then the images among ``parts``."""
+        return self.images + tuple(p for p in self.parts if isinstance(p, ImageInput))
 
     def _messages(self, image_part: Callable[[ImageInput], dict[str, Any]]) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
         if self.system:
             messages.append({"role": "system", "content": self.system})
-        if self.images:
+        if self.images or self.parts:
             content: Any = [{"type": "text", "text": self.prompt}]
             content += [image_part(img) for img in self.images]
+            content += [
+                image_part(part) if isinstance(part, ImageInput) else {"type": "text", "text": part}
+                for part in self.parts
+            ]
         else:
             content = self.prompt
         messages.append({"role": "user", "content": content})

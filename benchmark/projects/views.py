@@ -17,6 +17,7 @@ from benchmark.datasets.forms import ExportForm
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Item, ItemStatus, Project, ProjectKind
+from benchmark.notices import item_notices
 from benchmark.pages import htmx_page, project_context, render_page, require_action
 from benchmark.presenters import (
     attachment_label,
@@ -119,6 +120,7 @@ def _item_context(request: HttpRequest, project: Project, item: Item) -> dict[st
         "plans": [plan_view(p) for p in plans],
         "trajectories": [trajectory_view(t, images) for t in trajectories],
         "answer_hidden": item.answer_hidden,  # type: ignore[attr-defined]  # by the selector
+        "notices": item_notices(user=request.user, project=project, item=item),
         "status_history": history,
         "restore_to": ItemStatus(restore_to).label,
         "restore_form": RestoreForm(),
