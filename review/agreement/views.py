@@ -17,6 +17,7 @@ from benchmark.jobs import selectors as job_selectors
 from benchmark.typing import request_user
 from review.agreement import services as agreement_module
 from review.pages import task_for_review
+from review.rate_judge.selectors import rate_figures
 
 
 def _confusion_cells(confusion: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +88,8 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             "n_judgments": n,
             "job": job,
             "inline": n <= agreement_module.INLINE_LIMIT,
+            # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks.
+            "judge_rates": rate_figures(task=task),
         },
     )
 

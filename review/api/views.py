@@ -12,13 +12,20 @@ from annotation.judging import selectors as judging_selectors
 from benchmark.exceptions import Forbidden
 from benchmark.permissions import can
 from review.agreement.services import agreement_compute
+from review.rate_judge.selectors import rate_figures
 
 
 @extend_schema(responses={200: OpenApiTypes.OBJECT})
 @api_view(["GET"])
 def task_agreement(request: Request, pk: int) -> Response:
-    """Agreement figures of a judgment task (reviewers and admins)."""
+    """Agreement figures of a judgment task (reviewers and admins); a "rate the judge" task
+    adds ``judge_rates``: the agreement rate per agent (mean rating / 2, in percent) with its
+    bootstrap interval, and per annotator."""
     task = judging_selectors.task_get(user=request.user, pk=pk)
     if not can(user=request.user, project=task.project, action="review"):
         raise Forbidden("only reviewers and admins see agreement figures")
-    return Response(agreement_compute(task=task))
+    report = agreement_compute(task=task)
+    rates = rate_figures(task=task)
+    if rates is not None:
+        report["judge_rates"] = rates
+    return Response(report)
