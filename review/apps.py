@@ -6,6 +6,7 @@ class ReviewConfig(AppConfig):
     name = "review"
 
     def ready(self) -> None:
+        from annotation.judging.units import UnitSource, unit_source_register
         from benchmark.jobs.kinds import JobKind, job_kind_register
         from review.agreement.services import AGREEMENT_KIND
         from review.answers.services import SCORE_KIND as ANSWERS_KIND
@@ -83,3 +84,22 @@ class ReviewConfig(AppConfig):
         from review.oracle.selectors import item_oracle_notices
 
         register_item_notice_source(item_oracle_notices)
+        # The units of the judgment tasks that rate a judge's reports or score criteria of
+        # answers come from judge runs, which annotation may not import (see
+        # annotation.judging.units).
+        unit_source_register(
+            UnitSource(
+                kind="judge-report",
+                list_units="review.rate_judge.units.judge_report_units",
+                describe="review.rate_judge.units.judge_report_describe",
+                template="review/_unit_report.html",
+            )
+        )
+        unit_source_register(
+            UnitSource(
+                kind="answer-criterion",
+                list_units="review.rate_judge.units.answer_criterion_units",
+                describe="review.rate_judge.units.answer_criterion_describe",
+                template="review/_unit_report.html",
+            )
+        )

@@ -11,4 +11,5 @@ urlpatterns = [
     path("", include("review.answers.urls")),
     path("", include("review.runs.urls")),
     path("", include("review.oracle.urls")),
+    path("", include("review.rate_judge.urls")),
 ]

@@ -727,3 +727,42 @@ class OracleResultFactory(DjangoModelFactory):
             {"role": "user", "content": [{"type": "text", "text": "Step 1: Crop the sign."}]},
         ]
     )
+
+
+# --------------------------------------------------------------------------- judge runs
+
+
+class JudgeRunFactory(DjangoModelFactory):
+    """A judge run of a project (ATP-Bench MAM unless ``judge`` says otherwise)."""
+
+    class Meta:
+        model = "review.JudgeRun"
+
+    project = factory.SubFactory(ProjectFactory)
+    judge = "atp-mam"
+    base_url = "http://127.0.0.1:9/v1"
+    model = "judge-model"
+    templates = factory.LazyFunction(lambda: {"atp-mam": "1"})
+
+
+class JudgeCallFactory(DjangoModelFactory):
+    """One successful call of a judge run about one model answer; pass ``run``, ``response``,
+    ``label`` and ``parsed`` (the report)."""
+
+    class Meta:
+        model = "review.JudgeCall"
+
+    run = factory.SubFactory(JudgeRunFactory)
+    response = factory.SubFactory(
+        ResponseFactory,
+        item__project=factory.SelfAttribute("...run.project"),
+        origin=Origin.MODEL,
+        model_name="model-a",
+    )
+    label = "chief"
+    key = factory.Sequence(lambda n: f"{n:064x}")
+    template_id = factory.LazyAttribute(lambda c: f"atp-mam-{c.label}")
+    template_version = "1"
+    parsed = factory.LazyFunction(lambda: {"score": 80, "tier": "good", "why": "Fine."})
+    outputs = factory.LazyAttribute(lambda c: [json.dumps(c.parsed)])
+    ok = True

@@ -45,11 +45,13 @@ from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from annotation.drafting.services import item_draft_token
+from annotation.judging.models import TaskUnit
+from annotation.judging.units import RATING_LABELS
 from annotation.trajectories.document import ITEM_FIELDS, STEP_FIELDS, draft_from_document
 from annotation.trajectories.selectors import reference_of, version_state
 from annotation.trajectories.services import task_document
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
-from benchmark.models import Role
+from benchmark.models import Origin, Role
 from tests.factories import (
     AgentRunFactory,
     AgreementJobFactory,
@@ -66,6 +68,8 @@ from tests.factories import (
     ImageFactory,
     ImportJobFactory,
     ItemFactory,
+    JudgeCallFactory,
+    JudgeRunFactory,
     JudgmentFactory,
     JudgmentTaskFactory,
     MembershipFactory,
@@ -472,6 +476,23 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
         ),
     ),
+    "annotation:judge_unit": (
+        # One unit of a "rate the judge" task: the annotator holds its lease; reviewers may
+        # look at any unit; other annotators (here the blind verifier) hold no lease.
+        Case(
+            "rate a judge report, leased",
+            lambda w: {"pk": w.utask.pk, "unit": w.unit},
+            Access.VIEW,
+            expect={"blind_verifier": Expect.FORBIDDEN},
+        ),
+        Case(
+            "rate a judge report, no rating",
+            lambda w: {"pk": w.utask.pk, "unit": w.unit},
+            Access.VIEW,
+            method="post",
+            expect={"blind_verifier": Expect.FORBIDDEN},
+        ),
+    ),
     "annotation:verification_audit": (
         # The audit opens once you have answered (reviewers see everyone's).
         Case(
@@ -752,6 +773,31 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "review:judgments_export": (
         Case("judgments csv", lambda w: {"pk": w.task.pk, "fmt": "csv"}, Access.REVIEW),
         Case("blind answers jsonl", lambda w: {"pk": w.vtask.pk, "fmt": "jsonl"}, Access.REVIEW),
+    ),
+    "review:rate_judge_new": (
+        Case("rate the judge: choose a run", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "rate the judge: a run's agents",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            query=lambda w: f"?run={w.judge_run.pk}",
+        ),
+        Case(
+            "rate the judge, no agents",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
+            data=lambda w: {"run": w.judge_run.pk},
+        ),
+    ),
+    "review:criterion_task_new": (
+        Case("score criteria form", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "score criteria, no answers",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
+        ),
     ),
     "review:balance": (
         Case("balanced subset", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
@@ -1059,6 +1105,27 @@ def build_world() -> SimpleNamespace:
     JudgmentFactory(task=w.task, item=w.item, user=users["author"], value=1)
     OutcomeFactory(task=w.task, item=w.item)
     DecisionFactory(task=w.task, item=w.item, reviewer=users["reviewer"])
+    # Rate the judge: a judge run's Chief Judge report on a model answer, one unit of a
+    # "judge-report" task, leased to the annotator.
+    w.judge_run = JudgeRunFactory(project=w.project)
+    w.model_answer = ResponseFactory(
+        item=w.item, origin=Origin.MODEL, model_name="model-a", key="model:model-a"
+    )
+    JudgeCallFactory(run=w.judge_run, response=w.model_answer, label="chief")
+    w.utask = JudgmentTaskFactory(
+        project=w.project,
+        name="Rate the judge",
+        scheme="ordinal",
+        labels=RATING_LABELS["judge-report"],
+        consensus="majority",
+        overlap=5,
+        updates_item_status=False,
+        unit_kind="judge-report",
+        unit_params={"judge_run": w.judge_run.pk, "labels": ["chief"], "responses": None},
+    )
+    w.unit = f"response:{w.model_answer.pk}:chief"
+    TaskUnit.objects.create(task=w.utask, item=w.item, key=w.unit)
+    AssignmentFactory(task=w.utask, item=w.item, unit=w.unit, user=users["annotator"])
 
     # A trajectory (Agentic-MME) project: an item drafted by "author" under blind verification
     # by a "Solve blind" task; the blind verifier holds a lease and has not answered, the

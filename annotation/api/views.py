@@ -25,12 +25,14 @@ class JudgmentTaskSerializer(serializers.ModelSerializer):
         fields = [
             "id", "project", "name", "question", "scheme", "labels", "relabel_fields", "overlap",
             "author_may_judge", "consensus", "required_value", "lease_minutes", "active",
+            "unit_kind",
         ]  # fmt: skip
 
 
 class AssignmentSerializer(serializers.Serializer):
     item = serializers.IntegerField(source="item_id")
     external_id = serializers.CharField(source="item.external_id")
+    unit = serializers.CharField(help_text='The unit key for a task with units, else "".')
     expires_at = serializers.DateTimeField()
 
 
@@ -39,13 +41,21 @@ class JudgmentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Judgment
-        fields = ["id", "item", "annotator", "value", "reason", "comment", "relabel", "seconds",
-                  "created_at"]  # fmt: skip
+        fields = ["id", "item", "unit", "annotator", "value", "reason", "comment", "relabel",
+                  "seconds", "created_at"]  # fmt: skip
         read_only_fields = fields
 
 
 class JudgmentInSerializer(serializers.Serializer):
-    item = serializers.IntegerField()
+    item = serializers.IntegerField(
+        required=False, help_text="The item; may be left out when ``unit`` is given."
+    )
+    unit = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=100,
+        help_text="For a task with units: the unit key, response:<answer id>:<label>.",
+    )
     value = serializers.JSONField()
     reason = serializers.CharField(required=False, allow_blank=True, max_length=100)
     comment = serializers.CharField(required=False, allow_blank=True)
@@ -94,7 +104,10 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
             data = JudgmentInSerializer(data=request.data)
             data.is_valid(raise_exception=True)
             values = dict(data.validated_data)
-            item = selectors.task_item_get(user=request.user, task=task, pk=values.pop("item"))
+            item_id = values.pop("item", None)
+            if item_id is None:
+                item_id = selectors.unit_item_id(task=task, key=values.get("unit", ""))
+            item = selectors.task_item_get(user=request.user, task=task, pk=item_id)
             judgment, created = services.judgment_submit_once(
                 task=task, item=item, user=request_user(request), **values
             )

@@ -20,8 +20,29 @@ class Scheme(models.TextChoices):
     TEXT = "text", "Free answer (compared by normalized match)"
 
 
+class UnitKind(models.TextChoices):
+    """What one judgment is about. ``item``: a whole item (the unit key is ""). The other kinds
+    judge a part of an item, named by a unit key ``response:<response id>:<label>``:
+
+    * ``judge-report`` (rate the judge, ATP-Bench §6): one agent's report on one model answer,
+      ``label`` being the judge call's label ("precision", "recall", "chief", "r3", "llm"...);
+      the rating is the annotator's agreement with the report, 0 disagree, 1 partly, 2 agree.
+    * ``answer-criterion``: one rubric criterion of one model answer, ``label`` "r<k>"; the
+      rating is the annotator's own score on the LLMI rubric scale, 0 not met, 1 partially,
+      2 fully met, so it compares with the rubric judge's JudgeCall of the same key.
+
+    Which units a task has is listed once, when the task is created, by the unit source
+    registered for its kind (:mod:`annotation.judging.units`), and kept as ``TaskUnit`` rows.
+    """
+
+    ITEM = "item", "Items"
+    JUDGE_REPORT = "judge-report", "A judge agent's report on an answer (rate the judge)"
+    ANSWER_CRITERION = "answer-criterion", "One rubric criterion of one answer"
+
+
 class JudgmentTask(models.Model):
-    """What is asked about each item of a project, and how k answers become an outcome."""
+    """What is asked about each item (or each unit, see :class:`UnitKind`) of a project, and how
+    k answers become an outcome."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="judgment_tasks")
     name = models.CharField(max_length=200)
@@ -44,6 +65,11 @@ class JudgmentTask(models.Model):
         "then offers draft items only.",
     )
     active = models.BooleanField(default=True)
+    #: What one judgment is about: a whole item, or a unit of one (see :class:`UnitKind`).
+    unit_kind = models.CharField(max_length=20, choices=UnitKind.choices, default=UnitKind.ITEM)
+    #: Where the units were listed from, as the unit source of ``unit_kind`` reads it, e.g.
+    #: ``{"judge_run": 7, "labels": ["precision", "recall", "chief"], "responses": [...]}``.
+    unit_params = JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -55,6 +81,11 @@ class JudgmentTask(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def has_units(self) -> bool:
+        """Judgments are about units of items (``Judgment.unit`` set), not whole items."""
+        return self.unit_kind != UnitKind.ITEM
 
     @property
     def label_values(self) -> list:
@@ -71,17 +102,40 @@ class JudgmentTask(models.Model):
         return False
 
 
+class TaskUnit(models.Model):
+    """One unit of a task whose judgments are about parts of items (``task.has_units``): the
+    key ``response:<response id>:<label>`` and the item it belongs to, in queue order. Listed
+    once when the task is created; the queue hands these out as it hands out items."""
+
+    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="units")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="task_units")
+    key = models.CharField(max_length=100)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["task", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "key"], name="taskunit_unique_key"),
+        ]
+        indexes = [models.Index(fields=["task", "position"])]
+
+    def __str__(self) -> str:
+        return self.key
+
+
 class AssignmentStatus(models.TextChoices):
     ACTIVE = "active", "Active"
     SUBMITTED = "submitted", "Submitted"
 
 
 class Assignment(models.Model):
-    """An item leased to one annotator for one task. A lease that expires unsubmitted returns
-    the item to the pool (it stops counting towards the overlap)."""
+    """An item (or a unit of it) leased to one annotator for one task. A lease that expires
+    unsubmitted returns it to the pool (it stops counting towards the overlap)."""
 
     task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="assignments")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    #: The unit key (``TaskUnit.key``) for tasks with units; "" for item-level tasks.
+    unit = models.CharField(max_length=100, default="", blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
     )
@@ -95,7 +149,7 @@ class Assignment(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["task", "item", "user"], name="assignment_unique_per_user"
+                fields=["task", "item", "unit", "user"], name="assignment_unique_per_user"
             ),
         ]
         indexes = [
@@ -105,8 +159,14 @@ class Assignment(models.Model):
 
 
 class Judgment(models.Model):
+    """One annotator's blind judgment of an item, or of one unit of it: ``unit`` is the unit
+    key ``response:<response id>:<label>`` for tasks with units (``task.unit_kind``
+    ``judge-report`` or ``answer-criterion``; the key names the same answer and label as the
+    judge's ``JudgeCall``), "" for item-level tasks."""
+
     task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="judgments")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")
+    unit = models.CharField(max_length=100, default="", blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="judgments"
     )
@@ -121,18 +181,22 @@ class Judgment(models.Model):
     class Meta:
         ordering = ["task", "item", "created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["task", "item", "user"], name="judgment_unique"),
+            models.UniqueConstraint(
+                fields=["task", "item", "unit", "user"], name="judgment_unique"
+            ),
         ]
 
 
 class Outcome(models.Model):
-    """Where an item stands for a task: pending, accepted, rejected, disputed, or decided by a
-    reviewer (``decided_by`` set), or discarded with a reason."""
+    """Where an item (or a unit of it) stands for a task: pending, accepted, rejected,
+    disputed, or decided by a reviewer (``decided_by`` set), or discarded with a reason."""
 
     VERDICTS = [(v.value, v.value) for v in Verdict] + [("discarded", "discarded")]
 
     task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="outcomes")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="outcomes")
+    #: The unit the outcome is for (tasks with units); "" for item-level tasks.
+    unit = models.CharField(max_length=100, default="", blank=True)
     verdict = models.CharField(max_length=20, choices=VERDICTS, default=Verdict.PENDING)
     value = JSONField(null=True, blank=True)
     # Fields changed by the annotators' relabels: {"category": {"from": ..., "to": ...}}
@@ -150,7 +214,7 @@ class Outcome(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["task", "item"], name="outcome_unique"),
+            models.UniqueConstraint(fields=["task", "item", "unit"], name="outcome_unique"),
         ]
         indexes = [models.Index(fields=["task", "verdict"])]
 

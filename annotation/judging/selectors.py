@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
-from annotation.judging.models import Assignment, AssignmentStatus, Judgment, JudgmentTask, Outcome
+from annotation.judging.models import (
+    Assignment,
+    AssignmentStatus,
+    Judgment,
+    JudgmentTask,
+    Outcome,
+    TaskUnit,
+)
+from annotation.judging.units import unit_source
+from benchmark.exceptions import ValidationFailed
 from benchmark.models import Item, Project
 from benchmark.permissions import can
 from benchmark.projects import selectors as item_selectors
@@ -22,9 +31,16 @@ def task_list(*, user: AnyUser, project: Project) -> QuerySet[JudgmentTask]:
         f"n_{v}": Count("outcomes", filter=Q(outcomes__verdict=v))
         for v in ("accepted", "rejected", "disputed", "discarded")
     }
+    units = (
+        TaskUnit.objects.filter(task=OuterRef("pk"))
+        .order_by()
+        .values("task")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
     return (
         JudgmentTask.objects.filter(project=project, project__memberships__user=user)
-        .annotate(**verdicts)
+        .annotate(**verdicts, n_units=Subquery(units))
         .order_by("name")
     )
 
@@ -44,13 +60,49 @@ def task_item_get(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
     return get_object_or_404(item_selectors.item_list(user=user, project=task.project), pk=pk)
 
 
-def assignment_for(*, user: AnyUser, task: JudgmentTask, item: Item) -> Assignment | None:
-    return Assignment.objects.filter(task=task, item=item, user=user).first()  # type: ignore[misc]
+def task_unit_get(*, user: AnyUser, task: JudgmentTask, key: str) -> TaskUnit:
+    """A unit of a task with units, with its item as :func:`task_item_get` reads it (so the
+    item's visibility rules apply); 404 when the task has no such unit."""
+    unit = get_object_or_404(TaskUnit.objects.filter(task=task), key=key)
+    unit.item = task_item_get(user=user, task=task, pk=unit.item_id)
+    return unit
 
 
-def judgments_visible(*, user: AnyUser, task: JudgmentTask, item: Item) -> list[Judgment]:
-    """Everyone's judgments for reviewers and admins; only one's own for annotators."""
-    rows = Judgment.objects.filter(task=task, item=item).select_related("user")
+def unit_item_id(*, task: JudgmentTask, key: str) -> int:
+    """The item a unit of the task belongs to; ValidationFailed when there is no such unit."""
+    if not task.has_units:
+        raise ValidationFailed("item: say which item you judge")
+    if not key:
+        raise ValidationFailed("unit: say which unit you rate (response:<answer id>:<label>)")
+    item_id = TaskUnit.objects.filter(task=task, key=key).values_list("item_id", flat=True).first()
+    if item_id is None:
+        raise ValidationFailed(f"unit {key!r} is not part of task {task.name!r}")
+    return item_id
+
+
+def unit_view(*, user: AnyUser, task: JudgmentTask, unit: TaskUnit) -> dict[str, Any]:
+    """What the judge page shows about one unit, from the unit source of the task's kind
+    (:mod:`annotation.judging.units`), with ``template``: the fragment to include. It never
+    holds other people's judgments (those come from :func:`judgments_visible`)."""
+    source = unit_source(task.unit_kind)
+    view = source.view(task=task, unit=unit, user=user)
+    view.setdefault("template", source.template)
+    view.setdefault("key", unit.key)
+    return view
+
+
+def assignment_for(
+    *, user: AnyUser, task: JudgmentTask, item: Item, unit: str = ""
+) -> Assignment | None:
+    return Assignment.objects.filter(task=task, item=item, unit=unit, user=user).first()  # type: ignore[misc]
+
+
+def judgments_visible(
+    *, user: AnyUser, task: JudgmentTask, item: Item, unit: str = ""
+) -> list[Judgment]:
+    """Everyone's judgments of the item (or of one unit of it) for reviewers and admins;
+    only one's own for annotators."""
+    rows = Judgment.objects.filter(task=task, item=item, unit=unit).select_related("user")
     if not can(user=user, project=task.project, action="review"):
         rows = rows.filter(user=user)  # type: ignore[misc]
     return list(rows.order_by("created_at"))
@@ -74,8 +126,10 @@ def disputes(*, user: AnyUser, task: JudgmentTask) -> QuerySet[Outcome]:
     )
 
 
-def outcome_for(*, task: JudgmentTask, item: Item) -> Outcome | None:
-    return Outcome.objects.filter(task=task, item=item).select_related("decided_by").first()
+def outcome_for(*, task: JudgmentTask, item: Item, unit: str = "") -> Outcome | None:
+    return (
+        Outcome.objects.filter(task=task, item=item, unit=unit).select_related("decided_by").first()
+    )
 
 
 def verification_stats(*, task: JudgmentTask) -> dict[str, Any]:

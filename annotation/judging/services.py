@@ -20,7 +20,10 @@ from annotation.judging.models import (
     JudgmentTask,
     Outcome,
     Scheme,
+    TaskUnit,
+    UnitKind,
 )
+from annotation.judging.units import RATING_LABELS, unit_source
 from annotation.verification import rules as verification_rules
 from annotation.verification import services as verification
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
@@ -40,11 +43,13 @@ def _live(task: JudgmentTask, now: datetime) -> Q:
 def assignment_next_for_user(
     *, task: JudgmentTask, user: User, now: datetime | None = None
 ) -> Assignment | None:
-    """Lease the next item this user has not judged and that still needs judgments.
+    """Lease the next item (or unit, for a task with units) this user has not judged and that
+    still needs judgments.
 
-    Under concurrent requests no item gets more than ``task.overlap`` live assignments: each
-    candidate item row is locked (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serialises
-    writers) and its live assignments are counted again after the lock is held.
+    Under concurrent requests nothing gets more than ``task.overlap`` live assignments: each
+    candidate row (the item, or the task's ``TaskUnit``) is locked (``FOR UPDATE SKIP LOCKED``
+    on PostgreSQL; SQLite serialises writers) and its live assignments are counted again after
+    the lock is held.
     """
     require(user=user, project=task.project, action="judge")
     if not task.active:
@@ -62,26 +67,29 @@ def assignment_next_for_user(
         if mine is not None:
             return mine
         skip: list[int] = []
+        find = _unit_candidate if task.has_units else _candidate
         while True:
-            # Prefer an item nobody else is locking; if every candidate is locked right now,
+            # Prefer one nobody else is locking; if every candidate is locked right now,
             # wait for the first one instead of answering "nothing left".
-            item_id = _candidate(task, user, now, skip, skip_locked=True)
-            if item_id is None:
-                item_id = _candidate(task, user, now, skip, skip_locked=False)
-            if item_id is None:
+            found = find(task, user, now, skip, skip_locked=True)
+            if found is None:
+                found = find(task, user, now, skip, skip_locked=False)
+            if found is None:
                 return None
+            row_id, item_id, unit = found
             # Counted again once the row lock is held, in a fresh statement.
-            taken = Assignment.objects.filter(_live(task, now), item_id=item_id).count()
+            taken = Assignment.objects.filter(_live(task, now), item_id=item_id, unit=unit).count()
             if taken < task.overlap:
-                return _lease(task=task, user=user, item_id=item_id, now=now)
-            skip.append(item_id)
+                return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now)
+            skip.append(row_id)
 
 
 def _candidate(
     task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
-) -> int | None:
+) -> tuple[int, int, str] | None:
     """The first item (in position order) that this user has not judged, that the task has
     not settled and that has fewer than ``overlap`` live assignments; its row stays locked.
+    Answers ``(item id, item id, "")``.
 
     Plain SQL: this runs on every "next item", and building the same query through the ORM
     cost more than the database took to answer it."""
@@ -126,10 +134,52 @@ def _candidate(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-    return row[0] if row else None
+    return (row[0], row[0], "") if row else None
 
 
-def _lease(*, task: JudgmentTask, user: User, item_id: int, now: datetime) -> Assignment:
+def _unit_candidate(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+) -> tuple[int, int, str] | None:
+    """:func:`_candidate` for a task with units: the first of the task's units (in position
+    order) that this user has not judged, that is not settled and that has fewer than
+    ``overlap`` live assignments; its ``TaskUnit`` row stays locked. Answers ``(TaskUnit id,
+    item id, unit key)``. Units are rated whatever their item's status or author: the task
+    rates answers and judge reports, it does not verify items."""
+    q = connection.ops.quote_name
+    unit, assignment, outcome = (q(m._meta.db_table) for m in (TaskUnit, Assignment, Outcome))
+    where = [
+        "u.task_id = %s",
+        f"NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.task_id = %s AND a.item_id = u.item_id "
+        "AND a.unit = u.key AND a.user_id = %s AND a.status = %s)",
+        f"NOT EXISTS (SELECT 1 FROM {outcome} o WHERE o.task_id = %s AND o.item_id = u.item_id "
+        "AND o.unit = u.key AND o.verdict <> %s)",
+        f"(SELECT COUNT(*) FROM {assignment} a WHERE a.task_id = %s AND a.item_id = u.item_id "
+        "AND a.unit = u.key AND (a.status = %s OR (a.status = %s AND a.expires_at > %s))) < %s",
+    ]
+    params: list[Any] = [
+        task.pk,
+        task.pk, user.pk, AssignmentStatus.SUBMITTED,
+        task.pk, Verdict.PENDING,
+        task.pk, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now, task.overlap,
+    ]  # fmt: skip
+    if skip:
+        where.append(f"u.id NOT IN ({', '.join(['%s'] * len(skip))})")
+        params.extend(skip)
+    sql = (
+        f"SELECT u.id, u.item_id, u.{q('key')} FROM {unit} u WHERE {' AND '.join(where)} "
+        "ORDER BY u.position, u.id LIMIT 1"
+    )
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE OF u" + (" SKIP LOCKED" if skip_locked else "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return (row[0], row[1], row[2]) if row else None
+
+
+def _lease(
+    *, task: JudgmentTask, user: User, item_id: int, now: datetime, unit: str = ""
+) -> Assignment:
     """One statement: a new lease, or the renewal of this user's own expired one. The first
     lease of an item for a blind solve task records the answer its verification is decided
     against (``verification_begin``)."""
@@ -137,6 +187,7 @@ def _lease(*, task: JudgmentTask, user: User, item_id: int, now: datetime) -> As
         task=task,
         user=user,
         item_id=item_id,
+        unit=unit,
         status=AssignmentStatus.ACTIVE,
         leased_at=now,
         expires_at=now + timedelta(minutes=task.lease_minutes),
@@ -144,11 +195,11 @@ def _lease(*, task: JudgmentTask, user: User, item_id: int, now: datetime) -> As
     Assignment.objects.bulk_create(
         [lease],
         update_conflicts=True,
-        unique_fields=["task", "item", "user"],
+        unique_fields=["task", "item", "unit", "user"],
         update_fields=["status", "leased_at", "expires_at"],
     )
     if lease.pk is None:  # a backend that does not return ids on conflict
-        lease = Assignment.objects.get(task=task, item_id=item_id, user=user)
+        lease = Assignment.objects.get(task=task, item_id=item_id, unit=unit, user=user)
     verification.verification_begin(task=task, item_id=item_id)
     return lease
 
@@ -192,9 +243,11 @@ def judgment_submit(
     comment: str = "",
     relabel: dict[str, str] | None = None,
     seconds: float = 0,
+    unit: str = "",
 ) -> Judgment:
-    """Record one annotator's judgment. Submitting the same judgment twice is harmless (the
-    first stands); judging an item not leased to you is refused."""
+    """Record one annotator's judgment of an item (or of one ``unit`` of it, for a task with
+    units). Submitting the same judgment twice is harmless (the first stands); judging an
+    item or unit not leased to you is refused."""
     return judgment_submit_once(
         task=task,
         item=item,
@@ -204,7 +257,25 @@ def judgment_submit(
         comment=comment,
         relabel=relabel,
         seconds=seconds,
+        unit=unit,
     )[0]
+
+
+def _check_unit(task: JudgmentTask, item: Item, unit: str) -> None:
+    """A task with units is judged unit by unit, and only its own units; an item-level task
+    has none."""
+    if not task.has_units:
+        if unit:
+            raise ValidationFailed(
+                f"task {task.name!r} judges whole items; it has no unit {unit!r}"
+            )
+        return
+    if not unit:
+        raise ValidationFailed(
+            f"task {task.name!r} is judged unit by unit: say which unit (response:<id>:<label>)"
+        )
+    if not TaskUnit.objects.filter(task=task, item=item, key=unit).exists():
+        raise ValidationFailed(f"unit {unit!r} of item {item.pk} is not part of task {task.name!r}")
 
 
 def judgment_submit_once(
@@ -217,6 +288,7 @@ def judgment_submit_once(
     comment: str = "",
     relabel: dict[str, str] | None = None,
     seconds: float = 0,
+    unit: str = "",
 ) -> tuple[Judgment, bool]:
     """:func:`judgment_submit`, also saying whether this call recorded the judgment (False:
     one was already recorded, and it stands unchanged)."""
@@ -224,12 +296,15 @@ def judgment_submit_once(
     unknown = set(relabel) - set(task.relabel_fields)
     if unknown:
         raise ValidationFailed(f"this task does not relabel {', '.join(sorted(unknown))}")
+    _check_unit(task, item, unit)
     with transaction.atomic():
         assignment = (
-            Assignment.objects.select_for_update().filter(task=task, item=item, user=user).first()
+            Assignment.objects.select_for_update()
+            .filter(task=task, item=item, unit=unit, user=user)
+            .first()
         )
         if assignment is None:
-            raise Forbidden("this item is not assigned to you")
+            raise Forbidden(f"this {'unit' if unit else 'item'} is not assigned to you")
         existing = Judgment.objects.filter(assignment=assignment).first()
         if existing is not None:
             return existing, False
@@ -237,14 +312,20 @@ def judgment_submit_once(
         now = timezone.now()
         if assignment.expires_at <= now:
             taken = (
-                Assignment.objects.filter(_live(task, now), item=item).exclude(pk=assignment.pk)
+                Assignment.objects.filter(_live(task, now), item=item, unit=unit).exclude(
+                    pk=assignment.pk
+                )
             ).count()
             if taken >= task.overlap:
-                raise Conflict("your lease expired and the item was judged by others meanwhile")
+                raise Conflict(
+                    f"your lease expired and the {'unit' if unit else 'item'} was judged by "
+                    "others meanwhile"
+                )
         try:
             judgment = Judgment.objects.create(
                 task=task,
                 item=item,
+                unit=unit,
                 user=user,
                 assignment=assignment,
                 value=value,
@@ -258,17 +339,17 @@ def judgment_submit_once(
         assignment.status = AssignmentStatus.SUBMITTED
         assignment.submitted_at = now
         assignment.save(update_fields=["status", "submitted_at"])
-        outcome_recompute(task=task, item=item)
+        outcome_recompute(task=task, item=item, unit=unit)
     return judgment, True
 
 
-def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
+def outcome_recompute(*, task: JudgmentTask, item: Item, unit: str = "") -> Outcome:
     """Apply the consensus rule once ``overlap`` judgments are in; a reviewer's decision stands."""
-    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item=item)
+    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item=item, unit=unit)
     if outcome.decided_by_id is not None or outcome.verdict == "discarded":
         return outcome
     values = list(
-        Judgment.objects.filter(task=task, item=item)
+        Judgment.objects.filter(task=task, item=item, unit=unit)
         .order_by("created_at")
         .values_list("value", flat=True)
     )
@@ -298,7 +379,7 @@ def outcome_recompute(*, task: JudgmentTask, item: Item) -> Outcome:
     if result.verdict == Verdict.ACCEPTED and task.relabel_fields:
         outcome.relabel = _apply_relabels(task, item)
     outcome.save()
-    if task.updates_item_status:
+    if task.updates_item_status and not task.has_units:
         item_follows_outcome(item, outcome.verdict, outcome.reason, task=task)
     return outcome
 
@@ -406,6 +487,16 @@ def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
     return tasks
 
 
+def _keep_unit_scale(task: JudgmentTask) -> None:
+    """A task with units rates on the 0-2 scale (its ratings are compared with the judge's)
+    and never sets items' status (an item has many units)."""
+    if task.scheme != Scheme.ORDINAL or task.label_values != [0, 1, 2]:
+        raise ValidationFailed(
+            "this task rates units on the 0-2 scale (ordinal labels 0, 1, 2); keep it"
+        )
+    task.updates_item_status = False
+
+
 def judgment_task_save(
     *, project: Any, user: Any, task: JudgmentTask | None, **fields: Any
 ) -> JudgmentTask:
@@ -437,6 +528,91 @@ def judgment_task_save(
         raise ValidationFailed("author plus two verifiers needs an overlap of at least 2")
     if task.overlap < 1 or task.overlap > 50:
         raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
+    if task.has_units:
+        _keep_unit_scale(task)
     task.full_clean()
     task.save()
+    return task
+
+
+UNIT_QUESTIONS = {
+    UnitKind.JUDGE_REPORT: "Do you agree with this report of the judge on this answer? "
+    "0 disagree, 1 partly agree, 2 agree.",
+    UnitKind.ANSWER_CRITERION: "How well does this answer meet this criterion? "
+    "0 not met, 1 partially met, 2 fully met.",
+}
+MAX_UNITS = 100_000
+
+
+def unit_task_create(
+    *,
+    project: Any,
+    user: User,
+    unit_kind: str,
+    name: str,
+    unit_params: dict[str, Any],
+    overlap: int = 3,
+    question: str = "",
+    lease_minutes: int = 30,
+) -> JudgmentTask:
+    """Create a task whose judgments are about units rather than items (reviewers and
+    admins): rate a judge's agent reports (``judge-report``) or score rubric criteria of
+    answers (``answer-criterion``). The scale is 0-2 (ordinal), k = ``overlap`` people rate
+    each unit blind, the majority decides the unit's outcome, and item status is left alone.
+    The units are listed now by the unit source registered for the kind, from
+    ``unit_params``, and kept as ``TaskUnit`` rows in the order given."""
+    require(user=user, project=project, action="review")
+    try:
+        kind = UnitKind(unit_kind)
+    except ValueError:
+        raise ValidationFailed(f"unit kind: {unit_kind!r} is not one of judge-report, "
+                               "answer-criterion") from None  # fmt: skip
+    if kind is UnitKind.ITEM:
+        raise ValidationFailed("unit kind: item-level tasks are made with 'New judgment task'")
+    name = (name or "").strip()
+    if not name:
+        raise ValidationFailed("name: give the task a name")
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or not 1 <= overlap <= 50:
+        raise ValidationFailed("overlap: the number of people who rate each unit, 1 to 50")
+    if JudgmentTask.objects.filter(project=project, name=name).exists():
+        raise ValidationFailed(f"name: this project already has a judgment task {name!r}")
+    source = unit_source(kind)
+    with transaction.atomic():
+        task = JudgmentTask(
+            project=project,
+            name=name,
+            question=question.strip() or UNIT_QUESTIONS[kind],
+            scheme=Scheme.ORDINAL,
+            labels=RATING_LABELS[kind],
+            overlap=overlap,
+            consensus=Rule.MAJORITY,
+            updates_item_status=False,
+            author_may_judge=True,
+            lease_minutes=lease_minutes,
+            unit_kind=kind,
+            unit_params=unit_params,
+        )
+        task.full_clean()
+        task.save()
+        units = source.units(task=task)
+        if not units:
+            raise ValidationFailed("nothing to rate: the chosen answers have no such units")
+        if len(units) > MAX_UNITS:
+            raise ValidationFailed(
+                f"{len(units)} units is too many for one task (at most {MAX_UNITS}); "
+                "rate a sample of the answers"
+            )
+        keys = [key for _, key in units]
+        if len(set(keys)) != len(keys):
+            raise ValidationFailed("the unit source listed a unit twice")
+        item_ids = {item_id for item_id, _ in units}
+        if Item.objects.filter(pk__in=item_ids, project=project).count() != len(item_ids):
+            raise ValidationFailed("every unit must belong to an item of this project")
+        TaskUnit.objects.bulk_create(
+            [
+                TaskUnit(task=task, item_id=item_id, key=key, position=n)
+                for n, (item_id, key) in enumerate(units)
+            ],
+            batch_size=2000,
+        )
     return task

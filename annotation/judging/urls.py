@@ -9,4 +9,5 @@ urlpatterns = [
     path("projects/<int:project_id>/judge/<int:pk>/edit/", views.task_edit, name="task_edit"),
     path("judge/<int:pk>/next/", views.task_next, name="task_next"),
     path("judge/<int:pk>/items/<int:item_id>/", views.judge, name="judge"),
+    path("judge/<int:pk>/units/<str:unit>/", views.judge_unit, name="judge_unit"),
 ]

@@ -16,7 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.judging import selectors, services
 from annotation.judging.forms import JudgmentForm, TaskForm
-from annotation.judging.models import JudgmentTask
+from annotation.judging.models import JudgmentTask, TaskUnit
 from annotation.judging.plan_graph import layout
 from annotation.verification import rules as verification
 from annotation.verification import views as verification_views
@@ -68,6 +68,8 @@ def task_next(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied(exc.message) from None
     if assignment is None:
         return render(request, "annotation/queue_empty.html", {"task": task})
+    if assignment.unit:
+        return _go(request, reverse("annotation:judge_unit", args=[task.pk, assignment.unit]))
     return _go(request, reverse("annotation:judge", args=[task.pk, assignment.item_id]))
 
 
@@ -104,7 +106,10 @@ def _toolset_for(item: Item) -> Any:
     return plan_toolset(item.project.toolset)
 
 
-def _judge_context(request: HttpRequest, task: JudgmentTask, item: Item) -> dict[str, Any]:
+def _judge_context(
+    request: HttpRequest, task: JudgmentTask, item: Item, unit: str = ""
+) -> dict[str, Any]:
+    reviewer = permissions.can(user=request.user, project=task.project, action="review")
     context: dict[str, Any] = {
         "task": task,
         "project": task.project,
@@ -116,13 +121,13 @@ def _judge_context(request: HttpRequest, task: JudgmentTask, item: Item) -> dict
             ),
             "image_index" if task.project.kind == "trajectory" else "img_index",
         ),
-        "judgments": selectors.judgments_visible(user=request.user, task=task, item=item),
-        "outcome": selectors.outcome_for(task=task, item=item)
-        if permissions.can(user=request.user, project=task.project, action="review")
-        else None,
-        "can_review": permissions.can(user=request.user, project=task.project, action="review"),
+        "judgments": selectors.judgments_visible(
+            user=request.user, task=task, item=item, unit=unit
+        ),
+        "outcome": selectors.outcome_for(task=task, item=item, unit=unit) if reviewer else None,
+        "can_review": reviewer,
     }
-    if task.project.data_format == "mms":
+    if task.project.data_format == "mms" and not unit:
         context["plans"] = _plan_panel(item)
         context["input_files"] = _input_files(context["plans"])
     return context
@@ -137,15 +142,40 @@ def judge(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
     task = selectors.task_get(user=request.user, pk=pk)
     if verification.is_solve_task(task):  # blind solving has its own screen
         return verification_views.solve(request, task=task, item_id=item_id)
+    if task.has_units:
+        raise Http404("This task is judged unit by unit; ask for the next unit.")
     item = selectors.task_item_get(user=request.user, task=task, pk=item_id)
-    assignment = selectors.assignment_for(user=request.user, task=task, item=item)
+    return _judge_page(request, task, item)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@htmx_page
+def judge_unit(request: HtmxHttpRequest, pk: int, unit: str) -> HttpResponse:
+    """The judge page of one unit of a task with units (rate one judge report; score one
+    criterion of one answer): the item, what the unit source shows about the unit, and the
+    0-2 scale. Annotators reach it through a lease of that unit; reviewers may look at any
+    unit. Blind as for items: an annotator sees no one else's rating."""
+    task = selectors.task_get(user=request.user, pk=pk)
+    if not task.has_units:
+        raise Http404("This task judges whole items.")
+    task_unit = selectors.task_unit_get(user=request.user, task=task, key=unit)
+    return _judge_page(request, task, task_unit.item, task_unit)
+
+
+def _judge_page(
+    request: HtmxHttpRequest, task: JudgmentTask, item: Item, task_unit: TaskUnit | None = None
+) -> HttpResponse:
+    unit = task_unit.key if task_unit is not None else ""
+    what = "unit" if unit else "item"
+    assignment = selectors.assignment_for(user=request.user, task=task, item=item, unit=unit)
     reviewer = permissions.can(user=request.user, project=task.project, action="review")
     if assignment is None and not reviewer:
-        raise PermissionDenied("This item is not assigned to you. Ask for the next item.")
+        raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
     mine = next(
         (
             j
-            for j in selectors.judgments_visible(user=request.user, task=task, item=item)
+            for j in selectors.judgments_visible(user=request.user, task=task, item=item, unit=unit)
             if j.user_id == request.user.pk
         ),
         None,
@@ -157,17 +187,22 @@ def judge(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
         if form.is_valid():
             try:
                 services.judgment_submit(
-                    task=task, item=item, user=request_user(request), **form.judgment_kwargs()
+                    task=task,
+                    item=item,
+                    user=request_user(request),
+                    unit=unit,
+                    **form.judgment_kwargs(),
                 )
             except DomainError as exc:
                 form.add_error(None, exc.message)
                 status = exc.status_code if exc.status_code in (403, 409) else 200
             else:
                 return _go(request, reverse("annotation:task_next", args=[task.pk]))
-    context = _judge_context(request, task, item)
-    context.update({"form": form, "assignment": assignment, "mine": mine})
-    response = render(request, "annotation/judge.html", context, status=status)
-    return response
+    context = _judge_context(request, task, item, unit)
+    context.update({"form": form, "assignment": assignment, "mine": mine, "what": what})
+    if task_unit is not None:
+        context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)
+    return render(request, "annotation/judge.html", context, status=status)
 
 
 @login_required

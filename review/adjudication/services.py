@@ -40,6 +40,11 @@ def outcome_decide(
         raise Forbidden("only reviewers and admins decide disputed items")
     if item.project_id != task.project_id:
         raise ValidationFailed("the item is not in this task's project")
+    if task.has_units:
+        raise ValidationFailed(
+            "this task is rated unit by unit; its units are not settled by adjudication "
+            "(their ratings are the figures)"
+        )
     if verdict not in DECISIONS:
         raise ValidationFailed("decide accepted, rejected or discarded")
     reason = reason.strip()

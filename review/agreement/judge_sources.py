@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from annotation.judging.models import Judgment, JudgmentTask, Scheme
+from annotation.judging.models import Judgment, JudgmentTask, Scheme, UnitKind
 from benchmark import permissions
 from benchmark.exceptions import ValidationFailed
 from benchmark.metrics.judge_rater import judge_as_rater
@@ -46,8 +46,8 @@ from review.runs.models import RunSet, VisualVerdict
 
 #: A task whose unit is one criterion of one answer (people score it 0/1/2), as the judge run's
 #: rubric calls are; its judgments carry the unit ``response:<response id>:r<k>``.
-UNIT_ANSWER_CRITERION = "answer-criterion"
-ITEM_LEVEL = ""
+UNIT_ANSWER_CRITERION = UnitKind.ANSWER_CRITERION
+ITEM_LEVEL = UnitKind.ITEM
 RUBRIC_SCALE = {0, 1, 2}
 CRITERION_LABEL = re.compile(r"^r\d+$")
 
@@ -58,27 +58,19 @@ Row = tuple[str, str, Any]
 
 
 def task_unit_kind(task: JudgmentTask) -> str:
-    """What one unit of the task is: "" for an item, "answer-criterion" for a criterion of an
-    answer (a task kind that may not exist in every version of the models)."""
-    return str(getattr(task, "unit_kind", "") or ITEM_LEVEL)
-
-
-def _has_unit_field() -> bool:
-    return any(f.name == "unit" for f in Judgment._meta.get_fields())
+    """What one unit of the task is (``UnitKind``): an item, one criterion of an answer..."""
+    return str(task.unit_kind)
 
 
 def task_human_ratings(*, task: JudgmentTask) -> list[Row]:
     """Every person's judgment of the task as ``(unit key, username, value)``. The unit key is
-    the judgment's ``unit`` where the model has that field and it is set, else the item id as
-    text (item-level tasks). Lists and objects become their JSON text."""
-    fields = ["item_id", "user__username", "value"]
-    with_unit = _has_unit_field()
-    if with_unit:
-        fields.append("unit")
+    the judgment's ``unit`` for tasks with units, else the item id as text (item-level tasks).
+    Lists and objects become their JSON text."""
     rows: list[Row] = []
-    for row in Judgment.objects.filter(task=task).values_list(*fields).iterator(2000):
-        item_id, username, value = row[0], row[1], row[2]
-        unit = row[3] if with_unit else ""
+    judgments = Judgment.objects.filter(task=task).values_list(
+        "item_id", "user__username", "value", "unit"
+    )
+    for item_id, username, value, unit in judgments.iterator(2000):
         if isinstance(value, list | dict):
             value = orjson.dumps(value).decode()
         rows.append((str(unit or item_id), username, value))

@@ -34,23 +34,28 @@ LEVELS: dict[Scheme, Level] = {
 
 
 def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str, Any]:
-    """The full agreement report of a task: raters are users, items are items."""
+    """The full agreement report of a task: raters are users, items are items (for a task
+    with units, the units: ``(item id, unit key)``)."""
+
+    def key(item_id: int, unit: str) -> Any:
+        return (item_id, unit) if task.has_units else item_id
+
     rows = []
     times = {}
-    for item_id, username, value, seconds in Judgment.objects.filter(task=task).values_list(
-        "item_id", "user__username", "value", "seconds"
+    for item_id, unit, username, value, seconds in Judgment.objects.filter(task=task).values_list(
+        "item_id", "unit", "user__username", "value", "seconds"
     ):
         if isinstance(value, list | dict):
             value = orjson.dumps(value).decode()
-        rows.append((item_id, username, value))
+        rows.append((key(item_id, unit), username, value))
         if seconds:
-            times[(item_id, username)] = seconds
+            times[(key(item_id, unit), username)] = seconds
     final = {
-        item_id: value
-        for item_id, value in Outcome.objects.filter(task=task)
+        key(item_id, unit): value
+        for item_id, unit, value in Outcome.objects.filter(task=task)
         .exclude(verdict__in=("pending", "disputed"))
         .exclude(value=None)
-        .values_list("item_id", "value")
+        .values_list("item_id", "unit", "value")
     }
     categories = None
     if task.scheme == Scheme.BINARY:
@@ -87,18 +92,25 @@ def agreement_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     return agreement_compute(task=task)
 
 
+def _fields(task: JudgmentTask) -> list[str]:
+    """The export's columns; a task with units adds ``unit`` after ``item``."""
+    fields = ["item", "annotator", "value", "reason", "comment", "relabel", "seconds", "created_at"]
+    return [*fields[:1], "unit", *fields[1:]] if task.has_units else fields
+
+
 def judgments_rows(*, task: JudgmentTask) -> Iterator[dict[str, Any]]:
     rows = (
         Judgment.objects.filter(task=task)
-        .order_by("item__position", "item_id", "created_at")
+        .order_by("item__position", "item_id", "unit", "created_at")
         .values_list(
-            "item__external_id", "user__username", "value", "reason", "comment", "relabel",
-            "seconds", "created_at",
+            "item__external_id", "unit", "user__username", "value", "reason", "comment",
+            "relabel", "seconds", "created_at",
         )
     )  # fmt: skip
-    for ext, user, value, reason, comment, relabel, seconds, created in rows.iterator(2000):
+    for ext, unit, user, value, reason, comment, relabel, seconds, created in rows.iterator(2000):
+        row = {"item": ext, "unit": unit} if task.has_units else {"item": ext}
         yield {
-            "item": ext,
+            **row,
             "annotator": user,
             "value": value,
             "reason": reason,
@@ -118,7 +130,7 @@ def judgments_csv(*, task: JudgmentTask) -> Iterator[str]:
     """The judgments as CSV, safe to open in a spreadsheet: cells that would start a formula
     are prefixed with a quote (``csv_cell``), and every data cell is quoted."""
     buffer = io.StringIO()
-    fields = ["item", "annotator", "value", "reason", "comment", "relabel", "seconds", "created_at"]
+    fields = _fields(task)
     csv.writer(buffer).writerow(fields)
     writer = csv.DictWriter(buffer, fieldnames=fields, quoting=csv.QUOTE_ALL)
     for row in judgments_rows(task=task):

@@ -20,6 +20,7 @@ from review.agreement import judge_sources
 from review.agreement import services as agreement_module
 from review.agreement.presenters import judge_rater_view
 from review.pages import task_for_review
+from review.rate_judge.selectors import rate_figures
 
 
 def _confusion_cells(confusion: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +129,8 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             "job": job,
             "inline": n <= agreement_module.INLINE_LIMIT,
             **judge_context,
+            # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks.
+            "judge_rates": rate_figures(task=task),
         },
         status=400 if judge_context["judge_error"] else 200,
     )

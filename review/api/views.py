@@ -13,6 +13,7 @@ from benchmark.exceptions import Forbidden
 from benchmark.permissions import can
 from review.agreement.judge_sources import judge_rater_report, judge_sources_for
 from review.agreement.services import agreement_compute
+from review.rate_judge.selectors import rate_figures
 
 
 @extend_schema(
@@ -30,7 +31,8 @@ from review.agreement.services import agreement_compute
 def task_agreement(request: Request, pk: int) -> Response:
     """Agreement figures of a judgment task (reviewers and admins), the judge sources that can
     join as a rater, and with ``?judge=<key>`` that judge's figures (400 for a key that does
-    not fit the task)."""
+    not fit the task). A "rate the judge" task adds ``judge_rates``: the agreement rate per
+    agent (mean rating / 2, in percent) with its bootstrap interval, and per annotator."""
     task = judging_selectors.task_get(user=request.user, pk=pk)
     if not can(user=request.user, project=task.project, action="review"):
         raise Forbidden("only reviewers and admins see agreement figures")
@@ -42,4 +44,7 @@ def task_agreement(request: Request, pk: int) -> Response:
     key = request.query_params.get("judge", "").strip()
     if key:
         report["judge_rater"] = judge_rater_report(user=request.user, task=task, key=key)
+    rates = rate_figures(task=task)
+    if rates is not None:
+        report["judge_rates"] = rates
     return Response(report)

@@ -10,14 +10,16 @@
     });
   }
 
-  // A binary task picks by value (1 valid, 0 not valid) and submits; others pick the n-th choice.
+  // A binary task, or a form marked data-keys="value" (the 0-2 rating of a unit: rate the
+  // judge, score a criterion), picks by value and submits; others pick the n-th choice.
   function choose(event) {
     const radios = form ? [...form.querySelectorAll("input[name=value][type=radio]")] : [];
     const binary = radios.some((r) => r.value === "1") && radios.length === 2;
-    const pick = binary ? radios.find((r) => r.value === event.key) : radios[Number(event.key) - 1];
+    const byValue = binary || (form !== null && form.dataset.keys === "value");
+    const pick = byValue ? radios.find((r) => r.value === event.key) : radios[Number(event.key) - 1];
     if (!pick) return false;
     pick.checked = true;
-    if (binary) form.requestSubmit();
+    if (byValue) form.requestSubmit();
   }
 
   const keys = {

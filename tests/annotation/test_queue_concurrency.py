@@ -63,3 +63,54 @@ def test_parallel_requests_respect_the_overlap() -> None:
     assert max(per_item.values()) <= 3
     assert sum(per_item.values()) == 12  # 4 items x 3 = every user got one
     assert Counter(Assignment.objects.values_list("user_id", flat=True)).most_common(1)[0][1] == 1
+
+
+def test_parallel_requests_respect_the_overlap_of_units() -> None:
+    """The same for a task with units: several units of one item, each with its own k."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row-level locking is proven on PostgreSQL")
+    from annotation.judging.models import TaskUnit
+
+    toolset = Toolset.objects.create(name="atp-c")
+    project = Project.objects.create(name="u", kind="interleaved", data_format="atp",
+                                     tag_syntax="atp", toolset=toolset)  # fmt: skip
+    item = Item.objects.create(project=project, external_id="i0", position=0)
+    task = JudgmentTask.objects.create(
+        project=project,
+        name="rate",
+        question="?",
+        scheme="ordinal",
+        labels=[{"value": v, "label": str(v)} for v in (0, 1, 2)],
+        overlap=2,
+        consensus="majority",
+        updates_item_status=False,
+        unit_kind="judge-report",
+    )
+    for n, label in enumerate(("precision", "recall", "chief")):
+        TaskUnit.objects.create(task=task, item=item, key=f"response:1:{label}", position=n)
+    users = []
+    for n in range(8):
+        user = get_user_model().objects.create_user(f"v{n}", password="x")
+        Membership.objects.create(project=project, user=user, role="annotator")
+        users.append(user)
+    barrier = threading.Barrier(len(users))
+    errors: list[BaseException] = []
+
+    def ask(user) -> None:  # type: ignore[no-untyped-def]
+        try:
+            barrier.wait()
+            services.assignment_next_for_user(task=task, user=user)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=ask, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert not errors, errors
+    per_unit = Counter(Assignment.objects.filter(task=task).values_list("unit", flat=True))
+    assert per_unit == {"response:1:precision": 2, "response:1:recall": 2, "response:1:chief": 2}
