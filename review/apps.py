@@ -64,5 +64,8 @@ class ReviewConfig(AppConfig):
                 action="review",
                 title="Judge run",
                 unit="calls",
+                result_template="review/jobs/judge_result.html",
+                result_context="review.judges.views.job_result_context",
+                done_event="judge-run-done",
             )
         )

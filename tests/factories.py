@@ -651,3 +651,52 @@ class DiscardProposalFactory(DjangoModelFactory):
     item = factory.SubFactory(ItemFactory)
     proposed_by = factory.SubFactory(UserFactory)
     reason = "broken_markdown"
+
+
+class JudgeRunFactory(DjangoModelFactory):
+    """A judge run over a project's model answers (no job unless given)."""
+
+    class Meta:
+        model = "review.JudgeRun"
+
+    project = factory.SubFactory(ProjectFactory)
+    judge = "llmi-rubric"
+    base_url = "http://127.0.0.1:9/v1"
+    model = "judge-7b"
+    templates = factory.LazyFunction(dict)
+    selection = factory.LazyFunction(lambda: {"models": []})
+
+
+class JudgingJobFactory(JobFactory):
+    """The "judge" job of a judge run (``run``: the run)."""
+
+    class Params:
+        run = factory.SubFactory(JudgeRunFactory)
+
+    kind = "judge"
+    project = factory.SelfAttribute("run.project")
+    params = factory.LazyAttribute(
+        lambda j: {"project_id": j.run.project_id, "run_id": j.run.pk, "workers": 4}
+    )
+
+
+class JudgeCallFactory(DjangoModelFactory):
+    """One rubric call of a judge run about a model answer."""
+
+    class Meta:
+        model = "review.JudgeCall"
+
+    run = factory.SubFactory(JudgeRunFactory)
+    response = factory.SubFactory(
+        ResponseFactory,
+        item__project=factory.SelfAttribute("...run.project"),
+        origin=Origin.MODEL,
+        model_name="alpha",
+    )
+    label = "r1"
+    key = factory.Sequence(lambda n: f"{n:064x}")
+    template_id = "llmi.rubric"
+    template_version = "0123456789ab"
+    outputs = factory.LazyFunction(lambda: ['{"score": 2, "justification": "fine"}'])
+    parsed = factory.LazyFunction(lambda: {"score": 2, "justification": "fine"})
+    ok = True
