@@ -66,6 +66,9 @@ class ReviewConfig(AppConfig):
                 action="review",
                 title="Judge run",
                 unit="calls",
+                result_template="review/jobs/judge_result.html",
+                result_context="review.judges.views.job_result_context",
+                done_event="judge-run-done",
             )
         )
         job_kind_register(

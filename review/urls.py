@@ -12,4 +12,5 @@ urlpatterns = [
     path("", include("review.runs.urls")),
     path("", include("review.oracle.urls")),
     path("", include("review.rate_judge.urls")),
+    path("", include("review.judges.urls")),
 ]

@@ -766,3 +766,16 @@ class JudgeCallFactory(DjangoModelFactory):
     parsed = factory.LazyFunction(lambda: {"score": 80, "tier": "good", "why": "Fine."})
     outputs = factory.LazyAttribute(lambda c: [json.dumps(c.parsed)])
     ok = True
+
+
+class JudgingJobFactory(JobFactory):
+    """The "judge" job of a judge run (``run``: the run)."""
+
+    class Params:
+        run = factory.SubFactory(JudgeRunFactory)
+
+    kind = "judge"
+    project = factory.SelfAttribute("run.project")
+    params = factory.LazyAttribute(
+        lambda j: {"project_id": j.run.project_id, "run_id": j.run.pk, "workers": 4}
+    )

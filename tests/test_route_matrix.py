@@ -70,6 +70,7 @@ from tests.factories import (
     ItemFactory,
     JudgeCallFactory,
     JudgeRunFactory,
+    JudgingJobFactory,
     JudgmentFactory,
     JudgmentTaskFactory,
     MembershipFactory,
@@ -248,6 +249,13 @@ def _job_cases(kwargs: Callable[[Any, Any], dict[str, Any]], *, page: str) -> tu
             lambda w: kwargs(w, w.jobs.agreement),
             Access.REVIEW,
             refusal=Expect.REFUSED,
+        ),
+        Case(
+            f"{page}: judge run job",
+            lambda w: kwargs(w, w.jobs.judging),
+            Access.REVIEW,
+            refusal=Expect.REFUSED,
+            shows={"reviewer": (REVIEWERS_ONLY,)},
         ),
         Case(f"{page}: model call about an item", lambda w: kwargs(w, w.jobs.ask), Access.VIEW),
         Case(
@@ -877,6 +885,46 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             shows={"reviewer": (SECRET_REFERENCE, SECRET_VARIANT)},
         ),
     ),
+    "review:judge_runs": (
+        Case("judge answers", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "judge answers, no judge",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
+        ),
+    ),
+    "review:judge_run": (
+        Case(
+            "judge run results",
+            lambda w: {"pk": w.rubric_run.pk},
+            Access.REVIEW,
+            shows={"reviewer": (REVIEWERS_ONLY,)},
+        ),
+        Case(
+            "judge run answers fragment",
+            lambda w: {"pk": w.rubric_run.pk},
+            Access.REVIEW,
+            headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "judge-answers"},
+        ),
+    ),
+    "review:judge_run_resume": (
+        Case(
+            "resume a failed judge run",
+            lambda w: {"pk": w.rubric_run.pk},
+            Access.REVIEW,
+            method="post",
+        ),
+    ),
+    "review:judge_compare": (
+        Case("compare judge runs", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "compare a judge run with itself",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            query=lambda w: f"?a=run:{w.rubric_run.pk}&b=run:{w.rubric_run.pk}",
+        ),
+    ),
     # ------------------------------------------------------------------ API
     "api-root": (Case("API root", lambda w: {}, Access.LOGGED_IN),),
     "schema": (Case("OpenAPI schema", lambda w: {}, Access.LOGGED_IN),),
@@ -1250,6 +1298,23 @@ def build_world() -> SimpleNamespace:
         status="succeeded",
         result={"n_judgments": 1, "note": REVIEWERS_ONLY},
     )
+    w.rubric_run = JudgeRunFactory(
+        project=w.project, judge="llmi-rubric", created_by=users["reviewer"]
+    )
+    JudgeCallFactory(
+        run=w.rubric_run,
+        response__item=w.item,
+        response__key="model:alpha",
+        response__model_name="alpha",
+        label="r1",
+        template_id="llmi.rubric",
+        parsed={"score": 2, "justification": "fine"},
+    )
+    w.jobs.judging = JudgingJobFactory(
+        run=w.rubric_run, created_by=users["reviewer"], error=REVIEWERS_ONLY, **failed
+    )
+    w.rubric_run.job = w.jobs.judging
+    w.rubric_run.save(update_fields=["job"])
     w.jobs.ask = ModelCallJobFactory(
         item=w.item,
         created_by=users["annotator"],

@@ -290,6 +290,9 @@ class AnswerRecord:
     input_file: str | None = None
     row_number: int | None = None  # 1-based, LLM-I's sample_index
     prompt: str | None = None
+    #: Scores the record already carries (LLM-I's released result format): its ``scores``
+    #: and ``justifications`` objects, as read; None when it has none.
+    released: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -468,6 +471,12 @@ def _record(value: Any, name: str, where: str, default_model: str) -> AnswerReco
     if prompt is not None and not isinstance(prompt, str):
         raise FormatError(f"{where}: must be a string", file=name, field="prompt")
     record.prompt = prompt
+    if isinstance(value.get("scores"), dict):
+        record.released = {
+            key: value[key]
+            for key in ("scores", "justifications")
+            if isinstance(value.get(key), dict)
+        }
     number = value.get("sample_index")
     if number is not None:
         if isinstance(number, str) and number.strip().isdigit():

@@ -51,6 +51,8 @@ class ImportReport:
     updated: int
     unchanged: int
     unknown: list[str]
+    #: The models whose answers were matched to items (what the import stored or kept).
+    models: list[str] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -66,7 +68,9 @@ def answers_import(
     """Store model answers read from answer files (the formats ``score_responses`` reads) as
     the project's model Responses: one per item and model (key ``model:<name>``), matched to
     items as ``score_responses`` matches them. Importing the same files again changes
-    nothing; a changed answer text replaces the stored one. ``user`` None is the command
+    nothing; a changed answer text replaces the stored one. Scores a record already carries
+    (LLM-I's released ``scores``/``justifications``) are kept in the Response's ``extra``
+    under those keys, as the LLM-I dataset import keeps them. ``user`` None is the command
     line. A bad file, or a model answering an item twice, raises ValidationFailed naming the
     file and line; answers naming items the project does not have are counted in
     ``unknown``."""
@@ -115,17 +119,29 @@ def answers_import(
                     source_file=record.file[:255],
                     text=record.text,
                     position=1000,
+                    extra=dict(record.released or {}),
                 )
                 row.full_clean(validate_unique=False, validate_constraints=False)
                 row.save()
                 created += 1
-            elif row.text != record.text or row.origin != Origin.MODEL:
+            elif (
+                row.text != record.text
+                or row.origin != Origin.MODEL
+                or any(row.extra.get(k) != v for k, v in (record.released or {}).items())
+            ):
                 row.text, row.origin, row.source_file = record.text, Origin.MODEL, record.file[:255]
-                row.save(update_fields=["text", "origin", "source_file"])
+                row.extra = {**row.extra, **(record.released or {})}
+                row.save(update_fields=["text", "origin", "source_file", "extra"])
                 updated += 1
             else:
                 unchanged += 1
-    return ImportReport(created=created, updated=updated, unchanged=unchanged, unknown=unknown)
+    return ImportReport(
+        created=created,
+        updated=updated,
+        unchanged=unchanged,
+        unknown=unknown,
+        models=sorted({record.model[:200] for record in chosen.values()}),
+    )
 
 
 def answers_for(*, project: Project, models: Sequence[str] = ()) -> list[Response]:
@@ -233,6 +249,43 @@ def _job(run: JudgeRun, user: User | None, workers: int, enqueue: bool) -> Job:
             kind=JUDGE_KIND, user=user, project=run.project, params=params
         )
     return job_services.job_create(kind=JUDGE_KIND, user=user, project=run.project, params=params)
+
+
+def judge_run_start(
+    *,
+    project: Project,
+    user: User,
+    judge: str,
+    base_url: str = "",
+    model: str = "",
+    models: Sequence[str] = (),
+    files: Sequence[tuple[str, bytes]] = (),
+    workers: int = 4,
+) -> tuple[JudgeRun, Job]:
+    """The "Judge answers" page: import the uploaded answer files (if any), then start a run
+    as a job (enqueued after commit), all or nothing. With files and no ``models`` named, the
+    run judges the uploaded files' models."""
+    permissions.require(user=user, project=project, action="review")
+    with transaction.atomic():
+        if files:
+            imported = answers_import(project=project, files=files, user=user)
+            if not imported.models:
+                shown = ", ".join(imported.unknown[:5])
+                raise ValidationFailed(
+                    f"none of the {len(imported.unknown)} uploaded answers names an item of "
+                    f"this project ({shown}{', …' if len(imported.unknown) > 5 else ''})"
+                )
+            models = list(models) or imported.models
+        return judge_run_create(
+            project=project,
+            user=user,
+            judge=judge,
+            base_url=base_url,
+            model=model,
+            models=models,
+            workers=workers,
+            enqueue=True,
+        )
 
 
 def judge_run_resume(

@@ -1,0 +1,88 @@
+"""The "Judge answers" form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from review.judges.models import JudgeName
+from review.judges.services import MAX_WORKERS
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class AnswerFilesField(forms.FileField):
+    """Several answer files at once (Django's documented pattern); none is fine."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".json,.jsonl"}))
+        kwargs.setdefault("required", False)
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        single = super().clean
+        if not data:
+            return []
+        if isinstance(data, list | tuple):
+            return [single(d, initial) for d in data if d]
+        return [single(data, initial)]
+
+
+JUDGES = ", ".join(JudgeName.values)
+
+
+class JudgeRunForm(forms.Form):
+    judge = forms.ChoiceField(
+        choices=JudgeName.choices,
+        widget=forms.RadioSelect,
+        error_messages={
+            "required": f"choose a judge: {JUDGES}",
+            "invalid_choice": f"unknown judge %(value)s; choose one of {JUDGES}",
+        },
+    )
+    base_url = forms.URLField(
+        required=False,
+        assume_scheme="http",
+        max_length=500,
+        label="Endpoint base URL",
+        help_text="An OpenAI-compatible endpoint (vLLM, Ollama, a hosted API). Empty: the "
+        "project's model.",
+    )
+    model = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Judge model",
+        help_text="Empty: the project's model.",
+    )
+    models = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Which answers",
+        help_text="Tick one or several models; none ticked: every model's answers (with an "
+        "upload: the uploaded models').",
+        error_messages={"invalid_choice": "the project has no model answers of %(value)s"},
+    )
+    answers = AnswerFilesField(
+        label="Upload answer files",
+        help_text="JSON or JSONL in the formats 'Score model answers' reads (LLM-I's "
+        "evaluation results keep their released scores); imported as the project's model "
+        "answers before the run starts.",
+    )
+    workers = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_WORKERS,
+        initial=4,
+        label="Workers",
+        help_text=f"Calls at once (1–{MAX_WORKERS}), within the endpoint's own limit.",
+    )
+
+    def __init__(self, *args: Any, models: list[tuple[str, int]] = (), **kwargs: Any) -> None:  # type: ignore[assignment]
+        super().__init__(*args, **kwargs)
+        field = self.fields["models"]
+        assert isinstance(field, forms.MultipleChoiceField)
+        field.choices = [
+            (name, f"{name} ({n} answer{'s' if n != 1 else ''})") for name, n in models
+        ]
