@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("review.plans.urls")),
     path("", include("review.answers.urls")),
     path("", include("review.runs.urls")),
+    path("", include("review.judge_settings.urls")),
 ]

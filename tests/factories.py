@@ -14,6 +14,7 @@ from factory.django import DjangoModelFactory
 from PIL import Image as PILImage
 
 from benchmark.images import services
+from benchmark.judges import Template
 from benchmark.models import (
     Image,
     Item,
@@ -651,3 +652,32 @@ class DiscardProposalFactory(DjangoModelFactory):
     item = factory.SubFactory(ItemFactory)
     proposed_by = factory.SubFactory(UserFactory)
     reason = "broken_markdown"
+
+
+class JudgeTemplateVersionFactory(DjangoModelFactory):
+    """A project's own text of a judge template (``number`` must follow the project's last)."""
+
+    class Meta:
+        model = "review.JudgeTemplateVersion"
+
+    project = factory.SubFactory(ProjectFactory)
+    template_id = "llmi.llm_judge"
+    number = 1
+    system = "You are a strict judge. Reply with exactly two lines:\nText: n\nImage: n"
+    user = "Task:\n{prompt}\n\nAnswer:\n{answer}"
+    version = factory.LazyAttribute(
+        lambda v: Template(id=v.template_id, system=v.system, user=v.user).version
+    )
+    created_by = factory.SubFactory(UserFactory)
+
+
+class JudgeWeightsFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.JudgeWeights"
+
+    project = factory.SubFactory(ProjectFactory)
+    number = 1
+    rule = 0.2
+    llm = 0.5
+    mllm = 0.3
+    created_by = factory.SubFactory(UserFactory)
