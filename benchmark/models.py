@@ -481,6 +481,16 @@ class Job(models.Model):
         "longer than its task's time limit lost its worker.",
     )
     finished_at = models.DateTimeField(null=True, blank=True)
+    #: Someone asked to cancel the job (``benchmark.jobs.services.job_cancel``): a queued job
+    #: is failed at once and never runs; a running one stops at its next progress report.
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -495,6 +505,17 @@ class Job(models.Model):
     @property
     def done(self) -> bool:
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+    @property
+    def cancelled(self) -> bool:
+        """Stopped on request: a cancelled job is a failed job whose result says so (so every
+        place that shows a failed job's message shows "Cancelled by ...")."""
+        return self.status == JobStatus.FAILED and bool((self.result or {}).get("cancelled"))
+
+    @property
+    def cancelling(self) -> bool:
+        """Asked to stop, not stopped yet (it stops at its next progress report)."""
+        return self.cancel_requested_at is not None and not self.done
 
     @property
     def worker_lost(self) -> bool:

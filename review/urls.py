@@ -13,4 +13,5 @@ urlpatterns = [
     path("", include("review.oracle.urls")),
     path("", include("review.rate_judge.urls")),
     path("", include("review.judges.urls")),
+    path("", include("review.judge_settings.urls")),
 ]

@@ -14,6 +14,7 @@ from factory.django import DjangoModelFactory
 from PIL import Image as PILImage
 
 from benchmark.images import services
+from benchmark.judges import Template
 from benchmark.models import (
     Image,
     Item,
@@ -779,3 +780,32 @@ class JudgingJobFactory(JobFactory):
     params = factory.LazyAttribute(
         lambda j: {"project_id": j.run.project_id, "run_id": j.run.pk, "workers": 4}
     )
+
+
+class JudgeTemplateVersionFactory(DjangoModelFactory):
+    """A project's own text of a judge template (``number`` must follow the project's last)."""
+
+    class Meta:
+        model = "review.JudgeTemplateVersion"
+
+    project = factory.SubFactory(ProjectFactory)
+    template_id = "llmi.llm_judge"
+    number = 1
+    system = "You are a strict judge. Reply with exactly two lines:\nText: n\nImage: n"
+    user = "Task:\n{prompt}\n\nAnswer:\n{answer}"
+    version = factory.LazyAttribute(
+        lambda v: Template(id=v.template_id, system=v.system, user=v.user).version
+    )
+    created_by = factory.SubFactory(UserFactory)
+
+
+class JudgeWeightsFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.JudgeWeights"
+
+    project = factory.SubFactory(ProjectFactory)
+    number = 1
+    rule = 0.2
+    llm = 0.5
+    mllm = 0.3
+    created_by = factory.SubFactory(UserFactory)

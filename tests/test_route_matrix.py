@@ -332,6 +332,43 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "job-1"},
         ),
     ),
+    "benchmark:job_cancel": (
+        # Every job of the world has ended (409) except the other project's queued import.
+        Case(
+            "cancel a finished model call (started by the annotator)",
+            lambda w: {"pk": w.jobs.ask.pk},
+            Access.VIEW,
+            method="post",
+            blind=Expect.FORBIDDEN,  # sees the job, did not start it, does not review
+        ),
+        Case(
+            "cancel an import job",
+            lambda w: {"pk": w.jobs.imported.pk},
+            Access.MANAGE,
+            method="post",
+            refusal=Expect.REFUSED,
+        ),
+        Case(
+            "cancel an answer scoring job",
+            lambda w: {"pk": w.jobs.answer_scoring.pk},
+            Access.REVIEW,
+            method="post",
+            refusal=Expect.REFUSED,
+        ),
+        Case(
+            "cancel the author's drafting call",
+            lambda w: {"pk": w.jobs.drafting.pk},
+            Access.REVIEW,
+            method="post",
+            refusal=Expect.REFUSED,
+        ),
+        Case(
+            "cancel another project's queued job",
+            lambda w: {"pk": w.jobs.other.pk},
+            Access.OTHER,
+            method="post",
+        ),
+    ),
     "benchmark:job_retry": (
         Case(
             "retry a failed model call",
@@ -923,6 +960,39 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             lambda w: {"project_id": w.project.pk},
             Access.REVIEW,
             query=lambda w: f"?a=run:{w.rubric_run.pk}&b=run:{w.rubric_run.pk}",
+        ),
+    ),
+    "review:judge_settings": (
+        Case("judge settings", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "judge settings fragment",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            headers=HX_MAIN,
+        ),
+    ),
+    "review:judge_template_save": (
+        Case(
+            "judge template save, empty",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+        ),
+        Case(
+            "judge template reset, already the built-in (400)",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+            data={"template": "llmi.llm_judge", "base": "0", "op": "reset"},
+        ),
+    ),
+    "review:judge_weights_save": (
+        Case(
+            "LLM-I weights, the paper's preset",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+            data={"base": "0", "preset": "paper"},
         ),
     ),
     # ------------------------------------------------------------------ API

@@ -201,6 +201,12 @@ class JobSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(choices=JobStatus.choices, read_only=True)
     percent = serializers.IntegerField(read_only=True)
     done = serializers.BooleanField(read_only=True)
+    cancelled = serializers.BooleanField(
+        read_only=True, help_text="Stopped on request (status failed, error 'Cancelled by ...')."
+    )
+    cancelling = serializers.BooleanField(
+        read_only=True, help_text="Asked to stop; it stops at its next progress report."
+    )
     filename = serializers.SerializerMethodField()
     result = serializers.JSONField(read_only=True)
     created_by = serializers.CharField(
@@ -214,6 +220,8 @@ class JobSerializer(serializers.ModelSerializer):
             "kind",
             "status",
             "done",
+            "cancelled",
+            "cancelling",
             "progress",
             "total",
             "percent",

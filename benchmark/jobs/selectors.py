@@ -49,7 +49,9 @@ def job_list(
         visible |= of_kind
     visible |= ~Q(kind__in=[s.name for s in job_kinds()]) & Q(created_by=user.pk)
     return (
-        jobs.filter(visible).select_related("project", "created_by").order_by("-created_at", "-id")
+        jobs.filter(visible)
+        .select_related("project", "created_by", "cancel_requested_by")
+        .order_by("-created_at", "-id")
     )
 
 

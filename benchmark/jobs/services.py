@@ -9,7 +9,14 @@
        upload folder removed.
 
 What differs per kind (runner, who may see it, time limit, upload area, result fragment) is
-declared once in ``benchmark.jobs.kinds``."""
+declared once in ``benchmark.jobs.kinds``.
+
+Cancelling (``job_cancel``): a queued job is failed at once ("Cancelled by ...", its result
+``{"cancelled": true}``) and ``job_claim`` never starts it; a running job gets a cancel request
+on its row, and its next progress report raises :class:`JobCancelled` in the runner, which
+``job_run`` records the same way (after cleaning up). A cancelled job is a failed job, so every
+page that shows a failed job's message shows who cancelled it; ``Job.cancelled`` tells them
+apart."""
 
 from __future__ import annotations
 
@@ -27,8 +34,11 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transac
 from django.db.models.sql.subqueries import UpdateQuery
 from django.utils import timezone
 
+from benchmark import permissions
 from benchmark.exceptions import (
+    Conflict,
     DomainError,
+    Forbidden,
 )
 from benchmark.formats import FormatError
 from benchmark.jobs.kinds import JobKind, job_kind
@@ -130,8 +140,20 @@ def job_progress(
     Job.objects.filter(pk=job_id).update(**_progress_fields(progress, total, message))
 
 
+class JobCancelled(Exception):  # noqa: N818 - reads as what happened, like SoftTimeLimitExceeded
+    """Raised by the progress callback when someone asked to cancel the job: the runner stops
+    where it is (``finally`` blocks and transactions unwind as for any error) and ``job_run``
+    records the job as cancelled. Runners must not swallow it."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        super().__init__(f"job #{job_id} was cancelled")
+
+
 class JobProgress:
     """The progress callback a runner gets: ``progress(progress=n, total=..., message=...)``.
+    It raises :class:`JobCancelled` when a cancel was requested (the report is written only
+    while none is: the same single UPDATE, so checking costs no extra query).
 
     Progress must be readable by the polling request while the runner is still writing. Outside
     a transaction every report commits at once. Inside one (an import writes all or nothing in
@@ -158,14 +180,23 @@ class JobProgress:
         aside = connection.in_atomic_block and connection.vendor != "sqlite"
         if aside and self._write_aside(fields):
             return
-        Job.objects.filter(pk=self.job_id).update(**fields)
+        written = Job.objects.filter(self._live()).update(**fields)
+        # No row written: the job is gone, or it has a cancel request.
+        if not written and self._cancel_requested():
+            raise JobCancelled(self.job_id)
+
+    def _cancel_requested(self) -> bool:
+        return Job.objects.filter(pk=self.job_id, cancel_requested_at__isnull=False).exists()
+
+    def _live(self) -> models.Q:
+        return models.Q(pk=self.job_id, cancel_requested_at__isnull=True)
 
     def _write_aside(self, fields: dict[str, Any]) -> bool:
         if self._side is None:
             self._side = connections.create_connection(DEFAULT_DB_ALIAS)
         query = UpdateQuery(Job)
         query.add_update_values(fields)
-        query.add_q(models.Q(pk=self.job_id))
+        query.add_q(self._live())
         sql, params = query.get_compiler(connection=self._side).as_sql()
         with self._side.cursor() as cursor:
             cursor.execute(sql, params)
@@ -298,6 +329,56 @@ def job_finish(*, job_id: int, result: dict[str, Any] | None = None, error: str 
     job.save(update_fields=["status", "error", "result", "progress", "finished_at"])
 
 
+def job_can_cancel(*, user: Any, job: Job) -> bool:
+    """Whether ``user`` may cancel ``job`` (one they may see, the caller checked that): the
+    user who started it, or a reviewer or admin of its project. Says nothing of its state."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if job.created_by_id is not None and job.created_by_id == user.pk:
+        return True
+    project = job.project
+    return project is not None and permissions.can(user=user, project=project, action="review")
+
+
+def _cancelled_text(user: Any, *, queued: bool) -> str:
+    who = user.get_username() if user is not None else "someone"
+    return f"Cancelled by {who}" + (" before it started." if queued else ".")
+
+
+def job_cancel(*, job: Job, user: User) -> Job:
+    """Cancel a job the user may see (the caller looked it up through
+    ``benchmark.jobs.selectors.job_get``). A queued job is failed at once and never runs; a
+    running job is asked to stop and stops at its next progress report (``JobCancelled``);
+    asking again changes nothing. Forbidden unless the user started the job or reviews its
+    project; Conflict when the job has already ended. Returns the job as stored now."""
+    if not job_can_cancel(user=user, job=job):
+        raise Forbidden(
+            "only the user who started this job, or a reviewer of its project, may cancel it"
+        )
+    now = timezone.now()
+    # A queued job: failed before any worker claims it (job_claim wants "queued").
+    stopped = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+        status=JobStatus.FAILED,
+        error=_cancelled_text(user, queued=True),
+        message="",
+        result={"cancelled": True, "cancelled_by": user.get_username()},
+        cancel_requested_at=now,
+        cancel_requested_by=user,
+        finished_at=now,
+    )
+    if stopped:
+        job_cleanup(job=job)
+    else:
+        # A running job (or one a worker claimed meanwhile): ask it to stop.
+        Job.objects.filter(
+            pk=job.pk, status=JobStatus.RUNNING, cancel_requested_at__isnull=True
+        ).update(cancel_requested_at=now, cancel_requested_by=user)
+    job.refresh_from_db()
+    if job.done and not job.cancelled:
+        raise Conflict(f"job #{job.pk} has already {job.status}; there is nothing to cancel")
+    return job
+
+
 def job_run(*, job_id: int) -> None:
     """The body of the one job task. Nothing when the job is not queued (a repeated delivery,
     or a job the sweep failed). Otherwise the kind's runner gets the job and a progress
@@ -310,17 +391,22 @@ def job_run(*, job_id: int) -> None:
     job = Job.objects.select_related("project", "created_by").get(pk=job_id)
     spec = job_kind(job.kind)
     progress = JobProgress(job_id)
-    result: dict[str, Any] = {}
+    result: dict[str, Any] | None = {}
     error = ""
     try:
         if spec is None:
             raise DomainError(f"no runner is registered for jobs of kind {job.kind!r}")
         result = spec.run(job=job, progress=progress)
+    except JobCancelled:
+        who = Job.objects.select_related("cancel_requested_by").get(pk=job_id).cancel_requested_by
+        error = _cancelled_text(who, queued=False)
+        result = {"cancelled": True, "cancelled_by": who.get_username() if who else None}
     except DomainError as exc:
-        error = exc.message or exc.__class__.__name__
+        error, result = exc.message or exc.__class__.__name__, None
     except FormatError as exc:
-        error = str(exc)
+        error, result = str(exc), None
     except SoftTimeLimitExceeded:
+        result = None
         minutes = job_time_limit(job.kind) // 60
         error = (
             f"The job ran into its {minutes}-minute time limit and was stopped; nothing more "
@@ -328,6 +414,7 @@ def job_run(*, job_id: int) -> None:
         )
     except Exception as exc:  # noqa: BLE001 - the job row must say that it failed
         log.exception("job %s (%s) failed", job_id, job.kind)
+        result = None
         error = (
             f"unexpected error ({exc.__class__.__name__}) in job #{job_id}; the server log has "
             "the details. Retry, and tell an administrator if it happens again."
@@ -335,4 +422,4 @@ def job_run(*, job_id: int) -> None:
     finally:
         progress.close()
         job_cleanup(job=job)
-    job_finish(job_id=job_id, result=None if error else result, error=error)
+    job_finish(job_id=job_id, result=result, error=error)

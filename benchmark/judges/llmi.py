@@ -12,7 +12,7 @@ normalised scores; R_rule is :func:`benchmark.tags.rule_score` (the image-count 
     R = w_rule * R_rule + w_llm * R_llm + w_mllm * R_mllm * R_rule
 
 R_rule gates the MLLM term. Default weights are 1/3 each (issue 10). Note: the paper's training
-setup (§3.1, "Training") does give w_rule = 0.2, w_llm = 0.5, w_mllm = 0.3; they are
+setup (§4.1 Setup, "Training") does give w_rule = 0.2, w_llm = 0.5, w_mllm = 0.3; they are
 :data:`PAPER_TRAINING_WEIGHTS`, for callers who want the paper's figures. An answer whose LLM or
 MLLM judgment failed has no R and is excluded from the model's means (counted in ``excluded``).
 """

@@ -258,26 +258,59 @@ def tool_calls_of(answer: str) -> list[str]:
     return [call.raw for call in parse(answer, "atp").tools]
 
 
-def precision_call(*, query: str, answer: str, model: str, images: Sequence[str] = ()) -> Call:
+def precision_call(
+    *,
+    query: str,
+    answer: str,
+    model: str,
+    images: Sequence[str] = (),
+    template: Template = PRECISION_TEMPLATE,
+) -> Call:
     """``images``: the query's input images (data URLs or references)."""
     calls = tool_calls_of(answer)
     listing = "\n".join(f"{i}. {raw}" for i, raw in enumerate(calls, start=1))
     values = {"query": query, "answer": answer, "call_count": len(calls), "calls": listing}
-    return build_call(PRECISION_TEMPLATE, model, "precision", values, images)
+    return build_call(template, model, "precision", values, images)
 
 
-def recall_call(*, query: str, answer: str, model: str, images: Sequence[str] = ()) -> Call:
-    return build_call(RECALL_TEMPLATE, model, "recall", {"query": query, "answer": answer}, images)
+def recall_call(
+    *,
+    query: str,
+    answer: str,
+    model: str,
+    images: Sequence[str] = (),
+    template: Template = RECALL_TEMPLATE,
+) -> Call:
+    return build_call(template, model, "recall", {"query": query, "answer": answer}, images)
 
 
 def first_stage_calls(
-    *, query: str, answer: str, model: str, images: Sequence[str] = ()
+    *,
+    query: str,
+    answer: str,
+    model: str,
+    images: Sequence[str] = (),
+    precision_template: Template = PRECISION_TEMPLATE,
+    recall_template: Template = RECALL_TEMPLATE,
 ) -> list[Call]:
     """The Precision (left out when the answer has no tool call) and Recall calls; the Chief
     call needs their parsed reports (:func:`chief_call`)."""
-    calls = [recall_call(query=query, answer=answer, model=model, images=images)]
+    calls = [
+        recall_call(
+            query=query, answer=answer, model=model, images=images, template=recall_template
+        )
+    ]
     if tool_calls_of(answer):
-        calls.insert(0, precision_call(query=query, answer=answer, model=model, images=images))
+        calls.insert(
+            0,
+            precision_call(
+                query=query,
+                answer=answer,
+                model=model,
+                images=images,
+                template=precision_template,
+            ),
+        )
     return calls
 
 
@@ -297,6 +330,7 @@ def chief_call(
     recall: RecallReport,
     model: str,
     images: Sequence[str] = (),
+    template: Template = CHIEF_TEMPLATE,
 ) -> Call:
     values = {
         "query": query,
@@ -304,7 +338,7 @@ def chief_call(
         "precision_report": _report_json(precision),
         "recall_report": _report_json(recall),
     }
-    return build_call(CHIEF_TEMPLATE, model, "chief", values, images)
+    return build_call(template, model, "chief", values, images)
 
 
 # --------------------------------------------------------------------------- reports

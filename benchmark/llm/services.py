@@ -357,8 +357,13 @@ def model_call_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         )
         raise DomainError(str(exc)) from exc
     except Exception as exc:
-        # Recorded as a failed call; the pipeline logs the traceback and fails the job.
-        message = f"unexpected error: {exc.__class__.__name__}"
+        # Recorded as a failed call; the pipeline logs the traceback and fails the job (or
+        # records it as cancelled).
+        message = (
+            "cancelled"
+            if isinstance(exc, services.JobCancelled)
+            else f"unexpected error: {exc.__class__.__name__}"
+        )
         _record(job=job, config=config, request=request, result=None, error=message, key=key)
         raise
     call = _record(job=job, config=config, request=request, result=result, key=key)

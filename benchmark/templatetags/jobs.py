@@ -16,4 +16,11 @@ register = template.Library()
 
 @register.inclusion_tag("partials/job_card.html", takes_context=True)
 def job_card(context: template.Context, job: Job, notice: str = "") -> dict[str, Any]:
-    return {**job_card_context(job), "request": context.get("request"), "notice": notice}
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    return {
+        **job_card_context(job, user=user),
+        "request": request,
+        "notice": notice,
+        "csrf_token": context.get("csrf_token"),
+    }

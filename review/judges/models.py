@@ -18,7 +18,14 @@ from django.db import models
 from benchmark.fields import JSONField
 from benchmark.models import Job, Plan, Project, Response
 
-__all__ = ["JudgeCall", "JudgeName", "JudgeRun", "PlanJudgeCall"]
+__all__ = [
+    "JudgeCall",
+    "JudgeName",
+    "JudgeRun",
+    "JudgeTemplateVersion",
+    "JudgeWeights",
+    "PlanJudgeCall",
+]
 
 
 class JudgeName(models.TextChoices):
@@ -38,6 +45,10 @@ class JudgeRun(models.Model):
     templates = JSONField(default=dict, blank=True)
     #: Which answers: ``{"models": [...]}`` (empty: every model answer of the project).
     selection = JSONField(default=dict, blank=True)
+    #: LLM-I reward weights used (``{"rule", "llm", "mllm", "source"}``), recorded when the
+    #: run is created; empty for the other judges (and runs from before weights were kept:
+    #: their reports use the default, equal weights).
+    weights = JSONField(default=dict, blank=True)
     job = models.ForeignKey(
         Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_runs"
     )
@@ -120,3 +131,75 @@ class PlanJudgeCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label} of plan {self.plan_id} ({'ok' if self.ok else 'failed'})"
+
+
+class JudgeTemplateVersion(models.Model):
+    """One version of a project's text for one judge template (``benchmark.judges.TEMPLATES``
+    id). Every edit adds a version, nothing is overwritten; the highest ``number`` is the
+    project's current text, and a project with no version uses the built-in template.
+
+    ``is_default`` marks a "reset to default": the project follows the built-in template
+    again (also when a later release changes it); ``system``/``user`` keep the built-in text
+    of that moment, so the history and old runs can still show it. ``version`` is the text's
+    content hash (``Template.version``), the one a run records; ``base_number`` is the
+    version the editor was opened on (0: the built-in), for the history's "edited from"."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="judge_template_versions"
+    )
+    template_id = models.CharField(max_length=100)
+    number = models.PositiveIntegerField()
+    system = models.TextField(blank=True)
+    user = models.TextField()
+    version = models.CharField(max_length=20)
+    is_default = models.BooleanField(default=False)
+    base_number = models.PositiveIntegerField(default=0)
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "template_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "template_id", "number"], name="judge_template_version_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(number__gte=1), name="judge_template_version_number_gte_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.template_id} v{self.number} of project {self.project_id}"
+
+
+class JudgeWeights(models.Model):
+    """One version of a project's LLM-I reward weights, normalised to sum to 1; the highest
+    ``number`` is current, and a project with none uses equal weights (1/3 each). ``preset``
+    names where the values came from ("equal", "paper") when a preset was chosen."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="judge_weights")
+    number = models.PositiveIntegerField()
+    rule = models.FloatField()
+    llm = models.FloatField()
+    mllm = models.FloatField()
+    preset = models.CharField(max_length=20, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "number"], name="judge_weights_unique"),
+            models.CheckConstraint(
+                condition=models.Q(rule__gte=0, llm__gte=0, mllm__gte=0),
+                name="judge_weights_non_negative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"weights v{self.number} of project {self.project_id}"

@@ -30,11 +30,12 @@ from django.db import transaction
 from benchmark import judges, permissions
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.jobs.kinds import Progress
-from benchmark.judges import Call, Judgment
+from benchmark.judges import Call, Judgment, Template
 from benchmark.judges import plan_validity as validity
 from benchmark.llm.client import ChatClient, ModelError
 from benchmark.models import Job, Origin, Plan, Project
 from benchmark.typing import User
+from review.judge_settings.selectors import judge_templates_for
 from review.judges import services as judge_services
 from review.judges.models import JudgeName, JudgeRun, PlanJudgeCall
 
@@ -73,7 +74,7 @@ def plan_judge_run_create(
     if not plans_for(project=project, models=models):
         which = f"plans of {', '.join(models)}" if models else "ground-truth plans"
         raise ValidationFailed(f"the project has no {which} to judge; import some")
-    template = validity.PLAN_VALIDITY_TEMPLATE
+    template = _template(project)
     with transaction.atomic():
         run = JudgeRun.objects.create(
             project=project,
@@ -90,9 +91,16 @@ def plan_judge_run_create(
     return run, job
 
 
-def plan_call(plan: Plan, model: str) -> Call:
+def _template(project: Project, versions: dict[str, str] | None = None) -> Template:
+    """The plan validity template a run uses: the project's text (or the built-in), or with
+    ``versions`` (a run's recorded ``{id: version}``) exactly the text the run started with."""
+    chosen = judge_templates_for(project=project, judge=JudgeName.MMS_PLAN, versions=versions)
+    return chosen[validity.PLAN_VALIDITY_TEMPLATE.id]
+
+
+def plan_call(plan: Plan, model: str, template: Template = validity.PLAN_VALIDITY_TEMPLATE) -> Call:
     return validity.plan_validity_call(
-        query=plan.item.query, steps=plan.steps, code=plan.code, model=model
+        query=plan.item.query, steps=plan.steps, code=plan.code, model=model, template=template
     )
 
 
@@ -169,9 +177,10 @@ def plan_judge_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         raise DomainError(str(exc)) from exc
     started = time.monotonic()
     plans = plans_for(project=run.project, models=run.selection.get("models") or [])
+    template = _template(run.project, run.templates or None)
     keyed = []
     for plan in plans:
-        call = plan_call(plan, config.model)
+        call = plan_call(plan, config.model, template)
         keyed.append((plan, call, judge_services.call_key(call, config.base_url)))
     total = len(keyed)
     stored = {(c.plan_id, c.key): c for c in run.plan_calls.all()}

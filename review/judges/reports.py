@@ -85,15 +85,17 @@ EQUAL_WEIGHTS = {"rule": 1 / 3, "llm": 1 / 3, "mllm": 1 / 3}
 
 def run_weights(run: JudgeRun) -> dict[str, Any]:
     """The weights of R = w_rule R_rule + w_llm R_llm + w_mllm R_mllm R_rule the run used:
-    the ones it recorded (``weights``, else ``selection["weights"]``), else equal weights
-    (``default`` True)."""
+    the ones it recorded (``weights``, else ``selection["weights"]``), else equal weights.
+    ``default`` says the weights are the equal default; ``preset`` where they came from."""
     raw = getattr(run, "weights", None) or (run.selection or {}).get("weights")
     if isinstance(raw, Mapping) and all(
         isinstance(raw.get(k), int | float) and not isinstance(raw.get(k), bool)
         for k in EQUAL_WEIGHTS
     ):
-        return {k: float(raw[k]) for k in EQUAL_WEIGHTS} | {"default": False}
-    return {**EQUAL_WEIGHTS, "default": True}
+        weights = {k: float(raw[k]) for k in EQUAL_WEIGHTS}
+        equal = all(abs(v - 1 / 3) < 1e-9 for v in weights.values())
+        return weights | {"default": equal, "preset": str(raw.get("preset") or "")}
+    return {**EQUAL_WEIGHTS, "default": True, "preset": ""}
 
 
 # =========================================================================== runs

@@ -9,7 +9,9 @@ Figures per model (definitions in ``benchmark.judges``):
   parsed.
 * ``llmi-llm``: ``r_llm`` = mean over answers of the two normalised LLM-judge scores.
 * ``llmi-mllm``: ``r_rule``, ``r_llm``, ``r_mllm`` and R = w_rule R_rule + w_llm R_llm +
-  w_mllm R_mllm R_rule with equal weights (1/3 each).
+  w_mllm R_mllm R_rule with the weights the run recorded (the project's when it was created,
+  ``review.judge_settings``; equal, 1/3 each, by default), stated in the summary's
+  ``weights``.
 * ``atp-mam``: ``fs`` (mean Chief score), ``mi`` (mean missed images per answer), ``sr``
   (percent of tool calls scored 2 on all six sub-checks) and the six sub-check shares.
 * ``mms-plan``: per plan, not per model: ``valid`` = percent of plans judged valid (overall,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from benchmark import judges, permissions
@@ -34,7 +37,10 @@ from benchmark.judges.base import mean
 from benchmark.models import ItemStatus, Response
 from benchmark.tags import parse_image_num
 from benchmark.typing import AnyUser
+from review.judge_settings.selectors import weights_of_run
 from review.judges.models import JudgeCall, JudgeName, JudgeRun
+
+EQUAL_WEIGHTS = llmi_judge.Weights()
 
 
 def judge_run_get(*, user: AnyUser, pk: int) -> JudgeRun:
@@ -110,10 +116,17 @@ def _rubric(response: Response, by_label: dict[str, Judgment[Any]]) -> tuple[Any
     return answer, scores
 
 
-def _reward(response: Response, by_label: dict[str, Judgment[Any]]) -> tuple[Any, dict]:
+def _reward(
+    response: Response,
+    by_label: dict[str, Judgment[Any]],
+    weights: llmi_judge.Weights = EQUAL_WEIGHTS,
+) -> tuple[Any, dict]:
     r_rule = llmi_judge.rule_reward(response.text, _image_num(response))
     answer = llmi_judge.answer_reward(
-        r_rule, by_label.get("llm") or _missing("llm"), by_label.get("mllm") or _missing("mllm")
+        r_rule,
+        by_label.get("llm") or _missing("llm"),
+        by_label.get("mllm") or _missing("mllm"),
+        weights,
     )
     scores: dict[str, Any] = {
         "llm": vars(answer.llm.value) if answer.llm.value else None,
@@ -165,12 +178,14 @@ def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
         by_response[row.response_id][row.label] = judgment_of(row, row.response)
         if not row.ok:
             failed[row.response_id].append(f"{row.label}: {row.error}")
-    build = {
+    weights = weights_of_run(run.weights)
+    builders: dict[str, Callable[[Response, dict[str, Judgment[Any]]], tuple[Any, dict]]] = {
         JudgeName.LLMI_RUBRIC: _rubric,
         JudgeName.LLMI_LLM: _reward,
-        JudgeName.LLMI_MLLM: _reward,
+        JudgeName.LLMI_MLLM: partial(_reward, weights=weights),
         JudgeName.ATP_MAM: _mam,
-    }[JudgeName(run.judge)]
+    }
+    build = builders[JudgeName(run.judge)]
     ordered = sorted(
         responses.values(), key=lambda r: (r.item.position, r.item_id, r.model_name, r.pk)
     )
@@ -189,16 +204,16 @@ def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
             }
         )
     models = {name: _figures(run.judge, per_model[name]) for name in sorted(per_model)}
-    return {
-        "answers": answers,
-        "summary": {
-            "judge": run.judge,
-            "judge_model": run.model,
-            "templates": run.templates,
-            "models": models,
-            "excluded": sum(m["excluded"] for m in models.values()),
-        },
+    summary: dict[str, Any] = {
+        "judge": run.judge,
+        "judge_model": run.model,
+        "templates": run.templates,
+        "models": models,
+        "excluded": sum(m["excluded"] for m in models.values()),
     }
+    if run.judge == JudgeName.LLMI_MLLM:
+        summary["weights"] = {"rule": weights.rule, "llm": weights.llm, "mllm": weights.mllm}
+    return {"answers": answers, "summary": summary}
 
 
 def _figures(judge: str, values: list[Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +25,7 @@ from benchmark import judges, permissions
 from benchmark.exceptions import Conflict, DomainError, ValidationFailed
 from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
-from benchmark.judges import Call, Judgment, mam, plan_validity
+from benchmark.judges import Call, Judgment, Template, mam
 from benchmark.judges import llmi as llmi_judge
 from benchmark.judges import rubric as rubric_judge
 from benchmark.llm.client import ChatClient, ChatRequest, ModelConfig, ModelError
@@ -35,6 +35,7 @@ from benchmark.models import Item, Job, Origin, Project, Response
 from benchmark.tags import parse as parse_tags
 from benchmark.typing import User
 from review.answers.services import read_uploads
+from review.judge_settings.selectors import judge_templates_for, judge_weights_for
 from review.judges.models import JudgeCall, JudgeName, JudgeRun
 from review.judges.selectors import judge_run_report, judgment_of, parser_for
 
@@ -179,15 +180,18 @@ def _config(project: Project, base_url: str = "", model: str = "") -> tuple[Mode
     return config, dict(resolved.params) if resolved is not None else {}
 
 
-def _templates(judge: str) -> dict[str, str]:
-    chosen = {
-        JudgeName.LLMI_RUBRIC: [rubric_judge.RUBRIC_TEMPLATE],
-        JudgeName.LLMI_LLM: [llmi_judge.LLM_TEMPLATE],
-        JudgeName.LLMI_MLLM: [llmi_judge.LLM_TEMPLATE, llmi_judge.MLLM_TEMPLATE],
-        JudgeName.ATP_MAM: [mam.PRECISION_TEMPLATE, mam.RECALL_TEMPLATE, mam.CHIEF_TEMPLATE],
-        JudgeName.MMS_PLAN: [plan_validity.PLAN_VALIDITY_TEMPLATE],
-    }[JudgeName(judge)]
-    return {t.id: t.version for t in chosen}
+def _templates(project: Project, judge: str) -> dict[str, str]:
+    """``{template id: version}`` of the templates a new run uses: the project's own text
+    where it has one, else the built-in (``review.judge_settings``)."""
+    chosen = judge_templates_for(project=project, judge=judge)
+    return {t.id: t.version for t in chosen.values()}
+
+
+def _weights(project: Project, judge: str) -> dict[str, Any]:
+    """The LLM-I reward weights a new ``llmi-mllm`` run records (the project's, else equal)."""
+    if judge != JudgeName.LLMI_MLLM:
+        return {}
+    return judge_weights_for(project=project).as_record()
 
 
 def judge_run_create(
@@ -232,7 +236,8 @@ def judge_run_create(
             judge=judge,
             base_url=config.base_url[:500],
             model=config.model[:200],
-            templates=_templates(judge),
+            templates=_templates(project, judge),
+            weights=_weights(project, judge),
             selection={"models": list(models)},
             created_by=user,
         )
@@ -292,8 +297,9 @@ def judge_run_resume(
     *, run: JudgeRun, user: User | None, workers: int = 4, enqueue: bool = False
 ) -> Job:
     """A new job for an existing run whose job has ended (its worker died and the sweep failed
-    it, or it failed): only the calls the run has not finished are made. Conflict while the
-    run's job is still queued or running."""
+    it, it failed, or it was cancelled): only the calls the run has not finished are made,
+    with the template versions the run recorded. Conflict while the run's job is still queued
+    or running."""
     if user is not None:
         permissions.require(user=user, project=run.project, action="review")
     if not 1 <= workers <= MAX_WORKERS:
@@ -327,27 +333,48 @@ def rendered_answer(text: str) -> str:
     return "".join(out)
 
 
-def first_calls(judge: str, response: Response, model: str) -> list[Call]:
-    """The calls of one answer that need no other call's result."""
+def first_calls(
+    judge: str,
+    response: Response,
+    model: str,
+    templates: Mapping[str, Template] | None = None,
+) -> list[Call]:
+    """The calls of one answer that need no other call's result, built with ``templates``
+    (by id; the built-in templates where one is not given)."""
+    t = dict(judges.TEMPLATES, **(templates or {}))
     item = response.item
     if judge == JudgeName.LLMI_RUBRIC:
         criteria = rubric_judge.criteria_of({"rubric": item.rubric or []})
         return rubric_judge.rubric_calls(
-            prompt=item.query, answer=response.text, criteria=criteria, model=model
+            prompt=item.query,
+            answer=response.text,
+            criteria=criteria,
+            model=model,
+            template=t[rubric_judge.RUBRIC_TEMPLATE.id],
         )
+    llm = t[llmi_judge.LLM_TEMPLATE.id]
     if judge == JudgeName.LLMI_LLM:
-        return [llmi_judge.llm_call(prompt=item.query, answer=response.text, model=model)]
+        return [
+            llmi_judge.llm_call(prompt=item.query, answer=response.text, model=model, template=llm)
+        ]
     if judge == JudgeName.LLMI_MLLM:
         return [
-            llmi_judge.llm_call(prompt=item.query, answer=response.text, model=model),
+            llmi_judge.llm_call(prompt=item.query, answer=response.text, model=model, template=llm),
             llmi_judge.mllm_call(
                 prompt=item.query,
                 rendered_answer=rendered_answer(response.text),
                 images=[],
                 model=model,
+                template=t[llmi_judge.MLLM_TEMPLATE.id],
             ),
         ]
-    return mam.first_stage_calls(query=item.query, answer=response.text, model=model)
+    return mam.first_stage_calls(
+        query=item.query,
+        answer=response.text,
+        model=model,
+        precision_template=t[mam.PRECISION_TEMPLATE.id],
+        recall_template=t[mam.RECALL_TEMPLATE.id],
+    )
 
 
 def call_key(call: Call, base_url: str) -> str:
@@ -506,11 +533,17 @@ class _Runner:
                 )
                 for response, call, key in todo
             ]
-            for response, call, key, future in futures:
-                self.save(response, call, key, outcome=future.result())
-                self.made += 1
-                self.done += 1
-                self.tick()
+            try:
+                for response, call, key, future in futures:
+                    self.save(response, call, key, outcome=future.result())
+                    self.made += 1
+                    self.done += 1
+                    self.tick()
+            except BaseException:
+                # Cancelled (the progress report raised JobCancelled) or failed: send no more
+                # calls. The few already sent finish and are dropped; a resumed run makes them.
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
 
     def save(
         self,
@@ -572,7 +605,12 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         raise DomainError(str(exc)) from exc
     answers = answers_for(project=run.project, models=run.selection.get("models") or [])
     model = runner.config.model
-    first = [(r, c) for r in answers for c in first_calls(run.judge, r, model)]
+    # The very template versions the run recorded when it was created (a resumed run makes
+    # the calls it made before, even if the project's text changed since).
+    templates = judge_templates_for(
+        project=run.project, judge=run.judge, versions=run.templates or None
+    )
+    first = [(r, c) for r in answers for c in first_calls(run.judge, r, model, templates)]
     runner.total = len(first)
     if run.judge == JudgeName.ATP_MAM:
         runner.total += len(answers)  # one Chief Judge call per answer at most
@@ -601,6 +639,7 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
                         precision=precision_value,
                         recall=recall_value,
                         model=model,
+                        template=templates[mam.CHIEF_TEMPLATE.id],
                     ),
                 )
             )

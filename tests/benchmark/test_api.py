@@ -199,6 +199,7 @@ def test_jobs_are_scoped_and_hide_server_paths(
     body = clients["admin"].get(f"/api/jobs/{data['job'].pk}/").json()
     assert body["status"] == "queued"
     assert body["done"] is False
+    assert body["cancelled"] is False and body["cancelling"] is False
     assert "params" not in body
 
 

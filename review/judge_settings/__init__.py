@@ -1,0 +1,2 @@
+"""Judge settings of a project: its own text for each judge prompt template (every version
+kept) and the LLM-I reward weights. Runs read them through ``selectors``."""
