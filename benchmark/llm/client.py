@@ -271,13 +271,13 @@ class RateGate:
 
     def pause(self, seconds: float) -> float:
         """Hold every request until ``seconds`` from now (a longer pause already set stays);
-        returns the time, on the gate's clock, until which requests are held."""
+        returns that time on the gate's clock, for ``passage(waited_out=...)``."""
         with self._lock:
             until = self.clock() + max(0.0, seconds)
             if until > self._paused_until:
                 self._paused_until = until
                 self._pauses += 1
-            return self._paused_until
+            return until
 
     def passage(self, *, waited_out: float = 0.0) -> float:
         """Wait until a request may go; returns the seconds waited. ``waited_out``: a pause

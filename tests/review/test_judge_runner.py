@@ -343,7 +343,19 @@ def test_a_pause_set_while_waiting_is_waited_out_too() -> None:
     assert t.sleeps == [5.0, 7.0]
 
 
-def test_rpm_and_concurrency_come_from_the_projects_model_settings(settings: Any) -> None:
+def test_a_thread_skips_only_the_pause_it_slept_through_itself() -> None:
+    t = FakeTime()
+    gate = RateGate(clock=t.clock, sleep=t.sleep)
+    mine = gate.pause(5)  # this thread's 429; it sleeps the 5 s through its own backoff
+    assert gate.passage(waited_out=mine) == 0.0
+    gate.pause(9)  # then another thread's longer one
+    assert gate.passage(waited_out=mine) == 9.0
+
+
+def test_rpm_comes_from_the_projects_model_settings_or_the_environment(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(llm_client, "_gates", {})  # this test's gates only
     project = ProjectFactory(
         settings={"model": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "rpm": 90}}
     )
