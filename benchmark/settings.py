@@ -33,6 +33,8 @@ env = environ.Env(
     BENCHWRIGHT_MODEL_TIMEOUT=(float, 120.0),
     BENCHWRIGHT_MODEL_MAX_RETRIES=(int, 3),
     BENCHWRIGHT_MODEL_CONCURRENCY=(int, 4),
+    BENCHWRIGHT_MODEL_RPM=(int, 0),
+    JUDGE_MAX_IMAGES=(int, 16),
     MODEL_API_KEY_ENV_ALLOWLIST=(list, ["BENCHWRIGHT_MODEL_API_KEY"]),
     LOGIN_FAILURE_LIMIT=(int, 10),
     LOGIN_COOLOFF_MINUTES=(int, 15),
@@ -210,6 +212,10 @@ BENCHWRIGHT_MODEL_API_KEY = env("BENCHWRIGHT_MODEL_API_KEY")
 BENCHWRIGHT_MODEL_TIMEOUT = env("BENCHWRIGHT_MODEL_TIMEOUT")
 BENCHWRIGHT_MODEL_MAX_RETRIES = env("BENCHWRIGHT_MODEL_MAX_RETRIES")
 BENCHWRIGHT_MODEL_CONCURRENCY = env("BENCHWRIGHT_MODEL_CONCURRENCY")
+# At most this many requests a minute to the model endpoint, from all threads; 0: no cap.
+BENCHWRIGHT_MODEL_RPM = env("BENCHWRIGHT_MODEL_RPM")
+# At most this many images in one judge call; a call with more fails with a message.
+JUDGE_MAX_IMAGES = env("JUDGE_MAX_IMAGES")
 # The environment variables a project's model settings may name as its key ("api_key_env"),
 # comma-separated. "NAME=https://host/v1" allows NAME for that base URL only. The default key
 # variable, BENCHWRIGHT_MODEL_API_KEY, only ever goes to BENCHWRIGHT_MODEL_BASE_URL.

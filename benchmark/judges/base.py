@@ -137,6 +137,18 @@ class Call:
     messages: list[dict[str, Any]]
     inputs: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def image_refs(self) -> list[str]:
+        """The URLs of the call's image parts, in order (``sha256:...`` references or data
+        URLs, as passed to :func:`build_call`)."""
+        return [
+            part["image_url"]["url"]
+            for message in self.messages
+            if isinstance(message.get("content"), list)
+            for part in message["content"]
+            if part.get("type") == "image_url"
+        ]
+
 
 def image_part(ref: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": ref}}

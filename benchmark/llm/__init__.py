@@ -15,6 +15,8 @@ from benchmark.llm.client import (
     ModelConfig,
     ModelError,
     ModelNotConfigured,
+    RateGate,
+    endpoint_gate,
     image_mime,
 )
 
@@ -32,7 +34,9 @@ __all__ = [
     "ModelConfig",
     "ModelError",
     "ModelNotConfigured",
+    "RateGate",
     "ResponseCache",
+    "endpoint_gate",
     "image_mime",
     "request_key",
 ]

@@ -5,6 +5,9 @@ llama.cpp server, LiteLLM), through the ``openai`` SDK. Pure Python: no Django.
 - transient errors (connection errors, timeouts, 429, 5xx) are retried with exponential backoff
   (the SDK's own retries are off, so the policy and its count are ours and testable);
 - at most ``concurrency`` calls run at once per base URL, across threads of one process;
+- one :class:`RateGate` per base URL, shared by every thread of the process, spaces requests to
+  at most ``rpm`` a minute (when set) and, when the endpoint answers 429, holds every thread's
+  next request until its Retry-After (or the backoff) has passed, not only the one that got it;
 - a cache keyed by the request, the endpoint and a scope answers repeats; in replay mode only
   the cache answers, and a miss raises ``CacheMiss``, so a judge run or a drafting session can be
   reproduced exactly."""
@@ -29,6 +32,8 @@ CACHE_MODES: tuple[str, ...] = ("use", "off", "replay")
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_CONCURRENCY = 4
+DEFAULT_RPM = 0
+"""No cap on requests per minute."""
 
 
 class ModelError(Exception):
@@ -62,12 +67,16 @@ class ModelConfig:
     backoff_base: float = 0.5
     backoff_max: float = 20.0
     concurrency: int = DEFAULT_CONCURRENCY
+    #: At most this many requests a minute to the endpoint, from all threads; 0: no cap.
+    rpm: int = DEFAULT_RPM
 
     def __post_init__(self) -> None:
         if not self.base_url or not self.model:
             raise ModelNotConfigured("a model needs both a base URL and a model name")
         if self.concurrency < 1:
             raise ModelNotConfigured("the concurrency limit must be at least 1")
+        if self.rpm < 0:
+            raise ModelNotConfigured("the requests-per-minute cap must be 0 (none) or more")
         if self.max_retries < 0 or self.timeout <= 0:
             raise ModelNotConfigured("retries must be >= 0 and the timeout > 0")
 
@@ -160,6 +169,31 @@ class ChatRequest:
         """The messages as keyed: images by their sha256."""
         return self._messages(lambda img: {"type": "image", "sha256": img.sha256})
 
+    @classmethod
+    def from_messages(
+        cls,
+        messages: list[dict[str, Any]],
+        *,
+        images: tuple[ImageInput, ...] | list[ImageInput] = (),
+        params: dict[str, Any] | None = None,
+    ) -> ChatRequest:
+        """A request from OpenAI chat messages as a judge builds them (``benchmark.judges``):
+        the system message's text and the last user message's text parts; its image parts
+        are references the caller resolves, and ``images`` are sent in their place, in
+        order."""
+        system = prompt = ""
+        for message in messages:
+            content = message.get("content") or ""
+            if not isinstance(content, str):
+                content = "\n".join(
+                    str(p.get("text", "")) for p in content if p.get("type") == "text"
+                )
+            if message.get("role") == "system":
+                system = content
+            else:
+                prompt = content
+        return cls(prompt=prompt, system=system, images=tuple(images), params=dict(params or {}))
+
     def key(self, model: str, *, endpoint: str = "", scope: str = "") -> str:
         return request_key(
             model=model,
@@ -210,6 +244,95 @@ def endpoint_limit(base_url: str, size: int) -> threading.BoundedSemaphore:
         return current[1]
 
 
+class RateGate:
+    """What every thread of a process must pass before it sends a request to one endpoint.
+
+    * ``rpm`` > 0 spaces requests at least 60 / rpm seconds apart (each passage reserves the
+      next slot), so all threads together stay under the cap;
+    * ``pause(seconds)`` (an endpoint's 429, with its Retry-After) holds every later passage
+      until then; a pause that arrives while a thread waits makes it wait again.
+
+    ``clock`` and ``sleep`` are injectable so tests need no wall clock."""
+
+    def __init__(
+        self,
+        *,
+        rpm: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.clock = clock
+        self.sleep = sleep
+        self._lock = threading.Lock()
+        self._interval = 0.0
+        self._next_slot = 0.0
+        self._paused_until = 0.0
+        self._pauses = 0
+        self.rpm = rpm
+
+    @property
+    def rpm(self) -> int:
+        return round(60.0 / self._interval) if self._interval else 0
+
+    @rpm.setter
+    def rpm(self, value: int) -> None:
+        with self._lock:
+            self._interval = 60.0 / value if value and value > 0 else 0.0
+
+    @property
+    def paused_until(self) -> float:
+        with self._lock:
+            return self._paused_until
+
+    def pause(self, seconds: float) -> float:
+        """Hold every request until ``seconds`` from now (a longer pause already set stays);
+        returns that time on the gate's clock, for ``passage(waited_out=...)``."""
+        with self._lock:
+            until = self.clock() + max(0.0, seconds)
+            if until > self._paused_until:
+                self._paused_until = until
+                self._pauses += 1
+            return until
+
+    def passage(self, *, waited_out: float = 0.0) -> float:
+        """Wait until a request may go; returns the seconds waited. ``waited_out``: a pause
+        (as returned by ``pause``) the caller has already slept through itself."""
+        waited = 0.0
+        while True:
+            with self._lock:
+                now = self.clock()
+                paused = self._paused_until if self._paused_until > waited_out else 0.0
+                start = max(now, paused, self._next_slot if self._interval else 0.0)
+                if self._interval:
+                    self._next_slot = start + self._interval
+                pauses = self._pauses
+            delay = start - now
+            if delay <= 0:
+                return waited
+            self.sleep(delay)
+            waited += delay
+            with self._lock:
+                if self._pauses == pauses:  # no new pause while asleep: the slot is ours
+                    return waited
+
+
+_gates_lock = threading.Lock()
+_gates: dict[str, RateGate] = {}
+
+
+def endpoint_gate(base_url: str, rpm: int = 0) -> RateGate:
+    """The process's gate for ``base_url`` (one per endpoint, created on first use); ``rpm``
+    replaces its cap, and a pause in force stays."""
+    key = base_url.rstrip("/")
+    with _gates_lock:
+        gate = _gates.get(key)
+        if gate is None:
+            gate = _gates[key] = RateGate(rpm=rpm)
+        elif gate.rpm != rpm:
+            gate.rpm = rpm
+        return gate
+
+
 # --------------------------------------------------------------------------- client
 
 Progress = Callable[[str], None]
@@ -219,7 +342,13 @@ class ChatClient:
     """Calls one configured endpoint. ``cache`` (optional) answers repeats; ``mode`` is "use"
     (read and fill the cache), "off" (always call) or "replay" (only the cache answers).
     Cached answers are keyed by the endpoint too, and by ``scope`` (the app passes its
-    project), so they are never shared across endpoints or scopes."""
+    project), so they are never shared across endpoints or scopes.
+
+    Every request passes the endpoint's :class:`RateGate` (``gate``; default the process's
+    gate for the base URL). ``sleep`` waits out a backoff; default the gate's. Used as a
+    context manager (``with ChatClient(...) as client``), the client keeps one HTTP
+    connection pool for all its calls, from any thread, until the block ends; otherwise each
+    call opens and closes its own."""
 
     def __init__(
         self,
@@ -228,7 +357,8 @@ class ChatClient:
         cache: ResponseCache | None = None,
         mode: CacheMode = "use",
         scope: str = "",
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
+        gate: RateGate | None = None,
     ) -> None:
         if mode not in CACHE_MODES:
             raise ModelError(f"unknown cache mode {mode!r}; use one of {', '.join(CACHE_MODES)}")
@@ -238,7 +368,48 @@ class ChatClient:
         self.cache = cache
         self.mode = mode
         self.scope = scope
-        self._sleep = sleep
+        self.gate = gate if gate is not None else endpoint_gate(config.base_url, config.rpm)
+        self._sleep = sleep if sleep is not None else self.gate.sleep
+        self._shared: openai.OpenAI | None = None
+        self._keep_open = False
+        self._shared_lock = threading.Lock()
+
+    def __enter__(self) -> ChatClient:
+        return self.keep_open()
+
+    def keep_open(self) -> ChatClient:
+        """Keep one connection pool for every later call, from any thread, until ``close``."""
+        with self._shared_lock:
+            self._keep_open = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the kept connection pool (a later call opens a new one)."""
+        with self._shared_lock:
+            self._keep_open = False
+            shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.close()
+
+    def _sdk(self) -> openai.OpenAI:
+        cfg = self.config
+        return openai.OpenAI(
+            base_url=cfg.base_url,
+            api_key=cfg.api_key or "none",
+            timeout=cfg.timeout,
+            max_retries=0,
+        )
+
+    def _kept_sdk(self) -> openai.OpenAI | None:
+        with self._shared_lock:
+            if not self._keep_open:
+                return None
+            if self._shared is None:
+                self._shared = self._sdk()
+            return self._shared
 
     def key(self, request: ChatRequest) -> str:
         """The cache key of ``request`` to this client's model, endpoint and scope."""
@@ -283,53 +454,69 @@ class ChatClient:
         return max(0.0, min(delay, cfg.backoff_max))
 
     def _call(self, request: ChatRequest, key: str, progress: Progress | None) -> ChatResult:
-        cfg = self.config
         messages = request.wire_messages()
+        kept = self._kept_sdk()
+        if kept is not None:
+            return self._attempts(kept, request, messages, key, progress)
+        with self._sdk() as sdk:
+            return self._attempts(sdk, request, messages, key, progress)
+
+    def _attempts(
+        self,
+        sdk: openai.OpenAI,
+        request: ChatRequest,
+        messages: list[dict[str, Any]],
+        key: str,
+        progress: Progress | None,
+    ) -> ChatResult:
+        cfg = self.config
         attempts_allowed = cfg.max_retries + 1
-        with openai.OpenAI(
-            base_url=cfg.base_url,
-            api_key=cfg.api_key or "none",
-            timeout=cfg.timeout,
-            max_retries=0,
-        ) as sdk:
-            attempt = 0
-            while True:
-                attempt += 1
-                if progress:
-                    progress(
-                        f"waiting for {cfg.model}"
-                        if attempt == 1
-                        else f"waiting for {cfg.model} (attempt {attempt} of {attempts_allowed})"
+        waited_out = 0.0  # a pause this thread set and slept through itself
+        attempt = 0
+        while True:
+            attempt += 1
+            if progress:
+                progress(
+                    f"waiting for {cfg.model}"
+                    if attempt == 1
+                    else f"waiting for {cfg.model} (attempt {attempt} of {attempts_allowed})"
+                )
+            self.gate.passage(waited_out=waited_out)
+            try:
+                with endpoint_limit(cfg.base_url, cfg.concurrency):
+                    started = time.monotonic()
+                    response = sdk.chat.completions.create(
+                        model=cfg.model,
+                        messages=messages,  # type: ignore[arg-type]
+                        **request.params,
                     )
-                try:
-                    with endpoint_limit(cfg.base_url, cfg.concurrency):
-                        started = time.monotonic()
-                        response = sdk.chat.completions.create(
-                            model=cfg.model,
-                            messages=messages,  # type: ignore[arg-type]
-                            **request.params,
-                        )
-                        latency_ms = int((time.monotonic() - started) * 1000)
-                except (openai.APIConnectionError, openai.RateLimitError) as exc:
-                    error: Exception = exc
-                except openai.APIStatusError as exc:
-                    if exc.status_code < 500:
-                        raise ModelCallFailed(
-                            _describe(exc), attempts=attempt, status=exc.status_code
-                        ) from exc
-                    error = exc
-                except openai.OpenAIError as exc:
-                    raise ModelCallFailed(_describe(exc), attempts=attempt) from exc
-                else:
-                    return _result(response, cfg.model, key, latency_ms, attempt)
-                if attempt >= attempts_allowed:
+                    latency_ms = int((time.monotonic() - started) * 1000)
+            except (openai.APIConnectionError, openai.RateLimitError) as exc:
+                error: Exception = exc
+            except openai.APIStatusError as exc:
+                if exc.status_code < 500:
                     raise ModelCallFailed(
-                        f"{_describe(error)} (gave up after {attempt} attempt"
-                        f"{'s' if attempt > 1 else ''})",
-                        attempts=attempt,
-                        status=getattr(error, "status_code", None),
-                    ) from error
-                self._sleep(self._backoff(attempt, error))
+                        _describe(exc), attempts=attempt, status=exc.status_code
+                    ) from exc
+                error = exc
+            except openai.OpenAIError as exc:
+                raise ModelCallFailed(_describe(exc), attempts=attempt) from exc
+            else:
+                return _result(response, cfg.model, key, latency_ms, attempt)
+            delay = self._backoff(attempt, error)
+            paused = 0.0
+            if isinstance(error, openai.RateLimitError):
+                # The endpoint is saturated: hold every thread's next request, not only ours.
+                paused = self.gate.pause(delay)
+            if attempt >= attempts_allowed:
+                raise ModelCallFailed(
+                    f"{_describe(error)} (gave up after {attempt} attempt"
+                    f"{'s' if attempt > 1 else ''})",
+                    attempts=attempt,
+                    status=getattr(error, "status_code", None),
+                ) from error
+            self._sleep(delay)
+            waited_out = max(waited_out, paused)
 
 
 def _describe(exc: Exception) -> str:

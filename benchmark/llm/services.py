@@ -137,6 +137,7 @@ def model_resolve(*, project: Project) -> ResolvedModel | None:
         max_retries=_number(raw, "max_retries", settings.BENCHWRIGHT_MODEL_MAX_RETRIES, int),
         backoff_base=_number(raw, "backoff_base", 0.5, float),
         concurrency=_number(raw, "concurrency", settings.BENCHWRIGHT_MODEL_CONCURRENCY, int),
+        rpm=_number(raw, "rpm", settings.BENCHWRIGHT_MODEL_RPM, int),
     )
     source = "project settings" if raw.get("base_url") or raw.get("model") else "environment"
     return ResolvedModel(config=config, source=source, cache_mode=mode, params=params)
@@ -259,6 +260,20 @@ def job_retry(*, job: Job, user: User) -> Job:
 # --------------------------------------------------------------------------- running
 
 
+def image_input(image: Image) -> ImageInput:
+    """A stored image's bytes, ready to send to a model; ModelError when its file is missing.
+    Reads only the file, through a handle of its own (no query, and the instance is not
+    changed), so worker threads may call it on a shared instance."""
+    try:
+        if not image.file.name:
+            raise FileNotFoundError(image.sha256)
+        with image.file.storage.open(image.file.name, "rb") as handle:
+            data = handle.read()
+    except (FileNotFoundError, IsADirectoryError, ValueError):
+        raise ModelError(f"the file of image {image.sha256[:12]} is missing") from None
+    return ImageInput(sha256=image.sha256, data=data)
+
+
 def _load_images(shas: list[str]) -> list[ImageInput]:
     by_sha = {img.sha256: img for img in Image.objects.filter(sha256__in=shas)}
     out = []
@@ -266,12 +281,7 @@ def _load_images(shas: list[str]) -> list[ImageInput]:
         image = by_sha.get(sha)
         if image is None:
             raise ModelError(f"image {sha[:12]} no longer exists")
-        try:
-            with image.file.open("rb") as handle:
-                data = handle.read()
-        except (FileNotFoundError, ValueError):
-            raise ModelError(f"the file of image {sha[:12]} is missing") from None
-        out.append(ImageInput(sha256=sha, data=data))
+        out.append(image_input(image))
     return out
 
 

@@ -160,6 +160,21 @@ def _mam(response: Response, by_label: dict[str, Judgment[Any]]) -> tuple[Any, d
     return report, scores
 
 
+_REPORT_FIELDS = (
+    "id",
+    "run",  # run.calls sets each row's run: without it Django fetches it row by row
+    "response",
+    "label",
+    "key",
+    "template_id",
+    "template_version",
+    "outputs",
+    "ok",
+    "error",
+    "transport_error",
+)
+
+
 def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
     """``{"answers": [{"item", "model", "scores", "failed"}...], "summary": {...}}`` from
     the run's stored calls, answers in item order. The summary holds ``models`` (figures per
@@ -169,13 +184,20 @@ def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
         from review.judges.plan_judge import plan_judge_report
 
         return plan_judge_report(run=run)
-    rows = list(run.calls.select_related("response__item").order_by("id"))
+    # Each answer once (not once per call), and of each call only what the report reads: a
+    # run of 10,000 calls stays small in memory.
+    responses: dict[int, Response] = {
+        r.pk: r
+        for r in Response.objects.filter(pk__in=run.calls.values("response_id"))
+        .select_related("item")
+        .defer("raw", "item__raw", "item__documents")
+    }
+    rows = run.calls.only(*_REPORT_FIELDS).order_by("id")
     by_response: dict[int, dict[str, Judgment[Any]]] = defaultdict(dict)
-    responses: dict[int, Response] = {}
     failed: dict[int, list[str]] = defaultdict(list)
-    for row in rows:
-        responses[row.response_id] = row.response
-        by_response[row.response_id][row.label] = judgment_of(row, row.response)
+    for row in rows.iterator(chunk_size=2000):
+        response = responses[row.response_id]
+        by_response[row.response_id][row.label] = judgment_of(row, response)
         if not row.ok:
             failed[row.response_id].append(f"{row.label}: {row.error}")
     weights = weights_of_run(run.weights)

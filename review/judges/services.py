@@ -6,20 +6,32 @@ any run of the project finished with the same key (endpoint + template version +
 inputs), sends the rest concurrently (``workers`` threads, bounded by the endpoint's limit),
 retries an unparseable output once, and stores every call. ATP-Bench MAM runs in two stages:
 the Precision and Recall Inspectors first, then the Chief Judge with their reports. Worker
-threads only talk to the model; every database read and write happens on the runner's thread.
+threads only talk to the model (and read image files); every database read and write happens
+on the runner's thread.
+
+Images: a call carries its images as ``sha256:`` references (stored as such in
+``JudgeCall.messages``, and part of its key); the runner looks them up among the project's
+images and a worker thread sends them as data URLs. The MAM agents get the item's images; the
+rubric and MLLM judges get a rendered answer's images (``rendered_images``). A call whose image
+is not stored, or with more than JUDGE_MAX_IMAGES images, fails with a message (and is made
+again by a later run or a resume). Rate limits: every thread passes the endpoint's shared
+``RateGate`` (a 429's Retry-After holds them all; the model's ``rpm`` caps requests a minute).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 
 from benchmark import judges, permissions
 from benchmark.exceptions import Conflict, DomainError, ValidationFailed
@@ -29,15 +41,17 @@ from benchmark.judges import Call, Judgment, Template, mam
 from benchmark.judges import llmi as llmi_judge
 from benchmark.judges import rubric as rubric_judge
 from benchmark.llm.client import ChatClient, ChatRequest, ModelConfig, ModelError
-from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
+from benchmark.llm.services import HOW_TO_CONFIGURE, image_input, model_resolve
 from benchmark.metrics.tag_scores import AnswerRecord, ItemIndex
-from benchmark.models import Item, Job, Origin, Project, Response
+from benchmark.models import Image, Item, Job, Origin, Project, Response
 from benchmark.tags import parse as parse_tags
 from benchmark.typing import User
 from review.answers.services import read_uploads
 from review.judge_settings.selectors import judge_templates_for, judge_weights_for
 from review.judges.models import JudgeCall, JudgeName, JudgeRun
 from review.judges.selectors import judge_run_report, judgment_of, parser_for
+
+log = logging.getLogger(__name__)
 
 JUDGE_KIND = "judge"
 MAX_WORKERS = 32
@@ -320,17 +334,77 @@ def judge_run_resume(
 
 # =========================================================================== running
 
+#: Where a rendered answer's images live (see ``rendered_images``).
+RENDERED_IMAGES = "rendered_images"
+IMAGE_REF_PREFIX = "sha256:"
+#: Calls looked up together (finished by this run? answered by the cache?).
+CHUNK_CALLS = 500
+#: Results are stored, and progress reported, when this many wait or this often (seconds).
+FLUSH_ROWS = 500
+FLUSH_SECONDS = 1.0
+#: Calls handed to the worker threads ahead of them, per thread.
+WINDOW_PER_WORKER = 4
 
-def rendered_answer(text: str) -> str:
-    """An LLM-I answer with each ``<imgen>`` tag replaced by ``[image k]``."""
+
+def rendered_images(response: Response) -> list[str | None] | None:
+    """A rendered answer's images: ``Response.extra["rendered_images"]``, one entry per image
+    tag of the answer (LLM-I ``<imgen>``, ATP-Bench ``<tool>``), in order: the sha256 of the
+    image that tag produced (an image of the project), or null where it produced none. None
+    when the answer has not been rendered (no such key). Rendering (issue 11) fills it, and so
+    may an answer import whose format carries the images. The rubric and MLLM judges attach
+    the produced images, in this order."""
+    value = (response.extra or {}).get(RENDERED_IMAGES)
+    if not isinstance(value, list):
+        return None
+    return [v if isinstance(v, str) and v else None for v in value]
+
+
+def rendered_answer(text: str, images: Sequence[str | None] | None = None) -> str:
+    """An LLM-I answer with each ``<imgen>`` tag replaced by ``[image k]``. With ``images``
+    (the answer's ``rendered_images``) k counts the images produced, which is the order they
+    are attached in, and a tag that produced none becomes ``[image not produced]``."""
     tools = parse_tags(text, "llmi").tools
-    out, cursor = [], 0
-    for n, tool in enumerate(tools, start=1):
+    out, cursor, shown = [], 0, 0
+    for n, tool in enumerate(tools):
         out.append(text[cursor : tool.start])
-        out.append(f"[image {n}]")
+        if images is None:
+            out.append(f"[image {n + 1}]")
+        elif n < len(images) and images[n]:
+            shown += 1
+            out.append(f"[image {shown}]")
+        else:
+            out.append("[image not produced]")
         cursor = tool.end
     out.append(text[cursor:])
     return "".join(out)
+
+
+def _refs(shas: Sequence[str | None]) -> list[str]:
+    return [f"{IMAGE_REF_PREFIX}{sha}" for sha in shas if sha]
+
+
+def query_images(item: Item) -> tuple[list[str], str]:
+    """ATP-Bench MAM: the item's images as the item page shows them (the documents' images in
+    ``img_index`` order, then the query's own image) as references, and a line naming each
+    attached image, added to the query the agents read. ("", no images) for an item without
+    stored images."""
+    refs = [r for r in item.image_refs or [] if isinstance(r, dict) and r.get("sha256")]
+
+    def position(ref: dict[str, Any]) -> int:
+        value = ref.get("position", 0)
+        return value if isinstance(value, int) else 0
+
+    documents = sorted(
+        (r for r in refs if (r.get("role") or "document") == "document"), key=position
+    )
+    query = sorted((r for r in refs if r.get("role") == "query"), key=position)
+    names = [f"img_index {position(r)}" for r in documents] + ["the query's image"] * len(query)
+    if not names:
+        return [], ""
+    legend = "\n\n(Images attached, in order: " + "; ".join(
+        f"{n} = {name}" for n, name in enumerate(names, start=1)
+    )
+    return _refs([r["sha256"] for r in documents + query]), legend + ".)"
 
 
 def first_calls(
@@ -345,11 +419,13 @@ def first_calls(
     item = response.item
     if judge == JudgeName.LLMI_RUBRIC:
         criteria = rubric_judge.criteria_of({"rubric": item.rubric or []})
+        rendered = rendered_images(response)
         return rubric_judge.rubric_calls(
             prompt=item.query,
-            answer=response.text,
+            answer=response.text if rendered is None else rendered_answer(response.text, rendered),
             criteria=criteria,
             model=model,
+            images=_refs(rendered or []),
             template=t[rubric_judge.RUBRIC_TEMPLATE.id],
         )
     llm = t[llmi_judge.LLM_TEMPLATE.id]
@@ -358,27 +434,31 @@ def first_calls(
             llmi_judge.llm_call(prompt=item.query, answer=response.text, model=model, template=llm)
         ]
     if judge == JudgeName.LLMI_MLLM:
+        rendered = rendered_images(response)
         return [
             llmi_judge.llm_call(prompt=item.query, answer=response.text, model=model, template=llm),
             llmi_judge.mllm_call(
                 prompt=item.query,
-                rendered_answer=rendered_answer(response.text),
-                images=[],
+                rendered_answer=rendered_answer(response.text, rendered),
+                images=_refs(rendered or []),
                 model=model,
                 template=t[llmi_judge.MLLM_TEMPLATE.id],
             ),
         ]
+    images, legend = query_images(item)
     return mam.first_stage_calls(
-        query=item.query,
+        query=item.query + legend,
         answer=response.text,
         model=model,
+        images=images,
         precision_template=t[mam.PRECISION_TEMPLATE.id],
         recall_template=t[mam.RECALL_TEMPLATE.id],
     )
 
 
 def call_key(call: Call, base_url: str) -> str:
-    """The stored key: the judges' key (template version, model, inputs) and the endpoint."""
+    """The stored key: the judges' key (template version, model, inputs, image hashes) and
+    the endpoint."""
     blob = f"{base_url.strip().rstrip('/')}\n{call.key}"
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -395,29 +475,35 @@ class Outcome:
     completion_tokens: int | None = None
 
 
-def _request(call: Call, params: dict[str, Any]) -> ChatRequest:
-    system = ""
-    prompt = ""
-    for message in call.messages:
-        content = message["content"]
-        if isinstance(content, list):
-            # Images are references the job layer would resolve; none are sent yet.
-            content = "\n".join(p["text"] for p in content if p.get("type") == "text")
-        if message["role"] == "system":
-            system = content
-        else:
-            prompt = content
-    return ChatRequest(prompt=prompt, system=system, params=params)
+def _failed(call: Call, message: str, outputs: list[str] | None = None) -> Outcome:
+    """A call that got no answer (the endpoint failed, or an image could not be sent): a
+    later run or a resume makes it again."""
+    judgment: Judgment[Any] = Judgment(
+        label=call.label,
+        value=None,
+        attempts=(judges.Attempt(raw="", error=message),),
+        key=call.key,
+        template_id=call.template_id,
+        template_version=call.template_version,
+    )
+    return Outcome(outputs=outputs or [], judgment=judgment, transport_error=message)
 
 
 def _run_call(
-    client: ChatClient, call: Call, parse: Callable[[str], Any], params: dict[str, Any]
+    client: ChatClient,
+    call: Call,
+    parse: Callable[[str], Any],
+    params: dict[str, Any],
+    images: Sequence[Image] = (),
 ) -> Outcome:
-    """In a worker thread: ask, parse, ask once more when the output did not parse."""
-    request = _request(call, params)
+    """In a worker thread: read the images, ask, parse, ask once more when the output did
+    not parse. Touches no database."""
     outputs: list[str] = []
     latency = prompt_tokens = completion_tokens = 0
     try:
+        request = ChatRequest.from_messages(
+            call.messages, images=[image_input(image) for image in images], params=params
+        )
         while True:
             result = client.complete(request)
             outputs.append(result.text)
@@ -428,15 +514,7 @@ def _run_call(
             if not judges.should_retry(judgment):
                 break
     except ModelError as exc:
-        failed: Judgment[Any] = Judgment(
-            label=call.label,
-            value=None,
-            attempts=(judges.Attempt(raw="", error=str(exc)),),
-            key=call.key,
-            template_id=call.template_id,
-            template_version=call.template_version,
-        )
-        return Outcome(outputs=outputs, judgment=failed, transport_error=str(exc))
+        return _failed(call, str(exc), outputs)
     finally:
         connection.close()
     return Outcome(
@@ -456,104 +534,236 @@ def _parsed_json(value: Any) -> Any:
     return value
 
 
-def _finished(row: JudgeCall) -> bool:
-    return not row.transport_error
+def _chunks(pairs: Iterable[tuple[Response, Call]], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for pair in pairs:
+        chunk.append(pair)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _eta(seconds: float) -> str:
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s left"
+    return f"about {round(seconds / 60)} min left"
+
+
+#: What a cached call copies from the call that answered it.
+_CACHED_FIELDS = (
+    "outputs",
+    "parsed",
+    "ok",
+    "error",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
+#: What storing a call again (a resumed run redoing a failed call) replaces.
+_UPDATE_FIELDS = [
+    "label",
+    "template_id",
+    "template_version",
+    "messages",
+    *_CACHED_FIELDS,
+    "transport_error",
+    "cached",
+]
+
+
+#: A call to store: its answer, the call, its stored key and its place in the run's order.
+_Todo = tuple[Response, Call, str, int]
 
 
 class _Runner:
-    def __init__(self, *, run: JudgeRun, job: Job, progress: Progress) -> None:
+    """Makes a run's calls: streams them in chunks (so memory holds one chunk, not the run),
+    skips the ones this run finished, copies the cache's answers, hands the rest to a pool
+    of worker threads a window at a time, and stores results in batches (an upsert on
+    run/response/key, which also replaces a call a resumed run made again). Progress is
+    reported with each batch, at most every FLUSH_SECONDS; any exception it raises (a
+    cancelled job) stops the run: nothing more is handed out, queued calls are dropped, and
+    what has finished is stored before the exception goes on."""
+
+    def __init__(
+        self,
+        *,
+        run: JudgeRun,
+        job: Job,
+        progress: Progress,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.run = run
         self.progress = progress
         self.workers = int(job.params.get("workers") or 4)
         config, params = _config(run.project, run.base_url, run.model)
         self.config = config
         self.params = params
-        self.client = ChatClient(config, mode="off")
+        self.max_images = int(settings.JUDGE_MAX_IMAGES)
+        self.clock = clock
+        self.started = clock()
+        self.flushed_at = self.started
+        self.rows: list[tuple[int, JudgeCall]] = []
+        self.seq = 0  # the order calls are handed out in, which is the order rows are stored in
+        self.images: dict[str, Image | None] = {}
+        self.project_runs = set(
+            JudgeRun.objects.filter(project_id=run.project_id).values_list("pk", flat=True)
+        )
         self.total = 0
         self.done = 0
         self.made = 0
         self.cached = 0
         self.reused = 0
 
-    def stored(self) -> dict[tuple[int, str], JudgeCall]:
-        return {(c.response_id, c.key): c for c in self.run.calls.all()}
+    # ---------------------------------------------------------------- looking up
 
-    def cache_hits(self, keys: list[str]) -> dict[str, JudgeCall]:
-        """The newest finished call of the project for each key (any run)."""
-        hits: dict[str, JudgeCall] = {}
-        for start in range(0, len(keys), 500):
-            rows = JudgeCall.objects.filter(
-                run__project_id=self.run.project_id,
-                key__in=keys[start : start + 500],
-                transport_error=False,
-            ).order_by("id")
-            hits.update({row.key: row for row in rows})
-        return hits
-
-    def tick(self) -> None:
-        self.progress(
-            progress=min(self.done, self.total),
-            total=self.total,
-            message=f"{self.done} of {self.total} calls",
+    def lookup(self, keys: list[str]) -> tuple[set[tuple[int, str]], dict[str, dict[str, Any]]]:
+        """For ``keys``: the (response, key) of the calls this run has finished, and the
+        newest finished call of the project made (not itself copied from the cache) with each
+        key, by any run. One query through the key's index; the runs are checked here, since
+        a join on the run leads SQLite to scan every call of the project."""
+        rows = (
+            JudgeCall.objects.filter(key__in=keys, transport_error=False)
+            .filter(Q(cached=False) | Q(run=self.run))
+            .order_by("id")
+            .values("run_id", "response_id", "key", *_CACHED_FIELDS)
         )
+        finished: set[tuple[int, str]] = set()
+        hits: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if row["run_id"] == self.run.pk:
+                finished.add((row["response_id"], row["key"]))
+            if row["run_id"] in self.project_runs:
+                hits[row["key"]] = row
+        return finished, hits
 
-    def execute(self, pairs: list[tuple[Response, Call]]) -> None:
-        """Store every (answer, call): finished ones are skipped, cached ones copied, the
-        rest sent concurrently."""
-        stored = self.stored()
-        keyed = [(r, c, call_key(c, self.config.base_url)) for r, c in pairs]
-        hits = self.cache_hits([key for _, _, key in keyed])
-        todo: list[tuple[Response, Call, str]] = []
+    def triage(self, chunk: list[tuple[Response, Call]]) -> list[_Todo]:
+        """The chunk's calls still to make; finished ones are counted, cached ones stored."""
+        keyed = [(r, c, call_key(c, self.config.base_url)) for r, c in chunk]
+        finished, hits = self.lookup(list(dict.fromkeys(key for _, _, key in keyed)))
+        todo = []
         for response, call, key in keyed:
-            row = stored.get((response.pk, key))
-            if row is not None and _finished(row):
+            self.seq += 1
+            if (response.pk, key) in finished:
                 self.reused += 1
                 self.done += 1
-                continue
-            hit = hits.get(key)
-            if hit is not None:
-                self.save(response, call, key, hit=hit)
+            elif key in hits:
+                self.store((response, call, key, self.seq), hit=hits[key])
                 self.cached += 1
                 self.done += 1
-                continue
-            todo.append((response, call, key))
-        self.tick()
-        if not todo:
-            return
-        workers = max(1, min(self.workers, self.config.concurrency, len(todo)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
-            futures = [
-                (
-                    response,
-                    call,
-                    key,
-                    pool.submit(
-                        _run_call, self.client, call, parser_for(call.label, response), self.params
-                    ),
-                )
-                for response, call, key in todo
-            ]
-            try:
-                for response, call, key, future in futures:
-                    self.save(response, call, key, outcome=future.result())
-                    self.made += 1
-                    self.done += 1
-                    self.tick()
-            except BaseException:
-                # Cancelled (the progress report raised JobCancelled) or failed: send no more
-                # calls. The few already sent finish and are dropped; a resumed run makes them.
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+            else:
+                todo.append((response, call, key, self.seq))
+        self.resolve_images([call for _, call, _, _ in todo])
+        return todo
 
-    def save(
+    def resolve_images(self, calls: list[Call]) -> None:
+        """Look up, in one query, the stored images the calls refer to that are not known yet
+        (only the project's images may be sent)."""
+        shas = {
+            ref[len(IMAGE_REF_PREFIX) :]
+            for call in calls
+            for ref in call.image_refs
+            if ref.startswith(IMAGE_REF_PREFIX)
+        }
+        missing = sorted(shas - self.images.keys())
+        for start in range(0, len(missing), CHUNK_CALLS):
+            part = missing[start : start + CHUNK_CALLS]
+            found = {
+                image.sha256: image
+                for image in Image.objects.filter(
+                    sha256__in=part, projects=self.run.project_id
+                ).only("sha256", "file")
+            }
+            self.images.update({sha: found.get(sha) for sha in part})
+
+    def images_of(self, call: Call) -> tuple[list[Image], str]:
+        """The stored images of the call's image references, in order, or why it cannot be
+        sent."""
+        refs = call.image_refs
+        if len(refs) > self.max_images:
+            return [], (
+                f"this call would send {len(refs)} images, more than JUDGE_MAX_IMAGES = "
+                f"{self.max_images}; the server's operator can raise that setting"
+            )
+        images = []
+        for ref in refs:
+            sha = ref[len(IMAGE_REF_PREFIX) :] if ref.startswith(IMAGE_REF_PREFIX) else ""
+            image = self.images.get(sha) if sha else None
+            if image is None:
+                return [], (
+                    f"image {(sha or ref)[:12]} is not stored (or not an image of this "
+                    "project), so the call cannot send it"
+                )
+            images.append(image)
+        return images, ""
+
+    # ---------------------------------------------------------------- running
+
+    def execute(self, pairs: Iterable[tuple[Response, Call]]) -> None:
+        """Store every (answer, call) of ``pairs``: finished ones are skipped, cached ones
+        copied, the rest sent concurrently."""
+        workers = max(1, min(self.workers, self.config.concurrency))
+        window = workers * WINDOW_PER_WORKER
+        client = ChatClient(self.config, mode="off").keep_open()
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge")
+        inflight: dict[Future[Outcome], _Todo] = {}
+        try:
+            for chunk in _chunks(pairs, CHUNK_CALLS):
+                for todo in self.triage(chunk):
+                    response, call = todo[0], todo[1]
+                    images, problem = self.images_of(call)
+                    if problem:
+                        self.store(todo, outcome=_failed(call, problem))
+                        self.made += 1
+                        self.done += 1
+                        continue
+                    while len(inflight) >= window:
+                        self.collect(inflight)
+                    parse = parser_for(call.label, response)
+                    future = pool.submit(_run_call, client, call, parse, self.params, images)
+                    inflight[future] = todo
+                self.maybe_flush()
+            while inflight:
+                self.collect(inflight)
+            self.flush()
+            self.tick()
+        except BaseException:
+            # Cancelled (progress raised) or broken: hand out nothing more, drop what is
+            # queued, keep what finished. Calls in flight end on their own; their answers
+            # are not kept (a resume makes them again).
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.salvage(inflight)
+            raise
+        pool.shutdown(wait=True)
+        client.close()
+
+    def collect(self, inflight: dict[Future[Outcome], _Todo]) -> None:
+        """Wait for at least one call in flight to finish; store the finished ones."""
+        finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+        for future in finished:
+            self.store(inflight.pop(future), outcome=future.result())
+            self.made += 1
+            self.done += 1
+        self.maybe_flush()
+
+    def salvage(self, inflight: dict[Future[Outcome], _Todo]) -> None:
+        for future, todo in list(inflight.items()):
+            if future.done() and not future.cancelled() and future.exception() is None:
+                self.store(todo, outcome=future.result())
+        try:
+            self.flush()
+        except Exception:
+            log.exception("judge run %s: could not store its finished calls", self.run.pk)
+
+    def store(
         self,
-        response: Response,
-        call: Call,
-        key: str,
+        todo: _Todo,
         *,
         outcome: Outcome | None = None,
-        hit: JudgeCall | None = None,
+        hit: dict[str, Any] | None = None,
     ) -> None:
+        response, call, key, seq = todo
         fields: dict[str, Any] = {
             "label": call.label,
             "template_id": call.template_id,
@@ -561,17 +771,8 @@ class _Runner:
             "messages": call.messages,
         }
         if hit is not None:
-            fields.update(
-                outputs=hit.outputs,
-                parsed=hit.parsed,
-                ok=hit.ok,
-                error=hit.error,
-                transport_error=False,
-                cached=True,
-                latency_ms=hit.latency_ms,
-                prompt_tokens=hit.prompt_tokens,
-                completion_tokens=hit.completion_tokens,
-            )
+            fields.update({name: hit[name] for name in _CACHED_FIELDS})
+            fields.update(transport_error=False, cached=True)
         else:
             assert outcome is not None
             judgment = outcome.judgment
@@ -586,9 +787,62 @@ class _Runner:
                 prompt_tokens=outcome.prompt_tokens,
                 completion_tokens=outcome.completion_tokens,
             )
-        JudgeCall.objects.update_or_create(
-            run=self.run, response=response, key=key, defaults=fields
+        self.rows.append((seq, JudgeCall(run=self.run, response=response, key=key, **fields)))
+
+    def maybe_flush(self) -> None:
+        if len(self.rows) >= FLUSH_ROWS or self.clock() - self.flushed_at >= FLUSH_SECONDS:
+            self.flush()
+            self.tick()
+
+    def flush(self) -> None:
+        """Store the waiting results (insert, or replace the row of a call made again)."""
+        self.flushed_at = self.clock()
+        if not self.rows:
+            return
+        rows = list(
+            {
+                (r.response_id, r.key): r for _, r in sorted(self.rows, key=lambda pair: pair[0])
+            }.values()
         )
+        self.rows = []
+        JudgeCall.objects.bulk_create(
+            rows,
+            batch_size=FLUSH_ROWS,
+            update_conflicts=True,
+            unique_fields=["run", "response", "key"],
+            update_fields=_UPDATE_FIELDS,
+        )
+
+    def tick(self) -> None:
+        done = min(self.done, self.total)
+        message = f"{done} of {self.total} calls"
+        elapsed = self.clock() - self.started
+        if self.made >= 20 and elapsed > 0 and done < self.total:
+            message += f", {_eta((self.total - done) * elapsed / self.made)}"
+        self.progress(progress=done, total=self.total, message=message)
+
+
+def first_call_count(judge: str, response: Response) -> int:
+    """How many calls ``first_calls`` makes for the answer, without building them (for the
+    progress total; building them twice would cost a second pass over every prompt)."""
+    if judge == JudgeName.LLMI_RUBRIC:
+        return len(rubric_judge.criteria_of({"rubric": response.item.rubric or []}))
+    if judge == JudgeName.LLMI_LLM:
+        return 1
+    if judge == JudgeName.LLMI_MLLM:
+        return 2
+    return 2 if mam.tool_calls_of(response.text) else 1
+
+
+def _first_pairs(
+    judge: str,
+    answers: Sequence[Response],
+    model: str,
+    templates: Mapping[str, Template] | None = None,
+) -> Iterator[tuple[Response, Call]]:
+    for response in answers:
+        for call in first_calls(judge, response, model, templates):
+            yield response, call
 
 
 def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
@@ -610,14 +864,14 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     templates = judge_templates_for(
         project=run.project, judge=run.judge, versions=run.templates or None
     )
-    first = [(r, c) for r in answers for c in first_calls(run.judge, r, model, templates)]
-    runner.total = len(first)
+    # The calls are built as they are sent: memory holds one chunk of them, not the run.
+    runner.total = sum(first_call_count(run.judge, r) for r in answers)
     if run.judge == JudgeName.ATP_MAM:
         runner.total += len(answers)  # one Chief Judge call per answer at most
     started = time.monotonic()
-    runner.execute(first)
+    runner.execute(_first_pairs(run.judge, answers, model, templates))
     if run.judge == JudgeName.ATP_MAM:
-        rows = {(c.response_id, c.label): c for c in run.calls.all()}
+        rows = {(c.response_id, c.label): c for c in run.calls.defer("messages")}
         chief: list[tuple[Response, Call]] = []
         for response in answers:
             recall = rows.get((response.pk, "recall"))
@@ -630,16 +884,18 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
             if recall_value is None or precision_value is None:
                 runner.total -= 1
                 continue
+            images, legend = query_images(response.item)
             chief.append(
                 (
                     response,
                     mam.chief_call(
-                        query=response.item.query,
+                        query=response.item.query + legend,
                         answer=response.text,
                         precision=precision_value,
                         recall=recall_value,
                         model=model,
                         template=templates[mam.CHIEF_TEMPLATE.id],
+                        images=images,
                     ),
                 )
             )

@@ -93,20 +93,7 @@ class RunJudge:
 
 
 def _request(call: Call, images: Sequence[ImageInput], params: Mapping[str, Any]) -> ChatRequest:
-    system = ""
-    prompt = ""
-    for message in call.messages:
-        content = message["content"]
-        text = (
-            content
-            if isinstance(content, str)
-            else "\n".join(p["text"] for p in content if p.get("type") == "text")
-        )
-        if message["role"] == "system":
-            system = text
-        else:
-            prompt = text
-    return ChatRequest(prompt=prompt, system=system, images=tuple(images), params=dict(params))
+    return ChatRequest.from_messages(call.messages, images=tuple(images), params=dict(params))
 
 
 def _failure(judgment: Judgment[Any], broken: str) -> str:

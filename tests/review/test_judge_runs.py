@@ -175,7 +175,7 @@ def test_llmi_rubric_end_to_end(llmi: Project, server: ScriptedServer) -> None:
     assert failed.label == "r2" and failed.outputs == [GARBAGE, GARBAGE]
     assert "not valid JSON" in failed.error
     assert failed.template_id == "llmi.rubric" and failed.parsed is None
-    ok = JudgeCall.objects.filter(run=run, ok=True).first()
+    ok = JudgeCall.objects.filter(run=run, ok=True, label="r1").first()
     assert ok is not None and ok.parsed == {"score": 2, "justification": "because"}
     assert ok.prompt_tokens == 17 and ok.latency_ms is not None
     assert run.templates == {"llmi.rubric": run.templates["llmi.rubric"]}
