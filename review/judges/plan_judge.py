@@ -212,11 +212,17 @@ def plan_judge_job(*, job: Job, progress: Progress) -> dict[str, Any]:
                 )
                 for plan, call, key in todo
             ]
-            for plan, call, key, future in futures:
-                _save(run, plan, call, key, future.result())
-                made += 1
-                done += 1
-                progress(progress=done, total=total, message=f"{done} of {total} plans")
+            try:
+                for plan, call, key, future in futures:
+                    _save(run, plan, call, key, future.result())
+                    made += 1
+                    done += 1
+                    progress(progress=done, total=total, message=f"{done} of {total} plans")
+            except BaseException:
+                # Cancelled (the progress report raised JobCancelled) or failed: send no more
+                # calls. The few already sent finish and are dropped; a resumed run makes them.
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
     summary = plan_judge_report(run=run)["summary"]
     summary["calls"] = {
         "total": total,
