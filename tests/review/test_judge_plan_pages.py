@@ -130,6 +130,7 @@ def test_start_a_plan_run_from_the_page_and_read_its_figures(
     assert "Overall: 50.00% of 4 plans judged valid (2 valid)" in text(html)
     assert "1 plan excluded from the figures" in text(html)
     assert "The share of plans judged VALID" in html  # the definitions
+    assert 'id="judge-compare-none"' in html  # no other plan run yet
     verdicts = re.findall(
         r'data-plan="(\w+)" data-model="ground truth">.*?data-verdict="(\w+)"', html, re.S
     )
@@ -197,6 +198,8 @@ def test_plan_runs_compare_with_plan_runs_only(
         assert judge_services.judge_run_execute(job=job).status == JobStatus.SUCCEEDED
         runs.append(run)
     a, b = runs
+    run_page = clients["reviewer"].get(reverse("review:judge_run", args=[a.pk])).content.decode()
+    assert f'<option value="run:{b.pk}">' in run_page and 'value="f1"' not in run_page
     url = reverse("review:judge_compare", args=[project.pk])
     form = clients["reviewer"].get(url).content.decode()
     assert f'value="run:{a.pk}"' in form and "Tool-set F1 of the same answers" not in form
