@@ -80,6 +80,8 @@ from tests.factories import (
     OracleRunFactory,
     OutcomeFactory,
     PlanFactory,
+    PlanJudgeCallFactory,
+    PlanJudgeRunFactory,
     ProjectFactory,
     RescoringJobFactory,
     ResponseFactory,
@@ -924,6 +926,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     "review:judge_runs": (
         Case("judge answers", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("judge plans (m&m's)", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
+        Case(
+            "judge plans, a judge for answers (400)",
+            lambda w: {"project_id": w.pproject.pk},
+            Access.REVIEW,
+            method="post",
+            data={"judge": "llmi-rubric", "workers": "1"},
+        ),
         Case(
             "judge answers, no judge",
             lambda w: {"project_id": w.project.pk},
@@ -938,6 +948,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.REVIEW,
             shows={"reviewer": (REVIEWERS_ONLY,)},
         ),
+        Case("plan judge run results", lambda w: {"pk": w.plan_run.pk}, Access.REVIEW),
         Case(
             "judge run answers fragment",
             lambda w: {"pk": w.rubric_run.pk},
@@ -960,6 +971,18 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             lambda w: {"project_id": w.project.pk},
             Access.REVIEW,
             query=lambda w: f"?a=run:{w.rubric_run.pk}&b=run:{w.rubric_run.pk}",
+        ),
+        Case(
+            "compare a rubric run with people's scores of the criteria",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            query=lambda w: f"?a=run:{w.rubric_run.pk}&b=people:{w.ctask.pk}",
+        ),
+        Case(
+            "compare two plan judge runs",
+            lambda w: {"project_id": w.pproject.pk},
+            Access.REVIEW,
+            query=lambda w: f"?a=run:{w.plan_run.pk}&b=run:{w.plan_run.pk}",
         ),
     ),
     "review:judge_settings": (
@@ -1346,7 +1369,10 @@ def build_world() -> SimpleNamespace:
     w.pproject = ProjectFactory(
         name="Matrix m&m's", kind="plan", data_format="mms", toolset=toolsets["mms"]
     )
-    PlanFactory(item=ItemFactory(project=w.pproject, status="verified"))
+    pplan = PlanFactory(item=ItemFactory(project=w.pproject, status="verified"))
+    # A plan validity judge run over it, started by the reviewer.
+    w.plan_run = PlanJudgeRunFactory(project=w.pproject, created_by=users["reviewer"])
+    PlanJudgeCallFactory(run=w.plan_run, plan=pplan)
 
     # Jobs of every kind.
     failed = {"status": "failed"}
@@ -1371,7 +1397,7 @@ def build_world() -> SimpleNamespace:
     w.rubric_run = JudgeRunFactory(
         project=w.project, judge="llmi-rubric", created_by=users["reviewer"]
     )
-    JudgeCallFactory(
+    rubric_call = JudgeCallFactory(
         run=w.rubric_run,
         response__item=w.item,
         response__key="model:alpha",
@@ -1379,6 +1405,23 @@ def build_world() -> SimpleNamespace:
         label="r1",
         template_id="llmi.rubric",
         parsed={"score": 2, "justification": "fine"},
+    )
+    # People scoring that answer's criterion r1 themselves ("score the criteria"), rated once.
+    w.ctask = JudgmentTaskFactory(
+        project=w.project,
+        name="Score the criteria",
+        scheme="ordinal",
+        labels=RATING_LABELS["answer-criterion"],
+        consensus="majority",
+        overlap=3,
+        updates_item_status=False,
+        unit_kind="answer-criterion",
+        unit_params={"judge_run": w.rubric_run.pk, "criteria": [], "responses": None},
+    )
+    cunit = f"response:{rubric_call.response_id}:r1"
+    TaskUnit.objects.create(task=w.ctask, item=w.item, key=cunit)
+    JudgmentFactory(
+        task=w.ctask, item=w.item, unit=cunit, assignment__unit=cunit, user=users["author"], value=1
     )
     w.jobs.judging = JudgingJobFactory(
         run=w.rubric_run, created_by=users["reviewer"], error=REVIEWERS_ONLY, **failed

@@ -31,7 +31,9 @@ class AnswerFilesField(forms.FileField):
         return [single(data, initial)]
 
 
-JUDGES = ", ".join(JudgeName.values)
+ANSWER_JUDGES = [(v, label) for v, label in JudgeName.choices if v != JudgeName.MMS_PLAN]
+PLAN_JUDGES = [(v, label) for v, label in JudgeName.choices if v == JudgeName.MMS_PLAN]
+JUDGES = ", ".join(v for v, _ in ANSWER_JUDGES)
 
 
 class JudgeRunForm(forms.Form):
@@ -79,10 +81,37 @@ class JudgeRunForm(forms.Form):
         help_text=f"Calls at once (1–{MAX_WORKERS}), within the endpoint's own limit.",
     )
 
-    def __init__(self, *args: Any, models: list[tuple[str, int]] = (), **kwargs: Any) -> None:  # type: ignore[assignment]
+    def __init__(
+        self,
+        *args: Any,
+        models: list[tuple[str, int]] = (),  # type: ignore[assignment]
+        plans: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """``models``: ``(model, number of answers)``, or for an m&m's project (``plans``: its
+        number of ground-truth plans) ``(model, number of predicted plans)``: the only judge
+        is then the plan validity judge, it judges plans, and nothing is uploaded."""
         super().__init__(*args, **kwargs)
+        judge = self.fields["judge"]
+        assert isinstance(judge, forms.ChoiceField)
         field = self.fields["models"]
         assert isinstance(field, forms.MultipleChoiceField)
+        noun = "answer" if plans is None else "plan"
         field.choices = [
-            (name, f"{name} ({n} answer{'s' if n != 1 else ''})") for name, n in models
+            (name, f"{name} ({n} {noun}{'s' if n != 1 else ''})") for name, n in models
         ]
+        if plans is None:
+            judge.choices = ANSWER_JUDGES
+            return
+        judge.choices = PLAN_JUDGES
+        judge.error_messages["invalid_choice"] = (
+            f"an m&m's project is judged by {PLAN_JUDGES[0][1]} ({JudgeName.MMS_PLAN}) only"
+        )
+        field.label = "Which plans"
+        field.help_text = (
+            "Tick one or several models to judge the plans they predicted; none ticked: the "
+            f"project's {plans} ground-truth plan{'s' if plans != 1 else ''} (each item's plan "
+            "and its alternatives)."
+        )
+        field.error_messages["invalid_choice"] = "the project has no plans predicted by %(value)s"
+        del self.fields["answers"]

@@ -19,13 +19,16 @@ predicting model), over the plans whose judgment parsed; ``excluded`` counts the
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from django.core.paginator import Page, Paginator
 from django.db import transaction
+from django.db.models import Count, QuerySet
 
 from benchmark import judges, permissions
 from benchmark.exceptions import DomainError, ValidationFailed
@@ -212,11 +215,17 @@ def plan_judge_job(*, job: Job, progress: Progress) -> dict[str, Any]:
                 )
                 for plan, call, key in todo
             ]
-            for plan, call, key, future in futures:
-                _save(run, plan, call, key, future.result())
-                made += 1
-                done += 1
-                progress(progress=done, total=total, message=f"{done} of {total} plans")
+            try:
+                for plan, call, key, future in futures:
+                    _save(run, plan, call, key, future.result())
+                    made += 1
+                    done += 1
+                    progress(progress=done, total=total, message=f"{done} of {total} plans")
+            except BaseException:
+                # Cancelled (the progress report raised JobCancelled) or failed: send no more
+                # calls. The few already sent finish and are dropped; a resumed run makes them.
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
     summary = plan_judge_report(run=run)["summary"]
     summary["calls"] = {
         "total": total,
@@ -318,3 +327,101 @@ def plan_validity_by_item(*, run: JudgeRun) -> dict[int, int | None]:
         verdict = plan_judgment(row).value
         out[row.plan.item_id] = None if verdict is None else int(verdict.valid)
     return out
+
+
+# =========================================================================== the pages
+
+
+def plan_counts(*, project: Project) -> tuple[int, list[tuple[str, int]]]:
+    """What a plan validity run can judge: the number of ground-truth plans (items' plans and
+    their alternatives), and ``(model, number of plans it predicted)`` by name."""
+    plans = Plan.objects.filter(item__project=project)
+    ground_truth = plans.filter(origin=Origin.GROUND_TRUTH).count()
+    rows = (
+        plans.filter(origin=Origin.MODEL)
+        .values("model_name")
+        .annotate(n=Count("id"))
+        .order_by("model_name")
+    )
+    return ground_truth, [(r["model_name"], r["n"]) for r in rows]
+
+
+def plan_run_sources(*, run: JudgeRun) -> list[tuple[str, int]]:
+    """``(source, plans judged)`` of a plan validity run: "ground truth" first, then the
+    predicting models by name."""
+    counts: dict[str, int] = defaultdict(int)
+    rows = run.plan_calls.values("plan__origin", "plan__model_name").annotate(
+        n=Count("plan", distinct=True)
+    )
+    for row in rows:
+        if row["plan__origin"] == Origin.GROUND_TRUTH:
+            counts[GROUND_TRUTH] += row["n"]
+        else:
+            counts[row["plan__model_name"] or "model"] += row["n"]
+    return sorted(counts.items(), key=lambda kv: (kv[0] != GROUND_TRUTH, kv[0]))
+
+
+def _calls_of_source(run: JudgeRun, source: str) -> QuerySet[PlanJudgeCall]:
+    rows = run.plan_calls.all()
+    if source == GROUND_TRUTH:
+        return rows.filter(plan__origin=Origin.GROUND_TRUTH)
+    if source:
+        return rows.filter(plan__origin=Origin.MODEL, plan__model_name=source)
+    return rows
+
+
+def _steps(plan: Plan) -> list[dict[str, Any]]:
+    """A plan's steps as the page lists them: id, tool and its arguments as JSON text."""
+    out = []
+    for n, step in enumerate(plan.steps or []):
+        if not isinstance(step, dict):
+            out.append({"id": n, "name": "", "args": json.dumps(step, ensure_ascii=False)})
+            continue
+        args = step.get("args")
+        out.append(
+            {
+                "id": step.get("id", n),
+                "name": str(step.get("name") or ""),
+                "args": json.dumps(args, ensure_ascii=False) if args not in (None, {}) else "",
+            }
+        )
+    return out
+
+
+def _plan_entry(row: PlanJudgeCall) -> dict[str, Any]:
+    plan = row.plan
+    judgment = plan_judgment(row)
+    return {
+        "plan": plan,
+        "item": plan.item,
+        "model": source_of(plan),
+        "steps": _steps(plan),
+        "verdict": judgment.value,
+        "calls": [row],
+        "failed": [] if row.ok else [row],
+    }
+
+
+def plan_run_page(
+    *, run: JudgeRun, source: str = "", page: Any = 1, per_page: int = 20
+) -> Page[Any]:
+    """One page of a plan validity run's plans in item order (of one source, or all), each
+    with the judge's verdict and its call: ``page.object_list`` holds dicts
+    (``plan``, ``item``, ``model`` (the source), ``steps``, ``verdict`` (None when the
+    judgment failed), ``calls``, ``failed``)."""
+    rows = (
+        _calls_of_source(run, source)
+        .select_related("plan__item")
+        .defer("messages")
+        .order_by(
+            "plan__item__position",
+            "plan__item_id",
+            "plan__is_alternative",
+            "plan__position",
+            "plan_id",
+            "id",
+        )
+    )
+    current: Page[Any] = Paginator(rows, per_page).get_page(page)
+    current.object_list = [_plan_entry(row) for row in current.object_list]
+    return current

@@ -27,10 +27,12 @@ from benchmark.judges import Judgment, mam, rankings
 from benchmark.judges import llmi as llmi_judge
 from benchmark.judges import rubric as rubric_judge
 from benchmark.metrics.tag_scores import AnswerRecord
-from benchmark.models import JobStatus, Project, Response
+from benchmark.models import DataFormat, JobStatus, Project, Response
 from benchmark.tags import parse_image_num
 from benchmark.typing import AnyUser
+from review.judges import people, plan_judge
 from review.judges.models import JudgeCall, JudgeName, JudgeRun
+from review.judges.people import PeopleRubric
 from review.judges.selectors import judge_run_report, judgment_of
 
 PER_PAGE = 20
@@ -71,6 +73,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("recall", "Tool-set R", "%"),
     ),
     "released": (Column("rubric", "Released rubric", "%"),),
+    "people": (Column("rubric", "People's rubric", "%"),),
+    JudgeName.MMS_PLAN: (Column("valid", "Judged valid", "%"),),
 }
 """The columns of each source, the headline figure first."""
 
@@ -169,6 +173,7 @@ def figure_rows(judge: str, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "excluded": figures.get("excluded") or 0,
                 "criteria_excluded": figures.get("criteria_excluded"),
                 "calls": figures.get("calls"),
+                "n_valid": figures.get("n_valid"),
             }
         )
     return rows
@@ -200,7 +205,8 @@ def judge_run_failures(*, run: JudgeRun) -> dict[str, Any]:
     """Why judgments failed: ``unparsed`` (the output did not parse, twice), ``transport``
     (the endpoint gave no answer) and the most common reasons by call label."""
     counts: Counter[tuple[str, bool, str]] = Counter()
-    for label, transport, error in run.calls.filter(ok=False).values_list(
+    calls = run.plan_calls if run.judge == JudgeName.MMS_PLAN else run.calls
+    for label, transport, error in calls.filter(ok=False).values_list(
         "label", "transport_error", "error"
     ):
         counts[(label, transport, _first_line(error))] += 1
@@ -421,7 +427,10 @@ def _answer(run: JudgeRun, response: Response, rows: list[JudgeCall]) -> dict[st
 
 
 def judge_run_models(*, run: JudgeRun) -> list[tuple[str, int]]:
-    """``(model, answers judged)`` of the run, by name."""
+    """``(model, answers judged)`` of the run, by name; for a plan validity run ``(source,
+    plans judged)``, "ground truth" first."""
+    if run.judge == JudgeName.MMS_PLAN:
+        return plan_judge.plan_run_sources(run=run)
     rows = _answers_of(run).values("model_name").annotate(n=Count("id")).order_by("model_name")
     return [(r["model_name"], r["n"]) for r in rows]
 
@@ -430,7 +439,10 @@ def judge_run_answers(
     *, run: JudgeRun, model: str = "", page: Any = 1, per_page: int = PER_PAGE
 ) -> Page[Any]:
     """One page of the run's answers in item order (of one answering model, or all), each
-    with its report: ``page.object_list`` holds dicts (see ``_answer``)."""
+    with its report: ``page.object_list`` holds dicts (see ``_answer``). A plan validity
+    run's page holds its plans (``plan_judge.plan_run_page``; ``model`` is the source)."""
+    if run.judge == JudgeName.MMS_PLAN:
+        return plan_judge.plan_run_page(run=run, source=model, page=page, per_page=per_page)
     responses = (
         _answers_of(run)
         .select_related("item")
@@ -463,10 +475,16 @@ class Source:
     run: JudgeRun | None = None
     partial: bool = False
     note: str = ""
+    people: PeopleRubric | None = None
 
     @property
     def columns(self) -> tuple[Column, ...]:
         return COLUMNS[self.kind]
+
+    @property
+    def noun(self) -> str:
+        """What ``answers`` holds: model answers, or plans (a plan validity run)."""
+        return "plans" if self.kind == JudgeName.MMS_PLAN else "answers"
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.columns if c.name == name), None)
@@ -478,28 +496,110 @@ DERIVED = {
 }
 
 
+def is_plan_project(project: Project) -> bool:
+    """An m&m's project: its judge runs judge plans (``mms-plan``), not model answers."""
+    return project.data_format == DataFormat.MMS
+
+
 def compare_choices(*, user: AnyUser, project: Project) -> list[tuple[str, str]]:
-    """What the compare form offers: every finished run of the project, then the sources
-    derived from the other side's answers."""
+    """What the compare form offers: every finished run of the project, the people of its
+    "score the criteria" tasks, then the sources derived from the other side's answers. An
+    m&m's project offers its plan validity runs only (they judge plans, not answers)."""
+    plans = is_plan_project(project)
     runs = [
         (f"run:{run.pk}", f"#{run.pk} {run.get_judge_display()} · {run.model}")
         for run in judge_runs_of(user=user, project=project)
-        if run.job is None or run.job.done
+        if (run.job is None or run.job.done) and (run.judge == JudgeName.MMS_PLAN) == plans
     ]
-    return runs + list(DERIVED.items())
+    if plans:
+        return runs
+    tasks = [
+        (f"{people.PREFIX}{task.pk}", f"People: {task.name} (task #{task.pk})")
+        for task in people.criterion_tasks(project=project)
+    ]
+    return runs + tasks + list(DERIVED.items())
 
 
-def _token(value: str, side: str) -> str | int:
+Token = tuple[str, int]
+
+
+def _token(value: str, side: str) -> Token:
+    """``("run", id)``, ``("people", task id)`` or ``(derived name, 0)``."""
     value = (value or "").strip()
     if value in DERIVED:
-        return value
+        return value, 0
+    if value.startswith(people.PREFIX):
+        number = value.removeprefix(people.PREFIX).lstrip("#")
+        if number.isdigit():
+            return "people", int(number)
     number = value.removeprefix("run:").lstrip("#")
     if number.isdigit():
-        return int(number)
+        return "run", int(number)
     raise ValidationFailed(
-        f"{side}: {value[:40]!r} is not a source; give a judge run (run:<id>), "
-        + " or ".join(DERIVED)
+        f"{side}: {value[:40]!r} is not a source; give a judge run (run:<id>), people's scores "
+        f"of a criterion task ({people.PREFIX}<task id>), " + " or ".join(DERIVED)
     )
+
+
+def _people_source(project: Project, pk: int) -> Source:
+    task = next((t for t in people.criterion_tasks(project=project) if t.pk == pk), None)
+    if task is None:
+        raise ValidationFailed(
+            f"this project has no 'score the criteria' task #{pk} (people's rubric scores come "
+            "from a task whose units are criteria of answers)"
+        )
+    scores = people.people_rubric(task=task)
+    figures = scores.figures()
+    unrated = len(scores.task_answers - scores.rated_answers)
+    note = (
+        f"People's figures: {scores.n_ratings} rating{'s' if scores.n_ratings != 1 else ''} of "
+        f"{len(scores.values)} of the task's {len(scores.units)} units ({scores.n_decided} "
+        f"decided by a majority), on {len(scores.rated_answers)} answer"
+        f"{'s' if len(scores.rated_answers) != 1 else ''}"
+        + (f"; {unrated} of the task's answers have no rating yet" if unrated else "")
+        + "."
+    )
+    return Source(
+        key=f"{people.PREFIX}{task.pk}",
+        label=f"People: {task.name}",
+        kind="people",
+        figures={m: {"rubric": f["rubric"]} for m, f in figures.items()},
+        answers=scores.rated_answers,
+        note=note,
+        people=scores,
+    )
+
+
+def _judge_on_people_units(run_source: Source, people_source: Source) -> tuple[Source, Any]:
+    """A rubric run beside people: the run's figures over the units (answer x criterion) both
+    scored, and the per-criterion comparison. The run's own figures stay when they share no
+    unit (the notes say so)."""
+    scores = people_source.people
+    run = run_source.run
+    assert scores is not None and run is not None
+    judged = _judge_scores(run, scores.rated_answers)
+    shared = [
+        scores.units[key]
+        for key in scores.values
+        if (judged.get(scores.units[key][0]) or {}).get(scores.units[key][1]) is not None
+    ]
+    criteria = people.criteria_against_judge(scores, judged)
+    if not shared:
+        return run_source, criteria
+    figures = people.judge_on_units(judged, shared, scores.models)
+    restricted = Source(
+        key=run_source.key,
+        label=f"{run_source.label} on the units people scored",
+        kind=run_source.kind,
+        figures={m: {"rubric": f["rubric"]} for m, f in figures.items()},
+        answers=frozenset(response for response, _ in shared),
+        run=run,
+        partial=run_source.partial,
+        note=f"The judge's Rubric here is over the {len(shared)} unit"
+        f"{'s' if len(shared) != 1 else ''} (criterion of an answer) both it and people "
+        "scored, computed the same way; its figures over all its answers are on the run's page.",
+    )
+    return restricted, criteria
 
 
 def _run_source(run: JudgeRun) -> Source:
@@ -509,7 +609,10 @@ def _run_source(run: JudgeRun) -> Source:
             f"judge run #{run.pk} has no figures yet: its job is {run.job.status if run.job else '—'}"
         )
     models = figures.summary.get("models") or {}
-    answers = frozenset(run.calls.values_list("response_id", flat=True).distinct())
+    if run.judge == JudgeName.MMS_PLAN:  # plans, not answers: only compared with plan runs
+        answers = frozenset(run.plan_calls.values_list("plan_id", flat=True).distinct())
+    else:
+        answers = frozenset(run.calls.values_list("response_id", flat=True).distinct())
     return Source(
         key=f"run:{run.pk}",
         label=f"#{run.pk} {run.get_judge_display()} ({run.model})",
@@ -608,19 +711,48 @@ def _pairs(a: Source, b: Source, fa: str, fb: str) -> list[tuple[Column, Column]
     return pairs
 
 
+def _people_notes(a: Source, b: Source) -> list[str] | None:
+    """What to say when people's task and the other source do not cover the same answers;
+    None when neither side is people."""
+    side = a if a.people is not None else b if b.people is not None else None
+    if side is None or side.people is None:
+        return None
+    other = b if side is a else a
+    task_answers = side.people.task_answers
+    if not task_answers & other.answers:
+        return [
+            f"The task's answers do not overlap {other.label}'s: {side.label} has "
+            f"{len(task_answers)} answer{'s' if len(task_answers) != 1 else ''} to score, none "
+            f"of them among the {len(other.answers)} of {other.label}. The two rankings "
+            "describe different answers; compare with a judge run over the same answers (or "
+            "make the task from the run)."
+        ]
+    if not side.answers & other.answers:
+        n = len(task_answers & other.answers)
+        return [
+            f"People have not rated yet any of the {n} answer{'s' if n != 1 else ''} "
+            f"{side.label} shares with {other.label}: the two rankings describe different "
+            "answers."
+        ]
+    return []
+
+
 def _answer_notes(a: Source, b: Source) -> list[str]:
     notes = []
     shared = a.answers & b.answers
-    if not shared:
+    special = _people_notes(a, b)
+    if special:
+        notes += special
+    elif not shared:
         notes.append(
-            f"The two sources share no answers ({len(a.answers)} and {len(b.answers)}): their "
-            "rankings describe different answers."
+            f"The two sources share no {a.noun} ({len(a.answers)} and {len(b.answers)}): their "
+            f"rankings describe different {a.noun}."
         )
     elif a.answers != b.answers:
         notes.append(
-            f"The two sources judged different answers: {len(shared)} shared, "
+            f"The two sources judged different {a.noun}: {len(shared)} shared, "
             f"{len(a.answers - b.answers)} only in {a.label}, {len(b.answers - a.answers)} only "
-            f"in {b.label}. Each side's figures are over its own answers."
+            f"in {b.label}. Each side's figures are over its own {a.noun}."
         )
     only_a = sorted(set(a.figures) - set(b.figures))
     only_b = sorted(set(b.figures) - set(a.figures))
@@ -640,6 +772,47 @@ def _answer_notes(a: Source, b: Source) -> list[str]:
     return notes
 
 
+def _plans_with_plans(plan_sides: list[Token]) -> None:
+    """A plan validity run judged plans, not answers: it compares with another one only."""
+    if plan_sides and len(plan_sides) != 2:
+        raise ValidationFailed(
+            f"judge run #{plan_sides[0][1]} judged plans, not answers: compare it with another "
+            "m&m's plan validity run"
+        )
+
+
+def _sources(user: AnyUser, project: Project, tokens: list[Token]) -> list[Source]:
+    """The two sides' sources: runs and people first, then what derives from the other side."""
+    if not any(kind in ("run", "people") for kind, _ in tokens):
+        raise ValidationFailed(
+            "choose at least one judge run to compare, or people's scores of a 'score the "
+            "criteria' task"
+        )
+    pks = [pk for kind, pk in tokens if kind == "run"]
+    runs = {r.pk: r for r in judge_runs_of(user=user, project=project).filter(pk__in=pks)}
+    for pk in pks:
+        if pk not in runs:
+            raise ValidationFailed(f"this project has no judge run #{pk}")
+    built: dict[Token, Source] = {}
+    for token in tokens:
+        kind, pk = token
+        if token in built:
+            continue
+        if kind == "run":
+            built[token] = _run_source(runs[pk])
+        elif kind == "people":
+            built[token] = _people_source(project, pk)
+    _plans_with_plans([t for t in tokens if t in built and built[t].kind == JudgeName.MMS_PLAN])
+    sources: list[Source] = []
+    for n, token in enumerate(tokens):
+        if token in built:
+            sources.append(built[token])
+            continue
+        base = built[tokens[1 - n]]
+        sources.append(_f1_source(project, base) if token[0] == "f1" else _released_source(base))
+    return sources
+
+
 def judge_compare(
     *, user: AnyUser, project: Project, a: str, b: str, fa: str = "", fb: str = ""
 ) -> dict[str, Any]:
@@ -647,26 +820,19 @@ def judge_compare(
     rankings: for every figure both have (FS, SR, MI for two MAM runs, like ATP-Bench Table
     8b), else between their headline figures (a MAM run's FS against tool-set F1, like
     §5.3's rho = 0.879), and first the pair ``fa``/``fb`` when given. ``a``/``b``: a judge run
-    of the project (``run:<id>``), or ``f1``/``released``: derived from the answers of the
-    run on the other side. ValidationFailed says what is wrong with the request."""
+    of the project (``run:<id>``), people's rubric scores of a "score the criteria" task
+    (``people:<task id>``, ``review.judges.people``), or ``f1``/``released``: derived from the
+    answers of the source on the other side. A rubric run beside people is compared on the
+    units both scored, with a per-criterion table (``criteria``). Plan validity runs compare
+    with plan validity runs only. ValidationFailed says what is wrong with the request."""
     tokens = [_token(a, "first source"), _token(b, "second source")]
-    pks = [t for t in tokens if isinstance(t, int)]
-    if not pks:
-        raise ValidationFailed("choose at least one judge run to compare")
-    runs = {r.pk: r for r in judge_runs_of(user=user, project=project).filter(pk__in=pks)}
-    for pk in pks:
-        if pk not in runs:
-            raise ValidationFailed(f"this project has no judge run #{pk}")
-    built: dict[int, Source] = {pk: _run_source(runs[pk]) for pk in set(pks)}
-    sources: list[Source] = []
-    for n, token in enumerate(tokens):
-        if isinstance(token, int):
-            sources.append(built[token])
-            continue
-        other = tokens[1 - n]
-        assert isinstance(other, int)
-        base = built[other]
-        sources.append(_f1_source(project, base) if token == "f1" else _released_source(base))
+    sources = _sources(user, project, tokens)
+    criteria = None
+    kinds = [s.kind for s in sources]
+    if "people" in kinds and JudgeName.LLMI_RUBRIC in kinds:
+        j = kinds.index(JudgeName.LLMI_RUBRIC)
+        restricted, criteria = _judge_on_people_units(sources[j], sources[1 - j])
+        sources[j] = restricted
     first, second = sources
     rows = []
     for ca, cb in _pairs(first, second, fa, fb):
@@ -705,4 +871,8 @@ def judge_compare(
         "table": table,
         "notes": _answer_notes(first, second),
         "shared_answers": len(first.answers & second.answers),
+        "criteria": criteria,
+        "people": next((s.people for s in (first, second) if s.people is not None), None),
+        "people_rule": people.RULE,
+        "majority_rule": people.MAJORITY_RULE,
     }

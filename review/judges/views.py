@@ -23,7 +23,7 @@ from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 from review.answers import services as review_answers
-from review.judges import reports
+from review.judges import plan_judge, reports
 from review.judges import services as judge_services
 from review.judges.forms import JudgeRunForm
 from review.judges.models import JudgeName, JudgeRun
@@ -31,6 +31,11 @@ from review.pages import project_for_review
 
 WHY = "Only reviewers and admins run model judges and read their reports."
 RUNS_SHOWN = 50
+
+
+def page_name(project: Project) -> str:
+    """What the project's judge page is called: m&m's projects judge plans."""
+    return "Judge plans" if reports.is_plan_project(project) else "Judge answers"
 
 
 def _reviewable_run(request: HttpRequest, pk: int) -> JudgeRun:
@@ -59,17 +64,23 @@ def judge_runs(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     imported first) and the workers; POST starts one job whose card the page polls. Below,
     the project's earlier runs. Bad input answers 400 with the form and what is wrong."""
     project = project_for_review(request, project_id, WHY)
-    models = reports.model_answer_counts(project=project)
+    plans = reports.is_plan_project(project)
+    ground_truth: int | None = None
+    if plans:
+        ground_truth, models = plan_judge.plan_counts(project=project)
+    else:
+        models = reports.model_answer_counts(project=project)
+    first_judge = JudgeName.MMS_PLAN if plans else JudgeName.LLMI_RUBRIC
     status = 200
     errors: list[str] = []
     job: Job | None = None
     run: JudgeRun | None = None
     if request.method == "POST":
-        form = JudgeRunForm(request.POST, request.FILES, models=models)
+        form = JudgeRunForm(request.POST, request.FILES, models=models, plans=ground_truth)
         if form.is_valid():
             data = form.cleaned_data
             try:
-                uploads = data["answers"]
+                uploads = data.get("answers") or []
                 if uploads:
                     review_answers.uploads_check(uploads)
                 run, job = judge_services.judge_run_start(
@@ -88,23 +99,28 @@ def judge_runs(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
             else:
                 if not request.htmx:
                     return redirect("review:judge_run", pk=run.pk)
-                models = reports.model_answer_counts(project=project)
-                form = JudgeRunForm(models=models, initial={"judge": data["judge"]})
+                if not plans:
+                    models = reports.model_answer_counts(project=project)
+                form = JudgeRunForm(
+                    models=models, plans=ground_truth, initial={"judge": data["judge"]}
+                )
         else:
             status = 400
     else:
-        form = JudgeRunForm(models=models, initial={"judge": JudgeName.LLMI_RUBRIC})
+        form = JudgeRunForm(models=models, plans=ground_truth, initial={"judge": first_judge})
     context = {
         **project_context(request, project),
         "form": form,
         "errors": errors,
+        "page_name": page_name(project),
         "job": job,
         "run": run,
         "default": _default_model(project),
         "how_to": llm_services.HOW_TO_CONFIGURE,
         "runs": list(reports.judge_runs_of(user=request.user, project=project)[:RUNS_SHOWN]),
         "runs_shown": RUNS_SHOWN,
-        "judges": JudgeName.choices,
+        "plans": plans,
+        "ground_truth_plans": ground_truth,
     }
     response = render_page(
         request, "review/judges/runs.html", context, fragments={"judge-start": "start"}
@@ -115,6 +131,7 @@ def judge_runs(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict[str, Any]:
     figures = reports.judge_run_figures(run=run)
+    plans = run.judge == JudgeName.MMS_PLAN
     released = reports.judge_run_released(run=run) if figures is not None else None
     if figures is not None and released is not None:
         for row in figures.rows:
@@ -129,6 +146,8 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict[str, Any]:
         "released": released,
         "weights": reports.run_weights(run),
         "columns": reports.COLUMNS[run.judge],
+        "plans": plans,
+        "page_name": page_name(run.project),
         "sub_check_columns": reports.SUB_CHECK_COLUMNS,
         "answer_models": reports.judge_run_models(run=run),
         "model": model,
@@ -215,6 +234,8 @@ def judge_compare(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "figure_names": sorted({c.name for columns in reports.COLUMNS.values() for c in columns}),
         "comparison": comparison,
         "error": error,
+        "page_name": page_name(project),
+        "plans": reports.is_plan_project(project),
     }
     response = render_page(
         request, "review/judges/compare.html", context, fragments={"judge-compare": "result"}
@@ -232,6 +253,7 @@ def job_result_context(*, job: Job) -> dict[str, Any]:
     judge = str((summary or {}).get("judge") or "")
     return {
         "judge_run_id": result.get("run_id") or (job.params or {}).get("run_id"),
+        "judge_plans": judge == JudgeName.MMS_PLAN,
         "judge_summary": summary,
         "judge_columns": reports.COLUMNS.get(judge, ()),
         "judge_rows": reports.figure_rows(judge, summary or {}),

@@ -506,36 +506,47 @@ class _Runner:
         workers = max(1, min(self.config.concurrency, len(todo)))
         batch = workers * 2
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oracle") as pool:
-            for start in range(0, len(todo), batch):
-                asked = []
-                for item in todo[start : start + batch]:
-                    prepared = self.prepare(item)
-                    if prepared.error:
-                        self.save(prepared)
-                        self.done += 1
-                        continue
-                    hit = self.cache.get(prepared.key) if self.cache is not None else None
-                    if hit is not None:
-                        self.save(prepared, hit=hit)
-                        self.cached += 1
-                        self.done += 1
-                        continue
-                    if self.mode == "replay":
-                        prepared.error = (
-                            f"replay mode: no recorded answer of {self.config.model} for this "
-                            "conversation; run it once with the cache mode 'use' to record one"
-                        )
-                        self.save(prepared)
-                        self.done += 1
-                        continue
-                    assert prepared.request is not None
-                    asked.append((prepared, pool.submit(_ask, self.client, prepared.request)))
-                self.tick()
-                for prepared, future in asked:
-                    self.save(prepared, answer=future.result())
-                    self.made += 1
+            try:
+                self._execute(pool, todo, batch)
+            except BaseException:
+                # Cancelled (the progress report raised JobCancelled) or failed: ask nothing
+                # more. The questions already sent finish and are dropped; resuming the run
+                # asks them again.
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+
+    def _execute(self, pool: ThreadPoolExecutor, todo: list[Item], batch: int) -> None:
+        """Prepare and send the items ``batch`` at a time, storing each answer in order."""
+        for start in range(0, len(todo), batch):
+            asked = []
+            for item in todo[start : start + batch]:
+                prepared = self.prepare(item)
+                if prepared.error:
+                    self.save(prepared)
                     self.done += 1
-                    self.tick()
+                    continue
+                hit = self.cache.get(prepared.key) if self.cache is not None else None
+                if hit is not None:
+                    self.save(prepared, hit=hit)
+                    self.cached += 1
+                    self.done += 1
+                    continue
+                if self.mode == "replay":
+                    prepared.error = (
+                        f"replay mode: no recorded answer of {self.config.model} for this "
+                        "conversation; run it once with the cache mode 'use' to record one"
+                    )
+                    self.save(prepared)
+                    self.done += 1
+                    continue
+                assert prepared.request is not None
+                asked.append((prepared, pool.submit(_ask, self.client, prepared.request)))
+            self.tick()
+            for prepared, future in asked:
+                self.save(prepared, answer=future.result())
+                self.made += 1
+                self.done += 1
+                self.tick()
 
 
 def oracle_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
