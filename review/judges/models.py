@@ -64,10 +64,13 @@ class JudgeRun(models.Model):
         return f"{self.judge} with {self.model} (run #{self.pk})"
 
 
-class JudgeCall(models.Model):
-    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="calls")
-    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="judge_calls")
-    #: Which part of the report: a criterion ("r3") or an agent ("precision", "chief"...).
+class CallRecord(models.Model):
+    """What is kept of one call to a judge model, whatever it judged (an answer or a plan):
+    the messages (images as ``sha256:`` references), the raw output of each attempt, the
+    parsed value, latency and tokens."""
+
+    #: Which part of the report: a criterion ("r3"), an agent ("precision", "chief"...), or
+    #: "plan" (a plan validity call).
     label = models.CharField(max_length=50)
     key = models.CharField(max_length=64, db_index=True)
     template_id = models.CharField(max_length=100)
@@ -88,6 +91,14 @@ class JudgeCall(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        abstract = True
+
+
+class JudgeCall(CallRecord):
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="calls")
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="judge_calls")
+
+    class Meta:
         ordering = ["response_id", "id"]
         constraints = [
             # Per answer: two answers with the same text to the same item make the same call.
@@ -100,28 +111,13 @@ class JudgeCall(models.Model):
         return f"{self.label} of response {self.response_id} ({'ok' if self.ok else 'failed'})"
 
 
-class PlanJudgeCall(models.Model):
+class PlanJudgeCall(CallRecord):
     """One call of an m&m's plan validity run (judge ``mms-plan``) for one plan: the same
     record as a ``JudgeCall``, for a Plan instead of a Response (``review.judges.plan_judge``).
     """
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="plan_calls")
     plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="judge_calls")
-    label = models.CharField(max_length=50)
-    key = models.CharField(max_length=64, db_index=True)
-    template_id = models.CharField(max_length=100)
-    template_version = models.CharField(max_length=20)
-    messages = JSONField(default=list, blank=True)
-    outputs = JSONField(default=list, blank=True)
-    parsed = JSONField(null=True, blank=True)
-    ok = models.BooleanField(default=False)
-    error = models.TextField(blank=True)
-    transport_error = models.BooleanField(default=False)
-    cached = models.BooleanField(default=False)
-    latency_ms = models.PositiveIntegerField(null=True, blank=True)
-    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
-    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["plan_id", "id"]

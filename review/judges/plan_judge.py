@@ -30,7 +30,7 @@ from django.core.paginator import Page, Paginator
 from django.db import transaction
 from django.db.models import Count, QuerySet
 
-from benchmark import judges, permissions
+from benchmark import permissions
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.jobs.kinds import Progress
 from benchmark.judges import Call, Judgment, Template
@@ -41,6 +41,7 @@ from benchmark.typing import User
 from review.judge_settings.selectors import judge_templates_for
 from review.judges import services as judge_services
 from review.judges.models import JudgeName, JudgeRun, PlanJudgeCall
+from review.judges.selectors import stored_judgment
 
 GROUND_TRUTH = "ground truth"
 
@@ -242,16 +243,7 @@ def plan_judge_job(*, job: Job, progress: Progress) -> dict[str, Any]:
 
 def plan_judgment(row: PlanJudgeCall) -> Judgment[validity.PlanVerdict]:
     """The stored call as a judgment, its outputs parsed again (a model error has none)."""
-    if row.transport_error:
-        return Judgment(
-            label=row.label,
-            value=None,
-            attempts=(judges.Attempt(raw="", error=row.error),),
-            key=row.key,
-        )
-    return judges.judgment_from_outputs(
-        None, row.outputs, validity.parse_plan_validity, label=row.label
-    )
+    return stored_judgment(row, validity.parse_plan_validity)
 
 
 def source_of(plan: Plan) -> str:

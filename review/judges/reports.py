@@ -28,12 +28,11 @@ from benchmark.judges import llmi as llmi_judge
 from benchmark.judges import rubric as rubric_judge
 from benchmark.metrics.tag_scores import AnswerRecord
 from benchmark.models import DataFormat, JobStatus, Project, Response
-from benchmark.tags import parse_image_num
 from benchmark.typing import AnyUser
 from review.judges import people, plan_judge
 from review.judges.models import JudgeCall, JudgeName, JudgeRun
 from review.judges.people import PeopleRubric
-from review.judges.selectors import judge_run_report, judgment_of
+from review.judges.selectors import image_num_of, judge_run_report, judgment_of
 
 PER_PAGE = 20
 """Answers per page of a run's reports."""
@@ -342,17 +341,6 @@ def _criterion_order(key: str) -> tuple[int, str]:
 # =========================================================================== answers
 
 
-def _image_num(response: Response) -> Any:
-    value = (response.item.constraints or {}).get("image_num")
-    if value is None:
-        return 0
-    try:
-        parse_image_num(value)
-    except (TypeError, ValueError):
-        return 0
-    return value
-
-
 def _missing(label: str) -> Judgment[Any]:
     return Judgment(label=label, value=None, attempts=(judges.Attempt(raw="", error="not run"),))
 
@@ -391,7 +379,7 @@ def _answer(run: JudgeRun, response: Response, rows: list[JudgeCall]) -> dict[st
     elif run.judge in (JudgeName.LLMI_LLM, JudgeName.LLMI_MLLM):
         weights = run_weights(run)
         reward = llmi_judge.answer_reward(
-            llmi_judge.rule_reward(response.text, _image_num(response)),
+            llmi_judge.rule_reward(response.text, image_num_of(response)),
             judgments.get("llm") or _missing("llm"),
             judgments.get("mllm") or _missing("mllm"),
             llmi_judge.Weights(rule=weights["rule"], llm=weights["llm"], mllm=weights["mllm"]),

@@ -38,7 +38,7 @@ from benchmark.models import ItemStatus, Response
 from benchmark.tags import parse_image_num
 from benchmark.typing import AnyUser
 from review.judge_settings.selectors import weights_of_run
-from review.judges.models import JudgeCall, JudgeName, JudgeRun
+from review.judges.models import CallRecord, JudgeCall, JudgeName, JudgeRun
 
 EQUAL_WEIGHTS = llmi_judge.Weights()
 
@@ -69,33 +69,35 @@ def parser_for(label: str, response: Response) -> Callable[[str], Any]:
     return rubric_judge.parse_rubric
 
 
-def judgment_of(row: JudgeCall, response: Response) -> Judgment[Any]:
-    """The stored call as a judgment: its outputs parsed again (a model error has none)."""
+def stored_judgment(row: CallRecord, parse: Callable[[str], Any]) -> Judgment[Any]:
+    """A stored call (of an answer or a plan) as a judgment: its outputs parsed again with
+    ``parse`` (a model error has none)."""
     if row.transport_error:
-        return Judgment(
-            label=row.label,
-            value=None,
-            attempts=(judges.Attempt(raw="", error=row.error),),
-            key=row.key,
-            template_id=row.template_id,
-            template_version=row.template_version,
-        )
-    judgment = judges.judgment_from_outputs(None, row.outputs, parser_for(row.label, response))
+        attempts: tuple[judges.Attempt, ...] = (judges.Attempt(raw="", error=row.error),)
+        value = None
+    else:
+        judgment = judges.judgment_from_outputs(None, row.outputs, parse)
+        attempts, value = judgment.attempts, judgment.value
     return Judgment(
         label=row.label,
-        value=judgment.value,
-        attempts=judgment.attempts,
+        value=value,
+        attempts=attempts,
         key=row.key,
         template_id=row.template_id,
         template_version=row.template_version,
     )
 
 
+def judgment_of(row: JudgeCall, response: Response) -> Judgment[Any]:
+    """The stored call of an answer as a judgment."""
+    return stored_judgment(row, parser_for(row.label, response))
+
+
 def _missing(label: str) -> Judgment[Any]:
     return Judgment(label=label, value=None, attempts=(judges.Attempt(raw="", error="not run"),))
 
 
-def _image_num(response: Response) -> Any:
+def image_num_of(response: Response) -> Any:
     """The item's LLM-I image-number constraint; unconstrained (0) when it has none."""
     value = (response.item.constraints or {}).get("image_num")
     if value is None:
@@ -121,7 +123,7 @@ def _reward(
     by_label: dict[str, Judgment[Any]],
     weights: llmi_judge.Weights = EQUAL_WEIGHTS,
 ) -> tuple[Any, dict]:
-    r_rule = llmi_judge.rule_reward(response.text, _image_num(response))
+    r_rule = llmi_judge.rule_reward(response.text, image_num_of(response))
     answer = llmi_judge.answer_reward(
         r_rule,
         by_label.get("llm") or _missing("llm"),
