@@ -77,7 +77,6 @@ OUT_NAME = re.compile(r"^img-\d{3}\.png$")
 FONT_CACHE_NAME = re.compile(r"^fontlist-v[0-9.]+\.json$")
 FONT_CACHE_BYTES = 4 * 1024 * 1024
 STATUS_BYTES = 64 * 1024
-RUNNER_MARK = "benchwright-sandbox-runner"
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -372,7 +371,8 @@ def child(
     os.closerange(3, err_fd)
     os.closerange(err_fd + 1, 65536)
     python = cfg["python"]
-    argv = [python, "-I", "-u", "/.bw/runner.py", RUNNER_MARK, str(int(cfg["max_images"]))]
+    mark = os.path.basename(cfg["run_dir"])  # names the run in `ps`; starts with the run prefix
+    argv = [python, "-I", "-u", "/.bw/runner.py", mark, str(int(cfg["max_images"]))]
     os.execve(python, argv, cfg["env"])
 
 

@@ -14,6 +14,7 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.slow
 
 FAST = SandboxLimits(wall_seconds=5.0, cpu_seconds=2, memory_mb=512)
 REPO = Path(__file__).resolve().parents[3]
+OWN_RUNS: list[str] = []
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -38,8 +40,24 @@ def _sandbox_available() -> None:
         pytest.skip(f"the sandbox is unavailable here: {result.reason}")
 
 
+@pytest.fixture(autouse=True)
+def _own_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Record the run folders this test makes (their names are in the jail's and the runner's
+    command lines), so the checks below see only this test's runs."""
+    make = tempfile.mkdtemp
+
+    def mkdtemp(*args: Any, **kwargs: Any) -> str:
+        path = make(*args, **kwargs)
+        OWN_RUNS.append(os.path.basename(path))
+        return path
+
+    OWN_RUNS.clear()
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+
+
 def sandbox_processes() -> list[str]:
-    """Command lines of every process still running for a sandbox (jail or runner)."""
+    """Command lines of every process still running for one of this test's runs."""
+    assert OWN_RUNS, "no run recorded"
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -48,7 +66,7 @@ def sandbox_processes() -> list[str]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if RUN_PREFIX in cmdline or "benchwright-sandbox-runner" in cmdline:
+        if any(name in cmdline for name in OWN_RUNS):
             found.append(f"{entry.name}: {cmdline[:120]}")
     return found
 
@@ -384,8 +402,8 @@ def test_after_all_of_that_the_server_is_unharmed():
     assert os.getcwd() == cwd_before
     assert len(os.listdir("/proc/self/fd")) == fds_before
     assert sandbox_processes() == []
-    leftovers = [p for p in os.listdir(tempfile.gettempdir()) if p.startswith(RUN_PREFIX)]
-    assert leftovers == []
+    assert all(name.startswith(RUN_PREFIX) for name in OWN_RUNS)
+    assert [p for p in os.listdir(tempfile.gettempdir()) if p in OWN_RUNS] == []
 
 
 # --- Where the sandbox cannot be made -----------------------------------------------------
