@@ -9,6 +9,7 @@ it; the jail around the process is the boundary. The audit hook only names what 
 """
 
 import builtins
+import errno
 import io
 import json
 import os
@@ -21,6 +22,15 @@ OUT = "/sandbox/out"
 WORK = "/sandbox/work"
 PROGRAM = "/.bw/program.py"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff")
+NETWORK_ERRNOS = {
+    errno.ENETUNREACH,
+    errno.ENETDOWN,
+    errno.EHOSTUNREACH,
+    errno.ECONNREFUSED,
+    errno.EADDRNOTAVAIL,
+    errno.EACCES,
+    errno.EPERM,
+}
 NETWORK_EVENTS = {
     "socket.connect",
     "socket.bind",
@@ -133,7 +143,8 @@ class Run:
         if isinstance(exc, MemoryError):
             return "memory", text
         if isinstance(exc, OSError):
-            if self.network and exc.errno is not None:
+            name_lookup = type(exc).__module__ == "socket"  # gaierror, herror
+            if self.network and (name_lookup or exc.errno in NETWORK_ERRNOS):
                 return "forbidden", "network"
             if self.forked and isinstance(exc, BlockingIOError):
                 return "forbidden", "processes"
