@@ -179,6 +179,10 @@ def _start_and_collect(run_dir: Path, limits: SandboxLimits) -> SandboxResult:
             start_new_session=True,
             close_fds=True,
         )
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
     finally:
         os.close(out_w)
         os.close(err_w)
