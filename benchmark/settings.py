@@ -39,6 +39,14 @@ env = environ.Env(
     LOGIN_FAILURE_LIMIT=(int, 10),
     LOGIN_COOLOFF_MINUTES=(int, 15),
     LOGIN_PROXY_COUNT=(int, 0),
+    SANDBOX_WALL_SECONDS=(float, 10.0),
+    SANDBOX_CPU_SECONDS=(int, 5),
+    SANDBOX_MEMORY_MB=(int, 512),
+    SANDBOX_MAX_PROCESSES=(int, 8),
+    SANDBOX_MAX_OUTPUT_KB=(int, 64),
+    SANDBOX_MAX_IMAGE_MB=(int, 5),
+    SANDBOX_MAX_IMAGES=(int, 8),
+    SANDBOX_WORKDIR_MB=(int, 32),
 )
 env_file = BASE_DIR / ".env"
 if env_file.exists():
@@ -220,6 +228,19 @@ JUDGE_MAX_IMAGES = env("JUDGE_MAX_IMAGES")
 # comma-separated. "NAME=https://host/v1" allows NAME for that base URL only. The default key
 # variable, BENCHWRIGHT_MODEL_API_KEY, only ever goes to BENCHWRIGHT_MODEL_BASE_URL.
 MODEL_API_KEY_ENV_ALLOWLIST = env("MODEL_API_KEY_ENV_ALLOWLIST")
+
+# Limits of one run of a Code tool call's program in the sandbox (benchmark/sandbox/; README,
+# "Code execution sandbox"); the caller passes them on: SandboxLimits(**SANDBOX_LIMITS).
+SANDBOX_LIMITS = {
+    "wall_seconds": env("SANDBOX_WALL_SECONDS"),
+    "cpu_seconds": env("SANDBOX_CPU_SECONDS"),
+    "memory_mb": env("SANDBOX_MEMORY_MB"),
+    "max_processes": env("SANDBOX_MAX_PROCESSES"),
+    "max_output_bytes": env("SANDBOX_MAX_OUTPUT_KB") * 1024,
+    "max_image_bytes": env("SANDBOX_MAX_IMAGE_MB") * 1024 * 1024,
+    "max_images": env("SANDBOX_MAX_IMAGES"),
+    "workdir_mb": env("SANDBOX_WORKDIR_MB"),
+}
 
 # Content-Security-Policy (django-csp 4): the app's own scripts and styles only. The templates
 # have no inline scripts, event handlers, <style> blocks or style attributes (bars take

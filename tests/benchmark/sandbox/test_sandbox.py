@@ -1,0 +1,478 @@
+"""The code sandbox (benchmark/sandbox): figures come back as PNG, and a program that reaches for
+the network, the file system, more processes, more memory or more time is stopped and reported,
+while the test process (standing in for the server) goes on unharmed."""
+
+import io
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from benchmark.sandbox import SandboxLimits, SandboxResult, run_code
+from benchmark.sandbox.run import RUN_PREFIX
+
+pytestmark = pytest.mark.slow
+
+FAST = SandboxLimits(wall_seconds=5.0, cpu_seconds=2, memory_mb=512)
+REPO = Path(__file__).resolve().parents[3]
+OWN_RUNS: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sandbox_available() -> None:
+    """Where the kernel refuses namespaces the sandbox answers "unavailable" (tested below); the
+    other tests need a working one. CI must have it, so there it fails instead of skipping."""
+    result = run_code("print('ready')", limits=FAST)
+    if result.kind == "unavailable":
+        if os.environ.get("CI") or os.environ.get("BENCHWRIGHT_REQUIRE_SERVICES"):
+            pytest.fail(f"the sandbox is unavailable: {result.reason}")
+        pytest.skip(f"the sandbox is unavailable here: {result.reason}")
+
+
+@pytest.fixture(autouse=True)
+def _own_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Record the run folders this test makes (their names are in the jail's and the runner's
+    command lines), so the checks below see only this test's runs."""
+    make = tempfile.mkdtemp
+
+    def mkdtemp(*args: Any, **kwargs: Any) -> str:
+        path = make(*args, **kwargs)
+        OWN_RUNS.append(os.path.basename(path))
+        return path
+
+    OWN_RUNS.clear()
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+
+
+def sandbox_processes() -> list[str]:
+    """Command lines of every process still running for one of this test's runs."""
+    assert OWN_RUNS, "no run recorded"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if any(name in cmdline for name in OWN_RUNS):
+            found.append(f"{entry.name}: {cmdline[:120]}")
+    return found
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "PNG"
+        return image.size
+
+
+# --- Figures ----------------------------------------------------------------------------
+
+
+def test_a_shown_plot_becomes_one_png_image():
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [2, 4, 1])\nplt.show()\n"
+    result = run_code(code, limits=FAST)
+    assert (result.ok, result.kind, result.reason) == (True, "ok", "")
+    assert len(result.images) == 1
+    assert png_size(result.images[0]) == (640, 480)
+
+
+def test_a_saved_figure_is_the_image_once():
+    code = (
+        "import matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots(figsize=(4, 3), dpi=50)\n"
+        "ax.bar(['a', 'b'], [3, 5])\n"
+        "plt.savefig('x.png')\n"
+        "print('saved')\n"
+    )
+    result = run_code(code, limits=FAST)
+    assert result.kind == "ok", result.reason
+    assert [png_size(i) for i in result.images] == [(200, 150)]
+    assert result.stdout == "saved\n"
+
+
+def test_figures_come_in_the_order_shown_or_saved_and_an_open_one_is_used_when_nothing_else():
+    code = (
+        "import matplotlib.pyplot as plt\n"
+        "plt.figure(figsize=(2, 2), dpi=50); plt.plot([1, 2]); plt.show()\n"
+        "plt.figure(figsize=(3, 2), dpi=50); plt.plot([2, 1]); plt.savefig('b.png')\n"
+        "plt.figure(figsize=(4, 2), dpi=50); plt.plot([1, 1]); plt.show()\n"
+    )
+    result = run_code(code, limits=FAST)
+    assert [png_size(i) for i in result.images] == [(100, 100), (150, 100), (200, 100)]
+
+    left_open = run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\n", limits=FAST)
+    assert left_open.kind == "ok" and len(left_open.images) == 1
+
+
+def test_print_output_is_captured_and_a_program_without_a_figure_says_so():
+    result = run_code("print('hello'); import sys; print('warn', file=sys.stderr)", limits=FAST)
+    assert (result.ok, result.kind, result.reason) == (False, "no_figure", "no figure produced")
+    assert result.stdout == "hello\n"
+    assert result.stderr == "warn\n"
+
+
+def test_an_exception_is_an_error_with_its_message_and_traceback():
+    result = run_code("x = 1\nprint('before')\n1 / 0\n", limits=FAST)
+    assert (result.ok, result.kind) == (False, "error")
+    assert result.reason == "exit code 1: ZeroDivisionError: division by zero"
+    assert result.stdout == "before\n"
+    assert 'File "program.py", line 3' in result.stderr
+
+    syntax = run_code("def (:\n", limits=FAST)
+    assert (syntax.kind, syntax.reason) == ("error", "exit code 1: SyntaxError: invalid syntax")
+
+
+def test_at_most_max_images_come_back_and_a_fake_png_is_dropped():
+    code = (
+        "import matplotlib.pyplot as plt\n"
+        "for i in range(5):\n"
+        "    plt.figure(figsize=(1, 1), dpi=20); plt.savefig(f'f{i}.png')\n"
+        "open('zz-fake.png', 'w').write('not an image')\n"
+    )
+    result = run_code(code, limits=SandboxLimits(wall_seconds=5, cpu_seconds=2, max_images=3))
+    assert len(result.images) == 3
+    assert all(png_size(i) == (20, 20) for i in result.images)
+
+
+# --- Network ----------------------------------------------------------------------------
+
+
+def test_a_connection_to_a_server_on_this_machine_is_refused_and_never_arrives():
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    try:
+        code = (
+            "import socket\n"
+            f"s = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "s.sendall(b'hello from the sandbox')\n"
+        )
+        result = run_code(code, limits=FAST)
+        assert (result.ok, result.kind) == (False, "forbidden")
+        assert result.reason == "network is not available in the sandbox"
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing ever connected
+    finally:
+        listener.close()
+
+
+def test_an_outside_address_and_name_lookups_are_unreachable():
+    # A UDP connect only looks up a route (no packet is sent), so this proves the sandbox has no
+    # route out without sending anything anywhere; 192.0.2.1 is a documentation address.
+    udp = "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.connect(('192.0.2.1', 53))\n"
+    result = run_code(udp, limits=FAST)
+    assert result.kind == "forbidden" and "network" in result.reason
+
+    lookup = run_code("import socket\nsocket.getaddrinfo('example.com', 80)\n", limits=FAST)
+    assert lookup.kind == "forbidden" and "network" in lookup.reason
+
+
+def test_only_a_down_loopback_interface_exists():
+    code = "import socket\nprint(sorted(name for _, name in socket.if_nameindex()))\n"
+    result = run_code(code, limits=FAST)
+    assert result.stdout == "['lo']\n"
+
+
+# --- File system ------------------------------------------------------------------------
+
+
+def test_etc_passwd_cannot_be_read_and_never_appears_in_the_result():
+    secret_line = Path("/etc/passwd").read_text().splitlines()[0]
+    code = (
+        "import os\n"
+        "for path in ['/etc/passwd', '../../../etc/passwd', '/proc/self/root/etc/passwd']:\n"
+        "    try:\n"
+        "        print(open(path).read())\n"
+        "    except OSError as exc:\n"
+        "        print('refused', type(exc).__name__)\n"
+        "print(open('/etc/passwd').read())\n"
+    )
+    result = run_code(code, limits=FAST)
+    assert result.kind == "forbidden"
+    assert result.reason == "only the working folder is available in the sandbox, not /etc/passwd"
+    assert result.stdout.count("refused") == 3
+    for text in (result.stdout, result.stderr, result.reason):
+        assert secret_line not in text and "root:" not in text
+
+
+def test_the_project_the_home_folder_and_the_root_folder_are_not_readable():
+    targets = [str(REPO / "benchmark" / "settings.py"), str(REPO), "/root", "/", "/etc", "/tmp"]
+    code = (
+        "import os\n"
+        f"for path in {targets!r}:\n"
+        "    try:\n"
+        "        print('READ', path, os.listdir(path) if os.path.isdir(path) else open(path).read(20))\n"
+        "    except OSError as exc:\n"
+        "        print('refused', path, type(exc).__name__)\n"
+    )
+    result = run_code(code, limits=FAST)
+    assert "READ" not in result.stdout, result.stdout
+    assert result.stdout.count("refused") == len(targets)
+
+
+def test_nothing_outside_the_working_folder_can_be_written():
+    escape = f"/tmp/sandbox-escape-{uuid.uuid4().hex}"
+    site_file = Path(os.__file__).parent / f"sandbox-escape-{uuid.uuid4().hex}.py"
+    code = (
+        f"for path in [{escape!r}, {str(site_file)!r}, '/sandbox/escape', '/escape']:\n"
+        "    try:\n"
+        "        open(path, 'w').write('x'); print('WROTE', path)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', type(exc).__name__)\n"
+        "open('inside.txt', 'w').write('fine'); print(open('inside.txt').read())\n"
+    )
+    result = run_code(code, limits=FAST)
+    assert "WROTE" not in result.stdout
+    assert result.stdout.count("refused") == 4 and "fine" in result.stdout
+    assert not Path(escape).exists() and not site_file.exists()
+
+
+def test_a_link_planted_in_the_output_folder_is_not_followed():
+    code = (
+        "import os\n"
+        "import matplotlib.pyplot as plt\n"
+        "plt.plot([1, 2]); plt.show()\n"
+        "os.symlink('/etc/passwd', '/sandbox/out/img-005.png')\n"
+        "os.symlink('/etc/passwd', '/sandbox/out/status.json.x')\n"
+    )
+    result = run_code(code, limits=FAST)
+    assert result.kind == "ok" and len(result.images) == 1
+    assert all(b"root:" not in image for image in result.images)
+
+
+def test_the_working_folder_is_empty_and_its_size_is_bounded():
+    code = (
+        "import os\n"
+        "print(os.getcwd(), os.listdir('.'))\n"
+        "with open('big', 'wb') as fh:\n"
+        "    fh.write(b'x' * (3 * 1024 * 1024))\n"
+    )
+    result = run_code(code, limits=SandboxLimits(wall_seconds=5, cpu_seconds=2, workdir_mb=2))
+    assert result.stdout.startswith("/sandbox/work []\n")
+    assert result.kind == "error" and "No space left on device" in result.reason
+
+
+# --- Processes, memory, time ------------------------------------------------------------
+
+
+def test_a_fork_bomb_is_stopped_and_leaves_no_process_behind():
+    result = run_code("import os\nwhile True:\n    os.fork()\n", limits=FAST)
+    assert (result.ok, result.kind) == (False, "forbidden")
+    assert result.reason == "process limit reached (8 processes)"
+    assert sandbox_processes() == []
+    assert subprocess.run(["true"], check=False).returncode == 0  # the server can still fork
+
+
+def test_a_fork_bomb_that_ignores_errors_is_stopped_by_time():
+    code = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
+    result = run_code(code, limits=SandboxLimits(wall_seconds=3, cpu_seconds=1))
+    assert result.kind == "timeout"
+    assert sandbox_processes() == []
+    assert subprocess.run(["true"], check=False).returncode == 0
+
+
+def test_a_child_that_leaves_the_session_dies_with_the_run():
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(600)\n"
+        "print('parent done')\n"
+    )
+    result = run_code(code, limits=FAST)
+    assert result.stdout == "parent done\n"
+    assert sandbox_processes() == []
+
+
+def test_unbounded_allocation_stops_at_the_memory_limit():
+    code = "chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 * 1024))\n"
+    result = run_code(code, limits=SandboxLimits(wall_seconds=5, cpu_seconds=2, memory_mb=256))
+    assert (result.ok, result.kind) == (False, "memory")
+    assert result.reason == "stopped: memory limit 256 MB"
+
+
+def test_an_endless_loop_is_stopped_at_the_cpu_limit():
+    result = run_code(
+        "while True:\n    pass\n", limits=SandboxLimits(wall_seconds=2, cpu_seconds=1)
+    )
+    assert (result.ok, result.kind) == (False, "timeout")
+    assert result.reason == "stopped: CPU time limit 1 s"
+    assert sandbox_processes() == []
+
+
+def test_a_program_that_sleeps_is_stopped_at_the_wall_clock_limit():
+    code = "import time\nprint('start', flush=True)\ntime.sleep(600)\n"
+    result = run_code(code, limits=SandboxLimits(wall_seconds=1.5, cpu_seconds=1))
+    assert (result.kind, result.reason) == ("timeout", "timed out after 1.5 s")
+    assert result.stdout == "start\n"
+    assert sandbox_processes() == []
+
+
+def test_huge_output_is_cut_at_the_limit():
+    code = "import sys\nfor _ in range(50):\n    sys.stdout.write('x' * 100_000)\nprint('end')\n"
+    result = run_code(
+        code, limits=SandboxLimits(wall_seconds=5, cpu_seconds=2, max_output_bytes=1000)
+    )
+    assert result.kind == "no_figure"
+    assert result.stdout.startswith("x" * 1000 + "\n[output truncated: 5000004 bytes in all")
+    assert len(result.stdout) < 1200
+
+
+def test_the_server_environment_is_not_visible(monkeypatch):
+    monkeypatch.setenv("BENCHWRIGHT_TEST_SECRET", "s3cr3t-value-42")
+    result = run_code("import os\nprint(sorted(os.environ.items()))\n", limits=FAST)
+    assert "s3cr3t-value-42" not in result.stdout
+    assert "BENCHWRIGHT_TEST_SECRET" not in result.stdout
+    assert "DJANGO_SETTINGS_MODULE" not in result.stdout
+    assert "('HOME', '/sandbox/work')" in result.stdout
+
+
+def test_the_program_runs_as_pid_one_of_its_own_namespace_without_privileges():
+    code = "import os\nprint(os.getpid(), os.getuid() != 0, os.geteuid() != 0)\n"
+    result = run_code(code, limits=FAST)
+    assert result.stdout == "1 True True\n"
+
+
+# --- The server is unharmed ---------------------------------------------------------------
+
+
+def test_any_program_text_gives_a_result_and_never_raises():
+    rng = random.Random(11)
+    alphabet = "abc()[]{}:;'\"\\\n\t =+-*/#@!0123456789\x00\ud800é漢"
+    programs = [
+        "",
+        "\x00",
+        "\ud800",
+        "import sys; sys.exit(3)",
+        "raise SystemExit",
+        "import os; os._exit(0)",
+        "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+        "import ctypes; ctypes.string_at(0)",
+        "import sys; sys.stdout.close(); sys.stderr.close()",
+        "import os; os.close(1); os.close(2)",
+        *["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(8)],
+    ]
+    for program in programs:
+        result = run_code(program, limits=FAST)
+        assert isinstance(result, SandboxResult)
+        assert result.kind in {"ok", "error", "timeout", "memory", "forbidden", "no_figure"}
+        assert result.ok == (result.kind == "ok")
+    assert run_code(None, limits=FAST).kind == "error"  # type: ignore[arg-type]
+    assert run_code("x" * (2 * 1024 * 1024), limits=FAST).kind == "error"
+
+
+def test_runs_in_parallel_threads_do_not_disturb_each_other():
+    results: dict[int, SandboxResult] = {}
+
+    def work(n: int) -> None:
+        results[n] = run_code(f"print({n} * 2)", limits=FAST)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {n: r.stdout for n, r in results.items()} == {0: "0\n", 1: "2\n", 2: "4\n"}
+
+
+def test_after_all_of_that_the_server_is_unharmed():
+    fds_before = len(os.listdir("/proc/self/fd"))
+    cwd_before = os.getcwd()
+    run_code("import os\nwhile True:\n    os.fork()\n", limits=FAST)
+    run_code("x = bytearray(10**10)", limits=SandboxLimits(memory_mb=128, cpu_seconds=1))
+    result = run_code("import matplotlib.pyplot as plt\nplt.plot([3, 1, 2])\n", limits=FAST)
+    assert result.ok and len(result.images) == 1
+    assert os.getcwd() == cwd_before
+    assert len(os.listdir("/proc/self/fd")) == fds_before
+    assert sandbox_processes() == []
+    assert all(name.startswith(RUN_PREFIX) for name in OWN_RUNS)
+    assert [p for p in os.listdir(tempfile.gettempdir()) if p in OWN_RUNS] == []
+
+
+# --- Where the sandbox cannot be made -----------------------------------------------------
+
+
+def test_without_namespaces_the_sandbox_is_unavailable_and_runs_nothing():
+    """In a user namespace without mappings the jail may not create namespaces of its own (as
+    on a kernel or container that forbids them): nothing runs, and the result says so."""
+    unshare = shutil.which("unshare")
+    if not unshare or subprocess.run([unshare, "-U", "true"], check=False).returncode != 0:
+        pytest.skip("unshare -U is not possible here")
+    script = (
+        "from benchmark.sandbox import run_code\n"
+        "r = run_code(\"open('/tmp/ran', 'w'); print('RAN')\")\n"
+        "print(r.kind, '|', r.reason, '|', r.stdout)\n"
+    )
+    out = subprocess.run(
+        [unshare, "-U", sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    kind, reason, stdout = (part.strip() for part in out.split("|"))
+    assert kind == "unavailable"
+    assert reason.startswith("sandbox could not be set up: unshare")
+    assert stdout == ""
+
+
+def test_without_root_the_sandbox_uses_a_user_namespace():
+    """Started as a non-root user (here uid 1000 of a user namespace), the jail makes a user
+    namespace of its own; figures, the file-system view and the network rule are the same. (The
+    process limit needs a real unprivileged user id, which this set-up cannot give.)"""
+    unshare = shutil.which("unshare")
+    probe = [unshare or "unshare", "--map-user=1000", "--map-group=1000", "true"]
+    if not unshare or subprocess.run(probe, check=False).returncode != 0:
+        pytest.skip("unshare --map-user is not possible here")
+    script = (
+        "import json\n"
+        "from benchmark.sandbox import run_code\n"
+        'code = ("import os, socket\\nprint(os.geteuid())\\n"\n'
+        '        "import matplotlib.pyplot as plt\\nplt.plot([1, 2]); plt.show()\\n"\n'
+        "        \"open('/etc/passwd')\\n\")\n"
+        "r = run_code(code)\n"
+        "net = run_code(\"import socket\\nsocket.create_connection(('127.0.0.1', 9))\")\n"
+        "print(json.dumps([r.kind, r.reason, r.stdout, len(r.images), net.kind]))\n"
+    )
+    out = subprocess.run(
+        [*probe[:-1], sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    kind, reason, stdout, images, net_kind = json.loads(out)
+    assert (kind, stdout, images, net_kind) == ("forbidden", "1000\n", 0, "forbidden")
+    assert reason.endswith("not /etc/passwd")
+
+
+def test_a_font_list_planted_by_a_program_does_not_reach_the_next_run():
+    plant = (
+        "import matplotlib.pyplot as plt, glob\n"
+        "for path in glob.glob('/sandbox/mpl/fontlist-*.json'):\n"
+        "    open(path, 'w').write('{broken')\n"
+        "plt.plot([1, 2]); plt.show()\n"
+    )
+    run_code(plant, limits=FAST)
+    result = run_code("import matplotlib.pyplot as plt\nplt.plot([2, 1])\n", limits=FAST)
+    assert result.kind == "ok"
+    assert "fontlist" not in result.stderr and "Traceback" not in result.stderr
