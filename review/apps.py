@@ -106,3 +106,18 @@ class ReviewConfig(AppConfig):
                 template="review/_unit_report.html",
             )
         )
+        # Response-level human evaluation: whole answers, or pairs of them, rated on a page
+        # of their own (review.human_eval).
+        for kind, units in (
+            ("answer-eval", "answer_eval_units"),
+            ("answer-pair", "answer_pair_units"),
+        ):
+            unit_source_register(
+                UnitSource(
+                    kind=kind,
+                    list_units=f"review.human_eval.units.{units}",
+                    describe="review.human_eval.units.answer_describe",
+                    template="review/_unit_report.html",
+                    page="review.human_eval.views.rate_unit",
+                )
+            )

@@ -809,3 +809,27 @@ class JudgeWeightsFactory(DjangoModelFactory):
     llm = 0.5
     mllm = 0.3
     created_by = factory.SubFactory(UserFactory)
+
+
+def mam_judgment(run: Any, response: Response, *, score: int, missed: int = 0) -> None:
+    """An ATP-Bench MAM run's valid judgment of one answer, as JudgeCallFactory rows: the
+    Chief Judge's ``score`` (in its tier), the Recall Inspector's ``missed`` images, and for
+    an answer with tool calls a Precision Inspector report scoring each call 2 everywhere."""
+    from benchmark.judges import mam
+
+    tier = next(name for name, (low, high) in mam.TIERS.items() if low <= score <= high)
+    reports: dict[str, Any] = {
+        "chief": {"score": score, "tier": tier, "why": "Judged for a test."},
+        "recall": {
+            "missed": [{"after": f"paragraph {n}", "tool": "Diffusion", "why": "needed"}
+                       for n in range(missed)]
+        },
+    }  # fmt: skip
+    calls = mam.tool_calls_of(response.text)
+    if calls:
+        checks = dict.fromkeys(mam.SUB_CHECKS, 2)
+        reports["precision"] = {
+            "calls": [{"index": n, **checks, "comment": "ok"} for n in range(1, len(calls) + 1)]
+        }
+    for label, parsed in reports.items():
+        JudgeCallFactory(run=run, response=response, label=label, parsed=parsed)

@@ -52,6 +52,7 @@ from annotation.trajectories.selectors import reference_of, version_state
 from annotation.trajectories.services import task_document
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Origin, Role
+from review.human_eval.scales import ATP_SCALE
 from tests.factories import (
     AgentRunFactory,
     AgreementJobFactory,
@@ -539,6 +540,26 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
             expect={"blind_verifier": Expect.FORBIDDEN},
         ),
+        # One answer of a human evaluation, on its own page (review.human_eval).
+        Case(
+            "rate an answer (human evaluation), leased",
+            lambda w: {"pk": w.htask.pk, "unit": w.hunit},
+            Access.VIEW,
+            expect={"blind_verifier": Expect.FORBIDDEN},
+        ),
+        Case(
+            # Only the leaseholder rates (400: no scores); reviewers may look, not rate.
+            "rate an answer (human evaluation), no rating",
+            lambda w: {"pk": w.htask.pk, "unit": w.hunit},
+            Access.VIEW,
+            method="post",
+            expect={
+                "annotator": 400,
+                "blind_verifier": Expect.FORBIDDEN,
+                "reviewer": Expect.FORBIDDEN,
+                "admin": Expect.FORBIDDEN,
+            },
+        ),
     ),
     "annotation:verification_audit": (
         # The audit opens once you have answered (reviewers see everyone's).
@@ -845,6 +866,28 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.REVIEW,
             method="post",
         ),
+    ),
+    "review:human_eval_new": (
+        Case("human evaluation form", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "human evaluation, no models",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
+        ),
+    ),
+    "review:human_eval_results": (
+        Case("human evaluation results", lambda w: {"pk": w.htask.pk}, Access.REVIEW),
+        Case(
+            "human evaluation results against a judge run",
+            lambda w: {"pk": w.htask.pk},
+            Access.REVIEW,
+            query=lambda w: f"?run={w.judge_run.pk}",
+        ),
+    ),
+    "review:human_eval_export": (
+        Case("human ratings csv", lambda w: {"pk": w.htask.pk, "fmt": "csv"}, Access.REVIEW),
+        Case("human ratings jsonl", lambda w: {"pk": w.htask.pk, "fmt": "jsonl"}, Access.REVIEW),
     ),
     "review:balance": (
         Case("balanced subset", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
@@ -1267,6 +1310,29 @@ def build_world() -> SimpleNamespace:
     w.unit = f"response:{w.model_answer.pk}:chief"
     TaskUnit.objects.create(task=w.utask, item=w.item, key=w.unit)
     AssignmentFactory(task=w.utask, item=w.item, unit=w.unit, user=users["annotator"])
+    # Human evaluation: the model answer as one unit on the ATP-Bench B.2 scale, leased to
+    # the annotator.
+    w.htask = JudgmentTaskFactory(
+        project=w.project,
+        name="Human evaluation",
+        question="Rate the answer.",
+        scheme="scores",
+        labels=ATP_SCALE.labels,
+        consensus="median",
+        overlap=5,
+        updates_item_status=False,
+        unit_kind="answer-eval",
+        unit_params={
+            "scale": "atp",
+            "models": ["model-a"],
+            "seed": 0,
+            "rater_order_seed": 0,
+            "responses": [w.model_answer.pk],
+        },  # fmt: skip
+    )
+    w.hunit = f"response:{w.model_answer.pk}:atp"
+    TaskUnit.objects.create(task=w.htask, item=w.item, key=w.hunit)
+    AssignmentFactory(task=w.htask, item=w.item, unit=w.hunit, user=users["annotator"])
 
     # A trajectory (Agentic-MME) project: an item drafted by "author" under blind verification
     # by a "Solve blind" task; the blind verifier holds a lease and has not answered, the

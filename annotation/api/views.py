@@ -54,7 +54,8 @@ class JudgmentInSerializer(serializers.Serializer):
         required=False,
         allow_blank=True,
         max_length=100,
-        help_text="For a task with units: the unit key, response:<answer id>:<label>.",
+        help_text="For a task with units: the unit key, response:<answer id>:<label> "
+        "(pair:<answer id>:<answer id> for a preference between two answers).",
     )
     value = serializers.JSONField()
     reason = serializers.CharField(required=False, allow_blank=True, max_length=100)

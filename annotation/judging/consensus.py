@@ -7,6 +7,7 @@ and answers with an outcome: ``accepted``, ``rejected`` or ``disputed``, plus th
 from __future__ import annotations
 
 import re
+import statistics
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ class Rule(StrEnum):
     MAJORITY = "majority"  # more than half give the same value
     ALL_REQUIRED = "all_required"  # everyone gives the required value (m&m's: all rate 1)
     AUTHOR_PLUS_TWO = "author_plus_two"  # at least two verifiers match the author's answer
+    MEDIAN = "median"  # ratings on a scale: the median, per field for several scores
 
 
 class Verdict(StrEnum):
@@ -68,6 +70,8 @@ def decide(
     rule = Rule(rule)
     if len(values) < needed:
         return Outcome(Verdict.PENDING, reason=f"{len(values)} of {needed} judgments in")
+    if rule is Rule.MEDIAN:
+        return Outcome(Verdict.ACCEPTED, median_of(values), f"median of {len(values)} ratings")
     if rule is Rule.AUTHOR_PLUS_TWO:
         same = matches_author or (lambda v: _same(v, author_value))
         matches = sum(bool(same(v)) for v in values)
@@ -91,6 +95,20 @@ def decide(
             return Outcome(Verdict.ACCEPTED, agreed, f"all {top} gave {required!r}")
         return Outcome(Verdict.REJECTED, agreed, f"all {top} gave {agreed!r}, not {required!r}")
     return _verdict(agreed, accept, f"all {top} agree")
+
+
+def median_of(values: Sequence[Any]) -> Any:
+    """The median of numeric ratings (the mean of the middle two for an even number), or for
+    objects of scores (``{"inappr": 1, "mi": 0, "fs": 4}``) the median of each field over the
+    objects that have it. Ratings are numbers, never text: ValueError otherwise."""
+    if values and all(isinstance(v, dict) for v in values):
+        fields = list(dict.fromkeys(k for v in values for k in v))
+        return {f: median_of([v[f] for v in values if f in v]) for f in fields}
+    if not values or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in values
+    ):
+        raise ValueError("the median rule needs numeric ratings")
+    return statistics.median(values)
 
 
 def _key(value: Any) -> Any:

@@ -18,6 +18,10 @@ class Scheme(models.TextChoices):
     ORDINAL = "ordinal", "Ordinal scale"
     NUMBER = "number", "Number"
     TEXT = "text", "Free answer (compared by normalized match)"
+    #: Several scores in one judgment, a JSON object ``{field: integer}``; ``labels`` lists
+    #: the fields as ``[{"value": field, "label": ..., "min": 0, "max": 5}]`` (``max`` may be
+    #: left out). Used by response-level evaluation (ATP-Bench B.2: # Inappr., MI, FS).
+    SCORES = "scores", "Several scores (one integer per field)"
 
 
 class UnitKind(models.TextChoices):
@@ -31,6 +35,13 @@ class UnitKind(models.TextChoices):
       rating is the annotator's own score on the LLMI rubric scale, 0 not met, 1 partially,
       2 fully met, so it compares with the rubric judge's JudgeCall of the same key.
 
+    * ``answer-eval`` (human evaluation of answers, ATP-Bench App. B.2, LLM-I App. C): one
+      whole model answer, ``label`` the scale ("atp": # Inappr., MI and FS as one object;
+      "likert": 1-5).
+    * ``answer-pair`` (pairwise preference): two answers to the same item from two models,
+      unit key ``pair:<response id shown as A>:<response id shown as B>``; the rating is
+      "a", "b" or "tie". The key's order is the side each answer is shown on.
+
     Which units a task has is listed once, when the task is created, by the unit source
     registered for its kind (:mod:`annotation.judging.units`), and kept as ``TaskUnit`` rows.
     """
@@ -38,6 +49,8 @@ class UnitKind(models.TextChoices):
     ITEM = "item", "Items"
     JUDGE_REPORT = "judge-report", "A judge agent's report on an answer (rate the judge)"
     ANSWER_CRITERION = "answer-criterion", "One rubric criterion of one answer"
+    ANSWER_EVAL = "answer-eval", "Human evaluation of one answer"
+    ANSWER_PAIR = "answer-pair", "Preference between two answers"
 
 
 class JudgmentTask(models.Model):
@@ -104,7 +117,8 @@ class JudgmentTask(models.Model):
 
 class TaskUnit(models.Model):
     """One unit of a task whose judgments are about parts of items (``task.has_units``): the
-    key ``response:<response id>:<label>`` and the item it belongs to, in queue order. Listed
+    key ``response:<response id>:<label>`` (or ``pair:<id>:<id>``) and the item it belongs
+    to, in queue order. Listed
     once when the task is created; the queue hands these out as it hands out items."""
 
     task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="units")
@@ -161,8 +175,10 @@ class Assignment(models.Model):
 class Judgment(models.Model):
     """One annotator's blind judgment of an item, or of one unit of it: ``unit`` is the unit
     key ``response:<response id>:<label>`` for tasks with units (``task.unit_kind``
-    ``judge-report`` or ``answer-criterion``; the key names the same answer and label as the
-    judge's ``JudgeCall``), "" for item-level tasks."""
+    ``judge-report`` or ``answer-criterion``: the key names the same answer and label as the
+    judge's ``JudgeCall``; ``answer-eval``: the label is the scale), ``pair:<id>:<id>`` for
+    ``answer-pair``, "" for item-level tasks. ``value`` is a JSON value: a number or label,
+    or an object of integers for the ``scores`` scheme."""
 
     task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="judgments")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import Counter
 from datetime import datetime, timedelta
@@ -68,6 +70,8 @@ def assignment_next_for_user(
             return mine
         skip: list[int] = []
         find = _unit_candidate if task.has_units else _candidate
+        if task.has_units and rater_order_seed(task) is not None:
+            find = _shuffled_unit_candidate
         while True:
             # Prefer one nobody else is locking; if every candidate is locked right now,
             # wait for the first one instead of answering "nothing left".
@@ -137,16 +141,12 @@ def _candidate(
     return (row[0], row[0], "") if row else None
 
 
-def _unit_candidate(
-    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
-) -> tuple[int, int, str] | None:
-    """:func:`_candidate` for a task with units: the first of the task's units (in position
-    order) that this user has not judged, that is not settled and that has fewer than
-    ``overlap`` live assignments; its ``TaskUnit`` row stays locked. Answers ``(TaskUnit id,
-    item id, unit key)``. Units are rated whatever their item's status or author: the task
-    rates answers and judge reports, it does not verify items."""
+def _unit_where(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int]
+) -> tuple[list[str], list[Any]]:
+    """The conditions on a task's units ``u`` that :func:`_unit_candidate` offers."""
     q = connection.ops.quote_name
-    unit, assignment, outcome = (q(m._meta.db_table) for m in (TaskUnit, Assignment, Outcome))
+    assignment, outcome = (q(m._meta.db_table) for m in (Assignment, Outcome))
     where = [
         "u.task_id = %s",
         f"NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.task_id = %s AND a.item_id = u.item_id "
@@ -165,6 +165,20 @@ def _unit_candidate(
     if skip:
         where.append(f"u.id NOT IN ({', '.join(['%s'] * len(skip))})")
         params.extend(skip)
+    return where, params
+
+
+def _unit_candidate(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+) -> tuple[int, int, str] | None:
+    """:func:`_candidate` for a task with units: the first of the task's units (in position
+    order) that this user has not judged, that is not settled and that has fewer than
+    ``overlap`` live assignments; its ``TaskUnit`` row stays locked. Answers ``(TaskUnit id,
+    item id, unit key)``. Units are rated whatever their item's status or author: the task
+    rates answers and judge reports, it does not verify items."""
+    q = connection.ops.quote_name
+    unit = q(TaskUnit._meta.db_table)
+    where, params = _unit_where(task, user, now, skip)
     sql = (
         f"SELECT u.id, u.item_id, u.{q('key')} FROM {unit} u WHERE {' AND '.join(where)} "
         "ORDER BY u.position, u.id LIMIT 1"
@@ -175,6 +189,49 @@ def _unit_candidate(
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return (row[0], row[1], row[2]) if row else None
+
+
+def rater_order_seed(task: JudgmentTask) -> int | None:
+    """The seed of a task whose units each rater meets in an order of their own
+    (``unit_params["rater_order_seed"]``, response-level evaluation); None: position order."""
+    seed = (task.unit_params or {}).get("rater_order_seed") if task.has_units else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def rater_rank(*, seed: int, user_id: int, key: str) -> int:
+    """Where a unit comes in one rater's order: a hash of (task seed, rater, unit key), so the
+    order is random-looking, differs between raters, and is the same every time for one rater
+    (it does not depend on which units are still open)."""
+    digest = hashlib.blake2b(f"{seed}:{user_id}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def _shuffled_unit_candidate(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+) -> tuple[int, int, str] | None:
+    """:func:`_unit_candidate` in the rater's own order (:func:`rater_rank`) instead of the
+    units' positions: the open units are read, ranked here, and the first one that can be
+    locked is answered, its row locked."""
+    q = connection.ops.quote_name
+    unit = q(TaskUnit._meta.db_table)
+    where, params = _unit_where(task, user, now, skip)
+    sql = f"SELECT u.id, u.item_id, u.{q('key')} FROM {unit} u WHERE {' AND '.join(where)}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    seed = rater_order_seed(task) or 0
+    rows.sort(key=lambda row: (rater_rank(seed=seed, user_id=user.pk, key=row[2]), row[0]))
+    if not connection.features.has_select_for_update:
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+    lock = f"SELECT u.id FROM {unit} u WHERE u.id = %s FOR UPDATE OF u" + (
+        " SKIP LOCKED" if skip_locked else ""
+    )
+    with connection.cursor() as cursor:
+        for row in rows:
+            cursor.execute(lock, [row[0]])
+            if cursor.fetchone() is not None:
+                return (row[0], row[1], row[2])
+    return None
 
 
 def _lease(
@@ -204,7 +261,52 @@ def _lease(
     return lease
 
 
+def _score_field(entry: dict[str, Any], raw: Any) -> int:
+    """One field of a ``scores`` judgment: a whole number within the field's bounds."""
+    name = entry.get("label") or entry["value"]
+    low, high = entry.get("min"), entry.get("max")
+    bounds = f"{low} to {high}" if high is not None else f"{low} or more"
+    value = raw
+    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+\s*", raw):
+        value = int(raw)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationFailed(f"{name}: {raw!r} is not a whole number ({bounds})")
+    if low is not None and value < low:
+        raise ValidationFailed(f"{name}: {value} is below {low} (give {bounds})")
+    if high is not None and value > high:
+        raise ValidationFailed(f"{name}: {value} is above {high} (give {bounds})")
+    return value
+
+
+def _check_scores(task: JudgmentTask, value: Any) -> dict[str, int]:
+    """A ``scores`` judgment: an object with exactly the task's fields, each a whole number
+    within its bounds (a JSON text of one is read)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    names = [e["value"] for e in task.labels]
+    if not isinstance(value, dict):
+        raise ValidationFailed(f"give one score for each of {', '.join(names)} (an object)")
+    unknown = [k for k in value if k not in names]
+    if unknown:
+        raise ValidationFailed(
+            f"unknown score {', '.join(map(repr, unknown))}; the scores are {', '.join(names)}"
+        )
+    missing = [
+        e.get("label") or e["value"] for e in task.labels if value.get(e["value"]) in (None, "")
+    ]
+    if missing:
+        raise ValidationFailed(f"missing score: {', '.join(missing)}")
+    return {e["value"]: _score_field(e, value[e["value"]]) for e in task.labels}
+
+
 def _check_value(task: JudgmentTask, value: Any, reason: str) -> Any:
+    if task.scheme == Scheme.SCORES:
+        return _check_scores(task, value)
     if task.scheme == Scheme.NUMBER:
         if isinstance(value, bool) or not isinstance(value, int | float):
             try:
@@ -216,6 +318,12 @@ def _check_value(task: JudgmentTask, value: Any, reason: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise ValidationFailed("the answer is empty")
         return value.strip()
+    return _check_label(task, value, reason)
+
+
+def _check_label(task: JudgmentTask, value: Any, reason: str) -> Any:
+    """A value of a binary, nominal or ordinal scale: one of the labels (a number may come
+    as its text), with a reason where the label asks for one."""
     allowed = task.label_values
     for candidate in allowed:
         if value == candidate or (isinstance(candidate, int) and str(value) == str(candidate)):
@@ -488,13 +596,62 @@ def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
 
 
 def _keep_unit_scale(task: JudgmentTask) -> None:
-    """A task with units rates on the 0-2 scale (its ratings are compared with the judge's)
-    and never sets items' status (an item has many units)."""
-    if task.scheme != Scheme.ORDINAL or task.label_values != [0, 1, 2]:
-        raise ValidationFailed(
-            "this task rates units on the 0-2 scale (ordinal labels 0, 1, 2); keep it"
-        )
+    """A task with units never sets items' status (an item has many units). Rating a judge
+    or a criterion is on the 0-2 scale (its ratings are compared with the judge's); any other
+    unit task keeps the scale, labels and rule it was created with (a response-level
+    evaluation's scale is what its results are computed from), and its name and question
+    never name the models it evaluates (``unit_params["models"]``): raters read both."""
     task.updates_item_status = False
+    if task.unit_kind in RATING_LABELS:
+        if task.scheme != Scheme.ORDINAL or task.label_values != [0, 1, 2]:
+            raise ValidationFailed(
+                "this task rates units on the 0-2 scale (ordinal labels 0, 1, 2); keep it"
+            )
+        return
+    hidden = [
+        m for m in (task.unit_params or {}).get("models") or []
+        if isinstance(m, str) and m.strip() and m.lower() in f"{task.name} {task.question}".lower()
+    ]  # fmt: skip
+    if hidden:
+        raise ValidationFailed(
+            f"name and question: raters see them and must not know the models under "
+            f"evaluation; leave {', '.join(map(repr, hidden))} out"
+        )
+    stored = JudgmentTask.objects.filter(pk=task.pk).values("scheme", "labels", "consensus").first()
+    if stored is not None and (
+        stored["scheme"] != task.scheme
+        or stored["labels"] != task.labels
+        or stored["consensus"] != task.consensus
+    ):
+        raise ValidationFailed(
+            "this task's scale, labels and rule were set when it was created (its results are "
+            "computed from them); keep them, or create a new task"
+        )
+
+
+def _check_rule_fits_scheme(task: JudgmentTask) -> None:
+    """The median rule takes numbers (ordinal values, numbers, several scores); several
+    scores per judgment are decided by the median alone, and only tasks with units have them."""
+    scheme, rule = Scheme(task.scheme), Rule(task.consensus)
+    if scheme is Scheme.SCORES and not task.has_units:
+        raise ValidationFailed(
+            "scheme: several scores per judgment are for response-level evaluation tasks "
+            "(Human evaluation on the judging page)"
+        )
+    if scheme is Scheme.SCORES and rule is not Rule.MEDIAN:
+        raise ValidationFailed("rule: several scores per judgment are decided by their median")
+    if rule is Rule.MEDIAN:
+        numeric = scheme in (Scheme.NUMBER, Scheme.SCORES) or (
+            scheme is Scheme.ORDINAL
+            and all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in task.label_values
+            )
+        )
+        if not numeric:
+            raise ValidationFailed(
+                "rule: the median needs numeric ratings (an ordinal scale of numbers, numbers, "
+                "or several scores)"
+            )
 
 
 def judgment_task_save(
@@ -528,6 +685,7 @@ def judgment_task_save(
         raise ValidationFailed("author plus two verifiers needs an overlap of at least 2")
     if task.overlap < 1 or task.overlap > 50:
         raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
+    _check_rule_fits_scheme(task)
     if task.has_units:
         _keep_unit_scale(task)
     task.full_clean()
@@ -544,6 +702,26 @@ UNIT_QUESTIONS = {
 MAX_UNITS = 100_000
 
 
+def _unit_kind_scale(
+    unit_kind: str, scale: dict[str, Any] | None
+) -> tuple[UnitKind, dict[str, Any]]:
+    """The kind of a new unit task and its scale: the 0-2 scale for rating a judge or a
+    criterion, else the ``scale`` the caller brings."""
+    try:
+        kind = UnitKind(unit_kind)
+    except ValueError:
+        kinds = ", ".join(k.value for k in UnitKind if k is not UnitKind.ITEM)
+        raise ValidationFailed(f"unit kind: {unit_kind!r} is not one of {kinds}") from None
+    if kind is UnitKind.ITEM:
+        raise ValidationFailed("unit kind: item-level tasks are made with 'New judgment task'")
+    if kind in RATING_LABELS:
+        return kind, {"scheme": Scheme.ORDINAL, "labels": RATING_LABELS[kind],
+                      "consensus": Rule.MAJORITY}  # fmt: skip
+    if not (isinstance(scale, dict) and {"scheme", "labels", "consensus"} <= set(scale)):
+        raise ValidationFailed(f"unit kind {kind.value!r}: say the scale (scheme, labels, rule)")
+    return kind, scale
+
+
 def unit_task_create(
     *,
     project: Any,
@@ -554,21 +732,18 @@ def unit_task_create(
     overlap: int = 3,
     question: str = "",
     lease_minutes: int = 30,
+    scale: dict[str, Any] | None = None,
 ) -> JudgmentTask:
     """Create a task whose judgments are about units rather than items (reviewers and
-    admins): rate a judge's agent reports (``judge-report``) or score rubric criteria of
-    answers (``answer-criterion``). The scale is 0-2 (ordinal), k = ``overlap`` people rate
-    each unit blind, the majority decides the unit's outcome, and item status is left alone.
-    The units are listed now by the unit source registered for the kind, from
-    ``unit_params``, and kept as ``TaskUnit`` rows in the order given."""
+    admins): rate a judge's agent reports (``judge-report``), score rubric criteria of
+    answers (``answer-criterion``), or evaluate answers (``answer-eval``, ``answer-pair``).
+    k = ``overlap`` people rate each unit blind and item status is left alone. The first two
+    kinds rate on the 0-2 scale (ordinal) and the majority decides a unit's outcome; the
+    others bring their ``scale``: ``{"scheme", "labels", "consensus"}``. The units are listed
+    now by the unit source registered for the kind, from ``unit_params``, and kept as
+    ``TaskUnit`` rows in the order given."""
     require(user=user, project=project, action="review")
-    try:
-        kind = UnitKind(unit_kind)
-    except ValueError:
-        raise ValidationFailed(f"unit kind: {unit_kind!r} is not one of judge-report, "
-                               "answer-criterion") from None  # fmt: skip
-    if kind is UnitKind.ITEM:
-        raise ValidationFailed("unit kind: item-level tasks are made with 'New judgment task'")
+    kind, scale = _unit_kind_scale(unit_kind, scale)
     name = (name or "").strip()
     if not name:
         raise ValidationFailed("name: give the task a name")
@@ -581,17 +756,18 @@ def unit_task_create(
         task = JudgmentTask(
             project=project,
             name=name,
-            question=question.strip() or UNIT_QUESTIONS[kind],
-            scheme=Scheme.ORDINAL,
-            labels=RATING_LABELS[kind],
+            question=question.strip() or UNIT_QUESTIONS.get(kind, ""),
+            scheme=scale["scheme"],
+            labels=scale["labels"],
             overlap=overlap,
-            consensus=Rule.MAJORITY,
+            consensus=scale["consensus"],
             updates_item_status=False,
             author_may_judge=True,
             lease_minutes=lease_minutes,
             unit_kind=kind,
             unit_params=unit_params,
         )
+        _check_rule_fits_scheme(task)
         task.full_clean()
         task.save()
         units = source.units(task=task)

@@ -2,7 +2,9 @@
 
 A task's ``unit_kind`` says what one judgment is about (:class:`~annotation.judging.models.
 UnitKind`): a whole item, or a *unit* named by a key ``response:<response id>:<label>`` (one
-agent's report on one model answer; one rubric criterion of one answer). Everything else of
+agent's report on one model answer; one rubric criterion of one answer; one answer rated on
+a scale) or ``pair:<response id>:<response id>`` (two answers to one item, shown as A and B
+in that order, for a preference). Everything else of
 judging (overlap k, leases, blind judgments, outcomes, agreement figures) works on units as on
 items: assignments, judgments and outcomes carry the unit key in ``unit`` ("" for items).
 
@@ -17,7 +19,12 @@ that ``review`` registers in its ``AppConfig.ready()``:
 * ``describe(task=..., unit=..., user=...)`` answers what the judge page shows about one unit
   (a ``TaskUnit``), as a dict for ``template``: the answer's text and the agent's report and
   justification, or the criterion. It shows the one unit only: never other raters' judgments
-  (the judge page adds those for reviewers, through :func:`judgments_visible`).
+  (the judge page adds those for reviewers, through :func:`judgments_visible`);
+* ``page`` (optional): a view ``page(request, task=..., unit=...)`` that draws the unit and
+  takes its rating *instead of* the judge page, for kinds whose scale the judge page's radio
+  buttons do not fit (several scores at once, two answers side by side). The judge page's URL
+  (``annotation:judge_unit``) stays the unit's address; the view must check the lease (or
+  the review role) itself, as the judge page does.
 
 Callables may be dotted paths, imported on first use (as in ``benchmark.jobs.kinds``).
 """
@@ -34,20 +41,27 @@ from django.utils.module_loading import import_string
 from benchmark.exceptions import ValidationFailed
 
 if TYPE_CHECKING:
+    from django.http import HttpRequest, HttpResponse
+
     from annotation.judging.models import JudgmentTask, TaskUnit
     from benchmark.typing import AnyUser
 
 __all__ = [
     "RATING_LABELS",
     "UnitSource",
+    "pair_key",
+    "pair_parse",
     "unit_key",
     "unit_parse",
+    "unit_responses",
     "unit_source",
     "unit_source_register",
 ]
 
 #: ``response:<response id>:<label>``; the label is a judge call's label ("chief", "r3").
 UNIT_KEY = re.compile(r"^response:([1-9][0-9]{0,17}):([A-Za-z0-9_.-]{1,40})$")
+#: ``pair:<response id>:<response id>``: two different answers, the first shown as A.
+PAIR_KEY = re.compile(r"^pair:([1-9][0-9]{0,17}):([1-9][0-9]{0,17})$")
 
 #: The 0-2 scale of both unit kinds, as ordinal labels of the task (a 2 "accepts" a unit:
 #: the majority agrees with the report, or finds the criterion fully met).
@@ -66,6 +80,7 @@ RATING_LABELS = {
 
 ListUnits = Callable[..., list[tuple[int, str]]]
 Describe = Callable[..., dict[str, Any]]
+Page = Callable[..., "HttpResponse"]
 
 
 def unit_key(*, response_id: int, label: str) -> str:
@@ -83,6 +98,31 @@ def unit_parse(key: str) -> tuple[int, str]:
     return int(match.group(1)), match.group(2)
 
 
+def pair_key(*, first: int, second: int) -> str:
+    """The unit key of two different answers, ``first`` shown as A and ``second`` as B."""
+    key = f"pair:{int(first)}:{int(second)}"
+    if not PAIR_KEY.match(key) or int(first) == int(second):
+        raise ValidationFailed(f"answers {first!r} and {second!r} cannot form a pair")
+    return key
+
+
+def pair_parse(key: str) -> tuple[int, int]:
+    """``(response id shown as A, response id shown as B)`` of a pair key; ValidationFailed
+    naming the key otherwise."""
+    match = PAIR_KEY.match(key or "")
+    if match is None or match.group(1) == match.group(2):
+        raise ValidationFailed(f"{key!r} is not a pair key (pair:<answer id>:<answer id>)")
+    return int(match.group(1)), int(match.group(2))
+
+
+def unit_responses(key: str) -> tuple[int, ...]:
+    """The answers a unit key names: one for ``response:...``, two (A, B) for ``pair:...``;
+    ValidationFailed for anything else."""
+    if (key or "").startswith("pair:"):
+        return pair_parse(key)
+    return (unit_parse(key)[0],)
+
+
 def _resolve(value: Any) -> Any:
     return import_string(value) if isinstance(value, str) else value
 
@@ -97,12 +137,23 @@ class UnitSource:
     describe: Describe | str
     #: The fragment the judge page includes with the description as ``unit_view``.
     template: str
+    #: ``page(request, task=..., unit=...)``: a page of its own for the unit (see above);
+    #: None: the judge page.
+    page: Page | str | None = None
 
     def units(self, *, task: JudgmentTask) -> list[tuple[int, str]]:
         return list(_resolve(self.list_units)(task=task))
 
     def view(self, *, task: JudgmentTask, unit: TaskUnit, user: AnyUser) -> dict[str, Any]:
         return dict(_resolve(self.describe)(task=task, unit=unit, user=user))
+
+    def render_page(
+        self, request: HttpRequest, *, task: JudgmentTask, unit: TaskUnit
+    ) -> HttpResponse | None:
+        """The unit's own page, or None when the kind uses the judge page."""
+        if self.page is None:
+            return None
+        return _resolve(self.page)(request, task=task, unit=unit)  # type: ignore[no-any-return]
 
 
 _SOURCES: dict[str, UnitSource] = {}

@@ -18,6 +18,7 @@ from annotation.judging import selectors, services
 from annotation.judging.forms import JudgmentForm, TaskForm
 from annotation.judging.models import JudgmentTask, TaskUnit
 from annotation.judging.plan_graph import layout
+from annotation.judging.units import unit_source
 from annotation.verification import rules as verification
 from annotation.verification import views as verification_views
 from benchmark import permissions
@@ -160,6 +161,10 @@ def judge_unit(request: HtmxHttpRequest, pk: int, unit: str) -> HttpResponse:
     if not task.has_units:
         raise Http404("This task judges whole items.")
     task_unit = selectors.task_unit_get(user=request.user, task=task, key=unit)
+    # A kind with a page of its own (response-level evaluation) draws the unit there.
+    own_page = unit_source(task.unit_kind).render_page(request, task=task, unit=task_unit)
+    if own_page is not None:
+        return own_page
     return _judge_page(request, task, task_unit.item, task_unit)
 
 

@@ -30,6 +30,9 @@ LEVELS: dict[Scheme, Level] = {
     Scheme.ORDINAL: "ordinal",
     Scheme.NUMBER: "interval",
     Scheme.TEXT: "nominal",
+    # Several scores per judgment: the whole object as one label here; the human evaluation
+    # results page has the agreement on each score at its own level.
+    Scheme.SCORES: "nominal",
 }
 
 

@@ -24,7 +24,7 @@ judgment failed (unparseable after a retry, or no answer from the endpoint).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import partial
 from typing import Any
 
@@ -177,28 +177,31 @@ _REPORT_FIELDS = (
 )
 
 
-def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
-    """``{"answers": [{"item", "model", "scores", "failed"}...], "summary": {...}}`` from
-    the run's stored calls, answers in item order. The summary holds ``models`` (figures per
-    answering model, see the module docs) and ``excluded`` (answers left out, all models).
-    A plan validity run reports per plan (``review.judges.plan_judge.plan_judge_report``)."""
+def judge_run_report(*, run: JudgeRun, responses: Collection[int] | None = None) -> dict[str, Any]:
+    """``{"answers": [{"response", "item", "model", "scores", "failed"}...], "summary":
+    {...}}`` from the run's stored calls, answers in item order. The summary holds
+    ``models`` (figures per answering model, see the module docs) and ``excluded`` (answers
+    left out, all models). ``responses``: only these answers (ids), e.g. the answers people
+    rated, so the figures are over the same answers as theirs. A plan validity run reports
+    per plan (``review.judges.plan_judge.plan_judge_report``)."""
     if run.judge == JudgeName.MMS_PLAN:
         from review.judges.plan_judge import plan_judge_report
 
         return plan_judge_report(run=run)
+    calls = run.calls.all() if responses is None else run.calls.filter(response_id__in=responses)
     # Each answer once (not once per call), and of each call only what the report reads: a
     # run of 10,000 calls stays small in memory.
-    responses: dict[int, Response] = {
+    answers_of: dict[int, Response] = {
         r.pk: r
-        for r in Response.objects.filter(pk__in=run.calls.values("response_id"))
+        for r in Response.objects.filter(pk__in=calls.values("response_id"))
         .select_related("item")
         .defer("raw", "item__raw", "item__documents")
     }
-    rows = run.calls.only(*_REPORT_FIELDS).order_by("id")
+    rows = calls.only(*_REPORT_FIELDS).order_by("id")
     by_response: dict[int, dict[str, Judgment[Any]]] = defaultdict(dict)
     failed: dict[int, list[str]] = defaultdict(list)
     for row in rows.iterator(chunk_size=2000):
-        response = responses[row.response_id]
+        response = answers_of[row.response_id]
         by_response[row.response_id][row.label] = judgment_of(row, response)
         if not row.ok:
             failed[row.response_id].append(f"{row.label}: {row.error}")
@@ -211,7 +214,7 @@ def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
     }
     build = builders[JudgeName(run.judge)]
     ordered = sorted(
-        responses.values(), key=lambda r: (r.item.position, r.item_id, r.model_name, r.pk)
+        answers_of.values(), key=lambda r: (r.item.position, r.item_id, r.model_name, r.pk)
     )
     per_model: dict[str, list[Any]] = defaultdict(list)
     answers = []
@@ -220,6 +223,7 @@ def judge_run_report(*, run: JudgeRun) -> dict[str, Any]:
         per_model[response.model_name].append(value)
         answers.append(
             {
+                "response": response.pk,
                 "item": response.item.external_id,
                 "model": response.model_name,
                 "verified": response.item.status == ItemStatus.VERIFIED,

@@ -54,3 +54,28 @@ def test_author_plus_two_compares_normalized_answers() -> None:
 def test_normalize_answer_keeps_decimals() -> None:
     assert normalize_answer(" 1,284.50! ") == "1 284.50"
     assert normalize_answer("Café.") == "cafe"
+
+
+def test_median_rule_takes_the_median_per_field_once_all_are_in() -> None:
+    assert decide(Rule.MEDIAN, [4, 2], needed=3, accept=accept_one).verdict is Verdict.PENDING
+    out = decide(Rule.MEDIAN, [4, 2, 5], needed=3, accept=accept_one)
+    assert (out.verdict, out.value) == (Verdict.ACCEPTED, 4)
+    assert out.reason == "median of 3 ratings"
+    assert decide(Rule.MEDIAN, [4, 1], needed=2, accept=accept_one).value == 2.5
+    triples = [
+        {"inappr": 0, "mi": 2, "fs": 4},
+        {"inappr": 3, "mi": 0, "fs": 5},
+        {"inappr": 1, "mi": 1, "fs": 1},
+    ]
+    assert decide(Rule.MEDIAN, triples, needed=3, accept=accept_one).value == {
+        "inappr": 1,
+        "mi": 1,
+        "fs": 4,
+    }
+
+
+def test_median_rule_refuses_text() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="numeric"):
+        decide(Rule.MEDIAN, ["a", "b"], needed=2, accept=accept_one)

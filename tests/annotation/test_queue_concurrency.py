@@ -114,3 +114,56 @@ def test_parallel_requests_respect_the_overlap_of_units() -> None:
     assert not errors, errors
     per_unit = Counter(Assignment.objects.filter(task=task).values_list("unit", flat=True))
     assert per_unit == {"response:1:precision": 2, "response:1:recall": 2, "response:1:chief": 2}
+
+
+def test_parallel_requests_respect_the_overlap_in_each_raters_own_order() -> None:
+    """The same when each rater meets the units in an order of their own (response-level
+    evaluation): the open units are ranked per rater, then locked one by one."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row-level locking is proven on PostgreSQL")
+    from annotation.judging.models import TaskUnit
+
+    toolset = Toolset.objects.create(name="atp-o")
+    project = Project.objects.create(name="o", kind="interleaved", data_format="atp",
+                                     tag_syntax="atp", toolset=toolset)  # fmt: skip
+    item = Item.objects.create(project=project, external_id="i0", position=0)
+    task = JudgmentTask.objects.create(
+        project=project,
+        name="evaluate",
+        question="?",
+        scheme="ordinal",
+        labels=[{"value": v, "label": str(v)} for v in range(1, 6)],
+        overlap=2,
+        consensus="median",
+        updates_item_status=False,
+        unit_kind="answer-eval",
+        unit_params={"scale": "likert", "rater_order_seed": 5},
+    )
+    for n in range(3):
+        TaskUnit.objects.create(task=task, item=item, key=f"response:{n + 1}:likert", position=n)
+    users = []
+    for n in range(8):
+        user = get_user_model().objects.create_user(f"w{n}", password="x")
+        Membership.objects.create(project=project, user=user, role="annotator")
+        users.append(user)
+    barrier = threading.Barrier(len(users))
+    errors: list[BaseException] = []
+
+    def ask(user) -> None:  # type: ignore[no-untyped-def]
+        try:
+            barrier.wait()
+            services.assignment_next_for_user(task=task, user=user)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=ask, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert not errors, errors
+    per_unit = Counter(Assignment.objects.filter(task=task).values_list("unit", flat=True))
+    assert per_unit == {"response:1:likert": 2, "response:2:likert": 2, "response:3:likert": 2}
