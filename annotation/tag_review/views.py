@@ -31,7 +31,7 @@ from annotation.tag_review import edits as tag_edits
 from annotation.tag_review import selectors as tag_selectors
 from annotation.tag_review import services as tag_review
 from annotation.tag_review.forms import DiscardForm, WorkingStateForm
-from annotation.tag_review.render import render_answer
+from benchmark.rendering.preview import render_answer
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Image, Item, Project, ProjectKind, Response
