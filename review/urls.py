@@ -14,4 +14,5 @@ urlpatterns = [
     path("", include("review.rate_judge.urls")),
     path("", include("review.judges.urls")),
     path("", include("review.judge_settings.urls")),
+    path("", include("review.rendering.urls")),
 ]
