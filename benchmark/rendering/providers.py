@@ -3,7 +3,7 @@ image search (a configurable HTTP JSON endpoint) and code (the sandbox). Pure Py
 Django); the openai SDK and the sandbox are imported inside the functions that use them.
 
 Every provider has a ``name`` (recorded with each image it produced and part of the cache
-key; it never contains a key or a query string) and one method that returns image bytes or
+key; it never contains a key) and one method that returns image bytes or
 raises :class:`ProviderError`. Any provider can be replaced by an object with the same
 method (tests inject fakes).
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 import json
+import re
 import socket
 import threading
 import urllib.error
@@ -317,6 +318,7 @@ class OpenAIImageEditor(_OpenAIImages):
 # --------------------------------------------------------------------------- search
 
 
+_SECRET_PARAM = re.compile(r"key|token|secret|auth|pass|sig", re.I)
 _RESULT_LISTS = ("results", "images_results", "images", "items", "data", "value")
 _IMAGE_KEYS = ("image_url", "original", "contentUrl", "url", "link", "image", "thumbnail")
 _PAGE_KEYS = ("source_url", "page_url", "hostPageUrl", "source", "link")
@@ -350,8 +352,21 @@ class HttpImageSearch:
         self.timeout = timeout
         self.tries = max(1, tries)
         self.allow_private = allow_private
+        # The fixed parameters tell one search from another (engine=google_images); secrets
+        # among them (api_key=..., token=...) are left out.
+        shown = [
+            (k, "hidden" if _SECRET_PARAM.search(k) else v)
+            for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+            if k != param
+        ]
         self.name = "search:" + urllib.parse.urlunsplit(
-            (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")
+            (
+                parts.scheme,
+                parts.netloc.rpartition("@")[2],
+                parts.path,
+                urllib.parse.urlencode(shown),
+                "",
+            )
         )
 
     def _query_url(self, query: str) -> str:

@@ -253,3 +253,13 @@ def test_rendered_document_for_other_pages(project: Project, answers: list[Respo
     empty = render_to_string("review/rendering/_document.html", {"document": None})
     assert "not been rendered yet" in empty
     assert re.search(r'data-status="rendered"', document)
+
+
+def test_item_page_links_a_model_answer_to_its_rendering_for_reviewers(
+    project: Project, answers: list[Response], clients: dict[str, Client]
+) -> None:
+    item = answers[0].item
+    url = reverse("benchmark:item_detail", args=[project.pk, item.pk])
+    link = reverse("review:rendered_answer", args=[answers[0].pk])
+    assert link in clients["reviewer"].get(url).content.decode()
+    assert link not in clients["annotator"].get(url).content.decode()

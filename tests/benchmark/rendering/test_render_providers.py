@@ -91,7 +91,8 @@ def test_search_fetches_the_first_results_image(server: FakeImageServer) -> None
     assert found.data == png_for("search:eiffel tower")
     assert found.detail["title"] == "A picture of eiffel tower"
     assert found.detail["page"] == "https://example.org/eiffel%20tower"
-    assert search.name == f"search:{server.url}/search"  # no key, no query string
+    # The fixed parameters name the search; the key in the URL does not show.
+    assert search.name == f"search:{server.url}/search?engine=images&api_key=hidden"
     first = server.requests[0]
     assert "engine=images" in first.path and "q=eiffel+tower" in first.path
     assert first.headers["authorization"] == "Bearer sk-search"
