@@ -125,6 +125,16 @@ def run_task(task: Task, providers: Providers, image: bytes | None = None) -> Ou
     try:
         found = _execute(task, providers, image)
     except ProviderError as exc:
+        if exc.kind == "unavailable":
+            return Outcome(
+                CallResult(
+                    status=PLACEHOLDER,
+                    reason=NOT_AVAILABLE,
+                    message=f"code execution is not available: {exc.message}",
+                    provider=task.provider,
+                    retry=True,
+                )
+            )
         reason = TIMEOUT if exc.kind == "timeout" else ERROR
         detail = dict(getattr(exc, "detail", {}) or {})
         return Outcome(

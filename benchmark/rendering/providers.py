@@ -46,8 +46,10 @@ MAX_IMAGE_BYTES = 20 * 1024 * 1024
 
 
 class ProviderError(Exception):
-    """A tool call the provider could not execute. ``kind`` is "timeout" or "error";
-    ``retry`` marks a failure that may pass another time (network, 429, 5xx)."""
+    """A tool call the provider could not execute. ``kind`` is "timeout", "error" or
+    "unavailable" (the provider cannot run here at all, e.g. a sandbox without the kernel
+    features it needs: drawn as a placeholder); ``retry`` marks a failure that may pass
+    another time (network, 429, 5xx, unavailable), which is never cached."""
 
     def __init__(self, message: str, *, kind: str = "error", retry: bool = False) -> None:
         super().__init__(message)
@@ -469,10 +471,11 @@ class SandboxCodeRunner:
             "stderr": str(getattr(result, "stderr", "") or "")[-2000:],
         }
         if not getattr(result, "ok", False):
-            kind = str(getattr(result, "kind", "") or "")
+            kind = str(getattr(result, "kind", "") or "").lower()
             reason = str(getattr(result, "reason", "") or "") or "the program failed"
-            timed_out = "time" in kind.lower()
-            error = ProviderError(reason[:1000], kind="timeout" if timed_out else "error")
+            if kind == "unavailable":  # the machine cannot run the sandbox: not the program's fault
+                raise ProviderError(reason[:1000], kind="unavailable", retry=True)
+            error = ProviderError(reason[:1000], kind="timeout" if "time" in kind else "error")
             error.detail = detail  # type: ignore[attr-defined]
             raise error
         images = list(getattr(result, "images", None) or [])

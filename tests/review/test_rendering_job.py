@@ -352,3 +352,24 @@ def test_an_answer_over_the_text_limit_is_recorded_as_not_rendered(
     assert "the renderer takes at most 50" in rendering.error and rendering.calls == []
     world.answers[0].refresh_from_db()
     assert "rendered_images" not in world.answers[0].extra
+
+
+def test_the_real_sandbox_draws_the_figure(project: Project, users: dict[str, Any]) -> None:
+    """With benchmark.sandbox installed: a matplotlib program's figure is the call's image and a
+    program that reads /etc/passwd is a failure card (skipped without the sandbox)."""
+    pytest.importorskip("benchmark.sandbox")
+    item = ItemFactory(project=project)
+    answer = ResponseFactory(
+        item=item, origin=Origin.MODEL, model_name="m", key="model:m",
+        text=atp("Code", code=CHART) + "\n\n" + atp("Code", code="print(open('/etc/passwd').read())"),
+    )  # fmt: skip
+    job = run(project)
+    rendering = RenderedAnswer.objects.get(response=answer)
+    chart, passwd = rendering.calls
+    if chart["reason"] == "not_available":
+        pytest.skip(f"the sandbox cannot run on this machine: {chart['message']}")
+    assert chart["status"] == "rendered" and chart["provider"] == "sandbox", chart
+    assert Image.objects.get(sha256=chart["image"]).format == "PNG"
+    assert (passwd["status"], passwd["reason"]) == ("failed", "error")
+    assert "root:" not in json.dumps(rendering.calls)
+    assert job.result["calls"]["executed"] == 2

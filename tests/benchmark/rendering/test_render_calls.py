@@ -424,6 +424,22 @@ def test_identical_calls_run_once_and_a_second_rendering_comes_from_the_cache() 
     assert generator.prompts == ["cube"]
 
 
+def test_a_sandbox_that_cannot_run_here_gives_placeholders_not_cached_failures() -> None:
+    def unavailable(code: str, *, limits: Any = None) -> SimpleNamespace:
+        return SimpleNamespace(
+            ok=False, images=[], stdout="", stderr="", kind="unavailable",
+            reason="the sandbox needs Linux namespaces",
+        )  # fmt: skip
+
+    store = MemoryStore()
+    [result], html, _ = render(
+        atp("Code", code=CHART), "atp", Providers(code=SandboxCodeRunner(unavailable)), store
+    )
+    assert (result.status, result.reason, result.retry) == ("placeholder", "not_available", True)
+    assert "code execution is not available: the sandbox needs Linux namespaces" in html
+    assert store.cache == {}
+
+
 def test_a_failure_that_may_pass_is_not_cached() -> None:
     providers = all_providers()
     store = MemoryStore()

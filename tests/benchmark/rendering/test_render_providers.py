@@ -136,6 +136,7 @@ def test_sandbox_results_become_images_or_failures() -> None:
             "ok": SimpleNamespace(ok=True, images=[b"png1", b"png2"], stdout="o", stderr="", reason="", kind=""),
             "slow": SimpleNamespace(ok=False, images=[], stdout="", stderr="", reason="wall-clock limit", kind="timeout"),
             "net": SimpleNamespace(ok=False, images=[], stdout="", stderr="denied", reason="network is blocked", kind="error"),
+            "jail": SimpleNamespace(ok=False, images=[], stdout="", stderr="", reason="the sandbox needs Linux namespaces", kind="unavailable"),
         }  # fmt: skip
         return outcomes[code]
 
@@ -148,6 +149,9 @@ def test_sandbox_results_become_images_or_failures() -> None:
         runner.run("net")
     assert net.value.kind == "error" and net.value.message == "network is blocked"
     assert net.value.detail["stderr"] == "denied"  # type: ignore[attr-defined]
+    with pytest.raises(ProviderError) as jail:
+        runner.run("jail")
+    assert jail.value.kind == "unavailable" and jail.value.retry  # never cached
 
 
 def test_without_the_sandbox_package_code_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
