@@ -35,6 +35,19 @@ env = environ.Env(
     BENCHWRIGHT_MODEL_CONCURRENCY=(int, 4),
     BENCHWRIGHT_MODEL_RPM=(int, 0),
     JUDGE_MAX_IMAGES=(int, 16),
+    BENCHWRIGHT_IMAGE_GEN_BASE_URL=(str, ""),
+    BENCHWRIGHT_IMAGE_GEN_MODEL=(str, ""),
+    BENCHWRIGHT_IMAGE_GEN_API_KEY=(str, ""),
+    BENCHWRIGHT_IMAGE_GEN_SIZE=(str, ""),
+    BENCHWRIGHT_IMAGE_EDIT_BASE_URL=(str, ""),
+    BENCHWRIGHT_IMAGE_EDIT_MODEL=(str, ""),
+    BENCHWRIGHT_IMAGE_EDIT_API_KEY=(str, ""),
+    BENCHWRIGHT_IMAGE_SEARCH_URL=(str, ""),
+    BENCHWRIGHT_IMAGE_SEARCH_API_KEY=(str, ""),
+    BENCHWRIGHT_IMAGE_SEARCH_PARAM=(str, "q"),
+    BENCHWRIGHT_IMAGE_SEARCH_ALLOW_PRIVATE=(bool, False),
+    BENCHWRIGHT_RENDER_TIMEOUT=(float, 120.0),
+    BENCHWRIGHT_RENDER_WORKERS=(int, 0),
     MODEL_API_KEY_ENV_ALLOWLIST=(list, ["BENCHWRIGHT_MODEL_API_KEY"]),
     LOGIN_FAILURE_LIMIT=(int, 10),
     LOGIN_COOLOFF_MINUTES=(int, 15),
@@ -224,6 +237,27 @@ BENCHWRIGHT_MODEL_CONCURRENCY = env("BENCHWRIGHT_MODEL_CONCURRENCY")
 BENCHWRIGHT_MODEL_RPM = env("BENCHWRIGHT_MODEL_RPM")
 # At most this many images in one judge call; a call with more fails with a message.
 JUDGE_MAX_IMAGES = env("JUDGE_MAX_IMAGES")
+# Rendering answers (review.rendering): the endpoints that execute Diffusion (image
+# generation), Edit (image edit; both OpenAI-compatible images APIs) and Search (an HTTP JSON
+# image search). Empty: those calls are drawn as labelled placeholders. Code runs in
+# benchmark.sandbox. See README "Rendering answers".
+BENCHWRIGHT_IMAGE_GEN_BASE_URL = env("BENCHWRIGHT_IMAGE_GEN_BASE_URL")
+BENCHWRIGHT_IMAGE_GEN_MODEL = env("BENCHWRIGHT_IMAGE_GEN_MODEL")
+BENCHWRIGHT_IMAGE_GEN_API_KEY = env("BENCHWRIGHT_IMAGE_GEN_API_KEY")
+BENCHWRIGHT_IMAGE_GEN_SIZE = env("BENCHWRIGHT_IMAGE_GEN_SIZE")
+BENCHWRIGHT_IMAGE_EDIT_BASE_URL = env("BENCHWRIGHT_IMAGE_EDIT_BASE_URL")
+BENCHWRIGHT_IMAGE_EDIT_MODEL = env("BENCHWRIGHT_IMAGE_EDIT_MODEL")
+BENCHWRIGHT_IMAGE_EDIT_API_KEY = env("BENCHWRIGHT_IMAGE_EDIT_API_KEY")
+BENCHWRIGHT_IMAGE_SEARCH_URL = env("BENCHWRIGHT_IMAGE_SEARCH_URL")
+BENCHWRIGHT_IMAGE_SEARCH_API_KEY = env("BENCHWRIGHT_IMAGE_SEARCH_API_KEY")
+BENCHWRIGHT_IMAGE_SEARCH_PARAM = env("BENCHWRIGHT_IMAGE_SEARCH_PARAM")
+# Search results are downloaded by the server: hosts on private networks are refused unless
+# this is true (a search service inside your own network).
+BENCHWRIGHT_IMAGE_SEARCH_ALLOW_PRIVATE = env("BENCHWRIGHT_IMAGE_SEARCH_ALLOW_PRIVATE")
+# Seconds a provider may take per call; tool calls executed at once (0: twice the CPUs, code
+# programs at most one per CPU).
+BENCHWRIGHT_RENDER_TIMEOUT = env("BENCHWRIGHT_RENDER_TIMEOUT")
+BENCHWRIGHT_RENDER_WORKERS = env("BENCHWRIGHT_RENDER_WORKERS")
 # The environment variables a project's model settings may name as its key ("api_key_env"),
 # comma-separated. "NAME=https://host/v1" allows NAME for that base URL only. The default key
 # variable, BENCHWRIGHT_MODEL_API_KEY, only ever goes to BENCHWRIGHT_MODEL_BASE_URL.

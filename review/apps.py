@@ -13,6 +13,7 @@ class ReviewConfig(AppConfig):
         from review.answers.services import UPLOAD_AREA as ANSWERS_AREA
         from review.judges.services import JUDGE_KIND
         from review.oracle.services import ORACLE_KIND
+        from review.rendering.services import RENDER_KIND
         from review.runs.services import RESCORE_KIND
         from review.runs.services import SCORE_KIND as RUNS_KIND
         from review.runs.services import UPLOAD_AREA as RUNS_AREA
@@ -79,6 +80,17 @@ class ReviewConfig(AppConfig):
                 result_template="review/jobs/oracle_result.html",
                 title="Oracle test",
                 unit="items",
+            )
+        )
+        job_kind_register(
+            JobKind(
+                name=RENDER_KIND,
+                runner="review.rendering.services.render_job",
+                action="review",
+                result_template="review/jobs/render_result.html",
+                title="Rendering",
+                unit="answers",
+                done_event="rendering-done",
             )
         )
 

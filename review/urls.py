@@ -15,4 +15,5 @@ urlpatterns = [
     path("", include("review.judges.urls")),
     path("", include("review.judge_settings.urls")),
     path("", include("review.human_eval.urls")),
+    path("", include("review.rendering.urls")),
 ]

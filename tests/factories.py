@@ -833,3 +833,50 @@ def mam_judgment(run: Any, response: Response, *, score: int, missed: int = 0) -
         }
     for label, parsed in reports.items():
         JudgeCallFactory(run=run, response=response, label=label, parsed=parsed)
+
+
+class RenderedAnswerFactory(DjangoModelFactory):
+    """A rendering of a model answer whose one call (a Reference) showed ``image``."""
+
+    class Meta:
+        model = "review.RenderedAnswer"
+
+    response = factory.SubFactory(
+        ResponseFactory, origin=Origin.MODEL, model_name="alpha", key="model:alpha"
+    )
+    text = factory.LazyAttribute(lambda r: r.response.text)
+    syntax = "atp"
+    signature = "0" * 64
+    calls = factory.LazyAttribute(
+        lambda r: [
+            {
+                "status": "rendered" if r.image else "failed",
+                "reason": "" if r.image else "out_of_range",
+                "message": "" if r.image else "img_index 0 is out of range",
+                "tool": "reference",
+                "image": r.image.sha256 if r.image else None,
+                "shown": None,
+                "provider": "document" if r.image else "",
+                "cached": False,
+                "retry": False,
+                "detail": {},
+            }
+        ]
+    )
+    n_rendered = factory.LazyAttribute(lambda r: 1 if r.image else 0)
+    n_failed = factory.LazyAttribute(lambda r: 0 if r.image else 1)
+
+    class Params:
+        image = None
+
+
+class ToolCallCacheFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.ToolCallCache"
+
+    key = factory.Sequence(lambda n: f"{n:064x}")
+    tool = "code"
+    provider = "sandbox"
+    status = "failed"
+    reason = "error"
+    message = "ValueError: boom"

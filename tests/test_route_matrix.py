@@ -84,6 +84,7 @@ from tests.factories import (
     PlanJudgeCallFactory,
     PlanJudgeRunFactory,
     ProjectFactory,
+    RenderedAnswerFactory,
     RescoringJobFactory,
     ResponseFactory,
     ResponseVersionFactory,
@@ -1061,6 +1062,29 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             data={"base": "0", "preset": "paper"},
         ),
     ),
+    "review:render_answers": (
+        Case("render answers", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "render answers, unknown model (400)",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
+            data={"models": ["nobody"]},
+        ),
+    ),
+    "review:rendered_answer": (
+        Case("a rendered model answer", lambda w: {"pk": w.model_answer.pk}, Access.REVIEW),
+        Case(
+            "render a model answer again",
+            lambda w: {"pk": w.model_answer.pk},
+            Access.REVIEW,
+            method="post",
+        ),
+        Case("another project's answer", lambda w: {"pk": w.other_answer.pk}, Access.OTHER),
+    ),
+    "review:rendered_answer_download": (
+        Case("a rendered answer as a file", lambda w: {"pk": w.model_answer.pk}, Access.REVIEW),
+    ),
     # ------------------------------------------------------------------ API
     "api-root": (Case("API root", lambda w: {}, Access.LOGGED_IN),),
     "schema": (Case("OpenAPI schema", lambda w: {}, Access.LOGGED_IN),),
@@ -1296,6 +1320,7 @@ def build_world() -> SimpleNamespace:
         item=w.item, origin=Origin.MODEL, model_name="model-a", key="model:model-a"
     )
     JudgeCallFactory(run=w.judge_run, response=w.model_answer, label="chief")
+    RenderedAnswerFactory(response=w.model_answer, image=w.image)
     w.utask = JudgmentTaskFactory(
         project=w.project,
         name="Rate the judge",
@@ -1518,6 +1543,10 @@ def build_world() -> SimpleNamespace:
         project=w.other_project, image_refs=[image_ref(w.other_image, position=0)]
     )
     w.jobs.other = ImportJobFactory(project=w.other_project, created_by=users["outsider"])
+    w.other_answer = ResponseFactory(
+        item=w.other_item, origin=Origin.MODEL, model_name="m", key="model:m"
+    )
+    RenderedAnswerFactory(response=w.other_answer)
 
     w.sessions = {}
     for role in ROLES:

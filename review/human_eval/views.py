@@ -28,7 +28,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotation.judging import selectors as judging_selectors
 from annotation.judging.models import JudgmentTask, TaskUnit
 from annotation.judging.services import judgment_submit
-from annotation.tag_review.render import render_answer
 from benchmark.exceptions import DomainError
 from benchmark.formats.csv_safe import csv_row
 from benchmark.images import selectors as image_selectors
@@ -36,12 +35,14 @@ from benchmark.models import Item, Response
 from benchmark.pages import htmx_page
 from benchmark.permissions import can
 from benchmark.presenters import item_view
+from benchmark.rendering.preview import render_answer
 from benchmark.tags import ToolCall
 from benchmark.typing import request_user
 from review.human_eval import selectors, services
 from review.human_eval.forms import HumanEvalForm
 from review.human_eval.scales import ATP, PAIR, Scale, scale_of
 from review.pages import project_for_review, task_for_review
+from review.rendering.selectors import rendered_document
 
 WHY = "Only reviewers and admins create human evaluations and read their results."
 IMAGE_TOOLS = ("reference", "edit")
@@ -118,16 +119,9 @@ def _answer_html(
     """The answer as its reader sees it: the rendered document when the answer has been
     rendered (``review.rendering``), else its markdown rendered and sanitised with each tool
     call drawn in place (the referenced image, or a card naming the tool and its prompt)."""
-    try:
-        from review.rendering.selectors import (  # type: ignore[import-not-found]
-            rendered_document,
-        )
-    except ImportError:
-        rendered_document = None
-    if rendered_document is not None:
-        html = rendered_document(response)
-        if html:
-            return mark_safe(html)  # noqa: S308 - sanitised by the renderer
+    html = rendered_document(response)
+    if html:
+        return html
     syntax = syntax or response.item.project.tag_syntax
     syntax = syntax if syntax in ("atp", "llmi") else "atp"
     return mark_safe(render_answer(response.text, syntax, image=image))  # noqa: S308 - nh3

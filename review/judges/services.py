@@ -144,8 +144,11 @@ def answers_import(
                 or row.origin != Origin.MODEL
                 or any(row.extra.get(k) != v for k, v in (record.released or {}).items())
             ):
+                changed_text = row.text != record.text
                 row.text, row.origin, row.source_file = record.text, Origin.MODEL, record.file[:255]
                 row.extra = {**row.extra, **(record.released or {})}
+                if changed_text:  # the images rendered from the old text no longer belong
+                    row.extra.pop(RENDERED_IMAGES, None)
                 row.save(update_fields=["text", "origin", "source_file", "extra"])
                 updated += 1
             else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from annotation.tag_review.render import render_answer
+from benchmark.rendering.preview import render_answer
 
 REFERENCE = (
     '<tool>{"tool_name": "Reference", "description": "Panel", "params": {"img_index": 0}}</tool>'

@@ -1,21 +1,17 @@
-"""Preview an interleaved answer as the reader would see it: Markdown rendered to sanitized
-HTML, each tool call drawn in place (the referenced image, or a labelled card).
+"""The tag editor's preview of an interleaved answer: Markdown rendered to sanitized HTML
+(``benchmark.rendering.markup``), each tool call drawn in place as the referenced image or a
+labelled card. Nothing is executed; ``benchmark.rendering.document`` draws executed calls.
 
-Pure Python (no Django). Raw HTML in the answer is shown as text, never passed through:
-markdown-it runs with ``html`` off, and the result goes through nh3 with a short allowlist.
+Pure Python (no Django).
 """
 
 from __future__ import annotations
 
 import html
-import re
-import secrets
 from collections.abc import Callable
 from typing import Any
 
-import nh3
-from markdown_it import MarkdownIt
-
+from benchmark.rendering.markup import interleave
 from benchmark.tags import ParsedText, ToolCall, parse
 
 __all__ = ["ImageLookup", "render_answer"]
@@ -23,35 +19,7 @@ __all__ = ["ImageLookup", "render_answer"]
 #: ``image(tool) -> (url, caption)`` for a call that shows a known image, else ``None``.
 ImageLookup = Callable[[ToolCall], tuple[str, str] | None]
 
-_MARKDOWN_TAGS = {
-    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s", "code",
-    "pre", "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
-    "img", "span", "div",
-}  # fmt: skip
-_ATTRIBUTES: dict[str, set[str]] = {
-    "*": {"class"},
-    "a": {"href", "title"},
-    "img": {"src", "alt", "title", "loading"},
-    "ol": {"start"},
-    "th": {"style"},
-    "td": {"style"},
-}
-_URL_SCHEMES = {"http", "https", "mailto"}
 _MAIN_PARAM = ("prompt", "query", "code")
-
-
-def _markdown() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-
-
-def _clean(fragment: str) -> str:
-    return nh3.clean(
-        fragment,
-        tags=_MARKDOWN_TAGS,
-        attributes=_ATTRIBUTES,
-        url_schemes=_URL_SCHEMES,
-        link_rel="noopener noreferrer nofollow",
-    )
 
 
 def _text(value: Any) -> str:
@@ -105,24 +73,4 @@ def render_answer(
     ``parsed`` is ``parse(text, syntax)`` when the caller already has it."""
     if parsed is None or parsed.text != text or parsed.syntax != syntax:
         parsed = parse(text, syntax)  # type: ignore[arg-type]
-    nonce = secrets.token_hex(8)
-    cards: dict[str, str] = {}
-    parts: list[str] = []
-    for segment in parsed.segments:
-        if isinstance(segment, ToolCall):
-            key = f"bwtag{nonce}x{segment.index}x"
-            cards[key] = _card(segment, image)
-            parts.append(key)
-        else:
-            parts.append(segment.text)
-    body = _clean(_markdown().render("".join(parts)))
-
-    # One pass over the HTML (500 cards in a 1 MB answer made 1,000 passes with str.replace):
-    # a call alone in its paragraph becomes a block, one inside running text stays inline.
-    def card_for(m: re.Match[str]) -> str:
-        if m.group(1) is not None:
-            return f'<div class="pv-block">{cards[m.group(1)]}</div>'
-        return cards[m.group(2)]
-
-    key = rf"bwtag{nonce}x\d+x"
-    return _clean(re.sub(rf"<p>({key})</p>|({key})", card_for, body))
+    return interleave(parsed, lambda tool: _card(tool, image))
