@@ -112,6 +112,7 @@ SECRET_REFERENCE = "Zoom into the brass plaque beside door 1729"
 SECRET_DRAFTING = "The model said: marmalade lighthouse on the plaque"
 SECRET_CROP_TRUTH = "The plaque reads cobalt heron"
 SECRET_OTHER_RATER = "another verifier answered Saffron Row"
+SECRET_MODEL = "orrery-lumen-13b"
 REVIEWERS_ONLY = "result-for-reviewers-only: 41 of 57 answers scored"
 ADMINS_ONLY = "result-for-admins-only: data.jsonl line 12 has no trace_id"
 
@@ -126,6 +127,9 @@ SECRETS: dict[str, frozenset[str]] = {
     SECRET_DRAFTING: MEMBERS,
     SECRET_CROP_TRUTH: MEMBERS,
     SECRET_OTHER_RATER: MEMBERS,
+    # The model that wrote the answer under human evaluation (its name, key and source file):
+    # hidden from the evaluation's raters (annotators of its project), shown to reviewers.
+    SECRET_MODEL: frozenset({"admin", "reviewer"}),
     # Results of scoring, rescoring and agreement jobs: reviewers and admins.
     REVIEWERS_ONLY: frozenset({"admin", "reviewer"}),
     # Results of an import job started by an admin: admins (and who started it).
@@ -289,7 +293,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("other project", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
     ),
     "benchmark:item_detail": (
-        Case("ATP item", lambda w: {"project_id": w.project.pk, "item_id": w.item.pk}, Access.VIEW),
+        # Lists the answer under human evaluation: its model for reviewers, not its raters.
+        Case(
+            "ATP item",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
+            Access.VIEW,
+            shows={"reviewer": (SECRET_MODEL,), "admin": (SECRET_MODEL,)},
+        ),
         Case(
             "blind item",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
@@ -605,6 +615,16 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.VIEW,
             method="post",
             data={"base": "2", "op": "keep:0"},
+        ),
+        Case(
+            "tag review of the answer under human evaluation",
+            lambda w: {
+                "project_id": w.project.pk,
+                "item_id": w.item.pk,
+                "response_id": w.model_answer.pk,
+            },
+            Access.VIEW,
+            shows={"reviewer": (SECRET_MODEL,)},
         ),
     ),
     "annotation:tag_discard": (
@@ -1073,7 +1093,12 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "review:rendered_answer": (
-        Case("a rendered model answer", lambda w: {"pk": w.model_answer.pk}, Access.REVIEW),
+        Case(
+            "a rendered model answer",
+            lambda w: {"pk": w.model_answer.pk},
+            Access.REVIEW,
+            shows={"reviewer": (SECRET_MODEL,)},
+        ),
         Case(
             "render a model answer again",
             lambda w: {"pk": w.model_answer.pk},
@@ -1116,8 +1141,25 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
         Case("other project's item", lambda w: {"pk": w.other_item.pk}, Access.OTHER),
     ),
-    "response-list": (Case("responses", lambda w: {}, Access.LOGGED_IN),),
-    "response-detail": (Case("response", lambda w: {"pk": w.response.pk}, Access.VIEW),),
+    "response-list": (
+        Case("responses", lambda w: {}, Access.LOGGED_IN, shows={"reviewer": (SECRET_MODEL,)}),
+        Case(
+            "the item's responses",
+            lambda w: {},
+            Access.LOGGED_IN,
+            query=lambda w: f"?item={w.item.pk}",
+            shows={"reviewer": (SECRET_MODEL,)},
+        ),
+    ),
+    "response-detail": (
+        Case("response", lambda w: {"pk": w.response.pk}, Access.VIEW),
+        Case(
+            "the answer under human evaluation",
+            lambda w: {"pk": w.model_answer.pk},
+            Access.VIEW,
+            shows={"reviewer": (SECRET_MODEL,)},
+        ),
+    ),
     "plan-list": (Case("plans", lambda w: {}, Access.LOGGED_IN),),
     "plan-detail": (Case("plan", lambda w: {"pk": w.plan.pk}, Access.VIEW),),
     "trajectory-list": (
@@ -1317,7 +1359,11 @@ def build_world() -> SimpleNamespace:
     # "judge-report" task, leased to the annotator.
     w.judge_run = JudgeRunFactory(project=w.project)
     w.model_answer = ResponseFactory(
-        item=w.item, origin=Origin.MODEL, model_name="model-a", key="model:model-a"
+        item=w.item,
+        origin=Origin.MODEL,
+        model_name=SECRET_MODEL,
+        key=f"model:{SECRET_MODEL}",
+        source_file=f"answers/{SECRET_MODEL}.jsonl",
     )
     JudgeCallFactory(run=w.judge_run, response=w.model_answer, label="chief")
     RenderedAnswerFactory(response=w.model_answer, image=w.image)
@@ -1349,7 +1395,7 @@ def build_world() -> SimpleNamespace:
         unit_kind="answer-eval",
         unit_params={
             "scale": "atp",
-            "models": ["model-a"],
+            "models": [SECRET_MODEL],
             "seed": 0,
             "rater_order_seed": 0,
             "responses": [w.model_answer.pk],
