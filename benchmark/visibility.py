@@ -43,10 +43,10 @@ are is decided by **identity-hiding rules**, ``rule(user=...) -> QuerySet[Respon
 (``review`` registers the human-evaluation rule in its ``AppConfig.ready()``).
 :func:`responses_visible` applies them as :func:`items_visible` does: it annotates
 ``identity_hidden`` and selects the identity columns (:data:`IDENTITY_FIELDS`) through
-``CASE``, so a hidden response reads ``model_name == "hidden"``, ``key == "answer-<id>"`` and
-empty ``source_file`` and ``raw``. Every selector that returns responses to show applies it
-(:func:`benchmark.projects.selectors.response_list` and ``item_get_detailed``, the tag review
-and rendering selectors); reviewers see everything.
+``CASE``, so a hidden response reads ``model_name == "hidden"``, ``key == "answer-<id>"``
+and empty ``source_file``, ``raw`` and ``extra``. Every selector that returns responses to
+show applies it (:func:`benchmark.projects.selectors.response_list` and
+``item_get_detailed``, the tag review and rendering selectors); reviewers see everything.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from django.db.models import (
     CharField,
     Exists,
     F,
+    JSONField,
     OuterRef,
     Q,
     QuerySet,
@@ -205,8 +206,11 @@ _IDENTITY_RULES: list[IdentityHidingRule] = []
 HIDDEN_MODEL = "hidden"
 """What ``model_name`` reads on a response whose model is hidden."""
 
-IDENTITY_FIELDS = ("model_name", "key", "source_file", "raw")
-"""The response columns that name (or give away) the model that wrote it."""
+IDENTITY_FIELDS = ("model_name", "key", "source_file", "raw", "extra")
+"""The response columns that name (or give away) the model that wrote it: ``raw`` is its
+source record and ``extra`` the record's other fields (an LLM-I answer file's released
+scores and justifications, a judge run's released fields), which a blind rater must not read
+either."""
 
 
 def register_identity_hiding_rule(rule: IdentityHidingRule) -> None:
@@ -237,6 +241,8 @@ def _masked(name: str) -> Any:
         return Value(HIDDEN_MODEL)
     if name == "key":
         return Concat(Value("answer-"), Cast("pk", CharField()), output_field=CharField())
+    if name == "extra":
+        return Value({}, output_field=JSONField())
     return Value("")
 
 
@@ -258,7 +264,7 @@ def responses_visible(rows: QuerySet[Response], *, user: AnyUser) -> QuerySet[Re
     """``rows`` with ``identity_hidden`` on each row and, for a response whose model is hidden
     from ``user``, the model's name, key, source file and record masked in the database (see
     the module docstring): ``model_name`` reads :data:`HIDDEN_MODEL`, ``key``
-    ``answer-<id>``, ``source_file`` and ``raw`` empty."""
+    ``answer-<id>``, ``source_file``, ``raw`` and ``extra`` empty."""
     if not user.is_authenticated or not _IDENTITY_RULES:
         return rows.annotate(identity_hidden=Value(False))
     hidden = identity_hidden_responses(user=user).filter(pk=OuterRef("pk"))

@@ -4,7 +4,9 @@ every role, against one table keyed by the route's name.
 Roles: ``admin``, ``reviewer`` and ``annotator`` of the world's projects; ``blind_verifier``,
 an annotator of the same projects who is one of the verifiers of the trajectory item under an
 active "Solve blind" task and has not answered yet; ``outsider``, an admin of another project
-only; ``anonymous``.
+only; ``anonymous``. The annotator (and the blind verifier, another annotator) is also a rater
+of an active human evaluation of the ATP project's model answer: no page or API route may show
+them the model that wrote it (``SECRET_MODEL``, in its name, key and source file).
 
 Each table entry (a :class:`Case`) says how to build the route's kwargs from the world, which
 method to try with which (empty or minimal) body, and the lowest role it is meant for. What
@@ -13,7 +15,8 @@ sent to the login page, lower roles get 403, the outsider 404 (another project's
 not exist for them), anonymous users the login page (or 401/403 from the API). No cell may
 answer 5xx, and no body may contain a secret its role may not read (:data:`SECRETS`: the blind
 item's answer, variants, reference trajectory, the author's drafting conversation and the
-other verifier's answer; reviewer-only and admin-only job results).
+other verifier's answer; the model under human evaluation; reviewer-only and admin-only job
+results).
 
 Adding a route: add an entry ``"namespace:name": (Case(...), ...)`` to :data:`ROUTES` (a GET
 for a page, a POST with an empty or minimal body for a write; the lowest role; ``blind=`` when

@@ -140,7 +140,7 @@ class ResponseSerializer(serializers.ModelSerializer):
     raw = serializers.JSONField(source="raw_record", read_only=True)
     identity_hidden = serializers.SerializerMethodField(
         help_text="Which model wrote this answer is hidden from you (you rate it in a human "
-        "evaluation): model_name reads 'hidden', key 'answer-<id>', source_file and raw empty."
+        "evaluation): model_name reads 'hidden', key 'answer-<id>', source_file, raw and extra empty."
     )
 
     class Meta:

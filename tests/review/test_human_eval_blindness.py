@@ -60,6 +60,7 @@ class World:
                     key=f"model:{model}",
                     source_file=f"answers-{model}.jsonl",
                     raw=f'{{"model": "{model}"}}',
+                    extra={"scores": {"r1": 2}, "from": model},
                     text=f"Answer {n} of a model.",
                 )
                 for n, item in enumerate(self.items)
@@ -127,12 +128,13 @@ def test_response_list_masks_the_model_in_the_database_in_one_query() -> None:
         assert shown.identity_hidden  # type: ignore[attr-defined]
         assert shown.model_name == visibility.HIDDEN_MODEL
         assert shown.key == f"answer-{answer.pk}"
-        assert shown.source_file == "" and shown.raw == ""
+        assert shown.source_file == "" and shown.raw == "" and shown.extra == {}
         assert shown.text == answer.text
     for answer in w.answers[MODELS[1]]:
         shown = by_pk[answer.pk]
         assert not shown.identity_hidden  # type: ignore[attr-defined]
         assert (shown.model_name, shown.key) == (MODELS[1], f"model:{MODELS[1]}")
+        assert shown.extra == {"scores": {"r1": 2}, "from": MODELS[1]}
     reviewer_rows = project_selectors.response_list(user=w.reviewer, project=w.project)
     assert {r.model_name for r in reviewer_rows} == {*MODELS, ""}
 
@@ -162,11 +164,12 @@ def test_item_detail_and_tag_review_show_no_model_to_a_rater() -> None:
         assert MODELS[1] in reviewer.get(url).content.decode(), url
     api = rater.get(reverse("response-detail", args=[answer.pk])).json()
     assert api["identity_hidden"] is True
-    assert (api["model_name"], api["key"], api["source_file"], api["raw"]) == (
+    assert (api["model_name"], api["key"], api["source_file"], api["raw"], api["extra"]) == (
         "hidden",
         f"answer-{answer.pk}",
         "",
         None,
+        {},
     )
 
 
