@@ -32,6 +32,21 @@ never decide it):
   (:func:`refuse_hidden`), using the flag the selector annotated.
 
 Writes never use these instances: services read the item again under a row lock.
+
+Model identity
+--------------
+
+A second, smaller rule hides *who wrote an answer*: a rater of a human evaluation must judge
+the answers blind, so for them the model's name, the response's key (``model:<name>``), its
+source file and its source record (which names the model) are hidden. Which responses those
+are is decided by **identity-hiding rules**, ``rule(user=...) -> QuerySet[Response]``
+(``review`` registers the human-evaluation rule in its ``AppConfig.ready()``).
+:func:`responses_visible` applies them as :func:`items_visible` does: it annotates
+``identity_hidden`` and selects the identity columns (:data:`IDENTITY_FIELDS`) through
+``CASE``, so a hidden response reads ``model_name == "hidden"``, ``key == "answer-<id>"``
+and empty ``source_file``, ``raw`` and ``extra``. Every selector that returns responses to
+show applies it (:func:`benchmark.projects.selectors.response_list` and
+``item_get_detailed``, the tag review and rendering selectors); reviewers see everything.
 """
 
 from __future__ import annotations
@@ -43,8 +58,10 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import (
     BigIntegerField,
     Case,
+    CharField,
     Exists,
     F,
+    JSONField,
     OuterRef,
     Q,
     QuerySet,
@@ -52,10 +69,10 @@ from django.db.models import (
     When,
 )
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Concat
 from django.db.models.query import ModelIterable
 
-from benchmark.models import Item, Job
+from benchmark.models import Item, Job, Response
 from benchmark.typing import AnyUser
 
 AnswerHidingRule = Callable[..., QuerySet[Item]]
@@ -177,3 +194,91 @@ def refuse_hidden(item: Item, *, page: str) -> None:
             f"{page} shows this item's reference and answer, and you are one of its blind "
             "verifiers: it opens once you have answered the question."
         )
+
+
+# --------------------------------------------------------------------------- model identity
+
+IdentityHidingRule = Callable[..., QuerySet[Response]]
+"""Called as ``rule(user=user)``: the responses whose author (model) ``user`` may not see."""
+
+_IDENTITY_RULES: list[IdentityHidingRule] = []
+
+HIDDEN_MODEL = "hidden"
+"""What ``model_name`` reads on a response whose model is hidden."""
+
+IDENTITY_FIELDS = ("model_name", "key", "source_file", "raw", "extra")
+"""The response columns that name (or give away) the model that wrote it: ``raw`` is its
+source record and ``extra`` the record's other fields (an LLM-I answer file's released
+scores and justifications, a judge run's released fields), which a blind rater must not read
+either."""
+
+
+def register_identity_hiding_rule(rule: IdentityHidingRule) -> None:
+    """Add a rule (once): ``rule(user=user)`` answers the responses whose model ``user`` may
+    not see."""
+    if rule not in _IDENTITY_RULES:
+        _IDENTITY_RULES.append(rule)
+
+
+def identity_hiding_rules() -> list[IdentityHidingRule]:
+    return list(_IDENTITY_RULES)
+
+
+def identity_hidden_responses(*, user: AnyUser) -> QuerySet[Response]:
+    """Every response whose model ``user`` may not see, by any rule; use it as a subquery."""
+    if not user.is_authenticated or not _IDENTITY_RULES:
+        return Response.objects.none()
+    if len(_IDENTITY_RULES) == 1:
+        return _IDENTITY_RULES[0](user=user)
+    condition = Q(pk__in=[])
+    for rule in _IDENTITY_RULES:
+        condition |= Q(pk__in=rule(user=user).values("pk"))
+    return Response.objects.filter(condition)
+
+
+def _masked(name: str) -> Any:
+    if name == "model_name":
+        return Value(HIDDEN_MODEL)
+    if name == "key":
+        return Concat(Value("answer-"), Cast("pk", CharField()), output_field=CharField())
+    if name == "extra":
+        return Value({}, output_field=JSONField())
+    return Value("")
+
+
+class _VisibleResponseIterable(ModelIterable):
+    """Puts each identity column (selected as ``_shown_<field>``) in place of its deferred
+    field."""
+
+    def __iter__(self) -> Iterator[Any]:
+        for obj in super().__iter__():
+            values = obj.__dict__
+            for name in IDENTITY_FIELDS:
+                key = _SHOWN + name
+                if key in values:
+                    values[name] = values.pop(key)
+            yield obj
+
+
+def responses_visible(rows: QuerySet[Response], *, user: AnyUser) -> QuerySet[Response]:
+    """``rows`` with ``identity_hidden`` on each row and, for a response whose model is hidden
+    from ``user``, the model's name, key, source file and record masked in the database (see
+    the module docstring): ``model_name`` reads :data:`HIDDEN_MODEL`, ``key``
+    ``answer-<id>``, ``source_file``, ``raw`` and ``extra`` empty."""
+    if not user.is_authenticated or not _IDENTITY_RULES:
+        return rows.annotate(identity_hidden=Value(False))
+    hidden = identity_hidden_responses(user=user).filter(pk=OuterRef("pk"))
+    rows = rows.annotate(identity_hidden=Exists(hidden)).defer(*IDENTITY_FIELDS)
+    fields = {f.name: f for f in Response._meta.get_fields()}
+    rows = rows.annotate(
+        **{
+            _SHOWN + name: Case(
+                When(identity_hidden=True, then=_masked(name)),
+                default=F(name),
+                output_field=fields[name],  # type: ignore[arg-type]
+            )
+            for name in IDENTITY_FIELDS
+        }
+    )
+    rows._iterable_class = _VisibleResponseIterable  # type: ignore[attr-defined]
+    return rows

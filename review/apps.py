@@ -118,6 +118,12 @@ class ReviewConfig(AppConfig):
                 template="review/_unit_report.html",
             )
         )
+        # Human evaluation is blind: its raters never see which model wrote an answer
+        # (every selector that returns responses applies the rule).
+        from benchmark import visibility
+        from review.human_eval.selectors import identity_hidden
+
+        visibility.register_identity_hiding_rule(identity_hidden)
         # Response-level human evaluation: whole answers, or pairs of them, rated on a page
         # of their own (review.human_eval).
         for kind, units in (

@@ -4,7 +4,9 @@ every role, against one table keyed by the route's name.
 Roles: ``admin``, ``reviewer`` and ``annotator`` of the world's projects; ``blind_verifier``,
 an annotator of the same projects who is one of the verifiers of the trajectory item under an
 active "Solve blind" task and has not answered yet; ``outsider``, an admin of another project
-only; ``anonymous``.
+only; ``anonymous``. The annotator (and the blind verifier, another annotator) is also a rater
+of an active human evaluation of the ATP project's model answer: no page or API route may show
+them the model that wrote it (``SECRET_MODEL``, in its name, key and source file).
 
 Each table entry (a :class:`Case`) says how to build the route's kwargs from the world, which
 method to try with which (empty or minimal) body, and the lowest role it is meant for. What
@@ -13,7 +15,8 @@ sent to the login page, lower roles get 403, the outsider 404 (another project's
 not exist for them), anonymous users the login page (or 401/403 from the API). No cell may
 answer 5xx, and no body may contain a secret its role may not read (:data:`SECRETS`: the blind
 item's answer, variants, reference trajectory, the author's drafting conversation and the
-other verifier's answer; reviewer-only and admin-only job results).
+other verifier's answer; the model under human evaluation; reviewer-only and admin-only job
+results).
 
 Adding a route: add an entry ``"namespace:name": (Case(...), ...)`` to :data:`ROUTES` (a GET
 for a page, a POST with an empty or minimal body for a write; the lowest role; ``blind=`` when
@@ -112,6 +115,7 @@ SECRET_REFERENCE = "Zoom into the brass plaque beside door 1729"
 SECRET_DRAFTING = "The model said: marmalade lighthouse on the plaque"
 SECRET_CROP_TRUTH = "The plaque reads cobalt heron"
 SECRET_OTHER_RATER = "another verifier answered Saffron Row"
+SECRET_MODEL = "orrery-lumen-13b"
 REVIEWERS_ONLY = "result-for-reviewers-only: 41 of 57 answers scored"
 ADMINS_ONLY = "result-for-admins-only: data.jsonl line 12 has no trace_id"
 
@@ -126,6 +130,9 @@ SECRETS: dict[str, frozenset[str]] = {
     SECRET_DRAFTING: MEMBERS,
     SECRET_CROP_TRUTH: MEMBERS,
     SECRET_OTHER_RATER: MEMBERS,
+    # The model that wrote the answer under human evaluation (its name, key and source file):
+    # hidden from the evaluation's raters (annotators of its project), shown to reviewers.
+    SECRET_MODEL: frozenset({"admin", "reviewer"}),
     # Results of scoring, rescoring and agreement jobs: reviewers and admins.
     REVIEWERS_ONLY: frozenset({"admin", "reviewer"}),
     # Results of an import job started by an admin: admins (and who started it).
@@ -289,7 +296,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("other project", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
     ),
     "benchmark:item_detail": (
-        Case("ATP item", lambda w: {"project_id": w.project.pk, "item_id": w.item.pk}, Access.VIEW),
+        # Lists the answer under human evaluation: its model for reviewers, not its raters.
+        Case(
+            "ATP item",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
+            Access.VIEW,
+            shows={"reviewer": (SECRET_MODEL,), "admin": (SECRET_MODEL,)},
+        ),
         Case(
             "blind item",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
@@ -605,6 +618,16 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.VIEW,
             method="post",
             data={"base": "2", "op": "keep:0"},
+        ),
+        Case(
+            "tag review of the answer under human evaluation",
+            lambda w: {
+                "project_id": w.project.pk,
+                "item_id": w.item.pk,
+                "response_id": w.model_answer.pk,
+            },
+            Access.VIEW,
+            shows={"reviewer": (SECRET_MODEL,)},
         ),
     ),
     "annotation:tag_discard": (
@@ -1073,7 +1096,12 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "review:rendered_answer": (
-        Case("a rendered model answer", lambda w: {"pk": w.model_answer.pk}, Access.REVIEW),
+        Case(
+            "a rendered model answer",
+            lambda w: {"pk": w.model_answer.pk},
+            Access.REVIEW,
+            shows={"reviewer": (SECRET_MODEL,)},
+        ),
         Case(
             "render a model answer again",
             lambda w: {"pk": w.model_answer.pk},
@@ -1116,8 +1144,25 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
         Case("other project's item", lambda w: {"pk": w.other_item.pk}, Access.OTHER),
     ),
-    "response-list": (Case("responses", lambda w: {}, Access.LOGGED_IN),),
-    "response-detail": (Case("response", lambda w: {"pk": w.response.pk}, Access.VIEW),),
+    "response-list": (
+        Case("responses", lambda w: {}, Access.LOGGED_IN, shows={"reviewer": (SECRET_MODEL,)}),
+        Case(
+            "the item's responses",
+            lambda w: {},
+            Access.LOGGED_IN,
+            query=lambda w: f"?item={w.item.pk}",
+            shows={"reviewer": (SECRET_MODEL,)},
+        ),
+    ),
+    "response-detail": (
+        Case("response", lambda w: {"pk": w.response.pk}, Access.VIEW),
+        Case(
+            "the answer under human evaluation",
+            lambda w: {"pk": w.model_answer.pk},
+            Access.VIEW,
+            shows={"reviewer": (SECRET_MODEL,)},
+        ),
+    ),
     "plan-list": (Case("plans", lambda w: {}, Access.LOGGED_IN),),
     "plan-detail": (Case("plan", lambda w: {"pk": w.plan.pk}, Access.VIEW),),
     "trajectory-list": (
@@ -1317,7 +1362,11 @@ def build_world() -> SimpleNamespace:
     # "judge-report" task, leased to the annotator.
     w.judge_run = JudgeRunFactory(project=w.project)
     w.model_answer = ResponseFactory(
-        item=w.item, origin=Origin.MODEL, model_name="model-a", key="model:model-a"
+        item=w.item,
+        origin=Origin.MODEL,
+        model_name=SECRET_MODEL,
+        key=f"model:{SECRET_MODEL}",
+        source_file=f"answers/{SECRET_MODEL}.jsonl",
     )
     JudgeCallFactory(run=w.judge_run, response=w.model_answer, label="chief")
     RenderedAnswerFactory(response=w.model_answer, image=w.image)
@@ -1349,7 +1398,7 @@ def build_world() -> SimpleNamespace:
         unit_kind="answer-eval",
         unit_params={
             "scale": "atp",
-            "models": ["model-a"],
+            "models": [SECRET_MODEL],
             "seed": 0,
             "rater_order_seed": 0,
             "responses": [w.model_answer.pk],

@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce, Length, Replace
 from django.shortcuts import get_object_or_404
 
 from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
+from benchmark import visibility
 from benchmark.models import (
     Item,
     ItemStatus,
@@ -26,13 +27,15 @@ from benchmark.typing import AnyUser
 
 
 def response_get(*, user: AnyUser, project: Project, item_pk: int, pk: int) -> Response:
-    """A response of an item of ``project`` (already scoped by ``project_get``), with its item."""
+    """A response of an item of ``project`` (already scoped by ``project_get``), with its item
+    (and its model masked when it is hidden from the user, as for a rater of a human
+    evaluation: :func:`benchmark.visibility.responses_visible`)."""
     rows = Response.objects.none()
     if user.is_authenticated:
         rows = Response.objects.filter(
             item__project=project, item__project__memberships__user=user.pk, item_id=item_pk
         ).select_related("item")
-    response = get_object_or_404(rows, pk=pk)
+    response = get_object_or_404(visibility.responses_visible(rows, user=user), pk=pk)
     response.item.project = project  # reuse the project (and its role cache)
     return response
 

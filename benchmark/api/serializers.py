@@ -138,10 +138,17 @@ ATTACHED_FIELDS = ["id", "item", "key", "origin", "model_name", "source_file", "
 class ResponseSerializer(serializers.ModelSerializer):
     extra = serializers.JSONField(read_only=True)
     raw = serializers.JSONField(source="raw_record", read_only=True)
+    identity_hidden = serializers.SerializerMethodField(
+        help_text="Which model wrote this answer is hidden from you (you rate it in a human "
+        "evaluation): model_name reads 'hidden', key 'answer-<id>', source_file, raw and extra empty."
+    )
 
     class Meta:
         model = Response
-        fields = [*ATTACHED_FIELDS, "text", "extra", "raw"]
+        fields = [*ATTACHED_FIELDS, "text", "extra", "raw", "identity_hidden"]
+
+    def get_identity_hidden(self, obj: Response) -> bool:
+        return bool(getattr(obj, "identity_hidden", False))  # set by the response selector
 
 
 class PlanSerializer(serializers.ModelSerializer):

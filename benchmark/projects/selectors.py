@@ -8,7 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, prefetch_related_objects
+from django.db.models import (
+    Count,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    prefetch_related_objects,
+)
 from django.shortcuts import get_object_or_404
 
 from benchmark import visibility
@@ -188,7 +196,8 @@ def item_get_revealed(*, user: AnyUser, project: Project, pk: int, page: str) ->
 
 def item_get_detailed(*, user: AnyUser, project: Project, pk: int) -> Item:
     """An item with its responses, plans and trajectories prefetched (none of them when its
-    answer is hidden from the user)."""
+    answer is hidden from the user; the responses' models masked where they are hidden from
+    the user, :func:`benchmark.visibility.responses_visible`)."""
     item = item_get(user=user, project=project, pk=pk)
     if item.answer_hidden:  # type: ignore[attr-defined]
         item._prefetched_objects_cache = {  # type: ignore[attr-defined]
@@ -197,8 +206,10 @@ def item_get_detailed(*, user: AnyUser, project: Project, pk: int) -> Item:
             "trajectories": Trajectory.objects.none(),
         }
         return item
-    related = ("responses", "plans", "trajectories")
-    prefetch_related_objects([item], *related)
+    responses = visibility.responses_visible(Response.objects.all(), user=user)
+    prefetch_related_objects(
+        [item], Prefetch("responses", queryset=responses), "plans", "trajectories"
+    )
     return item
 
 
@@ -232,7 +243,10 @@ def _attached(model: type[Any], *, user: AnyUser, item: Item | None, project: Pr
 def response_list(
     *, user: AnyUser, item: Item | None = None, project: Project | None = None
 ) -> QuerySet[Response]:
-    return _attached(Response, user=user, item=item, project=project)
+    """Responses, each with ``identity_hidden`` and its model masked where the model is
+    hidden from the user (:func:`benchmark.visibility.responses_visible`)."""
+    rows = _attached(Response, user=user, item=item, project=project)
+    return visibility.responses_visible(rows, user=user)
 
 
 def plan_list(

@@ -25,15 +25,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import CharField, Count, Exists, OuterRef, Q, QuerySet, Value
+from django.db.models.functions import Cast, Concat
 
-from annotation.judging.models import Judgment, JudgmentTask, TaskUnit
+from annotation.judging.models import Judgment, JudgmentTask, TaskUnit, UnitKind
 from annotation.judging.units import unit_responses
 from benchmark.exceptions import ValidationFailed
 from benchmark.judges import rankings
 from benchmark.metrics import agreement
 from benchmark.metrics.human_eval import bradley_terry, group_means, win_rates
-from benchmark.models import JobStatus, Origin, Project, Response
+from benchmark.models import JobStatus, Membership, Origin, Project, Response, Role
 from benchmark.permissions import can
 from benchmark.typing import AnyUser
 from review.human_eval.scales import LIKERT, PAIR, Scale, scale_of
@@ -43,6 +44,33 @@ from review.judges.selectors import judge_run_report
 BOOTSTRAP = 1000
 
 # =========================================================================== the rater's view
+
+
+def identity_hidden(*, user: AnyUser) -> QuerySet[Response]:
+    """The answers whose model ``user`` may not see: the units of an active human evaluation
+    (``answer-eval`` or ``answer-pair`` task) of their project, when ``user`` may rate them
+    (a member below reviewer: any annotator may take units from the queue). Reviewers and
+    admins see every model. One query; use it as a subquery.
+
+    This is the human-evaluation identity-hiding rule: ``review.apps`` registers it with
+    :mod:`benchmark.visibility`, which every selector that returns responses applies."""
+    if not user.is_authenticated:
+        return Response.objects.none()
+    pk = Cast(OuterRef("pk"), CharField())
+    units = TaskUnit.objects.filter(
+        Q(key__startswith=Concat(Value("response:"), pk, Value(":")))
+        | Q(key__startswith=Concat(Value("pair:"), pk, Value(":")))
+        | (Q(key__startswith="pair:") & Q(key__endswith=Concat(Value(":"), pk))),
+        item_id=OuterRef("item_id"),
+        task__active=True,
+        task__unit_kind__in=(UnitKind.ANSWER_EVAL, UnitKind.ANSWER_PAIR),
+    )
+    reviewer = Membership.objects.filter(
+        project_id=OuterRef("item__project_id"),
+        user=user.pk,
+        role__in=(Role.ADMIN, Role.REVIEWER),
+    )
+    return Response.objects.filter(Exists(units), ~Exists(reviewer))
 
 
 def unit_answers(*, task: JudgmentTask, unit: TaskUnit) -> list[Response]:

@@ -22,6 +22,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -121,7 +122,8 @@ def _answer_html(
     call drawn in place (the referenced image, or a card naming the tool and its prompt)."""
     html = rendered_document(response)
     if html:
-        return html
+        # As review/rendering/_document.html wraps it (the page links the stylesheet).
+        return format_html('<div class="rd-embed" data-rendered>{}</div>', html)
     syntax = syntax or response.item.project.tag_syntax
     syntax = syntax if syntax in ("atp", "llmi") else "atp"
     return mark_safe(render_answer(response.text, syntax, image=image))  # noqa: S308 - nh3

@@ -28,7 +28,7 @@ from benchmark.models import Image, Project, Response
 from benchmark.rendering import CallResult, data_url, document_html, standalone_html
 from benchmark.tags import parse
 from benchmark.typing import AnyUser
-from benchmark.visibility import exclude_hidden_attachments
+from benchmark.visibility import exclude_hidden_attachments, responses_visible
 from review.rendering.models import RenderedAnswer
 
 WHY = "Rendered model answers are for reviewers and admins."
@@ -43,7 +43,8 @@ def response_for_rendering(*, user: AnyUser, pk: int) -> Response:
     rows = Response.objects.select_related("item__project").filter(
         pk=pk, item__project__memberships__user=user.pk
     )
-    response = exclude_hidden_attachments(rows, user=user).first()
+    rows = responses_visible(exclude_hidden_attachments(rows, user=user), user=user)
+    response = rows.first()
     if response is None:
         raise Http404("no such answer")
     if not permissions.can(user=user, project=response.item.project, action="review"):

@@ -1,12 +1,10 @@
-"""Human evaluation of answers in a browser (ATP-Bench App. B.2): a reviewer makes the task
-over two models' answers, three raters score every answer with the keyboard (i / m count
-inappropriate and missed images, a digit gives FS, s submits) without ever seeing a model's
-name, and the results page shows the hand-computed means and Spearman's rho against a judge
-run on the same answers.
-
-The answers are shown through ``review.human_eval.views._answer_html``: the rendered document
-once the answer has been rendered (``review.rendering``), else the sanitised markdown with each
-tool call drawn in place; this test checks what either shows (the text, the referenced image).
+"""Human evaluation of answers in a browser (issue 11; ATP-Bench App. B.2): a reviewer renders
+two models' answers (each calls Reference on the item's stored image) from the "Render
+answers" page, makes the task over them, three raters score every answer with the keyboard
+(i / m count inappropriate and missed images, a digit gives FS, s submits) reading the
+rendered document (``#answer [data-rendered]``, with the image drawn and loaded) and never a
+model's name, not even on the item's own page, and the results page shows the hand-computed
+means and Spearman's rho against a judge run on the same answers.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from playwright.sync_api import expect
 from annotation.judging.models import Judgment, JudgmentTask
 from annotation.judging.units import unit_responses
 from benchmark.models import Origin
+from review.rendering.models import RenderedAnswer
 from tests.factories import (
     ImageFactory,
     ItemFactory,
@@ -57,6 +56,7 @@ def test_three_raters_score_answers_blind_and_the_results_match(login_page, read
     for user in raters.values():
         MembershipFactory(project=project, user=user, role="annotator")
     which: dict[int, tuple[str, int]] = {}
+    which_items: list[int] = []
     run = JudgeRunFactory(project=project, model="mam-judge")
     for n in range(2):
         item = ItemFactory(
@@ -64,6 +64,7 @@ def test_three_raters_score_answers_blind_and_the_results_match(login_page, read
             query=f"Show me the nave of church {n}.",
             documents=[{"text": f"Church {n} has a long nave.", "images": [ref["path"]]}],
         )  # fmt: skip
+        which_items.append(item.pk)
         for model in MODELS:
             answer = ResponseFactory(
                 item=item, origin=Origin.MODEL, model_name=model, key=f"model:{model}",
@@ -73,8 +74,20 @@ def test_three_raters_score_answers_blind_and_the_results_match(login_page, read
             which[answer.pk] = (model, n)
             mam_judgment(run, answer, score=CHIEF[(model, n)])
 
-    # The reviewer makes the task: ATP-Bench B.2, both models, two answers each, k = 3.
+    # The reviewer renders the four answers first (the Reference call draws the item's
+    # stored image into each document).
     page = login_page(reviewer)
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_role("link", name="Render answers").click()
+    expect(page.locator("h1")).to_have_text("Render answers")
+    ready(page)
+    page.get_by_role("button", name="Render").click()
+    job = page.locator("#render-started [id^=job-]")
+    expect(job).to_have_attribute("data-status", "succeeded")
+    expect(job).to_contain_text("4 answers, 4 rendered anew")
+    assert RenderedAnswer.objects.filter(response_id__in=which, error="").count() == 4
+
+    # The reviewer makes the task: ATP-Bench B.2, both models, two answers each, k = 3.
     page.goto(f"/projects/{project.pk}/judge/")
     page.get_by_role("link", name="Human evaluation").click()
     page.get_by_label("ATP-Bench B.2: # Inappr., MI and FS").check()
@@ -104,8 +117,14 @@ def test_three_raters_score_answers_blind_and_the_results_match(login_page, read
             model, n = which[answer_id]
             # What the reader sees: the query, its document, the answer with the image drawn
             # where the Reference call stands; and no model's name anywhere.
-            expect(rater.locator("#answer")).to_contain_text(f"Church {n}: the nave is long.")
+            document = rater.locator("#answer [data-rendered] .rd-document")
+            expect(document).to_contain_text(f"Church {n}: the nave is long.")
+            figure = document.locator('.rd-figure[data-status="rendered"] img')
+            expect(figure).to_have_count(1)
             expect(rater.locator("#answer img")).to_have_count(1)
+            rater.wait_for_function(
+                "img => img.complete && img.naturalWidth > 0", arg=figure.element_handle()
+            )
             expect(rater.locator(".query-text")).to_contain_text(f"church {n}")
             expect(rater.locator("body")).not_to_contain_text(re.compile("Orchid|Basalt", re.I))
             assert not re.search("orchid|basalt", rater.title() + rater.url, re.I)
@@ -124,6 +143,11 @@ def test_three_raters_score_answers_blind_and_the_results_match(login_page, read
             with rater.expect_navigation():
                 rater.keyboard.press("s")
         expect(rater.locator("h1")).to_have_text("Nothing left to judge")
+        # The item's own page lists the answers, but not who wrote them (the identity-hiding
+        # rule of human evaluation).
+        rater.goto(f"/projects/{project.pk}/items/{which_items[0]}/")
+        expect(rater.locator("body")).to_contain_text("Church 0: the nave is long.")
+        expect(rater.locator("body")).not_to_contain_text(re.compile("Orchid|Basalt", re.I))
     assert len({tuple(o) for o in orders.values()}) > 1  # not everyone in the same order
     assert Judgment.objects.filter(task=task).count() == 12
     basalt_0 = next(pk for pk, key in which.items() if key == ("Basalt-XL", 0))
