@@ -224,19 +224,13 @@ def program_process(
         os._exit(127)
     os.close(fail_w)
     # As `python -u`: what the program prints reaches the pipe at once.
-    sys.stdout = io.TextIOWrapper(
-        io.FileIO(1, "w", closefd=False),
-        encoding="utf-8",
-        errors="backslashreplace",
-        write_through=True,
+    sys.stdout = io.TextIOWrapper(  # as python -u in C.UTF-8 gives the one-shot runner
+        io.FileIO(1, "w", closefd=False), "utf-8", "surrogateescape", write_through=True
     )
     sys.stderr = io.TextIOWrapper(
-        io.FileIO(2, "w", closefd=False),
-        encoding="utf-8",
-        errors="backslashreplace",
-        write_through=True,
+        io.FileIO(2, "w", closefd=False), "utf-8", "backslashreplace", write_through=True
     )
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), "utf-8", "surrogateescape")
     try:
         _runner.serve(source, int(cfg["max_images"]))
     except BaseException:  # an exception in a process the program forked, as python would

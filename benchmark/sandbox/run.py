@@ -554,6 +554,14 @@ class _Pool:
         with self.cond:
             return [z.pid for z in self.live if z.pid]
 
+    def forget(self) -> None:
+        """In a child forked from this process (a prefork worker): the zygotes are the
+        parent's; drop our copies of their sockets, leave them running, start our own."""
+        for zygote in self.live:
+            zygote.sock.close()
+        self.cond = threading.Condition()
+        self.idle, self.live, self.starting = [], set(), 0
+
     def shutdown(self) -> None:
         with self.cond:
             zygotes, self.idle, self.live = list(self.live), [], set()
@@ -564,6 +572,7 @@ class _Pool:
 
 _pool = _Pool()
 atexit.register(_pool.shutdown)
+os.register_at_fork(after_in_child=_pool.forget)
 
 
 def zygote_pids() -> list[int]:

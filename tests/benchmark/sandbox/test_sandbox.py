@@ -595,6 +595,32 @@ def test_two_threads_get_their_own_figures_and_shutdown_leaves_no_process(sandbo
     assert [p for p in os.listdir(tempfile.gettempdir()) if p in OWN_RUNS] == []
 
 
+def test_a_forked_server_process_starts_its_own_zygotes(sandbox_mode):
+    """A prefork worker forked after its parent ran programs must not talk to the parent's
+    zygotes (two processes on one socket would mix their answers)."""
+    assert run_code("print('parent')", limits=FAST).stdout == "parent\n"
+    parents = zygote_pids()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            inherited = zygote_pids()
+            out = run_code("print('child')", limits=FAST).stdout
+            mine = zygote_pids()
+            shutdown()
+            os.write(write, json.dumps([inherited, out, mine]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        inherited, out, mine = json.loads(fh.read())
+    os.waitpid(pid, 0)
+    assert (inherited, out) == ([], "child\n")
+    assert not set(mine) & set(parents)
+    assert zygote_pids() == parents
+    assert run_code("print('parent again')", limits=FAST).stdout == "parent again\n"
+
+
 # --- Where the sandbox cannot be made -----------------------------------------------------
 
 
