@@ -74,6 +74,7 @@ SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
 SCOPE_SIGNAL = 1 << 1
 
 OUT_NAME = re.compile(r"^img-\d{3}\.png$")
+SANDBOX_RIGHTS = ((1 << 16) - 1) & ~(FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV)
 FONT_CACHE_NAME = re.compile(r"^fontlist-v[0-9.]+\.json$")
 FONT_CACHE_BYTES = 4 * 1024 * 1024
 STATUS_BYTES = 64 * 1024
@@ -263,6 +264,34 @@ def _copy_font_cache(run_dir: str, mpl: str, uid: int, gid: int) -> None:
 
 def build_root(root: str, cfg: dict[str, Any], uid: int, gid: int) -> list[tuple[str, int]]:
     """Mount the new root; return the Landlock rules for it (paths as seen after chroot)."""
+    rules = bind_system(root, cfg)
+    read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+    sandbox = _inside(root, "/sandbox")
+    os.mkdir(sandbox, 0o755)
+    size = f"size={int(cfg['workdir_mb'])}m,nr_inodes=16384,mode=0755"
+    _mount("tmpfs", sandbox, "tmpfs", MS_NOSUID | MS_NODEV, size)
+    for name in ("work", "out", "mpl"):
+        os.mkdir(os.path.join(sandbox, name), 0o700)
+        os.chown(os.path.join(sandbox, name), uid, gid)
+    _copy_font_cache(cfg["run_dir"], os.path.join(sandbox, "mpl"), uid, gid)
+    rules.append(("/sandbox", SANDBOX_RIGHTS))
+
+    bw = _inside(root, "/.bw")
+    os.mkdir(bw, 0o755)
+    for name in ("runner.py", "program.py"):
+        with open(os.path.join(cfg["run_dir"], name), "rb") as src:
+            data = src.read()
+        with open(os.path.join(bw, name), "wb") as dst:
+            dst.write(data)
+        os.chmod(os.path.join(bw, name), 0o644)
+    rules.append(("/.bw", read))
+    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    return rules
+
+
+def bind_system(root: str, cfg: dict[str, Any]) -> list[tuple[str, int]]:
+    """Mount a small tmpfs on `root` holding read-only bind mounts of cfg's read_only paths (and
+    read-write ones of its read_write paths); return their Landlock rules."""
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=8m,nr_inodes=4096,mode=0755")
     read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
     rules: list[tuple[str, int]] = []
@@ -282,36 +311,16 @@ def build_root(root: str, cfg: dict[str, Any], uid: int, gid: int) -> list[tuple
         path = os.path.normpath(path)
         if os.path.exists(path) and os.path.realpath(path) != path:
             _link(root, path, os.path.realpath(path))
-
-    sandbox = _inside(root, "/sandbox")
-    os.mkdir(sandbox, 0o755)
-    size = f"size={int(cfg['workdir_mb'])}m,nr_inodes=16384,mode=0755"
-    _mount("tmpfs", sandbox, "tmpfs", MS_NOSUID | MS_NODEV, size)
-    for name in ("work", "out", "mpl"):
-        os.mkdir(os.path.join(sandbox, name), 0o700)
-        os.chown(os.path.join(sandbox, name), uid, gid)
-    _copy_font_cache(cfg["run_dir"], os.path.join(sandbox, "mpl"), uid, gid)
-    everything = _fs_rights(7) & ~(FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV)
-    rules.append(("/sandbox", everything))
-
-    bw = _inside(root, "/.bw")
-    os.mkdir(bw, 0o755)
-    for name in ("runner.py", "program.py"):
-        with open(os.path.join(cfg["run_dir"], name), "rb") as src:
-            data = src.read()
-        with open(os.path.join(bw, name), "wb") as dst:
-            dst.write(data)
-        os.chmod(os.path.join(bw, name), 0o644)
-    rules.append(("/.bw", read))
-    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     return rules
 
 
 # --- Namespaces, the child, the wait ------------------------------------------------------
 
 
-def enter_namespaces() -> str:
-    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+def enter_namespaces(*, pid: bool = True) -> str:
+    """New mount, network, IPC, UTS (and, unless pid=False, pid) namespaces; a user namespace
+    too when not root. Returns "root" or "user-namespace"."""
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | (CLONE_NEWPID if pid else 0)
     if os.geteuid() == 0:
         _check(libc.unshare(ctypes.c_int(flags)), "unshare (mount, network, pid namespaces)")
         mode = "root"

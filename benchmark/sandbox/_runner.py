@@ -1,7 +1,8 @@
 """The runner: executed inside the sandbox as `python -I /.bw/runner.py MARK MAX_IMAGES`.
 
 Standard library (and matplotlib, Pillow when the program uses them) only; never imported by
-the server. It runs /.bw/program.py in /sandbox/work with matplotlib's Agg backend, plt.show()
+the server (the zygote imports it and calls serve() in each program process). It runs
+/.bw/program.py in /sandbox/work with matplotlib's Agg backend, plt.show()
 saving the open figures, and writes /sandbox/out/img-NNN.png (the figures the program showed
 or saved, in that order; else the figures still open at the end) and /sandbox/out/status.json.
 Nothing here is a security boundary: the program runs in this same process and may undo any of
@@ -160,9 +161,7 @@ class Run:
             json.dump(status, fh)
 
 
-def _execute(run: Run) -> dict[str, Any]:
-    with open(PROGRAM, encoding="utf-8", errors="replace") as fh:
-        source = fh.read()
+def _execute(run: Run, source: str) -> dict[str, Any]:
     if "matplotlib" in source or "pyplot" in source:
         run.patch_matplotlib()
     sys.argv = ["program.py"]
@@ -185,7 +184,15 @@ def _execute(run: Run) -> dict[str, Any]:
 
 
 def main() -> None:
-    run = Run(max_images=int(sys.argv[2]))
+    with open(PROGRAM, encoding="utf-8", errors="replace") as fh:
+        source = fh.read()
+    serve(source, int(sys.argv[2]))
+
+
+def serve(source: str, max_images: int) -> None:
+    """Run `source` as the program and write the results; ends the process (os._exit). The
+    zygote (_zygote.py) calls this in each forked program process."""
+    run = Run(max_images=max_images)
     sys.addaudithook(run.audit)
 
     def on_cpu_limit(signum: int, frame: Any) -> None:
@@ -197,23 +204,7 @@ def main() -> None:
     signal.signal(signal.SIGXCPU, on_cpu_limit)
     exit_code = 1
     try:
-        status = _execute(run)
-        if os.getpid() != run.pid:
-            return
-        if status["kind"] == "ok":
-            images = run.images()
-            for index, png in enumerate(images[: run.max_images]):
-                with open(os.path.join(OUT, f"img-{index:03d}.png"), "wb") as fh:
-                    fh.write(png)
-            status.update(images=len(images))
-            exit_code = 0
-        run.write_status(status)
-    except MemoryError:
-        run.write_status({"kind": "memory", "error": "MemoryError"})
-    except Exception as exc:
-        traceback.print_exc()
-        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        run.write_status({"kind": "error", "error": f"collecting the figures failed: {text}"})
+        exit_code = _run_and_collect(run, source)
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -223,6 +214,33 @@ def main() -> None:
         if os.getpid() != run.pid:
             os._exit(1)
     os._exit(exit_code)
+
+
+def _run_and_collect(run: Run, source: str) -> int:
+    """Run the program, write its images and status; the exit code (0 when it succeeded)."""
+    try:
+        status = _execute(run, source)
+        if os.getpid() != run.pid:
+            return 1
+        exit_code = 1
+        if status["kind"] == "ok":
+            images = run.images()
+            for index, png in enumerate(images[: run.max_images]):
+                with open(os.path.join(OUT, f"img-{index:03d}.png"), "wb") as fh:
+                    fh.write(png)
+            status.update(images=len(images))
+            exit_code = 0
+        run.write_status(status)
+        return exit_code
+    except MemoryError:
+        if os.getpid() == run.pid:
+            run.write_status({"kind": "memory", "error": "MemoryError"})
+    except Exception as exc:
+        traceback.print_exc()
+        if os.getpid() == run.pid:  # an exception in a process the program forked: not ours
+            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            run.write_status({"kind": "error", "error": f"collecting the figures failed: {text}"})
+    return 1
 
 
 if __name__ == "__main__":

@@ -2,17 +2,21 @@
 SandboxResult. Never raises for any program: a sandbox that cannot be set up answers
 kind="unavailable" and the program is not run at all."""
 
+import atexit
 import json
 import os
 import shutil
 import signal
 import site
+import socket
 import struct
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from .result import SandboxLimits, SandboxResult
 
 HERE = Path(__file__).resolve().parent
 JAIL = HERE / "_jail.py"
+ZYGOTE = HERE / "_zygote.py"
 RUNNER = HERE / "_runner.py"
 RUN_PREFIX = "benchwright-sandbox-"
 MAX_CODE_BYTES = 1024 * 1024
@@ -60,11 +65,17 @@ def interpreter_paths() -> list[str]:
     return sorted(p for p in paths if p and os.path.isdir(p))
 
 
-def _config(limits: SandboxLimits) -> dict[str, Any]:
+def _base_config() -> dict[str, Any]:
     return {
         "python": sys.executable,
         "read_only": interpreter_paths() + list(LIBRARY_DIRS) + list(READ_ONLY_FILES),
         "read_write": list(READ_WRITE_FILES),
+        "env": RUNNER_ENV,
+    }
+
+
+def _limits_config(limits: SandboxLimits) -> dict[str, Any]:
+    return {
         "wall_seconds": limits.wall_seconds,
         "cpu_seconds": limits.cpu_seconds,
         "memory_mb": limits.memory_mb,
@@ -72,8 +83,12 @@ def _config(limits: SandboxLimits) -> dict[str, Any]:
         "max_image_bytes": limits.max_image_bytes,
         "max_images": limits.max_images,
         "workdir_mb": limits.workdir_mb,
-        "env": RUNNER_ENV,
+        "max_output_bytes": limits.max_output_bytes,
     }
+
+
+def _config(limits: SandboxLimits) -> dict[str, Any]:
+    return _base_config() | _limits_config(limits)
 
 
 class _Drain(threading.Thread):
@@ -122,6 +137,10 @@ def run_code(code: str, *, limits: SandboxLimits | None = None) -> SandboxResult
 
 
 def _run(program: bytes, limits: SandboxLimits) -> SandboxResult:
+    if zygote_enabled():
+        result = _pool.run(program, limits)
+        if result is not None:
+            return result
     font_cache = _font_cache() if b"matplotlib" in program or b"pyplot" in program else {}
     return _run_in(program, limits, font_cache=font_cache)[0]
 
@@ -225,10 +244,9 @@ def _png_size(data: bytes) -> tuple[int, int] | None:
     return width, height
 
 
-def _images(run_dir: Path) -> list[bytes]:
+def _valid_images(candidates: list[bytes]) -> list[bytes]:
     images = []
-    for path in sorted((run_dir / "out").glob("img-*.png")):
-        data = path.read_bytes()
+    for data in candidates:
         size = _png_size(data)
         if size and 0 < size[0] * size[1] <= MAX_IMAGE_PIXELS:
             images.append(data)
@@ -238,8 +256,20 @@ def _images(run_dir: Path) -> list[bytes]:
 def _result(run_dir: Path, limits: SandboxLimits, stdout: str, stderr: str) -> SandboxResult:
     jail = _read_json(run_dir / "status.json")
     runner = _read_json(run_dir / "out" / "status.json")
+    files = sorted((run_dir / "out").glob("img-*.png"))
+    return _result_of(jail, runner, limits, stdout, stderr, lambda: [f.read_bytes() for f in files])
+
+
+def _result_of(
+    jail: dict[str, Any],
+    runner: dict[str, Any],
+    limits: SandboxLimits,
+    stdout: str,
+    stderr: str,
+    candidates: Callable[[], list[bytes]],
+) -> SandboxResult:
     kind, reason = _classify(jail, runner, limits, stderr)
-    images = _images(run_dir) if kind == "ok" else []
+    images = _valid_images(candidates()) if kind == "ok" else []
     if kind == "ok" and not images:
         kind, reason = "no_figure", "no figure produced"
     return SandboxResult(
@@ -292,3 +322,264 @@ def _forbidden_reason(error: str, limits: SandboxLimits) -> str:
         return f"process limit reached ({limits.max_processes} processes)"
     path = error.removeprefix("files:")
     return f"only the working folder is available in the sandbox, not {path}"
+
+
+# --- The zygote: one warm sandbox process per CPU, forking one process per program ------------
+
+ZYGOTE_ENV = "BENCHWRIGHT_SANDBOX_ZYGOTE"
+ZYGOTE_START_SECONDS = 60.0
+ZYGOTE_RETRY_SECONDS = 60.0
+ZYGOTE_PREFIX = RUN_PREFIX + "zygote-"
+
+
+def zygote_enabled() -> bool:
+    """Programs run in a zygote (see _zygote.py) unless BENCHWRIGHT_SANDBOX_ZYGOTE=0; where a
+    zygote cannot start, each program gets a one-shot jail (_jail.py) instead."""
+    return os.environ.get(ZYGOTE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class ZygoteUnavailable(Exception):
+    pass
+
+
+class _Broken(Exception):
+    pass
+
+
+def _send(sock: socket.socket, kind: bytes, payload: bytes) -> None:
+    sock.sendall(struct.pack(">I", len(payload) + 1) + kind + payload)
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(min(size - len(data), 1 << 20))
+        if not chunk:
+            raise _Broken("the zygote closed its socket")
+        data += chunk
+    return bytes(data)
+
+
+def _recv(sock: socket.socket) -> tuple[bytes, bytes]:
+    (size,) = struct.unpack(">I", _recv_exact(sock, 4))
+    if not 1 <= size <= 64 * 1024 * 1024:
+        raise _Broken(f"bad frame from the zygote ({size} bytes)")
+    body = _recv_exact(sock, size)
+    return body[:1], body[1:]
+
+
+class _Zygote:
+    """The server's end of one zygote process. Not thread-safe: the pool lends it to one
+    thread at a time."""
+
+    def __init__(self) -> None:
+        self.run_dir = Path(tempfile.mkdtemp(prefix=ZYGOTE_PREFIX))
+        self.proc: subprocess.Popen[bytes] | None = None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock = ours
+        try:
+            (self.run_dir / "root").mkdir()
+            (self.run_dir / "config.json").write_text(json.dumps(_base_config()))
+            with open(self.run_dir / "zygote.log", "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-I", str(ZYGOTE), str(self.run_dir), str(theirs.fileno())],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    cwd=self.run_dir,
+                    env=dict(RUNNER_ENV),
+                    start_new_session=True,
+                    pass_fds=(theirs.fileno(),),
+                )
+            theirs.close()
+            ours.settimeout(ZYGOTE_START_SECONDS)
+            kind, payload = _recv(ours)
+            hello = json.loads(payload) if kind == b"H" else {"setup_error": "no hello"}
+        except (OSError, ValueError, _Broken) as exc:
+            theirs.close()
+            self.close()
+            raise ZygoteUnavailable(f"sandbox failed: {exc!r}: {self._log()}") from exc
+        if hello.get("setup_error"):
+            self.close()
+            raise ZygoteUnavailable(f"sandbox could not be set up: {hello['setup_error']}")
+        self.mode = hello.get("mode")
+
+    def _log(self) -> str:
+        try:
+            lines = (self.run_dir / "zygote.log").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1][:300] if lines else ""
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def run(self, program: bytes, limits: SandboxLimits) -> SandboxResult:
+        """One program; raises _Broken when the zygote misbehaves (it is then closed)."""
+        try:
+            self.sock.settimeout(limits.wall_seconds + JAIL_GRACE_SECONDS)
+            _send(self.sock, b"Q", json.dumps(_limits_config(limits)).encode())
+            _send(self.sock, b"P", program)
+            kind, payload = _recv(self.sock)
+            if kind == b"D":  # the manager died before it reported
+                status = json.loads(payload).get("status")
+                return SandboxResult(
+                    ok=False, kind="unavailable", reason=f"sandbox failed: run ended ({status})"
+                )
+            if kind != b"R":
+                raise _Broken(f"unexpected frame {kind!r}")
+            done_kind, _ = _recv(self.sock)
+            if done_kind != b"D":
+                raise _Broken(f"unexpected frame {done_kind!r}")
+        except (OSError, ValueError, _Broken) as exc:
+            self.close()
+            raise _Broken(repr(exc)) from exc
+        return self._result(payload, limits)
+
+    def _result(self, payload: bytes, limits: SandboxLimits) -> SandboxResult:
+        (size,) = struct.unpack(">I", payload[:4])
+        report = json.loads(payload[4 : 4 + size])
+        blobs, at = [], 4 + size
+        for length in report.pop("blobs", []):
+            blobs.append(payload[at : at + length])
+            at += length
+        blobs += [b""] * (3 - len(blobs))
+        stdout = _cut(blobs[0], report.get("stdout_total", 0), limits.max_output_bytes)
+        stderr = _cut(blobs[1], report.get("stderr_total", 0), limits.max_output_bytes)
+        try:
+            runner = json.loads(blobs[2].decode("utf-8", "replace")) if blobs[2] else {}
+        except ValueError:
+            runner = {}
+        runner = runner if isinstance(runner, dict) else {}
+        return _result_of(report, runner, limits, stdout, stderr, lambda: blobs[3:])
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if self.proc is not None:
+            _kill_group(self.proc.pid)  # the zygote and a manager; a program dies with its manager
+            try:
+                self.proc.wait(timeout=JAIL_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def _cut(kept: bytes, total: int, limit: int) -> str:
+    text = kept.decode("utf-8", "replace")
+    if total > len(kept):
+        text += f"\n[output truncated: {total} bytes in all, first {limit} kept]"
+    return text
+
+
+class _Pool:
+    """At most one zygote per CPU, each lent to one thread at a time; a broken one is closed
+    and a new one started for the next program."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.idle: list[_Zygote] = []
+        self.live: set[_Zygote] = set()
+        self.starting = 0
+        self.failed_at: float | None = None
+        self.failure = ""
+
+    def _acquire(self) -> _Zygote | None:
+        with self.cond:
+            while True:
+                if self.failed_at is not None:
+                    if time.monotonic() - self.failed_at < ZYGOTE_RETRY_SECONDS:
+                        return None
+                    self.failed_at = None
+                while self.idle:
+                    zygote = self.idle.pop()
+                    if zygote.alive():
+                        return zygote
+                    self.live.discard(zygote)  # killed from outside while idle
+                    zygote.close()
+                if len(self.live) + self.starting < (os.cpu_count() or 1):
+                    self.starting += 1
+                    break
+                self.cond.wait()
+        try:
+            zygote = _Zygote()
+        except ZygoteUnavailable as exc:
+            with self.cond:
+                self.starting -= 1
+                self.failed_at, self.failure = time.monotonic(), str(exc)
+                self.cond.notify_all()
+            return None
+        with self.cond:
+            self.starting -= 1
+            self.live.add(zygote)
+        return zygote
+
+    def _release(self, zygote: _Zygote, *, broken: bool) -> None:
+        with self.cond:
+            if broken:
+                self.live.discard(zygote)
+            elif zygote in self.live:
+                self.idle.append(zygote)
+            self.cond.notify()
+
+    def run(self, program: bytes, limits: SandboxLimits) -> SandboxResult | None:
+        """The result, or None when no zygote can start here (the caller runs a one-shot jail)."""
+        for attempt in (1, 2):  # a zygote that broke (killed from outside) is replaced once
+            zygote = self._acquire()
+            if zygote is None:
+                return None
+            try:
+                result = zygote.run(program, limits)
+            except _Broken as exc:
+                self._release(zygote, broken=True)
+                if attempt == 2:
+                    reason = f"sandbox failed: {exc}"
+                    return SandboxResult(ok=False, kind="unavailable", reason=reason)
+                continue
+            except BaseException:
+                zygote.close()
+                self._release(zygote, broken=True)
+                raise
+            self._release(zygote, broken=False)
+            return result
+        return None  # not reached
+
+    def pids(self) -> list[int]:
+        with self.cond:
+            return [z.pid for z in self.live if z.pid]
+
+    def forget(self) -> None:
+        """In a child forked from this process (a prefork worker): the zygotes are the
+        parent's; drop our copies of their sockets, leave them running, start our own."""
+        for zygote in self.live:
+            zygote.sock.close()
+        self.cond = threading.Condition()
+        self.idle, self.live, self.starting = [], set(), 0
+
+    def shutdown(self) -> None:
+        with self.cond:
+            zygotes, self.idle, self.live = list(self.live), [], set()
+            self.failed_at = None
+        for zygote in zygotes:
+            zygote.close()
+
+
+_pool = _Pool()
+atexit.register(_pool.shutdown)
+os.register_at_fork(after_in_child=_pool.forget)
+
+
+def zygote_pids() -> list[int]:
+    """Process ids of the zygotes running now (for tests and monitoring)."""
+    return _pool.pids()
+
+
+def shutdown() -> None:
+    """Stop every zygote (and whatever runs in it); the next run_code starts new ones."""
+    _pool.shutdown()

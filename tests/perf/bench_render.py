@@ -8,7 +8,8 @@ client, no network) with its query count.
     python tests/perf/bench_render.py --database-url postgres://postgres@127.0.0.1:5432/bw_perf_render
     python tests/perf/bench_render.py --answers 200 --code-variants 50
 
-Code runs in ``benchmark.sandbox`` (one process per distinct program, at most one per CPU)
+Code runs in ``benchmark.sandbox`` (one forked process per distinct program, from a warm zygote
+per CPU; BENCHWRIGHT_SANDBOX_ZYGOTE=0 for the one-shot jail)
 when it is installed; otherwise the script says so and a fake runner draws a small PNG in
 this process, so the figures then leave out the cost of the sandbox's processes.
 ``--code-variants`` is how many distinct programs the answers hold (default: one per answer,
@@ -67,6 +68,12 @@ def sandbox_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def sandbox_mode(zygotes: dict) -> str:
+    if not zygotes["count"]:
+        return "one-shot jail per program"
+    return f"{zygotes['count']} warm zygotes, each peak RSS <= {zygotes['peak_mb']:.0f} MB"
 
 
 def install_fake_sandbox() -> None:
@@ -179,6 +186,7 @@ def render(args: argparse.Namespace) -> dict:
     job = services.rendering_execute(job=job)
     seconds = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    zygotes = zygote_usage() if real else {"count": 0, "cpu": 0.0, "peak_mb": 0.0}
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     if job.status != "succeeded":
         raise SystemExit(f"the rendering job {job.status}: {job.error}")
@@ -186,10 +194,29 @@ def render(args: argparse.Namespace) -> dict:
         "seconds": round(seconds, 2),
         "peak_mb": round(usage.ru_maxrss / 1024, 1),
         "cpu": round(usage.ru_utime + usage.ru_stime, 1),
-        "children_cpu": round(children.ru_utime + children.ru_stime, 1),
+        "children_cpu": round(children.ru_utime + children.ru_stime + zygotes["cpu"], 1),
+        "zygotes": zygotes,
         "result": job.result,
         "sandbox": real,
     }
+
+
+def zygote_usage() -> dict:
+    """The sandbox's warm zygotes (benchmark.sandbox.run): how many, the CPU time of them and
+    of every program they ran (their reaped children), and the largest one's peak RSS; then
+    stop them. Zero when the one-shot jail ran the programs (its CPU is in RUSAGE_CHILDREN)."""
+    from benchmark.sandbox.run import shutdown, zygote_pids
+
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu, peak, pids = 0.0, 0.0, zygote_pids()
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu += sum(int(f) for f in fields[11:15]) / tick
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                peak = max(peak, int(line.split()[1]) / 1024)
+    shutdown()
+    return {"count": len(pids), "cpu": round(cpu, 1), "peak_mb": round(peak, 1)}
 
 
 def page(args: argparse.Namespace) -> dict:
@@ -326,7 +353,8 @@ def main() -> None:
             r = run_child("run", env, args)
             if label == "first run":
                 print(
-                    "  code: benchmark.sandbox (one process per distinct program)"
+                    f"  code: benchmark.sandbox ({sandbox_mode(r['zygotes'])}, one process "
+                    "per distinct program)"
                     if r["sandbox"]
                     else "  code: NO benchmark.sandbox here: a fake in-process runner draws the "
                     "figures, so these figures leave out the sandbox's processes"

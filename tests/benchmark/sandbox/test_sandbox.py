@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 from PIL import Image
 
 from benchmark.sandbox import SandboxLimits, SandboxResult, run_code
-from benchmark.sandbox.run import RUN_PREFIX
+from benchmark.sandbox.run import RUN_PREFIX, ZYGOTE_ENV, shutdown, zygote_pids
 
 pytestmark = pytest.mark.slow
 
@@ -29,8 +30,19 @@ REPO = Path(__file__).resolve().parents[3]
 OWN_RUNS: list[str] = []
 
 
+@pytest.fixture(scope="module", autouse=True, params=["zygote", "one-shot"])
+def sandbox_mode(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test runs against both paths: the warm zygote (the default) and the one-shot jail
+    (its fallback). Subprocesses started by a test inherit the choice through the environment."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ZYGOTE_ENV, "1" if request.param == "zygote" else "0")
+        yield request.param
+        shutdown()
+    assert zygote_pids() == []
+
+
 @pytest.fixture(scope="module", autouse=True)
-def _sandbox_available() -> None:
+def _sandbox_available(sandbox_mode: str) -> None:
     """Where the kernel refuses namespaces the sandbox answers "unavailable" (tested below); the
     other tests need a working one. CI must have it, so there it fails instead of skipping."""
     result = run_code("print('ready')", limits=FAST)
@@ -55,19 +67,44 @@ def _own_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
 
 
-def sandbox_processes() -> list[str]:
-    """Command lines of every process still running for one of this test's runs."""
-    assert OWN_RUNS, "no run recorded"
-    found = []
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process now."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if any(name in cmdline for name in OWN_RUNS):
-            found.append(f"{entry.name}: {cmdline[:120]}")
+        found[int(entry.name)] = (int(stat[1]), cmdline)
+    return found
+
+
+def _descends(pid: int, ancestors: set[int], procs: dict[int, tuple[int, str]]) -> bool:
+    seen = set()
+    while pid in procs and pid not in seen:
+        seen.add(pid)
+        pid = procs[pid][0]
+        if pid in ancestors:
+            return True
+    return False
+
+
+def sandbox_processes() -> list[str]:
+    """Command lines of every process still running for one of this test's runs: one-shot
+    jails (their run folder is in the command line) and anything below a zygote (a zygote
+    waits for each run's manager before it answers, so after a run there is none)."""
+    zygotes = set(zygote_pids())
+    assert OWN_RUNS or zygotes, "no run recorded"
+    procs = _processes()
+    found = []
+    for pid, (_, cmdline) in procs.items():
+        if pid in zygotes:
+            continue
+        if any(name in cmdline for name in OWN_RUNS) or _descends(pid, zygotes, procs):
+            found.append(f"{pid}: {cmdline[:120]}")
     return found
 
 
@@ -406,6 +443,184 @@ def test_after_all_of_that_the_server_is_unharmed():
     assert [p for p in os.listdir(tempfile.gettempdir()) if p in OWN_RUNS] == []
 
 
+# --- One program cannot reach the next (the zygote forks every program from one process) ----
+
+LEAVE_STATE = """
+import builtins, ctypes, os, sys, time
+import matplotlib
+import matplotlib.pyplot as plt
+matplotlib.rcParams['figure.figsize'] = (1, 1)
+matplotlib.rcParams['figure.dpi'] = 10
+plt.plot = None
+sys.modules['json'] = None
+sys.path.insert(0, '/sandbox/work')
+os.environ['LEFT_BEHIND'] = 'yes'
+builtins.LEFT_BEHIND = True
+open('left.txt', 'w').write('x')
+open('json.py', 'w').write('raise SystemExit(9)')
+open('/sandbox/mpl/matplotlibrc', 'w').write('figure.dpi: 10')
+libc = ctypes.CDLL(None)
+print('shm', libc.shmget(4242, 4096, 0o1666))
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(600)
+print('left')
+"""
+
+FIND_STATE = """
+import builtins, ctypes, errno, os, sys
+import matplotlib
+import matplotlib.pyplot as plt
+import json
+mpl = [n for n in os.listdir('/sandbox/mpl') if not n.startswith('fontlist-')]  # one-shot
+print(os.listdir('.'), mpl, sorted(os.listdir('/sandbox')))
+print('env', 'LEFT_BEHIND' in os.environ, 'builtin', hasattr(builtins, 'LEFT_BEHIND'))
+print('path', '/sandbox/work' in sys.path)
+print('shm', ctypes.CDLL(None, use_errno=True).shmget(4242, 0, 0), ctypes.get_errno() == errno.ENOENT)
+try:
+    os.kill(2, 0)
+    print('process 2 alive')
+except ProcessLookupError:
+    print('alone')
+plt.plot([1, 2, 3])
+plt.show()
+"""
+
+
+def test_a_program_leaves_nothing_for_the_next_one():
+    """Modules, matplotlib settings, the environment, files, IPC objects and processes a
+    program leaves behind are gone for the next program (run by the same zygote)."""
+    left = run_code(LEAVE_STATE, limits=FAST)
+    assert left.stdout.startswith("shm ") and "left" in left.stdout, left
+    zygotes = zygote_pids()
+    assert sandbox_processes() == []
+    found = run_code(FIND_STATE, limits=FAST)
+    assert zygote_pids() == zygotes  # the same zygote (one thread, so the idle one is reused)
+    assert found.kind == "ok", (found.reason, found.stderr)
+    assert found.stdout == (
+        "[] [] ['mpl', 'out', 'work']\nenv False builtin False\npath False\nshm -1 True\nalone\n"
+    )
+    assert [png_size(i) for i in found.images] == [(640, 480)]
+
+
+@pytest.mark.parametrize(
+    "crash",
+    [
+        "import ctypes; ctypes.string_at(0)",
+        "import os; os._exit(3)",
+        "import os, signal; os.killpg(0, signal.SIGKILL)",
+        "import os, signal; os.kill(-1, signal.SIGKILL)",
+        "import os, signal; os.kill(os.getppid(), signal.SIGKILL)",
+        "import os, signal; os.kill(0, signal.SIGKILL)",
+        "import os; os.abort()",
+    ],
+)
+def test_a_program_that_crashes_or_kills_around_it_harms_only_itself(crash, sandbox_mode):
+    before = run_code("print('warm')", limits=FAST)
+    assert before.stdout == "warm\n"
+    zygotes = zygote_pids()
+    result = run_code(crash, limits=FAST)
+    assert result.kind in {"error", "no_figure"}, result
+    assert zygote_pids() == zygotes
+    after = run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\n", limits=FAST)
+    assert after.kind == "ok" and len(after.images) == 1
+    assert zygote_pids() == zygotes
+    assert sandbox_processes() == []
+    if sandbox_mode == "zygote":  # one thread in each zygote: nothing forked before its runs
+        assert all(len(os.listdir(f"/proc/{pid}/task")) == 1 for pid in zygotes)
+
+
+def test_a_program_has_no_capability_to_undo_its_jail():
+    code = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for name, call in [\n"
+        "    ('chroot', lambda: os.chroot('/sandbox/work')),\n"
+        "    ('setuid', lambda: os.setuid(0)),\n"
+        "    ('unshare', lambda: os.unshare(os.CLONE_NEWNS) if hasattr(os, 'unshare') else 1 / 0),\n"
+        "    ('umount', lambda: libc.umount2(b'/sandbox', 2) == 0 or 1 / 0),\n"
+        "    ('mount', lambda: libc.mount(b'none', b'/sandbox/work', b'tmpfs', 0, None) == 0 or 1 / 0),\n"
+        "]:\n"
+        "    try:\n"
+        "        call(); print('DID', name)\n"
+        "    except (OSError, ZeroDivisionError):\n"
+        "        print('refused', name)\n"
+    )
+    result = run_code(code, limits=FAST)
+    assert "DID" not in result.stdout, result.stdout
+    assert result.stdout.count("refused") == 5
+
+
+def test_a_zygote_killed_from_outside_is_replaced(sandbox_mode):
+    if sandbox_mode != "zygote":
+        pytest.skip("only the zygote path keeps a process between runs")
+    shutdown()  # earlier tests in threads may have left two
+    assert run_code("print(1)", limits=FAST).stdout == "1\n"
+    [old] = zygote_pids()
+    os.kill(old, 9)
+    result = run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\n", limits=FAST)
+    assert result.kind == "ok" and len(result.images) == 1
+    assert old not in zygote_pids() and len(zygote_pids()) == 1
+    assert not Path(f"/proc/{old}").exists()  # reaped, not a zombie
+
+
+def test_two_threads_get_their_own_figures_and_shutdown_leaves_no_process(sandbox_mode):
+    results: dict[tuple[int, int], SandboxResult] = {}
+
+    def work(thread: int) -> None:
+        for n in range(4):
+            size = 1 + thread + n
+            code = (
+                "import matplotlib.pyplot as plt\n"
+                f"plt.figure(figsize=({size}, 1), dpi=20); plt.plot([{n}, {thread}]); plt.show()\n"
+                f"print({thread}, {n})\n"
+            )
+            results[thread, n] = run_code(code, limits=FAST)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for (t, n), result in results.items():
+        assert result.stdout == f"{t} {n}\n"
+        assert [png_size(i) for i in result.images] == [((1 + t + n) * 20, 20)]
+    zygotes = zygote_pids()
+    assert len(zygotes) <= (os.cpu_count() or 1)
+    procs = _processes()
+    below = [pid for pid in procs if pid in zygotes or _descends(pid, set(zygotes), procs)]
+    shutdown()
+    assert zygote_pids() == []
+    assert [pid for pid in below if Path(f"/proc/{pid}").exists()] == []
+    assert [p for p in os.listdir(tempfile.gettempdir()) if p in OWN_RUNS] == []
+
+
+def test_a_forked_server_process_starts_its_own_zygotes(sandbox_mode):
+    """A prefork worker forked after its parent ran programs must not talk to the parent's
+    zygotes (two processes on one socket would mix their answers)."""
+    assert run_code("print('parent')", limits=FAST).stdout == "parent\n"
+    parents = zygote_pids()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            inherited = zygote_pids()
+            out = run_code("print('child')", limits=FAST).stdout
+            mine = zygote_pids()
+            shutdown()
+            os.write(write, json.dumps([inherited, out, mine]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        inherited, out, mine = json.loads(fh.read())
+    os.waitpid(pid, 0)
+    assert (inherited, out) == ([], "child\n")
+    assert not set(mine) & set(parents)
+    assert zygote_pids() == parents
+    assert run_code("print('parent again')", limits=FAST).stdout == "parent again\n"
+
+
 # --- Where the sandbox cannot be made -----------------------------------------------------
 
 
@@ -450,7 +665,8 @@ def test_without_root_the_sandbox_uses_a_user_namespace():
         "        \"open('/etc/passwd')\\n\")\n"
         "r = run_code(code)\n"
         "net = run_code(\"import socket\\nsocket.create_connection(('127.0.0.1', 9))\")\n"
-        "print(json.dumps([r.kind, r.reason, r.stdout, len(r.images), net.kind]))\n"
+        "jail = run_code(\"import os\\nos.chroot('/sandbox/work')\")\n"
+        "print(json.dumps([r.kind, r.reason, r.stdout, len(r.images), net.kind, jail.reason]))\n"
     )
     out = subprocess.run(
         [*probe[:-1], sys.executable, "-c", script],
@@ -460,8 +676,11 @@ def test_without_root_the_sandbox_uses_a_user_namespace():
         check=True,
         timeout=60,
     ).stdout
-    kind, reason, stdout, images, net_kind = json.loads(out)
+    kind, reason, stdout, images, net_kind, jail = json.loads(out)
     assert (kind, stdout, images, net_kind) == ("forbidden", "1000\n", 0, "forbidden")
+    assert (
+        jail == "exit code 1: PermissionError: [Errno 1] Operation not permitted: '/sandbox/work'"
+    )
     assert reason.endswith("not /etc/passwd")
 
 
