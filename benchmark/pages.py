@@ -5,14 +5,17 @@ and an item's stored images."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from django import forms
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
 from benchmark import permissions
+from benchmark.exceptions import DomainError
 from benchmark.images import selectors
 from benchmark.llm import services as llm_services
 from benchmark.llm.client import ModelNotConfigured
@@ -22,6 +25,22 @@ from benchmark.typing import AnyUser
 
 htmx_page = vary_on_headers("HX-Request", "HX-Target")
 """For views that answer an htmx request with a fragment chosen by its target."""
+
+T = TypeVar("T")
+
+
+def form_submit(form: forms.Form, action: Callable[[dict[str, Any]], T]) -> tuple[T | None, int]:
+    """A posted form: ``action(cleaned_data)`` (a service call) when the form is valid. Returns
+    its result and 200, or None and the status to answer the re-rendered form with: 400 for an
+    invalid form, the domain error's status (with its message on the form) when the service
+    refused."""
+    if not form.is_valid():
+        return None, 400
+    try:
+        return action(form.cleaned_data), 200
+    except DomainError as exc:
+        form.add_error(None, exc.message)
+        return None, exc.status_code
 
 
 def render_page(

@@ -33,7 +33,7 @@ from benchmark.exceptions import DomainError
 from benchmark.formats.csv_safe import csv_row
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Item, Response
-from benchmark.pages import htmx_page
+from benchmark.pages import form_submit, htmx_page
 from benchmark.permissions import can
 from benchmark.presenters import item_view
 from benchmark.rendering.preview import render_answer
@@ -62,26 +62,22 @@ def human_eval_new(request: HttpRequest, project_id: int) -> HttpResponse:
     form = HumanEvalForm(data, models=models)
     status = 200
     if data is not None:
-        status = 400
-        if form.is_valid():
-            cleaned = form.cleaned_data
-            try:
-                task = services.human_eval_task_create(
-                    project=project,
-                    user=request_user(request),
-                    scale=cleaned["scale"],
-                    models=cleaned["models"],
-                    per_model=cleaned["per_model"],
-                    seed=cleaned["seed"],
-                    same_items=cleaned["same_items"],
-                    overlap=cleaned["overlap"],
-                    name=cleaned["name"],
-                )
-            except DomainError as exc:
-                form.add_error(None, exc.message)
-                status = exc.status_code
-            else:
-                return redirect("review:human_eval_results", pk=task.pk)
+        task, status = form_submit(
+            form,
+            lambda cleaned: services.human_eval_task_create(
+                project=project,
+                user=request_user(request),
+                scale=cleaned["scale"],
+                models=cleaned["models"],
+                per_model=cleaned["per_model"],
+                seed=cleaned["seed"],
+                same_items=cleaned["same_items"],
+                overlap=cleaned["overlap"],
+                name=cleaned["name"],
+            ),
+        )
+        if task is not None:
+            return redirect("review:human_eval_results", pk=task.pk)
     return render(
         request,
         "review/human_eval_new.html",

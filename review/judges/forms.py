@@ -36,6 +36,11 @@ PLAN_JUDGES = [(v, label) for v, label in JudgeName.choices if v == JudgeName.MM
 JUDGES = ", ".join(v for v, _ in ANSWER_JUDGES)
 
 
+def model_choices(models: list[tuple[str, int]], noun: str = "answer") -> list[tuple[str, str]]:
+    """``(model, count)`` as checkbox choices: "model-a (3 answers)"."""
+    return [(name, f"{name} ({n} {noun}{'s' if n != 1 else ''})") for name, n in models]
+
+
 class JudgeRunForm(forms.Form):
     judge = forms.ChoiceField(
         choices=JudgeName.choices,
@@ -96,10 +101,7 @@ class JudgeRunForm(forms.Form):
         assert isinstance(judge, forms.ChoiceField)
         field = self.fields["models"]
         assert isinstance(field, forms.MultipleChoiceField)
-        noun = "answer" if plans is None else "plan"
-        field.choices = [
-            (name, f"{name} ({n} {noun}{'s' if n != 1 else ''})") for name, n in models
-        ]
+        field.choices = model_choices(models, "answer" if plans is None else "plan")
         if plans is None:
             judge.choices = ANSWER_JUDGES
             return

@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from benchmark.exceptions import DomainError
 from benchmark.models import Origin, Response
+from benchmark.pages import form_submit
 from benchmark.typing import request_user
 from review.pages import project_for_review
 from review.rate_judge import selectors, services
@@ -35,24 +35,20 @@ def rate_judge_new(request: HttpRequest, project_id: int) -> HttpResponse:
     form = RateJudgeForm(data, runs=runs, labels=labels, initial={"run": run})
     status = 200
     if data is not None:
-        status = 400
-        if form.is_valid():
-            cleaned = form.cleaned_data
-            try:
-                services.rate_judge_task_create(
-                    run=cleaned["run"],
-                    user=request_user(request),
-                    labels=cleaned["agents"],
-                    overlap=cleaned["overlap"],
-                    sample=cleaned["sample"],
-                    seed=cleaned["seed"] or 0,
-                    name=cleaned["name"],
-                )
-            except DomainError as exc:
-                form.add_error(None, exc.message)
-                status = exc.status_code
-            else:
-                return redirect("annotation:task_list", project_id=project.pk)
+        task, status = form_submit(
+            form,
+            lambda cleaned: services.rate_judge_task_create(
+                run=cleaned["run"],
+                user=request_user(request),
+                labels=cleaned["agents"],
+                overlap=cleaned["overlap"],
+                sample=cleaned["sample"],
+                seed=cleaned["seed"] or 0,
+                name=cleaned["name"],
+            ),
+        )
+        if task is not None:
+            return redirect("annotation:task_list", project_id=project.pk)
     return render(
         request,
         "review/rate_judge_new.html",
@@ -78,26 +74,22 @@ def criterion_task_new(request: HttpRequest, project_id: int) -> HttpResponse:
     form = CriterionTaskForm(data, runs=runs, models=models)
     status = 200
     if data is not None:
-        status = 400
-        if form.is_valid():
-            cleaned = form.cleaned_data
-            try:
-                services.criterion_task_create(
-                    project=project,
-                    user=request_user(request),
-                    run=cleaned["run"],
-                    models=cleaned["models"],
-                    criteria=cleaned["criteria"],
-                    overlap=cleaned["overlap"],
-                    sample=cleaned["sample"],
-                    seed=cleaned["seed"] or 0,
-                    name=cleaned["name"],
-                )
-            except DomainError as exc:
-                form.add_error(None, exc.message)
-                status = exc.status_code
-            else:
-                return redirect("annotation:task_list", project_id=project.pk)
+        task, status = form_submit(
+            form,
+            lambda cleaned: services.criterion_task_create(
+                project=project,
+                user=request_user(request),
+                run=cleaned["run"],
+                models=cleaned["models"],
+                criteria=cleaned["criteria"],
+                overlap=cleaned["overlap"],
+                sample=cleaned["sample"],
+                seed=cleaned["seed"] or 0,
+                name=cleaned["name"],
+            ),
+        )
+        if task is not None:
+            return redirect("annotation:task_list", project_id=project.pk)
     return render(
         request,
         "review/criterion_task_new.html",

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from review.judges.forms import AnswerFilesField
+from review.judges.forms import AnswerFilesField, model_choices
 
 
 class RenderForm(forms.Form):
@@ -28,6 +28,4 @@ class RenderForm(forms.Form):
         super().__init__(*args, **kwargs)
         field = self.fields["models"]
         assert isinstance(field, forms.MultipleChoiceField)
-        field.choices = [
-            (name, f"{name} ({n} answer{'s' if n != 1 else ''})") for name, n in models
-        ]
+        field.choices = model_choices(models)
