@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _support import fresh_postgres, run_phase
+
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "perf judge"
 WORDS = [
@@ -198,12 +200,10 @@ def child(args: argparse.Namespace) -> None:
 
 
 def run_child(phase: str, env: dict[str, str], args: argparse.Namespace, base_url: str) -> dict:
-    out = subprocess.run(
+    return run_phase(
+        __file__,
+        phase,
         [
-            sys.executable,
-            __file__,
-            "--child",
-            phase,
             "--base-url",
             base_url,
             "--answers",
@@ -213,35 +213,8 @@ def run_child(phase: str, env: dict[str, str], args: argparse.Namespace, base_ur
             "--workers",
             str(args.workers),
         ],
-        env={**os.environ, **env},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
+        env,
     )
-    if out.returncode:
-        raise SystemExit(f"{phase} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def fresh_postgres(url: str) -> None:
-    import urllib.parse
-
-    import psycopg
-
-    p = urllib.parse.urlparse(url)
-    with psycopg.connect(
-        host=p.hostname,
-        port=p.port or 5432,
-        user=p.username,
-        password=p.password,
-        dbname="postgres",
-        autocommit=True,
-        connect_timeout=5,
-    ) as conn:
-        name = p.path.lstrip("/")
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def main() -> None:

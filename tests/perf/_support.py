@@ -1,0 +1,49 @@
+"""What the speed scripts share: a fresh PostgreSQL database, and running one phase of a
+script in a child process of its own (so each phase's time and peak memory are its own)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fresh_postgres(url: str) -> None:
+    """Drop the database named in ``url`` and create it again."""
+    import urllib.parse
+
+    import psycopg
+
+    p = urllib.parse.urlparse(url)
+    with psycopg.connect(
+        host=p.hostname,
+        port=p.port or 5432,
+        user=p.username,
+        password=p.password,
+        dbname="postgres",
+        autocommit=True,
+        connect_timeout=5,
+    ) as conn:
+        name = p.path.lstrip("/")
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def run_phase(script: str, phase: str, argv: list[str], env: dict[str, str]) -> dict:
+    """Run ``script --child phase *argv`` with ``env`` added; its last stdout line is the
+    phase's figures as JSON. A failed phase stops the benchmark with its stderr."""
+    out = subprocess.run(
+        [sys.executable, script, "--child", phase, *argv],
+        env={**os.environ, **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode:
+        raise SystemExit(f"{phase} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
