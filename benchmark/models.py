@@ -572,3 +572,6 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} call {self.request_key[:12]}"
+
+
+from benchmark.items.models import ItemVersion  # noqa: E402, F401 - registers it

@@ -14,6 +14,8 @@ from factory.django import DjangoModelFactory
 from PIL import Image as PILImage
 
 from benchmark.images import services
+from benchmark.items.models import ItemVersion
+from benchmark.items.services import item_snapshot
 from benchmark.judges import Template
 from benchmark.models import (
     Image,
@@ -880,3 +882,15 @@ class ToolCallCacheFactory(DjangoModelFactory):
     status = "failed"
     reason = "error"
     message = "ValueError: boom"
+
+
+class ItemVersionFactory(DjangoModelFactory):
+    """A saved version of an item's editable fields (the item's current ones by default)."""
+
+    class Meta:
+        model = ItemVersion
+
+    item = factory.SubFactory(ItemFactory)
+    number = 1
+    fields = factory.LazyAttribute(lambda o: item_snapshot(o.item))
+    author = factory.SubFactory(UserFactory)

@@ -1,22 +1,80 @@
 """Items written in the app: created from scratch (a form, the API, a kept model draft) and
 edited field by field, each edit a version.
 
-FOUNDATION STUB: the signatures below are fixed (other features call them); the bodies are
-completed by the items feature (validation per kind naming each field, versions with author
-and time, revert, 409 on a stale save).
+**The field dict** (``data`` of :func:`item_create`, ``changes`` of :func:`item_update`; every
+key optional unless the project's format needs it):
+
+* ``external_id``: unique in the project; generated in the format's own id style when absent.
+* ``query``: the ATP-Bench query, the LLM-I prompt, the m&m's user request, the Agentic-MME
+  question. ``format_instruction`` (Agentic-MME) is joined after the question, as the format's
+  ``input.prompt`` holds both.
+* ``modality``: "text" or "image" (inferred from the images when absent).
+* Images, each a sha256 of an image of the project, a dataset path the item already has, or an
+  uploaded file (a file object or ``(name, bytes)``; stored through the image service with its
+  size and pixel limits): ``query_images`` (ATP-Bench image query), ``images`` (the input
+  images of LLM-I, Agentic-MME and m&m's) and the ``images`` list of each document.
+  ``image_refs`` ([{"sha256", "role"}]) is accepted too and sorted into those lists by role.
+* ``documents``: [{"text", "images"}] (ATP-Bench), stored as the ATP importer stores them:
+  the text, and the dataset paths of the document's images.
+* ``category``, ``intent``: terms of the project's taxonomy (free text without one).
+* ``gt``: the ATP-Bench ground-truth answer, stored as the Response "gt" (its tag findings are
+  warnings: a draft may be saved with them).
+* ``rubric``: LLM-I criteria r1..r10 ([{"key", "text"}] or a list of strings).
+* ``image_num``: LLM-I's image-number constraint (-1 none, 0 any, n exactly n,
+  "at_least_one"/99/"Inf"); ``tools``: required tools, names from the project's toolset.
+* ``expected_answer``, ``match_type``, ``accepted_variants``, ``level``, ``domain``
+  (Agentic-MME).
+* ``input_files``: m&m's input files other than images, by name.
+
+**Errors**: :class:`ItemInvalid` (a ``ValidationFailed``, 400) with ``errors``, a dict
+``{field: message}`` (fields as above, e.g. ``documents[2].text``, ``rubric.r3``), and a
+message joining them as ``"field: message; ..."``. **Warnings** (vague criteria, a rubric of
+other than ten criteria, tag findings in the ground truth) do not refuse: the returned item
+carries them as ``item.warnings`` (a list of ``"field: message"`` strings).
 """
 
 from __future__ import annotations
 
-import uuid
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Max
 
-from benchmark.exceptions import Forbidden
-from benchmark.models import Item, ItemStatus, Project
-from benchmark.permissions import can
+from benchmark.exceptions import Conflict, NotFound, ValidationFailed
+from benchmark.formats.llmi import image_count
+from benchmark.items.models import ItemVersion
+from benchmark.models import (
+    DataFormat,
+    Image,
+    Item,
+    ItemStatus,
+    Modality,
+    Origin,
+    Project,
+    Response,
+    TaxonomyTerm,
+    TermKind,
+)
+from benchmark.permissions import require
 from benchmark.typing import User
+
+__all__ = [
+    "EDITABLE_FIELDS",
+    "MATCH_TYPES",
+    "ItemInvalid",
+    "ItemVersionConflict",
+    "criterion_warnings",
+    "item_create",
+    "item_form_data",
+    "item_revert",
+    "item_snapshot",
+    "item_update",
+    "item_warnings",
+    "latest_number",
+]
 
 #: Item fields a person may set when creating or editing an item.
 EDITABLE_FIELDS = (
@@ -35,6 +93,536 @@ EDITABLE_FIELDS = (
     "level",
 )
 
+#: Agentic-MME's answer checks (``benchmark.metrics.agentic_mme.answer_matches``).
+MATCH_TYPES = ("exact", "contains", "numeric")
+LEVELS = (1, 2, 3)
+MAX_CRITERIA = 10
+MAX_TEXT = 100_000
+AT_LEAST_ONE = "at_least_one"
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+_ID_RE = re.compile(r"^(.*?)(\d+)$")
+#: Agentic-MME prompts end with the answer-format sentence; these words start it.
+FORMAT_LEADS = (
+    "Answer", "Respond", "Reply", "Give the answer", "Give your answer", "Format", "Output",
+    "Write the answer", "Write your answer", "Please answer",
+)  # fmt: skip
+
+# --------------------------------------------------------------------------- errors
+
+
+class ItemInvalid(ValidationFailed):
+    """Fields that cannot be saved: ``errors`` maps each field to its message."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{field}: {message}" for field, message in self.errors.items()))
+
+
+class ItemVersionConflict(Conflict):
+    """Someone saved a newer version; ``current`` is it."""
+
+    def __init__(self, message: str, *, current: ItemVersion) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+# --------------------------------------------------------------------------- vague criteria
+
+#: Common verbs of rubric sentences (base forms; -s, -es, -ed and -ing forms count too) and
+#: the auxiliaries. The same list drives the form's live warning (static/js/items.js gets it
+#: from the page).
+COMMON_VERBS = frozenset(
+    """be is are was were has have had does do did can could should must may might will would
+    include contain show depict use mention explain describe provide give state list present
+    match follow answer address cover identify illustrate compare discuss generate produce
+    place insert appear display correspond reflect support avoid omit keep make remain stay
+    relate refer label name cite specify offer clarify align fit add return render draw depict
+    feature mark highlight indicate ensure meet satisfy respect contain consist reach""".split()
+)
+VERB_SUFFIXES = ("ed", "ize", "izes", "ise", "ises", "ify", "ifies", "ates")
+MIN_CRITERION_WORDS = 6
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+def _verb_forms(word: str) -> Iterable[str]:
+    yield word
+    for suffix in ("s", "es", "ed", "d", "ing"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            yield word[: -len(suffix)]
+    if word.endswith("ies"):
+        yield word[:-3] + "y"
+
+
+def criterion_warnings(text: str) -> list[str]:
+    """Why a rubric criterion looks vague (not a checkable sentence): fewer than six words, or
+    no verb. The verb check is a heuristic: a word that is a common verb or auxiliary
+    (:data:`COMMON_VERBS`, in any of its -s/-es/-ed/-ing forms) or ends like a verb
+    (:data:`VERB_SUFFIXES`). Empty when it looks fine."""
+    words = [w.lower() for w in _WORD_RE.findall(text or "")]
+    out = []
+    if len(words) < MIN_CRITERION_WORDS:
+        out.append(f"vague: fewer than {MIN_CRITERION_WORDS} words; write a checkable sentence")
+    has_verb = any(
+        form in COMMON_VERBS for word in words for form in _verb_forms(word)
+    ) or any(word.endswith(VERB_SUFFIXES) for word in words)
+    if words and not has_verb:
+        out.append("vague: no verb; say what the answer must do or contain")
+    return out
+
+
+# --------------------------------------------------------------------------- cleaning
+
+
+class _Cleaner:
+    """Turns a field dict into Item column values, collecting errors and warnings by field."""
+
+    def __init__(self, project: Project, data: Mapping[str, Any], item: Item | None) -> None:
+        self.project = project
+        self.data = data
+        self.item = item
+        self.errors: dict[str, str] = {}
+        self.warnings: list[str] = []
+        self.values: dict[str, Any] = {}
+        self.gt: str | None = None
+        # Images: (role, key) -> list of sha256, uploads to store, paths the item already has.
+        self.wanted: list[tuple[str, int, Any, str]] = []  # (role, document, value, field)
+        self.known_paths = {
+            r.get("path"): r.get("sha256") for r in (item.image_refs if item else []) or []
+        }
+        self.paths_by_sha = {
+            r.get("sha256"): r.get("path") for r in (item.image_refs if item else []) or []
+        }
+
+    def error(self, field: str, message: str) -> None:
+        self.errors.setdefault(field, message)
+
+    # ---- simple fields
+
+    def text(self, key: str, *, required: bool = False, label: str = "") -> str:
+        value = self.data.get(key)
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            self.error(key, "must be text")
+            return ""
+        value = value.replace("\r\n", "\n")
+        if len(value) > MAX_TEXT:
+            self.error(key, f"is longer than {MAX_TEXT} characters")
+        if required and not value.strip():
+            self.error(key, f"write the {label or key}")
+        return value
+
+    def short(self, key: str, limit: int = 200) -> str:
+        value = self.text(key).strip()
+        if len(value) > limit:
+            self.error(key, f"is longer than {limit} characters")
+        return value
+
+    def term(self, key: str, kind: str, parent: str = "") -> str:
+        value = self.short(key)
+        taxonomy = self.project.taxonomy_id
+        if not value or taxonomy is None:
+            return value
+        terms = TaxonomyTerm.objects.filter(taxonomy_id=taxonomy, kind=kind)
+        names = list(terms.values_list("name", "parent__name"))
+        if not names:
+            return value
+        allowed = sorted({n for n, _ in names})
+        if value not in allowed:
+            shown = ", ".join(allowed[:20]) + (" ..." if len(allowed) > 20 else "")
+            article = "an" if kind[0] in "aeiou" else "a"
+            self.error(key, f"{value!r} is not {article} {kind} of the project's taxonomy ({shown})")
+        elif parent and all(p for _, p in names):
+            under = sorted({n for n, p in names if p == parent})
+            if value not in under:
+                self.error(
+                    key,
+                    f"{value!r} is not an {kind} of the category {parent!r} "
+                    f"({', '.join(under) or 'none'})",
+                )
+        return value
+
+    # ---- images
+
+    def image_list(self, key: str, role: str, value: Any, document: int = -1) -> None:
+        if value is None or value == "":
+            return
+        if not isinstance(value, list | tuple):
+            value = [value]
+        for i, entry in enumerate(value):
+            self.wanted.append((role, document, entry, f"{key}[{i}]"))
+
+    def resolve_images(self, user: User) -> dict[tuple[str, int], list[dict[str, str]]]:
+        """Store the uploads and check the rest; ``{(role, document): [{"sha256", "path"}]}``."""
+        from benchmark.images.services import image_upload
+
+        shas: dict[int, str] = {}
+        uploads: list[tuple[int, Any]] = []
+        for n, (_, _, entry, field) in enumerate(self.wanted):
+            if isinstance(entry, Mapping):
+                entry = entry.get("sha256")
+            if isinstance(entry, str):
+                value = entry.strip()
+                if value in self.known_paths and self.known_paths[value]:
+                    shas[n] = str(self.known_paths[value])
+                elif _SHA_RE.match(value.lower()):
+                    shas[n] = value.lower()
+                else:
+                    self.error(field, f"no image {value!r} in this project")
+            elif isinstance(entry, tuple) or hasattr(entry, "read"):
+                uploads.append((n, entry))
+            else:
+                self.error(field, "must be an image (a sha256 or an uploaded file)")
+        found = {
+            image.sha256: image
+            for image in Image.objects.filter(sha256__in=set(shas.values()), projects=self.project)
+        }
+        for n, sha in shas.items():
+            if sha not in found and sha not in self.paths_by_sha:
+                self.error(self.wanted[n][3], f"no image {sha[:12]}... in this project")
+        if uploads and not self.errors:
+            try:
+                stored = image_upload(project=self.project, user=user, files=[f for _, f in uploads])
+            except ValidationFailed as exc:
+                self.error(self.wanted[uploads[0][0]][3].rsplit("[", 1)[0], exc.message)
+                stored = []
+            for (n, _), image in zip(uploads, stored, strict=False):
+                shas[n] = image.sha256
+                found[image.sha256] = image
+        out: dict[tuple[str, int], list[dict[str, str]]] = {}
+        for n, (role, document, _, _) in enumerate(self.wanted):
+            sha = shas.get(n)
+            if sha is None:
+                continue
+            path = self.paths_by_sha.get(sha) or _new_path(found.get(sha), sha)
+            out.setdefault((role, document), []).append({"sha256": sha, "path": str(path)})
+        return out
+
+
+def _new_path(image: Image | None, sha: str) -> str:
+    suffix = PurePosixPath(image.file.name).suffix if image is not None and image.file else ""
+    return f"images/{sha[:16]}{suffix or '.png'}"
+
+
+def _refs_by_role(data: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """``image_refs`` of the field dict sorted into lists by role, in position order."""
+    refs = data.get("image_refs")
+    out: dict[str, list[Any]] = {}
+    if not isinstance(refs, list):
+        return out
+    for ref in sorted(
+        (r for r in refs if isinstance(r, Mapping)), key=lambda r: r.get("position") or 0
+    ):
+        out.setdefault(str(ref.get("role") or "input"), []).append(
+            ref.get("sha256") or ref.get("path")
+        )
+    return out
+
+
+def _clean(
+    *,
+    project: Project,
+    user: User,
+    data: Mapping[str, Any],
+    item: Item | None,
+    touched: set[str] | None = None,
+) -> tuple[dict[str, Any], _Cleaner]:
+    """Column values for ``data`` (see the module docstring), or ``ItemInvalid``. With
+    ``touched`` (an edit), only errors of those fields refuse."""
+    c = _Cleaner(project, data, item)
+    fmt = project.data_format
+    by_role = _refs_by_role(data)
+    kinds = {
+        DataFormat.ATP: _clean_atp,
+        DataFormat.LLMI: _clean_llmi,
+        DataFormat.AGENTIC_MME: _clean_agentic,
+        DataFormat.MMS: _clean_mms,
+    }
+    clean_kind = kinds.get(fmt, _clean_mms)  # type: ignore[call-overload]
+    clean_kind(c, by_role)
+    _refuse(c, touched)
+    resolved = c.resolve_images(user)
+    _refuse(c, touched)
+    _place_images(c, resolved)
+    _refuse(c, touched)
+    return c.values, c
+
+
+def _refuse(c: _Cleaner, touched: set[str] | None) -> None:
+    errors = c.errors
+    if touched is not None:
+        errors = {f: m for f, m in errors.items() if re.split(r"[\[.]", f)[0] in touched}
+    if errors:
+        raise ItemInvalid(errors)
+    c.errors = {}
+
+
+def _place_images(c: _Cleaner, resolved: dict[tuple[str, int], list[dict[str, str]]]) -> None:
+    refs: list[dict[str, Any]] = []
+    flat = 0
+    for i, doc in enumerate(c.values.get("documents", [])):
+        paths = []
+        for entry in resolved.get(("document", i), []):
+            refs.append({**entry, "role": "document", "position": flat})
+            paths.append(entry["path"])
+            flat += 1
+        doc["images"] = paths
+    for role in ("query", "input"):
+        for position, entry in enumerate(resolved.get((role, -1), [])):
+            refs.append({**entry, "role": role, "position": position})
+    c.values["image_refs"] = refs
+    query_images = [r for r in refs if r["role"] == "query"]
+    input_images = [r for r in refs if r["role"] == "input"]
+    has_images = bool(query_images or input_images)
+    modality = c.data.get("modality") or ""
+    if modality not in ("", *Modality.values):
+        c.error("modality", "choose text or image")
+    elif c.project.data_format == DataFormat.ATP and modality == Modality.IMAGE and not has_images:
+        c.error("query_images", "an image query needs an uploaded query image")
+    elif modality == Modality.TEXT and has_images and c.project.data_format == DataFormat.ATP:
+        c.error("modality", "a text query has no query image: choose image, or remove the image")
+    c.values["modality"] = Modality.IMAGE if has_images else Modality.TEXT
+    count = (c.values.get("constraints") or {}).get("image_count") or {}
+    if count.get("kind") == "exact" and count.get("n") is not None and input_images:
+        pass  # the number of images the answer must generate, not of the input images
+
+
+def _clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+    c.values["query"] = c.text("query", required=True)
+    category = c.term("category", TermKind.CATEGORY)
+    c.values["category"] = category
+    c.values["intent"] = c.term("intent", TermKind.INTENT, parent=category)
+    c.image_list("query_images", "query", c.data.get("query_images", by_role.get("query")))
+    documents = c.data.get("documents")
+    if documents is None:
+        documents = []
+    if not isinstance(documents, list):
+        c.error("documents", "must be a list of {text, images} documents")
+        documents = []
+    cleaned = []
+    for i, doc in enumerate(documents):
+        field = f"documents[{i}]"
+        if isinstance(doc, str):
+            doc = {"text": doc, "images": []}
+        if not isinstance(doc, Mapping):
+            c.error(field, "must be an object with text and images")
+            continue
+        text = doc.get("text") or ""
+        if not isinstance(text, str):
+            c.error(f"{field}.text", "must be text")
+            text = ""
+        images = doc.get("images") or []
+        if not text.strip() and not images:
+            c.error(f"{field}.text", f"document {i + 1} is empty: write its text or attach an image")
+        c.image_list(f"{field}.images", "document", images, i)
+        cleaned.append({"text": text.replace("\r\n", "\n"), "images": []})
+    if not documents and "document" in by_role:
+        cleaned.append({"text": "", "images": []})
+        c.image_list("documents[0].images", "document", by_role["document"], 0)
+    c.values["documents"] = cleaned
+    if "gt" in c.data:
+        c.gt = c.text("gt")
+
+
+def _clean_llmi(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+    c.values["query"] = c.text("query", required=True, label="prompt")
+    c.image_list("images", "input", c.data.get("images", by_role.get("input")))
+    c.values["rubric"] = _rubric(c)
+    constraints: dict[str, Any] = {}
+    raw = c.data.get("image_num", (c.data.get("constraints") or {}).get("image_num"))
+    if raw not in (None, ""):
+        value: Any = raw
+        if isinstance(raw, str) and raw.strip().lower().replace(" ", "_") == AT_LEAST_ONE:
+            value = 99
+        elif isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+            value = int(raw.strip())
+        try:
+            constraints["image_num"] = value
+            constraints["image_count"] = image_count(value)
+        except ValueError:
+            c.error(
+                "image_num",
+                "must be -1 (no images), 0 (any number), n (exactly n) or at least one",
+            )
+    tools = c.data.get("tools", (c.data.get("constraints") or {}).get("tools"))
+    if tools not in (None, "", []):
+        names = [t.strip() for t in tools.split(",")] if isinstance(tools, str) else tools
+        if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
+            c.error("tools", "must be a list of tool names")
+        else:
+            known = {
+                n.lower(): n for n in c.project.toolset.tools.values_list("name", flat=True)
+            }
+            unknown = [t for t in names if t and t.lower() not in known]
+            if unknown:
+                c.error(
+                    "tools",
+                    f"not in the project's toolset: {', '.join(unknown)} "
+                    f"(tools: {', '.join(sorted(known.values())) or 'none'})",
+                )
+            constraints["tools"] = [known.get(t.lower(), t) for t in names if t]
+    c.values["constraints"] = constraints
+
+
+def _rubric(c: _Cleaner) -> list[dict[str, str]]:
+    value = c.data.get("rubric")
+    if value is None:
+        value = []
+    if not isinstance(value, list):
+        c.error("rubric", "must be a list of criteria r1..r10")
+        return []
+    texts: list[str] = []
+    for i, entry in enumerate(value):
+        text = entry.get("text") if isinstance(entry, Mapping) else entry
+        if not isinstance(text, str):
+            c.error(f"rubric.r{i + 1}", "must be text")
+            text = ""
+        texts.append(text.strip())
+    while texts and not texts[-1]:
+        texts.pop()
+    if not texts:
+        c.error("rubric", "write the criteria r1..r10 (LLMI-Bench has ten per prompt)")
+        return []
+    if len(texts) > MAX_CRITERIA:
+        c.error("rubric", f"at most {MAX_CRITERIA} criteria (r1..r{MAX_CRITERIA})")
+    for i, text in enumerate(texts):
+        key = f"rubric.r{i + 1}"
+        if not text:
+            c.error(key, f"criterion r{i + 1} is empty (the criteria are numbered without gaps)")
+            continue
+        for warning in criterion_warnings(text):
+            c.warnings.append(f"{key}: {warning}")
+    if len(texts) != MAX_CRITERIA:
+        c.warnings.append(
+            f"rubric: {len(texts)} criteria; LLMI-Bench has ten per prompt (r1..r10)"
+        )
+    return [{"key": f"r{i + 1}", "text": t} for i, t in enumerate(texts)]
+
+
+def _clean_agentic(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+    question = c.text("query", required=True, label="question").strip()
+    instruction = c.text("format_instruction").strip()
+    if instruction and not instruction.startswith(FORMAT_LEADS):
+        c.error(
+            "format_instruction",
+            "start it the way Agentic-MME prompts do, e.g. 'Answer with ...' or 'Respond ...'",
+        )
+    if instruction and question and question[-1] not in ".?!:)\"'":
+        question += "."
+    c.values["query"] = f"{question} {instruction}" if instruction else question
+    images = c.data.get("images", by_role.get("input"))
+    if not images:
+        c.error("images", "upload the task's image")
+    c.image_list("images", "input", images)
+    c.values["expected_answer"] = c.text("expected_answer", required=True, label="answer").strip()
+    match_type = c.short("match_type")
+    if match_type not in MATCH_TYPES:
+        c.error("match_type", f"choose one of {', '.join(MATCH_TYPES)}")
+    c.values["match_type"] = match_type
+    variants = c.data.get("accepted_variants") or []
+    if isinstance(variants, str):
+        variants = [v.strip() for v in variants.splitlines()]
+    if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
+        c.error("accepted_variants", "must be a list of answers")
+        variants = []
+    c.values["accepted_variants"] = [v.strip() for v in variants if v.strip()]
+    level = c.data.get("level")
+    if isinstance(level, str) and level.strip().isdigit():
+        level = int(level)
+    if isinstance(level, bool) or level not in LEVELS:
+        c.error("level", "choose level 1, 2 or 3")
+        level = None
+    c.values["level"] = level
+    c.values["domain"] = c.short("domain")
+
+
+def _clean_mms(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+    c.values["query"] = c.text("query", required=True, label="user request")
+    c.image_list("images", "input", c.data.get("images", by_role.get("input")))
+    files = c.data.get("input_files", (c.data.get("constraints") or {}).get("input_files"))
+    if isinstance(files, str):
+        files = [f.strip() for f in files.replace(",", "\n").splitlines()]
+    files = files or []
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        c.error("input_files", "must be a list of file names")
+        files = []
+    bad = [f for f in files if "/" in f.strip("/") and ".." in f or len(f) > 255]
+    if bad:
+        c.error("input_files", f"not a file name: {bad[0]!r}")
+    names = [f.strip() for f in files if f.strip()]
+    c.values["constraints"] = {"input_files": names} if names else {}
+
+
+def _gt_findings(project: Project, item: Item, text: str) -> list[str]:
+    """The ground truth's tag findings, as warnings (``gt: ...``)."""
+    if not text.strip() or project.tag_syntax not in ("atp", "llmi"):
+        return []
+    from benchmark.tags import parse, validate
+    from benchmark.toolsets.specs import tag_toolset
+
+    parsed = parse(text, project.tag_syntax)  # type: ignore[arg-type]
+    toolset = tag_toolset(project.toolset) or None
+    documents = sum(1 for r in item.image_refs if r.get("role") == "document")
+    try:
+        findings = validate(parsed, toolset, image_count=documents)
+    except ValueError:
+        return []
+    return [f"gt: {f.message}" for f in findings]
+
+
+# --------------------------------------------------------------------------- ids
+
+
+def _next_external_id(project: Project, source_file: str) -> str:
+    """An id in the style of the format's own: LLM-I rows ``<file stem>#<row>``; otherwise the
+    newest id's prefix and zero padding with the next free number (ATP-Bench ``atp_0031``,
+    Agentic-MME ``0031``, m&m's ``9003``)."""
+    items = Item.objects.filter(project=project)
+    if project.data_format == DataFormat.LLMI:
+        stem = PurePosixPath(source_file).stem
+        n = items.filter(source_file=source_file).count() + 1
+        while items.filter(external_id=f"{stem}#{n}").exists():
+            n += 1
+        return f"{stem}#{n}"
+    default = {DataFormat.ATP: ("new_", 4), DataFormat.AGENTIC_MME: ("", 4)}.get(
+        project.data_format,  # type: ignore[call-overload]
+        ("", 1),
+    )
+    prefix, width = default
+    newest = items.order_by("-position", "-id").values_list("external_id", flat=True)[:50]
+    for external_id in newest:
+        match = _ID_RE.match(external_id)
+        if match:
+            prefix, width = match.group(1), len(match.group(2))
+            break
+    numbers = [
+        int(m.group(2))
+        for e in items.filter(external_id__startswith=prefix).values_list("external_id", flat=True)
+        if (m := _ID_RE.match(e)) and m.group(1) == prefix
+    ]
+    return f"{prefix}{max(numbers, default=0) + 1:0{width}d}"
+
+
+def _source_file(project: Project, values: Mapping[str, Any], external_id: str) -> str:
+    fmt = project.data_format
+    if fmt == DataFormat.AGENTIC_MME:
+        return f"json/{external_id}.json" if external_id else "json/"
+    if fmt == DataFormat.LLMI:
+        if (values.get("constraints") or {}).get("image_count"):
+            return "train_sample.json"
+        return "mm_input.json" if values.get("modality") == Modality.IMAGE else "text_only.json"
+    last = (
+        Item.objects.filter(project=project)
+        .exclude(source_file="")
+        .order_by("-position", "-id")
+        .values_list("source_file", flat=True)
+        .first()
+    )
+    return last or {DataFormat.ATP: "data.jsonl"}.get(fmt, "tasks.json")  # type: ignore[call-overload]
+
+
+# --------------------------------------------------------------------------- create
+
 
 def item_create(
     *,
@@ -43,23 +631,170 @@ def item_create(
     data: dict[str, Any],
     provenance: str = "",
 ) -> Item:
-    """Create a draft item from ``data`` (EDITABLE_FIELDS, plus an optional ``external_id``).
+    """Create a draft item from the field dict ``data`` (see the module docstring).
     ``provenance`` defaults to "written by <username>"; a kept model draft passes
-    "drafted by <model>"."""
-    if not can(user=user, project=project, action="edit"):
-        raise Forbidden("you may not add items to this project")
-    fields = {k: v for k, v in data.items() if k in EDITABLE_FIELDS}
+    "drafted by <model>". Raises ``Forbidden`` without the "edit" action and
+    :class:`ItemInvalid` (a ``ValidationFailed``: ``errors`` ``{field: message}``, message
+    ``"field: message; ..."``) for bad fields. The item's ``warnings`` list the warnings."""
+    require(user=user, project=project, action="edit")
+    values, cleaner = _clean(project=project, user=user, data=data, item=None)
+    external_id = data.get("external_id")
+    if external_id not in (None, ""):
+        external_id = str(external_id).strip()
+        if not external_id or len(external_id) > 255:
+            raise ItemInvalid({"external_id": "must be 1 to 255 characters"})
     with transaction.atomic():
+        if external_id and Item.objects.filter(project=project, external_id=external_id).exists():
+            raise ItemInvalid({"external_id": f"{external_id!r} is already an item of this project"})
+        source_file = _source_file(project, values, str(external_id or ""))
+        if not external_id:
+            external_id = _next_external_id(project, source_file)
+            if project.data_format == DataFormat.AGENTIC_MME:
+                source_file = _source_file(project, values, external_id)
+        position = (
+            Item.objects.filter(project=project).aggregate(top=Max("position"))["top"] or 0
+        ) + 1
         item = Item(
             project=project,
-            external_id=str(data.get("external_id") or f"new-{uuid.uuid4().hex[:12]}"),
+            external_id=external_id,
+            position=position,
+            source_file=source_file,
             status=ItemStatus.DRAFT,
-            provenance=provenance or f"written by {user.get_username()}",
-            **fields,
+            provenance=(provenance or f"written by {user.get_username()}")[:200],
+            **values,
         )
         item.full_clean(exclude=["project"])
-        item.save()
+        try:
+            with transaction.atomic():
+                item.save()
+        except IntegrityError:
+            raise ItemInvalid(
+                {"external_id": f"{external_id!r} is already an item of this project"}
+            ) from None
+        if project.data_format == DataFormat.ATP:
+            Response.objects.create(
+                item=item,
+                key="gt",
+                origin=Origin.GROUND_TRUTH,
+                source_file=source_file,
+                text=cleaner.gt or "",
+            )
+    item.warnings = [*cleaner.warnings, *_gt_findings(project, item, cleaner.gt or "")]  # type: ignore[attr-defined]
     return item
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def item_snapshot(item: Item) -> dict[str, Any]:
+    """The item's editable fields, as a version stores them."""
+    return {name: getattr(item, name) for name in EDITABLE_FIELDS}
+
+
+def item_form_data(item: Item) -> dict[str, Any]:
+    """The field dict (module docstring) that gives the item as it is: an editor's start."""
+    refs = sorted(item.image_refs or [], key=lambda r: r.get("position") or 0)
+    path_sha = {r.get("path"): r.get("sha256") for r in refs}
+    constraints = item.constraints or {}
+    data: dict[str, Any] = {
+        "external_id": item.external_id,
+        "query": item.query,
+        "modality": item.modality,
+        "category": item.category,
+        "intent": item.intent,
+        "domain": item.domain,
+        "level": item.level,
+        "expected_answer": item.expected_answer,
+        "match_type": item.match_type,
+        "accepted_variants": list(item.accepted_variants or []),
+        "rubric": [dict(c) for c in item.rubric or [] if isinstance(c, Mapping)],
+        "documents": [
+            {
+                "text": d.get("text", "") if isinstance(d, Mapping) else str(d),
+                "images": [
+                    path_sha.get(p) or p
+                    for p in (d.get("images", []) if isinstance(d, Mapping) else [])
+                ],
+            }
+            for d in item.documents or []
+        ],
+        "query_images": [r["sha256"] for r in refs if r.get("role") == "query"],
+        "images": [r["sha256"] for r in refs if r.get("role") == "input"],
+        "image_num": constraints.get("image_num"),
+        "tools": list(constraints.get("tools") or []),
+        "input_files": list(constraints.get("input_files") or []),
+        "format_instruction": "",
+    }
+    if item.project.data_format == DataFormat.AGENTIC_MME:
+        data["query"], data["format_instruction"] = split_format_instruction(item.query)
+    return data
+
+
+def split_format_instruction(prompt: str) -> tuple[str, str]:
+    """``(question, instruction)``: an Agentic-MME prompt's last sentence when it starts with
+    one of :data:`FORMAT_LEADS` after a sentence end; else ``(prompt, "")``."""
+    best = -1
+    for lead in FORMAT_LEADS:
+        for end in ".?!:)\"'":
+            at = prompt.find(f"{end} {lead}")
+            if at >= 0 and (best < 0 or at < best):
+                best = at
+    if best < 0:
+        return prompt, ""
+    return prompt[: best + 1], prompt[best + 2 :]
+
+
+def _latest(item: Item) -> ItemVersion:
+    """The newest version, writing version 1 (the state before the first save, no author)
+    when there is none. Call inside a transaction holding the item's row lock."""
+    latest = item.versions.order_by("-number").first()  # type: ignore[attr-defined]
+    if latest is None:
+        latest = ItemVersion.objects.create(
+            item=item, number=1, fields=item_snapshot(item), note=item.provenance or "before edits"
+        )
+    return latest
+
+
+def latest_number(item: Item) -> int:
+    """The number of the item's newest version (1 when none is written yet)."""
+    top = item.versions.aggregate(top=Max("number"))["top"]  # type: ignore[attr-defined]
+    return int(top or 1)
+
+
+def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    return [name for name in EDITABLE_FIELDS if before.get(name) != after.get(name)]
+
+
+def _conflict(current: ItemVersion, base_version: int) -> ItemVersionConflict:
+    who = current.author.get_username() if current.author else "someone"
+    previous = current.item.versions.filter(number=current.number - 1).first()  # type: ignore[attr-defined]
+    changed = changed_fields(previous.snapshot, current.snapshot) if previous else []
+    what = f" (changed {', '.join(changed)})" if changed else ""
+    return ItemVersionConflict(
+        f"version {current.number} was saved by {who}{what} after you opened version "
+        f"{base_version}; nothing of yours was saved. Look at their change, then save again.",
+        current=current,
+    )
+
+
+def _lock(item: Item) -> Item:
+    return Item.objects.select_for_update().select_related("project").get(pk=item.pk)
+
+
+def _write_version(
+    locked: Item, latest: ItemVersion, user: User, note: str
+) -> ItemVersion:
+    version = ItemVersion(
+        item=locked,
+        number=latest.number + 1,
+        fields=item_snapshot(locked),
+        author=user,
+        note=note.strip(),
+        base_number=latest.number,
+    )
+    version.full_clean(exclude=["item"])
+    version.save()
+    return version
 
 
 def item_update(
@@ -70,15 +805,92 @@ def item_update(
     base_version: int | None,
     note: str = "",
 ) -> Item:
-    """Change some of an item's EDITABLE_FIELDS, made on version ``base_version`` (None: the
-    caller does not know; no staleness check). Returns the updated item."""
-    if not can(user=user, project=item.project, action="edit"):
-        raise Forbidden("you may not edit this project's items")
+    """Change some fields (the field dict of the module docstring), made on version
+    ``base_version`` (None: the caller does not know; no staleness check). Each save writes
+    a new :class:`ItemVersion` (version 1, the state before, on the first save); provenance
+    stays. Raises :class:`ItemVersionConflict` (409) when someone saved after
+    ``base_version``, :class:`ItemInvalid` for bad fields (only the fields changed are
+    checked, so an imported item's other odd fields do not block an edit) and
+    ``ValidationFailed`` when nothing changed. Returns the updated item with ``warnings``
+    and ``version`` set."""
+    require(user=user, project=item.project, action="edit", item=item)
+    if "external_id" in changes and changes["external_id"] != item.external_id:
+        raise ItemInvalid({"external_id": "an item's id cannot change (exports refer to it)"})
+    merged = {**item_form_data(item), **changes}
+    touched = set(changes)
+    if touched & {"images", "query_images", "image_refs", "modality"}:
+        touched |= {"images", "query_images", "modality"}
+    values, cleaner = _clean(
+        project=item.project, user=user, data=merged, item=item, touched=touched
+    )
     with transaction.atomic():
-        locked = Item.objects.select_for_update().get(pk=item.pk)
-        for key, value in changes.items():
-            if key in EDITABLE_FIELDS:
+        locked = _lock(item)
+        latest = _latest(locked)
+        if base_version is not None and base_version != latest.number:
+            raise _conflict(latest, base_version)
+        before = item_snapshot(locked)
+        for key, value in values.items():
+            if key in EDITABLE_FIELDS and (key in changes or _derived(key, changes)):
                 setattr(locked, key, value)
+        if not changed_fields(before, item_snapshot(locked)):
+            raise ValidationFailed("nothing to save: no field changed")
         locked.full_clean(exclude=["project"])
         locked.save()
+        version = _write_version(locked, latest, user, note)
+    locked.warnings = cleaner.warnings  # type: ignore[attr-defined]
+    locked.version = version  # type: ignore[attr-defined]
     return locked
+
+
+_DERIVED = {
+    "image_refs": {"images", "query_images", "documents", "image_refs"},
+    "modality": {"images", "query_images", "image_refs"},
+    "documents": {"documents", "image_refs"},
+    "query": {"query", "format_instruction"},
+    "constraints": {"constraints", "image_num", "tools", "input_files"},
+}
+
+
+def _derived(column: str, changes: Mapping[str, Any]) -> bool:
+    return bool(_DERIVED.get(column, set()) & set(changes))
+
+
+def item_revert(*, item: Item, user: User, number: int, base_version: int | None) -> Item:
+    """Write a new version equal to version ``number``'s snapshot (earlier versions stay).
+    Everyone who may edit the item may revert: it loses nothing. ``NotFound`` for a missing
+    version, ``ValidationFailed`` when the item already is that version."""
+    require(user=user, project=item.project, action="edit", item=item)
+    with transaction.atomic():
+        locked = _lock(item)
+        latest = _latest(locked)
+        if base_version is not None and base_version != latest.number:
+            raise _conflict(latest, base_version)
+        target = locked.versions.filter(number=number).first()  # type: ignore[attr-defined]
+        if target is None:
+            raise NotFound(f"this item has no version {number}")
+        if not changed_fields(item_snapshot(locked), target.snapshot):
+            raise ValidationFailed(f"version {latest.number} already is version {number}")
+        for key in EDITABLE_FIELDS:
+            if key in target.snapshot:
+                setattr(locked, key, target.snapshot[key])
+        locked.full_clean(exclude=["project"])
+        locked.save()
+        version = _write_version(locked, latest, user, f"Reverted to version {number}")
+    locked.version = version  # type: ignore[attr-defined]
+    return locked
+
+
+def item_warnings(*, item: Item) -> list[str]:
+    """The warnings the item's fields give as they are (see ``item.warnings`` of a save): its
+    vague criteria, a rubric of other than ten criteria, the ground truth's tag findings."""
+    out: list[str] = []
+    rubric = [c for c in item.rubric or [] if isinstance(c, Mapping)]
+    for i, criterion in enumerate(rubric):
+        for warning in criterion_warnings(str(criterion.get("text", ""))):
+            out.append(f"rubric.{criterion.get('key') or f'r{i + 1}'}: {warning}")
+    if rubric and len(rubric) != MAX_CRITERIA:
+        out.append(f"rubric: {len(rubric)} criteria; LLMI-Bench has ten per prompt (r1..r10)")
+    gt = next((r for r in item.responses.all() if r.key == "gt"), None)  # type: ignore[attr-defined]
+    if gt is not None:
+        out += _gt_findings(item.project, item, gt.text)
+    return out
