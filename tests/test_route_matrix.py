@@ -218,6 +218,11 @@ def _below_admin(reason: str) -> dict[str, str]:
     return {"reviewer": reason, "annotator": reason, "blind_verifier": reason}
 
 
+_VERIFIERS_MAY_NOT_EDIT: dict[str, Expect | int] = {
+    "annotator": Expect.FORBIDDEN,
+    "blind_verifier": Expect.FORBIDDEN,
+}
+
 HX_MAIN = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "main"}
 
 # --------------------------------------------------------------------------- the table
@@ -328,6 +333,74 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.REVIEW,
             method="post",
             data={"reason": "route matrix"},
+        ),
+    ),
+    "benchmark:item_new": (
+        Case("new ATP item form", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case("new trajectory item form", lambda w: {"project_id": w.tproject.pk}, Access.VIEW),
+        Case(
+            "create an item, empty form (re-rendered)",
+            lambda w: {"project_id": w.project.pk},
+            Access.VIEW,
+            method="post",
+        ),
+        Case("other project", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
+    ),
+    "benchmark:item_edit": (
+        Case("edit ATP item", lambda w: {"project_id": w.project.pk, "item_id": w.item.pk}, Access.VIEW),
+        Case(
+            "edit the blind item",
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
+            Access.VIEW,
+            # Both annotators verify it: a verifier may not change what they verify.
+            expect=_VERIFIERS_MAY_NOT_EDIT,
+        ),
+        Case(
+            "save ATP item, empty form (re-rendered)",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
+            Access.VIEW,
+            method="post",
+        ),
+        Case(
+            "save the blind item, empty form",
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
+            Access.VIEW,
+            method="post",
+            expect=_VERIFIERS_MAY_NOT_EDIT,
+        ),
+        Case(
+            "other project's item",
+            lambda w: {"project_id": w.other_project.pk, "item_id": w.other_item.pk},
+            Access.OTHER,
+        ),
+    ),
+    "benchmark:item_history": (
+        Case("ATP item history", lambda w: {"project_id": w.project.pk, "item_id": w.item.pk}, Access.VIEW),
+        Case(
+            "blind item history",
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
+            Access.VIEW,
+            blind=Expect.FORBIDDEN,
+        ),
+        Case(
+            "other project's item",
+            lambda w: {"project_id": w.other_project.pk, "item_id": w.other_item.pk},
+            Access.OTHER,
+        ),
+    ),
+    "benchmark:item_revert": (
+        Case(
+            "revert ATP item to version 1 (it is version 1: 400)",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk, "number": 1},
+            Access.VIEW,
+            method="post",
+        ),
+        Case(
+            "revert the blind item",
+            lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "number": 1},
+            Access.VIEW,
+            method="post",
+            expect=_VERIFIERS_MAY_NOT_EDIT,
         ),
     ),
     "benchmark:project_import": (

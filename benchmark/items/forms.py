@@ -27,6 +27,16 @@ IMAGE_NUM_CHOICES = (
 )
 
 
+#: Every value the form template reads, so none is missing.
+DEFAULTS: dict[str, Any] = {
+    "external_id": "", "query": "", "modality": "text", "category": "", "intent": "",
+    "domain": "", "level": None, "expected_answer": "", "match_type": "", "gt": "",
+    "format_instruction": "", "keep_images": [], "keep_query_images": [], "images": [],
+    "query_images": [], "rubric": [], "image_num_kind": "", "image_num_n": "", "tools": [],
+    "accepted_variants_text": "", "input_files_text": "",
+}  # fmt: skip
+
+
 @dataclass
 class DocumentRow:
     key: str
@@ -68,7 +78,7 @@ def state_from_data(data: dict[str, Any]) -> ItemFormState:
         DocumentRow(key=str(i), text=d.get("text", ""), keep=list(d.get("images") or []))
         for i, d in enumerate(data.get("documents") or [])
     ]
-    values = dict(data)
+    values = {**DEFAULTS, **data}
     num = values.get("image_num")
     values["image_num_kind"], values["image_num_n"] = _image_num_kind(num)
     if isinstance(values.get("accepted_variants"), list):
@@ -131,7 +141,10 @@ def data_from_post(
         data["domain"] = post.get("domain", "")
     if fmt == DataFormat.MMS:
         data["input_files"] = post.get("input_files", "").splitlines()
-    values = {k: v for k, v in data.items() if k not in ("documents", "query_images", "images")}
+    values = {
+        **DEFAULTS,
+        **{k: v for k, v in data.items() if k not in ("documents", "query_images", "images")},
+    }
     values["keep_images"] = post.getlist("keep_images")
     values["keep_query_images"] = post.getlist("keep_query_images")
     values["rubric"] = [{"text": t} for t in data.get("rubric", [])]

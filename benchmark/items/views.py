@@ -52,6 +52,12 @@ def _context(
     return {
         **project_context(request, project),
         "item": item,
+        "gt": None,
+        "created": False,
+        "saved": False,
+        "conflict": "",
+        "conflict_changes": [],
+        "base_version": None,
         "state": state,
         "values": state.values,
         "errors": state.errors,
