@@ -347,7 +347,11 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("other project", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
     ),
     "benchmark:item_edit": (
-        Case("edit ATP item", lambda w: {"project_id": w.project.pk, "item_id": w.item.pk}, Access.VIEW),
+        Case(
+            "edit ATP item",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
+            Access.VIEW,
+        ),
         Case(
             "edit the blind item",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
@@ -375,7 +379,11 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "benchmark:item_history": (
-        Case("ATP item history", lambda w: {"project_id": w.project.pk, "item_id": w.item.pk}, Access.VIEW),
+        Case(
+            "ATP item history",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
+            Access.VIEW,
+        ),
         Case(
             "blind item history",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},

@@ -107,8 +107,9 @@ def data_from_post(
     """The field dict for the service, and the state to show the form again with."""
     fmt = project.data_format
     data: dict[str, Any] = {"query": post.get("query", "")}
-    if post.get("external_id", "").strip():
-        data["external_id"] = post["external_id"].strip()
+    external_id = str(post.get("external_id") or "").strip()
+    if external_id:
+        data["external_id"] = external_id
     docs: list[DocumentRow] = []
     if fmt == DataFormat.ATP:
         data["category"] = post.get("category", "")

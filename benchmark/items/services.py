@@ -132,12 +132,90 @@ class ItemVersionConflict(Conflict):
 #: the auxiliaries. The same list drives the form's live warning (static/js/items.js gets it
 #: from the page).
 COMMON_VERBS = frozenset(
-    """be is are was were has have had does do did can could should must may might will would
-    include contain show depict use mention explain describe provide give state list present
-    match follow answer address cover identify illustrate compare discuss generate produce
-    place insert appear display correspond reflect support avoid omit keep make remain stay
-    relate refer label name cite specify offer clarify align fit add return render draw depict
-    feature mark highlight indicate ensure meet satisfy respect contain consist reach""".split()
+    [
+        "be",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "does",
+        "do",
+        "did",
+        "can",
+        "could",
+        "should",
+        "must",
+        "may",
+        "might",
+        "will",
+        "would",
+        "include",
+        "contain",
+        "show",
+        "depict",
+        "use",
+        "mention",
+        "explain",
+        "describe",
+        "provide",
+        "give",
+        "state",
+        "list",
+        "present",
+        "match",
+        "follow",
+        "answer",
+        "address",
+        "cover",
+        "identify",
+        "illustrate",
+        "compare",
+        "discuss",
+        "generate",
+        "produce",
+        "place",
+        "insert",
+        "appear",
+        "display",
+        "correspond",
+        "reflect",
+        "support",
+        "avoid",
+        "omit",
+        "keep",
+        "make",
+        "remain",
+        "stay",
+        "relate",
+        "refer",
+        "label",
+        "name",
+        "cite",
+        "specify",
+        "offer",
+        "clarify",
+        "align",
+        "fit",
+        "add",
+        "return",
+        "render",
+        "draw",
+        "depict",
+        "feature",
+        "mark",
+        "highlight",
+        "indicate",
+        "ensure",
+        "meet",
+        "satisfy",
+        "respect",
+        "contain",
+        "consist",
+        "reach",
+    ]
 )
 VERB_SUFFIXES = ("ed", "ize", "izes", "ise", "ises", "ify", "ifies", "ates")
 MIN_CRITERION_WORDS = 6
@@ -162,9 +240,9 @@ def criterion_warnings(text: str) -> list[str]:
     out = []
     if len(words) < MIN_CRITERION_WORDS:
         out.append(f"vague: fewer than {MIN_CRITERION_WORDS} words; write a checkable sentence")
-    has_verb = any(
-        form in COMMON_VERBS for word in words for form in _verb_forms(word)
-    ) or any(word.endswith(VERB_SUFFIXES) for word in words)
+    has_verb = any(form in COMMON_VERBS for word in words for form in _verb_forms(word)) or any(
+        word.endswith(VERB_SUFFIXES) for word in words
+    )
     if words and not has_verb:
         out.append("vague: no verb; say what the answer must do or contain")
     return out
@@ -231,7 +309,9 @@ class _Cleaner:
         if value not in allowed:
             shown = ", ".join(allowed[:20]) + (" ..." if len(allowed) > 20 else "")
             article = "an" if kind[0] in "aeiou" else "a"
-            self.error(key, f"{value!r} is not {article} {kind} of the project's taxonomy ({shown})")
+            self.error(
+                key, f"{value!r} is not {article} {kind} of the project's taxonomy ({shown})"
+            )
         elif parent and all(p for _, p in names):
             under = sorted({n for n, p in names if p == parent})
             if value not in under:
@@ -252,27 +332,45 @@ class _Cleaner:
         for i, entry in enumerate(value):
             self.wanted.append((role, document, entry, f"{key}[{i}]"))
 
-    def resolve_images(self, user: User) -> dict[tuple[str, int], list[dict[str, str]]]:
-        """Store the uploads and check the rest; ``{(role, document): [{"sha256", "path"}]}``."""
+    def _sha_of(self, entry: Any, field: str) -> str | None:
+        """The sha256 an entry names (a sha256, a path the item has, {"sha256"}), or None for
+        an upload; an error when it names nothing."""
+        if isinstance(entry, Mapping):
+            entry = entry.get("sha256")
+        if isinstance(entry, tuple) or hasattr(entry, "read"):
+            return None
+        if not isinstance(entry, str):
+            self.error(field, "must be an image (a sha256 or an uploaded file)")
+            return ""
+        value = entry.strip()
+        if self.known_paths.get(value):
+            return str(self.known_paths[value])
+        if _SHA_RE.match(value.lower()):
+            return value.lower()
+        self.error(field, f"no image {value!r} in this project")
+        return ""
+
+    def _upload(self, user: User, uploads: list[tuple[int, Any]]) -> list[Image]:
         from benchmark.images.services import image_upload
 
+        if not uploads or self.errors:
+            return []
+        try:
+            return image_upload(project=self.project, user=user, files=[f for _, f in uploads])
+        except ValidationFailed as exc:
+            self.error(self.wanted[uploads[0][0]][3].rsplit("[", 1)[0], exc.message)
+            return []
+
+    def resolve_images(self, user: User) -> dict[tuple[str, int], list[dict[str, str]]]:
+        """Store the uploads and check the rest; ``{(role, document): [{"sha256", "path"}]}``."""
         shas: dict[int, str] = {}
         uploads: list[tuple[int, Any]] = []
         for n, (_, _, entry, field) in enumerate(self.wanted):
-            if isinstance(entry, Mapping):
-                entry = entry.get("sha256")
-            if isinstance(entry, str):
-                value = entry.strip()
-                if value in self.known_paths and self.known_paths[value]:
-                    shas[n] = str(self.known_paths[value])
-                elif _SHA_RE.match(value.lower()):
-                    shas[n] = value.lower()
-                else:
-                    self.error(field, f"no image {value!r} in this project")
-            elif isinstance(entry, tuple) or hasattr(entry, "read"):
+            sha = self._sha_of(entry, field)
+            if sha is None:
                 uploads.append((n, entry))
-            else:
-                self.error(field, "must be an image (a sha256 or an uploaded file)")
+            elif sha:
+                shas[n] = sha
         found = {
             image.sha256: image
             for image in Image.objects.filter(sha256__in=set(shas.values()), projects=self.project)
@@ -280,27 +378,21 @@ class _Cleaner:
         for n, sha in shas.items():
             if sha not in found and sha not in self.paths_by_sha:
                 self.error(self.wanted[n][3], f"no image {sha[:12]}... in this project")
-        if uploads and not self.errors:
-            try:
-                stored = image_upload(project=self.project, user=user, files=[f for _, f in uploads])
-            except ValidationFailed as exc:
-                self.error(self.wanted[uploads[0][0]][3].rsplit("[", 1)[0], exc.message)
-                stored = []
-            for (n, _), image in zip(uploads, stored, strict=False):
-                shas[n] = image.sha256
-                found[image.sha256] = image
+        for (n, _), image in zip(uploads, self._upload(user, uploads), strict=False):
+            shas[n] = image.sha256
+            found[image.sha256] = image
         out: dict[tuple[str, int], list[dict[str, str]]] = {}
         for n, (role, document, _, _) in enumerate(self.wanted):
-            sha = shas.get(n)
-            if sha is None:
-                continue
-            path = self.paths_by_sha.get(sha) or _new_path(found.get(sha), sha)
-            out.setdefault((role, document), []).append({"sha256": sha, "path": str(path)})
+            if n in shas:
+                sha = shas[n]
+                path = self.paths_by_sha.get(sha) or _new_path(found.get(sha), sha)
+                out.setdefault((role, document), []).append({"sha256": sha, "path": str(path)})
         return out
 
 
 def _new_path(image: Image | None, sha: str) -> str:
-    suffix = PurePosixPath(image.file.name).suffix if image is not None and image.file else ""
+    name = image.file.name if image is not None and image.file else ""
+    suffix = PurePosixPath(name or "").suffix
     return f"images/{sha[:16]}{suffix or '.png'}"
 
 
@@ -413,7 +505,9 @@ def _clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
             text = ""
         images = doc.get("images") or []
         if not text.strip() and not images:
-            c.error(f"{field}.text", f"document {i + 1} is empty: write its text or attach an image")
+            c.error(
+                f"{field}.text", f"document {i + 1} is empty: write its text or attach an image"
+            )
         c.image_list(f"{field}.images", "document", images, i)
         cleaned.append({"text": text.replace("\r\n", "\n"), "images": []})
     if not documents and "document" in by_role:
@@ -450,9 +544,7 @@ def _clean_llmi(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
         if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
             c.error("tools", "must be a list of tool names")
         else:
-            known = {
-                n.lower(): n for n in c.project.toolset.tools.values_list("name", flat=True)
-            }
+            known = {n.lower(): n for n in c.project.toolset.tools.values_list("name", flat=True)}
             unknown = [t for t in names if t and t.lower() not in known]
             if unknown:
                 c.error(
@@ -464,7 +556,7 @@ def _clean_llmi(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
     c.values["constraints"] = constraints
 
 
-def _rubric(c: _Cleaner) -> list[dict[str, str]]:
+def _rubric_texts(c: _Cleaner) -> list[str]:
     value = c.data.get("rubric")
     if value is None:
         value = []
@@ -480,6 +572,11 @@ def _rubric(c: _Cleaner) -> list[dict[str, str]]:
         texts.append(text.strip())
     while texts and not texts[-1]:
         texts.pop()
+    return texts
+
+
+def _rubric(c: _Cleaner) -> list[dict[str, str]]:
+    texts = _rubric_texts(c)
     if not texts:
         c.error("rubric", "write the criteria r1..r10 (LLMI-Bench has ten per prompt)")
         return []
@@ -493,9 +590,7 @@ def _rubric(c: _Cleaner) -> list[dict[str, str]]:
         for warning in criterion_warnings(text):
             c.warnings.append(f"{key}: {warning}")
     if len(texts) != MAX_CRITERIA:
-        c.warnings.append(
-            f"rubric: {len(texts)} criteria; LLMI-Bench has ten per prompt (r1..r10)"
-        )
+        c.warnings.append(f"rubric: {len(texts)} criteria; LLMI-Bench has ten per prompt (r1..r10)")
     return [{"key": f"r{i + 1}", "text": t} for i, t in enumerate(texts)]
 
 
@@ -645,7 +740,9 @@ def item_create(
             raise ItemInvalid({"external_id": "must be 1 to 255 characters"})
     with transaction.atomic():
         if external_id and Item.objects.filter(project=project, external_id=external_id).exists():
-            raise ItemInvalid({"external_id": f"{external_id!r} is already an item of this project"})
+            raise ItemInvalid(
+                {"external_id": f"{external_id!r} is already an item of this project"}
+            )
         source_file = _source_file(project, values, str(external_id or ""))
         if not external_id:
             external_id = _next_external_id(project, source_file)
@@ -781,9 +878,7 @@ def _lock(item: Item) -> Item:
     return Item.objects.select_for_update().select_related("project").get(pk=item.pk)
 
 
-def _write_version(
-    locked: Item, latest: ItemVersion, user: User, note: str
-) -> ItemVersion:
+def _write_version(locked: Item, latest: ItemVersion, user: User, note: str) -> ItemVersion:
     version = ItemVersion(
         item=locked,
         number=latest.number + 1,

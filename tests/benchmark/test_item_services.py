@@ -135,9 +135,7 @@ def test_atp_refuses_each_bad_field_by_name(atp: Any) -> None:
 
 
 def test_atp_intent_must_be_under_its_category(atp: Any) -> None:
-    errors = _errors(
-        atp, _member(atp), {"query": "Q?", "category": "Academic", "intent": "Repair"}
-    )
+    errors = _errors(atp, _member(atp), {"query": "Q?", "category": "Academic", "intent": "Repair"})
     assert "not an intent of the category 'Academic'" in errors["intent"]
 
 
@@ -148,7 +146,11 @@ def test_atp_image_query_needs_an_image_and_gets_role_query(atp: Any) -> None:
     item = item_create(
         project=atp,
         user=user,
-        data={"query": "What is this?", "modality": "image", "query_images": [("q.png", png_bytes(77))]},
+        data={
+            "query": "What is this?",
+            "modality": "image",
+            "query_images": [("q.png", png_bytes(77))],
+        },
     )
     assert item.modality == "image"
     assert [r["role"] for r in item.image_refs] == ["query"]
@@ -202,7 +204,12 @@ def test_llmi_rubric_constraint_and_tools() -> None:
     item = item_create(
         project=project,
         user=_member(project),
-        data={"query": "Draw a cat.", "rubric": TEN, "image_num": "at_least_one", "tools": ["Diffusion"]},
+        data={
+            "query": "Draw a cat.",
+            "rubric": TEN,
+            "image_num": "at_least_one",
+            "tools": ["Diffusion"],
+        },
     )
     assert item.rubric[0] == {"key": "r1", "text": TEN[0]} and len(item.rubric) == 10
     assert item.constraints["image_count"] == {"kind": "at_least_one", "n": None}
@@ -217,7 +224,9 @@ def test_llmi_rubric_constraint_and_tools() -> None:
 def test_llmi_image_number_constraints(value: Any, kind: str, n: Any) -> None:
     project = _llmi()
     item = item_create(
-        project=project, user=_member(project), data={"query": "P", "rubric": TEN, "image_num": value}
+        project=project,
+        user=_member(project),
+        data={"query": "P", "rubric": TEN, "image_num": value},
     )
     assert item.constraints["image_count"] == {"kind": kind, "n": n}
 
@@ -246,7 +255,10 @@ def test_llmi_vague_criteria_and_fewer_than_ten_are_warnings() -> None:
     item = item_create(
         project=project,
         user=_member(project),
-        data={"query": "P", "rubric": ["Good image.", "Nice colours and a lovely overall composition"]},
+        data={
+            "query": "P",
+            "rubric": ["Good image.", "Nice colours and a lovely overall composition"],
+        },
     )
     assert item.pk is not None and item.external_id == "text_only#1"
     assert any(w.startswith("rubric.r1: vague: fewer than") for w in item.warnings)
@@ -390,7 +402,12 @@ def test_documents_reordered_by_an_edit(atp: Any) -> None:
     updated = item_update(
         item=item,
         user=user,
-        changes={"documents": [{"text": "B", "images": [b_path]}, {"text": "A", "images": [shas[a_path]]}]},
+        changes={
+            "documents": [
+                {"text": "B", "images": [b_path]},
+                {"text": "A", "images": [shas[a_path]]},
+            ]
+        },
         base_version=None,
     )
     assert [d["text"] for d in updated.documents] == ["B", "A"]

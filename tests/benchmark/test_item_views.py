@@ -72,7 +72,9 @@ def test_new_atp_item_with_documents_in_posted_order_and_an_upload() -> None:
     assert item.provenance == f"written by {user.username}"
     gt = Response.objects.get(item=item, key="gt")
     page = client.get(response["Location"])
-    assert reverse("annotation:tag_review", args=[project.pk, item.pk, gt.pk]) in page.content.decode()
+    assert (
+        reverse("annotation:tag_review", args=[project.pk, item.pk, gt.pk]) in page.content.decode()
+    )
     assert b"data-created" in page.content
 
 
@@ -148,7 +150,12 @@ def test_new_mms_item_goes_to_the_plan_editor_or_the_item() -> None:
     client, _ = _client(project)
     response = client.post(
         reverse("benchmark:item_new", args=[project.pk]),
-        {"query": "Caption image.jpg", "images": [_png("image.jpg", 8)], "input_files": "a.wav", "op": "save"},
+        {
+            "query": "Caption image.jpg",
+            "images": [_png("image.jpg", 8)],
+            "input_files": "a.wav",
+            "op": "save",
+        },
     )
     item = Item.objects.get(project=project)
     assert response.status_code == 302
@@ -166,7 +173,13 @@ def test_edit_saves_a_version_and_a_stale_save_answers_409_keeping_input() -> No
     other = UserFactory(username="carol")
     MembershipFactory(project=project, user=other, role=Role.REVIEWER)
     item_update(item=item, user=other, changes={"query": "Carol's query"}, base_version=1)
-    posted = {"query": "My query", "doc_key": ["0"], "doc_text": ["Background text."], "base_version": "1", "op": "save"}
+    posted = {
+        "query": "My query",
+        "doc_key": ["0"],
+        "doc_text": ["Background text."],
+        "base_version": "1",
+        "op": "save",
+    }
     response = client.post(url, posted)
     assert response.status_code == 409
     body = response.content.decode()
@@ -192,7 +205,10 @@ def test_history_lists_versions_with_diffs_and_reverts(django_assert_max_num_que
     revert = reverse("benchmark:item_revert", args=[project.pk, item.pk, 1])
     assert revert in body
     assert client.post(revert, {"base_version": "7"}).status_code == 302
-    assert Item.objects.get(pk=item.pk).query == ItemVersion.objects.get(item=item, number=1).fields["query"]
+    assert (
+        Item.objects.get(pk=item.pk).query
+        == ItemVersion.objects.get(item=item, number=1).fields["query"]
+    )
     assert client.post(revert, {"base_version": "7"}).status_code == 409
 
 
@@ -203,5 +219,8 @@ def test_history_without_edits_and_outsiders() -> None:
     page = client.get(reverse("benchmark:item_history", args=[project.pk, item.pk]))
     assert page.status_code == 200 and b"no edits yet" in page.content
     outsider, _ = _client(ProjectFactory(), Role.ADMIN)
-    assert outsider.get(reverse("benchmark:item_history", args=[project.pk, item.pk])).status_code == 404
+    assert (
+        outsider.get(reverse("benchmark:item_history", args=[project.pk, item.pk])).status_code
+        == 404
+    )
     assert outsider.get(reverse("benchmark:item_new", args=[project.pk])).status_code == 404

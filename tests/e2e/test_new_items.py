@@ -58,7 +58,9 @@ def test_new_atp_item_with_reordered_documents(login_page, ready, tmp_path) -> N
 
 
 def test_new_llmi_item_warns_on_a_vague_criterion(login_page, ready) -> None:  # type: ignore[no-untyped-def]
-    project = ProjectFactory(name="LLM-I from scratch", data_format="llmi", kind=ProjectKind.INTERLEAVED)
+    project = ProjectFactory(
+        name="LLM-I from scratch", data_format="llmi", kind=ProjectKind.INTERLEAVED
+    )
     user = UserFactory(username="rubric-writer")
     MembershipFactory(project=project, user=user, role=Role.ANNOTATOR)
 
