@@ -554,6 +554,12 @@ def _clean_llmi(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
                 )
             constraints["tools"] = [known.get(t.lower(), t) for t in names if t]
     c.values["constraints"] = constraints
+    if constraints and c.values["rubric"]:
+        c.warnings.append(
+            "image_num: LLM-I keeps the image-number constraint and the tools in its training "
+            "rows (train_sample.json), which have no criteria r1..r10: the export writes this "
+            "item as a training row"
+        )
 
 
 def _rubric_texts(c: _Cleaner) -> list[str]:

@@ -65,25 +65,8 @@ def _context(
         "choices": forms.choices(project),
         "verbs": " ".join(sorted(COMMON_VERBS)),
         "verb_suffixes": " ".join(VERB_SUFFIXES),
-        "images": _image_rows(request, project, state),
         **extra,
     }
-
-
-def _image_rows(
-    request: HttpRequest, project: Project, state: forms.ItemFormState
-) -> dict[str, Any]:
-    """The stored images the form shows (kept ones), by sha256."""
-    from benchmark.images import selectors as image_selectors
-
-    shas = [*state.values.get("keep_images", []), *state.values.get("keep_query_images", [])]
-    shas += [*state.values.get("images", []), *state.values.get("query_images", [])]
-    for doc in state.documents:
-        shas += doc.keep
-    found = image_selectors.images_by_sha(
-        user=request.user, shas=[s for s in shas if isinstance(s, str)]
-    )
-    return found
 
 
 def _after_create(project: Project, item: Item) -> str:
