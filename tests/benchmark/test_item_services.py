@@ -437,3 +437,25 @@ def test_imported_item_keeps_its_odd_fields_when_another_is_edited(atp: Any) -> 
         item=item, user=_member(atp, Role.REVIEWER), changes={"query": "Better?"}, base_version=1
     )
     assert updated.category == "Legacy" and updated.query == "Better?"
+
+
+def test_image_refs_are_accepted_and_other_projects_images_are_not() -> None:
+    project = _llmi()
+    user = _member(project)
+    mine = ImageFactory(projects=[project])
+    theirs = ImageFactory(projects=[ProjectFactory()])
+    item = item_create(
+        project=project,
+        user=user,
+        data={
+            "query": "P",
+            "rubric": TEN,
+            "image_refs": [{"sha256": mine.sha256, "role": "input"}],
+        },
+    )
+    assert [(r["sha256"], r["role"], r["position"]) for r in item.image_refs] == [
+        (mine.sha256, "input", 0)
+    ]
+    assert item.modality == "image" and item.source_file == "mm_input.json"
+    errors = _errors(project, user, {"query": "P", "rubric": TEN, "images": [theirs.sha256]})
+    assert "no image" in errors["images[0]"]
