@@ -203,3 +203,18 @@ def choices(project: Project) -> dict[str, Any]:
         "image_num_choices": IMAGE_NUM_CHOICES,
         "tools": list(project.toolset.tools.values_list("name", flat=True)),
     }
+
+
+def same_value(key: str, posted: Any, current: Any) -> bool:
+    """Whether a posted field equals the item's (so an edit leaves it alone): the rubric's
+    empty trailing inputs and an equivalent image-number constraint do not count as changes."""
+    if key == "rubric":
+        texts = [str(t).strip() for t in posted or []]
+        while texts and not texts[-1]:
+            texts.pop()
+        return texts == [str(c.get("text", "")).strip() for c in current or []]
+    if key == "image_num":
+        return _image_num_kind(posted) == _image_num_kind(current)
+    if key in ("accepted_variants", "input_files"):
+        return [v.strip() for v in posted or [] if v.strip()] == list(current or [])
+    return bool(posted == current)

@@ -519,47 +519,56 @@ def _clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
 
 
 def _clean_llmi(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+    """A LLMI-Bench row (prompt, criteria r1..r10, images) or, with an image-number
+    constraint or tools, a training row (whose format has no criteria: optional there)."""
     c.values["query"] = c.text("query", required=True, label="prompt")
     c.image_list("images", "input", c.data.get("images", by_role.get("input")))
-    c.values["rubric"] = _rubric(c)
-    constraints: dict[str, Any] = {}
-    raw = c.data.get("image_num", (c.data.get("constraints") or {}).get("image_num"))
-    if raw not in (None, ""):
-        value: Any = raw
-        if isinstance(raw, str) and raw.strip().lower().replace(" ", "_") == AT_LEAST_ONE:
-            value = 99
-        elif isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-            value = int(raw.strip())
-        try:
-            constraints["image_num"] = value
-            constraints["image_count"] = image_count(value)
-        except ValueError:
-            c.error(
-                "image_num",
-                "must be -1 (no images), 0 (any number), n (exactly n) or at least one",
-            )
-    tools = c.data.get("tools", (c.data.get("constraints") or {}).get("tools"))
-    if tools not in (None, "", []):
-        names = [t.strip() for t in tools.split(",")] if isinstance(tools, str) else tools
-        if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
-            c.error("tools", "must be a list of tool names")
-        else:
-            known = {n.lower(): n for n in c.project.toolset.tools.values_list("name", flat=True)}
-            unknown = [t for t in names if t and t.lower() not in known]
-            if unknown:
-                c.error(
-                    "tools",
-                    f"not in the project's toolset: {', '.join(unknown)} "
-                    f"(tools: {', '.join(sorted(known.values())) or 'none'})",
-                )
-            constraints["tools"] = [known.get(t.lower(), t) for t in names if t]
+    constraints = {**_image_num(c), **_tools(c)}
     c.values["constraints"] = constraints
+    c.values["rubric"] = _rubric(c, required=not constraints)
     if constraints and c.values["rubric"]:
         c.warnings.append(
             "image_num: LLM-I keeps the image-number constraint and the tools in its training "
             "rows (train_sample.json), which have no criteria r1..r10: the export writes this "
             "item as a training row"
         )
+
+
+def _image_num(c: _Cleaner) -> dict[str, Any]:
+    raw = c.data.get("image_num", (c.data.get("constraints") or {}).get("image_num"))
+    if raw in (None, ""):
+        return {}
+    value: Any = raw
+    if isinstance(raw, str) and raw.strip().lower().replace(" ", "_") == AT_LEAST_ONE:
+        value = 99
+    elif isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        value = int(raw.strip())
+    try:
+        return {"image_num": value, "image_count": image_count(value)}
+    except ValueError:
+        c.error(
+            "image_num", "must be -1 (no images), 0 (any number), n (exactly n) or at least one"
+        )
+        return {}
+
+
+def _tools(c: _Cleaner) -> dict[str, Any]:
+    tools = c.data.get("tools", (c.data.get("constraints") or {}).get("tools"))
+    if tools in (None, "", []):
+        return {}
+    names = [t.strip() for t in tools.split(",")] if isinstance(tools, str) else tools
+    if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
+        c.error("tools", "must be a list of tool names")
+        return {}
+    known = {n.lower(): n for n in c.project.toolset.tools.values_list("name", flat=True)}
+    unknown = [t for t in names if t and t.lower() not in known]
+    if unknown:
+        c.error(
+            "tools",
+            f"not in the project's toolset: {', '.join(unknown)} "
+            f"(tools: {', '.join(sorted(known.values())) or 'none'})",
+        )
+    return {"tools": [known.get(t.lower(), t) for t in names if t]}
 
 
 def _rubric_texts(c: _Cleaner) -> list[str]:
@@ -581,10 +590,11 @@ def _rubric_texts(c: _Cleaner) -> list[str]:
     return texts
 
 
-def _rubric(c: _Cleaner) -> list[dict[str, str]]:
+def _rubric(c: _Cleaner, *, required: bool) -> list[dict[str, str]]:
     texts = _rubric_texts(c)
     if not texts:
-        c.error("rubric", "write the criteria r1..r10 (LLMI-Bench has ten per prompt)")
+        if required:
+            c.error("rubric", "write the criteria r1..r10 (LLMI-Bench has ten per prompt)")
         return []
     if len(texts) > MAX_CRITERIA:
         c.error("rubric", f"at most {MAX_CRITERIA} criteria (r1..r{MAX_CRITERIA})")

@@ -137,7 +137,7 @@ def item_edit(request: HttpRequest, project_id: int, item_id: int) -> HttpRespon
         context = _context(request, project, state, item=item, base_version=base_version, **extra)
         return render_page(request, TEMPLATE, context)
     current = services.item_form_data(item)
-    changes = {k: v for k, v in data.items() if current.get(k) != v}
+    changes = {k: v for k, v in data.items() if not forms.same_value(k, v, current.get(k))}
     status = 200
     try:
         services.item_update(

@@ -224,3 +224,33 @@ def test_history_without_edits_and_outsiders() -> None:
         == 404
     )
     assert outsider.get(reverse("benchmark:item_new", args=[project.pk])).status_code == 404
+
+
+def test_edit_an_imported_training_row_without_criteria(django_assert_max_num_queries: Any) -> None:
+    project = ProjectFactory(data_format="llmi")
+    item = ItemFactory(
+        project=project,
+        external_id="train_sample#1",
+        documents=[],
+        category="",
+        intent="",
+        constraints={"image_num": "Inf", "image_count": {"kind": "at_least_one", "n": None}},
+    )
+    client, _ = _client(project)
+    url = reverse("benchmark:item_edit", args=[project.pk, item.pk])
+    with django_assert_max_num_queries(15):
+        page = client.get(url)
+    assert b'<option value="at_least_one" selected>' in page.content
+    posted = {
+        "query": item.query,
+        "image_num_kind": "at_least_one",
+        "base_version": "1",
+        "op": "save",
+    }
+    unchanged = client.post(url, posted)
+    assert unchanged.status_code == 200 and b"nothing to save" in unchanged.content
+    posted["query"] = "A clearer prompt."
+    assert client.post(url, posted).status_code == 302
+    item.refresh_from_db()
+    assert item.query == "A clearer prompt." and item.constraints["image_num"] == "Inf"
+    assert item.rubric == []
