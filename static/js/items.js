@@ -101,6 +101,24 @@
     }, { scope: FORM, inputs: true });
   }
 
+  // ---- intents offered for the chosen category (ATP-Bench intents sit under a category)
+
+  function filterIntents(form) {
+    var category = form.querySelector("select#id_category");
+    var intent = form.querySelector("select#id_intent");
+    if (!category || !intent) return;
+    Array.prototype.forEach.call(intent.options, function (option) {
+      var parent = option.dataset.category || "";
+      option.hidden = Boolean(parent && category.value && parent !== category.value);
+    });
+    var chosen = intent.options[intent.selectedIndex];
+    if (chosen && chosen.hidden) intent.value = "";
+  }
+
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("select#id_category")) filterIntents(formOf(event.target));
+  });
+
   // ---- vague criteria
 
   function verbForms(word) {
@@ -143,6 +161,7 @@
 
   function checkAll() {
     document.querySelectorAll(FORM + " [data-criterion]").forEach(checkCriterion);
+    document.querySelectorAll(FORM).forEach(filterIntents);
   }
   document.addEventListener("DOMContentLoaded", checkAll);
   document.addEventListener("htmx:afterSwap", checkAll);
