@@ -928,6 +928,16 @@ def item_update(
     if "external_id" in changes and changes["external_id"] != item.external_id:
         raise ItemInvalid({"external_id": "an item's id cannot change (exports refer to it)"})
     merged = {**item_form_data(item), **changes}
+    # A column given as such (the API's and the drafting's way) wins over the form's keys
+    # derived from it.
+    for column, keys in (
+        ("constraints", ("image_num", "tools", "input_files")),
+        ("image_refs", ("images", "query_images")),
+    ):
+        if column in changes:
+            for key in keys:
+                if key not in changes:
+                    merged.pop(key, None)
     touched = set(changes)
     if touched & {"images", "query_images", "image_refs", "modality"}:
         touched |= {"images", "query_images", "modality"}

@@ -459,3 +459,23 @@ def test_image_refs_are_accepted_and_other_projects_images_are_not() -> None:
     assert item.modality == "image" and item.source_file == "mm_input.json"
     errors = _errors(project, user, {"query": "P", "rubric": TEN, "images": [theirs.sha256]})
     assert "no image" in errors["images[0]"]
+
+
+def test_update_by_columns_as_the_api_and_drafting_pass_them() -> None:
+    project = _llmi()
+    user = _member(project)
+    item = item_create(project=project, user=user, data={"query": "P", "rubric": TEN})
+    image = ImageFactory(projects=[project])
+    updated = item_update(
+        item=item,
+        user=user,
+        changes={
+            "constraints": {"image_num": 2},
+            "image_refs": [{"sha256": image.sha256, "role": "input"}],
+            "rubric": [{"key": "r1", "text": "The answer includes two images of the cycle."}],
+        },
+        base_version=None,
+    )
+    assert updated.constraints["image_count"] == {"kind": "exact", "n": 2}
+    assert [r["sha256"] for r in updated.image_refs] == [image.sha256]
+    assert len(updated.rubric) == 1 and updated.modality == "image"
