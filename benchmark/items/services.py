@@ -908,6 +908,24 @@ def _write_version(locked: Item, latest: ItemVersion, user: User, note: str) -> 
     return version
 
 
+_FORM_KEYS_OF = {
+    "constraints": ("image_num", "tools", "input_files"),
+    "image_refs": ("images", "query_images"),
+}
+
+
+def _merged(item: Item, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The item's field dict with ``changes`` on top. A column given as such (the API's and
+    the drafting's way) wins over the form keys derived from it."""
+    merged = {**item_form_data(item), **changes}
+    for column, keys in _FORM_KEYS_OF.items():
+        if column in changes:
+            for key in keys:
+                if key not in changes:
+                    merged.pop(key, None)
+    return merged
+
+
 def item_update(
     *,
     item: Item,
@@ -927,17 +945,7 @@ def item_update(
     require(user=user, project=item.project, action="edit", item=item)
     if "external_id" in changes and changes["external_id"] != item.external_id:
         raise ItemInvalid({"external_id": "an item's id cannot change (exports refer to it)"})
-    merged = {**item_form_data(item), **changes}
-    # A column given as such (the API's and the drafting's way) wins over the form's keys
-    # derived from it.
-    for column, keys in (
-        ("constraints", ("image_num", "tools", "input_files")),
-        ("image_refs", ("images", "query_images")),
-    ):
-        if column in changes:
-            for key in keys:
-                if key not in changes:
-                    merged.pop(key, None)
+    merged = _merged(item, changes)
     touched = set(changes)
     if touched & {"images", "query_images", "image_refs", "modality"}:
         touched |= {"images", "query_images", "modality"}
