@@ -474,9 +474,6 @@ def _place_images(c: _Cleaner, resolved: dict[tuple[str, int], list[dict[str, st
     elif modality == Modality.TEXT and has_images and c.project.data_format == DataFormat.ATP:
         c.error("modality", "a text query has no query image: choose image, or remove the image")
     c.values["modality"] = Modality.IMAGE if has_images else Modality.TEXT
-    count = (c.values.get("constraints") or {}).get("image_count") or {}
-    if count.get("kind") == "exact" and count.get("n") is not None and input_images:
-        pass  # the number of images the answer must generate, not of the input images
 
 
 def _clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
