@@ -128,7 +128,7 @@ def _plan_steps(plan: Any) -> list[dict[str, Any]]:
 def _image_refs(
     images: list[dict[str, Any]], documents: list[dict[str, Any]], kind: str
 ) -> list[ImageRef]:
-    refs = []
+    refs: list[ImageRef] = []
     for i, image in enumerate(images):
         path = image.get("path")
         if not isinstance(path, str) or not path:
