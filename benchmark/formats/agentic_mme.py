@@ -138,12 +138,12 @@ def parse_record(value: Any, *, source_file: str | None = None, position: int = 
     """One task file's object given on its own (the parsed object, or the file's text), read
     exactly as ``read`` reads it from ``json/<task_id>.json`` (the default ``source_file``)."""
     raw, record = record_input(value, Where(source_file or TASKS_DIR, "record"), pretty=True)
-    if source_file is None:
-        task_id = record.get("task_id") if isinstance(record, dict) else None
-        stem = (
-            str(task_id) if isinstance(task_id, str | int) and not isinstance(task_id, bool) else ""
-        )
-        source_file = f"{TASKS_DIR}/{stem}.json" if _plain_name(stem) else f"{TASKS_DIR}/task.json"
+    if source_file is None:  # the task's file is named after its id, as in the dataset
+        where = Where(TASKS_DIR, "record")
+        task_id = get_id(expect_object(record, where), "task_id", where)
+        if not _plain_name(task_id):
+            raise where.error("names the task's file: no slashes", "task_id")
+        source_file = f"{TASKS_DIR}/{task_id}.json"
     stem = Path(source_file).stem
     return _task_record(record, raw, source_file, stem, position, IdRegistry("task_id"))
 

@@ -101,6 +101,10 @@ def item_create_from_record(*, project: Project, user: User, record: Any) -> Ite
     if project.data_format == "llmi":  # LLM-I ids name their row: the next row of its file
         rows = project.items.filter(source_file=parsed.source_file).count()
         parsed = fmt.parse_record(record, source_file=parsed.source_file, position=rows)
+    if project.data_format == "agentic-mme" and (
+        project.items.filter(source_file=parsed.source_file).exists()
+    ):  # one file per task
+        raise Conflict(f"task_id: the project already has a task file {parsed.source_file}")
     return record_create(project=project, user=user, record=parsed)
 
 

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from django.test import Client
 
+from benchmark import permissions
 from benchmark.datasets.services import dataset_export, dataset_import
 from benchmark.models import Image, Item, ItemStatus, Plan, Project, ProjectKind, Role
 from benchmark.models import Response as ResponseModel
@@ -356,14 +357,25 @@ def test_outsiders_get_404_and_anonymous_users_are_refused(
     assert not project.items.filter(provenance="written by outsider-user").exists()
 
 
-def test_non_members_without_edit_get_403(project: Project, users: dict[str, Any]) -> None:
-    # Staff see every project but are not members: they may not write its items.
+def test_staff_who_are_not_members_get_404(project: Project, users: dict[str, Any]) -> None:
     staff = UserFactory(username="staff-user", is_staff=True)
     client = Client()
     client.force_login(staff)
-    response = post(client, project, {"query": "q"})
-    assert response.status_code in (403, 404)
+    assert post(client, project, {"query": "q"}).status_code == 404
     assert not project.items.exists()
+
+
+def test_members_whose_role_may_not_edit_get_403(
+    project: Project, clients: dict[str, Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every role may "edit" today; the view checks the action, so narrowing it refuses.
+    monkeypatch.setitem(permissions.ACTIONS, "edit", {Role.ADMIN})
+    response = post(clients["annotator"], project, {"query": "q"})
+    assert response.status_code == 403
+    response = post(clients["annotator"], project, {"record": {"trace_id": "x", "query": "q"}})
+    assert response.status_code == 403
+    assert post(clients["admin"], project, {"query": "q"}).status_code == 201
+    assert project.items.count() == 1
 
 
 def test_session_auth_keeps_csrf(project: Project, users: dict[str, Any]) -> None:

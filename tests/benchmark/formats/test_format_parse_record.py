@@ -112,6 +112,7 @@ def test_default_files_give_the_ids_the_reader_gives() -> None:
         ("mms", {"user_request": "u", "plan_str": "[]"}, "id"),
         ("agentic-mme", {"task_id": "t", "input": {"prompt": "p"}, "meta": {"level": 7}}, None),
         ("agentic-mme", {"task_id": "t"}, "input"),
+        ("agentic-mme", {"task_id": "../t", "input": {"prompt": "p"}}, "task_id"),
     ],
 )
 def test_a_bad_record_names_its_field(name: str, record: Any, field: str | None) -> None:
