@@ -104,13 +104,17 @@ class ItemRecordInput(serializers.Serializer):
         "as a JSON object or as its JSON text. The project's format decides which."
     )
 
+    format = serializers.CharField(
+        required=False, help_text="Optional: the project's format (atp, llmi, mms, agentic-mme)."
+    )
+
     def validate_record(self, value: Any) -> Any:
         if not isinstance(value, dict | str):
             raise serializers.ValidationError("must be a JSON object (or its JSON text)")
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        other = sorted(set(self.initial_data) - {"record"})
+        other = sorted(set(self.initial_data) - {"record", "format"})
         if other:
             raise serializers.ValidationError(
                 {other[0]: ["send either a record or the item's fields, not both"]}

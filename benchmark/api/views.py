@@ -161,7 +161,10 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
             given = ItemRecordInput(data=body)
             given.is_valid(raise_exception=True)
             item = item_records.item_create_from_record(
-                project=project, user=user, record=given.validated_data["record"]
+                project=project,
+                user=user,
+                record=given.validated_data["record"],
+                data_format=given.validated_data.get("format"),
             )
         else:
             fields = ItemFieldsInput(data=body)

@@ -416,9 +416,6 @@ class ProjectImages:
             field=field,
         )
 
-    def link_project(self) -> None:
-        """The images are the project's already."""
-
 
 _Resolver = _ImageResolver | ProjectImages
 

@@ -34,6 +34,12 @@ PLAN_FORMATS = frozenset({"mms"})
 ANSWER_KEY = "gt"
 PLAN_KEY = "gold"
 IMAGE_ROLES = ("query", "document", "input")
+# Where each format's records name their images, by role: the field an unknown path is in.
+_IMAGE_FIELDS = {
+    "atp": {"query": "image_query", "document": "images"},
+    "llmi": {"input": "images"},
+    "agentic-mme": {"input": "input.image"},
+}
 
 
 def item_create_with_records(
@@ -91,11 +97,18 @@ def item_create_with_records(
     return item
 
 
-def item_create_from_record(*, project: Project, user: User, record: Any) -> Item:
+def item_create_from_record(
+    *, project: Project, user: User, record: Any, data_format: str | None = None
+) -> Item:
     """Create a draft item from one record in the project's format, given as its parsed JSON
     object or its JSON text (one ATP-Bench ``data.jsonl`` line, one LLM-I row, one m&m's task
-    row, one Agentic-MME task file). A bad record raises FormatError naming the field."""
+    row, one Agentic-MME task file). ``data_format``, if given, must be the project's. A bad
+    record raises FormatError naming the field."""
     permissions.require(user=user, project=project, action="edit")
+    if data_format and data_format != project.data_format:
+        raise ValidationFailed(
+            f"format: this project's records are {project.data_format}, not {data_format}"
+        )
     fmt = get_format(project.data_format)
     parsed = fmt.parse_record(record)
     if project.data_format == "llmi":  # LLM-I ids name their row: the next row of its file
@@ -105,7 +118,10 @@ def item_create_from_record(*, project: Project, user: User, record: Any) -> Ite
         project.items.filter(source_file=parsed.source_file).exists()
     ):  # one file per task
         raise Conflict(f"task_id: the project already has a task file {parsed.source_file}")
-    return record_create(project=project, user=user, record=parsed)
+    where = _IMAGE_FIELDS.get(project.data_format, {})
+    fields = {ref.path: where.get(ref.role, "images") for ref in parsed.images}
+    images = ProjectImages(project, fields=fields)
+    return record_create(project=project, user=user, record=parsed, images=images)
 
 
 def _plan_steps(plan: Any) -> list[dict[str, Any]]:

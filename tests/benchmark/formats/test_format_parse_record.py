@@ -48,13 +48,12 @@ def _raw_records(name: str) -> list[tuple[str, Any, str, int]]:
 
 
 ALL = [r for name in ("atp", "llmi", "mms", "agentic-mme") for r in _raw_records(name)]
-FOLDERS = {"atp": "atp", "llmi": "llmi", "mms": "mms", "agentic-mme": "agentic-mme"}
 _READ: dict[str, dict[str, ItemRecord]] = {}
 
 
 def _reader_record(name: str, external_id: str) -> ItemRecord:
     if name not in _READ:
-        records = _items(name, SHARED_DATA / FOLDERS[name])
+        records = _items(name, SHARED_DATA / name)
         _READ[name] = {r.external_id: r for r in records}
     return _READ[name][external_id]
 
