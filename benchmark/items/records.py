@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 
 from benchmark import permissions
@@ -69,9 +70,9 @@ def item_create_with_records(
     external_id = str(data.get("external_id") or "")
     if external_id and project.items.filter(external_id=external_id).exists():
         raise Conflict(f"external_id: the project already has an item {external_id!r}")
-    refs = _image_refs(images or [], data.get("documents") or [], kind)
-    fields = {f"images[{i}].path": ref.path for i, ref in enumerate(refs)}
-    resolver = ProjectImages(project, fields={path: field for field, path in fields.items()})
+    named = _image_refs(images or [], data.get("documents") or [], kind)
+    refs = [ref for ref, _ in named]
+    resolver = ProjectImages(project, fields={ref.path: field for ref, field in reversed(named)})
     try:
         image_refs = resolver.resolve(refs, external_id or "new item")
     except FormatError as exc:
@@ -82,7 +83,11 @@ def item_create_with_records(
         data["modality"] = Modality.IMAGE if shown else Modality.TEXT
     position = item_next_position(project=project)
     with transaction.atomic():
-        item = item_create(project=project, user=user, data=data)
+        try:
+            item = item_create(project=project, user=user, data=data)
+        except DjangoValidationError as exc:
+            field, messages = next(iter(exc.message_dict.items()))
+            raise ValidationFailed(f"{field}: {' '.join(messages)}") from None
         if item.position != position:
             Item.objects.filter(pk=item.pk).update(position=position)
             item.position = position
@@ -147,8 +152,14 @@ def _plan_steps(plan: Any) -> list[dict[str, Any]]:
 
 def _image_refs(
     images: list[dict[str, Any]], documents: list[dict[str, Any]], kind: str
-) -> list[ImageRef]:
-    refs: list[ImageRef] = []
+) -> list[tuple[ImageRef, str]]:
+    """The item's images, each with the field naming it: ``images`` as given, then ATP-Bench
+    document images named only in ``documents``."""
+    refs: list[tuple[ImageRef, str]] = []
+
+    def next_position(role: str) -> int:
+        return sum(1 for ref, _ in refs if ref.role == role)
+
     for i, image in enumerate(images):
         path = image.get("path")
         if not isinstance(path, str) or not path:
@@ -157,14 +168,13 @@ def _image_refs(
         if role not in IMAGE_ROLES:
             raise ValidationFailed(f"images[{i}].role: choose one of {', '.join(IMAGE_ROLES)}")
         position = image.get("position")
-        if position is None:
-            position = sum(1 for r in refs if r.role == role)
-        refs.append(ImageRef(path=path, role=role, position=int(position)))
-    listed = {(r.path, r.role) for r in refs}
-    for document in documents:
+        position = next_position(role) if position is None else int(position)
+        refs.append((ImageRef(path=path, role=role, position=position), f"images[{i}].path"))
+    listed = {(ref.path, ref.role) for ref, _ in refs}
+    for j, document in enumerate(documents):
         for path in document.get("images") or []:
             if (path, "document") not in listed:
-                position = sum(1 for r in refs if r.role == "document")
-                refs.append(ImageRef(path=path, role="document", position=position))
+                ref = ImageRef(path=path, role="document", position=next_position("document"))
+                refs.append((ref, f"documents[{j}].images"))
                 listed.add((path, "document"))
     return refs

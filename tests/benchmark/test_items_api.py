@@ -195,7 +195,7 @@ def test_bad_fields_answer_400_naming_the_field(
         ("mms", {"query": "q", "answer": "text"}, "answer:"),
         ("agentic-mme", {"query": "q", "answer": "text"}, "answer:"),
         ("atp", {"query": "q", "images": [{"path": "images/nowhere.png"}]}, "images[0].path:"),
-        ("atp", {"query": "q", "documents": [{"text": "t", "images": ["x.png"]}]}, "images[0]"),
+        ("atp", {"query": "q", "documents": [{"text": "t", "images": ["x.png"]}]}, "documents[0]"),
     ],
 )
 def test_fields_the_format_does_not_have_answer_400(
@@ -511,3 +511,20 @@ def test_creating_an_item_takes_a_bounded_number_of_queries(
     for i in range(3):  # a project with more items takes no more queries
         with django_assert_max_num_queries(25):
             assert post(client, project, {**body, "external_id": f"n{i}"}).status_code == 201
+
+
+def test_a_model_check_in_item_create_answers_400_naming_the_field(
+    author: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.core.exceptions import ValidationError
+
+    from benchmark.items import records
+
+    def refuse(**kwargs: Any) -> Item:
+        raise ValidationError({"category": ["not a category of the taxonomy"]})
+
+    monkeypatch.setattr(records, "item_create", refuse)
+    project = make_project("atp")
+    response = post(member_client(project, author), project, {"query": "q", "category": "X"})
+    assert response.status_code == 400
+    assert response.json()["detail"] == "category: not a category of the taxonomy"
