@@ -1206,6 +1206,15 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "project-import-data": (
         Case("import, no file", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
     ),
+    "project-items": (
+        Case("new item, no query", lambda w: {"pk": w.project.pk}, Access.VIEW, method="post"),
+        Case(
+            "new item in another project",
+            lambda w: {"pk": w.other_project.pk},
+            Access.OTHER,
+            method="post",
+        ),
+    ),
     "item-list": (
         Case("items", lambda w: {}, Access.LOGGED_IN),
         Case(

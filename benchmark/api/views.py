@@ -13,7 +13,12 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -21,6 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from benchmark import permissions, visibility
+from benchmark.api.item_inputs import ItemFieldsInput, ItemRecordInput
 from benchmark.api.serializers import (
     ImageSerializer,
     ImportUploadSerializer,
@@ -33,7 +39,9 @@ from benchmark.api.serializers import (
     TrajectorySerializer,
 )
 from benchmark.datasets import services as dataset_services
+from benchmark.exceptions import Forbidden
 from benchmark.images import selectors as image_selectors
+from benchmark.items import records as item_records
 from benchmark.jobs import selectors as job_selectors
 from benchmark.jobs import services as job_services
 from benchmark.models import (
@@ -51,6 +59,7 @@ from benchmark.models import (
 from benchmark.models import Response as ResponseModel
 from benchmark.projects import selectors
 from benchmark.projects.selectors import ItemFilters
+from benchmark.typing import User
 
 
 def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -115,6 +124,62 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         data = JobSerializer(job, context=self.get_serializer_context()).data
         location = request.build_absolute_uri(reverse("job-detail", kwargs={"pk": job.pk}))
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+    @extend_schema(
+        summary="Create an item (members who may edit): its fields, or one native record",
+        description=(
+            "Two bodies, told apart by the key `record`:\n\n"
+            "* **fields**: the fields of the New item form (query, documents, images, "
+            "category, intent, rubric, constraints, expected_answer, ...), plus `answer` "
+            "(ATP-Bench, LLM-I: the ground-truth answer text) and `plan` (m&m's: the gold "
+            "plan's steps);\n"
+            '* **record**: `{"record": ...}`, one record in the project\'s own format, '
+            "as `import_dataset` reads it (one ATP-Bench data.jsonl line, one LLM-I row, one "
+            "m&m's task row, one Agentic-MME task file), kept as given so the export writes it "
+            "back unchanged.\n\n"
+            "The item starts as a draft written by you. Images are named by path and must be "
+            "the project's already (a path its items use, or images/<sha256>.<ext> of an image "
+            "stored for it): the API reads no files. A bad field answers 400 naming it "
+            "(`field` for a record), an id the project has already 409."
+        ),
+        request=PolymorphicProxySerializer(
+            component_name="ItemCreate",
+            serializers=[ItemFieldsInput, ItemRecordInput],
+            resource_type_field_name=None,
+        ),
+        responses={201: ItemDetailSerializer},
+    )
+    @action(detail=True, methods=["post"], url_path="items", serializer_class=ItemFieldsInput)
+    def items(self, request: Request, pk: str | None = None) -> Response:
+        project = self.get_object()  # scoped: another project answers 404
+        permissions.require(user=request.user, project=project, action="edit")
+        user = request.user
+        if not isinstance(user, User):  # members only, so never anonymous here
+            raise Forbidden("log in to add items")
+        body = request.data if isinstance(request.data, dict) else {}
+        if "record" in body:
+            given = ItemRecordInput(data=body)
+            given.is_valid(raise_exception=True)
+            item = item_records.item_create_from_record(
+                project=project,
+                user=user,
+                record=given.validated_data["record"],
+                data_format=given.validated_data.get("format"),
+            )
+        else:
+            fields = ItemFieldsInput(data=body)
+            fields.is_valid(raise_exception=True)
+            data = dict(fields.validated_data)
+            answer = data.pop("answer", None)
+            plan = data.pop("plan", None)
+            images = data.pop("images", None)
+            item = item_records.item_create_with_records(
+                project=project, user=user, data=data, answer=answer, plan=plan, images=images
+            )
+        created = selectors.item_get(user=user, project=project, pk=item.pk)
+        out = ItemDetailSerializer(created, context=self.get_serializer_context()).data
+        location = request.build_absolute_uri(reverse("item-detail", kwargs={"pk": item.pk}))
+        return Response(out, status=status.HTTP_201_CREATED, headers={"Location": location})
 
 
 # --------------------------------------------------------------------------- items

@@ -19,12 +19,12 @@ from typing import IO, Any
 import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models, transaction
 from django.utils.text import slugify
 
 from benchmark import permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
-from benchmark.exceptions import Forbidden, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.formats import (
     AttachmentRecord,
     FormatError,
@@ -154,7 +154,7 @@ AttachmentModel = type[Response | Plan | Trajectory]
 
 
 def _attachment_row(
-    rec: AttachmentRecord, item_id: int, images: _ImageResolver
+    rec: AttachmentRecord, item_id: int, images: _ImageResolver | ProjectImages
 ) -> tuple[AttachmentModel, dict[str, Any]]:
     row = {"item_id": item_id, **_attachment_fields(rec)}
     if isinstance(rec, ResponseRecord):
@@ -189,7 +189,7 @@ RawFields = Callable[[ItemRecord], list[tuple[tuple[str | int, ...], str, Any]]]
 def _item_row(
     rec: ItemRecord,
     project: Project,
-    images: _ImageResolver,
+    images: _ImageResolver | ProjectImages,
     position: int,
     raw_fields: RawFields | None = None,
 ) -> dict[str, Any]:
@@ -365,6 +365,123 @@ def _insert_attachments(
     for model, batch in rows.items():
         if batch:
             bulk_insert(model, batch)
+
+
+# --------------------------------------------------------------------------- one record
+
+
+class ProjectImages:
+    """Resolves the image paths of a record sent on its own (the API cannot read files): a
+    path names an image the project already holds, either a path its items already use (as
+    imported, e.g. ``images/atp_0001_0.png``) or a file named by the image's sha256
+    (``images/<sha256>.png``, for an image uploaded to the project). An unknown path raises
+    FormatError naming ``field`` (the record's field holding the path)."""
+
+    def __init__(self, project: Project, fields: dict[str, str] | None = None) -> None:
+        self.project = project
+        self.fields = fields or {}  # path -> the record field it came from, for errors
+        self.known: dict[str, str] = {}
+
+    def resolve(self, refs: Iterable[ImageRef], record: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "sha256": self.sha_for(ref.path, record, self.fields.get(ref.path, "images")),
+                "role": ref.role,
+                "path": ref.path,
+                "position": ref.position,
+            }
+            for ref in refs
+        ]
+
+    def sha_for(self, path: str, record: str, field: str) -> str:
+        if path in self.known:
+            return self.known[path]
+        stem = Path(path).stem.lower()
+        is_sha = len(stem) == 64 and all(c in "0123456789abcdef" for c in stem)
+        if is_sha and self.project.images.filter(sha256=stem).exists():
+            self.known[path] = stem
+            return stem
+        # A path the project's items already use (the JSON text holds it; checked exactly).
+        for refs in self.project.items.filter(image_refs__icontains=path).values_list(
+            "image_refs", flat=True
+        )[:50]:
+            for ref in refs:
+                if ref.get("path") == path and ref.get("sha256"):
+                    self.known[path] = ref["sha256"]
+                    return self.known[path]
+        raise FormatError(
+            f"unknown image {path!r}: the API cannot read files; use the path of an image "
+            f"already in the project, or images/<sha256>.<ext> of an image stored for it",
+            record=record,
+            field=field,
+        )
+
+
+_Resolver = _ImageResolver | ProjectImages
+
+
+def item_attachments_create(
+    *,
+    item: Item,
+    records: Iterable[AttachmentRecord],
+    images: _Resolver | None = None,
+) -> list[Response | Plan | Trajectory]:
+    """Store records attached to ``item`` (a ground-truth answer, a plan, a trajectory) as
+    the import stores them. A key the item already has raises Conflict."""
+    resolver = images or ProjectImages(item.project)
+    created: list[Response | Plan | Trajectory] = []
+    with transaction.atomic():
+        for rec in records:
+            model, row = _attachment_row(rec, item.pk, resolver)
+            if model.objects.filter(item_id=item.pk, key=rec.key).exists():
+                raise Conflict(f"item {item.external_id!r} already has a record {rec.key!r}")
+            obj = model(**row)
+            obj.save()
+            created.append(obj)
+    return created
+
+
+def item_next_position(*, project: Project) -> int:
+    last = project.items.order_by("-position").values_list("position", flat=True).first()
+    return 0 if last is None else last + 1
+
+
+def record_create(
+    *,
+    project: Project,
+    user: AnyUser,
+    record: ItemRecord,
+    images: _Resolver | None = None,
+) -> Item:
+    """Create one item from a record in the project's format (``fmt.parse_record``), with the
+    answers, plans and trajectories the record holds, exactly as an import stores it: its raw
+    JSON is kept, so the export writes it back unchanged. The item starts as a draft written
+    by ``user``. Images are resolved by ``images`` (default ``ProjectImages``). A second item
+    with the same id raises Conflict; a bad value FormatError naming the field."""
+    permissions.require(user=user, project=project, action="edit")
+    if not isinstance(user, User):
+        raise Forbidden("log in to add items")
+    if project.items.filter(external_id=record.external_id).exists():
+        raise Conflict(f"external_id: the project already has an item {record.external_id!r}")
+    resolver = images or ProjectImages(project)
+    raw_fields: RawFields | None = getattr(get_format(project.data_format), "raw_fields", None)
+    with transaction.atomic():
+        row = _item_row(record, project, resolver, item_next_position(project=project), raw_fields)
+        row.update(status=ItemStatus.DRAFT, provenance=f"written by {user.get_username()}"[:200])
+        item = Item(**row)
+        try:
+            with transaction.atomic():
+                item.save()
+        except IntegrityError:
+            raise Conflict(
+                f"external_id: the project already has an item {record.external_id!r}"
+            ) from None
+        item_attachments_create(
+            item=item,
+            records=[*record.responses, *record.plans, *record.trajectories],
+            images=resolver,
+        )
+    return item
 
 
 # --------------------------------------------------------------------------- export

@@ -275,6 +275,22 @@ def _loads(data: bytes | str, where: Where, prefix: str = "") -> Any:
         raise where.error(f"{prefix}not valid JSON: {exc}") from None
 
 
+def record_input(value: Any, where: Where, *, pretty: bool = False) -> tuple[str, Any]:
+    """One record given on its own (not read from a file), as (raw text, value): JSON text is
+    kept as given (a JSON Lines line without its line break; a whole JSON file, ``pretty``,
+    exactly); any other value is the parsed record, written as the format's files hold it
+    (compact for a JSON Lines line, indented for a whole JSON file)."""
+    if isinstance(value, bytes | str):
+        text = value.decode("utf-8") if isinstance(value, bytes) else value
+        text = text.removeprefix("\ufeff")
+        if not pretty:  # a line of JSON Lines: its text without the line break
+            text = text.strip()
+        return text, _loads(text, where)
+    if pretty:
+        return (dumps(value, where, pretty=True) + b"\n").decode(), value
+    return dumps(value, where).decode(), value
+
+
 def load_json(path: Path, name: str) -> tuple[str, Any]:
     """A whole JSON document: (exact text, value)."""
     data = read_bytes(path, name)

@@ -32,6 +32,7 @@ from ._jsonio import (
     object_list,
     parse_raw,
     read_text,
+    record_input,
     rel,
     safe_path,
     str_list,
@@ -130,7 +131,27 @@ def _is_run(folder: Path) -> bool:
 def _task(file: Path, root: Path, position: int, ids: IdRegistry) -> ItemRecord:
     name = rel(root, file)
     raw, value = load_json(file, name)
-    where = Where(name, file.stem)
+    return _task_record(value, raw, name, file.stem, position, ids)
+
+
+def parse_record(value: Any, *, source_file: str | None = None, position: int = 0) -> ItemRecord:
+    """One task file's object given on its own (the parsed object, or the file's text), read
+    exactly as ``read`` reads it from ``json/<task_id>.json`` (the default ``source_file``)."""
+    raw, record = record_input(value, Where(source_file or TASKS_DIR, "record"), pretty=True)
+    if source_file is None:  # the task's file is named after its id, as in the dataset
+        where = Where(TASKS_DIR, "record")
+        task_id = get_id(expect_object(record, where), "task_id", where)
+        if not _plain_name(task_id):
+            raise where.error("names the task's file: no slashes", "task_id")
+        source_file = f"{TASKS_DIR}/{task_id}.json"
+    stem = Path(source_file).stem
+    return _task_record(record, raw, source_file, stem, position, IdRegistry("task_id"))
+
+
+def _task_record(
+    value: Any, raw: str, name: str, stem: str, position: int, ids: IdRegistry
+) -> ItemRecord:
+    where = Where(name, stem)
     record = expect_object(value, where)
     task_id = get_id(record, "task_id", where)
     where.record = task_id
@@ -320,7 +341,7 @@ def _skeleton(item: ItemRecord) -> dict[str, Any]:
     images = [im.path for im in sorted(item.images, key=lambda im: im.position)]
     return {
         "task_id": item.external_id,
-        "meta": {"level": item.level, "domain": item.domain},
+        "meta": {"level": item.level, "domain": item.domain, "turncase": "single_turn"},
         "input": {
             "prompt": item.query,
             "image": images[0] if len(images) == 1 else (images or None),

@@ -26,6 +26,7 @@ from ._jsonio import (
     get_str,
     is_str_list,
     iter_jsonl,
+    record_input,
     rel,
     str_list,
 )
@@ -33,7 +34,7 @@ from .base import AttachmentRecord, FormatError, ImageRef, ItemRecord, ResponseR
 
 DATA_FILE = "data.jsonl"
 
-__all__ = ["DATA_FILE", "dataset_root", "raw_fields", "read", "write"]
+__all__ = ["DATA_FILE", "dataset_root", "parse_record", "raw_fields", "read", "write"]
 
 
 def read(path: str | Path) -> Iterator[ItemRecord]:
@@ -44,6 +45,13 @@ def read(path: str | Path) -> Iterator[ItemRecord]:
     ids = IdRegistry("trace_id")
     for position, (lineno, raw, value) in enumerate(iter_jsonl(file, name)):
         yield _item(value, raw, name, position, lineno, ids)
+
+
+def parse_record(value: Any, *, source_file: str = DATA_FILE, position: int = 0) -> ItemRecord:
+    """One ``data.jsonl`` line given on its own (the parsed object, or the line's text), read
+    exactly as ``read`` reads it in a file."""
+    raw, record = record_input(value, Where(source_file, "record"))
+    return _item(record, raw, source_file, position, position + 1, IdRegistry("trace_id"))
 
 
 def _locate(path: Path) -> Path:

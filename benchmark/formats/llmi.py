@@ -39,17 +39,19 @@ from ._jsonio import (
     get_object,
     get_str,
     iter_rows,
+    record_input,
     row_files,
     str_list,
 )
 from .base import AttachmentRecord, FormatError, ImageRef, ItemRecord, ResponseRecord
 
 ROWS, TRAIN, ANSWERS = "rows", "train", "answers"
+TEXT_FILE, IMAGE_FILE, TRAIN_FILE = "text_only.json", "mm_input.json", "train_sample.json"
 AT_LEAST_ONE = 99
 _CRITERION = re.compile(r"r([1-9][0-9]*)")
 _IMAGE_TOKEN = "<image>"
 
-__all__ = ["dataset_root", "image_count", "read", "write"]
+__all__ = ["dataset_root", "image_count", "parse_record", "read", "write"]
 
 Record = ItemRecord | ResponseRecord
 Loaded = list[tuple[int, str, Any]]
@@ -89,6 +91,31 @@ def _load(file: Path) -> tuple[str, Loaded]:
             record=0,
         )
     return kind, rows
+
+
+def parse_record(value: Any, *, source_file: str | None = None, position: int = 0) -> ItemRecord:
+    """One benchmark row ``{prompt, r1..r10[, images]}`` or training row ``{prompt,
+    data_source, extra_info[, images]}`` given on its own (the parsed object, or its JSON
+    text), read as ``read`` reads row ``position`` (0-based) of ``source_file``; by default the
+    file such a row belongs in (training rows ``train_sample.json``, rows with images
+    ``mm_input.json``, others ``text_only.json``). Its id is ``<file stem>#<position + 1>``."""
+    raw, record = record_input(value, Where(source_file or "row", "record"))
+    record = expect_object(record, Where(source_file or "row", "record"))
+    kind = _kind_of(record)
+    if kind not in (ROWS, TRAIN):
+        raise FormatError(
+            "not an LLM-I row: expected a benchmark row {prompt, r1..} or a training row "
+            "{prompt, data_source, extra_info}",
+            file=source_file,
+            record="record",
+            field="answer" if kind == ANSWERS else "prompt",
+        )
+    if source_file is None:
+        source_file = (
+            TRAIN_FILE if kind == TRAIN else (IMAGE_FILE if record.get("images") else TEXT_FILE)
+        )
+    rows: Loaded = [(position, raw, record)]
+    return next(_items(rows, kind, source_file))
 
 
 def _kind_of(record: dict[str, Any]) -> str | None:
@@ -426,18 +453,28 @@ def _is_training(record: dict[str, Any]) -> bool:
 
 def _default_file(item: ItemRecord) -> str:
     if "image_num" in item.constraints:
-        return "train_sample.json"
-    return "mm_input.json" if item.modality == "image" else "text_only.json"
+        return TRAIN_FILE
+    return IMAGE_FILE if item.modality == "image" else TEXT_FILE
 
 
 def _row_skeleton(item: ItemRecord) -> dict[str, Any]:
     images = [im.path for im in sorted(item.images, key=lambda im: im.position)]
-    if "image_num" in item.constraints or "image_count" in item.constraints:
-        record: dict[str, Any] = {"prompt": item.query, "data_source": "interleaved"}
+    constraints = item.constraints
+    if "image_num" in constraints or "image_count" in constraints:
+        # Keys in the order of verl's training rows: prompt, images, data_source, extra_info
+        # {image_num, tools, split, question}.
+        record: dict[str, Any] = {"prompt": item.query}
         if images:
-            record["data_source"] = "interleaved_mm"
             record["images"] = [{"image": p} for p in images]
-        record["extra_info"] = {"question": item.query}
+        record["data_source"] = "interleaved_mm" if images else "interleaved"
+        extra: dict[str, Any] = {}
+        image_num = _image_num(constraints, MISSING)
+        if image_num is not MISSING:
+            extra["image_num"] = image_num
+        extra["tools"] = list(constraints.get("tools", []))
+        extra["split"] = "train"
+        extra["question"] = item.query
+        record["extra_info"] = extra
         return record
     record = {"prompt": item.query}
     if images:

@@ -36,6 +36,7 @@ from ._jsonio import (
     literal,
     load_json,
     object_list,
+    record_input,
     rel,
     row_files,
     str_list,
@@ -45,7 +46,7 @@ from .base import AttachmentRecord, FormatError, ItemRecord, PlanRecord
 TASKS_FILE = "tasks.json"
 TOOLSET_FILES = ("tool_metadata.json", "tool_graph.json")
 
-__all__ = ["dataset_root", "load_toolset", "parse_prediction", "read", "write"]
+__all__ = ["dataset_root", "load_toolset", "parse_prediction", "parse_record", "read", "write"]
 
 Record = ItemRecord | PlanRecord
 
@@ -95,39 +96,50 @@ def _kind_of(file: Path, name: str) -> str:
 def _tasks(file: Path, name: str) -> Iterator[ItemRecord]:
     ids = IdRegistry("id")
     for position, raw, value in iter_rows(file, name):
-        where = Where(name, position)
-        record = expect_object(value, where)
-        task_id = get_id(record, "id", where)
-        where.record = task_id
-        ids.add(task_id, where)
-        request = get_str(record, "user_request", where, required=True, nonempty=True) or ""
-        if record.get("plan_str") is None:
-            raise where.error("required field is missing", "plan_str")
-        gold = _plan(record["plan_str"], where, "plan_str")
-        code = get_str(record, "code_str", where) or ""
-        alternatives = _alternatives(record.get("alt_plans_str"), where)
+        yield _task(value, raw, name, position, ids)
 
-        item = ItemRecord(
-            external_id=task_id,
-            source_file=name,
-            raw=raw,
-            position=position,
-            query=request,
-        )
-        common: dict[str, Any] = {"item_id": task_id, "source_file": name, "origin": "ground_truth"}
-        item.plans.append(PlanRecord(key="gold", form="json", steps=gold, code=code, **common))
-        for i, steps in enumerate(alternatives):
-            item.plans.append(
-                PlanRecord(
-                    key=f"alt:{i}",
-                    position=i + 1,
-                    form="json",
-                    steps=steps,
-                    is_alternative=True,
-                    **common,
-                )
+
+def parse_record(value: Any, *, source_file: str = TASKS_FILE, position: int = 0) -> ItemRecord:
+    """One task row given on its own (the parsed object, or its JSON text), read exactly as
+    ``read`` reads it in a tasks file."""
+    raw, record = record_input(value, Where(source_file, position))
+    return _task(record, raw, source_file, position, IdRegistry("id"))
+
+
+def _task(value: Any, raw: str, name: str, position: int, ids: IdRegistry) -> ItemRecord:
+    where = Where(name, position)
+    record = expect_object(value, where)
+    task_id = get_id(record, "id", where)
+    where.record = task_id
+    ids.add(task_id, where)
+    request = get_str(record, "user_request", where, required=True, nonempty=True) or ""
+    if record.get("plan_str") is None:
+        raise where.error("required field is missing", "plan_str")
+    gold = _plan(record["plan_str"], where, "plan_str")
+    code = get_str(record, "code_str", where) or ""
+    alternatives = _alternatives(record.get("alt_plans_str"), where)
+
+    item = ItemRecord(
+        external_id=task_id,
+        source_file=name,
+        raw=raw,
+        position=position,
+        query=request,
+    )
+    common: dict[str, Any] = {"item_id": task_id, "source_file": name, "origin": "ground_truth"}
+    item.plans.append(PlanRecord(key="gold", form="json", steps=gold, code=code, **common))
+    for i, steps in enumerate(alternatives):
+        item.plans.append(
+            PlanRecord(
+                key=f"alt:{i}",
+                position=i + 1,
+                form="json",
+                steps=steps,
+                is_alternative=True,
+                **common,
             )
-        yield item
+        )
+    return item
 
 
 def _plan(value: Any, where: Where, field: str, text: bool = True) -> list[dict[str, Any]]:
@@ -331,8 +343,12 @@ def write(
 
 
 def _skeleton(item: ItemRecord) -> dict[str, Any]:
+    ident = item.external_id
     return {
-        "id": item.external_id,
+        # m&m's ids are numbers; an id written as digits is one.
+        "id": int(ident)
+        if ident.isascii() and ident.isdigit() and str(int(ident)) == ident
+        else ident,
         "user_request": item.query,
         "plan_str": "[]",
         "code_str": "",

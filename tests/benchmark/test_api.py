@@ -236,6 +236,7 @@ def test_schema_endpoint_and_docs(clients: dict[str, Client]) -> None:
         "/api/projects/",
         "/api/projects/{id}/",
         "/api/projects/{id}/import/",
+        "/api/projects/{id}/items/",
         "/api/items/",
         "/api/items/{id}/",
         "/api/responses/",
