@@ -38,6 +38,7 @@ class BulkActionForm(forms.Form):
     images = forms.BooleanField(required=False, label="with images")
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "bulk_%s")  # the filter form on the page has id_status
         super().__init__(*args, **kwargs)
         self.project = project
         task = self.fields["task"]
