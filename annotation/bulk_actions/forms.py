@@ -11,6 +11,8 @@ from annotation.bulk_actions.selectors import MAX_HAND_SELECTED
 from annotation.bulk_actions.services import BULK_ACTIONS
 from annotation.judging.models import JudgmentTask, UnitKind
 from benchmark.models import ItemStatus, Project
+from benchmark.permissions import can
+from benchmark.typing import AnyUser
 
 SCOPES = [("selected", "The selected items"), ("matching", "All items matching the filters")]
 
@@ -37,10 +39,25 @@ class BulkActionForm(forms.Form):
     )
     images = forms.BooleanField(required=False, label="with images")
 
-    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, project: Project, user: AnyUser | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("auto_id", "bulk_%s")  # the filter form on the page has id_status
         super().__init__(*args, **kwargs)
         self.project = project
+        if user is not None and not can(user=user, project=project, action="review"):
+            # Offered to annotators: proposing discards (and exporting where allowed); the
+            # other actions still answer 403 saying why when posted.
+            offered = {"discard"} | (
+                {"export"} if can(user=user, project=project, action="export") else set()
+            )
+            action = self.fields["action"]
+            assert isinstance(action, forms.ChoiceField)
+            action.widget.choices = [
+                (value, "Propose discarding" if value == "discard" else label)
+                for value, label in action.choices
+                if not value or value in offered
+            ]
         task = self.fields["task"]
         assert isinstance(task, forms.ModelChoiceField)
         task.queryset = JudgmentTask.objects.filter(

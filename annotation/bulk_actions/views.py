@@ -27,7 +27,8 @@ FILTER_PREFIX = "filter"
 
 def bulk_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     """The bulk bar on the project page (registered with ``project_page_extend``)."""
-    return {"bulk_form": BulkActionForm(project=project), "bulk_filter_prefix": FILTER_PREFIX}
+    form = BulkActionForm(project=project, user=request.user)
+    return {"bulk_form": form, "bulk_filter_prefix": FILTER_PREFIX}
 
 
 @login_required
@@ -39,7 +40,7 @@ def bulk_action(request: HttpRequest, project_id: int) -> HttpResponseBase:
     the role may not take answers 403 saying why."""
     project = project_selectors.project_get(user=request.user, pk=project_id)
     context = project_page_context(request, project, request.POST, prefix=FILTER_PREFIX)
-    form = BulkActionForm(request.POST, project=project)
+    form = BulkActionForm(request.POST, project=project, user=request.user)
     if not form.is_valid():
         return _again(request, context, form, status=200)
     data = form.cleaned_data

@@ -186,7 +186,10 @@ class ItemPush(models.Model):
                 name="itempush_one_open",
             ),
         ]
-        indexes = [models.Index(fields=["task", "user", "taken_at"])]
+        indexes = [
+            models.Index(fields=["task", "user", "taken_at"]),
+            models.Index(fields=["task", "item", "taken_at"]),
+        ]
 
 
 class AssignmentStatus(models.TextChoices):

@@ -411,3 +411,14 @@ def test_expired_pushed_lease_is_not_pushed_again(project, reviewer) -> None:  #
     assert not ItemPush.objects.filter(taken_at__isnull=True).exists()
     assert judging.assignment_next_for_user(task=task, user=alice).item_id == a
     assert JudgmentTask.objects.get(pk=task.pk).pushes.count() == 1
+
+
+def test_annotators_are_offered_proposing_discards_only(project, annotator, reviewer) -> None:  # type: ignore[no-untyped-def]
+    client = Client()
+    client.force_login(annotator)
+    html = client.get(reverse("benchmark:project_detail", args=[project.pk])).content.decode()
+    assert '<option value="discard">Propose discarding</option>' in html
+    assert '<option value="status">' not in html
+    client.force_login(reviewer)
+    html = client.get(reverse("benchmark:project_detail", args=[project.pk])).content.decode()
+    assert '<option value="status">Set status</option>' in html
