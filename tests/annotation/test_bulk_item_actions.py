@@ -74,7 +74,9 @@ def start(project: Project, user, action: str, item_ids: list[int], **params):  
 # --------------------------------------------------------------------------- status
 
 
-def test_reviewer_sets_status_each_change_recorded_and_already_reported(project, reviewer) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("role", [Role.REVIEWER, Role.ADMIN])
+def test_reviewer_sets_status_each_change_recorded_and_already_reported(project, role) -> None:  # type: ignore[no-untyped-def]
+    reviewer = member(project, role)
     first, *rest = ids(project, 3)
     Item.objects.filter(pk=first).update(status=ItemStatus.VERIFIED)
     result = start(project, reviewer, "status", [first, *rest], status="verified")
