@@ -254,8 +254,14 @@ def bulk_action_apply(
     ids = sorted(set(item_ids))
     report = progress or (lambda **kwargs: None)
     with transaction.atomic():
-        # Only the project's items: ids from elsewhere are left out.
-        ids = sorted(Item.objects.filter(project=project, pk__in=ids).values_list("pk", flat=True))
+        # Only the project's items: ids from elsewhere are left out (a chunk per statement).
+        ids = sorted(
+            pk
+            for batch in _chunks(ids)
+            for pk in Item.objects.filter(project=project, pk__in=batch).values_list(
+                "pk", flat=True
+            )
+        )
         report(progress=0, total=len(ids), message=BULK_ACTIONS[action].lower())
         return runner(
             project=project, user=user, ids=ids, seen=seen or {}, progress=report, **params
