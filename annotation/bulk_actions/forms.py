@@ -51,11 +51,9 @@ class BulkActionForm(forms.Form):
             offered = {"discard"} | (
                 {"export"} if can(user=user, project=project, action="export") else set()
             )
-            action = self.fields["action"]
-            assert isinstance(action, forms.ChoiceField)
-            action.widget.choices = [
+            self.fields["action"].widget.choices = [  # type: ignore[attr-defined]
                 (value, "Propose discarding" if value == "discard" else label)
-                for value, label in action.choices
+                for value, label in [("", "Choose an action…"), *BULK_ACTIONS.items()]
                 if not value or value in offered
             ]
         task = self.fields["task"]
