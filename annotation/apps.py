@@ -14,3 +14,21 @@ class AnnotationConfig(AppConfig):
 
         visibility.register_answer_hiding_rule(selectors.hidden_items)
         permissions.register_state_rule(services.verifier_may_not_edit)
+
+        # The item list's bulk actions: the bar on the project page, and the job that runs
+        # an action on a large selection.
+        from benchmark.jobs.kinds import JobKind, job_kind_register
+        from benchmark.projects.views import project_page_extend
+
+        project_page_extend("annotation.bulk_actions.views.bulk_context")
+        job_kind_register(
+            JobKind(
+                name="bulk_action",
+                runner="annotation.bulk_actions.services.bulk_action_job",
+                action="review",
+                starter_sees=True,
+                result_template="annotation/bulk_action_result.html",
+                title="Bulk action",
+                unit="items",
+            )
+        )

@@ -473,6 +473,27 @@ class AssignmentFactory(DjangoModelFactory):
     expires_at = factory.LazyAttribute(lambda a: a.leased_at + timedelta(minutes=30))
 
 
+class TaskItemFactory(DjangoModelFactory):
+    """An item in the item set of a task that takes only listed items."""
+
+    class Meta:
+        model = "annotation.TaskItem"
+
+    task = factory.SubFactory(JudgmentTaskFactory, items_listed=True)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
+
+
+class ItemPushFactory(DjangoModelFactory):
+    """An item pushed to a user for a task, not yet taken."""
+
+    class Meta:
+        model = "annotation.ItemPush"
+
+    task = factory.SubFactory(JudgmentTaskFactory)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
+    user = factory.SubFactory(UserFactory)
+
+
 class JudgmentFactory(DjangoModelFactory):
     """A submitted judgment with its (submitted) assignment; pass ``task``, ``item``, ``user``."""
 

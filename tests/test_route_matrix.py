@@ -575,6 +575,29 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             "new task, empty", lambda w: {"project_id": w.project.pk}, Access.MANAGE, method="post"
         ),
     ),
+    "annotation:bulk_action": (
+        # An empty bar re-renders the item list with its message, for every member.
+        Case(
+            "bulk bar, nothing chosen",
+            lambda w: {"project_id": w.project.pk},
+            Access.VIEW,
+            method="post",
+        ),
+        Case(
+            "set status of the selection",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
+            data=lambda w: {"action": "status", "status": "in_review", "ids": [w.item.pk]},
+        ),
+        Case(
+            "export the selection",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
+            data=lambda w: {"action": "export", "ids": [w.item.pk]},
+        ),
+    ),  # fmt: skip
     "annotation:task_defaults": (
         Case("default tasks", lambda w: {"project_id": w.project.pk}, Access.MANAGE, method="post"),
     ),

@@ -83,7 +83,7 @@ class TaskForm(forms.ModelForm):
         model = JudgmentTask
         fields = [
             "name", "question", "scheme", "labels", "relabel_fields", "overlap", "consensus",
-            "required_value", "author_may_judge", "lease_minutes", "active",
+            "required_value", "author_may_judge", "lease_minutes", "active", "items_listed",
         ]  # fmt: skip
         widgets = {"question": forms.Textarea(attrs={"rows": 2})}
 

@@ -83,6 +83,13 @@ class JudgmentTask(models.Model):
     #: Where the units were listed from, as the unit source of ``unit_kind`` reads it, e.g.
     #: ``{"judge_run": 7, "labels": ["precision", "recall", "chief"], "responses": [...]}``.
     unit_params = JSONField(default=dict, blank=True)
+    #: The task takes only the items listed for it (:class:`TaskItem`, added with the item
+    #: list's bulk action "Assign to task"); otherwise every item of the project.
+    items_listed = models.BooleanField(
+        default=False,
+        help_text="Only the items added to it from the project's item list (bulk action "
+        "'Assign to task'); otherwise every item of the project.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -135,6 +142,54 @@ class TaskUnit(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class TaskItem(models.Model):
+    """An item in the item set of a task that takes only listed items
+    (``JudgmentTask.items_listed``); added by the item list's bulk action."""
+
+    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="listed_items")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="task_listings")
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "item"], name="taskitem_unique"),
+        ]
+
+
+class ItemPush(models.Model):
+    """An item pushed to one annotator for one (item-level) task: their "next item" serves it
+    before the pull queue, and until they take it it holds one of the item's ``overlap``
+    places, so the pull queue does not give the item to more people than the overlap allows.
+    ``taken_at`` is set when they lease it; an untaken push shows on the task list."""
+
+    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="pushes")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="pushes")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pushed_items"
+    )
+    pushed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    taken_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "item", "user"],
+                condition=Q(taken_at__isnull=True),
+                name="itempush_one_open",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["task", "user", "taken_at"]),
+            models.Index(fields=["task", "item", "taken_at"]),
+        ]
 
 
 class AssignmentStatus(models.TextChoices):

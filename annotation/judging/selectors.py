@@ -3,6 +3,7 @@ only ever see their own judgments (blind)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
@@ -11,6 +12,7 @@ from django.shortcuts import get_object_or_404
 from annotation.judging.models import (
     Assignment,
     AssignmentStatus,
+    ItemPush,
     Judgment,
     JudgmentTask,
     Outcome,
@@ -161,3 +163,25 @@ def verification_stats(*, task: JudgmentTask) -> dict[str, Any]:
         total["retained_share"] = total["retained"] / total["decided"]  # type: ignore[assignment]
         total["relabel_rate"] = total["relabelled"] / total["decided"]  # type: ignore[assignment]
     return {"rows": table, "total": total}
+
+
+def pushes_untaken(*, user: AnyUser, tasks: Iterable[JudgmentTask]) -> dict[int, list[ItemPush]]:
+    """``{task id: [push, ...]}``: the items pushed to people and not yet taken, for tasks
+    the user may see (one query for all the tasks), with the item and the person."""
+    task_ids = [task.pk for task in tasks]
+    if not user.is_authenticated or not task_ids:
+        return {}
+    rows = (
+        ItemPush.objects.filter(
+            task_id__in=task_ids,
+            taken_at__isnull=True,
+            task__project__memberships__user=user.pk,
+        )
+        .select_related("item", "user")
+        .only("task_id", "created_at", "item__external_id", "item__project_id", "user__username")
+        .order_by("task_id", "user__username", "item__position", "item_id")
+    )
+    out: dict[int, list[ItemPush]] = {}
+    for push in rows:
+        out.setdefault(push.task_id, []).append(push)
+    return out

@@ -11,17 +11,19 @@ from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from annotation.judging.consensus import Rule, Verdict, decide
 from annotation.judging.models import (
     Assignment,
     AssignmentStatus,
+    ItemPush,
     Judgment,
     JudgmentTask,
     Outcome,
     Scheme,
+    TaskItem,
     TaskUnit,
     UnitKind,
 )
@@ -68,37 +70,79 @@ def assignment_next_for_user(
         )
         if mine is not None:
             return mine
-        skip: list[int] = []
-        find = _unit_candidate if task.has_units else _candidate
+        finders: list[Any] = [_unit_candidate if task.has_units else _candidate]
         if task.has_units and rater_order_seed(task) is not None:
-            find = _shuffled_unit_candidate
-        while True:
-            # Prefer one nobody else is locking; if every candidate is locked right now,
-            # wait for the first one instead of answering "nothing left".
-            found = find(task, user, now, skip, skip_locked=True)
-            if found is None:
-                found = find(task, user, now, skip, skip_locked=False)
-            if found is None:
-                return None
-            row_id, item_id, unit = found
-            # Counted again once the row lock is held, in a fresh statement.
-            taken = Assignment.objects.filter(_live(task, now), item_id=item_id, unit=unit).count()
-            if taken < task.overlap:
-                return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now)
-            skip.append(row_id)
+            finders = [_shuffled_unit_candidate]
+        if (
+            not task.has_units
+            and ItemPush.objects.filter(task=task, user=user, taken_at__isnull=True).exists()
+        ):
+            # Items pushed to this user come first, then the pull queue.
+            finders.insert(0, partial(_candidate, pushed=True))
+        for find in finders:
+            lease = _lease_first(task, user, now, find)
+            if lease is not None:
+                return lease
+        return None
+
+
+def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignment]:
+    """The task's assignments that count towards the overlap (submitted, or leased and not
+    expired)."""
+    return Assignment.objects.filter(_live(task, now))
+
+
+def _lease_first(task: JudgmentTask, user: User, now: datetime, find: Any) -> Assignment | None:
+    """Lease the first candidate ``find`` answers that still has a free place once locked."""
+    skip: list[int] = []
+    while True:
+        # Prefer one nobody else is locking; if every candidate is locked right now,
+        # wait for the first one instead of answering "nothing left".
+        found = find(task, user, now, skip, skip_locked=True)
+        if found is None:
+            found = find(task, user, now, skip, skip_locked=False)
+        if found is None:
+            return None
+        row_id, item_id, unit = found
+        # Counted again once the row lock is held, in a fresh statement.
+        taken = Assignment.objects.filter(_live(task, now), item_id=item_id, unit=unit).count()
+        if not task.has_units:
+            taken += _held_for_others(task, user, [item_id]).get(item_id, 0)
+        if taken < task.overlap:
+            return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now)
+        skip.append(row_id)
+
+
+def _held_for_others(task: JudgmentTask, user: User | None, item_ids: list[int]) -> dict[int, int]:
+    """``{item id: places held}`` by untaken pushes of the items to people other than
+    ``user``."""
+    rows = ItemPush.objects.filter(task=task, item_id__in=item_ids, taken_at__isnull=True)
+    if user is not None:
+        rows = rows.exclude(user=user)
+    return dict(rows.values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
 
 
 def _candidate(
-    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+    task: JudgmentTask,
+    user: User,
+    now: datetime,
+    skip: list[int],
+    *,
+    skip_locked: bool,
+    pushed: bool = False,
 ) -> tuple[int, int, str] | None:
     """The first item (in position order) that this user has not judged, that the task has
-    not settled and that has fewer than ``overlap`` live assignments; its row stays locked.
-    Answers ``(item id, item id, "")``.
+    not settled and that has fewer than ``overlap`` live assignments plus places held by
+    untaken pushes to other people; its row stays locked. Answers ``(item id, item id, "")``.
+    A task that takes only listed items offers only those; ``pushed``: only the items pushed
+    to this user and not yet taken.
 
     Plain SQL: this runs on every "next item", and building the same query through the ORM
     cost more than the database took to answer it."""
     q = connection.ops.quote_name
-    item, assignment, outcome = (q(m._meta.db_table) for m in (Item, Assignment, Outcome))
+    item, assignment, outcome, push, listed = (
+        q(m._meta.db_table) for m in (Item, Assignment, Outcome, ItemPush, TaskItem)
+    )
     where = [
         "i.project_id = %s",
         "i.status <> %s",
@@ -107,14 +151,26 @@ def _candidate(
         f"NOT EXISTS (SELECT 1 FROM {outcome} o WHERE o.task_id = %s AND o.item_id = i.id "
         "AND o.verdict <> %s)",
         f"(SELECT COUNT(*) FROM {assignment} a WHERE a.task_id = %s AND a.item_id = i.id "
-        "AND (a.status = %s OR (a.status = %s AND a.expires_at > %s))) < %s",
+        "AND (a.status = %s OR (a.status = %s AND a.expires_at > %s))) "
+        f"+ (SELECT COUNT(*) FROM {push} p WHERE p.task_id = %s AND p.item_id = i.id "
+        "AND p.taken_at IS NULL AND p.user_id <> %s) < %s",
     ]
     params: list[Any] = [
         task.project_id, ItemStatus.DISCARDED,
         task.pk, user.pk, AssignmentStatus.SUBMITTED,
         task.pk, Verdict.PENDING,
-        task.pk, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now, task.overlap,
+        task.pk, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now,
+        task.pk, user.pk, task.overlap,
     ]  # fmt: skip
+    if task.items_listed:
+        where.append(f"EXISTS (SELECT 1 FROM {listed} t WHERE t.task_id = %s AND t.item_id = i.id)")
+        params.append(task.pk)
+    if pushed:
+        where.append(
+            f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.item_id = i.id "
+            "AND p.user_id = %s AND p.taken_at IS NULL)"
+        )
+        params += [task.pk, user.pk]
     if task.updates_item_status:
         # A task that decides item status verifies drafts: items it (or anything else) has
         # already verified, disputed or discarded are not offered again. This also keeps
@@ -257,6 +313,10 @@ def _lease(
     )
     if lease.pk is None:  # a backend that does not return ids on conflict
         lease = Assignment.objects.get(task=task, item_id=item_id, unit=unit, user=user)
+    if not unit:  # a push of this item to this user is taken now
+        ItemPush.objects.filter(
+            task=task, item_id=item_id, user=user, taken_at__isnull=True
+        ).update(taken_at=now)
     verification.verification_begin(task=task, item_id=item_id)
     return lease
 

@@ -43,8 +43,10 @@ def _go(request: HtmxHttpRequest, url: str) -> HttpResponse:
 def task_list(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_selectors.project_get(user=request.user, pk=project_id)
     tasks = list(selectors.task_list(user=request.user, project=project))
+    pushes = selectors.pushes_untaken(user=request.user, tasks=tasks)
     for task in tasks:
         task.progress = selectors.my_progress(user=request.user, task=task)  # type: ignore[attr-defined]
+        task.pushes_untaken = pushes.get(task.pk, [])  # type: ignore[attr-defined]
         if task.relabel_fields:
             task.stats = selectors.verification_stats(task=task)  # type: ignore[attr-defined]
     return render(

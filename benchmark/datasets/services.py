@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import threading
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -594,14 +594,37 @@ def _select(
 _Chunk = tuple[list[tuple[Any, ...]], dict[AttachmentModel, list[tuple[Any, ...]]]]
 
 
-def _item_chunks(conn: Any, project: Project, status: str | None) -> Iterator[_Chunk]:
-    """The project's items in order, EXPORT_CHUNK at a time (keyset pagination)."""
+def _selected_batches(conn: Any, project: Project, item_ids: frozenset[int]) -> Iterator[list[int]]:
+    """The selected items' ids in export order, EXPORT_CHUNK at a time (the project's ids are
+    read in order, one column, so no statement carries more than a chunk of ids)."""
+    table = conn.ops.quote_name(Item._meta.db_table)
+    with conn.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {table} WHERE project_id = %s ORDER BY position, id", [project.pk]
+        )
+        ordered = [row[0] for row in cursor.fetchall() if row[0] in item_ids]
+    for start in range(0, len(ordered), EXPORT_CHUNK):
+        yield ordered[start : start + EXPORT_CHUNK]
+
+
+def _item_chunks(
+    conn: Any, project: Project, status: str | None, item_ids: frozenset[int] | None = None
+) -> Iterator[_Chunk]:
+    """The project's items in order (only ``item_ids`` when given), EXPORT_CHUNK at a time
+    (keyset pagination)."""
     where = "project_id = %s" + (" AND status = %s" if status else "")
     base_params: list[Any] = [project.pk] + ([status] if status else [])
+    batches = _selected_batches(conn, project, item_ids) if item_ids is not None else None
     after: tuple[int, int] | None = None
     while True:
         clause, params = where, list(base_params)
-        if after is not None:
+        if batches is not None:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            clause += f" AND id IN ({', '.join(['%s'] * len(batch))})"
+            params += batch
+        elif after is not None:
             clause += " AND (position > %s OR (position = %s AND id > %s))"
             params += [after[0], after[0], after[1]]
         chunk = _select(
@@ -610,6 +633,8 @@ def _item_chunks(conn: Any, project: Project, status: str | None) -> Iterator[_C
             conn=conn,
         )  # fmt: skip
         if not chunk:
+            if batches is not None:
+                continue
             return
         after = (chunk[-1][4], chunk[-1][0])
         # The same chunk again as a subquery: no list of a thousand parameters to send.
@@ -629,7 +654,7 @@ def _item_chunks(conn: Any, project: Project, status: str | None) -> Iterator[_C
             for model, (_, own) in _ATTACHED.items()
         }
         yield chunk, attached
-        if len(chunk) < EXPORT_CHUNK:
+        if batches is None and len(chunk) < EXPORT_CHUNK:
             return
 
 
@@ -679,7 +704,10 @@ def _read_ahead(make: Callable[[Any], Iterator[Any]]) -> Iterator[Any]:
 
 
 def _export_items(  # noqa: C901
-    project: Project, status: str | None, image_paths: dict[str, str]
+    project: Project,
+    status: str | None,
+    image_paths: dict[str, str],
+    item_ids: frozenset[int] | None = None,
 ) -> Iterator[ItemRecord]:
     """Items in order with what their own records hold, read a chunk ahead."""
     seen_refs: dict[Any, list[ImageRef]] = {}
@@ -698,9 +726,9 @@ def _export_items(  # noqa: C901
         return images
 
     if connection.vendor == "postgresql":  # the server works while this thread writes
-        chunks = _read_ahead(lambda conn: _item_chunks(conn, project, status))
+        chunks = _read_ahead(lambda conn: _item_chunks(conn, project, status, item_ids))
     else:  # SQLite reads under the GIL for the most part: a thread would only add switching
-        chunks = _item_chunks(connection, project, status)
+        chunks = _item_chunks(connection, project, status, item_ids)
     for chunk, attached in chunks:
         external = {row[0]: row[1] for row in chunk}
         nested: dict[int, dict[type, list[AttachmentRecord]]] = {}
@@ -723,7 +751,10 @@ def _export_items(  # noqa: C901
 
 
 def _export_attachments(
-    project: Project, status: str | None, image_paths: dict[str, str]
+    project: Project,
+    status: str | None,
+    image_paths: dict[str, str],
+    item_ids: frozenset[int] | None = None,
 ) -> Iterator[AttachmentRecord]:
     """Records that came from their own files (answers, predictions, runs), in item order."""
     for model, (_, own) in _ATTACHED.items():
@@ -732,17 +763,25 @@ def _export_attachments(
             rows = rows.filter(item__status=status)
         rows = rows.order_by("item__position", "item_id", "position", "id")
         external = dict(rows.values_list("item_id", "item__external_id").distinct())
-        for _, rec in _attached_records(model, rows.values_list(*_COMMON, *own), external):
+        values: Iterable[tuple[Any, ...]] = rows.values_list(*_COMMON, *own)
+        if item_ids is not None:  # item_id is the first column
+            values = (row for row in values if row[0] in item_ids)
+        for _, rec in _attached_records(model, values, external):
             for image in getattr(rec, "images", []):
                 image_paths.setdefault(image.path, "")
             yield rec
 
 
 def dataset_export(
-    *, project: Project, out: Path, status: str | None = None, copy_images: bool = True
+    *,
+    project: Project,
+    out: Path,
+    status: str | None = None,
+    copy_images: bool = True,
+    item_ids: Collection[int] | None = None,
 ) -> list[Path]:
-    """Write the project's items (optionally only those with ``status``) in its format,
-    streaming from the database a chunk at a time. Returns the files written."""
+    """Write the project's items (optionally only those with ``status``, only ``item_ids``)
+    in its format, streaming from the database a chunk at a time. Returns the files written."""
     if status is not None and status not in ItemStatus.values:
         raise ValidationFailed(
             f"unknown status {status!r}; choose one of {', '.join(ItemStatus.values)}"
@@ -750,11 +789,12 @@ def dataset_export(
     fmt = get_format(project.data_format)
     out = Path(out)
     image_paths: dict[str, str] = {}
+    selected = frozenset(item_ids) if item_ids is not None else None
     written = list(
         fmt.write(
             out,
-            _export_items(project, status, image_paths),
-            _export_attachments(project, status, image_paths),
+            _export_items(project, status, image_paths, selected),
+            _export_attachments(project, status, image_paths, selected),
         )
     )
     if copy_images and image_paths:
@@ -882,6 +922,8 @@ def dataset_export_file(
     user: AnyUser,
     status: str | None = None,
     include_images: bool = False,
+    item_ids: Collection[int] | None = None,
+    name_suffix: str = "",
 ) -> ExportFile:
     """Export the project (optionally one status) in its format into a temporary folder and
     return one file: the single file written (e.g. ATP's .jsonl), or a .zip of everything
@@ -890,11 +932,19 @@ def dataset_export_file(
     base = slugify(project.name) or f"project-{project.pk}"
     if status:
         base = f"{base}-{status}"
+    if name_suffix:
+        base = f"{base}-{name_suffix}"
     tmp = Path(tempfile.mkdtemp(prefix="benchwright-export-"))
     try:
         out = tmp / base
         out.mkdir()
-        dataset_export(project=project, out=out, status=status, copy_images=include_images)
+        dataset_export(
+            project=project,
+            out=out,
+            status=status,
+            copy_images=include_images,
+            item_ids=item_ids,
+        )
         files = sorted(p for p in tmp.rglob("*") if p.is_file())
         if len(files) == 1 and not include_images:
             single = files[0]

@@ -4,13 +4,16 @@ renders the full page or, for htmx requests, only the fragment that was asked fo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_POST
 
 from benchmark.datasets.forms import ExportForm
@@ -49,34 +52,65 @@ def project_list(request: HttpRequest) -> HttpResponse:
     return render_page(request, "benchmark/project_list.html", {"projects": projects})
 
 
+PageHook = Callable[[HttpRequest, Project], dict[str, Any]]
+_PAGE_HOOKS: list[PageHook | str] = []
+
+
+def project_page_extend(hook: PageHook | str) -> None:
+    """Add to the project page's context (``hook(request, project)`` or its dotted path,
+    e.g. the bulk-action bar of ``annotation.bulk_actions``): registered from an app's
+    ``ready()``, since ``benchmark`` does not import the apps built on it."""
+    if hook not in _PAGE_HOOKS:
+        _PAGE_HOOKS.append(hook)
+
+
 @login_required
 @require_GET
 @htmx_page
 def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     """The project page: status counts and the filterable, paginated item list."""
     project = selectors.project_get(user=request.user, pk=project_id)
+    context = project_page_context(request, project, request.GET)
+    return render_page(
+        request, "benchmark/project_detail.html", context, fragments={"item-list": "item-list"}
+    )
+
+
+def project_page_context(
+    request: HttpRequest, project: Project, query: Mapping[str, Any], *, prefix: str = ""
+) -> dict[str, Any]:
+    """The project page's context for the filters in ``query`` (the page's own query string,
+    or a posted form's fields named ``<prefix>-<filter>``); pages that act on the item list
+    (bulk actions) re-render the page with it."""
     facets = selectors.item_facets(user=request.user, project=project)
-    bound = {k: v for k, v in request.GET.items() if k != "page"}
+    start = f"{prefix}-" if prefix else ""
+    bound = {
+        k[len(start) :]: v
+        for k, v in query.items()
+        if k.startswith(start) and k[len(start) :] in ItemFilterForm.base_fields
+    }
     form = ItemFilterForm(bound or None, facets=facets)
     if form.is_bound:
         form.is_valid()
     filters = form.filters()
     items = selectors.item_list_rows(user=request.user, project=project, filters=filters)
-    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(items, PAGE_SIZE).get_page(query.get(f"{start}page"))
     counts = selectors.item_status_counts(user=request.user, project=project)
-    export_form = ExportForm()
-    context = {
+    extra: dict[str, Any] = {}
+    for hook in _PAGE_HOOKS:
+        extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
+    return {
         **project_context(request, project),
+        **extra,
         "form": form,
         "filters": filters,
+        "filter_query": urlencode({k: v for k, v in bound.items() if v}),
+        "filter_items": [(k, v) for k, v in bound.items() if v],
         "page": page,
         "counts": counts,
         "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
-        "export_form": export_form,
+        "export_form": ExportForm(),
     }
-    return render_page(
-        request, "benchmark/project_detail.html", context, fragments={"item-list": "item-list"}
-    )
 
 
 # --------------------------------------------------------------------------- items
