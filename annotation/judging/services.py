@@ -178,9 +178,10 @@ def _candidate(
         where.append("i.status = %s")
         params.append(ItemStatus.DRAFT)
     if not task.author_may_judge:
-        # Not the item's author: "user:<name>" or "drafted by <name>", maybe with more words.
+        # Not the item's author: "user:<name>", "drafted by <name>" or "written by <name>",
+        # maybe with more words.
         whole, prefixes = verification_rules.author_provenance(user.get_username())
-        where.append("i.provenance NOT IN (%s, %s)")
+        where.append(f"i.provenance NOT IN ({', '.join(['%s'] * len(whole))})")
         params += whole
         for prefix in prefixes:
             where.append("i.provenance NOT LIKE %s ESCAPE '!'")

@@ -60,7 +60,7 @@ def is_solve_task(task: JudgmentTask) -> bool:
     return task.scheme == Scheme.TEXT and task.consensus == Rule.AUTHOR_PLUS_TWO
 
 
-AUTHOR_PREFIXES = ("user:", "drafted by ")
+AUTHOR_PREFIXES = ("user:", "drafted by ", "written by ")
 
 
 def author_username(item: Item) -> str:

@@ -73,7 +73,8 @@ from benchmark.typing import AnyUser, User
 
 
 """How ``provenance`` names the person who drafted an item: ``user:<name>`` (optionally
-followed by more words) or the drafting page's ``drafted by <name> with <model>``."""
+followed by more words), the drafting page's ``drafted by <name> with <model>``, or an item
+written in the app, ``written by <name>``."""
 
 
 SOLVE_TASK_DEFAULTS: dict[str, Any] = {

@@ -152,3 +152,14 @@ def test_author_does_not_judge_own_item_unless_allowed(
     a = _user(project, "author")
     Item.objects.filter(external_id="i0").update(provenance="user:author")
     assert services.assignment_next_for_user(task=task, user=a).item.external_id == "i1"
+
+
+@pytest.mark.parametrize("provenance", ["written by author", "drafted by author with m"])
+def test_an_item_written_in_the_app_is_not_offered_to_its_author(
+    project: Project, task: JudgmentTask, provenance: str
+) -> None:
+    """Items created in the app ("written by <user>", benchmark.items) or by the drafting
+    page name their author the same way the queue recognises."""
+    a = _user(project, "author")
+    Item.objects.filter(external_id="i0").update(provenance=provenance)
+    assert services.assignment_next_for_user(task=task, user=a).item.external_id == "i1"
