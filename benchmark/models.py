@@ -167,6 +167,9 @@ class Project(models.Model):
         Taxonomy, null=True, blank=True, on_delete=models.PROTECT, related_name="projects"
     )
     description = models.TextField(blank=True)
+    guidelines = models.TextField(
+        blank=True, help_text="Markdown, shown on every annotation screen of the project."
+    )
     settings = JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(
@@ -572,3 +575,7 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} call {self.request_key[:12]}"
+
+
+# Feature packages' models (registered with Django by being imported here).
+from benchmark.people.models import *  # noqa: E402, F403

@@ -11,4 +11,5 @@ urlpatterns = [
     path("", include("benchmark.llm.urls")),
     path("", include("benchmark.toolsets.urls")),
     path("", include("benchmark.images.urls")),
+    path("", include("benchmark.people.urls")),
 ]

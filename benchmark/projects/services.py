@@ -6,17 +6,116 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
+from benchmark import permissions
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import (
+    DataFormat,
     Item,
     ItemStatus,
     ItemStatusChange,
     Membership,
     Project,
+    ProjectKind,
     Role,
+    TagSyntax,
+    Taxonomy,
+    Toolset,
 )
 from benchmark.permissions import can
 from benchmark.typing import User
+
+#: Each benchmark (its data format) with the project kind and tag syntax it needs.
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    DataFormat.ATP: (ProjectKind.INTERLEAVED, TagSyntax.ATP),
+    DataFormat.LLMI: (ProjectKind.INTERLEAVED, TagSyntax.LLMI),
+    DataFormat.AGENTIC_MME: (ProjectKind.TRAJECTORY, TagSyntax.NONE),
+    DataFormat.MMS: (ProjectKind.PLAN, TagSyntax.NONE),
+}
+
+
+def project_create(
+    *,
+    user: User | None,
+    name: str,
+    data_format: str,
+    toolset: Toolset | None = None,
+    taxonomy: Taxonomy | None = None,
+    copy_toolset: bool = False,
+    copy_taxonomy: bool = False,
+    description: str = "",
+    guidelines: str = "",
+    admin: User | None = None,
+) -> Project:
+    """A new project for the benchmark ``data_format`` (which sets its kind and tag syntax).
+
+    ``user`` creates it (staff, or an admin of some project; None for a management command)
+    and becomes its admin unless ``admin`` names someone else. ``toolset``/``taxonomy``
+    default to the benchmark's built-in ones; a built-in one is used as it is (the toolset is
+    copied on its first edit) unless ``copy_*`` asks for a copy now; another project's is
+    always copied, so editing one project never changes another."""
+    from benchmark.builtin import taxonomies_ensure, toolsets_ensure
+    from benchmark.people.models import AuditAction
+    from benchmark.people.services import audit_record
+    from benchmark.projects.selectors import taxonomies_usable, toolsets_usable
+    from benchmark.toolsets.services import taxonomy_copy, toolset_copy
+
+    if user is not None and not permissions.can_create_project(user=user):
+        raise Forbidden("only staff and project admins create projects")
+    name = (name or "").strip()
+    if not name:
+        raise ValidationFailed("name: the project needs a name")
+    if len(name) > Project._meta.get_field("name").max_length:  # type: ignore[operator]
+        raise ValidationFailed("name: at most 200 characters")
+    if data_format not in BENCHMARKS:
+        raise ValidationFailed(
+            f"benchmark: choose one of {', '.join(BENCHMARKS)}, not {data_format!r}"
+        )
+    admin = admin or user
+    if admin is not None and not admin.is_active:
+        raise ValidationFailed(f"admin: {admin.get_username()!r} is deactivated")
+    kind, tag_syntax = BENCHMARKS[data_format]
+    with transaction.atomic():
+        if Project.objects.filter(name__iexact=name).exists():
+            raise ValidationFailed(f"name: a project named {name!r} exists already")
+        if toolset is None:
+            toolset = toolsets_ensure()[data_format]
+        elif user is not None and not toolsets_usable(user=user).filter(pk=toolset.pk).exists():
+            raise ValidationFailed("toolset: not one you may use")
+        if taxonomy is None:
+            taxonomy = taxonomies_ensure()[data_format]
+        elif user is not None and not taxonomies_usable(user=user).filter(pk=taxonomy.pk).exists():
+            raise ValidationFailed("taxonomy: not one you may use")
+        if copy_toolset or not toolset.builtin:
+            toolset = toolset_copy(toolset=toolset, name=f"{toolset.name} · {name}")
+        if copy_taxonomy or not taxonomy.builtin:
+            taxonomy = taxonomy_copy(taxonomy=taxonomy, name=f"{taxonomy.name} · {name}")
+        project = Project(
+            name=name,
+            kind=kind,
+            tag_syntax=tag_syntax,
+            data_format=data_format,
+            toolset=toolset,
+            taxonomy=taxonomy,
+            description=(description or "").strip(),
+            guidelines=(guidelines or "").strip(),
+        )
+        project.full_clean()
+        project.save()
+        if admin is not None:
+            Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
+        audit_record(
+            actor=user,
+            action=AuditAction.PROJECT_CREATED,
+            project=project,
+            target=name,
+            details={
+                "benchmark": data_format,
+                "toolset": toolset.name,
+                "taxonomy": taxonomy.name,
+                "admin": admin.get_username() if admin else None,
+            },
+        )
+    return project
 
 
 def membership_set(*, project: Project, user: User, role: str) -> Membership:
