@@ -11,7 +11,9 @@ from benchmark.people.services import INVITATION_DAYS, MAX_INVITATION_DAYS
 
 
 class MemberAddForm(forms.Form):
-    username = forms.CharField(max_length=150, widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    username = forms.CharField(
+        max_length=150, widget=forms.TextInput(attrs={"autocomplete": "off"})
+    )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
 
 
@@ -54,7 +56,9 @@ class SignupForm(NewPasswordForm):
 
 
 class UserCreateForm(forms.Form):
-    username = forms.CharField(max_length=150, widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    username = forms.CharField(
+        max_length=150, widget=forms.TextInput(attrs={"autocomplete": "off"})
+    )
     first_name = forms.CharField(max_length=150, required=False)
     last_name = forms.CharField(max_length=150, required=False)
     password = forms.CharField(

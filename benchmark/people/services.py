@@ -105,9 +105,7 @@ def _keeps_an_admin(project: Project, membership: Membership) -> None:
         )
 
 
-def member_role_set(
-    *, project: Project, actor: User, membership_id: int, role: str
-) -> Membership:
+def member_role_set(*, project: Project, actor: User, membership_id: int, role: str) -> Membership:
     permissions.require_manage_members(user=actor, project=project)
     _role(role)
     with transaction.atomic():
@@ -129,7 +127,8 @@ def member_role_set(
     return membership
 
 
-def member_remove(*, project: Project, actor: User, membership_id: int) -> None:
+def member_remove(*, project: Project, actor: User, membership_id: int) -> Membership:
+    """Remove a member (never the last admin); returns the removed membership."""
     permissions.require_manage_members(user=actor, project=project)
     with transaction.atomic():
         membership = _membership_locked(project, membership_id)
@@ -142,6 +141,7 @@ def member_remove(*, project: Project, actor: User, membership_id: int) -> None:
             details={"role": membership.role},
         )
         membership.delete()
+    return membership
 
 
 # --------------------------------------------------------------------------- invitations

@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from benchmark import permissions
 from benchmark.exceptions import DomainError
@@ -57,7 +57,7 @@ def _members_page(
         "events": selectors.event_list(user=user, project=project),
         "roles": Role.choices,
         "add_form": add_form or MemberAddForm(),
-        "invite_form": invite_form or InvitationForm(),
+        "invite_form": invite_form or InvitationForm(auto_id="invite_%s"),
         "error": error,
         "new_link": new_link,
     }
@@ -68,9 +68,9 @@ def _submit(form: forms.Form, action: Any) -> tuple[Any, int, str]:
     """form_submit, plus the form's errors as one message; a refusal by role is a 403 page."""
     result, status = form_submit(form, action)
     if status == 403:
-        raise PermissionDenied(" ".join(form.non_field_errors()))
+        raise PermissionDenied(" ".join(str(e) for e in form.non_field_errors()))
     errors = " ".join(
-        f"{'' if name == '__all__' else name + ': '}{' '.join(errs)}"
+        f"{'' if name == '__all__' else name + ': '}{' '.join(str(e) for e in errs)}"
         for name, errs in form.errors.items()
     )
     return result, status, errors
@@ -87,9 +87,7 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
     form = MemberAddForm(request.POST)
     membership, status, error = _submit(
         form,
-        lambda data: services.member_add(
-            project=project, actor=request_user(request), **data
-        ),
+        lambda data: services.member_add(project=project, actor=request_user(request), **data),
     )
     if membership is None:
         return _members_page(request, project, status=status, add_form=form)
@@ -120,16 +118,15 @@ def member_role(request: HttpRequest, project_id: int, membership_id: int) -> Ht
 @require_POST
 def member_remove(request: HttpRequest, project_id: int, membership_id: int) -> HttpResponse:
     project = selectors.project_for_members(user=request.user, pk=project_id)
-    done, status, error = _submit(
+    removed, status, error = _submit(
         forms.Form(request.POST),
         lambda _: services.member_remove(
             project=project, actor=request_user(request), membership_id=membership_id
-        )
-        or True,
+        ),
     )
-    if not done:
+    if removed is None:
         return _members_page(request, project, status=status, error=error)
-    messages.success(request, "Member removed.")
+    messages.success(request, f"{removed.user.get_username()} is no longer a member.")
     return redirect("benchmark:members", project_id=project.pk)
 
 
@@ -141,7 +138,7 @@ def member_remove(request: HttpRequest, project_id: int, membership_id: int) -> 
 def invitation_create(request: HttpRequest, project_id: int) -> HttpResponse:
     """A new invitation link, shown once on the members page (only its hash is kept)."""
     project = selectors.project_for_members(user=request.user, pk=project_id)
-    form = InvitationForm(request.POST)
+    form = InvitationForm(request.POST, auto_id="invite_%s")
     made, status, error = _submit(
         form,
         lambda data: services.invitation_create(

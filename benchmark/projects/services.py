@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from benchmark import permissions
+from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import (
     DataFormat,
@@ -21,7 +24,11 @@ from benchmark.models import (
     Taxonomy,
     Toolset,
 )
+from benchmark.people.models import AuditAction
+from benchmark.people.services import audit_record
 from benchmark.permissions import can
+from benchmark.projects.selectors import taxonomies_usable, toolsets_usable
+from benchmark.toolsets.services import taxonomy_copy, toolset_copy
 from benchmark.typing import User
 
 #: Each benchmark (its data format) with the project kind and tag syntax it needs.
@@ -31,6 +38,38 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     DataFormat.AGENTIC_MME: (ProjectKind.TRAJECTORY, TagSyntax.NONE),
     DataFormat.MMS: (ProjectKind.PLAN, TagSyntax.NONE),
 }
+
+
+def _new_project_checked(*, user: User | None, name: str, data_format: str) -> str:
+    """The new project's name, stripped; Forbidden or ValidationFailed naming the field."""
+    if user is not None and not permissions.can_create_project(user=user):
+        raise Forbidden("only staff and project admins create projects")
+    name = (name or "").strip()
+    if not name:
+        raise ValidationFailed("name: the project needs a name")
+    if len(name) > 200:
+        raise ValidationFailed("name: at most 200 characters")
+    if data_format not in BENCHMARKS:
+        raise ValidationFailed(
+            f"benchmark: choose one of {', '.join(BENCHMARKS)}, not {data_format!r}"
+        )
+    return name
+
+
+def _starting_point(
+    *,
+    user: User | None,
+    row: Any,
+    usable: Callable[..., QuerySet[Any]],
+    copy: bool,
+    copier: Callable[[Any], Any],
+    what: str,
+) -> Any:
+    """The toolset (or taxonomy) a new project starts from: ``row`` itself when built in and
+    no copy is asked for, else a copy; ``row`` must be one ``user`` may use."""
+    if user is not None and not usable(user=user).filter(pk=row.pk).exists():
+        raise ValidationFailed(f"{what}: not one you may use")
+    return copier(row) if copy or not row.builtin else row
 
 
 def project_create(
@@ -53,23 +92,7 @@ def project_create(
     default to the benchmark's built-in ones; a built-in one is used as it is (the toolset is
     copied on its first edit) unless ``copy_*`` asks for a copy now; another project's is
     always copied, so editing one project never changes another."""
-    from benchmark.builtin import taxonomies_ensure, toolsets_ensure
-    from benchmark.people.models import AuditAction
-    from benchmark.people.services import audit_record
-    from benchmark.projects.selectors import taxonomies_usable, toolsets_usable
-    from benchmark.toolsets.services import taxonomy_copy, toolset_copy
-
-    if user is not None and not permissions.can_create_project(user=user):
-        raise Forbidden("only staff and project admins create projects")
-    name = (name or "").strip()
-    if not name:
-        raise ValidationFailed("name: the project needs a name")
-    if len(name) > Project._meta.get_field("name").max_length:  # type: ignore[operator]
-        raise ValidationFailed("name: at most 200 characters")
-    if data_format not in BENCHMARKS:
-        raise ValidationFailed(
-            f"benchmark: choose one of {', '.join(BENCHMARKS)}, not {data_format!r}"
-        )
+    name = _new_project_checked(user=user, name=name, data_format=data_format)
     admin = admin or user
     if admin is not None and not admin.is_active:
         raise ValidationFailed(f"admin: {admin.get_username()!r} is deactivated")
@@ -77,18 +100,22 @@ def project_create(
     with transaction.atomic():
         if Project.objects.filter(name__iexact=name).exists():
             raise ValidationFailed(f"name: a project named {name!r} exists already")
-        if toolset is None:
-            toolset = toolsets_ensure()[data_format]
-        elif user is not None and not toolsets_usable(user=user).filter(pk=toolset.pk).exists():
-            raise ValidationFailed("toolset: not one you may use")
-        if taxonomy is None:
-            taxonomy = taxonomies_ensure()[data_format]
-        elif user is not None and not taxonomies_usable(user=user).filter(pk=taxonomy.pk).exists():
-            raise ValidationFailed("taxonomy: not one you may use")
-        if copy_toolset or not toolset.builtin:
-            toolset = toolset_copy(toolset=toolset, name=f"{toolset.name} · {name}")
-        if copy_taxonomy or not taxonomy.builtin:
-            taxonomy = taxonomy_copy(taxonomy=taxonomy, name=f"{taxonomy.name} · {name}")
+        toolset = _starting_point(
+            user=user,
+            row=toolset or toolsets_ensure()[data_format],
+            usable=toolsets_usable,
+            copy=copy_toolset,
+            copier=lambda row: toolset_copy(toolset=row, name=f"{row.name} · {name}"),
+            what="toolset",
+        )
+        taxonomy = _starting_point(
+            user=user,
+            row=taxonomy or taxonomies_ensure()[data_format],
+            usable=taxonomies_usable,
+            copy=copy_taxonomy,
+            copier=lambda row: taxonomy_copy(taxonomy=row, name=f"{row.name} · {name}"),
+            what="taxonomy",
+        )
         project = Project(
             name=name,
             kind=kind,

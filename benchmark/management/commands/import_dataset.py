@@ -39,7 +39,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         with transaction.atomic():
-            project, created = _project(options["project"], options["format"], options)
+            project, created = _project_or_create(options["project"], options["format"], options)
             try:
                 result = dataset_import(project=project, path=options["path"])
             except (FormatError, DomainError) as exc:
@@ -50,15 +50,22 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(result.as_dict(), indent=2))
 
 
-def _project(name: str, fmt: str, options: dict[str, Any]) -> tuple[Project, bool]:
-    project = Project.objects.filter(name=name).first()
-    if project is None:
-        if not options.get("create"):
-            raise CommandError(
-                f"no project named {name!r}: add --create to create it, or run "
-                "create_project first"
-            )
-        return create_from_options(name, fmt, options), True
+def _project(name: str, fmt: str) -> Project:
+    try:
+        project = Project.objects.get(name=name)
+    except Project.DoesNotExist:
+        raise CommandError(f"no project named {name!r}") from None
     if project.data_format != fmt:
         raise CommandError(f"project {name!r} holds {project.data_format!r} data, not {fmt!r}")
-    return project, False
+    return project
+
+
+def _project_or_create(name: str, fmt: str, options: dict[str, Any]) -> tuple[Project, bool]:
+    """The project named ``name``, or with ``--create`` a new one; and whether it is new."""
+    if Project.objects.filter(name=name).exists():
+        return _project(name, fmt), False
+    if not options.get("create"):
+        raise CommandError(
+            f"no project named {name!r}: add --create to create it, or run create_project first"
+        )
+    return create_from_options(name, fmt, options), True

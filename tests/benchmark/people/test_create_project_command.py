@@ -104,7 +104,11 @@ def test_import_dataset_create_makes_the_project_then_imports() -> None:
     project = Project.objects.get(name="ATP new")
     assert project.kind == "interleaved" and project.tag_syntax == "atp"
     assert Membership.objects.get(project=project).user.username == "lead"
-    assert json.loads(out.getvalue())["items_created"] == Item.objects.filter(project=project).count() > 0
+    assert (
+        json.loads(out.getvalue())["items_created"]
+        == Item.objects.filter(project=project).count()
+        > 0
+    )
     assert "created project 'ATP new'" in err.getvalue()
     # Again: the project exists, --create changes nothing, records are skipped.
     call_command(
@@ -124,8 +128,6 @@ def test_a_failed_import_keeps_no_new_project(tmp_path: Any) -> None:
     bad = tmp_path / "data.jsonl"
     bad.write_text('{"id": 1, "not": "atp"}\n', encoding="utf-8")
     with pytest.raises(CommandError, match=r"nothing imported \(and the project was not created\)"):
-        call_command(
-            "import_dataset", str(bad), "--format", "atp", "--project", "Bad", "--create"
-        )
+        call_command("import_dataset", str(bad), "--format", "atp", "--project", "Bad", "--create")
     assert not Project.objects.filter(name="Bad").exists()
     assert not AuditEvent.objects.exists()

@@ -13,7 +13,7 @@ from django.utils import timezone
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
 from benchmark.models import AuditAction, AuditEvent, Invitation, Membership, Role
 from benchmark.people import services
-from tests.factories import InvitationFactory, MembershipFactory, UserFactory
+from tests.factories import InvitationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

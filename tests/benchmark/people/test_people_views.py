@@ -103,7 +103,9 @@ def test_page_errors_name_the_problem(client_for: Any, project: Any, users: dict
     response = client.post(
         reverse("benchmark:member_role", args=[project.pk, mine.pk]), {"role": "chief"}
     )
-    assert response.status_code == 400 and "role: Select a valid choice" in response.content.decode()
+    assert (
+        response.status_code == 400 and "role: Select a valid choice" in response.content.decode()
+    )
 
 
 def test_another_projects_member_is_not_found(
