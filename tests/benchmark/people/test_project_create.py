@@ -11,7 +11,14 @@ from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.models import AuditAction, AuditEvent, Membership, Project, Role
 from benchmark.projects.services import project_create
-from tests.factories import ProjectFactory, TaxonomyTermFactory, ToolFactory, UserFactory
+from tests.factories import (
+    ItemFactory,
+    ProjectFactory,
+    ResponseFactory,
+    TaxonomyTermFactory,
+    ToolFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -163,3 +170,27 @@ def test_guidelines_are_sanitized_and_follow_htmx_navigation(
     assert "<em>care</em>" in fragment.content.decode()
     listing = client.get(reverse("benchmark:project_list"), **hx).content.decode()
     assert 'hx-swap-oob="true">' in listing and "<em>care</em>" not in listing
+
+
+def test_guidelines_show_on_annotation_screens(
+    client_for: Any, project: Any, users: dict[str, Any]
+) -> None:
+    project.guidelines = "Prefer **Reference** over Search."
+    project.save()
+    item = ItemFactory(project=project)
+    response = ResponseFactory(item=item, key="gt")
+    client = client_for(users["annotator"])
+    urls = [
+        reverse("annotation:tag_review", args=[project.pk, item.pk, response.pk]),
+        reverse("annotation:task_list", args=[project.pk]),
+        reverse("benchmark:item_detail", args=[project.pk, item.pk]),
+    ]
+    for url in urls:
+        page = client.get(url)
+        assert page.status_code == 200, url
+        assert "<strong>Reference</strong>" in page.content.decode(), url
+    # A project without guidelines shows no panel.
+    project.guidelines = ""
+    project.save()
+    page = client.get(urls[0]).content.decode()
+    assert "<details" not in page.split('id="project-guidelines"')[1].split("</div>")[0]
