@@ -63,10 +63,15 @@ def member_add(*, project: Project, actor: User, username: str, role: str) -> Me
         )
     if not user.is_active:
         raise ValidationFailed(f"username: {username!r} is deactivated")
+    taken = Conflict(f"username: {username!r} is a member already; change their role")
     with transaction.atomic():
         if Membership.objects.filter(project=project, user=user).exists():
-            raise Conflict(f"username: {username!r} is a member already; change their role")
-        membership = Membership.objects.create(project=project, user=user, role=role)
+            raise taken
+        try:
+            with transaction.atomic():
+                membership = Membership.objects.create(project=project, user=user, role=role)
+        except IntegrityError:  # added at the same moment by someone else
+            raise taken from None
         audit_record(
             actor=actor,
             action=AuditAction.MEMBER_ADDED,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
@@ -224,6 +225,7 @@ def _people_page(
         "error": error,
         "link": link,
         "link_user": link_user,
+        "link_days": max(1, round(settings.PASSWORD_RESET_TIMEOUT / 86400)),
     }
     return render(request, "benchmark/people/people.html", context, status=status)
 
