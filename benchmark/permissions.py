@@ -117,9 +117,11 @@ def can_manage_members(*, user: AnyUser, project: Project) -> bool:
     return is_staff(user) or can(user=user, project=project, action="manage")
 
 
-def require_manage_members(*, user: AnyUser, project: Project) -> None:
+def require_manage_members(
+    *, user: AnyUser, project: Project, what: str = "manage its members"
+) -> None:
     if not can_manage_members(user=user, project=project):
-        raise Forbidden(f"only admins of {project.name!r} (and staff) manage its members")
+        raise Forbidden(f"only admins of {project.name!r} (and staff) {what}")
 
 
 def require_staff(*, user: AnyUser) -> None:

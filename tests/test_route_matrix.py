@@ -460,6 +460,19 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             expect=NOT_PROJECT_ADMINS,
         ),
     ),
+    "benchmark:project_edit": (
+        Case("edit page", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
+        Case(
+            "edit guidelines",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+            data={"description": "", "guidelines": "Read the *whole* document."},
+        ),
+        Case(
+            "other project's edit page", lambda w: {"project_id": w.other_project.pk}, Access.OTHER
+        ),
+    ),
     "benchmark:members": (
         Case("members page", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
         Case(

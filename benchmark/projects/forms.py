@@ -144,3 +144,12 @@ class ProjectCreateForm(forms.Form):
             "description": data["description"],
             "guidelines": data["guidelines"],
         }
+
+
+class ProjectEditForm(forms.Form):
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    guidelines = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 14}),
+        help_text="Markdown. Shown, folded, on every annotation screen of the project.",
+    )

@@ -154,6 +154,30 @@ def membership_set(*, project: Project, user: User, role: str) -> Membership:
     return membership
 
 
+def project_update(*, project: Project, user: User, description: str, guidelines: str) -> Project:
+    """Change the project's description and guidelines (its admins, and staff); the change
+    is recorded with the fields that changed."""
+    permissions.require_manage_members(
+        user=user, project=project, what="change its description and guidelines"
+    )
+    new = {"description": (description or "").strip(), "guidelines": (guidelines or "").strip()}
+    changed = [name for name, value in new.items() if getattr(project, name) != value]
+    if not changed:
+        return project
+    with transaction.atomic():
+        for name in changed:
+            setattr(project, name, new[name])
+        project.save(update_fields=changed)
+        audit_record(
+            actor=user,
+            action=AuditAction.PROJECT_UPDATED,
+            project=project,
+            target=project.name,
+            details={"fields": changed},
+        )
+    return project
+
+
 # --------------------------------------------------------------------------- item status
 
 

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from benchmark import permissions
 from benchmark.datasets.forms import ExportForm
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
@@ -25,6 +26,7 @@ from benchmark.pages import (
     render_page,
     require_action,
 )
+from benchmark.people.selectors import project_for_members
 from benchmark.permissions import can_create_project
 from benchmark.presenters import (
     attachment_label,
@@ -35,7 +37,12 @@ from benchmark.presenters import (
     trajectory_view,
 )
 from benchmark.projects import selectors, services
-from benchmark.projects.forms import ItemFilterForm, ProjectCreateForm, RestoreForm
+from benchmark.projects.forms import (
+    ItemFilterForm,
+    ProjectCreateForm,
+    ProjectEditForm,
+    RestoreForm,
+)
 from benchmark.typing import request_user
 
 PAGE_SIZE = 50
@@ -108,6 +115,31 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     return render_page(
         request, "benchmark/project_detail.html", context, fragments={"item-list": "item-list"}
     )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The project's description and guidelines (its admins, and staff)."""
+    project = project_for_members(user=request.user, pk=project_id)
+    data = request.POST if request.method == "POST" else None
+    initial = {"description": project.description, "guidelines": project.guidelines}
+    form = ProjectEditForm(data, initial=initial)
+    status = 200
+    if data is not None:
+        done, status = form_submit(
+            form,
+            lambda cleaned: services.project_update(
+                project=project, user=request_user(request), **cleaned
+            ),
+        )
+        if done is not None:
+            # Staff who are not members cannot open the project's page: back to its members.
+            member = permissions.role_in(user=request.user, project=project) is not None
+            target = "benchmark:project_detail" if member else "benchmark:members"
+            return redirect(target, project_id=project.pk)
+    context = {**project_context(request, project), "form": form}
+    return render(request, "benchmark/project_edit.html", context, status=status)
 
 
 # --------------------------------------------------------------------------- items

@@ -194,3 +194,33 @@ def test_guidelines_show_on_annotation_screens(
     project.save()
     page = client.get(urls[0]).content.decode()
     assert "<details" not in page.split('id="project-guidelines"')[1].split("</div>")[0]
+
+
+def test_admins_edit_the_guidelines_and_the_change_is_recorded(
+    client_for: Any, project: Any, users: dict[str, Any]
+) -> None:
+    url = reverse("benchmark:project_edit", args=[project.pk])
+    assert client_for(users["reviewer"]).get(url).status_code == 403
+    assert client_for(users["outsider"]).get(url).status_code == 404
+    client = client_for(users["admin"])
+    assert "A project for tests." in client.get(url).content.decode()
+    data = {"description": "A project for tests.", "guidelines": "Read *all* documents."}
+    response = client.post(url, data)
+    assert response.status_code == 302
+    project.refresh_from_db()
+    assert project.guidelines == "Read *all* documents."
+    (event,) = AuditEvent.objects.filter(action=AuditAction.PROJECT_UPDATED)
+    assert event.actor == users["admin"] and event.details == {"fields": ["guidelines"]}
+    client.post(url, data)  # unchanged: nothing recorded
+    assert AuditEvent.objects.filter(action=AuditAction.PROJECT_UPDATED).count() == 1
+
+
+def test_staff_who_are_not_members_edit_and_return_to_the_members_page(
+    client_for: Any, project: Any
+) -> None:
+    client = client_for(UserFactory(is_staff=True))
+    url = reverse("benchmark:project_edit", args=[project.pk])
+    response = client.post(url, {"description": "", "guidelines": "G"})
+    assert response["Location"] == reverse("benchmark:members", args=[project.pk])
+    project.refresh_from_db()
+    assert project.guidelines == "G" and project.description == ""
