@@ -22,7 +22,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from benchmark import permissions
 from benchmark.exceptions import DomainError
 from benchmark.models import Project, Role
-from benchmark.pages import form_submit, project_context
+from benchmark.pages import form_submit, htmx_page, project_context, render_page
 from benchmark.people import selectors, services
 from benchmark.people.forms import (
     InvitationForm,
@@ -62,7 +62,9 @@ def _members_page(
         "error": error,
         "new_link": new_link,
     }
-    return render(request, "benchmark/people/members.html", context, status=status)
+    response = render_page(request, "benchmark/people/members.html", context)
+    response.status_code = status
+    return response
 
 
 def _submit(form: forms.Form, action: Any) -> tuple[Any, int, str]:
@@ -79,6 +81,7 @@ def _submit(form: forms.Form, action: Any) -> tuple[Any, int, str]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@htmx_page
 def members(request: HttpRequest, project_id: int) -> HttpResponse:
     """The project's members with their roles, invitation links and recorded changes; a POST
     adds an existing user."""

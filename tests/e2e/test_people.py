@@ -44,6 +44,8 @@ def test_staff_creates_a_project_adds_a_member_and_invites_a_newcomer(  # type: 
     # Members: add annie as a reviewer, then make an invitation link for an annotator.
     page.get_by_role("link", name="Members").click()
     expect(page.locator("h1")).to_have_text("Members")
+    expect(page.locator(".topbar")).to_have_count(1)  # loaded into #main, not nested
+    expect(page.locator("#project-guidelines details")).to_have_count(1)
     expect(page.locator("#members tr[data-username=staffer]")).to_contain_text("staffer")
     add = page.locator("#member-add")
     add.get_by_label("Username").fill("annie")

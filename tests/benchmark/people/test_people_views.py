@@ -70,6 +70,17 @@ def test_members_page_lists_members_invitations_and_events_in_bounded_queries(
     assert body.count('data-action="member_added"') == 15
 
 
+def test_members_page_as_an_htmx_fragment(
+    client_for: Any, project: Any, users: dict[str, Any]
+) -> None:
+    project.guidelines = "Be *kind*."
+    project.save()
+    hx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "main"}
+    body = client_for(users["admin"]).get(members_url(project), **hx).content.decode()
+    assert "<h1>Members</h1>" in body and "<header" not in body and "<html" not in body
+    assert 'hx-swap-oob="true"' in body and "<em>kind</em>" in body
+
+
 def test_add_change_and_remove_through_the_page(
     client_for: Any, project: Any, users: dict[str, Any]
 ) -> None:
