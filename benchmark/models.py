@@ -167,6 +167,9 @@ class Project(models.Model):
         Taxonomy, null=True, blank=True, on_delete=models.PROTECT, related_name="projects"
     )
     description = models.TextField(blank=True)
+    guidelines = models.TextField(
+        blank=True, help_text="Markdown, shown on every annotation screen of the project."
+    )
     settings = JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(
@@ -574,4 +577,6 @@ class ModelCall(models.Model):
         return f"{self.model} call {self.request_key[:12]}"
 
 
-from benchmark.items.models import ItemVersion  # noqa: E402, F401 - registers it
+# Feature packages' models (registered with Django by being imported here).
+from benchmark.items.models import ItemVersion  # noqa: E402, F401
+from benchmark.people.models import *  # noqa: E402, F403

@@ -12,6 +12,7 @@ from django import forms
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.vary import vary_on_headers
 
 from benchmark import permissions
@@ -61,7 +62,13 @@ def render_page(
             if target == key or (key.endswith("*") and target.startswith(key[:-1])):
                 fragment = name
                 break
-        template = f"{template}#{fragment}"
+        response = render(request, f"{template}#{fragment}", context)
+        if target == "main":
+            # The page changed under the header: so does the project's guidelines panel.
+            response.write(
+                render_to_string("partials/guidelines_oob.html", context, request=request)
+            )
+        return response
     return render(request, template, context)
 
 

@@ -92,3 +92,38 @@ def require(*, user: AnyUser, project: Project, action: str, item: Any = None) -
         reason = state_refusal(user=user, item=item, action=action)
         if reason:
             raise Forbidden(reason)
+
+
+# --------------------------------------------------------------------------- people
+#
+# Staff (Django's ``is_staff``) manage user accounts and may manage any project's members;
+# creating a project is open to staff and to whoever is an admin of some project.
+
+
+def is_staff(user: AnyUser) -> bool:
+    return bool(user.is_authenticated and user.is_active and user.is_staff)
+
+
+def can_create_project(*, user: AnyUser) -> bool:
+    if not user.is_authenticated:
+        return False
+    if is_staff(user):
+        return True
+    return Membership.objects.filter(user=user.pk, role=Role.ADMIN).exists()
+
+
+def can_manage_members(*, user: AnyUser, project: Project) -> bool:
+    """Project admins, and staff for every project."""
+    return is_staff(user) or can(user=user, project=project, action="manage")
+
+
+def require_manage_members(
+    *, user: AnyUser, project: Project, what: str = "manage its members"
+) -> None:
+    if not can_manage_members(user=user, project=project):
+        raise Forbidden(f"only admins of {project.name!r} (and staff) {what}")
+
+
+def require_staff(*, user: AnyUser) -> None:
+    if not is_staff(user):
+        raise Forbidden("only staff manage user accounts")

@@ -12,4 +12,5 @@ urlpatterns = [
     path("", include("benchmark.toolsets.urls")),
     path("", include("benchmark.images.urls")),
     path("", include("benchmark.items.urls")),
+    path("", include("benchmark.people.urls")),
 ]

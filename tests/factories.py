@@ -18,7 +18,10 @@ from benchmark.items.models import ItemVersion
 from benchmark.items.services import item_snapshot
 from benchmark.judges import Template
 from benchmark.models import (
+    AuditAction,
+    AuditEvent,
     Image,
+    Invitation,
     Item,
     ItemStatus,
     Job,
@@ -915,3 +918,33 @@ class ItemVersionFactory(DjangoModelFactory):
     number = 1
     fields = factory.LazyAttribute(lambda o: item_snapshot(o.item))
     author = factory.SubFactory(UserFactory)
+
+
+# --------------------------------------------------------------------------- people
+
+
+class InvitationFactory(DjangoModelFactory):
+    """An open invitation; its token is ``invitation-token-<n>`` (``token`` on the instance is
+    not stored: only its hash is)."""
+
+    class Meta:
+        model = Invitation
+        exclude = ("token",)
+
+    token = factory.Sequence(lambda n: f"invitation-token-{n}")
+    project = factory.SubFactory(ProjectFactory)
+    role = Role.ANNOTATOR
+    token_hash = factory.LazyAttribute(lambda o: Invitation.hash_token(o.token))
+    created_by = factory.SubFactory(UserFactory)
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=7))
+
+
+class AuditEventFactory(DjangoModelFactory):
+    class Meta:
+        model = AuditEvent
+
+    actor = factory.SubFactory(UserFactory)
+    action = AuditAction.MEMBER_ADDED
+    project = factory.SubFactory(ProjectFactory)
+    target = "someone"
+    details = factory.LazyFunction(lambda: {"role": "annotator"})

@@ -43,9 +43,12 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.contrib.auth.tokens import default_token_generator
 from django.db import transaction
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from annotation.drafting.services import item_draft_token
 from annotation.judging.models import TaskUnit
@@ -54,7 +57,7 @@ from annotation.trajectories.document import ITEM_FIELDS, STEP_FIELDS, draft_fro
 from annotation.trajectories.selectors import reference_of, version_state
 from annotation.trajectories.services import task_document
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
-from benchmark.models import Origin, Role
+from benchmark.models import Membership, Origin, Role
 from review.human_eval.scales import ATP_SCALE
 from tests.factories import (
     AgentRunFactory,
@@ -71,6 +74,7 @@ from tests.factories import (
     FailureLabelFactory,
     ImageFactory,
     ImportJobFactory,
+    InvitationFactory,
     ItemFactory,
     JudgeCallFactory,
     JudgeRunFactory,
@@ -224,6 +228,14 @@ _VERIFIERS_MAY_NOT_EDIT: dict[str, Expect | int] = {
 }
 
 HX_MAIN = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "main"}
+#: The staff's pages: no role of the world is staff, so every logged-in one is refused.
+STAFF_ONLY: dict[str, Expect | int] = {
+    role: Expect.FORBIDDEN for role in ROLES if role != "anonymous"
+}
+#: Creating a project: staff and admins of some project, not reviewers or annotators.
+NOT_PROJECT_ADMINS: dict[str, Expect | int] = {
+    role: Expect.FORBIDDEN for role in ("reviewer", "annotator", "blind_verifier")
+}
 
 # --------------------------------------------------------------------------- the table
 #
@@ -515,6 +527,119 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
             blind=Expect.SAFE,
         ),
+    ),
+    # ------------------------------------------------------------------ projects and people
+    "benchmark:project_create": (
+        # Staff and admins of some project (the outsider is admin of another project).
+        Case("new project page", lambda w: {}, Access.LOGGED_IN, expect=NOT_PROJECT_ADMINS),
+        Case(
+            "new project, invalid",
+            lambda w: {},
+            Access.LOGGED_IN,
+            method="post",
+            data={"name": "", "data_format": "atp"},
+            expect=NOT_PROJECT_ADMINS,
+        ),
+    ),
+    "benchmark:project_edit": (
+        Case("edit page", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
+        Case(
+            "edit guidelines",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+            data={"description": "", "guidelines": "Read the *whole* document."},
+        ),
+        Case(
+            "other project's edit page", lambda w: {"project_id": w.other_project.pk}, Access.OTHER
+        ),
+    ),
+    "benchmark:members": (
+        Case("members page", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
+        Case(
+            "members page fragment",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            headers=HX_MAIN,
+        ),
+        Case(
+            "add a member, unknown user",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+            data={"username": "nobody-at-all", "role": "annotator"},
+        ),
+        Case("other project's members", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
+    ),
+    "benchmark:member_role": (
+        Case(
+            "change a role (to the same)",
+            lambda w: {"project_id": w.project.pk, "membership_id": w.annotator_membership.pk},
+            Access.MANAGE,
+            method="post",
+            data={"role": "annotator"},
+        ),
+    ),
+    "benchmark:member_remove": (
+        Case(
+            "remove a member",
+            lambda w: {"project_id": w.project.pk, "membership_id": w.annotator_membership.pk},
+            Access.MANAGE,
+            method="post",
+        ),
+    ),
+    "benchmark:invitation_create": (
+        Case(
+            "make an invitation link",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+            data={"role": "annotator", "days": "7"},
+        ),
+    ),
+    "benchmark:invitation_revoke": (
+        Case(
+            "revoke an invitation link",
+            lambda w: {"project_id": w.project.pk, "invitation_id": w.invitation.pk},
+            Access.MANAGE,
+            method="post",
+        ),
+    ),
+    "benchmark:invitation_open": (
+        Case("an open invitation link", lambda w: {"token": w.invitation_token}, Access.PUBLIC),
+    ),
+    "benchmark:people": (
+        Case("people page (staff only)", lambda w: {}, Access.LOGGED_IN, expect=STAFF_ONLY),
+        Case(
+            "create an account (staff only)",
+            lambda w: {},
+            Access.LOGGED_IN,
+            method="post",
+            data={"username": "matrix-new"},
+            expect=STAFF_ONLY,
+        ),
+    ),
+    "benchmark:user_password_link": (
+        Case(
+            "password link (staff only)",
+            lambda w: {"user_id": w.users["annotator"].pk},
+            Access.LOGGED_IN,
+            method="post",
+            expect=STAFF_ONLY,
+        ),
+    ),
+    "benchmark:user_active": (
+        Case(
+            "deactivate (staff only)",
+            lambda w: {"user_id": w.users["annotator"].pk},
+            Access.LOGGED_IN,
+            method="post",
+            data={"active": "0"},
+            expect=STAFF_ONLY,
+        ),
+    ),
+    "benchmark:password_link_open": (
+        Case("a valid password link", lambda w: w.password_link, Access.PUBLIC),
     ),
     "benchmark:toolset": (
         Case("toolset page", lambda w: {"project_id": w.project.pk}, Access.VIEW),
@@ -1716,6 +1841,16 @@ def build_world() -> SimpleNamespace:
             client = Client()
             client.force_login(users[role])
             w.sessions[role] = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+
+    # People: an open invitation link to the ATP project, a password link for the annotator
+    # (made after the logins above, which its token depends on).
+    w.annotator_membership = Membership.objects.get(project=w.project, user=users["annotator"])
+    w.invitation_token = "matrix-invitation-token"
+    w.invitation = InvitationFactory(project=w.project, token=w.invitation_token)
+    w.password_link = {
+        "uidb64": urlsafe_base64_encode(force_bytes(users["annotator"].pk)),
+        "token": default_token_generator.make_token(users["annotator"]),
+    }
 
     w.trajectory_save = _trajectory_save(w.titem)
     w.drafting_draft = {

@@ -72,3 +72,84 @@ class RestoreForm(forms.Form):
         label="Why",
         widget=forms.TextInput(attrs={"placeholder": "Why it is kept after all (optional)"}),
     )
+
+
+BENCHMARK_CHOICES = [
+    ("atp", "ATP-Bench (interleaved answers, <tool> tags)"),
+    ("llmi", "LLM-I / LLMI-Bench (interleaved answers, <imgen> tags)"),
+    ("agentic-mme", "Agentic-MME (agent trajectories)"),
+    ("mms", "m&m's (tool plans)"),
+]
+
+
+def _source_choices(rows: Any, kind: str) -> list[tuple[str, str]]:
+    """``use:<pk>`` for a built-in row, ``copy:<pk>`` for a copy of any row."""
+    choices = [
+        ("", f"The benchmark's built-in {kind}"),
+        ("copy", f"A copy of the benchmark's built-in {kind}"),
+    ]
+    for row in rows:
+        if row.builtin:
+            choices.append((f"use:{row.pk}", f"{row.name} (built-in)"))
+        choices.append((f"copy:{row.pk}", f"A copy of {row.name}"))
+    return choices
+
+
+class ProjectCreateForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    data_format = forms.ChoiceField(label="Benchmark", choices=BENCHMARK_CHOICES)
+    toolset = forms.ChoiceField(
+        required=False,
+        help_text="A built-in toolset is shared until the project first edits it; a copy is "
+        "the project's own from the start.",
+    )
+    taxonomy = forms.ChoiceField(required=False)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    guidelines = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8}),
+        help_text="Markdown. Shown, folded, on every annotation screen of the project.",
+    )
+
+    def __init__(self, *args: Any, toolsets: Any = (), taxonomies: Any = (), **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._rows = {"toolset": list(toolsets), "taxonomy": list(taxonomies)}
+        cast(forms.ChoiceField, self.fields["toolset"]).choices = _source_choices(
+            self._rows["toolset"], "toolset"
+        )
+        cast(forms.ChoiceField, self.fields["taxonomy"]).choices = _source_choices(
+            self._rows["taxonomy"], "taxonomy"
+        )
+
+    def _source(self, field: str) -> tuple[Any, bool]:
+        """(row or None for the built-in one, copy it)."""
+        value = self.cleaned_data.get(field) or ""
+        if value in ("", "copy"):
+            return None, value == "copy"
+        how, _, pk = value.partition(":")
+        row = next(r for r in self._rows[field] if str(r.pk) == pk)
+        return row, how == "copy"
+
+    def service_kwargs(self) -> dict[str, Any]:
+        toolset, copy_toolset = self._source("toolset")
+        taxonomy, copy_taxonomy = self._source("taxonomy")
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "data_format": data["data_format"],
+            "toolset": toolset,
+            "copy_toolset": copy_toolset,
+            "taxonomy": taxonomy,
+            "copy_taxonomy": copy_taxonomy,
+            "description": data["description"],
+            "guidelines": data["guidelines"],
+        }
+
+
+class ProjectEditForm(forms.Form):
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    guidelines = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 14}),
+        help_text="Markdown. Shown, folded, on every annotation screen of the project.",
+    )

@@ -28,6 +28,8 @@ from benchmark.models import (
     Plan,
     Project,
     Response,
+    Taxonomy,
+    Toolset,
     Trajectory,
 )
 from benchmark.typing import AnyUser
@@ -80,6 +82,27 @@ def project_visible(*, user: AnyUser) -> QuerySet[Project]:
 def project_get(*, user: AnyUser, pk: int) -> Project:
     project = get_object_or_404(project_visible(user=user), pk=pk)
     return _remember_role(project, user)
+
+
+def _usable(model: type[Toolset] | type[Taxonomy], user: AnyUser) -> QuerySet[Any]:
+    if not user.is_authenticated:
+        return model.objects.none()
+    rows = model.objects.order_by("-builtin", "name")
+    if user.is_staff:
+        return rows
+    mine = model.objects.filter(projects__memberships__user=user.pk).values("pk")
+    return rows.filter(Q(builtin=True) | Q(pk__in=mine))
+
+
+def toolsets_usable(*, user: AnyUser) -> QuerySet[Toolset]:
+    """Toolsets a new project may start from: the built-in ones and those of the user's
+    projects (staff: every toolset)."""
+    return _usable(Toolset, user)
+
+
+def taxonomies_usable(*, user: AnyUser) -> QuerySet[Taxonomy]:
+    """Taxonomies a new project may start from, as :func:`toolsets_usable`."""
+    return _usable(Taxonomy, user)
 
 
 def item_status_counts(*, user: AnyUser, project: Project) -> dict[str, int]:

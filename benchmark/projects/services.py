@@ -2,21 +2,147 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
+from benchmark import permissions
+from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import (
+    DataFormat,
     Item,
     ItemStatus,
     ItemStatusChange,
     Membership,
     Project,
+    ProjectKind,
     Role,
+    TagSyntax,
+    Taxonomy,
+    Toolset,
 )
+from benchmark.people.models import AuditAction
+from benchmark.people.services import audit_record
 from benchmark.permissions import can
+from benchmark.projects.selectors import taxonomies_usable, toolsets_usable
+from benchmark.toolsets.services import taxonomy_copy, toolset_copy
 from benchmark.typing import User
+
+#: Each benchmark (its data format) with the project kind and tag syntax it needs.
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    DataFormat.ATP: (ProjectKind.INTERLEAVED, TagSyntax.ATP),
+    DataFormat.LLMI: (ProjectKind.INTERLEAVED, TagSyntax.LLMI),
+    DataFormat.AGENTIC_MME: (ProjectKind.TRAJECTORY, TagSyntax.NONE),
+    DataFormat.MMS: (ProjectKind.PLAN, TagSyntax.NONE),
+}
+
+
+def _new_project_checked(*, user: User | None, name: str, data_format: str) -> str:
+    """The new project's name, stripped; Forbidden or ValidationFailed naming the field."""
+    if user is not None and not permissions.can_create_project(user=user):
+        raise Forbidden("only staff and project admins create projects")
+    name = (name or "").strip()
+    if not name:
+        raise ValidationFailed("name: the project needs a name")
+    if len(name) > 200:
+        raise ValidationFailed("name: at most 200 characters")
+    if data_format not in BENCHMARKS:
+        raise ValidationFailed(
+            f"benchmark: choose one of {', '.join(BENCHMARKS)}, not {data_format!r}"
+        )
+    return name
+
+
+def _starting_point(
+    *,
+    user: User | None,
+    row: Any,
+    usable: Callable[..., QuerySet[Any]],
+    copy: bool,
+    copier: Callable[[Any], Any],
+    what: str,
+) -> Any:
+    """The toolset (or taxonomy) a new project starts from: ``row`` itself when built in and
+    no copy is asked for, else a copy; ``row`` must be one ``user`` may use."""
+    if user is not None and not usable(user=user).filter(pk=row.pk).exists():
+        raise ValidationFailed(f"{what}: not one you may use")
+    return copier(row) if copy or not row.builtin else row
+
+
+def project_create(
+    *,
+    user: User | None,
+    name: str,
+    data_format: str,
+    toolset: Toolset | None = None,
+    taxonomy: Taxonomy | None = None,
+    copy_toolset: bool = False,
+    copy_taxonomy: bool = False,
+    description: str = "",
+    guidelines: str = "",
+    admin: User | None = None,
+) -> Project:
+    """A new project for the benchmark ``data_format`` (which sets its kind and tag syntax).
+
+    ``user`` creates it (staff, or an admin of some project; None for a management command)
+    and becomes its admin unless ``admin`` names someone else. ``toolset``/``taxonomy``
+    default to the benchmark's built-in ones; a built-in one is used as it is (the toolset is
+    copied on its first edit) unless ``copy_*`` asks for a copy now; another project's is
+    always copied, so editing one project never changes another."""
+    name = _new_project_checked(user=user, name=name, data_format=data_format)
+    admin = admin or user
+    if admin is not None and not admin.is_active:
+        raise ValidationFailed(f"admin: {admin.get_username()!r} is deactivated")
+    kind, tag_syntax = BENCHMARKS[data_format]
+    with transaction.atomic():
+        if Project.objects.filter(name__iexact=name).exists():
+            raise ValidationFailed(f"name: a project named {name!r} exists already")
+        toolset = _starting_point(
+            user=user,
+            row=toolset or toolsets_ensure()[data_format],
+            usable=toolsets_usable,
+            copy=copy_toolset,
+            copier=lambda row: toolset_copy(toolset=row, name=f"{row.name} · {name}"),
+            what="toolset",
+        )
+        taxonomy = _starting_point(
+            user=user,
+            row=taxonomy or taxonomies_ensure()[data_format],
+            usable=taxonomies_usable,
+            copy=copy_taxonomy,
+            copier=lambda row: taxonomy_copy(taxonomy=row, name=f"{row.name} · {name}"),
+            what="taxonomy",
+        )
+        project = Project(
+            name=name,
+            kind=kind,
+            tag_syntax=tag_syntax,
+            data_format=data_format,
+            toolset=toolset,
+            taxonomy=taxonomy,
+            description=(description or "").strip(),
+            guidelines=(guidelines or "").strip(),
+        )
+        project.full_clean()
+        project.save()
+        if admin is not None:
+            Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
+        audit_record(
+            actor=user,
+            action=AuditAction.PROJECT_CREATED,
+            project=project,
+            target=name,
+            details={
+                "benchmark": data_format,
+                "toolset": toolset.name,
+                "taxonomy": taxonomy.name,
+                "admin": admin.get_username() if admin else None,
+            },
+        )
+    return project
 
 
 def membership_set(*, project: Project, user: User, role: str) -> Membership:
@@ -26,6 +152,30 @@ def membership_set(*, project: Project, user: User, role: str) -> Membership:
         project=project, user=user, defaults={"role": role}
     )
     return membership
+
+
+def project_update(*, project: Project, user: User, description: str, guidelines: str) -> Project:
+    """Change the project's description and guidelines (its admins, and staff); the change
+    is recorded with the fields that changed."""
+    permissions.require_manage_members(
+        user=user, project=project, what="change its description and guidelines"
+    )
+    new = {"description": (description or "").strip(), "guidelines": (guidelines or "").strip()}
+    changed = [name for name, value in new.items() if getattr(project, name) != value]
+    if not changed:
+        return project
+    with transaction.atomic():
+        for name in changed:
+            setattr(project, name, new[name])
+        project.save(update_fields=changed)
+        audit_record(
+            actor=user,
+            action=AuditAction.PROJECT_UPDATED,
+            project=project,
+            target=project.name,
+            details={"fields": changed},
+        )
+    return project
 
 
 # --------------------------------------------------------------------------- item status

@@ -4,7 +4,9 @@ from benchmark.projects import views
 
 urlpatterns = [
     path("", views.project_list, name="project_list"),
+    path("projects/new/", views.project_create, name="project_create"),
     path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
+    path("projects/<int:project_id>/edit/", views.project_edit, name="project_edit"),
     path("projects/<int:project_id>/items/<int:item_id>/", views.item_detail, name="item_detail"),
     path(
         "projects/<int:project_id>/items/<int:item_id>/restore/",

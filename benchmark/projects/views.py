@@ -14,14 +14,23 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.module_loading import import_string
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from benchmark import permissions
 from benchmark.datasets.forms import ExportForm
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Item, ItemStatus, Project, ProjectKind
 from benchmark.notices import item_notices
-from benchmark.pages import htmx_page, project_context, render_page, require_action
+from benchmark.pages import (
+    form_submit,
+    htmx_page,
+    project_context,
+    render_page,
+    require_action,
+)
+from benchmark.people.selectors import project_for_members
+from benchmark.permissions import can_create_project
 from benchmark.presenters import (
     attachment_label,
     item_view,
@@ -31,7 +40,12 @@ from benchmark.presenters import (
     trajectory_view,
 )
 from benchmark.projects import selectors, services
-from benchmark.projects.forms import ItemFilterForm, RestoreForm
+from benchmark.projects.forms import (
+    ItemFilterForm,
+    ProjectCreateForm,
+    ProjectEditForm,
+    RestoreForm,
+)
 from benchmark.typing import request_user
 
 PAGE_SIZE = 50
@@ -49,7 +63,31 @@ def project_list(request: HttpRequest) -> HttpResponse:
         project.status_counts = [  # type: ignore[attr-defined]
             (value, label, getattr(project, f"n_{value}")) for value, label in ItemStatus.choices
         ]
-    return render_page(request, "benchmark/project_list.html", {"projects": projects})
+    context = {"projects": projects, "can_create": can_create_project(user=request.user)}
+    return render_page(request, "benchmark/project_list.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_create(request: HttpRequest) -> HttpResponse:
+    """A new project (staff and project admins); its creator becomes its admin."""
+    if not can_create_project(user=request.user):
+        raise PermissionDenied("Only staff and project admins create projects.")
+    data = request.POST if request.method == "POST" else None
+    form = ProjectCreateForm(
+        data,
+        toolsets=selectors.toolsets_usable(user=request.user),
+        taxonomies=selectors.taxonomies_usable(user=request.user),
+    )
+    status = 200
+    if data is not None:
+        project, status = form_submit(
+            form,
+            lambda _: services.project_create(user=request_user(request), **form.service_kwargs()),
+        )
+        if project is not None:
+            return redirect("benchmark:project_detail", project_id=project.pk)
+    return render(request, "benchmark/project_create.html", {"form": form}, status=status)
 
 
 PageHook = Callable[[HttpRequest, Project], dict[str, Any]]
@@ -111,6 +149,31 @@ def project_page_context(
         "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
         "export_form": ExportForm(),
     }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The project's description and guidelines (its admins, and staff)."""
+    project = project_for_members(user=request.user, pk=project_id)
+    data = request.POST if request.method == "POST" else None
+    initial = {"description": project.description, "guidelines": project.guidelines}
+    form = ProjectEditForm(data, initial=initial)
+    status = 200
+    if data is not None:
+        done, status = form_submit(
+            form,
+            lambda cleaned: services.project_update(
+                project=project, user=request_user(request), **cleaned
+            ),
+        )
+        if done is not None:
+            # Staff who are not members cannot open the project's page: back to its members.
+            member = permissions.role_in(user=request.user, project=project) is not None
+            target = "benchmark:project_detail" if member else "benchmark:members"
+            return redirect(target, project_id=project.pk)
+    context = {**project_context(request, project), "form": form}
+    return render(request, "benchmark/project_edit.html", context, status=status)
 
 
 # --------------------------------------------------------------------------- items

@@ -9,23 +9,27 @@ from django.db import transaction
 
 from benchmark import permissions
 from benchmark.exceptions import ValidationFailed
-from benchmark.models import Project, Tool, ToolEdge, Toolset
+from benchmark.models import Project, Taxonomy, TaxonomyTerm, Tool, ToolEdge, Toolset
 
 PARAM_TYPES = {"str", "int", "float", "bool", "list", "dict", "list[float]", "any"}
 
 
-def _own_toolset(project: Project) -> Toolset:
-    """The project's toolset, copied first when it is built in or used by another project."""
-    toolset = project.toolset
-    shared = toolset.builtin or toolset.projects.exclude(pk=project.pk).exists()
-    if not shared:
-        return toolset
-    name = f"{toolset.name} · {project.name}"[:100]
-    n = 2
-    while Toolset.objects.filter(name=name).exists():
-        name = f"{toolset.name} · {project.name} ({n})"[:100]
+def _free_name(model: type[Toolset] | type[Taxonomy], base: str) -> str:
+    """``base`` (cut to 100 characters), or with " (2)", " (3)"... when taken."""
+    name, n = base[:100], 2
+    while model.objects.filter(name=name).exists():
+        suffix = f" ({n})"
+        name = base[: 100 - len(suffix)] + suffix
         n += 1
-    copy = Toolset.objects.create(name=name, description=toolset.description, builtin=False)
+    return name
+
+
+def toolset_copy(*, toolset: Toolset, name: str) -> Toolset:
+    """A new, non-built-in toolset with the tools (and m&m's edges) of ``toolset``, named
+    ``name`` (with a number added when taken)."""
+    copy = Toolset.objects.create(
+        name=_free_name(Toolset, name), description=toolset.description, builtin=False
+    )
     by_old: dict[int, Tool] = {}
     for tool in toolset.tools.all():
         old_pk = tool.pk
@@ -37,6 +41,43 @@ def _own_toolset(project: Project) -> Toolset:
         ToolEdge(toolset=copy, source=by_old[s], target=by_old[t])
         for s, t in toolset.edges.values_list("source_id", "target_id")
     )
+    return copy
+
+
+def taxonomy_copy(*, taxonomy: Taxonomy, name: str) -> Taxonomy:
+    """A new, non-built-in taxonomy with the terms of ``taxonomy`` (parents before children),
+    named ``name`` (with a number added when taken)."""
+    copy = Taxonomy.objects.create(
+        name=_free_name(Taxonomy, name), description=taxonomy.description, builtin=False
+    )
+    by_old: dict[int, TaxonomyTerm] = {}
+    pending = list(taxonomy.terms.order_by("id"))
+    while pending:
+        rest = []
+        for term in pending:
+            if term.parent_id is not None and term.parent_id not in by_old:
+                rest.append(term)
+                continue
+            old_pk = term.pk
+            term.pk = None
+            term.taxonomy = copy
+            term.parent = by_old.get(term.parent_id) if term.parent_id else None
+            term.save()
+            by_old[old_pk] = term
+        if len(rest) == len(pending):  # a parent in another taxonomy: keep them top level
+            for term in rest:
+                term.parent_id = None
+        pending = rest
+    return copy
+
+
+def _own_toolset(project: Project) -> Toolset:
+    """The project's toolset, copied first when it is built in or used by another project."""
+    toolset = project.toolset
+    shared = toolset.builtin or toolset.projects.exclude(pk=project.pk).exists()
+    if not shared:
+        return toolset
+    copy = toolset_copy(toolset=toolset, name=f"{toolset.name} · {project.name}")
     project.toolset = copy
     project.save(update_fields=["toolset"])
     return copy
