@@ -14,12 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 ATP_TAG = (
-    '<tool>{"tool_name": "<Tool>", "description": "<what the image shows>", '
-    '"params": {...}}</tool>'
+    '<tool>{"tool_name": "<Tool>", "description": "<what the image shows>", "params": {...}}</tool>'
 )
 LLMI_TAG = (
-    "<imgen>{'source': '<tool>', 'description': '<what the image shows>', "
-    "'params': {...}}</imgen>"
+    "<imgen>{'source': '<tool>', 'description': '<what the image shows>', 'params': {...}}</imgen>"
 )
 
 
@@ -105,8 +103,7 @@ def rubric_prompt(*, query: str) -> str:
             "its images, how text and images fit together), specific to this prompt, never "
             "vague.",
             f"Prompt:\n{query}",
-            "Reply with a JSON list of exactly 10 strings (criteria r1 to r10) and nothing "
-            "else.",
+            "Reply with a JSON list of exactly 10 strings (criteria r1 to r10) and nothing else.",
         ]
     )
 

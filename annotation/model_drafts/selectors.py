@@ -19,18 +19,19 @@ from annotation.model_drafts.models import (
     DraftStatus,
     ModelDraft,
 )
-from benchmark import permissions
+from benchmark import permissions, visibility
 from benchmark.exceptions import NotFound
 from benchmark.models import ModelCall, Project
-from benchmark.projects.selectors import item_list
 from benchmark.typing import AnyUser
 
 
 def _visible(user: AnyUser, project: Project) -> QuerySet[ModelDraft]:
     if not user.is_authenticated or not permissions.can(user=user, project=project, action="view"):
         return ModelDraft.objects.none()
-    return ModelDraft.objects.filter(project=project).filter(
-        Q(item__isnull=True) | Q(item__in=item_list(user=user).filter(project=project).values("pk"))
+    # A draft about an item whose answer is hidden from the user (a blind verifier's item)
+    # shows the answer or the author's drafting: not theirs to see.
+    return visibility.exclude_hidden_attachments(
+        ModelDraft.objects.filter(project=project), user=user
     )
 
 
@@ -171,18 +172,18 @@ def drafting_figures(*, user: AnyUser, project: Project) -> DraftingFigures:
         .values("draft__kind", "status")
         .annotate(n=Count("id"))
     )
-    for row in candidates:
-        figures = by_kind.get(row["draft__kind"])
-        if figures is not None and row["status"] in CandidateStatus.values:
-            setattr(figures, row["status"], row["n"])
+    for counted in candidates:
+        figures = by_kind.get(counted["draft__kind"])
+        if figures is not None and counted["status"] in CandidateStatus.values:
+            setattr(figures, counted["status"], counted["n"])
     sums: dict[str, Any] = {}
     for kind in DraftKind.values:
         where = Q(purpose__startswith=f"model-draft:{kind}:")
         sums[f"{kind}_prompt"] = Sum("prompt_tokens", filter=where)
         sums[f"{kind}_completion"] = Sum("completion_tokens", filter=where)
-    tokens = ModelCall.objects.filter(project=project, purpose__startswith="model-draft:").aggregate(
-        **sums
-    )
+    tokens = ModelCall.objects.filter(
+        project=project, purpose__startswith="model-draft:"
+    ).aggregate(**sums)
     price = price_per_1k_tokens(project)
     total = KindFigures(kind="all", label="All drafts")
     for kind, figures in by_kind.items():

@@ -89,13 +89,13 @@ def draft_kind_fits(*, project: Project, kind: str) -> bool:
 
 def _require_fit(project: Project, kind: str) -> None:
     if not draft_kind_fits(project=project, kind=kind):
-        what = {
+        messages: dict[str, str] = {
             DraftKind.QUERIES: "drafting queries is for ATP-Bench projects",
             DraftKind.ANSWER: "drafting an answer is for projects of interleaved answers",
             DraftKind.RUBRIC: "drafting a rubric is for LLM-I projects",
             DraftKind.PLAN: "drafting a plan is for m&m's projects",
-        }.get(kind, f"kind: unknown kind of draft {kind!r}")
-        raise ValidationFailed(what)
+        }
+        raise ValidationFailed(messages.get(kind, f"kind: unknown kind of draft {kind!r}"))
 
 
 def _cache_mode(project: Project) -> str | None:
@@ -194,11 +194,8 @@ def draft_queries_start(
 
 
 def _tools(project: Project) -> list[dict[str, Any]]:
-    return list(
-        project.toolset.tools.order_by("position", "name").values(
-            "name", "description", "parameters", "output_names"
-        )
-    )
+    tools = project.toolset.tools.order_by("position", "name")
+    return [dict(t) for t in tools.values("name", "description", "parameters", "output_names")]
 
 
 def _image_constraint(item: Item) -> str:
@@ -255,9 +252,7 @@ def _save_answer(draft: ModelDraft, user: User, text: str) -> dict[str, Any]:
         item=item, key=GT_KEY, defaults={"origin": Origin.GROUND_TRUTH, "text": ""}
     )
     response.item = item
-    base = (
-        ResponseVersion.objects.filter(response=response).aggregate(n=Max("number"))["n"] or 1
-    )
+    base = ResponseVersion.objects.filter(response=response).aggregate(n=Max("number"))["n"] or 1
     version = tag_services.response_save_version(
         response=response,
         user=user,
@@ -286,9 +281,7 @@ def _apply(draft: ModelDraft, user: User, answer: str) -> list[DraftCandidate]:
     """The candidates of the model's answer (and, for answers and plans, what was saved)."""
     if draft.kind == DraftKind.QUERIES:
         queries = parse_queries(answer, n=int(draft.params.get("n") or MAX_QUERIES))
-        return [
-            DraftCandidate(draft=draft, position=n, content=q) for n, q in enumerate(queries)
-        ]
+        return [DraftCandidate(draft=draft, position=n, content=q) for n, q in enumerate(queries)]
     if draft.kind == DraftKind.RUBRIC:
         criteria = parse_rubric(answer)
         return [DraftCandidate(draft=draft, position=0, content=criteria, item=draft.item)]
@@ -313,9 +306,7 @@ def model_draft_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         raise DomainError("the draft this job was for no longer exists")
     if found.status == DraftStatus.READY:
         return {"draft_id": found.pk, "candidates": found.candidates.count(), "kind": found.kind}
-    ModelDraft.objects.filter(pk=draft_id).update(
-        job=job, status=DraftStatus.PENDING, error=""
-    )
+    ModelDraft.objects.filter(pk=draft_id).update(job=job, status=DraftStatus.PENDING, error="")
     try:
         result = llm_services.model_call_job(job=job, progress=progress)
     except DomainError as exc:
@@ -450,9 +441,7 @@ def candidate_decide(
             item_update(
                 item=draft.item,
                 user=user,
-                changes={
-                    "rubric": [{"key": f"r{n}", "text": t} for n, t in enumerate(final, 1)]
-                },
+                changes={"rubric": [{"key": f"r{n}", "text": t} for n, t in enumerate(final, 1)]},
                 base_version=None,
                 note=provenance,
             )

@@ -218,15 +218,7 @@ def model_call_start(
         raise ValidationFailed("a model call needs a purpose of at most 50 characters")
     if item is not None and item.project_id != project.pk:
         raise ValidationFailed("the item is not in this project")
-    shas = list(dict.fromkeys(images))
-    if len(shas) > MAX_IMAGES:
-        raise ValidationFailed(f"send at most {MAX_IMAGES} images")
-    known = set(
-        Image.objects.filter(sha256__in=shas, projects=project).values_list("sha256", flat=True)
-    )
-    unknown = [sha for sha in shas if sha not in known]
-    if unknown:
-        raise ValidationFailed(f"image {unknown[0][:12]} is not an image of this project")
+    shas = _project_images(project, images)
     if mode is not None and mode not in CACHE_MODES:
         raise ValidationFailed(f"unknown cache mode {mode!r}")
     try:
@@ -257,6 +249,20 @@ def model_call_start(
 _CALL_PARAMS = frozenset(
     {"project_id", "item_id", "purpose", "system", "prompt", "images", "params", "mode"}
 )
+
+
+def _project_images(project: Project, images: list[str] | tuple[str, ...]) -> list[str]:
+    """The distinct hashes of ``images``, all of them images of the project."""
+    shas = list(dict.fromkeys(images))
+    if len(shas) > MAX_IMAGES:
+        raise ValidationFailed(f"send at most {MAX_IMAGES} images")
+    known = set(
+        Image.objects.filter(sha256__in=shas, projects=project).values_list("sha256", flat=True)
+    )
+    unknown = [sha for sha in shas if sha not in known]
+    if unknown:
+        raise ValidationFailed(f"image {unknown[0][:12]} is not an image of this project")
+    return shas
 
 
 def job_retry(*, job: Job, user: User) -> Job:

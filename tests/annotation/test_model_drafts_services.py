@@ -245,7 +245,9 @@ def test_an_edit_that_changes_nothing_counts_as_kept_and_an_empty_one_is_refused
     draft = draft_queries(atp, users["annotator"], django_capture_on_commit_callbacks)
     first, second, _ = draft.candidates.order_by("position")
     with pytest.raises(ValidationFailed, match="query: write the query"):
-        services.candidate_decide(candidate=first, user=users["annotator"], action="edit", content=" ")
+        services.candidate_decide(
+            candidate=first, user=users["annotator"], action="edit", content=" "
+        )
     same = services.candidate_decide(
         candidate=second, user=users["annotator"], action="edit", content=f"  {QUERIES[1]} "
     )
@@ -300,7 +302,9 @@ def test_drafting_an_atp_answer_saves_a_version_of_the_gt_response(
     (candidate,) = draft.candidates.all()
     assert candidate.saved_as == {"response": response.pk, "number": 2, "base": 1}
     # Rejecting puts back the answer before the draft, as a new version.
-    candidate = services.candidate_decide(candidate=candidate, user=users["annotator"], action="reject")
+    candidate = services.candidate_decide(
+        candidate=candidate, user=users["annotator"], action="reject"
+    )
     response.refresh_from_db()
     assert candidate.status == "rejected" and response.text == ""
     assert candidate.saved_as["reverted_as"] == 3
@@ -338,7 +342,9 @@ def test_drafting_an_llmi_answer_with_imgen_tags(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     project = _project(model_server, users, data_format="llmi", toolset=toolsets_ensure()["llmi"])
-    item = ItemFactory(project=project, query="Explain the phases of the moon.", constraints={"image_num": 2})
+    item = ItemFactory(
+        project=project, query="Explain the phases of the moon.", constraints={"image_num": 2}
+    )
     answer = "The moon waxes. <imgen>{'source': 'diffusion', 'description': 'moon', 'params': {'prompt': 'moon phases'}}</imgen>"
     model_server.answer = answer
     draft = run(
