@@ -531,3 +531,19 @@ def test_figures_price_tokens_and_are_scoped(
     assert figures.by_kind["queries"].cost == pytest.approx(24 / 1000 * 0.5)
     with pytest.raises(NotFound):
         selectors.drafting_figures(user=users["outsider"], project=atp)
+
+
+def test_running_the_task_again_changes_nothing(
+    atp: Project,
+    users: dict[str, Any],
+    model_server: FakeModelServer,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from benchmark.jobs.services import JobProgress
+
+    model_server.answer = json.dumps(QUERIES)
+    draft = draft_queries(atp, users["annotator"], django_capture_on_commit_callbacks)
+    job = Job.objects.get()
+    result = services.model_draft_job(job=job, progress=JobProgress(job.pk))
+    assert result == {"draft_id": draft.pk, "candidates": 3, "kind": "queries"}
+    assert DraftCandidate.objects.count() == 3 and model_server.count == 1

@@ -238,3 +238,28 @@ def test_draft_page_queries_do_not_grow_with_candidates(
     with django_assert_max_num_queries(10):
         body = client.get(f"{drafts_url(atp)}{draft.pk}/").content.decode()
     assert body.count("data-candidate=") == 11
+
+
+def test_a_failed_draft_shows_why_and_asks_again(
+    atp: Project,
+    client_for: Any,
+    users: dict[str, Any],
+    model_server: FakeModelServer,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    model_server.answer = "Happy to help! Here are some thoughts about fruit."
+    client = client_for(users["annotator"])
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            drafts_url(atp) + "queries/", {"category": "Recipe", "intent": "Ingredient", "n": "2"}
+        )
+    draft = ModelDraft.objects.get()
+    body = client.get(f"{drafts_url(atp)}{draft.pk}/").content.decode()
+    assert "data-draft-failed" in body and "not a JSON list of queries" in body
+    assert f"/jobs/{draft.job_id}/retry/" in body and "Ask again" in body
+    model_server.answer = json.dumps(QUERIES)
+    with django_capture_on_commit_callbacks(execute=True):
+        retried = client.post(f"/jobs/{draft.job_id}/retry/", HTTP_HX_REQUEST="true")
+    assert retried.status_code == 200
+    draft.refresh_from_db()
+    assert draft.status == "ready" and draft.candidates.count() == 2
