@@ -337,6 +337,10 @@ def model_draft_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         ModelDraft.objects.filter(pk=draft_id).update(model=found.model, call=found.call_id)
         _fail(draft_id, f"the draft could not be saved: {exc.message}")
         raise
+    except Exception:
+        ModelDraft.objects.filter(pk=draft_id).update(model=found.model, call=found.call_id)
+        _fail(draft_id, "the draft could not be saved (an unexpected error, logged)")
+        raise
     return {
         **result,
         "draft_id": found.pk,

@@ -201,28 +201,39 @@ def model_draft_decide(
         except DomainError as exc:
             error = exc.message
         else:
-            if not request.htmx:
-                if draft.kind in (DraftKind.ANSWER, DraftKind.PLAN) and action == "edit":
-                    return redirect(_editor_url(draft, obj))
-                return redirect(_detail_url(draft))
-            if draft.kind in (DraftKind.ANSWER, DraftKind.PLAN) and action == "edit":
-                return HttpResponseClientRedirect(_editor_url(draft, obj))
+            onward = _onward(request, draft, obj, action)
+            if onward is not None:
+                return onward
     else:
         error = "; ".join(str(e) for errors in form.errors.values() for e in errors)
     obj.draft = draft
     _with_editor(draft, obj)
+    if error and draft.kind == DraftKind.RUBRIC and form.is_valid():
+        obj.shown = form.rubric()  # type: ignore[attr-defined]  # keep what was typed
     context = {
         **project_context(request, project),
         "draft": draft,
         "item": draft.item,
         "c": obj,
         "error": error,
+        "error_for": obj.pk,
         "posted": form.data if error else None,
     }
     if not request.htmx and error:
         context = {**_detail_context(request, project, draft), **context}
         return render(request, DETAIL, context, status=status)
     return render(request, f"{DETAIL}#candidate", context, status=status)
+
+
+def _onward(
+    request: HtmxHttpRequest, draft: ModelDraft, candidate: DraftCandidate, action: str
+) -> HttpResponse | None:
+    """After a decision: "edit" of a saved answer or plan goes on in its editor; without
+    JavaScript every decision goes back to the draft; htmx otherwise swaps the candidate."""
+    if draft.kind in (DraftKind.ANSWER, DraftKind.PLAN) and action == "edit":
+        url = _editor_url(draft, candidate)
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return None if request.htmx else redirect(_detail_url(draft))
 
 
 def _editor_url(draft: ModelDraft, candidate: DraftCandidate) -> str:

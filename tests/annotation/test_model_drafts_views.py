@@ -263,3 +263,28 @@ def test_a_failed_draft_shows_why_and_asks_again(
     assert retried.status_code == 200
     draft.refresh_from_db()
     assert draft.status == "ready" and draft.candidates.count() == 2
+
+
+def test_a_rubric_with_an_empty_criterion_comes_back_with_what_was_typed(
+    client_for: Any, users: dict[str, Any], model_server: FakeModelServer
+) -> None:
+    from tests.factories import MembershipFactory
+    from tests.llm_server import point_at
+
+    project = point_at(ProjectFactory(data_format="llmi"), model_server)
+    MembershipFactory(project=project, user=users["annotator"], role="annotator")
+    item = ItemFactory(project=project, query="Fold a crane.")
+    draft = ModelDraftFactory(item=item, kind="rubric")
+    candidate = DraftCandidateFactory(
+        draft=draft, content=[f"Criterion {n} is met." for n in range(1, 11)]
+    )
+    data = {"action": "edit", **{f"r{n}": f"Typed criterion {n}." for n in range(1, 11)}}
+    data["r4"] = ""
+    response = client_for(users["annotator"]).post(
+        f"{drafts_url(project)}{draft.pk}/candidates/{candidate.pk}/", data, HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert response.status_code == 200 and "r4: write the criterion" in body
+    assert 'value="Typed criterion 10."' in body and 'data-status="pending"' in body
+    item.refresh_from_db()
+    assert item.rubric == []
