@@ -86,10 +86,19 @@ def answer_prompt(
     ]
     if image_constraint:
         parts.append(image_constraint)
+    index = 0
     for n, doc in enumerate(documents, start=1):
         text = doc.get("text") or doc.get("content") or ""
+        images = doc.get("images") if isinstance(doc.get("images"), list) else []
+        where = ""
+        if images:
+            last = index + len(images) - 1
+            where = f" (its images are img_index {index}" + (
+                f" to {last})" if last > index else ")"
+            )
+            index = last + 1
         if isinstance(text, str) and text.strip():
-            parts.append(f"Document {n}:\n{text.strip()}")
+            parts.append(f"Document {n}{where}:\n{text.strip()}")
     parts.append(f"Query:\n{query}")
     return "\n\n".join(parts)
 

@@ -283,7 +283,9 @@ def test_drafting_an_atp_answer_saves_a_version_of_the_gt_response(
     item = ItemFactory(
         project=atp,
         query="How do I keep basil fresh?",
-        documents=[{"text": "Basil keeps best in water, like cut flowers."}],
+        documents=[
+            {"text": "Basil keeps best in water, like cut flowers.", "images": ["a.jpg", "b.jpg"]}
+        ],
     )
     model_server.answer = ATP_ANSWER
     draft = run(
@@ -294,6 +296,7 @@ def test_drafting_an_atp_answer_saves_a_version_of_the_gt_response(
     call = ModelCall.objects.get()
     assert "How do I keep basil fresh?" in call.prompt and "like cut flowers" in call.prompt
     assert '<tool>{"tool_name"' in call.prompt and "Search(" in call.prompt
+    assert "Document 1 (its images are img_index 0 to 1):" in call.prompt
     response = Response.objects.get(item=item, key="gt")
     assert response.text == ATP_ANSWER and response.origin == "ground_truth"
     versions = list(ResponseVersion.objects.filter(response=response).order_by("number"))
