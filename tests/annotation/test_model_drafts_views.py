@@ -288,3 +288,19 @@ def test_a_rubric_with_an_empty_criterion_comes_back_with_what_was_typed(
     assert 'value="Typed criterion 10."' in body and 'data-status="pending"' in body
     item.refresh_from_db()
     assert item.rubric == []
+
+
+def test_the_candidates_fragment_refreshes_alone(
+    atp: Project, client_for: Any, users: dict[str, Any]
+) -> None:
+    draft = ModelDraftFactory(project=atp, status="pending")
+    client = client_for(users["annotator"])
+    url = f"{drafts_url(atp)}{draft.pk}/"
+    waiting = client.get(url).content.decode()
+    assert 'hx-trigger="model-draft-done from:body"' in waiting and "data-draft-pending" in waiting
+    ModelDraft.objects.filter(pk=draft.pk).update(status="ready")
+    DraftCandidateFactory.create_batch(2, draft=draft)
+    fragment = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="draft-candidates")
+    body = fragment.content.decode()
+    assert body.lstrip().startswith('<section id="draft-candidates"')
+    assert body.count("data-candidate=") == 2 and "model-draft-done" not in body
