@@ -304,3 +304,35 @@ def test_the_candidates_fragment_refreshes_alone(
     body = fragment.content.decode()
     assert body.lstrip().startswith('<section id="draft-candidates"')
     assert body.count("data-candidate=") == 2 and "model-draft-done" not in body
+
+
+@pytest.mark.parametrize(
+    ("fields", "offered", "not_offered"),
+    [
+        ({"data_format": "llmi"}, ["answer", "rubric"], ["plan"]),
+        ({"kind": "plan", "data_format": "mms"}, ["plan"], ["answer", "rubric"]),
+        ({"kind": "trajectory", "data_format": "agentic-mme"}, [], ["answer", "rubric", "plan"]),
+    ],
+)
+def test_the_item_page_offers_the_drafts_of_its_benchmark(
+    client_for: Any,
+    users: dict[str, Any],
+    fields: dict[str, str],
+    offered: list[str],
+    not_offered: list[str],
+) -> None:
+    from tests.factories import MembershipFactory
+
+    project = ProjectFactory(**fields)
+    MembershipFactory(project=project, user=users["annotator"], role="annotator")
+    item = ItemFactory(project=project, query="Something to draft from.")
+    client = client_for(users["annotator"])
+    body = client.get(f"/projects/{project.pk}/items/{item.pk}/").content.decode()
+    for kind in offered:
+        assert f'data-draft-link="{kind}"' in body
+        url = f"/projects/{project.pk}/items/{item.pk}/draft/{kind}/"
+        assert client.get(url).status_code == 200
+    for kind in not_offered:
+        assert f'data-draft-link="{kind}"' not in body
+        url = f"/projects/{project.pk}/items/{item.pk}/draft/{kind}/"
+        assert client.get(url).status_code == 404
