@@ -32,3 +32,21 @@ class AnnotationConfig(AppConfig):
                 unit="items",
             )
         )
+
+        # Model drafting: a model-call job whose answer becomes candidates.
+        from annotation.model_drafts.services import MODEL_DRAFT_KIND
+        from benchmark.llm.services import model_call_kind_register
+
+        job_kind_register(
+            JobKind(
+                name=MODEL_DRAFT_KIND,
+                runner="annotation.model_drafts.services.model_draft_job",
+                action="view",
+                scope="benchmark.llm.selectors.model_call_jobs_visible",
+                time_limit=31 * 60,
+                result_template="annotation/model_drafts/job_result.html",
+                title="Model draft",
+                done_event="model-draft-done",
+            )
+        )
+        model_call_kind_register(MODEL_DRAFT_KIND)

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("annotation.verification.urls")),
     path("", include("annotation.tag_review.urls")),
     path("", include("annotation.drafting.urls")),
+    path("", include("annotation.model_drafts.urls")),
     path("", include("annotation.trajectories.urls")),
     path("", include("annotation.bulk_actions.urls")),
 ]

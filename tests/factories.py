@@ -948,3 +948,37 @@ class AuditEventFactory(DjangoModelFactory):
     project = factory.SubFactory(ProjectFactory)
     target = "someone"
     details = factory.LazyFunction(lambda: {"role": "annotator"})
+
+
+# --------------------------------------------------------------------------- model drafting
+
+
+class ModelDraftFactory(DjangoModelFactory):
+    """A batch of drafted queries (``kind`` "queries") or an item's drafted answer, rubric or
+    plan (pass ``item`` and ``kind``), already drafted by the fake model."""
+
+    class Meta:
+        model = "annotation.ModelDraft"
+
+    project = factory.LazyAttribute(lambda d: d.item.project if d.item else ProjectFactory())
+    item = None
+    kind = "queries"
+    params = factory.LazyAttribute(
+        lambda d: (
+            {"category": "Recipe", "intent": "Ingredient", "n": 3} if d.kind == "queries" else {}
+        )
+    )
+    status = "ready"
+    model = "fake-vl-7b"
+    created_by = factory.SubFactory(UserFactory)
+
+
+class DraftCandidateFactory(DjangoModelFactory):
+    class Meta:
+        model = "annotation.DraftCandidate"
+
+    draft = factory.SubFactory(ModelDraftFactory)
+    position = factory.Sequence(int)
+    content = "How do I tell ripe avocados from unripe ones at the shop?"
+    status = "pending"
+    item = factory.LazyAttribute(lambda c: c.draft.item)

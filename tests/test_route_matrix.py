@@ -66,6 +66,7 @@ from tests.factories import (
     AssignmentFactory,
     DecisionFactory,
     DiscardProposalFactory,
+    DraftCandidateFactory,
     DraftingCallFactory,
     DraftingCropFactory,
     DraftingDraftFactory,
@@ -84,6 +85,7 @@ from tests.factories import (
     MembershipFactory,
     ModelCallFactory,
     ModelCallJobFactory,
+    ModelDraftFactory,
     OracleResultFactory,
     OracleRunFactory,
     OutcomeFactory,
@@ -992,6 +994,75 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             blind=Expect.REFUSED,
         ),
     ),
+    # ------------------------------------------------------------------ model drafting
+    "annotation:model_drafts": (
+        Case("model drafts and figures", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case(
+            "model drafts of the trajectory project",
+            lambda w: {"project_id": w.tproject.pk},
+            Access.VIEW,
+        ),
+    ),
+    "annotation:model_draft_queries": (
+        Case("draft queries form", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case(
+            "draft queries, empty",
+            lambda w: {"project_id": w.project.pk},
+            Access.VIEW,
+            method="post",
+        ),
+    ),
+    "annotation:model_draft_detail": (
+        Case(
+            "drafted queries",
+            lambda w: {"project_id": w.project.pk, "pk": w.model_draft.pk},
+            Access.VIEW,
+        ),
+        # A drafted answer of the blind item gives its answer away.
+        Case(
+            "drafted answer of the blind item",
+            lambda w: {"project_id": w.tproject.pk, "pk": w.blind_draft.pk},
+            Access.VIEW,
+            blind=Expect.HIDDEN,
+            shows={"annotator": (SECRET_ANSWER,)},
+        ),
+    ),
+    "annotation:model_draft_decide": (
+        Case(
+            "decide, empty",
+            lambda w: {
+                "project_id": w.project.pk,
+                "pk": w.model_draft.pk,
+                "candidate": w.model_candidate.pk,
+            },
+            Access.VIEW,
+            method="post",
+        ),
+        Case(
+            "decide on the blind item's drafted answer, empty",
+            lambda w: {
+                "project_id": w.tproject.pk,
+                "pk": w.blind_draft.pk,
+                "candidate": w.blind_candidate.pk,
+            },
+            Access.VIEW,
+            method="post",
+            blind=Expect.HIDDEN,
+        ),
+    ),
+    "annotation:model_draft_item": (
+        Case(
+            "draft an answer",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk, "kind": "answer"},
+            Access.VIEW,
+        ),
+        Case(
+            "draft an answer, no model",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk, "kind": "answer"},
+            Access.VIEW,
+            method="post",
+        ),
+    ),
     # ------------------------------------------------------------------ reference trajectory
     "annotation:trajectory_edit": (
         Case(
@@ -1817,6 +1888,13 @@ def build_world() -> SimpleNamespace:
     w.jobs.failed_ask = ModelCallJobFactory(
         item=w.item, created_by=users["annotator"], error="the model did not answer", **failed
     )
+
+    # Model drafts: a batch of drafted queries on the ATP project, and a drafted answer of
+    # the blind item (it would give the answer away).
+    w.model_draft = ModelDraftFactory(project=w.project, created_by=users["annotator"])
+    w.model_candidate = DraftCandidateFactory(draft=w.model_draft)
+    w.blind_draft = ModelDraftFactory(item=w.titem, kind="answer", created_by=users["author"])
+    w.blind_candidate = DraftCandidateFactory(draft=w.blind_draft, content=SECRET_ANSWER)
 
     # Members: the same users in the same roles in every project of the world.
     for project in (w.project, w.tproject, w.pproject):

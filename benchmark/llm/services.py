@@ -173,8 +173,17 @@ class ModelCallCache:
 # --------------------------------------------------------------------------- starting
 
 
-#: Kinds whose failed jobs "Retry" runs again with the same parameters.
-RETRYABLE_KINDS = (MODEL_CALL_KIND,)
+#: Kinds of job that are one model call: their runner calls ``model_call_job`` (and may then
+#: do something with the answer, as model drafting does). Failed jobs of these kinds "Retry"
+#: runs again with the same parameters.
+RETRYABLE_KINDS: set[str] = {MODEL_CALL_KIND}
+
+
+def model_call_kind_register(name: str) -> None:
+    """Declare ``name`` a model-call kind: ``model_call_start(kind=name)`` may start it and a
+    failed one may be retried. Its runner calls ``model_call_job`` first (from an app's
+    ``ready()``, next to registering the job kind)."""
+    RETRYABLE_KINDS.add(name)
 
 
 def model_call_start(
@@ -188,10 +197,16 @@ def model_call_start(
     system: str = "",
     params: dict[str, Any] | None = None,
     mode: str | None = None,
+    kind: str = MODEL_CALL_KIND,
+    extra: dict[str, Any] | None = None,
 ) -> Job:
     """Check the request, create a model-call Job and enqueue its task after commit.
     ``images`` are sha256s of images of the project, sent in that order. ``mode`` overrides
-    the project's cache mode ("use", "off" or "replay")."""
+    the project's cache mode ("use", "off" or "replay"). ``kind`` is a model-call kind
+    (``model_call_kind_register``) whose runner does more with the answer; ``extra`` are
+    params that runner reads (they may not replace the call's own)."""
+    if kind not in RETRYABLE_KINDS:
+        raise ValueError(f"{kind!r} is not a model-call kind")
     permissions.require(user=user, project=project, action="ask_model")
     prompt = (prompt or "").strip()
     if not prompt:
@@ -203,15 +218,7 @@ def model_call_start(
         raise ValidationFailed("a model call needs a purpose of at most 50 characters")
     if item is not None and item.project_id != project.pk:
         raise ValidationFailed("the item is not in this project")
-    shas = list(dict.fromkeys(images))
-    if len(shas) > MAX_IMAGES:
-        raise ValidationFailed(f"send at most {MAX_IMAGES} images")
-    known = set(
-        Image.objects.filter(sha256__in=shas, projects=project).values_list("sha256", flat=True)
-    )
-    unknown = [sha for sha in shas if sha not in known]
-    if unknown:
-        raise ValidationFailed(f"image {unknown[0][:12]} is not an image of this project")
+    shas = _project_images(project, images)
     if mode is not None and mode not in CACHE_MODES:
         raise ValidationFailed(f"unknown cache mode {mode!r}")
     try:
@@ -221,7 +228,7 @@ def model_call_start(
     if resolved is None:
         raise ValidationFailed("No model is configured. " + HOW_TO_CONFIGURE)
     return services.job_start(
-        kind=MODEL_CALL_KIND,
+        kind=kind,
         user=user,
         project=project,
         total=1,
@@ -234,8 +241,28 @@ def model_call_start(
             "images": shas,
             "params": params or {},
             "mode": mode,
+            **{k: v for k, v in (extra or {}).items() if k not in _CALL_PARAMS},
         },
     )
+
+
+_CALL_PARAMS = frozenset(
+    {"project_id", "item_id", "purpose", "system", "prompt", "images", "params", "mode"}
+)
+
+
+def _project_images(project: Project, images: list[str] | tuple[str, ...]) -> list[str]:
+    """The distinct hashes of ``images``, all of them images of the project."""
+    shas = list(dict.fromkeys(images))
+    if len(shas) > MAX_IMAGES:
+        raise ValidationFailed(f"send at most {MAX_IMAGES} images")
+    known = set(
+        Image.objects.filter(sha256__in=shas, projects=project).values_list("sha256", flat=True)
+    )
+    unknown = [sha for sha in shas if sha not in known]
+    if unknown:
+        raise ValidationFailed(f"image {unknown[0][:12]} is not an image of this project")
+    return shas
 
 
 def job_retry(*, job: Job, user: User) -> Job:
