@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("annotation.tag_review.urls")),
     path("", include("annotation.drafting.urls")),
     path("", include("annotation.trajectories.urls")),
+    path("", include("annotation.plan_editor.urls")),
 ]
