@@ -26,15 +26,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from annotation.judging.views import INPUT_FILE
 from annotation.plan_editor import selectors, services
 from annotation.plan_editor.diff import diff_summary, step_diff
 from benchmark import permissions
 from benchmark.exceptions import DomainError, ValidationFailed
-from benchmark.models import Item, Plan, Project
+from benchmark.models import Item, Project
 from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import PlanFormatError
-from benchmark.typing import HtmxHttpRequest
+from benchmark.presenters import plan_input_files
+from benchmark.typing import HtmxHttpRequest, request_user
 
 TEMPLATE = "annotation/plan_edit.html"
 MAX_JSON = 200_000
@@ -80,18 +80,6 @@ def _code(steps: Any) -> tuple[str, str]:
         return plan_to_code(steps), ""
     except PlanFormatError as exc:
         return "", str(exc)
-
-
-def _input_files(item: Item) -> list[str]:
-    """File names the item's plans take as input (m&m's inputs: images, audio, text)."""
-    files: dict[str, None] = {}
-    for plan in getattr(item, "editable_plans", []):
-        for step in plan.steps or []:
-            args = step.get("args") if isinstance(step, dict) else None
-            for value in args.values() if isinstance(args, dict) else []:
-                if isinstance(value, str) and INPUT_FILE.match(value.strip()):
-                    files[value.strip()] = None
-    return list(files)
 
 
 def _findings_context(tools: selectors.EditorTools, steps: Any) -> dict[str, Any]:
@@ -143,7 +131,7 @@ def _context(
         else json.dumps(steps, ensure_ascii=False, indent=2),
         "base_number": base_number if base_number is not None else "",
         "tools": tools.tools,
-        "input_files": _input_files(item),
+        "input_files": plan_input_files(getattr(item, "editable_plans", [])),
         "error": error,
         "conflict": conflict,
         "conflict_steps": conflict_steps,
@@ -185,7 +173,7 @@ def plan_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpRe
         steps = _steps_from_post(request)
         services.plan_save(
             item=item,
-            user=request.user,
+            user=request_user(request),
             steps=steps,
             key=key,
             is_alternative=bool(plan and plan.is_alternative),
@@ -208,7 +196,9 @@ def plan_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpRe
         )  # fmt: skip
         return render(request, TEMPLATE, context, status=exc.status_code)
     number = selectors.current_number(user=request.user, item=item, key=key)
-    return redirect(_keyed(reverse("annotation:plan_edit", args=[project_id, item_id]), key, saved=number))
+    return redirect(
+        _keyed(reverse("annotation:plan_edit", args=[project_id, item_id]), key, saved=number)
+    )
 
 
 def _loads(text: str) -> Any:
@@ -246,7 +236,7 @@ def plan_alternative_add(request: HtmxHttpRequest, project_id: int, item_id: int
     project, item = _objects(request, project_id, item_id)
     url = reverse("annotation:plan_edit", args=[project_id, item_id])
     try:
-        plan = services.plan_alternative_add(item=item, user=request.user)
+        plan = services.plan_alternative_add(item=item, user=request_user(request))
     except DomainError as exc:
         if exc.status_code == 403:
             raise PermissionDenied(exc.message) from None
@@ -266,7 +256,7 @@ def plan_alternative_remove(
     if plan is None:
         raise Http404("No such plan.")
     try:
-        services.plan_alternative_remove(plan=plan, user=request.user)
+        services.plan_alternative_remove(plan=plan, user=request_user(request))
     except DomainError as exc:
         if exc.status_code == 403:
             raise PermissionDenied(exc.message) from None
@@ -376,7 +366,7 @@ def plan_version_revert(
     try:
         services.plan_revert(
             plan=plan,
-            user=request.user,
+            user=request_user(request),
             number=number,
             base_number=int(base) if base.isdigit() and len(base) < 10 else None,
             note=str(request.POST.get("note", "")),

@@ -48,8 +48,12 @@ def gold(item: Item) -> Plan:
     return Plan.objects.get(item=item, key="gold")
 
 
-def test_first_save_records_the_imported_plan_as_version_1(item: Item, users: dict[str, Any]) -> None:
-    plan = services.plan_save(item=item, user=users["annotator"], steps=EDITED, base_number=1, note="add a painting")
+def test_first_save_records_the_imported_plan_as_version_1(
+    item: Item, users: dict[str, Any]
+) -> None:
+    plan = services.plan_save(
+        item=item, user=users["annotator"], steps=EDITED, base_number=1, note="add a painting"
+    )
     versions = list(PlanVersion.objects.filter(item=item, key="gold").order_by("number"))
     assert [(v.number, v.author, v.base_number) for v in versions] == [
         (1, None, None),
@@ -100,13 +104,18 @@ def test_unchanged_plan_is_nothing_to_save(item: Item, users: dict[str, Any]) ->
         ([{"id": 0, "name": "image editing", "args": {"bad arg": "x"}}], "argument name 'bad arg'"),
     ],
 )
-def test_bad_plans_name_the_step(item: Item, users: dict[str, Any], steps: Any, message: str) -> None:
+def test_bad_plans_name_the_step(
+    item: Item, users: dict[str, Any], steps: Any, message: str
+) -> None:
     with pytest.raises(ValidationFailed, match=message):
         services.plan_save(item=item, user=users["annotator"], steps=steps, base_number=1)
 
 
 def test_findings_do_not_stop_a_save(item: Item, users: dict[str, Any]) -> None:
-    wrong = [*IMPORTED[:1], {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.text"}}]
+    wrong = [
+        *IMPORTED[:1],
+        {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.text"}},
+    ]
     services.plan_save(item=item, user=users["annotator"], steps=wrong, base_number=1)
     assert gold(item).steps == wrong
 
@@ -116,7 +125,9 @@ def test_who_may_save(item: Item, users: dict[str, Any]) -> None:
         services.plan_save(item=item, user=users["outsider"], steps=EDITED, base_number=1)
 
 
-def test_gt_key_is_the_gold_plan_and_a_new_item_gets_version_1(mms: Project, users: dict[str, Any]) -> None:
+def test_gt_key_is_the_gold_plan_and_a_new_item_gets_version_1(
+    mms: Project, users: dict[str, Any]
+) -> None:
     fresh = ItemFactory(project=mms)
     plan = services.plan_save(item=fresh, user=users["annotator"], steps=IMPORTED)
     assert plan.key == "gold" and not plan.is_alternative
@@ -124,20 +135,36 @@ def test_gt_key_is_the_gold_plan_and_a_new_item_gets_version_1(mms: Project, use
     assert (version.number, version.author, version.base_number) == (1, users["annotator"], None)
     # The drafting feature drops a draft in without a base: no staleness check.
     services.plan_save(item=fresh, user=users["annotator"], steps=EDITED)
-    assert selectors.current_number(user=users["annotator"], item=selectors.plan_item_get(
-        user=users["annotator"], project=mms, pk=fresh.pk), key="gt") == 2
+    assert (
+        selectors.current_number(
+            user=users["annotator"],
+            item=selectors.plan_item_get(user=users["annotator"], project=mms, pk=fresh.pk),
+            key="gt",
+        )
+        == 2
+    )
 
 
 def test_a_code_only_plan_keeps_its_form(mms: Project, users: dict[str, Any]) -> None:
     item = ItemFactory(project=mms)
-    PlanFactory(item=item, key="gold", form=PlanSyntax.CODE, steps=[], code="output0 = image_editing(image='a.jpg', prompt='x')")
+    PlanFactory(
+        item=item,
+        key="gold",
+        form=PlanSyntax.CODE,
+        steps=[],
+        code="output0 = image_editing(image='a.jpg', prompt='x')",
+    )
     loaded = selectors.plan_item_get(user=users["annotator"], project=mms, pk=item.pk)
     assert selectors.plan_steps(selectors.plan_of(loaded, "gold")) == [
         {"id": 0, "name": "image editing", "args": {"image": "a.jpg", "prompt": "x"}}
     ]
     services.plan_save(item=item, user=users["annotator"], steps=IMPORTED, base_number=1)
     plan = gold(item)
-    assert plan.form == PlanSyntax.CODE and plan.steps == IMPORTED and plan.code.startswith("def solve():")
+    assert (
+        plan.form == PlanSyntax.CODE
+        and plan.steps == IMPORTED
+        and plan.code.startswith("def solve():")
+    )
 
 
 def test_revert_adds_a_version_with_the_old_steps(item: Item, users: dict[str, Any]) -> None:
@@ -145,7 +172,11 @@ def test_revert_adds_a_version_with_the_old_steps(item: Item, users: dict[str, A
     services.plan_revert(plan=gold(item), user=users["reviewer"], number=1, base_number=2)
     latest = PlanVersion.objects.filter(item=item).order_by("-number").first()
     assert latest is not None
-    assert (latest.number, latest.author, latest.note) == (3, users["reviewer"], "Reverted to version 1")
+    assert (latest.number, latest.author, latest.note) == (
+        3,
+        users["reviewer"],
+        "Reverted to version 1",
+    )
     assert gold(item).steps == IMPORTED
     with pytest.raises(services.PlanConflict):
         services.plan_revert(plan=gold(item), user=users["reviewer"], number=2, base_number=2)
@@ -158,7 +189,14 @@ def test_alternatives_add_edit_remove(item: Item, users: dict[str, Any]) -> None
     second = services.plan_alternative_add(item=item, user=users["annotator"])
     assert (first.key, second.key) == ("alt:0", "alt:1")
     assert first.is_alternative and first.steps == IMPORTED and second.position > first.position
-    services.plan_save(item=item, user=users["annotator"], steps=EDITED, key="alt:0", is_alternative=True, base_number=1)
+    services.plan_save(
+        item=item,
+        user=users["annotator"],
+        steps=EDITED,
+        key="alt:0",
+        is_alternative=True,
+        base_number=1,
+    )
     assert Plan.objects.get(item=item, key="alt:0").steps == EDITED
     services.plan_alternative_remove(plan=first, user=users["annotator"])
     assert not Plan.objects.filter(item=item, key="alt:0").exists()
@@ -194,5 +232,8 @@ def test_findings_name_step_and_argument(mms: Project, users: dict[str, Any]) ->
     assert ("unknown_arg", 1, "colour") in placed
     assert ("unknown_tool", 2, "") in placed
     assert ("missing_arg", 3, "prompt") in placed
-    fixed = [IMPORTED[0], {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.image"}}]
+    fixed = [
+        IMPORTED[0],
+        {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.image"}},
+    ]
     assert selectors.plan_findings(tools=tools, steps=fixed) == []

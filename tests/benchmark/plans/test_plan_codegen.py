@@ -19,14 +19,25 @@ TOOLS = ["image editing", "image captioning", "text generation", "get_weather", 
 ARG_NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(
     lambda s: s.isidentifier() and s not in {"if", "in", "is", "or", "as", "def", "for", "and"}
 )
-REF = st.builds(lambda n, k: f"<node-{n}>.{k}", st.integers(0, 12), st.sampled_from(["text", "image", "x1"]))
-TEXT = st.lists(st.one_of(st.text(max_size=12), REF, st.sampled_from(["{", "}", '"', "\\", "\n", "{}"])), max_size=5).map("".join)
+REF = st.builds(
+    lambda n, k: f"<node-{n}>.{k}", st.integers(0, 12), st.sampled_from(["text", "image", "x1"])
+)
+TEXT = st.lists(
+    st.one_of(st.text(max_size=12), REF, st.sampled_from(["{", "}", '"', "\\", "\n", "{}"])),
+    max_size=5,
+).map("".join)
 JSON_SCALAR = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**12), 10**12), st.floats(allow_nan=False, allow_infinity=False), TEXT
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    TEXT,
 )
 VALUE = st.recursive(
     JSON_SCALAR,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -35,7 +46,11 @@ VALUE = st.recursive(
 def plans(draw: Any) -> list[dict[str, Any]]:
     ids = draw(st.lists(st.integers(0, 40), min_size=1, max_size=6, unique=True))
     return [
-        {"id": i, "name": draw(st.sampled_from(TOOLS)), "args": draw(st.dictionaries(ARG_NAMES, VALUE, max_size=4))}
+        {
+            "id": i,
+            "name": draw(st.sampled_from(TOOLS)),
+            "args": draw(st.dictionaries(ARG_NAMES, VALUE, max_size=4)),
+        }
         for i in ids
     ]
 
