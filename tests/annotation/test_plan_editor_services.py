@@ -3,6 +3,9 @@ save, nothing to save, revert, alternatives, and the verifier's findings placed 
 
 from __future__ import annotations
 
+import ast
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,10 +13,13 @@ import pytest
 from annotation.plan_editor import selectors, services
 from annotation.plan_editor.models import PlanVersion
 from benchmark.builtin import toolsets_ensure
+from benchmark.datasets import services as datasets
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
 from benchmark.models import Item, Plan, PlanSyntax, Project
+from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import parse_code_plan
 from tests.factories import ItemFactory, PlanFactory, ProjectFactory
+from tests.shared_data import MMS_DATA, needs_data
 
 pytestmark = pytest.mark.django_db
 
@@ -237,3 +243,28 @@ def test_findings_name_step_and_argument(mms: Project, users: dict[str, Any]) ->
         {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.image"}},
     ]
     assert selectors.plan_findings(tools=tools, steps=fixed) == []
+
+
+@needs_data("mms", "tasks.json")
+def test_export_writes_both_forms_and_imports_again(
+    mms: Project, users: dict[str, Any], tmp_path: Path
+) -> None:
+    datasets.dataset_import(project=mms, path=MMS_DATA / "tasks.json")
+    item = Item.objects.get(project=mms, external_id="28")
+    services.plan_save(item=item, user=users["annotator"], steps=EDITED, key="gt", base_number=1)
+    services.plan_alternative_add(item=item, user=users["annotator"], steps=IMPORTED)
+    datasets.dataset_export(project=mms, out=tmp_path / "out")
+    rows = {r["id"]: r for r in json.loads((tmp_path / "out" / "tasks.json").read_text())}
+    row = rows[28]
+    assert ast.literal_eval(row["plan_str"]) == EDITED
+    assert row["code_str"] == plan_to_code(EDITED)
+    assert ast.literal_eval(row["alt_plans_str"]) == [IMPORTED]
+    untouched = json.loads((MMS_DATA / "tasks.json").read_text())
+    assert rows[8] == next(r for r in untouched if r["id"] == 8)
+    # The exported file imports into a fresh project with the same plans.
+    fresh = ProjectFactory(kind="plan", data_format="mms", tag_syntax="", toolset=mms.toolset)
+    datasets.dataset_import(project=fresh, path=tmp_path / "out" / "tasks.json")
+    again = Item.objects.get(project=fresh, external_id="28")
+    plans = {p.key: p for p in again.plans.all()}
+    assert plans["gold"].steps == EDITED and plans["gold"].code == plan_to_code(EDITED)
+    assert plans["alt:0"].steps == IMPORTED and plans["alt:0"].is_alternative
