@@ -187,18 +187,28 @@ def version_list(*, user: AnyUser, item: Item, key: str) -> list[PlanVersion]:
     return rows
 
 
+def _latest(item: Item, key: str) -> PlanVersion | None:
+    return PlanVersion.objects.filter(item=item, key=key).order_by("-number").first()
+
+
 def current_number(*, user: AnyUser, item: Item, key: str) -> int | None:
     """The newest version number: 1 for a plan no save has recorded, None for no plan."""
+    return editor_state(user=user, item=item, key=key)[1]
+
+
+def editor_state(*, user: AnyUser, item: Item, key: str) -> tuple[list[Any], int | None]:
+    """The steps to edit and the version they are (one query). The newest version's text
+    keeps the arguments in the order they were written (a ``jsonb`` column does not), so it
+    is preferred while it still holds what the plan holds."""
     key = canonical_key(key)
-    number = (
-        PlanVersion.objects.filter(item=item, key=key)
-        .order_by("-number")
-        .values_list("number", flat=True)
-        .first()
-    )
-    if number is not None:
-        return number
-    return 1 if plan_of(item, key) is not None else None
+    plan = plan_of(item, key)
+    latest = _latest(item, key)
+    steps = plan_steps(plan)
+    if latest is not None:
+        if plan is not None and latest.step_list == plan.steps:
+            steps = latest.step_list
+        return steps, latest.number
+    return steps, (1 if plan is not None else None)
 
 
 def version_get(

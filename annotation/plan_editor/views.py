@@ -102,10 +102,11 @@ def _context(
     note: str = "",
 ) -> dict[str, Any]:
     plan = selectors.plan_of(item, key)
+    stored, number = selectors.editor_state(user=request.user, item=item, key=key)
     if steps is None:
-        steps = selectors.plan_steps(plan)
+        steps = stored
     if base_number is None and conflict is None:
-        base_number = selectors.current_number(user=request.user, item=item, key=key)
+        base_number = number
     tools = selectors.editor_tools(user=request.user, project=project)
     refusal = None
     if not permissions.can(user=request.user, project=project, action="edit"):

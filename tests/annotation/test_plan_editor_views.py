@@ -182,3 +182,14 @@ def test_item_page_links_to_the_editor(clients: dict[str, Client], item: Item) -
 def test_other_kinds_have_no_plan_editor(clients: dict[str, Client], project: Project) -> None:
     atp_item = ItemFactory(project=project)
     assert clients["admin"].get(edit_url(atp_item)).status_code == 404
+
+
+def test_editor_reopens_with_the_arguments_in_the_order_written(
+    clients: dict[str, Client], item: Item
+) -> None:
+    steps = [{"id": 0, "name": "image editing", "args": {"prompt": "blue", "image": "a.jpg"}}]
+    assert save(clients["annotator"], item, steps, 1).status_code == 302
+    html = clients["annotator"].get(edit_url(item)).content.decode()
+    textarea = html[html.index('id="plan-json"') :]
+    assert textarea.index("&quot;prompt&quot;") < textarea.index("&quot;image&quot;")
+    assert "image_editing(prompt=&quot;blue&quot;, image=&quot;a.jpg&quot;)" in html
