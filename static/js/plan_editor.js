@@ -300,6 +300,7 @@
         var save = form.querySelector("[data-save]");
         if (save && !save.disabled) save.click();
       },
+      "alt+n": "[data-add-step]",
       "alt+ArrowUp": moveFocused,
       "alt+ArrowDown": moveFocused,
     }, { scope: FORM, inputs: true });

@@ -53,8 +53,9 @@ def test_build_a_plan_fix_a_finding_and_save(login_page, ready) -> None:  # type
     expect(page.locator("#plan-refs-1 option[value='<node-0>.text']")).to_have_count(1)
     page.get_by_label("Step 2 · text").fill("<node-0>.text")
 
-    # Step 3: image captioning, given step 2's output by a wrong key first.
-    page.get_by_role("button", name="Add a step").click()
+    # Step 3 (Alt+N adds it): image captioning, given step 2's output by a wrong key first.
+    page.keyboard.press("Alt+n")
+    expect(steps).to_have_count(3)
     page.get_by_label("Step 3 tool").select_option("image captioning")
     references = page.locator("#plan-refs-2 option")
     expect(page.locator("#plan-refs-2 option[value='<node-1>.image']")).to_have_count(1)
