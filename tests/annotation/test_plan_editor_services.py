@@ -18,7 +18,7 @@ from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
 from benchmark.models import Item, Plan, PlanSyntax, Project
 from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import parse_code_plan
-from tests.factories import ItemFactory, PlanFactory, ProjectFactory
+from tests.factories import ItemFactory, PlanFactory, PlanVersionFactory, ProjectFactory
 from tests.shared_data import MMS_DATA, needs_data
 
 pytestmark = pytest.mark.django_db
@@ -268,3 +268,15 @@ def test_export_writes_both_forms_and_imports_again(
     plans = {p.key: p for p in again.plans.all()}
     assert plans["gold"].steps == EDITED and plans["gold"].code == plan_to_code(EDITED)
     assert plans["alt:0"].steps == IMPORTED and plans["alt:0"].is_alternative
+
+
+def test_history_rows_from_the_factory_are_what_the_editor_reads(
+    mms: Project, users: dict[str, Any]
+) -> None:
+    version = PlanVersionFactory(plan__item__project=mms, number=1, author=users["reviewer"])
+    loaded = selectors.plan_item_get(user=users["annotator"], project=mms, pk=version.item_id)
+    steps, number = selectors.editor_state(user=users["annotator"], item=loaded, key="gt")
+    assert number == 1 and steps == version.step_list
+    assert parse_code_plan(version.code).to_json() == version.step_list
+    with pytest.raises(services.PlanConflict):
+        services.plan_save(item=loaded, user=users["annotator"], steps=EDITED, base_number=0)
