@@ -5,6 +5,7 @@ from annotation.discarding.models import *  # noqa: F403
 from annotation.drafting.models import *  # noqa: F403
 from annotation.judging.models import *  # noqa: F403
 from annotation.model_drafts.models import *  # noqa: F403
+from annotation.plan_editor.models import *  # noqa: F403
 from annotation.tag_review.models import *  # noqa: F403
 from annotation.trajectories.models import *  # noqa: F403
 from annotation.verification.models import *  # noqa: F403

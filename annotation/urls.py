@@ -12,4 +12,5 @@ urlpatterns = [
     path("", include("annotation.model_drafts.urls")),
     path("", include("annotation.trajectories.urls")),
     path("", include("annotation.bulk_actions.urls")),
+    path("", include("annotation.plan_editor.urls")),
 ]

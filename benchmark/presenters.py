@@ -277,3 +277,21 @@ def item_view(
         "rubric": rubric,
         "raw": pretty_json(item.raw_source),
     }
+
+
+INPUT_FILE = re.compile(
+    r"^[\w\-./]+\.(?:jpe?g|png|gif|webp|bmp|flac|wav|mp3|mp4|txt|json|csv|pdf)$", re.I
+)
+
+
+def plan_input_files(plans: list[Plan]) -> list[str]:
+    """File names the plans take as arguments (m&m's inputs: images, audio, text files), in
+    order of first mention."""
+    files: dict[str, None] = {}
+    for plan in plans:
+        for step in plan.steps or []:
+            args = step.get("args") if isinstance(step, dict) else None
+            for value in args.values() if isinstance(args, dict) else []:
+                if isinstance(value, str) and INPUT_FILE.match(value.strip()):
+                    files[value.strip()] = None
+    return list(files)

@@ -43,6 +43,7 @@ from benchmark.models import (
     Toolset,
     Trajectory,
 )
+from benchmark.plans.codegen import plan_to_code
 
 PASSWORD = "pw-for-tests-1"
 
@@ -340,6 +341,33 @@ class AgentRunFactory(DjangoModelFactory):
     acc = factory.LazyAttribute(lambda r: bool(r.score["acc"]))
     level = factory.LazyAttribute(lambda r: r.score["level"])
     position = factory.Sequence(int)
+
+
+class PlanVersionFactory(DjangoModelFactory):
+    """A saved version of an item's plan (m&m's): its steps as JSON text and the code form
+    generated from them."""
+
+    class Meta:
+        model = "annotation.PlanVersion"
+        exclude = ["step_values"]
+
+    plan = factory.SubFactory(
+        PlanFactory,
+        key="gold",
+        item=factory.SubFactory(
+            ItemFactory,
+            project=factory.SubFactory(
+                ProjectFactory, kind=ProjectKind.PLAN, data_format="mms", tag_syntax=""
+            ),
+        ),
+    )
+    item = factory.SelfAttribute("plan.item")
+    key = factory.SelfAttribute("plan.key")
+    number = factory.Sequence(lambda n: n + 1)
+    step_values = factory.SelfAttribute("plan.steps")
+    steps = factory.LazyAttribute(lambda v: json.dumps(v.step_values))
+    code = factory.LazyAttribute(lambda v: plan_to_code(v.step_values))
+    author = factory.SubFactory(UserFactory)
 
 
 class TrajectoryVersionFactory(DjangoModelFactory):

@@ -299,6 +299,16 @@ def _job_cases(kwargs: Callable[[Any, Any], dict[str, Any]], *, page: str) -> tu
     )
 
 
+PLAN_EDITED = [
+    {"id": 0, "name": "image editing", "args": {"image": "17320.jpg", "prompt": "red"}},
+    {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.image"}},
+]
+
+
+def _plan_kwargs(w: Any) -> dict[str, Any]:
+    return {"project_id": w.pproject.pk, "item_id": w.pitem.pk}
+
+
 ROUTES: dict[str, tuple[Case, ...]] = {
     # ------------------------------------------------------------------ accounts
     "login": (Case("login page", lambda w: {}, Access.PUBLIC),),
@@ -1119,6 +1129,64 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             blind=Expect.REFUSED,
         ),
     ),
+    # ------------------------------------------------------------------ plan editor (m&m's)
+    "annotation:plan_edit": (
+        Case("plan editor", lambda w: _plan_kwargs(w), Access.VIEW),
+        Case(
+            "plan editor, an alternative",
+            lambda w: _plan_kwargs(w),
+            Access.VIEW,
+            query=lambda w: "?key=alt:0",
+        ),
+        Case(
+            "plan editor, save a changed plan",
+            lambda w: _plan_kwargs(w),
+            Access.VIEW,
+            method="post",
+            data={"steps": json.dumps(PLAN_EDITED), "base_number": "1", "key": "gold"},
+        ),
+        Case(
+            "plan editor, save bad JSON",
+            lambda w: _plan_kwargs(w),
+            Access.VIEW,
+            method="post",
+            data={"steps": "[{", "base_number": "1"},
+        ),
+    ),
+    "annotation:plan_findings": (
+        Case(
+            "plan editor's live findings",
+            lambda w: _plan_kwargs(w),
+            Access.VIEW,
+            method="post",
+            data={"steps": json.dumps(PLAN_EDITED)},
+        ),
+    ),
+    "annotation:plan_alternative_add": (
+        Case("add an alternative plan", lambda w: _plan_kwargs(w), Access.VIEW, method="post"),
+    ),
+    "annotation:plan_alternative_remove": (
+        Case(
+            "remove an alternative plan",
+            lambda w: _plan_kwargs(w),
+            Access.VIEW,
+            method="post",
+            data={"key": "alt:0"},
+        ),
+    ),
+    "annotation:plan_versions": (Case("plan history", lambda w: _plan_kwargs(w), Access.VIEW),),
+    "annotation:plan_version": (
+        Case("plan version 1", lambda w: {**_plan_kwargs(w), "number": 1}, Access.VIEW),
+    ),
+    "annotation:plan_version_revert": (
+        Case(
+            "revert the plan to version 1 (nothing to revert yet: 400)",
+            lambda w: {**_plan_kwargs(w), "number": 1},
+            Access.VIEW,
+            method="post",
+            data={"base": "1"},
+        ),
+    ),
     # ------------------------------------------------------------------ review
     "review:discard_proposals": (
         Case("discard proposals", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
@@ -1818,7 +1886,10 @@ def build_world() -> SimpleNamespace:
     w.pproject = ProjectFactory(
         name="Matrix m&m's", kind="plan", data_format="mms", toolset=toolsets["mms"]
     )
-    pplan = PlanFactory(item=ItemFactory(project=w.pproject, status="verified"))
+    pplan = PlanFactory(item=ItemFactory(project=w.pproject, status="verified"), key="gold")
+    # Its plan in the plan editor: the ground truth and one alternative.
+    w.pitem = pplan.item
+    PlanFactory(item=w.pitem, key="alt:0", is_alternative=True)
     # A plan validity judge run over it, started by the reviewer.
     w.plan_run = PlanJudgeRunFactory(project=w.pproject, created_by=users["reviewer"])
     PlanJudgeCallFactory(run=w.plan_run, plan=pplan)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -26,7 +25,7 @@ from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Item
 from benchmark.plans.verify import verify_plan
-from benchmark.presenters import item_view, plan_view
+from benchmark.presenters import item_view, plan_input_files, plan_view
 from benchmark.projects import selectors as project_selectors
 from benchmark.toolsets.specs import plan_toolset
 from benchmark.typing import HtmxHttpRequest, request_user
@@ -88,23 +87,6 @@ def _plan_panel(item: Item) -> list[dict[str, Any]]:
     return panels
 
 
-INPUT_FILE = re.compile(
-    r"^[\w\-./]+\.(?:jpe?g|png|gif|webp|bmp|flac|wav|mp3|mp4|txt|json|csv|pdf)$", re.I
-)
-
-
-def _input_files(plans: list[dict[str, Any]]) -> list[str]:
-    """File names the plans take as arguments (m&m's inputs: images, audio, text files)."""
-    files: dict[str, None] = {}
-    for plan in plans:
-        for step in plan["obj"].steps or []:
-            args = step.get("args") if isinstance(step, dict) else None
-            for value in (args or {}).values() if isinstance(args, dict) else []:
-                if isinstance(value, str) and INPUT_FILE.match(value.strip()):
-                    files[value.strip()] = None
-    return list(files)
-
-
 def _toolset_for(item: Item) -> Any:
     return plan_toolset(item.project.toolset)
 
@@ -132,7 +114,7 @@ def _judge_context(
     }
     if task.project.data_format == "mms" and not unit:
         context["plans"] = _plan_panel(item)
-        context["input_files"] = _input_files(context["plans"])
+        context["input_files"] = plan_input_files([p["obj"] for p in context["plans"]])
     return context
 
 

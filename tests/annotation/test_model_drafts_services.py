@@ -457,7 +457,8 @@ def test_drafting_a_plan_saves_it_for_the_plan_editor(
         lambda: services.draft_item_start(item=item, user=users["annotator"], kind="plan"),
     )
     assert draft.status == "ready", draft.error
-    plan = Plan.objects.get(item=item, key="gt")
+    # plan_save keeps the ground truth under m&m's own key.
+    plan = Plan.objects.get(item=item, key="gold")
     assert plan.steps == PLAN
     candidate = draft.candidates.get()
     assert candidate.content == PLAN and candidate.saved_as == {"plan": plan.pk}
