@@ -201,6 +201,13 @@ class Judgment(models.Model):
                 fields=["task", "item", "unit", "user"], name="judgment_unique"
             ),
         ]
+        indexes = [
+            # The team page (review.team): judgments of a task by day and annotator, with
+            # their times, read from the index alone.
+            models.Index(
+                fields=["task", "created_at", "user", "seconds"], name="judgment_team_idx"
+            ),
+        ]
 
 
 class Outcome(models.Model):
@@ -232,7 +239,11 @@ class Outcome(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task", "item", "unit"], name="outcome_unique"),
         ]
-        indexes = [models.Index(fields=["task", "verdict"])]
+        indexes = [
+            models.Index(fields=["task", "verdict"]),
+            # The team page's cache stamp: the newest change of a task's outcomes.
+            models.Index(fields=["task", "updated_at"], name="outcome_task_updated_idx"),
+        ]
 
 
 # --------------------------------------------------------------------------- tag review
