@@ -43,32 +43,36 @@ def _nice(n: int) -> int:
         step *= 10
 
 
-def stacked_bars(*, first: date, last: date, series: list[Series]) -> Chart:
-    """Bars from ``first`` to ``last`` (inclusive), each stacking the series' counts in order;
-    days with nothing draw no bar. ``series`` counts are per day; long ranges add up weeks."""
+def _buckets(first: date, last: date) -> tuple[str, list[date]]:
+    """The bars' start days: every day, or every Monday when the range is long."""
     if last < first:
         first, last = last, first
-    unit = "day"
+    unit, step = "day", 1
     if (last - first).days + 1 > MAX_DAY_BARS:
-        unit = "week"
+        unit, step = "week", 7
         first = first - timedelta(days=first.weekday())
+    count = (last - first).days // step + 1
+    return unit, [first + timedelta(days=i * step) for i in range(count)]
 
-    def bucket(d: date) -> date:
-        return d - timedelta(days=d.weekday()) if unit == "week" else d
 
-    step = 7 if unit == "week" else 1
-    starts = []
-    d = first
-    while d <= last:
-        starts.append(d)
-        d += timedelta(days=step)
+def _columns(unit: str, starts: list[date], series: list[Series]) -> list[list[int]]:
+    """Per bar, the count of each series."""
     index = {d: i for i, d in enumerate(starts)}
     columns = [[0] * len(series) for _ in starts]
     for s, one in enumerate(series):
         for day, n in one.counts.items():
-            i = index.get(bucket(day))
+            start = day - timedelta(days=day.weekday()) if unit == "week" else day
+            i = index.get(start)
             if i is not None:
                 columns[i][s] += n
+    return columns
+
+
+def stacked_bars(*, first: date, last: date, series: list[Series]) -> Chart:
+    """Bars from ``first`` to ``last`` (inclusive), each stacking the series' counts in order;
+    days with nothing draw no bar. ``series`` counts are per day; long ranges add up weeks."""
+    unit, starts = _buckets(first, last)
+    columns = _columns(unit, starts, series)
     top = _nice(max((sum(c) for c in columns), default=0) or 1)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_w / len(starts)
@@ -76,31 +80,30 @@ def stacked_bars(*, first: date, last: date, series: list[Series]) -> Chart:
     chart = Chart(unit=unit, top=top)
     for i, (start, column) in enumerate(zip(starts, columns, strict=True)):
         x = LEFT + i * slot + (slot - bar_w) / 2
-        y = TOP + plot_h
+        y: float = TOP + plot_h
         when = start.isoformat() if unit == "day" else f"week of {start.isoformat()}"
         for s, n in enumerate(column):
-            if not n:
-                continue
-            h = plot_h * n / top
-            y -= h
-            chart.bars.append(
-                {
-                    "x": round(x, 1),
-                    "y": round(y, 1),
-                    "w": round(bar_w, 1),
-                    "h": round(h, 1),
-                    "series": s,
-                    "title": f"{series[s].label} · {when}: {n}",
-                }
-            )
+            if n:
+                h = plot_h * n / top
+                y -= h
+                chart.bars.append(
+                    {
+                        "x": round(x, 1),
+                        "y": round(y, 1),
+                        "w": round(bar_w, 1),
+                        "h": round(h, 1),
+                        "series": s,
+                        "title": f"{series[s].label} · {when}: {n}",
+                    }
+                )
     for value in (0, top // 2, top):
         chart.ticks.append({"y": round(TOP + plot_h - plot_h * value / top, 1), "value": value})
     every = max(1, round(len(starts) / 8))
-    for i, start in enumerate(starts):
-        if i % every == 0:
-            chart.labels.append(
-                {"x": round(LEFT + i * slot + slot / 2, 1), "text": start.strftime("%b %d")}
-            )
+    chart.labels = [
+        {"x": round(LEFT + i * slot + slot / 2, 1), "text": start.strftime("%b %d")}
+        for i, start in enumerate(starts)
+        if i % every == 0
+    ]
     chart.legend = [{"series": s, "label": one.label} for s, one in enumerate(series)]
     return chart
 

@@ -16,7 +16,7 @@ class TeamFilterForm(forms.Form):
     def __init__(self, *args: object, tasks: list[JudgmentTask], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.tasks = {str(t.pk): t for t in tasks}
-        self.fields["task"].choices = [
+        self.fields["task"].choices = [  # type: ignore[attr-defined]
             ("", "All tasks"),
             *((k, t.name) for k, t in self.tasks.items()),
         ]
