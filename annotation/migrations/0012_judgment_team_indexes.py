@@ -3,6 +3,29 @@
 from django.conf import settings
 from django.db import migrations, models
 
+# SQLite only: indexes that hold the judgment and outcome values, so that the team page's
+# agreement query (outcomes joined with judgments, review.team.selectors) reads no table row.
+# Not on PostgreSQL, whose B-tree entries are limited to about 2.7 kB (a long free answer
+# would then fail to save) and which joins the two with a hash anyway.
+SQLITE_INDEXES = {
+    "judgment_agreement_idx": 'ON "annotation_judgment" '
+    '("task_id", "item_id", "unit", "user_id", "value", "created_at")',
+    "outcome_agreement_idx": 'ON "annotation_outcome" '
+    '("task_id", "verdict", "item_id", "unit", "value")',
+}
+
+
+def sqlite_indexes_create(apps, schema_editor):
+    if schema_editor.connection.vendor == "sqlite":
+        for name, on in SQLITE_INDEXES.items():
+            schema_editor.execute(f'CREATE INDEX IF NOT EXISTS "{name}" {on}')
+
+
+def sqlite_indexes_drop(apps, schema_editor):
+    if schema_editor.connection.vendor == "sqlite":
+        for name in SQLITE_INDEXES:
+            schema_editor.execute(f'DROP INDEX IF EXISTS "{name}"')
+
 
 class Migration(migrations.Migration):
 
@@ -21,4 +44,5 @@ class Migration(migrations.Migration):
             model_name='outcome',
             index=models.Index(fields=['task', 'updated_at'], name='outcome_task_updated_idx'),
         ),
+        migrations.RunPython(sqlite_indexes_create, sqlite_indexes_drop),
     ]

@@ -16,6 +16,7 @@ from review.pages import project_for_review
 from review.team import selectors
 from review.team.chart import chart_svg
 from review.team.forms import TeamFilterForm
+from review.team.presenters import team_rows
 
 
 @login_required
@@ -41,6 +42,7 @@ def team(request: HttpRequest, project_id: int) -> HttpResponse:
         **project_context(request, project),
         "form": form,
         "report": report,
+        "team_rows": team_rows(report),
         "chart_svg": mark_safe(chart_svg(report.chart)),  # noqa: S308 - numbers and escaped text
         # Draft acceptance per benchmark kind (kept / edited / rejected), filled by the model
         # drafting feature; the "Model-in-the-loop" section says so while it is empty.
