@@ -169,6 +169,12 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["task", "item", "status", "expires_at"]),
             models.Index(fields=["task", "user", "status", "expires_at"]),
+            # Leases open now (the team page's "in progress"): a small index of active ones.
+            models.Index(
+                fields=["task", "expires_at"],
+                condition=Q(status="active"),
+                name="assignment_open_idx",
+            ),
         ]
 
 

@@ -44,5 +44,13 @@ class Migration(migrations.Migration):
             model_name='outcome',
             index=models.Index(fields=['task', 'updated_at'], name='outcome_task_updated_idx'),
         ),
+        migrations.AddIndex(
+            model_name='assignment',
+            index=models.Index(
+                condition=models.Q(('status', 'active')),
+                fields=['task', 'expires_at'],
+                name='assignment_open_idx',
+            ),
+        ),
         migrations.RunPython(sqlite_indexes_create, sqlite_indexes_drop),
     ]

@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import CharField, Count, Func, OuterRef, Subquery
+from django.db.models import Count, DateField, Func, OuterRef, Subquery
 from django.utils import timezone
 
 from annotation.judging.consensus import normalize_answer
@@ -63,14 +63,14 @@ CACHE_SECONDS = 600
 
 
 class UTCDay(Func):
-    """The UTC calendar day of a datetime column as ``YYYY-MM-DD`` text (SQLite keeps UTC
+    """The UTC calendar day of a datetime column, computed by the database (SQLite keeps UTC
     datetimes as text, so the day is its first ten characters; no per-row Python function)."""
 
     template = "substr(%(expressions)s, 1, 10)"
-    output_field = CharField()
+    output_field = DateField()
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        template = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+        template = "(%(expressions)s AT TIME ZONE 'UTC')::date"
         return self.as_sql(compiler, connection, template=template, **extra)
 
 
@@ -320,10 +320,10 @@ def _compute(*, tasks: list[JudgmentTask], since: datetime | None) -> dict[str, 
     for day, user_id, n in (
         judgments.annotate(day=UTCDay("created_at"))
         .values_list("day", "user_id")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))
         .order_by()
     ):
-        days[user_id][date.fromisoformat(day)] = n
+        days[user_id][day] = n
     return {
         "cells": {key: figures([key]) for key in done},
         "users": {user_id: figures(keys) for user_id, keys in by_user.items()},
@@ -343,7 +343,8 @@ def _agreement(
     j, o = q(Judgment._meta.db_table), q(Outcome._meta.db_table)
     ids = list(schemes)
     sql = (
-        f"SELECT j.{q('task_id')}, j.{q('user_id')}, j.{q('value')}, o.{q('value')}, COUNT(*) "
+        f"SELECT j.{q('task_id')}, j.{q('user_id')}, CAST(j.{q('value')} AS TEXT), "
+        f"CAST(o.{q('value')} AS TEXT), COUNT(*) "
         f"FROM {o} o JOIN {j} j ON j.{q('task_id')} = o.{q('task_id')} "
         f"AND j.{q('item_id')} = o.{q('item_id')} AND j.{q('unit')} = o.{q('unit')} "
         f"WHERE o.{q('task_id')} IN ({', '.join(['%s'] * len(ids))}) "
@@ -353,7 +354,7 @@ def _agreement(
     if since is not None:
         sql += f" AND j.{q('created_at')} >= %s"
         params.append(connection.ops.adapt_datetimefield_value(since))
-    sql += " GROUP BY j.{0}, j.{1}, j.{2}, o.{2}".format(q("task_id"), q("user_id"), q("value"))
+    sql += " GROUP BY 1, 2, 3, 4"
     compared: dict[tuple[int, int], int] = defaultdict(int)
     agreeing: dict[tuple[int, int], float] = defaultdict(float)
     with connection.cursor() as cursor:

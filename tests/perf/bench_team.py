@@ -132,6 +132,11 @@ def setup(args: argparse.Namespace) -> dict:
         j.assignment_id = j.assignment.pk
     Judgment.objects.bulk_create(judgments, batch_size=5000)
     Outcome.objects.bulk_create(outcomes, batch_size=5000)
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # as autovacuum would after such a load
+            cursor.execute("ANALYZE")
     return {"annotators": len(people), "judgments": len(judgments), "outcomes": len(outcomes)}
 
 
