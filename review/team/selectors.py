@@ -28,6 +28,7 @@ people active this week) is read on every request.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -368,7 +369,12 @@ def _agreement(
 
 
 def _json(value: Any) -> Any:
-    return orjson.loads(value) if isinstance(value, str | bytes) else value
+    if not isinstance(value, str | bytes):
+        return value
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:  # NaN and Infinity, which json.dumps writes
+        return json.loads(value)
 
 
 def _equal(a: Any, b: Any) -> bool:
