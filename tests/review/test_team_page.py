@@ -297,3 +297,23 @@ def test_chart_weeks_and_svg():
     assert chart.bars[0]["title"].endswith("week of 2025-12-29: 5")
     svg = chart_svg(chart)
     assert "<b>" not in svg and "&lt;b&gt;" in svg and "style" not in svg
+
+
+def test_agreement_per_unit(project, users):
+    """A task rated unit by unit: each judgment compares with the outcome of its own unit."""
+    task = JudgmentTaskFactory(
+        project=project, name="Criteria", scheme="ordinal", consensus="median",
+        unit_kind="answer-criterion", labels=[{"value": v} for v in (0, 1, 2)],
+    )  # fmt: skip
+    item = ItemFactory(project=project)
+    OutcomeFactory(task=task, item=item, unit="response:7:r1", verdict="accepted", value=2)
+    OutcomeFactory(task=task, item=item, unit="response:7:r2", verdict="accepted", value=1.0)
+    rater = UserFactory(username="rater")
+    for unit, value in (("response:7:r1", 2), ("response:7:r2", 1), ("response:7:r3", 0)):
+        DatedJudgmentFactory(
+            task=task, item=item, unit=unit, user=rater, value=value, seconds=4,
+            assignment__unit=unit,
+        )  # fmt: skip
+    rep = report(users["reviewer"], project)
+    figures = cell(rep, "rater", "Criteria")
+    assert (figures.done, figures.compared, figures.agreeing) == (3, 2, 2)
