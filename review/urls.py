@@ -16,4 +16,5 @@ urlpatterns = [
     path("", include("review.judge_settings.urls")),
     path("", include("review.human_eval.urls")),
     path("", include("review.rendering.urls")),
+    path("", include("review.team.urls")),
 ]

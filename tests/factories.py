@@ -545,6 +545,20 @@ class JudgmentFactory(DjangoModelFactory):
     value = 1
 
 
+class DatedJudgmentFactory(JudgmentFactory):
+    """A submitted judgment made at ``at`` (default now; ``created_at`` is auto_now_add, so the
+    time is set after the row is created)."""
+
+    class Meta:
+        skip_postgeneration_save = True
+
+    @factory.post_generation
+    def at(obj, create: bool, extracted: Any, **kwargs: Any) -> None:  # noqa: N805
+        if create and extracted is not None:
+            type(obj).objects.filter(pk=obj.pk).update(created_at=extracted)
+            obj.created_at = extracted
+
+
 class AgreementJobFactory(JobFactory):
     """A job computing a judgment task's agreement figures (``task``: the task)."""
 

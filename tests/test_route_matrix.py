@@ -1281,6 +1281,15 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("human ratings csv", lambda w: {"pk": w.htask.pk, "fmt": "csv"}, Access.REVIEW),
         Case("human ratings jsonl", lambda w: {"pk": w.htask.pk, "fmt": "jsonl"}, Access.REVIEW),
     ),
+    "review:team": (
+        Case("team page", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "team page, filtered (a bad task named)",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            query=lambda w: "?days=7&task=nope",
+        ),
+    ),
     "review:balance": (
         Case("balanced subset", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
     ),

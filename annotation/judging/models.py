@@ -224,6 +224,12 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["task", "item", "status", "expires_at"]),
             models.Index(fields=["task", "user", "status", "expires_at"]),
+            # Leases open now (the team page's "in progress"): a small index of active ones.
+            models.Index(
+                fields=["task", "expires_at"],
+                condition=Q(status="active"),
+                name="assignment_open_idx",
+            ),
         ]
 
 
@@ -254,6 +260,13 @@ class Judgment(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["task", "item", "unit", "user"], name="judgment_unique"
+            ),
+        ]
+        indexes = [
+            # The team page (review.team): judgments of a task by day and annotator, with
+            # their times, read from the index alone.
+            models.Index(
+                fields=["task", "created_at", "user", "seconds"], name="judgment_team_idx"
             ),
         ]
 
@@ -287,7 +300,11 @@ class Outcome(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task", "item", "unit"], name="outcome_unique"),
         ]
-        indexes = [models.Index(fields=["task", "verdict"])]
+        indexes = [
+            models.Index(fields=["task", "verdict"]),
+            # The team page's cache stamp: the newest change of a task's outcomes.
+            models.Index(fields=["task", "updated_at"], name="outcome_task_updated_idx"),
+        ]
 
 
 # --------------------------------------------------------------------------- tag review

@@ -1,0 +1,51 @@
+"""The team page of a project (reviewers and admins): per annotator and per task the items
+done, in progress, the median time and the agreement with the outcome, and the throughput."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET
+
+from benchmark.pages import htmx_page, project_context, render_page
+from benchmark.typing import request_user
+from review.pages import project_for_review
+from review.team import selectors
+from review.team.chart import chart_svg
+from review.team.forms import TeamFilterForm
+from review.team.presenters import team_rows
+
+
+@login_required
+@require_GET
+@htmx_page
+def team(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The figures, filtered by task and date range; a bad filter is named and ignored."""
+    project = project_for_review(
+        request, project_id, "Only reviewers and admins see the team's figures."
+    )
+    user = request_user(request)
+    tasks = selectors.team_tasks(user=user, project=project)
+    form = TeamFilterForm(request.GET or None, tasks=tasks)
+    task, days = None, None
+    if form.is_bound and form.is_valid():
+        task, days = form.cleaned_data["task"], form.cleaned_data["days"]
+    elif form.is_bound:
+        # Keep the filters that are good; name the others on the page.
+        task = form.tasks.get(request.GET.get("task", ""))
+        days = {"7": 7, "30": 30}.get(request.GET.get("days", ""))
+    report = selectors.team_report(user=user, project=project, tasks=tasks, task=task, days=days)
+    context: dict[str, Any] = {
+        **project_context(request, project),
+        "form": form,
+        "report": report,
+        "team_rows": team_rows(report),
+        "chart_svg": mark_safe(chart_svg(report.chart)),  # noqa: S308 - numbers and escaped text
+        # Draft acceptance per benchmark kind (kept / edited / rejected), filled by the model
+        # drafting feature; the "Model-in-the-loop" section says so while it is empty.
+        "drafting_figures": None,
+    }
+    return render_page(request, "review/team/team.html", context, fragments={"team": "team"})
