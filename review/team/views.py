@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from annotation.model_drafts.selectors import drafting_figures
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import request_user
 from review.pages import project_for_review
@@ -44,8 +45,7 @@ def team(request: HttpRequest, project_id: int) -> HttpResponse:
         "report": report,
         "team_rows": team_rows(report),
         "chart_svg": mark_safe(chart_svg(report.chart)),  # noqa: S308 - numbers and escaped text
-        # Draft acceptance per benchmark kind (kept / edited / rejected), filled by the model
-        # drafting feature; the "Model-in-the-loop" section says so while it is empty.
-        "drafting_figures": None,
+        # Draft acceptance per kind (kept / edited / rejected) and tokens spent.
+        "drafting_figures": drafting_figures(user=user, project=project),
     }
     return render_page(request, "review/team/team.html", context, fragments={"team": "team"})

@@ -63,4 +63,4 @@ def test_reviewer_reads_and_filters_the_team_page(login_page, ready) -> None:  #
     page.select_option("#id_task", str(keep.pk))
     expect(page.locator("[data-total-done]")).to_have_text("1")
     expect(page.locator('tr[data-annotator="cyd"]')).to_have_count(0)
-    expect(page.locator("[data-model-in-the-loop]")).to_be_visible()
+    expect(page.locator("[data-model-draft-figures]")).to_be_visible()

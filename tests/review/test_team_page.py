@@ -20,9 +20,11 @@ from review.team.selectors import value_credit
 from tests.factories import (
     AssignmentFactory,
     DatedJudgmentFactory,
+    DraftCandidateFactory,
     ItemFactory,
     JudgmentTaskFactory,
     MembershipFactory,
+    ModelDraftFactory,
     OutcomeFactory,
     UserFactory,
 )
@@ -190,7 +192,7 @@ def test_the_page_shows_the_figures_and_filters(project, users, world, clients):
     html = page.content.decode()
     assert 'data-annotator="alice"' in html and "33.3%" in html
     assert "<svg" in html and 'class="series-0"' in html and "style=" not in html
-    assert "data-model-in-the-loop" in html
+    assert "data-model-draft-figures" in html
     filtered = clients["reviewer"].get(url(project, f"?task={keep.pk}&days=7")).content.decode()
     assert re.search(r"<strong data-total-done>4</strong>", filtered)  # alice 3, bob 1
     assert 'data-annotator="carol"' not in filtered
@@ -266,12 +268,12 @@ def test_query_count_does_not_grow_with_annotators(
             AssignmentFactory(task=task, item=ItemFactory(project=project), user=person)
 
     add(2)
-    with django_assert_max_num_queries(13):
+    with django_assert_max_num_queries(16):
         assert client.get(url(project)).status_code == 200  # computed
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(11):
         assert client.get(url(project)).status_code == 200  # from the cache
     add(20)
-    with django_assert_max_num_queries(13):
+    with django_assert_max_num_queries(16):
         html = client.get(url(project)).content.decode()
     assert "<strong data-people>22</strong>" in html
 
@@ -317,3 +319,19 @@ def test_agreement_per_unit(project, users):
     rep = report(users["reviewer"], project)
     figures = cell(rep, "rater", "Criteria")
     assert (figures.done, figures.compared, figures.agreeing) == (3, 2, 2)
+
+
+def test_the_page_shows_the_model_in_the_loop_figures(project, users, clients):
+    """The team page reports what became of the project's model drafts, per kind."""
+    empty = clients["reviewer"].get(url(project)).content.decode()
+    assert "data-no-drafting-figures" in empty
+    draft = ModelDraftFactory(project=project, created_by=users["annotator"])
+    for status in ("kept", "kept", "edited", "rejected"):
+        DraftCandidateFactory(
+            draft=draft, status=status, decided_by=users["annotator"], decided_at=timezone.now()
+        )
+    html = clients["reviewer"].get(url(project)).content.decode()
+    assert "data-no-drafting-figures" not in html
+    row = re.search(r'<tr data-kind="queries">(.*?)</tr>', html, re.S)
+    assert row is not None
+    assert re.search(r"data-kept>2 ", row.group(1)) and re.search(r"data-rejected>1 ", row.group(1))

@@ -30,7 +30,7 @@ def sqlite_indexes_drop(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0011_human_evaluation_scales'),
+        ('annotation', '0014_plan_versions'),
         ('benchmark', '0010_job_cancel_request'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
