@@ -1511,6 +1511,15 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
         ),
     ),
+    "project-images": (
+        Case("store an image, no file", lambda w: {"pk": w.project.pk}, Access.VIEW, "post"),
+        Case(
+            "store an image in another project",
+            lambda w: {"pk": w.other_project.pk},
+            Access.OTHER,
+            method="post",
+        ),
+    ),
     "item-list": (
         Case("items", lambda w: {}, Access.LOGGED_IN),
         Case(
