@@ -42,8 +42,7 @@ from benchmark.api.serializers import (
     TrajectorySerializer,
 )
 from benchmark.datasets import services as dataset_services
-from benchmark.exceptions import Forbidden
-from benchmark.exceptions import ValidationFailed
+from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.images import selectors as image_selectors
 from benchmark.images import services as image_services
 from benchmark.items import records as item_records
@@ -185,7 +184,6 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         out = ItemDetailSerializer(created, context=self.get_serializer_context()).data
         location = request.build_absolute_uri(reverse("item-detail", kwargs={"pk": item.pk}))
         return Response(out, status=status.HTTP_201_CREATED, headers={"Location": location})
-
 
     @extend_schema(
         summary="Store an image for the project (members who may edit), to name in new items",
