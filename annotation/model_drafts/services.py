@@ -412,14 +412,16 @@ def _reject_plan(candidate: DraftCandidate, user: User) -> dict[str, Any]:
     earlier version) has nothing to put back: the rejection is recorded, the plan stays for
     the annotator to rewrite in the plan editor."""
     saved = dict(candidate.saved_as or {})
-    plan = Plan.objects.select_related("item__project").filter(pk=saved.get("plan")).first()
+    plan = (
+        Plan.objects.select_related("item__project").filter(pk=int(saved.get("plan") or 0)).first()
+    )
     if plan is None:
         raise Conflict("the drafted plan was removed since; there is nothing to reject")
     number, base = saved.get("number"), saved.get("base")
     if not number or not base:
         return {**saved, "reverted_as": None}
     latest = _plan_latest(plan)
-    if latest != number:
+    if latest is None or latest != number:
         raise Conflict(
             f"version {latest} of the plan was saved after the draft; reject nothing, "
             "and change the plan in the plan editor instead"

@@ -153,9 +153,7 @@ def test_each_entry_reverts_through_its_own_endpoint(mms: Any, atp: Any) -> None
     item, response = answered(atp, text="Imported")
     client, user = member(atp)
     edit_everything(item, user, times=2, start=1)
-    answer_revert = reverse(
-        "annotation:tag_version_revert", args=[atp.pk, item.pk, response.pk, 1]
-    )
+    answer_revert = reverse("annotation:tag_version_revert", args=[atp.pk, item.pk, response.pk, 1])
     body = client.get(history_url(item)).content.decode()
     assert f'action="{answer_revert}"' in body and 'name="base" value="3"' in body
     assert client.post(answer_revert, {"base": "3"}).status_code == 302
