@@ -49,6 +49,7 @@ def plan_entries(
             note=row.note,
             url=_keyed(reverse("annotation:plan_version", args=args), row.key),
             current=current,
+            thread=f"plan-{row.key}",
         )
         # A removed alternative keeps its versions (plan is null) but has nothing to revert.
         if may_edit and not current and row.plan_id is not None:

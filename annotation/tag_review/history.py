@@ -67,6 +67,7 @@ def response_entries(
                 note=version.note,
                 url=reverse("annotation:tag_version", args=args),
                 current=version.number == latest,
+                thread=f"response-{response.pk}",
             )
             if may_edit and not entry.current:
                 entry.revert_url = reverse("annotation:tag_version_revert", args=args)

@@ -37,6 +37,7 @@ def trajectory_entries(
             note=version.note,
             url=reverse("annotation:trajectory_version", args=args),
             current=row.current,
+            thread="trajectory",
         )
         if may_edit and version.recorded and not row.current:
             entry.revert_url = reverse("annotation:trajectory_version_revert", args=args)

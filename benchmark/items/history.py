@@ -53,10 +53,14 @@ class HistoryEntry:
     current: bool = False
     changes: list[FieldChange] = field(default_factory=list)
     """Field versions: each field changed, before and after."""
+    thread: str = ""
+    """What is versioned, unique on the item ("fields", "plan-alt1", "response-12"): two
+    answers may show the same label (a hidden model's), never the same thread."""
 
     @property
     def anchor(self) -> str:
-        slug = "".join(c if c.isalnum() else "-" for c in self.source.lower()).strip("-")
+        name = self.thread or self.source
+        slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
         return f"{slug}-v{self.number}"
 
 
@@ -90,6 +94,7 @@ def field_entries(
             note=row.note,
             current=row.current,
             changes=row.changes,
+            thread="fields",
         )
         entry.url = f"{history}#{entry.anchor}"
         if may_edit and row.recorded and not row.current:

@@ -126,6 +126,9 @@ def test_answers_join_the_timeline(atp: Any) -> None:
     assert "answer 2" in body and "+1 −1 line(s)" in body
     answer_page = reverse("annotation:tag_version", args=[atp.pk, item.pk, response.pk, 2])
     assert f'href="{answer_page}"' in body
+    assert f'id="response-{response.pk}-v2"' in body
+    # The version's own page leads back to the item's history.
+    assert f'href="{history_url(item)}"' in client.get(answer_page).content.decode()
 
 
 def test_each_entry_reverts_through_its_own_endpoint(mms: Any, atp: Any) -> None:
