@@ -9,6 +9,7 @@ import io
 import json
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -17,6 +18,7 @@ from PIL import Image as PILImage
 
 from benchmark.models import Image, Item, ProjectKind, Role
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.shared_data import SHARED_DATA, needs_data
 
 pytestmark = pytest.mark.django_db
 
@@ -93,6 +95,19 @@ def test_an_uploaded_image_makes_an_agentic_mme_task() -> None:
     item = Item.objects.get(pk=created.json()["id"])
     assert [r["sha256"] for r in item.image_refs] == [out["sha256"]]
     assert item.provenance.startswith("written by")
+
+
+@needs_data("agentic-mme")
+def test_an_uploaded_image_names_the_input_of_a_native_agentic_mme_record() -> None:
+    project = ProjectFactory(kind=ProjectKind.TRAJECTORY, data_format="agentic-mme")
+    client = client_for(project)
+    out = upload(client, project, picture(color="orange")).json()
+    record = orjson.loads((SHARED_DATA / "agentic-mme" / "json" / "0001.json").read_bytes())
+    record["input"] = {**record["input"], "image": out["path"]}
+    created = create_item(client, project, {"record": record})
+    assert created.status_code == 201, created.content
+    item = Item.objects.get(pk=created.json()["id"])
+    assert [(r["sha256"], r["path"]) for r in item.image_refs] == [(out["sha256"], out["path"])]
 
 
 def test_the_same_bytes_twice_are_one_image() -> None:
