@@ -33,6 +33,14 @@ class AnnotationConfig(AppConfig):
             )
         )
 
+        # The item's one history: its plans', answers' and reference trajectory's versions
+        # next to its fields' (benchmark's item history page lists every registered source).
+        from benchmark.items.history import history_source_register
+
+        history_source_register("annotation.plan_editor.history.plan_entries")
+        history_source_register("annotation.tag_review.history.response_entries")
+        history_source_register("annotation.trajectories.history.trajectory_entries")
+
         # Model drafting: a model-call job whose answer becomes candidates.
         from annotation.model_drafts.services import MODEL_DRAFT_KIND
         from benchmark.llm.services import model_call_kind_register

@@ -404,9 +404,10 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     "benchmark:item_history": (
         Case(
-            "ATP item history",
+            "ATP item history (with the model answer's versions)",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
             Access.VIEW,
+            shows={"reviewer": (SECRET_MODEL,)},
         ),
         Case(
             "blind item history",
@@ -1511,6 +1512,15 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
         ),
     ),
+    "project-images": (
+        Case("store an image, no file", lambda w: {"pk": w.project.pk}, Access.VIEW, "post"),
+        Case(
+            "store an image in another project",
+            lambda w: {"pk": w.other_project.pk},
+            Access.OTHER,
+            method="post",
+        ),
+    ),
     "item-list": (
         Case("items", lambda w: {}, Access.LOGGED_IN),
         Case(
@@ -1753,6 +1763,11 @@ def build_world() -> SimpleNamespace:
         model_name=SECRET_MODEL,
         key=f"model:{SECRET_MODEL}",
         source_file=f"answers/{SECRET_MODEL}.jsonl",
+    )
+    # Versions of the model answer: the item's history lists them (its model masked for raters).
+    ResponseVersionFactory(response=w.model_answer, number=1, note="imported")
+    ResponseVersionFactory(
+        response=w.model_answer, number=2, base_number=1, author=users["reviewer"]
     )
     JudgeCallFactory(run=w.judge_run, response=w.model_answer, label="chief")
     RenderedAnswerFactory(response=w.model_answer, image=w.image)

@@ -36,7 +36,8 @@ from annotation.model_drafts.parse import (
     parse_queries,
     parse_rubric,
 )
-from annotation.plan_editor.services import plan_save
+from annotation.plan_editor.models import PlanVersion
+from annotation.plan_editor.services import plan_revert, plan_save
 from annotation.tag_review import services as tag_services
 from annotation.tag_review.models import ResponseVersion
 from benchmark import permissions
@@ -50,6 +51,7 @@ from benchmark.models import (
     Item,
     Job,
     Origin,
+    Plan,
     Project,
     ProjectKind,
     Response,
@@ -274,7 +276,16 @@ def _save_plan(draft: ModelDraft, user: User, answer: str) -> tuple[list[Any], d
         raise DraftParseError(f"the reply is not a plan in JSON form ({problem})")
     steps = parsed.to_json()
     plan = plan_save(item=item, user=user, steps=steps, note=f"drafted by {draft.model}")
-    return steps, {"plan": plan.pk}
+    number = _plan_latest(plan)
+    # ``base``: the version the draft was saved on top of (None: the draft made the plan).
+    base = number - 1 if number and number > 1 else None
+    return steps, {"plan": plan.pk, "key": plan.key, "number": number, "base": base}
+
+
+def _plan_latest(plan: Plan) -> int | None:
+    return PlanVersion.objects.filter(item_id=plan.item_id, key=plan.key).aggregate(
+        n=Max("number")
+    )["n"]
 
 
 def _apply(draft: ModelDraft, user: User, answer: str) -> list[DraftCandidate]:
@@ -395,6 +406,36 @@ def _reject_answer(candidate: DraftCandidate, user: User) -> dict[str, Any]:
     return {**saved, "reverted_as": version.number}
 
 
+def _reject_plan(candidate: DraftCandidate, user: User) -> dict[str, Any]:
+    """Put the plan back as it was before the draft (``plan_revert``, so the plan editor's
+    rules and history apply), if nobody saved on top of it. A draft that made the plan (no
+    earlier version) has nothing to put back: the rejection is recorded, the plan stays for
+    the annotator to rewrite in the plan editor."""
+    saved = dict(candidate.saved_as or {})
+    plan = (
+        Plan.objects.select_related("item__project").filter(pk=int(saved.get("plan") or 0)).first()
+    )
+    if plan is None:
+        raise Conflict("the drafted plan was removed since; there is nothing to reject")
+    number, base = saved.get("number"), saved.get("base")
+    if not number or not base:
+        return {**saved, "reverted_as": None}
+    latest = _plan_latest(plan)
+    if latest is None or latest != number:
+        raise Conflict(
+            f"version {latest} of the plan was saved after the draft; reject nothing, "
+            "and change the plan in the plan editor instead"
+        )
+    plan_revert(
+        plan=plan,
+        user=user,
+        number=int(base),
+        base_number=latest,
+        note=f"drafted plan (version {latest}) rejected",
+    )
+    return {**saved, "reverted_as": latest + 1}
+
+
 def candidate_decide(
     *, candidate: DraftCandidate, user: User, action: str, content: Any = None
 ) -> DraftCandidate:
@@ -405,7 +446,7 @@ def candidate_decide(
     * rubric: keep or edit writes the ten criteria to the item; ``content`` is the edited list.
     * answer, plan: already saved as a version when drafted; keep and edit record the
       decision (edit: the annotator goes on in the tag or plan editor); reject of an answer
-      puts back the version before the draft (409 if someone saved since).
+      or a plan puts back the version before the draft (409 if someone saved since).
 
     A candidate is decided once: a second decision answers 409 naming who decided."""
     draft = candidate.draft
@@ -451,6 +492,8 @@ def candidate_decide(
             )
         elif draft.kind == DraftKind.ANSWER and action == "reject":
             locked.saved_as = _reject_answer(locked, user)
+        elif draft.kind == DraftKind.PLAN and action == "reject":
+            locked.saved_as = _reject_plan(locked, user)
         elif action != "reject":
             final = locked.content
         locked.status = status

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -202,6 +204,38 @@ class ImageSerializer(serializers.ModelSerializer):
     @extend_schema_field(OpenApiTypes.URI)
     def get_thumbnail(self, obj: Image) -> str:
         return self._url("benchmark:image_thumb", obj)
+
+
+class ImageUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(
+        help_text="One image (PNG, JPEG, WebP, GIF, ...), within the server's size and pixel "
+        "limits; sent as multipart/form-data."
+    )
+
+
+class ImageStoredSerializer(ImageSerializer):
+    """An image stored for a project, with the path to name it by in item records."""
+
+    path = serializers.SerializerMethodField(
+        help_text="images/<sha256>.<ext>: give it as an image path in "
+        "POST /api/projects/<id>/items/ (images[].path, documents[].images, or a record's "
+        "image fields)."
+    )
+
+    class Meta(ImageSerializer.Meta):
+        fields = ["sha256", "path", *ImageSerializer.Meta.fields[1:]]
+
+    def get_path(self, obj: Image) -> str:
+        return image_record_path(obj)
+
+
+def image_record_path(image: Image) -> str:
+    """The path an item record names a stored image by: ``images/<sha256>.<ext>``, the
+    extension of the stored file (the items API resolves the sha256 from the name)."""
+    suffix = PurePosixPath(image.file.name or "").suffix if image.file else ""
+    if not suffix:
+        suffix = "." + (image.format or "png").lower()
+    return f"images/{image.sha256}{suffix.lower()}"
 
 
 class JobSerializer(serializers.ModelSerializer):

@@ -1,4 +1,5 @@
-"""The benchmark API: read-only, user-scoped viewsets, plus the import upload.
+"""The benchmark API: read-only, user-scoped viewsets, plus the writes of scripts: the import
+upload, new items, and images stored for a project (to name in new items).
 
 Every queryset comes from a selector scoped to the requesting user, so another project's
 objects answer 404. Writes go through services; domain errors become 400/403/404/409 in
@@ -29,6 +30,8 @@ from benchmark import permissions, visibility
 from benchmark.api.item_inputs import ItemFieldsInput, ItemRecordInput
 from benchmark.api.serializers import (
     ImageSerializer,
+    ImageStoredSerializer,
+    ImageUploadSerializer,
     ImportUploadSerializer,
     ItemDetailSerializer,
     ItemListSerializer,
@@ -39,8 +42,9 @@ from benchmark.api.serializers import (
     TrajectorySerializer,
 )
 from benchmark.datasets import services as dataset_services
-from benchmark.exceptions import Forbidden
+from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.images import selectors as image_selectors
+from benchmark.images import services as image_services
 from benchmark.items import records as item_records
 from benchmark.jobs import selectors as job_selectors
 from benchmark.jobs import services as job_services
@@ -179,6 +183,44 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         created = selectors.item_get(user=user, project=project, pk=item.pk)
         out = ItemDetailSerializer(created, context=self.get_serializer_context()).data
         location = request.build_absolute_uri(reverse("item-detail", kwargs={"pk": item.pk}))
+        return Response(out, status=status.HTTP_201_CREATED, headers={"Location": location})
+
+    @extend_schema(
+        summary="Store an image for the project (members who may edit), to name in new items",
+        description=(
+            "One image as multipart/form-data `file`, checked and stored once by its sha256 "
+            "(the size and pixel limits of the upload page apply; a file that is not an "
+            "image, or over a limit, answers 400 naming `file`). The answer's `path` "
+            "(images/<sha256>.<ext>) is how item records name it: in "
+            "POST /api/projects/<id>/items/ as images[].path, in documents[].images, or in a "
+            "native record's image fields. Uploading the same bytes again answers the same "
+            "image."
+        ),
+        request={"multipart/form-data": ImageUploadSerializer},
+        responses={201: ImageStoredSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="images",
+        parser_classes=[MultiPartParser, FormParser],
+        serializer_class=ImageUploadSerializer,
+    )
+    def images(self, request: Request, pk: str | None = None) -> Response:
+        project = self.get_object()  # scoped: another project answers 404
+        permissions.require(user=request.user, project=project, action="edit")
+        upload = ImageUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        try:
+            (image,) = image_services.image_upload(
+                project=project, user=request.user, files=[upload.validated_data["file"]]
+            )
+        except ValidationFailed as exc:
+            raise ValidationFailed(f"file: {exc.message}") from None
+        out = ImageStoredSerializer(image, context=self.get_serializer_context()).data
+        location = request.build_absolute_uri(
+            reverse("image-detail", kwargs={"sha256": image.sha256})
+        )
         return Response(out, status=status.HTTP_201_CREATED, headers={"Location": location})
 
 

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from benchmark import permissions
 from benchmark.exceptions import DomainError
-from benchmark.items import forms, selectors, services
+from benchmark.items import forms, history, selectors, services
 from benchmark.items.services import COMMON_VERBS, VERB_SUFFIXES, ItemInvalid, ItemVersionConflict
 from benchmark.models import DataFormat, Item, Project, Response
 from benchmark.pages import htmx_page, project_context, render_page, require_action
@@ -28,6 +28,7 @@ from benchmark.projects import selectors as project_selectors
 from benchmark.typing import request_user
 
 TEMPLATE = "benchmark/item_form.html"
+HISTORY_TEMPLATE = "benchmark/item_history.html"
 EDITOR_PAGE = "the item editor"
 
 
@@ -174,21 +175,32 @@ def _int(value: str | None) -> int | None:
 @require_http_methods(["GET"])
 @htmx_page
 def item_history(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
-    """Every version of the item's fields: who, when, what changed; revert for editors."""
+    """One timeline of everything edited on the item (its fields, and what the registered
+    history sources add: plans, answers, the reference trajectory): who, when, what changed,
+    each version's page, and its own revert for editors."""
     project = project_selectors.project_get(user=request.user, pk=project_id)
     item = project_selectors.item_get_revealed(
         user=request.user, project=project, pk=item_id, page="the item history"
     )
-    versions = selectors.item_versions(user=request.user, item=item)
-    context = {
+    return render_page(request, HISTORY_TEMPLATE, _history_context(request, project, item))
+
+
+def _history_context(
+    request: HttpRequest, project: Project, item: Item, **extra: Any
+) -> dict[str, Any]:
+    may_edit = permissions.can(
+        user=request.user, project=project, action="edit"
+    ) and not permissions.state_refusal(user=request.user, item=item, action="edit")
+    entries = history.item_timeline(
+        user=request.user, project=project, item=item, may_edit=may_edit
+    )
+    return {
         **project_context(request, project),
         "item": item,
-        "versions": versions,
-        "latest": versions[0].number,
-        "can_revert": permissions.can(user=request.user, project=project, action="edit")
-        and not permissions.state_refusal(user=request.user, item=item, action="edit"),
+        "entries": entries,
+        "can_revert": may_edit,
+        **extra,
     }
-    return render_page(request, "benchmark/item_history.html", context)
 
 
 @login_required
@@ -206,14 +218,6 @@ def item_revert(request: HttpRequest, project_id: int, item_id: int, number: int
             base_version=_int(request.POST.get("base_version")),
         )
     except DomainError as exc:
-        versions = selectors.item_versions(user=request.user, item=item)
-        context = {
-            **project_context(request, project),
-            "item": item,
-            "versions": versions,
-            "latest": versions[0].number,
-            "can_revert": True,
-            "error": exc.message,
-        }
-        return render(request, "benchmark/item_history.html", context, status=exc.status_code)
+        context = _history_context(request, project, item, error=exc.message)
+        return render(request, HISTORY_TEMPLATE, context, status=exc.status_code)
     return redirect(history)

@@ -11,6 +11,8 @@ import pytest
 
 from annotation.model_drafts import selectors, services
 from annotation.model_drafts.models import DraftCandidate, ModelDraft
+from annotation.plan_editor.models import PlanVersion
+from annotation.plan_editor.services import plan_save
 from annotation.tag_review.models import ResponseVersion
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
@@ -461,9 +463,76 @@ def test_drafting_a_plan_saves_it_for_the_plan_editor(
     plan = Plan.objects.get(item=item, key="gold")
     assert plan.steps == PLAN
     candidate = draft.candidates.get()
-    assert candidate.content == PLAN and candidate.saved_as == {"plan": plan.pk}
+    assert candidate.content == PLAN
+    assert candidate.saved_as == {"plan": plan.pk, "key": "gold", "number": 1, "base": None}
     prompt = ModelCall.objects.get().prompt
     assert "- image captioning(" in prompt and "[outputs: text]" in prompt
+    # No earlier plan to put back: the rejection is recorded and the plan stays.
+    candidate = services.candidate_decide(
+        candidate=candidate, user=users["annotator"], action="reject"
+    )
+    assert candidate.status == "rejected" and candidate.saved_as["reverted_as"] is None
+    assert Plan.objects.get(item=item, key="gold").steps == PLAN
+
+
+EARLIER_PLAN = [{"id": 0, "name": "image captioning", "args": {"image": "1.jpg"}}]
+
+
+def _drafted_over_a_plan(
+    mms: Project, users: dict[str, Any], model_server: FakeModelServer, capture: Any
+) -> tuple[Item, DraftCandidate]:
+    item = ItemFactory(project=mms, query="Describe 2339720.jpg, then paint it as a watercolor.")
+    plan_save(item=item, user=users["admin"], steps=EARLIER_PLAN, note="written by hand")
+    model_server.answer = json.dumps(PLAN)
+    draft = run(
+        capture,
+        lambda: services.draft_item_start(item=item, user=users["annotator"], kind="plan"),
+    )
+    assert draft.status == "ready", draft.error
+    return item, draft.candidates.get()
+
+
+def test_rejecting_a_drafted_plan_puts_back_the_earlier_version(
+    mms: Project,
+    users: dict[str, Any],
+    model_server: FakeModelServer,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    item, candidate = _drafted_over_a_plan(
+        mms, users, model_server, django_capture_on_commit_callbacks
+    )
+    assert Plan.objects.get(item=item, key="gold").steps == PLAN
+    assert candidate.saved_as["number"] == 2 and candidate.saved_as["base"] == 1
+    candidate = services.candidate_decide(
+        candidate=candidate, user=users["annotator"], action="reject"
+    )
+    assert candidate.status == "rejected" and candidate.saved_as["reverted_as"] == 3
+    assert Plan.objects.get(item=item, key="gold").steps == EARLIER_PLAN
+    versions = list(PlanVersion.objects.filter(item=item).order_by("number"))
+    assert [(v.number, v.author) for v in versions] == [
+        (1, users["admin"]),
+        (2, users["annotator"]),
+        (3, users["annotator"]),
+    ]
+    assert versions[2].note == "drafted plan (version 2) rejected"
+    assert versions[2].step_list == EARLIER_PLAN
+
+
+def test_a_drafted_plan_edited_since_is_not_rejected(
+    mms: Project,
+    users: dict[str, Any],
+    model_server: FakeModelServer,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    item, candidate = _drafted_over_a_plan(
+        mms, users, model_server, django_capture_on_commit_callbacks
+    )
+    fixed = [{**PLAN[0], "args": {"image": "fixed.jpg"}}]
+    plan_save(item=item, user=users["admin"], steps=fixed, base_number=2)
+    with pytest.raises(Conflict, match="version 3 of the plan was saved after the draft"):
+        services.candidate_decide(candidate=candidate, user=users["annotator"], action="reject")
+    assert Plan.objects.get(item=item, key="gold").steps == fixed
+    assert DraftCandidate.objects.get(pk=candidate.pk).status == "pending"
 
 
 def test_a_reply_that_is_no_plan_fails_the_draft(

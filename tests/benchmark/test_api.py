@@ -237,6 +237,7 @@ def test_schema_endpoint_and_docs(clients: dict[str, Client]) -> None:
         "/api/projects/{id}/",
         "/api/projects/{id}/import/",
         "/api/projects/{id}/items/",
+        "/api/projects/{id}/images/",
         "/api/items/",
         "/api/items/{id}/",
         "/api/responses/",
