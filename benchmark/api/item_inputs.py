@@ -25,15 +25,16 @@ class DocumentInput(serializers.Serializer):
 class ImageInput(serializers.Serializer):
     path = serializers.CharField(
         max_length=500,
-        help_text="A path the project's items already use (e.g. images/atp_0001_0.png), or "
-        "images/<sha256>.<ext> of an image stored for the project. The API reads no files: "
-        "an unknown path answers 400 naming images[i].path.",
+        help_text="A path the project's items already use (e.g. images/atp_0001_0.png, kept "
+        "as is), or images/<sha256>.<ext> (or the bare sha256) of an image stored for the "
+        "project. The API reads no files: an unknown path answers 400 naming images[i].path.",
     )
     role = serializers.ChoiceField(
         choices=ROLES,
         required=False,
-        help_text="query (ATP-Bench image query), document (ATP-Bench documents), input "
-        "(LLM-I, Agentic-MME). Default: document for ATP-Bench, else input.",
+        help_text="query (ATP-Bench image query), document (ATP-Bench documents: name it in "
+        "its document's images too, unless there are no documents), input (LLM-I, m&m's, "
+        "Agentic-MME). Default: document for ATP-Bench, else input.",
     )
     position = serializers.IntegerField(min_value=0, required=False)
 

@@ -36,6 +36,7 @@ from benchmark.formats import (
     get_format,
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
+from benchmark.images.selectors import project_images_named
 from benchmark.images.services import image_store
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
@@ -371,11 +372,10 @@ def _insert_attachments(
 
 
 class ProjectImages:
-    """Resolves the image paths of a record sent on its own (the API cannot read files): a
-    path names an image the project already holds, either a path its items already use (as
-    imported, e.g. ``images/atp_0001_0.png``) or a file named by the image's sha256
-    (``images/<sha256>.png``, for an image uploaded to the project). An unknown path raises
-    FormatError naming ``field`` (the record's field holding the path)."""
+    """Resolves the image paths of a record sent on its own (the API cannot read files) by
+    the one rule for naming a project's images (``project_images_named``: a path its items
+    already use, or ``images/<sha256>.<ext>`` of an image stored for it). An unknown path
+    raises FormatError naming ``field`` (the record's field holding the path)."""
 
     def __init__(self, project: Project, fields: dict[str, str] | None = None) -> None:
         self.project = project
@@ -383,38 +383,29 @@ class ProjectImages:
         self.known: dict[str, str] = {}
 
     def resolve(self, refs: Iterable[ImageRef], record: str) -> list[dict[str, Any]]:
+        refs = list(refs)
+        named = project_images_named(
+            project=self.project, names={r.path for r in refs if r.path not in self.known}
+        )
+        self.known.update({path: image.sha256 for path, image in named.items()})
+        for ref in refs:
+            if ref.path not in self.known:
+                raise FormatError(
+                    f"unknown image {ref.path!r}: the API cannot read files; use the path of an "
+                    f"image already in the project, or images/<sha256>.<ext> of an image "
+                    f"stored for it",
+                    record=record,
+                    field=self.fields.get(ref.path, "images"),
+                )
         return [
             {
-                "sha256": self.sha_for(ref.path, record, self.fields.get(ref.path, "images")),
+                "sha256": self.known[ref.path],
                 "role": ref.role,
                 "path": ref.path,
                 "position": ref.position,
             }
             for ref in refs
         ]
-
-    def sha_for(self, path: str, record: str, field: str) -> str:
-        if path in self.known:
-            return self.known[path]
-        stem = Path(path).stem.lower()
-        is_sha = len(stem) == 64 and all(c in "0123456789abcdef" for c in stem)
-        if is_sha and self.project.images.filter(sha256=stem).exists():
-            self.known[path] = stem
-            return stem
-        # A path the project's items already use (the JSON text holds it; checked exactly).
-        for refs in self.project.items.filter(image_refs__icontains=path).values_list(
-            "image_refs", flat=True
-        )[:50]:
-            for ref in refs:
-                if ref.get("path") == path and ref.get("sha256"):
-                    self.known[path] = ref["sha256"]
-                    return self.known[path]
-        raise FormatError(
-            f"unknown image {path!r}: the API cannot read files; use the path of an image "
-            f"already in the project, or images/<sha256>.<ext> of an image stored for it",
-            record=record,
-            field=field,
-        )
 
 
 _Resolver = _ImageResolver | ProjectImages

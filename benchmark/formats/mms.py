@@ -47,9 +47,19 @@ from ._jsonio import (
 from .base import AttachmentRecord, FormatError, ImageRef, ItemRecord, PlanRecord
 
 TASKS_FILE = "tasks.json"
+#: The key of a task's ground-truth plan (``plan_str``/``code_str``) among the item's plans.
+GOLD_PLAN_KEY = "gold"
 TOOLSET_FILES = ("tool_metadata.json", "tool_graph.json")
 
-__all__ = ["dataset_root", "load_toolset", "parse_prediction", "parse_record", "read", "write"]
+__all__ = [
+    "GOLD_PLAN_KEY",
+    "dataset_root",
+    "load_toolset",
+    "parse_prediction",
+    "parse_record",
+    "read",
+    "write",
+]
 
 Record = ItemRecord | PlanRecord
 
@@ -135,7 +145,7 @@ def _task(value: Any, raw: str, name: str, position: int, ids: IdRegistry) -> It
         constraints={"input_files": input_files} if input_files else {},
     )
     common: dict[str, Any] = {"item_id": task_id, "source_file": name, "origin": "ground_truth"}
-    item.plans.append(PlanRecord(key="gold", form="json", steps=gold, code=code, **common))
+    item.plans.append(PlanRecord(key=GOLD_PLAN_KEY, form="json", steps=gold, code=code, **common))
     for i, steps in enumerate(alternatives):
         item.plans.append(
             PlanRecord(
@@ -371,7 +381,7 @@ def _prediction_skeleton(att: PlanRecord) -> dict[str, Any]:
 def _overlay_task(ov: Overlay, item: ItemRecord) -> None:
     ov.put(("id",), item.external_id, as_text)
     ov.put(("user_request",), item.query, as_text)
-    gold = next((p for p in item.plans if p.key == "gold"), None)
+    gold = next((p for p in item.plans if p.key == GOLD_PLAN_KEY), None)
     if gold is not None:
         ov.put(("plan_str",), gold.steps, _decode_plan, _encode_literal)
         ov.put(("code_str",), gold.code, as_text)

@@ -16,16 +16,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 
 from benchmark import permissions
-from benchmark.datasets.services import (
-    ProjectImages,
-    item_attachments_create,
-    item_next_position,
-    record_create,
-)
+from benchmark.datasets.services import ProjectImages, item_attachments_create, record_create
 from benchmark.exceptions import Conflict, ValidationFailed
-from benchmark.formats import FormatError, ImageRef, PlanRecord, ResponseRecord, get_format
-from benchmark.items.services import item_create
-from benchmark.models import Item, Modality, Origin, Project
+from benchmark.formats import PlanRecord, ResponseRecord, get_format
+from benchmark.formats.mms import GOLD_PLAN_KEY
+from benchmark.items.services import ItemInvalid, item_create
+from benchmark.models import DataFormat, Item, Origin, Project
 from benchmark.plans.parse import plan_to_solve_code
 from benchmark.typing import User
 
@@ -33,8 +29,20 @@ from benchmark.typing import User
 ANSWER_FORMATS = frozenset({"atp", "llmi"})
 PLAN_FORMATS = frozenset({"mms"})
 ANSWER_KEY = "gt"
-PLAN_KEY = "gold"
-IMAGE_ROLES = ("query", "document", "input")
+#: The gold plan's key: the one m&m's importer gives a task's plan_str (plan_save's default
+#: key is another).
+PLAN_KEY = GOLD_PLAN_KEY
+#: The image roles of each format's items, the default first.
+IMAGE_ROLES = {"atp": ("document", "query")}
+OTHER_ROLES = ("input",)
+# The API's name of the fields item_create names otherwise.
+_API_FIELDS = {
+    "gt": "answer",
+    "query_images": "images",
+    "image_num": "constraints.image_num",
+    "tools": "constraints.tools",
+    "input_files": "constraints.input_files",
+}
 # Where each format's records name their images, by role: the field an unknown path is in.
 _IMAGE_FIELDS = {
     "atp": {"query": "image_query", "document": "images"},
@@ -54,8 +62,9 @@ def item_create_with_records(
 ) -> Item:
     """Create a draft item from its fields (``data``: ``item_create``'s), with its
     ground-truth ``answer`` (ATP-Bench, LLM-I) or gold ``plan`` steps (m&m's) and its
-    ``images`` ([{path, role, position}], paths the project already holds: see
-    ``ProjectImages``; ATP-Bench document images named in ``documents`` are added)."""
+    ``images`` ([{path, role, position}]: images of the project, named as ``item_create``
+    names them; ATP-Bench document images belong to the documents that name them). Errors
+    name the API's fields (``images[i].path``, ``constraints.tools``, ``answer``)."""
     permissions.require(user=user, project=project, action="edit")
     kind = project.data_format
     if answer and kind not in ANSWER_FORMATS:
@@ -70,35 +79,28 @@ def item_create_with_records(
     external_id = str(data.get("external_id") or "")
     if external_id and project.items.filter(external_id=external_id).exists():
         raise Conflict(f"external_id: the project already has an item {external_id!r}")
-    named = _image_refs(images or [], data.get("documents") or [], kind)
-    refs = [ref for ref, _ in named]
-    resolver = ProjectImages(project, fields={ref.path: field for ref, field in reversed(named)})
-    try:
-        image_refs = resolver.resolve(refs, external_id or "new item")
-    except FormatError as exc:
-        raise ValidationFailed(f"{exc.field}: {exc.message}") from None
-    data = {**data, "image_refs": image_refs}
-    if not data.get("modality"):
-        shown = any(ref.role in ("query", "input") for ref in refs)
-        data["modality"] = Modality.IMAGE if shown else Modality.TEXT
-    position = item_next_position(project=project)
+    fields, names = _item_fields(data, images or [], kind)
+    if answer and kind == DataFormat.ATP:
+        fields["gt"] = answer  # item_create stores ATP-Bench's "gt" (and warns on its tags)
     with transaction.atomic():
         try:
-            item = item_create(project=project, user=user, data=data)
+            item = item_create(project=project, user=user, data=fields)
+        except ItemInvalid as exc:
+            raise ItemInvalid(
+                {names.get(f, _API_FIELDS.get(f, f)): m for f, m in exc.errors.items()}
+            ) from None
         except DjangoValidationError as exc:
             field, messages = next(iter(exc.message_dict.items()))
             raise ValidationFailed(f"{field}: {' '.join(messages)}") from None
-        if item.position != position:
-            Item.objects.filter(pk=item.pk).update(position=position)
-            item.position = position
         records: list[ResponseRecord | PlanRecord] = []
         common: dict[str, Any] = {"item_id": item.external_id, "origin": Origin.GROUND_TRUTH}
-        if answer:
+        if answer and kind != DataFormat.ATP:
             records.append(ResponseRecord(key=ANSWER_KEY, text=answer, **common))
         if steps:
             code = plan_to_solve_code(steps)
             records.append(PlanRecord(key=PLAN_KEY, form="json", steps=steps, code=code, **common))
-        item_attachments_create(item=item, records=records, images=resolver)
+        if records:
+            item_attachments_create(item=item, records=records)
     return item
 
 
@@ -150,31 +152,44 @@ def _plan_steps(plan: Any) -> list[dict[str, Any]]:
     return steps
 
 
-def _image_refs(
-    images: list[dict[str, Any]], documents: list[dict[str, Any]], kind: str
-) -> list[tuple[ImageRef, str]]:
-    """The item's images, each with the field naming it: ``images`` as given, then ATP-Bench
-    document images named only in ``documents``."""
-    refs: list[tuple[ImageRef, str]] = []
-
-    def next_position(role: str) -> int:
-        return sum(1 for ref, _ in refs if ref.role == role)
-
+def _item_fields(
+    data: dict[str, Any], images: list[dict[str, Any]], kind: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``item_create``'s field dict for the API's fields and ``images``, and the API's name of
+    each image field ``item_create`` may name in an error (``images[0]`` -> ``images[2].path``).
+    Query images go to ``query_images``, input images to ``images``; an ATP-Bench document
+    image belongs to the document naming it (with no documents, to one document of its own)."""
+    roles = IMAGE_ROLES.get(kind, OTHER_ROLES)
+    by_role: dict[str, list[tuple[int, int, str]]] = {}
     for i, image in enumerate(images):
-        path = image.get("path")
-        if not isinstance(path, str) or not path:
-            raise ValidationFailed(f"images[{i}].path: give the image's path")
-        role = image.get("role") or ("input" if kind != "atp" else "document")
-        if role not in IMAGE_ROLES:
-            raise ValidationFailed(f"images[{i}].role: choose one of {', '.join(IMAGE_ROLES)}")
+        role = image.get("role") or roles[0]
+        if role not in roles:
+            raise ValidationFailed(
+                f"images[{i}].role: {kind} items have {' or '.join(roles)} images, not {role}"
+            )
+        entries = by_role.setdefault(role, [])
         position = image.get("position")
-        position = next_position(role) if position is None else int(position)
-        refs.append((ImageRef(path=path, role=role, position=position), f"images[{i}].path"))
-    listed = {(ref.path, ref.role) for ref, _ in refs}
-    for j, document in enumerate(documents):
-        for path in document.get("images") or []:
-            if (path, "document") not in listed:
-                ref = ImageRef(path=path, role="document", position=next_position("document"))
-                refs.append((ref, f"documents[{j}].images"))
-                listed.add((path, "document"))
-    return refs
+        entries.append((len(entries) if position is None else int(position), i, image["path"]))
+    fields = dict(data)
+    names: dict[str, str] = {}
+
+    def put(key: str, entries: list[tuple[int, int, str]], prefix: str = "") -> list[str]:
+        names.update(
+            {f"{prefix}{key}[{k}]": f"images[{i}].path" for k, (_, i, _) in enumerate(entries)}
+        )
+        return [path for _, _, path in entries]
+
+    for role, key in (("query", "query_images"), ("input", "images")):
+        if role in by_role:
+            fields[key] = put(key, sorted(by_role[role]))
+    documents = fields.get("documents") or []
+    listed = {path for document in documents for path in document.get("images") or []}
+    loose = [entry for entry in sorted(by_role.get("document", [])) if entry[2] not in listed]
+    if loose and documents:
+        raise ValidationFailed(
+            f"images[{loose[0][1]}].path: a document image belongs to a document: name it in "
+            f"that document's images (documents[j].images)"
+        )
+    if loose:
+        fields["documents"] = [{"text": "", "images": put("images", loose, "documents[0].")}]
+    return fields, names

@@ -9,11 +9,15 @@ key optional unless the project's format needs it):
   question. ``format_instruction`` (Agentic-MME) is joined after the question, as the format's
   ``input.prompt`` holds both.
 * ``modality``: "text" or "image" (inferred from the images when absent).
-* Images, each a sha256 of an image of the project, a dataset path the item already has, or an
-  uploaded file (a file object or ``(name, bytes)``; stored through the image service with its
-  size and pixel limits): ``query_images`` (ATP-Bench image query), ``images`` (the input
-  images of LLM-I, Agentic-MME and m&m's) and the ``images`` list of each document.
-  ``image_refs`` ([{"sha256", "role"}]) is accepted too and sorted into those lists by role.
+* Images, each named as ``benchmark.images.selectors.project_images_named`` names a
+  project's images (its sha256, ``images/<sha256>.<ext>``, or a dataset path the project's
+  items already use; a path is kept, an image named by its hash gets
+  ``images/<sha256[:16]>.<ext>``), or an uploaded file (a file object or ``(name, bytes)``;
+  stored through the image service with its size and pixel limits): ``query_images``
+  (ATP-Bench image query), ``images`` (the input images of LLM-I, Agentic-MME and m&m's) and
+  the ``images`` list of each document.
+  ``image_refs`` ([{"sha256" or "path", "role", "position"}]) is accepted too and sorted into
+  those lists by role.
 * ``documents``: [{"text", "images"}] (ATP-Bench), stored as the ATP importer stores them:
   the text, and the dataset paths of the document's images.
 * ``category``, ``intent``: terms of the project's taxonomy (free text without one).
@@ -45,6 +49,7 @@ from django.db.models import Max
 
 from benchmark.exceptions import Conflict, NotFound, ValidationFailed
 from benchmark.formats.llmi import image_count
+from benchmark.images.selectors import image_name_sha, project_images_named
 from benchmark.items.models import ItemVersion
 from benchmark.models import (
     DataFormat,
@@ -99,7 +104,6 @@ LEVELS = (1, 2, 3)
 MAX_CRITERIA = 10
 MAX_TEXT = 100_000
 AT_LEAST_ONE = "at_least_one"
-_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _ID_RE = re.compile(r"^(.*?)(\d+)$")
 #: Agentic-MME prompts end with the answer-format sentence; these words start it.
 FORMAT_LEADS = (
@@ -332,23 +336,17 @@ class _Cleaner:
         for i, entry in enumerate(value):
             self.wanted.append((role, document, entry, f"{key}[{i}]"))
 
-    def _sha_of(self, entry: Any, field: str) -> str | None:
-        """The sha256 an entry names (a sha256, a path the item has, {"sha256"}), or None for
-        an upload; an error when it names nothing."""
+    def _name_of(self, entry: Any, field: str) -> str | None:
+        """The name an entry gives an image (a sha256 or a path, also as {"sha256"} or
+        {"path"}), or None for an upload; "" (and an error) when it names nothing."""
         if isinstance(entry, Mapping):
-            entry = entry.get("sha256")
+            entry = entry.get("sha256") or entry.get("path")
         if isinstance(entry, tuple) or hasattr(entry, "read"):
             return None
-        if not isinstance(entry, str):
-            self.error(field, "must be an image (a sha256 or an uploaded file)")
+        if not isinstance(entry, str) or not entry.strip():
+            self.error(field, "must be an image (a sha256, a path or an uploaded file)")
             return ""
-        value = entry.strip()
-        if self.known_paths.get(value):
-            return str(self.known_paths[value])
-        if _SHA_RE.match(value.lower()):
-            return value.lower()
-        self.error(field, f"no image {value!r} in this project")
-        return ""
+        return entry.strip()
 
     def _upload(self, user: User, uploads: list[tuple[int, Any]]) -> list[Image]:
         from benchmark.images.services import image_upload
@@ -361,31 +359,50 @@ class _Cleaner:
             self.error(self.wanted[uploads[0][0]][3].rsplit("[", 1)[0], exc.message)
             return []
 
+    def _look_up(
+        self, names: dict[int, str]
+    ) -> tuple[dict[int, tuple[str, str]], dict[str, Image]]:
+        """Each named image's sha256 and the path to keep ("": a new one), and the project's
+        images found. A name of no image of the item or the project is an error."""
+        own = {
+            name: str(self.known_paths.get(name) or name.lower())
+            for name in names.values()
+            if self.known_paths.get(name) or name.lower() in self.paths_by_sha
+        }
+        found = project_images_named(project=self.project, names=set(names.values()) - set(own))
+        out: dict[int, tuple[str, str]] = {}
+        for n, name in names.items():
+            if name in own:
+                out[n] = (own[name], "")
+            elif name in found:  # a path the project's items use is kept
+                out[n] = (found[name].sha256, "" if image_name_sha(name) else name)
+            else:
+                shown = f"{name[:12]}..." if image_name_sha(name) == name.lower() else repr(name)
+                self.error(self.wanted[n][3], f"no image {shown} in this project")
+        return out, {image.sha256: image for image in found.values()}
+
     def resolve_images(self, user: User) -> dict[tuple[str, int], list[dict[str, str]]]:
-        """Store the uploads and check the rest; ``{(role, document): [{"sha256", "path"}]}``."""
-        shas: dict[int, str] = {}
+        """Store the uploads and look the rest up; ``{(role, document): [{"sha256", "path"}]}``.
+        A name is an image the item already has (its sha256 or path), else one of the
+        project's by the one rule of ``project_images_named``. A dataset path is kept; an
+        image named by its hash or uploaded gets ``images/<sha256[:16]>.<ext>``."""
+        names: dict[int, str] = {}
         uploads: list[tuple[int, Any]] = []
         for n, (_, _, entry, field) in enumerate(self.wanted):
-            sha = self._sha_of(entry, field)
-            if sha is None:
+            name = self._name_of(entry, field)
+            if name is None:
                 uploads.append((n, entry))
-            elif sha:
-                shas[n] = sha
-        found = {
-            image.sha256: image
-            for image in Image.objects.filter(sha256__in=set(shas.values()), projects=self.project)
-        }
-        for n, sha in shas.items():
-            if sha not in found and sha not in self.paths_by_sha:
-                self.error(self.wanted[n][3], f"no image {sha[:12]}... in this project")
+            elif name:
+                names[n] = name
+        looked, images = self._look_up(names)
         for (n, _), image in zip(uploads, self._upload(user, uploads), strict=False):
-            shas[n] = image.sha256
-            found[image.sha256] = image
+            looked[n] = (image.sha256, "")
+            images[image.sha256] = image
         out: dict[tuple[str, int], list[dict[str, str]]] = {}
         for n, (role, document, _, _) in enumerate(self.wanted):
-            if n in shas:
-                sha = shas[n]
-                path = self.paths_by_sha.get(sha) or _new_path(found.get(sha), sha)
+            if n in looked:
+                sha, kept = looked[n]
+                path = self.paths_by_sha.get(sha) or kept or _new_path(images.get(sha), sha)
                 out.setdefault((role, document), []).append({"sha256": sha, "path": str(path)})
         return out
 

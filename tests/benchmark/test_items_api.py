@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 
 from benchmark import permissions
+from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.datasets.services import dataset_export, dataset_import
 from benchmark.models import Image, Item, ItemStatus, Plan, Project, ProjectKind, Role
 from benchmark.models import Response as ResponseModel
@@ -31,8 +32,14 @@ FORMATS = list(KINDS)
 
 
 def make_project(data_format: str, name: str = "") -> Project:
+    """A project as the app sets one up: the format's built-in toolset and taxonomy (so
+    LLM-I's required tools and ATP-Bench's categories are checked against real ones)."""
     return ProjectFactory(
-        name=name or f"{data_format} project", kind=KINDS[data_format], data_format=data_format
+        name=name or f"{data_format} project",
+        kind=KINDS[data_format],
+        data_format=data_format,
+        toolset=toolsets_ensure()[data_format],
+        taxonomy=taxonomies_ensure()[data_format],
     )
 
 
@@ -81,7 +88,7 @@ def field_bodies(data_format: str, images: list[Image]) -> list[dict[str, Any]]:
                 "external_id": "atp_new_2",
                 "query": "Which haircut suits the face in this photo?",
                 "images": [{"path": two, "role": "query"}],
-                "category": "Lifestyle",
+                "category": "Fashion",
                 "intent": "Hairstyle",
                 "answer": "A layered bob.",
             },
@@ -211,10 +218,64 @@ def test_fields_the_format_does_not_have_answer_400(
 def test_an_image_of_another_project_is_unknown(author: Any) -> None:
     project = make_project("agentic-mme")
     theirs = ImageFactory(projects=[make_project("atp", "theirs")])
-    body = {"query": "q", "images": [{"path": image_path(theirs)}]}
+    body = {
+        **field_bodies("agentic-mme", [theirs, theirs])[0],
+        "images": [{"path": image_path(theirs)}],
+    }
     response = post(member_client(project, author), project, body)
     assert response.status_code == 400
     assert "images[0].path" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("data_format", "images", "documents", "named"),
+    [
+        ("atp", [{"path": "x", "role": "input"}], [], "images[0].role:"),
+        ("llmi", [{"path": "x", "role": "query"}], [], "images[0].role:"),
+        ("atp", [{"path": "SHA"}], [{"text": "t", "images": []}], "images[0].path:"),
+    ],
+)
+def test_images_take_the_roles_of_the_format(
+    data_format: str,
+    images: list[dict[str, Any]],
+    documents: list[Any],
+    named: str,
+    author: Any,
+) -> None:
+    project = make_project(data_format)
+    sha = ImageFactory(projects=[project]).sha256
+    images = [{**i, "path": sha} if i["path"] == "SHA" else i for i in images]
+    body = {"query": "q", "images": images, "documents": documents}
+    response = post(member_client(project, author), project, body)
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith(named), response.json()
+    assert not project.items.exists()
+
+
+@needs_data("atp")
+def test_fields_may_name_images_by_the_paths_the_project_uses(author: Any) -> None:
+    """The one rule item_create names images by: an imported path is kept, a hash (bare or
+    as images/<sha256>.<ext>) gets the app's own path."""
+    project = make_project("atp")
+    dataset_import(project=project, path=SHARED_DATA / "atp")
+    imported = next(i for i in project.items.all() if len(i.image_refs) >= 2)
+    first, second = imported.image_refs[:2]
+    client = member_client(project, author)
+    body = {
+        "query": "Which of the two figures shows the pipeline?",
+        "documents": [{"text": "Figure 1.", "images": [first["path"], second["sha256"]]}],
+        "category": "Academic",
+        "intent": "Framework",
+    }
+    response = post(client, project, body)
+    assert response.status_code == 201, response.content
+    refs = Item.objects.get(pk=response.json()["id"]).image_refs
+    assert [(r["sha256"], r["role"]) for r in refs] == [
+        (first["sha256"], "document"),
+        (second["sha256"], "document"),
+    ]
+    assert refs[0]["path"] == first["path"]
+    assert refs[1]["path"].startswith(f"images/{second['sha256'][:16]}")
 
 
 def test_a_duplicate_external_id_answers_409(author: Any) -> None:
@@ -508,8 +569,11 @@ def test_creating_an_item_takes_a_bounded_number_of_queries(
     images = [ImageFactory(projects=[project]) for _ in range(2)]
     client = member_client(project, author)
     body = field_bodies("atp", images)[0]
+    # 27: the session, user, project and role; the API's id check; item_create's taxonomy
+    # terms (category, intent), images, id, source file, position, model checks, the item and
+    # its "gt"; the toolset for the gt's tag findings; the created item as the selector reads it.
     for i in range(3):  # a project with more items takes no more queries
-        with django_assert_max_num_queries(25):
+        with django_assert_max_num_queries(27):
             assert post(client, project, {**body, "external_id": f"n{i}"}).status_code == 201
 
 
