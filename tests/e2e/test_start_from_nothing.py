@@ -282,11 +282,11 @@ def test_start_a_benchmark_from_nothing(  # type: ignore[no-untyped-def]
     # ------------------------------------------------------------------ export, import, export
     downloads = tmp_path / "downloads"
     downloads.mkdir()
+    written = {"atp": atp_item, "llmi": llmi_item, "agentic-mme": mme_item, "mms": mms_item}
     for fmt, project in projects.items():
         exported = export(page, project, downloads)
         first = zip_files(exported.read_bytes())
         assert first, f"{fmt}: the export is empty"
-        written = {"atp": atp_item, "llmi": llmi_item, "agentic-mme": mme_item, "mms": mms_item}
         data_files = b"".join(v for k, v in first.items() if not k.startswith("images/"))
         assert json.dumps(written[fmt].query)[1:-1].encode() in data_files, fmt
         assert any(k.startswith("images/") for k in first), f"{fmt}: no image exported"
@@ -320,8 +320,8 @@ def test_start_a_benchmark_from_nothing(  # type: ignore[no-untyped-def]
         with again.handle:
             second = zip_files(again.handle.read())
         assert sorted(second) == sorted(first), fmt
-        for name, data in first.items():
-            assert second[name] == data, f"{fmt}: {name} differs after the round trip"
+        for path, data in first.items():
+            assert second[path] == data, f"{fmt}: {path} differs after the round trip"
 
     # Nothing but the built-in rows was made along the way.
     assert Toolset.objects.filter(builtin=False).count() == 0
