@@ -2,7 +2,10 @@
 or JSON Lines) and prediction files ``{id, prediction}`` (JSON Lines).
 
 ``plan_str`` and ``alt_plans_str`` are Python literals (a list of steps; a list of such lists);
-``code_str`` is the same plan as a ``def solve():`` function. The gold plan becomes
+``code_str`` is the same plan as a ``def solve():`` function. A task written in Benchwright
+may also carry its input files: ``images`` (paths relative to the file's folder, like LLM-I's)
+and ``input_files`` (other files by name); both are optional and written only when the task has
+some, so the dataset's own rows keep their shape. The gold plan becomes
 PlanRecord "gold" and each alternative PlanRecord "alt:<i>" (0-based), inside the item.
 A prediction is a step list (form "json"), a code string (form "code") or text that is neither
 (form "raw", the text kept in ``code``); it becomes a PlanRecord attachment keyed
@@ -41,7 +44,7 @@ from ._jsonio import (
     row_files,
     str_list,
 )
-from .base import AttachmentRecord, FormatError, ItemRecord, PlanRecord
+from .base import AttachmentRecord, FormatError, ImageRef, ItemRecord, PlanRecord
 
 TASKS_FILE = "tasks.json"
 #: The key of a task's ground-truth plan (``plan_str``/``code_str``) among the item's plans.
@@ -129,12 +132,17 @@ def _task(value: Any, raw: str, name: str, position: int, ids: IdRegistry) -> It
     code = get_str(record, "code_str", where) or ""
     alternatives = _alternatives(record.get("alt_plans_str"), where)
 
+    images = str_list(record.get("images"), where, "images")
+    input_files = str_list(record.get("input_files"), where, "input_files")
     item = ItemRecord(
         external_id=task_id,
         source_file=name,
         raw=raw,
         position=position,
         query=request,
+        modality="image" if images else "text",
+        images=[ImageRef(path=p, role="input", position=i) for i, p in enumerate(images)],
+        constraints={"input_files": input_files} if input_files else {},
     )
     common: dict[str, Any] = {"item_id": task_id, "source_file": name, "origin": "ground_truth"}
     item.plans.append(PlanRecord(key=GOLD_PLAN_KEY, form="json", steps=gold, code=code, **common))
@@ -379,6 +387,24 @@ def _overlay_task(ov: Overlay, item: ItemRecord) -> None:
         ov.put(("code_str",), gold.code, as_text)
     alternatives = [p.steps for p in item.plans if p.is_alternative]
     ov.put(("alt_plans_str",), alternatives, _decode_alternatives, _encode_literal)
+    images = [im.path for im in sorted(item.images, key=lambda im: im.position)]
+    ov.put(("images",), images, _decode_names, _encode_names)
+    ov.put(
+        ("input_files",),
+        list(item.constraints.get("input_files") or []),
+        _decode_names,
+        _encode_names,
+    )
+
+
+def _decode_names(value: Any) -> Any:
+    """An optional list of file names: absent or null reads as none."""
+    return [] if value is MISSING or value is None else value
+
+
+def _encode_names(new: list[str], old: Any) -> Any:
+    """The names; an emptied list stays in the row's shape (null stays null)."""
+    return None if not new and old is None else new
 
 
 def _decode_plan(value: Any) -> Any:

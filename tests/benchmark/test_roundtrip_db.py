@@ -113,3 +113,36 @@ def test_edits_show_up_in_the_export(tmp_path: Path) -> None:
     assert {k: v for k, v in rows.items() if k != 9001} == {
         k: v for k, v in originals.items() if k != 9001
     }
+
+
+def test_a_written_mms_task_with_an_input_image_roundtrips(tmp_path: Path) -> None:
+    """An m&m's task written in the app keeps its input image and files through export and
+    import: the second export is byte for byte the first, image included."""
+    from benchmark.items.services import item_create
+    from benchmark.projects.services import project_create
+    from tests.factories import UserFactory, png_bytes
+
+    staff = UserFactory(is_staff=True)
+    first = project_create(user=staff, name="written", data_format="mms")
+    item = item_create(
+        project=first,
+        user=staff,
+        data={
+            "query": "Describe the image.",
+            "images": [("photo.png", png_bytes(3))],
+            "input_files": "song.mp3",
+        },
+    )
+    assert item.modality == "image"
+    services.dataset_export(project=first, out=tmp_path / "one")
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*.*"))
+    assert len(files) == 2 and files[1].name == "tasks.json"
+
+    second = project_create(user=staff, name="again", data_format="mms")
+    result = services.dataset_import(project=second, path=tmp_path / "one")
+    assert (result.items_created, result.warnings) == (1, [])
+    copy = Item.objects.get(project=second)
+    assert copy.image_refs == item.image_refs and copy.constraints == item.constraints
+    services.dataset_export(project=second, out=tmp_path / "two")
+    for rel in files:
+        assert (tmp_path / "two" / rel).read_bytes() == (tmp_path / "one" / rel).read_bytes()

@@ -209,3 +209,33 @@ def test_bad_toolset(tmp_path: Path) -> None:
     graph.write_text('{"edges": [["a", "b"]]}')
     with pytest.raises(FormatError, match="unknown tool 'b'"):
         mms.load_toolset(meta, graph)
+
+
+def test_a_task_carries_its_input_images_and_files_only_when_it_has_some(tmp_path: Path) -> None:
+    row = sample_task() | {"images": ["images/photo.png"], "input_files": ["song.mp3"]}
+    path = write_tasks(tmp_path, [sample_task(), row | {"id": 9}])
+    plain, written = mms.read(path)
+    assert isinstance(plain, ItemRecord) and isinstance(written, ItemRecord)
+    assert (plain.images, plain.constraints, plain.modality) == ([], {}, "text")
+    assert [(im.path, im.role) for im in written.images] == [("images/photo.png", "input")]
+    assert written.constraints == {"input_files": ["song.mp3"]} and written.modality == "image"
+
+    # A new task (no raw row) writes them; a dataset row without them gains no keys.
+    new = mms.parse_record(row | {"id": 10})
+    new.raw = ""
+    mms.write(tmp_path / "out", [plain, new])
+    out = orjson.loads((tmp_path / "out" / "tasks.json").read_bytes())
+    assert out[0] == sample_task()
+    assert out[1]["images"] == ["images/photo.png"] and out[1]["input_files"] == ["song.mp3"]
+    # Removing the files of a row that had them leaves empty lists, read as none.
+    written.images, written.constraints = [], {}
+    mms.write(tmp_path / "again", [written])
+    (again,) = orjson.loads((tmp_path / "again" / "tasks.json").read_bytes())
+    assert again["images"] == [] and again["input_files"] == []
+
+
+def test_input_files_must_be_lists_of_names(tmp_path: Path) -> None:
+    path = write_tasks(tmp_path, [sample_task() | {"images": "photo.png"}])
+    with pytest.raises(FormatError, match="list of strings") as info:
+        list(mms.read(path))
+    assert info.value.field == "images"
