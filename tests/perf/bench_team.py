@@ -132,6 +132,10 @@ def setup(args: argparse.Namespace) -> dict:
         j.assignment_id = j.assignment.pk
     Judgment.objects.bulk_create(judgments, batch_size=5000)
     Outcome.objects.bulk_create(outcomes, batch_size=5000)
+    from annotation.judging.services import judgment_agreement_sync
+
+    for task in (binary, nominal):  # as the services that write outcomes do, item by item
+        judgment_agreement_sync(task=task)
     from django.db import connection
 
     if connection.vendor == "postgresql":

@@ -9,7 +9,6 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.utils import timezone
 
 from annotation.judging.models import JudgmentTask
@@ -30,11 +29,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _empty_cache() -> None:
-    cache.clear()
 
 
 def url(project: Project, query: str = "") -> str:
@@ -231,26 +225,35 @@ def test_empty_project(project, users, clients):
     assert "<strong data-total-done>0</strong>" in html
 
 
-def test_cache_follows_new_judgments_and_outcomes(project, users, world):
+def test_figures_follow_new_judgments_and_outcomes(project, users, world):
+    """Computed on every request: a new judgment counts at once, and a reviewer's decision
+    (a service that writes the outcome, storing each judgment's credit with it) moves the
+    agreement."""
+    from review.adjudication.services import outcome_decide
+
     keep = world["tasks"][0]
     i1, i2, i3, *_ = world["items"]
     first = report(users["reviewer"], project)
-    again = report(users["reviewer"], project)
-    assert not first.cached and again.cached
+    assert cell(first, "alice", "Keep?").compared == 3
     DatedJudgmentFactory(task=keep, item=i3, user=world["people"]["carol"], value=1, seconds=5)
     fresh = report(users["reviewer"], project)
-    assert not fresh.cached and cell(fresh, "carol", "Keep?").done == 1
-    # A reviewer settles i3 at 1: Alice's judgment now agrees.
-    from annotation.judging.models import Outcome
-
-    outcome = Outcome.objects.get(task=keep, item=i3)
-    outcome.verdict, outcome.value = "accepted", 1
-    outcome.save()
+    assert cell(fresh, "carol", "Keep?").done == 1
+    # A reviewer settles i3 at 1: Alice's and Carol's judgments now agree.
+    outcome_decide(task=keep, item=i3, reviewer=users["reviewer"], verdict="accepted", value=1)
     settled = report(users["reviewer"], project)
     assert (cell(settled, "alice", "Keep?").compared, cell(settled, "alice", "Keep?").agreeing) == (
         4,
         2,
     )
+    assert (cell(settled, "carol", "Keep?").compared, cell(settled, "carol", "Keep?").agreeing) == (
+        1,
+        1,
+    )
+    # Discarded: left out again.
+    outcome_decide(
+        task=keep, item=i3, reviewer=users["reviewer"], verdict="discarded", reason="broken"
+    )
+    assert cell(report(users["reviewer"], project), "alice", "Keep?").compared == 3
 
 
 def test_query_count_does_not_grow_with_annotators(
@@ -268,12 +271,10 @@ def test_query_count_does_not_grow_with_annotators(
             AssignmentFactory(task=task, item=ItemFactory(project=project), user=person)
 
     add(2)
-    with django_assert_max_num_queries(16):
-        assert client.get(url(project)).status_code == 200  # computed
-    with django_assert_max_num_queries(11):
-        assert client.get(url(project)).status_code == 200  # from the cache
+    with django_assert_max_num_queries(13):
+        assert client.get(url(project)).status_code == 200
     add(20)
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(13):
         html = client.get(url(project)).content.decode()
     assert "<strong data-people>22</strong>" in html
 
