@@ -762,6 +762,7 @@ def judgment_task_save(
     rule are checked together, so a task can always decide its items."""
     require(user=user, project=project, action="manage")
     task = task or JudgmentTask(project=project)
+    scheme_before = task.scheme if task.pk else None
     for name, value in fields.items():
         setattr(task, name, value)
     scheme, rule = Scheme(task.scheme), Rule(task.consensus)
@@ -790,7 +791,11 @@ def judgment_task_save(
     if task.has_units:
         _keep_unit_scale(task)
     task.full_clean()
-    task.save()
+    with transaction.atomic():
+        task.save()
+        if scheme_before is not None and scheme_before != task.scheme:
+            # Values compare by the scheme: the stored agreement credits follow.
+            judgment_agreement_sync(task=task)
     return task
 
 

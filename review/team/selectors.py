@@ -255,13 +255,13 @@ def _compute(*, tasks: list[JudgmentTask], since: datetime | None) -> dict[str, 
     agreeing: dict[Cell, float] = defaultdict(float)
     days: dict[int, dict[date, int]] = defaultdict(lambda: defaultdict(int))
     q = connection.ops.quote_name
-    task, user, day = q("task_id"), q("user_id"), q("day")
+    task, user, day_column = q("task_id"), q("user_id"), q("day")
     seconds, agrees, created = q("seconds"), q("agrees"), q("created_at")
     # Grouped in the index's order (no sort); SQLite's driver would parse each row's day
     # (a date column), so it is read as text there and parsed once per day below.
     sql = (
         f"SELECT {task}, {user}, "
-        + (f"CAST({day} AS TEXT)" if connection.vendor == "sqlite" else day)
+        + (f"CAST({day_column} AS TEXT)" if connection.vendor == "sqlite" else day_column)
         + f", COUNT(*), COUNT(CASE WHEN {seconds} > 0 THEN 1 END), COUNT({agrees}), "
         f"SUM({agrees}) FROM {q(Judgment._meta.db_table)} "
         f"WHERE {task} IN ({', '.join(['%s'] * len(ids))})"
@@ -270,7 +270,7 @@ def _compute(*, tasks: list[JudgmentTask], since: datetime | None) -> dict[str, 
     if since is not None:
         sql += f" AND {created} >= %s"
         params.append(connection.ops.adapt_datetimefield_value(since))
-    sql += f" GROUP BY {task}, {user}, {day}"
+    sql += f" GROUP BY {task}, {user}, {day_column}"
     with connection.cursor() as cursor:  # no per-row converters: a day is read once
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -322,10 +322,13 @@ def _medians(
     counts["all"] = sum(users.values())
     if not counts["all"]:
         return {}
-    subqueries = _middle_subqueries(ids=ids, since=since, counts=counts)
-    keys = list(subqueries)
-    sql = "VALUES " + ", ".join(f"({i}, {subqueries[key][0]})" for i, key in enumerate(keys))
-    params = [p for key in keys for p in subqueries[key][1]]
+    keys = list(counts)
+    if connection.vendor == "postgresql":
+        sql, params = _middles_sql_postgresql(ids=ids, since=since, keys=keys, counts=counts)
+    else:
+        subqueries = _middle_subqueries(ids=ids, since=since, counts=counts)
+        sql = "VALUES " + ", ".join(f"({i}, {subqueries[key][0]})" for i, key in enumerate(keys))
+        params = [p for key in keys for p in subqueries[key][1]]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         middle = {keys[i]: value for i, value in cursor.fetchall()}
@@ -338,36 +341,97 @@ def _medians(
     return out
 
 
+class _Times:
+    """The SQL reading the judgments' recorded times (of the tasks ``ids``, since ``since``)
+    that match a condition."""
+
+    def __init__(self, *, ids: list[int], since: datetime | None) -> None:
+        q = connection.ops.quote_name
+        self.table, self.seconds = q(Judgment._meta.db_table), q("seconds")
+        self.task, self.user = q("task_id"), q("user_id")
+        self.after = f" AND {q('created_at')} >= %s" if since is not None else ""
+        self.stamp = [connection.ops.adapt_datetimefield_value(since)] if since is not None else []
+        self.ids = ids
+        self.in_tasks = f"{self.task} IN ({', '.join(['%s'] * len(ids))})"
+
+    def __call__(self, where: str, params: list[Any]) -> tuple[str, list[Any]]:
+        sql = f"SELECT {self.seconds} FROM {self.table} WHERE {where} AND {self.seconds} > 0"
+        return sql + self.after, [*params, *self.stamp]
+
+    def merged(self) -> tuple[str, list[Any]]:
+        """All the tasks' times, each task's in time order (the database merges them)."""
+        parts = [self(f"{self.task} = %s", [pk]) for pk in self.ids]
+        return " UNION ALL ".join(sql for sql, _ in parts), [p for _, ps in parts for p in ps]
+
+    def middle(self, sql: str, limit: str = "%s", offset: str = "%s") -> str:
+        """The time at the middle rank, or the sum of the two at the middle ranks."""
+        return f"(SELECT SUM(m.{self.seconds}) FROM ({sql} ORDER BY 1 LIMIT {limit} OFFSET {offset}) m)"
+
+
+def _middles_sql_postgresql(
+    *, ids: list[int], since: datetime | None, keys: list[Scope], counts: dict[Scope, int]
+) -> tuple[str, list[Any]]:
+    """PostgreSQL: one correlated subquery per kind of scope over a list of (key, annotator,
+    ranks) rows, planned once (literal subqueries, as on SQLite, would be planned once per
+    annotator). PostgreSQL does not merge the tasks' time-ordered index reads, so the times of
+    all lie between the least lower middle and the greatest upper middle of the annotators'
+    (no more than half of anyone's times lie outside theirs): only those are sorted, and the
+    rank is counted from the times below them."""
+    times = _Times(ids=ids, since=since)
+    users = [(i, k) for i, k in enumerate(keys) if isinstance(k, int)]
+    cells = [(i, k) for i, k in enumerate(keys) if isinstance(k, tuple)]
+    user_sql, user_params = times(f"{times.user} = v.u AND {times.in_tasks}", list(ids))
+    rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(users))
+    sql = (
+        f"WITH u AS (SELECT v.i, v.even, ({user_sql} ORDER BY 1 LIMIT 1 OFFSET v.lo) AS lo, "
+        f"({user_sql} ORDER BY 1 LIMIT 1 OFFSET v.hi) AS hi "
+        f"FROM (VALUES {rows}) v(i, u, even, lo, hi)), "
+        "b AS (SELECT MIN(lo) AS l, MAX(hi) AS h FROM u) "
+    )
+    params: list[Any] = [*user_params, *user_params]
+    for i, user_id in users:
+        n = counts[user_id]
+        params += [i, user_id, n % 2 == 0, (n - 1) // 2, n // 2]
+    if cells:
+        cell_sql, cell_params = times(f"{times.user} = v.u AND {times.task} = v.t", [])
+        rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(cells))
+        sql += (
+            f"SELECT v.i, {times.middle(cell_sql, 'v.lim', 'v.off')} "
+            f"FROM (VALUES {rows}) v(i, u, t, lim, off) UNION ALL "
+        )
+        params += cell_params
+        for i, (task_id, user_id) in cells:
+            n = counts[task_id, user_id]
+            params += [i, user_id, task_id, 2 - n % 2, (n - 1) // 2]
+    sql += "SELECT u.i, CASE WHEN u.even THEN u.lo + u.hi ELSE u.lo END FROM u UNION ALL "
+    s = times.seconds
+    inside, inside_params = times(
+        f"{times.in_tasks} AND {s} >= (SELECT l FROM b) AND {s} <= (SELECT h FROM b)", list(ids)
+    )
+    below, below_params = times(f"{times.in_tasks} AND {s} < (SELECT l FROM b)", list(ids))
+    below = below.replace(f"SELECT {s} FROM", "SELECT COUNT(*) FROM", 1)
+    n = counts["all"]
+    sql += f"SELECT {keys.index('all')}, " + times.middle(inside, "%s", f"(%s - ({below}))")
+    params += [*inside_params, 2 - n % 2, (n - 1) // 2, *below_params]
+    return sql, params
+
+
 def _middle_subqueries(
     *, ids: list[int], since: datetime | None, counts: dict[Scope, int]
 ) -> dict[Scope, tuple[str, list[Any]]]:
     """Per scope a scalar subquery reading the time at the middle rank, or the sum of the
     times at the two middle ranks (an even number of times), and its parameters."""
-    q = connection.ops.quote_name
-    table = q(Judgment._meta.db_table)
-    task, user, seconds, created = q("task_id"), q("user_id"), q("seconds"), q("created_at")
-    after = f" AND {created} >= %s" if since is not None else ""
-    stamp = [connection.ops.adapt_datetimefield_value(since)] if since is not None else []
-
-    def times(where: str, params: list[Any]) -> tuple[str, list[Any]]:
-        sql = f"SELECT {seconds} FROM {table} WHERE {where} AND {seconds} > 0{after}"
-        return sql, [*params, *stamp]
-
-    in_tasks = f"{task} IN ({', '.join(['%s'] * len(ids))})"
+    times = _Times(ids=ids, since=since)
+    task, user, in_tasks = times.task, times.user, times.in_tasks
     out: dict[Scope, tuple[str, list[Any]]] = {}
     for scope, n in counts.items():
-        if scope == "all":  # each task in time order, merged
-            parts = [times(f"{task} = %s", [pk]) for pk in ids]
-            sql = " UNION ALL ".join(sql for sql, _ in parts)
-            params = [p for _, part in parts for p in part]
+        if scope == "all":
+            sql, params = times.merged()
         elif isinstance(scope, tuple):
             sql, params = times(f"{user} = %s AND {task} = %s", [scope[1], scope[0]])
         else:
             sql, params = times(f"{user} = %s AND {in_tasks}", [scope, *ids])
-        out[scope] = (
-            f"(SELECT SUM(m.{seconds}) FROM ({sql} ORDER BY 1 LIMIT %s OFFSET %s) m)",
-            [*params, 2 - n % 2, (n - 1) // 2],
-        )
+        out[scope] = (times.middle(sql), [*params, 2 - n % 2, (n - 1) // 2])
     return out
 
 
