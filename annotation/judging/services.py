@@ -791,6 +791,10 @@ def judgment_task_save(
     if task.has_units:
         _keep_unit_scale(task)
     task.full_clean()
+    return _task_store(task, scheme_before=scheme_before)
+
+
+def _task_store(task: JudgmentTask, *, scheme_before: str | None) -> JudgmentTask:
     with transaction.atomic():
         task.save()
         if scheme_before is not None and scheme_before != task.scheme:

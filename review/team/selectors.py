@@ -39,7 +39,6 @@ from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
-from annotation.judging.consensus import value_credit  # noqa: F401 - the page's rule
 from annotation.judging.models import (
     Assignment,
     AssignmentStatus,

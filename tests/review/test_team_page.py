@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from annotation.judging.consensus import value_credit
 from annotation.judging.models import JudgmentTask
 from benchmark.models import Project, Role
 from review.team import selectors
 from review.team.chart import Series, chart_svg, stacked_bars
-from review.team.selectors import value_credit
 from tests.factories import (
     AssignmentFactory,
     DatedJudgmentFactory,
@@ -336,3 +336,42 @@ def test_the_page_shows_the_model_in_the_loop_figures(project, users, clients):
     row = re.search(r'<tr data-kind="queries">(.*?)</tr>', html, re.S)
     assert row is not None
     assert re.search(r"data-kept>2 ", row.group(1)) and re.search(r"data-rejected>1 ", row.group(1))
+
+
+def test_medians_are_exact_per_cell_person_and_overall(project, users):
+    """The medians read at their ranks in the database equal statistics.median over the same
+    times (floats that need all their digits, ties, odd and even counts, zeros left out), for
+    every range and for one task."""
+    import random
+    import statistics
+
+    rng = random.Random(7)
+    tasks = [JudgmentTaskFactory(project=project, name=name) for name in ("A", "B", "C")]
+    people = [UserFactory(username=f"p{n}") for n in range(4)]
+    items = [ItemFactory(project=project) for _ in range(9)]
+    made: list[tuple[int, int, float, int]] = []  # task, user, seconds, days ago
+    for t in tasks:
+        for u in people:
+            for item in rng.sample(items, rng.randint(1, 7)):
+                seconds = rng.choice([0.0, 5.0, 5.0, 0.1 + 0.2, rng.random() * 100, 1e-9])
+                ago = rng.choice([0, 3, 12, 45])
+                DatedJudgmentFactory(
+                    task=t, item=item, user=u, value=1, seconds=seconds, at=days_ago(ago)
+                )
+                made.append((t.pk, u.pk, seconds, ago))
+
+    def median(rows: list[tuple[int, int, float, int]]) -> float | None:
+        times = [s for _, _, s, _ in rows if s > 0]
+        return statistics.median(times) if times else None
+
+    for days, task in ((None, None), (30, None), (7, None), (None, tasks[1]), (7, tasks[2])):
+        rep = report(users["reviewer"], project, days=days, task=task)
+        rows = [
+            r for r in made if (days is None or r[3] < days) and (task is None or r[0] == task.pk)
+        ]
+        assert rep.totals.median_seconds == median(rows)
+        for row in rep.rows:
+            mine = [r for r in rows if r[1] == row.user_id]
+            assert row.total.median_seconds == median(mine)
+            for c in row.tasks:
+                assert c.figures.median_seconds == median([r for r in mine if r[0] == c.task.pk])
