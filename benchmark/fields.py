@@ -17,3 +17,16 @@ class JSONField(models.JSONField):
             except orjson.JSONDecodeError:
                 return value
         return super().from_db_value(value, expression, connection)
+
+
+class UTCDay(models.Func):
+    """The UTC calendar day of a datetime column, computed by the database (SQLite keeps UTC
+    datetimes as text, so the day is its first ten characters). Immutable on both databases,
+    so it can make a generated column or an index."""
+
+    template = "substr(%(expressions)s, 1, 10)"
+    output_field = models.DateField()
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        template = "((%(expressions)s AT TIME ZONE 'UTC')::date)"
+        return self.as_sql(compiler, connection, template=template, **extra)

@@ -525,11 +525,18 @@ class ItemPushFactory(DjangoModelFactory):
     user = factory.SubFactory(UserFactory)
 
 
+def _agreement_sync(obj: Any) -> None:
+    from annotation.judging.services import judgment_agreement_sync
+
+    judgment_agreement_sync(task=obj.task, item_ids=[obj.item_id], unit=obj.unit)
+
+
 class JudgmentFactory(DjangoModelFactory):
     """A submitted judgment with its (submitted) assignment; pass ``task``, ``item``, ``user``."""
 
     class Meta:
         model = "annotation.Judgment"
+        skip_postgeneration_save = True
 
     task = factory.SubFactory(JudgmentTaskFactory)
     item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
@@ -543,6 +550,12 @@ class JudgmentFactory(DjangoModelFactory):
         submitted_at=factory.LazyFunction(timezone.now),
     )
     value = 1
+
+    @factory.post_generation
+    def agreement(obj, create: bool, extracted: Any, **kwargs: Any) -> None:  # noqa: N805
+        """Its credit for agreeing with a settled outcome, as judgment_submit stores it."""
+        if create:
+            _agreement_sync(obj)
 
 
 class DatedJudgmentFactory(JudgmentFactory):
@@ -573,10 +586,17 @@ class AgreementJobFactory(JobFactory):
 class OutcomeFactory(DjangoModelFactory):
     class Meta:
         model = "annotation.Outcome"
+        skip_postgeneration_save = True
 
     task = factory.SubFactory(JudgmentTaskFactory)
     item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
     verdict = "pending"
+
+    @factory.post_generation
+    def agreement(obj, create: bool, extracted: Any, **kwargs: Any) -> None:  # noqa: N805
+        """The item's judgments follow with their agreement credit, as the services do."""
+        if create:
+            _agreement_sync(obj)
 
 
 class DecisionFactory(DjangoModelFactory):

@@ -125,3 +125,50 @@ def _verdict(value: Any, accept: Callable[[Any], bool], reason: str) -> Outcome:
 
 def _split(counts: Counter[Any]) -> str:
     return "judgments differ: " + ", ".join(f"{k!r}×{n}" for k, n in counts.most_common())
+
+
+#: Outcomes a judgment's agreement is measured against (pending, disputed and discarded are
+#: not settled).
+SETTLED = ("accepted", "rejected")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    return bool(a == b)
+
+
+def value_credit(scheme: str, given: Any, outcome: Any) -> float:
+    """How much a judgment's value agrees with the settled outcome's: 1 or 0, or for the
+    ``scores`` scheme the share of the outcome's fields given the same score. Free answers
+    (``text``) compare by their normalized form, numbers by value (1 equals 1.0)."""
+    if scheme == "text":
+        return float(normalize_answer(given) == normalize_answer(outcome))
+    if scheme == "scores" and isinstance(outcome, dict):
+        if not outcome or not isinstance(given, dict):
+            return 0.0
+        same = sum(1 for k, v in outcome.items() if k in given and _equal(given[k], v))
+        return same / len(outcome)
+    return float(_equal(given, outcome))
+
+
+def agreement_credits(
+    scheme: str,
+    outcomes: dict[tuple[int, str], tuple[str, Any]],
+    judgments: Sequence[tuple[int, int, str, Any, float | None]],
+) -> dict[float | None, list[int]]:
+    """The judgments whose stored credit (``Judgment.agrees``) must change, by their new
+    credit: ``outcomes`` maps (item id, unit) to (verdict, value); ``judgments`` are (id, item
+    id, unit, value, stored credit). A judgment whose outcome is not settled, or has no value,
+    gets None (it is left out of the agreement)."""
+    changes: dict[float | None, list[int]] = {}
+    for pk, item_id, unit, value, stored in judgments:
+        verdict, settled = outcomes.get((item_id, unit), ("", None))
+        credit = (
+            value_credit(scheme, value, settled)
+            if verdict in SETTLED and settled is not None
+            else None
+        )
+        if credit != stored or (credit is None) != (stored is None):
+            changes.setdefault(credit, []).append(pk)
+    return changes

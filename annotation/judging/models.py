@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from annotation.judging.consensus import Rule, Verdict
 from annotation.trajectories.models import TrajectoryVersion  # noqa: F401 - registers it
-from benchmark.fields import JSONField
+from benchmark.fields import JSONField, UTCDay
 from benchmark.models import Item, Project
 
 
@@ -254,6 +254,14 @@ class Judgment(models.Model):
     relabel = JSONField(default=dict, blank=True)
     seconds = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    #: The UTC day of ``created_at`` (the team page's throughput per day), kept by the database.
+    day = models.GeneratedField(
+        expression=UTCDay("created_at"), output_field=models.DateField(), db_persist=True
+    )
+    #: The judgment's credit for agreeing with its item's (or unit's) settled outcome (1 or 0,
+    #: or the share of fields for ``scores``; see ``consensus.value_credit``), None while the
+    #: outcome is not settled. Written with the outcome (``judgment_agreement_sync``).
+    agrees = models.FloatField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["task", "item", "created_at"]
@@ -263,11 +271,17 @@ class Judgment(models.Model):
             ),
         ]
         indexes = [
-            # The team page (review.team): judgments of a task by day and annotator, with
-            # their times, read from the index alone.
+            # The team page (review.team), read from the indexes alone: per task and
+            # annotator the judgments by day with their agreement; the medians of the times
+            # by annotator and by task, read at their rank (no sort).
             models.Index(
-                fields=["task", "created_at", "user", "seconds"], name="judgment_team_idx"
+                fields=["task", "user", "day", "created_at", "seconds", "agrees"],
+                name="judgment_team_day_idx",
             ),
+            models.Index(
+                fields=["user", "seconds", "task", "created_at"], name="judgment_user_secs_idx"
+            ),
+            models.Index(fields=["task", "seconds", "created_at"], name="judgment_task_secs_idx"),
         ]
 
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -14,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from annotation.judging.consensus import Rule, Verdict, decide
+from annotation.judging.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
 from annotation.judging.models import (
     Assignment,
     AssignmentStatus,
@@ -512,8 +513,47 @@ def judgment_submit_once(
     return judgment, True
 
 
+def judgment_agreement_sync(
+    *, task: JudgmentTask, item_ids: Collection[int] | None = None, unit: str | None = None
+) -> int:
+    """Store on the judgments of ``task`` (of ``item_ids`` and ``unit`` when given, else all)
+    their credit for agreeing with the settled outcome (``Judgment.agrees``, None while it is
+    not settled), in bulk: every writer of an outcome calls it in its transaction, so the team
+    page sums the credits. Answers the number of judgments changed."""
+    outcomes = Outcome.objects.filter(task=task, verdict__in=SETTLED)
+    judgments = Judgment.objects.filter(task=task)
+    if item_ids is not None:
+        outcomes, judgments = (
+            outcomes.filter(item_id__in=item_ids),
+            judgments.filter(item_id__in=item_ids),
+        )
+    if unit is not None:
+        outcomes, judgments = outcomes.filter(unit=unit), judgments.filter(unit=unit)
+    settled = {
+        (item_id, u): (verdict, value)
+        for item_id, u, verdict, value in outcomes.values_list(
+            "item_id", "unit", "verdict", "value"
+        )
+    }
+    rows = list(judgments.order_by().values_list("pk", "item_id", "unit", "value", "agrees"))
+    changed = 0
+    for credit, ids in agreement_credits(task.scheme, settled, rows).items():
+        for start in range(0, len(ids), 900):
+            changed += Judgment.objects.filter(pk__in=ids[start : start + 900]).update(
+                agrees=credit
+            )
+    return changed
+
+
 def outcome_recompute(*, task: JudgmentTask, item: Item, unit: str = "") -> Outcome:
-    """Apply the consensus rule once ``overlap`` judgments are in; a reviewer's decision stands."""
+    """Apply the consensus rule once ``overlap`` judgments are in; a reviewer's decision stands.
+    The item's judgments follow with their agreement credit (``judgment_agreement_sync``)."""
+    outcome = _outcome_recompute(task=task, item=item, unit=unit)
+    judgment_agreement_sync(task=task, item_ids=[item.pk], unit=unit)
+    return outcome
+
+
+def _outcome_recompute(*, task: JudgmentTask, item: Item, unit: str = "") -> Outcome:
     outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item=item, unit=unit)
     if outcome.decided_by_id is not None or outcome.verdict == "discarded":
         return outcome
@@ -722,6 +762,7 @@ def judgment_task_save(
     rule are checked together, so a task can always decide its items."""
     require(user=user, project=project, action="manage")
     task = task or JudgmentTask(project=project)
+    scheme_before = task.scheme if task.pk else None
     for name, value in fields.items():
         setattr(task, name, value)
     scheme, rule = Scheme(task.scheme), Rule(task.consensus)
@@ -750,7 +791,15 @@ def judgment_task_save(
     if task.has_units:
         _keep_unit_scale(task)
     task.full_clean()
-    task.save()
+    return _task_store(task, scheme_before=scheme_before)
+
+
+def _task_store(task: JudgmentTask, *, scheme_before: str | None) -> JudgmentTask:
+    with transaction.atomic():
+        task.save()
+        if scheme_before is not None and scheme_before != task.scheme:
+            # Values compare by the scheme: the stored agreement credits follow.
+            judgment_agreement_sync(task=task)
     return task
 
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from annotation.discarding.models import DiscardProposal, ProposalStatus
 from annotation.judging.consensus import Verdict
 from annotation.judging.models import JudgmentTask, Outcome
-from annotation.judging.services import item_follows_outcome
+from annotation.judging.services import item_follows_outcome, judgment_agreement_sync
 from annotation.verification.rules import is_solve_task
 from annotation.verification.services import verification_reopen_if_changed
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
@@ -58,6 +58,7 @@ def outcome_decide(
         outcome.decided_by = reviewer
         outcome.decided_at = timezone.now()
         outcome.save()
+        judgment_agreement_sync(task=task, item_ids=[item.pk], unit=outcome.unit)
         Decision.objects.create(
             task=task, item=item, reviewer=reviewer, verdict=verdict, value=value, reason=reason
         )

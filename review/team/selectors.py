@@ -19,36 +19,31 @@ The figures, as the page defines them:
   half value no one gave.
 * **Days** are UTC calendar days; "last N days" is today and the N-1 days before it.
 
-Speed: the figures over judgments (counts, medians, agreement, days) are computed in a few
-aggregate queries and kept in the cache under a fingerprint of the tasks' judgments and
-outcomes (their number, newest id and newest change), so they are recomputed only when a
-judgment is submitted or an outcome changes; what moves by the minute (leases in progress,
-people active this week) is read on every request.
+Speed: everything is computed on every request (no cache), from indexes alone, in a number
+of queries that does not grow with the annotators: one grouped read of the judgments per
+(task, annotator, day) gives the counts, the throughput and the agreement, because each
+judgment stores its credit (``Judgment.agrees``, written by the services that write outcomes,
+``annotation.judging.services.judgment_agreement_sync``) and its UTC day (``Judgment.day``, a
+column the database derives); one more query reads each median at its rank from an index
+ordered by time.
 """
 
 from __future__ import annotations
 
-import json
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-import orjson
-from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, DateField, Func, OuterRef, Subquery
+from django.db.models import Count
 from django.utils import timezone
 
-from annotation.judging.consensus import normalize_answer
 from annotation.judging.models import (
     Assignment,
     AssignmentStatus,
     Judgment,
     JudgmentTask,
-    Outcome,
-    Scheme,
 )
 from benchmark import permissions
 from benchmark.models import Project
@@ -59,20 +54,6 @@ from review.team.chart import Chart, Series, stacked_bars
 CHART_PEOPLE = 8
 #: The date ranges of the filter: ``None`` is all days.
 RANGES = (7, 30, None)
-SETTLED = ("accepted", "rejected")
-CACHE_SECONDS = 600
-
-
-class UTCDay(Func):
-    """The UTC calendar day of a datetime column, computed by the database (SQLite keeps UTC
-    datetimes as text, so the day is its first ten characters; no per-row Python function)."""
-
-    template = "substr(%(expressions)s, 1, 10)"
-    output_field = DateField()
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        template = "(%(expressions)s AT TIME ZONE 'UTC')::date"
-        return self.as_sql(compiler, connection, template=template, **extra)
 
 
 @dataclass
@@ -133,7 +114,6 @@ class TeamReport:
     totals: Figures
     active_week: int
     chart: Chart
-    cached: bool
 
 
 def team_tasks(*, user: AnyUser, project: Project) -> list[JudgmentTask]:
@@ -167,7 +147,7 @@ def team_report(
     chosen = [task] if task else tasks
     ids = [t.pk for t in chosen]
     since = range_start(days, now=now)
-    history, active_week, cached = _history(
+    history, active_week = _history(
         project=project, tasks=tasks, chosen=chosen, since=since, now=now
     )
 
@@ -222,7 +202,6 @@ def team_report(
         totals=totals,
         active_week=active_week,
         chart=chart,
-        cached=cached,
     )
 
 
@@ -236,164 +215,223 @@ def _history(
     chosen: list[JudgmentTask],
     since: datetime | None,
     now: datetime,
-) -> tuple[dict[str, Any], int, bool]:
+) -> tuple[dict[str, Any], int]:
     """The figures over the ``chosen`` tasks' judgments since ``since``, and the number of
-    people who judged any of the project's ``tasks`` in the last 7 days; from the cache when
-    no judgment was submitted and no outcome changed since they were computed. Answers them
-    and whether they came from the cache."""
+    people who judged any of the project's ``tasks`` in the last 7 days. Computed on every
+    request, in three queries whatever the number of annotators (see :func:`_compute`)."""
     if not tasks:
-        return {"cells": {}, "users": {}, "all": (0, None, 0, 0.0), "days": {}}, 0, False
-    ids = [t.pk for t in tasks]
-    # The newest judgment and the newest change of an outcome of each task (index seeks):
-    # a submitted judgment or a decided outcome changes the stamp. (A judgment deleted with its
-    # item does not; the figures then follow within CACHE_SECONDS.)
-    stamp = ",".join(
-        f"{pk}:{j and j.timestamp()}:{o and o.timestamp()}"
-        for pk, j, o in JudgmentTask.objects.filter(pk__in=ids)
-        .annotate(
-            j=Subquery(
-                Judgment.objects.filter(task=OuterRef("pk"))
-                .order_by("-created_at")
-                .values("created_at")[:1]
-            ),
-            o=Subquery(
-                Outcome.objects.filter(task=OuterRef("pk"))
-                .order_by("-updated_at")
-                .values("updated_at")[:1]
-            ),
-        )
-        .values_list("pk", "j", "o")
-        .order_by("pk")
-    )
-    today = now.astimezone(UTC).date()
-    scope = ",".join(str(t.pk) for t in chosen)
-    key = f"team:{project.pk}:{today}:{stamp}:{scope}:{since.date() if since else 'all'}"
-    week_key = f"team-week:{project.pk}:{today}:{stamp}"
-    found = cache.get_many([key, week_key])
-    if key in found and week_key in found:
-        return found[key], found[week_key], True
-    history = found.get(key) or _compute(tasks=chosen, since=since)
-    week = found.get(week_key)
-    if week is None:
+        return {"cells": {}, "users": {}, "all": (0, None, 0, 0.0), "days": {}}, 0
+    history = _compute(tasks=chosen, since=since)
+    week_start = range_start(7, now=now)
+    assert week_start is not None
+    if len(chosen) == len(tasks) and (since is None or since <= week_start):
+        # Every range holds the last 7 days: the days counted say who judged in them.
+        first = week_start.date()
+        week = sum(1 for d in history["days"].values() if any(day >= first for day in d))
+    else:
         week = (
-            Judgment.objects.filter(task_id__in=ids, created_at__gte=range_start(7, now=now))
+            Judgment.objects.filter(task_id__in=[t.pk for t in tasks], created_at__gte=week_start)
             .values("user_id")
             .distinct()
             .count()
         )
-    cache.set_many({key: history, week_key: week}, CACHE_SECONDS)
-    return history, week, False
+    return history, week
+
+
+Cell = tuple[int, int]
+#: What a median is of: a (task, annotator) cell, an annotator (all tasks), or "all".
+Scope = Cell | int | str
 
 
 def _compute(*, tasks: list[JudgmentTask], since: datetime | None) -> dict[str, Any]:
+    """Per (task, annotator) and per day, from the index ``judgment_team_day_idx`` alone: the
+    judgments, those with a time, those compared with a settled outcome and their credit
+    (``Judgment.agrees``, kept by the services that write outcomes); then the medians."""
     ids = [t.pk for t in tasks]
-    judgments = Judgment.objects.filter(task_id__in=ids)
-    if since is not None:
-        judgments = judgments.filter(created_at__gte=since)
-    # Counts and times: one pass over (task, user, seconds), medians in Python (exact, and the
-    # same on every database).
-    times: dict[tuple[int, int], list[float]] = defaultdict(list)
-    done: dict[tuple[int, int], int] = defaultdict(int)
-    sql, params = (
-        judgments.order_by().values_list("task_id", "user_id", "seconds").query.sql_with_params()
+    done: dict[Cell, int] = defaultdict(int)
+    timed: dict[Cell, int] = defaultdict(int)
+    compared: dict[Cell, int] = defaultdict(int)
+    agreeing: dict[Cell, float] = defaultdict(float)
+    days: dict[int, dict[date, int]] = defaultdict(lambda: defaultdict(int))
+    q = connection.ops.quote_name
+    task, user, day_column = q("task_id"), q("user_id"), q("day")
+    seconds, agrees, created = q("seconds"), q("agrees"), q("created_at")
+    # Grouped in the index's order (no sort); SQLite's driver would parse each row's day
+    # (a date column), so it is read as text there and parsed once per day below.
+    sql = (
+        f"SELECT {task}, {user}, "
+        + (f"CAST({day_column} AS TEXT)" if connection.vendor == "sqlite" else day_column)
+        + f", COUNT(*), COUNT(CASE WHEN {seconds} > 0 THEN 1 END), COUNT({agrees}), "
+        f"SUM({agrees}) FROM {q(Judgment._meta.db_table)} "
+        f"WHERE {task} IN ({', '.join(['%s'] * len(ids))})"
     )
-    with connection.cursor() as cursor:
+    params: list[Any] = list(ids)
+    if since is not None:
+        sql += f" AND {created} >= %s"
+        params.append(connection.ops.adapt_datetimefield_value(since))
+    sql += f" GROUP BY {task}, {user}, {day_column}"
+    with connection.cursor() as cursor:  # no per-row converters: a day is read once
         cursor.execute(sql, params)
-        for task_id, user_id, seconds in cursor.fetchall():
-            done[task_id, user_id] += 1
-            if seconds:
-                times[task_id, user_id].append(seconds)
-    compared, agreeing = _agreement(tasks=tasks, since=since)
-
-    def figures(keys: list[tuple[int, int]]) -> tuple[int, float | None, int, float]:
-        seconds = [s for k in keys for s in times.get(k, ())]
-        return (
-            sum(done[k] for k in keys),
-            statistics.median(seconds) if seconds else None,
-            sum(compared.get(k, 0) for k in keys),
-            sum(agreeing.get(k, 0.0) for k in keys),
-        )
-
-    by_user: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        rows = cursor.fetchall()
+    as_date: dict[Any, date] = {}
+    for task_id, user_id, day, n, n_timed, n_compared, credit in rows:
+        key = (task_id, user_id)
+        done[key] += n
+        timed[key] += n_timed
+        compared[key] += n_compared
+        agreeing[key] += credit or 0.0
+        if day not in as_date:
+            as_date[day] = day if isinstance(day, date) else date.fromisoformat(day)
+        days[user_id][as_date[day]] += n
+    medians = _medians(ids=ids, since=since, timed=timed)
+    by_user: dict[int, list[Cell]] = defaultdict(list)
     for key in done:
         by_user[key[1]].append(key)
-    days: dict[int, dict[date, int]] = defaultdict(dict)
-    for day, user_id, n in (
-        judgments.annotate(day=UTCDay("created_at"))
-        .values_list("day", "user_id")
-        .annotate(n=Count("*"))
-        .order_by()
-    ):
-        days[user_id][day] = n
+
+    def figures(keys: list[Cell], median: float | None) -> tuple[int, float | None, int, float]:
+        return (
+            sum(done[k] for k in keys),
+            median,
+            sum(compared[k] for k in keys),
+            sum(agreeing[k] for k in keys),
+        )
+
     return {
-        "cells": {key: figures([key]) for key in done},
-        "users": {user_id: figures(keys) for user_id, keys in by_user.items()},
-        "all": figures(list(done)),
-        "days": dict(days),
+        "cells": {key: figures([key], medians.get(key)) for key in done},
+        "users": {u: figures(keys, medians.get(u)) for u, keys in by_user.items()},
+        "all": figures(list(done), medians.get("all")),
+        "days": {u: dict(d) for u, d in days.items()},
     }
 
 
-def _agreement(
-    *, tasks: list[JudgmentTask], since: datetime | None
-) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], float]]:
-    """Per (task, user): the judgments whose outcome is settled, and their credit for agreeing
-    with it. The database counts each distinct (judgment value, outcome value) pair; the
-    comparison, which depends on the scheme, runs once per pair here."""
-    schemes = {t.pk: t.scheme for t in tasks}
-    q = connection.ops.quote_name
-    j, o = q(Judgment._meta.db_table), q(Outcome._meta.db_table)
-    ids = list(schemes)
-    sql = (
-        f"SELECT j.{q('task_id')}, j.{q('user_id')}, CAST(j.{q('value')} AS TEXT), "
-        f"CAST(o.{q('value')} AS TEXT), COUNT(*) "
-        f"FROM {o} o JOIN {j} j ON j.{q('task_id')} = o.{q('task_id')} "
-        f"AND j.{q('item_id')} = o.{q('item_id')} AND j.{q('unit')} = o.{q('unit')} "
-        f"WHERE o.{q('task_id')} IN ({', '.join(['%s'] * len(ids))}) "
-        f"AND o.{q('verdict')} IN (%s, %s) AND o.{q('value')} IS NOT NULL"
-    )
-    params: list[Any] = [*ids, *SETTLED]
-    if since is not None:
-        sql += f" AND j.{q('created_at')} >= %s"
-        params.append(connection.ops.adapt_datetimefield_value(since))
-    sql += " GROUP BY 1, 2, 3, 4"
-    compared: dict[tuple[int, int], int] = defaultdict(int)
-    agreeing: dict[tuple[int, int], float] = defaultdict(float)
+def _medians(
+    *, ids: list[int], since: datetime | None, timed: dict[Cell, int]
+) -> dict[Scope, float]:
+    """The exact median of the times recorded (``seconds`` > 0) per (task, annotator), per
+    annotator and over all, in one query: each is the mean of the values at the middle ranks,
+    and each value is read at its rank from an index ordered by time (``judgment_user_secs_idx``
+    and ``judgment_task_secs_idx``; the tasks' ranks merge in order), so nothing is sorted and
+    no time is fetched but those. ``timed``: the number of times recorded per cell."""
+    users: dict[int, int] = defaultdict(int)
+    for (_, user_id), n in timed.items():
+        users[user_id] += n
+    counts: dict[Scope, int] = {u: n for u, n in users.items() if n}
+    if len(ids) > 1:
+        counts.update({cell: n for cell, n in timed.items() if n})
+    counts["all"] = sum(users.values())
+    if not counts["all"]:
+        return {}
+    keys = list(counts)
+    if connection.vendor == "postgresql":
+        sql, params = _middles_sql_postgresql(ids=ids, since=since, keys=keys, counts=counts)
+    else:
+        subqueries = _middle_subqueries(ids=ids, since=since, counts=counts)
+        sql = "VALUES " + ", ".join(f"({i}, {subqueries[key][0]})" for i, key in enumerate(keys))
+        params = [p for key in keys for p in subqueries[key][1]]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for task_id, user_id, given, outcome, n in cursor.fetchall():
-            compared[task_id, user_id] += n
-            agreeing[task_id, user_id] += n * value_credit(
-                schemes[task_id], _json(given), _json(outcome)
-            )
-    return compared, agreeing
+        middle = {keys[i]: value for i, value in cursor.fetchall()}
+    # The middle value, or the sum of the two middle values (as statistics.median adds them).
+    out: dict[Scope, float] = {
+        scope: middle[scope] if n % 2 else middle[scope] / 2 for scope, n in counts.items()
+    }
+    if len(ids) == 1:  # one task: an annotator's cell holds all their judgments
+        out.update({(ids[0], u): out[u] for u in users if u in out})
+    return out
 
 
-def _json(value: Any) -> Any:
-    if not isinstance(value, str | bytes):
-        return value
-    try:
-        return orjson.loads(value)
-    except orjson.JSONDecodeError:  # NaN and Infinity, which json.dumps writes
-        return json.loads(value)
+class _Times:
+    """The SQL reading the judgments' recorded times (of the tasks ``ids``, since ``since``)
+    that match a condition."""
+
+    def __init__(self, *, ids: list[int], since: datetime | None) -> None:
+        q = connection.ops.quote_name
+        self.table, self.seconds = q(Judgment._meta.db_table), q("seconds")
+        self.task, self.user = q("task_id"), q("user_id")
+        self.after = f" AND {q('created_at')} >= %s" if since is not None else ""
+        self.stamp = [connection.ops.adapt_datetimefield_value(since)] if since is not None else []
+        self.ids = ids
+        self.in_tasks = f"{self.task} IN ({', '.join(['%s'] * len(ids))})"
+
+    def __call__(self, where: str, params: list[Any]) -> tuple[str, list[Any]]:
+        sql = f"SELECT {self.seconds} FROM {self.table} WHERE {where} AND {self.seconds} > 0"
+        return sql + self.after, [*params, *self.stamp]
+
+    def merged(self) -> tuple[str, list[Any]]:
+        """All the tasks' times, each task's in time order (the database merges them)."""
+        parts = [self(f"{self.task} = %s", [pk]) for pk in self.ids]
+        return " UNION ALL ".join(sql for sql, _ in parts), [p for _, ps in parts for p in ps]
+
+    def middle(self, sql: str, limit: str = "%s", offset: str = "%s") -> str:
+        """The time at the middle rank, or the sum of the two at the middle ranks."""
+        return f"(SELECT SUM(m.{self.seconds}) FROM ({sql} ORDER BY 1 LIMIT {limit} OFFSET {offset}) m)"
 
 
-def _equal(a: Any, b: Any) -> bool:
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    return bool(a == b)
+def _middles_sql_postgresql(
+    *, ids: list[int], since: datetime | None, keys: list[Scope], counts: dict[Scope, int]
+) -> tuple[str, list[Any]]:
+    """PostgreSQL: one correlated subquery per kind of scope over a list of (key, annotator,
+    ranks) rows, planned once (literal subqueries, as on SQLite, would be planned once per
+    annotator). PostgreSQL does not merge the tasks' time-ordered index reads, so the times of
+    all lie between the least lower middle and the greatest upper middle of the annotators'
+    (no more than half of anyone's times lie outside theirs): only those are sorted, and the
+    rank is counted from the times below them."""
+    times = _Times(ids=ids, since=since)
+    users = [(i, k) for i, k in enumerate(keys) if isinstance(k, int)]
+    cells = [(i, k) for i, k in enumerate(keys) if isinstance(k, tuple)]
+    user_sql, user_params = times(f"{times.user} = v.u AND {times.in_tasks}", list(ids))
+    rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(users))
+    sql = (
+        f"WITH u AS (SELECT v.i, v.even, ({user_sql} ORDER BY 1 LIMIT 1 OFFSET v.lo) AS lo, "
+        f"({user_sql} ORDER BY 1 LIMIT 1 OFFSET v.hi) AS hi "
+        f"FROM (VALUES {rows}) v(i, u, even, lo, hi)), "
+        "b AS (SELECT MIN(lo) AS l, MAX(hi) AS h FROM u) "
+    )
+    params: list[Any] = [*user_params, *user_params]
+    for i, user_id in users:
+        n = counts[user_id]
+        params += [i, user_id, n % 2 == 0, (n - 1) // 2, n // 2]
+    if cells:
+        cell_sql, cell_params = times(f"{times.user} = v.u AND {times.task} = v.t", [])
+        rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(cells))
+        sql += (
+            f"SELECT v.i, {times.middle(cell_sql, 'v.lim', 'v.off')} "
+            f"FROM (VALUES {rows}) v(i, u, t, lim, off) UNION ALL "
+        )
+        params += cell_params
+        for i, (task_id, user_id) in cells:
+            n = counts[task_id, user_id]
+            params += [i, user_id, task_id, 2 - n % 2, (n - 1) // 2]
+    sql += "SELECT u.i, CASE WHEN u.even THEN u.lo + u.hi ELSE u.lo END FROM u UNION ALL "
+    s = times.seconds
+    inside, inside_params = times(
+        f"{times.in_tasks} AND {s} >= (SELECT l FROM b) AND {s} <= (SELECT h FROM b)", list(ids)
+    )
+    below, below_params = times(f"{times.in_tasks} AND {s} < (SELECT l FROM b)", list(ids))
+    below = below.replace(f"SELECT {s} FROM", "SELECT COUNT(*) FROM", 1)
+    n = counts["all"]
+    sql += f"SELECT {keys.index('all')}, " + times.middle(inside, "%s", f"(%s - ({below}))")
+    params += [*inside_params, 2 - n % 2, (n - 1) // 2, *below_params]
+    return sql, params
 
 
-def value_credit(scheme: str, given: Any, outcome: Any) -> float:
-    """How much a judgment's value agrees with the settled outcome's: 1 or 0, or for the
-    ``scores`` scheme the share of the outcome's fields given the same score."""
-    if scheme == Scheme.TEXT:
-        return float(normalize_answer(given) == normalize_answer(outcome))
-    if scheme == Scheme.SCORES and isinstance(outcome, dict):
-        if not outcome or not isinstance(given, dict):
-            return 0.0
-        same = sum(1 for k, v in outcome.items() if k in given and _equal(given[k], v))
-        return same / len(outcome)
-    return float(_equal(given, outcome))
+def _middle_subqueries(
+    *, ids: list[int], since: datetime | None, counts: dict[Scope, int]
+) -> dict[Scope, tuple[str, list[Any]]]:
+    """Per scope a scalar subquery reading the time at the middle rank, or the sum of the
+    times at the two middle ranks (an even number of times), and its parameters."""
+    times = _Times(ids=ids, since=since)
+    task, user, in_tasks = times.task, times.user, times.in_tasks
+    out: dict[Scope, tuple[str, list[Any]]] = {}
+    for scope, n in counts.items():
+        if scope == "all":
+            sql, params = times.merged()
+        elif isinstance(scope, tuple):
+            sql, params = times(f"{user} = %s AND {task} = %s", [scope[1], scope[0]])
+        else:
+            sql, params = times(f"{user} = %s AND {in_tasks}", [scope, *ids])
+        out[scope] = (times.middle(sql), [*params, 2 - n % 2, (n - 1) // 2])
+    return out
 
 
 def _chart(

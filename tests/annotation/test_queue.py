@@ -81,12 +81,16 @@ def test_votes_decide_outcome_and_item_status(project: Project, task: JudgmentTa
         services.judgment_submit(task=task, item=item, user=user, value=vote, seconds=4)
     outcome = Outcome.objects.get(task=task, item=item)
     assert outcome.verdict == "disputed"
+    credits = Judgment.objects.filter(task=task, item=item).order_by("created_at", "pk")
+    assert list(credits.values_list("agrees", flat=True)) == [None, None, None]  # not settled
     item.refresh_from_db()
     assert item.status == "in_review"
     reviewer = _user(project, "r", role="reviewer")
     review_services.outcome_decide(
         task=task, item=item, reviewer=reviewer, verdict="accepted", value=1
     )
+    # The judgments' agreement with the decided outcome is stored with it (the team page).
+    assert list(credits.values_list("agrees", flat=True)) == [1.0, 1.0, 0.0]
     item.refresh_from_db()
     assert item.status == "verified"
     outcome.refresh_from_db()
