@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from django import forms
 from django.core.exceptions import PermissionDenied
@@ -88,12 +89,18 @@ def project_context(request: HttpRequest, project: Project) -> dict[str, Any]:
 
 def model_context(project: Project) -> dict[str, Any]:
     """The project's model (``model``), or why there is none (``model_error``), and how to
-    configure one (``how_to``)."""
+    configure one (``how_to``); ``model_host`` is the host of its endpoint."""
     try:
         resolved = llm_services.model_resolve(project=project)
     except ModelNotConfigured as exc:
         return {"model": None, "model_error": str(exc), "how_to": llm_services.HOW_TO_CONFIGURE}
-    return {"model": resolved, "model_error": "", "how_to": llm_services.HOW_TO_CONFIGURE}
+    host = urlsplit(resolved.config.base_url).netloc if resolved is not None else ""
+    return {
+        "model": resolved,
+        "model_host": host,
+        "model_error": "",
+        "how_to": llm_services.HOW_TO_CONFIGURE,
+    }
 
 
 def item_images(

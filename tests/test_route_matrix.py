@@ -564,6 +564,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             data={"description": "", "guidelines": "Read the *whole* document."},
         ),
         Case(
+            "edit model settings",
+            lambda w: {"project_id": w.project.pk},
+            Access.MANAGE,
+            method="post",
+            data={"section": "model", "model-model": "local-model", "model-cache": "use"},
+        ),
+        Case(
             "other project's edit page", lambda w: {"project_id": w.other_project.pk}, Access.OTHER
         ),
     ),

@@ -71,16 +71,25 @@ def _same_endpoint(a: str, b: str) -> bool:
     return a.strip().rstrip("/") == b.strip().rstrip("/")
 
 
+def api_key_env_allowed() -> dict[str, str | None]:
+    """The environment variables a project may name as its "api_key_env"
+    (MODEL_API_KEY_ENV_ALLOWLIST), each with the only base URL its key goes to (None: any).
+    Names only: never the keys."""
+    allowed: dict[str, str | None] = {}
+    for entry in settings.MODEL_API_KEY_ENV_ALLOWLIST:
+        entry_name, _, url = str(entry).strip().partition("=")
+        if entry_name.strip():
+            allowed[entry_name.strip()] = url.strip() or None
+    return allowed
+
+
 def _api_key_from_environment(*, name: str, base_url: str, env_url: str) -> str:
     """The key in the environment variable ``name``, which a project's settings named as its
     "api_key_env". Only variables in MODEL_API_KEY_ENV_ALLOWLIST may be named (any other, such
     as HOME or SECRET_KEY, would be sent to a URL the project chose), and an entry
     ``NAME=URL`` allows NAME for that base URL only; the default key variable goes only to the
     default base URL. ModelNotConfigured, naming the setting, for anything else."""
-    allowed: dict[str, str | None] = {}
-    for entry in settings.MODEL_API_KEY_ENV_ALLOWLIST:
-        entry_name, _, url = str(entry).strip().partition("=")
-        allowed[entry_name.strip()] = url.strip() or None
+    allowed = api_key_env_allowed()
     setting = 'the project\'s model setting "api_key_env"'
     if name not in allowed:
         raise ModelNotConfigured(

@@ -63,6 +63,7 @@ class Invitation(models.Model):
 class AuditAction(models.TextChoices):
     PROJECT_CREATED = "project_created", "Project created"
     PROJECT_UPDATED = "project_updated", "Project description or guidelines changed"
+    MODEL_SETTINGS_CHANGED = "model_settings_changed", "Model settings changed"
     MEMBER_ADDED = "member_added", "Member added"
     MEMBER_ROLE_CHANGED = "member_role_changed", "Role changed"
     MEMBER_REMOVED = "member_removed", "Member removed"

@@ -153,3 +153,60 @@ class ProjectEditForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 14}),
         help_text="Markdown. Shown, folded, on every annotation screen of the project.",
     )
+
+
+class ProjectModelForm(forms.Form):
+    """The model the project drafts with (``project_model_set`` checks the values). Empty
+    fields are the server's default. The API key is never typed here: only the name of an
+    allow-listed environment variable that holds it."""
+
+    prefix = "model"
+
+    base_url = forms.CharField(
+        max_length=500,
+        required=False,
+        label="Base URL",
+        help_text="An OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1. Empty: the "
+        "server's default.",
+    )
+    model = forms.CharField(
+        max_length=200, required=False, label="Model name", help_text="Empty: the server's default."
+    )
+    api_key_env = forms.ChoiceField(
+        required=False,
+        label="API key variable",
+        help_text="The server environment variable that holds the endpoint's key (the operator "
+        "allows them in MODEL_API_KEY_ENV_ALLOWLIST). The key itself is never shown.",
+    )
+    cache = forms.ChoiceField(
+        required=False,
+        label="Cache mode",
+        choices=[
+            ("use", "use: answer repeated calls from the record"),
+            ("off", "off"),
+            ("replay", "replay: only recorded answers"),
+        ],
+    )
+    concurrency = forms.IntegerField(required=False, label="Concurrency")
+    rpm = forms.IntegerField(required=False, label="Requests per minute", help_text="0: no limit.")
+    timeout = forms.FloatField(required=False, label="Timeout", help_text="Seconds per call.")
+    price_per_1k_tokens = forms.FloatField(
+        required=False,
+        label="Price per 1k tokens",
+        help_text="For the drafting cost figures.",
+    )
+
+    def __init__(self, *args: Any, key_names: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [("", "none")] + [(name, name) for name in key_names]
+        current = self.initial.get("api_key_env")
+        if current and current not in key_names:
+            choices.append((current, f"{current} (no longer allowed)"))
+        self.fields["api_key_env"].choices = choices  # type: ignore[attr-defined]
+
+    @classmethod
+    def initial_for(cls, settings: dict[str, Any] | None) -> dict[str, Any]:
+        raw = (settings or {}).get("model") or {}
+        if not isinstance(raw, dict):
+            return {}
+        return {name: raw.get(name) for name in cls.base_fields if raw.get(name) is not None}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -11,6 +12,8 @@ from django.db.models import QuerySet
 from benchmark import permissions
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
+from benchmark.llm import services as llm_services
+from benchmark.llm.client import CACHE_MODES, ModelNotConfigured
 from benchmark.models import (
     DataFormat,
     Item,
@@ -174,6 +177,133 @@ def project_update(*, project: Project, user: User, description: str, guidelines
             project=project,
             target=project.name,
             details={"fields": changed},
+        )
+    return project
+
+
+# --------------------------------------------------------------------------- the model
+
+#: The keys of ``Project.settings["model"]`` the settings page sets, with their labels (the
+#: field names in messages). Other keys (params, max_retries, backoff_base) are kept as they are.
+MODEL_FIELDS = {
+    "base_url": "Base URL",
+    "model": "Model name",
+    "api_key_env": "API key variable",
+    "cache": "Cache mode",
+    "concurrency": "Concurrency",
+    "rpm": "Requests per minute",
+    "timeout": "Timeout",
+    "price_per_1k_tokens": "Price per 1k tokens",
+}
+#: (smallest, largest) for the numbers.
+MODEL_LIMITS: dict[str, tuple[float, float]] = {
+    "concurrency": (1, 64),
+    "rpm": (0, 100_000),
+    "timeout": (1, 3600),
+    "price_per_1k_tokens": (0, 1000),
+}
+
+
+def _model_settings_clean(values: dict[str, Any]) -> dict[str, Any]:
+    """The page's model settings, checked (ValidationFailed naming the field), with empty
+    values and the default cache mode left out."""
+    clean: dict[str, Any] = {}
+    base_url = _model_url_clean(str(values.get("base_url") or "").strip())
+    if base_url:
+        clean["base_url"] = base_url
+    model = str(values.get("model") or "").strip()
+    if len(model) > 200:
+        raise ValidationFailed(f"{MODEL_FIELDS['model']}: at most 200 characters")
+    if model:
+        clean["model"] = model
+    key_env = str(values.get("api_key_env") or "").strip()
+    if key_env:
+        if key_env not in llm_services.api_key_env_allowed():
+            raise ValidationFailed(
+                f"{MODEL_FIELDS['api_key_env']}: {key_env} is not an allowed key variable; the "
+                "operator lists the allowed ones in MODEL_API_KEY_ENV_ALLOWLIST"
+            )
+        clean["api_key_env"] = key_env
+    cache = str(values.get("cache") or "use")
+    if cache not in CACHE_MODES:
+        raise ValidationFailed(
+            f"{MODEL_FIELDS['cache']}: {cache!r} is not one of {', '.join(CACHE_MODES)}"
+        )
+    if cache != "use":
+        clean["cache"] = cache
+    for name in MODEL_LIMITS:
+        value = values.get(name)
+        if value is not None and value != "":
+            clean[name] = _model_number_clean(name, value)
+    return clean
+
+
+def _model_url_clean(base_url: str) -> str:
+    parts = urlsplit(base_url)
+    if base_url and (
+        parts.scheme not in ("http", "https") or not parts.netloc or len(base_url) > 500
+    ):
+        raise ValidationFailed(
+            f"{MODEL_FIELDS['base_url']}: {base_url!r} is not an http:// or https:// address "
+            "of an OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1)"
+        )
+    return base_url
+
+
+def _model_number_clean(name: str, value: Any) -> int | float:
+    """One of the model's numbers (``MODEL_LIMITS``), in range; concurrency and rpm whole."""
+    low, high = MODEL_LIMITS[name]
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValidationFailed(f"{MODEL_FIELDS[name]}: {value!r} is not a number") from None
+    if not low <= number <= high:
+        raise ValidationFailed(f"{MODEL_FIELDS[name]}: must be between {low:g} and {high:g}")
+    if name not in ("concurrency", "rpm"):
+        return number
+    if number != int(number):
+        raise ValidationFailed(f"{MODEL_FIELDS[name]}: must be a whole number")
+    return int(number)
+
+
+def project_model_set(*, project: Project, user: User, values: dict[str, Any]) -> Project:
+    """Set the model the project drafts with (``Project.settings["model"]``; its admins, and
+    staff) from the settings page's fields (``MODEL_FIELDS``; an empty one is the server's
+    default), keeping the project's other settings and the model's other keys. A key stored
+    in the settings themselves ("api_key") is dropped when the base URL changes, so it never
+    goes to another endpoint. The change is recorded with the names of the keys that changed,
+    never their values."""
+    permissions.require_manage_members(user=user, project=project, what="change its model")
+    settings = dict(project.settings or {})
+    old = settings.get("model") or {}
+    if not isinstance(old, dict):
+        old = {}
+    new = {k: v for k, v in old.items() if k not in MODEL_FIELDS}
+    new.update(_model_settings_clean(values))
+    if new.get("base_url") != old.get("base_url"):
+        new.pop("api_key", None)
+    try:
+        llm_services.model_resolve(project=Project(settings={**settings, "model": new}))
+    except ModelNotConfigured as exc:
+        field = MODEL_FIELDS["api_key_env"] if "api_key_env" in str(exc) else "Model settings"
+        raise ValidationFailed(f"{field}: {exc}") from None
+    before = {k: v for k, v in old.items() if not (k == "cache" and v == "use")}
+    changed = sorted(k for k in {*before, *new} if before.get(k) != new.get(k))
+    if not changed:
+        return project
+    if new:
+        settings["model"] = new
+    else:
+        settings.pop("model", None)
+    with transaction.atomic():
+        project.settings = settings
+        project.save(update_fields=["settings"])
+        audit_record(
+            actor=user,
+            action=AuditAction.MODEL_SETTINGS_CHANGED,
+            project=project,
+            target=project.name,
+            details={"changed": changed},
         )
     return project
 

@@ -20,11 +20,13 @@ from benchmark import permissions
 from benchmark.datasets.forms import ExportForm
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
+from benchmark.llm.services import api_key_env_allowed
 from benchmark.models import Item, ItemStatus, Project, ProjectKind
 from benchmark.notices import item_notices
 from benchmark.pages import (
     form_submit,
     htmx_page,
+    model_context,
     project_context,
     render_page,
     require_action,
@@ -44,6 +46,7 @@ from benchmark.projects.forms import (
     ItemFilterForm,
     ProjectCreateForm,
     ProjectEditForm,
+    ProjectModelForm,
     RestoreForm,
 )
 from benchmark.typing import request_user
@@ -148,31 +151,50 @@ def project_page_context(
         "counts": counts,
         "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
         "export_form": ExportForm(),
+        "drafting": model_context(project),
     }
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_edit(request: HttpRequest, project_id: int) -> HttpResponse:
-    """The project's description and guidelines (its admins, and staff)."""
+    """The project's settings (its admins, and staff): description and guidelines, and the
+    model that drafts for it. Each form posts on its own (the model form's fields carry the
+    prefix "model-")."""
     project = project_for_members(user=request.user, pk=project_id)
-    data = request.POST if request.method == "POST" else None
+    posted = request.POST if request.method == "POST" else None
+    model_posted = posted is not None and posted.get("section") == "model"
     initial = {"description": project.description, "guidelines": project.guidelines}
-    form = ProjectEditForm(data, initial=initial)
+    form = ProjectEditForm(None if model_posted else posted, initial=initial)
+    model_form = ProjectModelForm(
+        posted if model_posted else None,
+        initial=ProjectModelForm.initial_for(project.settings),
+        key_names=sorted(api_key_env_allowed()),
+    )
     status = 200
-    if data is not None:
-        done, status = form_submit(
-            form,
-            lambda cleaned: services.project_update(
-                project=project, user=request_user(request), **cleaned
-            ),
-        )
+    if posted is not None:
+        if model_posted:
+            done, status = form_submit(
+                model_form,
+                lambda cleaned: services.project_model_set(
+                    project=project, user=request_user(request), values=cleaned
+                ),
+            )
+        else:
+            done, status = form_submit(
+                form,
+                lambda cleaned: services.project_update(
+                    project=project, user=request_user(request), **cleaned
+                ),
+            )
         if done is not None:
             # Staff who are not members cannot open the project's page: back to its members.
             member = permissions.role_in(user=request.user, project=project) is not None
             target = "benchmark:project_detail" if member else "benchmark:members"
             return redirect(target, project_id=project.pk)
-    context = {**project_context(request, project), "form": form}
+        if status == 400:
+            status = 200  # an invalid form re-renders with its messages
+    context = {**project_context(request, project), "form": form, "model_form": model_form}
     return render(request, "benchmark/project_edit.html", context, status=status)
 
 
