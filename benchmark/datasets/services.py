@@ -281,14 +281,17 @@ def dataset_import(
     project: Project,
     path: Path,
     progress: Any = None,
+    fmt: Any = None,
 ) -> ImportResult:
-    """Import a file or folder in the project's format. All or nothing: a bad record raises
-    FormatError naming the record and field, and nothing is written. Records already present
-    (same id, or same attachment key) are skipped, so re-importing adds no duplicates."""
+    """Import a file or folder in the project's format (or with ``fmt``, a reader of an
+    interchange format such as ``formats.label_studio.Reader``: ``read`` and ``dataset_root``).
+    All or nothing: a bad record raises FormatError naming the record and field, and nothing
+    is written. Records already present (same id, or same attachment key) are skipped, so
+    re-importing adds no duplicates."""
     path = Path(path)
     if not path.exists():
         raise FormatError("no such file or folder", file=str(path))
-    fmt = get_format(project.data_format)
+    fmt = fmt or get_format(project.data_format)
     root = fmt.dataset_root(path)
     result = ImportResult()
     images = _ImageResolver(root, project, result)
@@ -770,14 +773,16 @@ def dataset_export(
     status: str | None = None,
     copy_images: bool = True,
     item_ids: Collection[int] | None = None,
+    fmt: Any = None,
 ) -> list[Path]:
     """Write the project's items (optionally only those with ``status``, only ``item_ids``)
-    in its format, streaming from the database a chunk at a time. Returns the files written."""
+    in its format (or with ``fmt``, a writer of an interchange format: ``write``), streaming
+    from the database a chunk at a time. Returns the files written."""
     if status is not None and status not in ItemStatus.values:
         raise ValidationFailed(
             f"unknown status {status!r}; choose one of {', '.join(ItemStatus.values)}"
         )
-    fmt = get_format(project.data_format)
+    fmt = fmt or get_format(project.data_format)
     out = Path(out)
     image_paths: dict[str, str] = {}
     selected = frozenset(item_ids) if item_ids is not None else None

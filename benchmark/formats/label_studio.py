@@ -337,3 +337,29 @@ def write(
     data = b"[\n" + b",\n".join(parts) + (b"\n]\n" if parts else b"]\n")
     config = path.with_name(f"{path.stem}.config.xml")
     return [write_file(path, data), write_file(config, labeling_config(choices, text_key=text_key).encode())]
+
+
+class Writer:
+    """A format object for ``dataset_export(fmt=...)``: :func:`write` with its options."""
+
+    def __init__(
+        self,
+        mapping: Mapping[str, str] | str | None = None,
+        judgments: Mapping[str, list[JudgmentOut]] | None = None,
+        choices: Iterable[Any] = (),
+    ) -> None:
+        self.mapping = parse_mapping(mapping)
+        self.judgments = judgments
+        self.choices = list(choices)
+
+    def write(
+        self, out: str | Path, items: Iterable[ItemRecord], attachments: Iterable[Any] = ()
+    ) -> list[Path]:
+        return write(
+            out,
+            items,
+            attachments,
+            mapping=self.mapping,
+            judgments=self.judgments,
+            choices=self.choices,
+        )
