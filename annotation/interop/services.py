@@ -31,8 +31,7 @@ def _task(project: Project, task_name: str) -> JudgmentTask:
     if task is None:
         names = ", ".join(project.judgment_tasks.values_list("name", flat=True)) or "none"
         raise ValidationFailed(
-            f"task: project {project.name!r} has no judgment task {task_name!r} "
-            f"(it has: {names})"
+            f"task: project {project.name!r} has no judgment task {task_name!r} (it has: {names})"
         )
     if task.has_units:
         raise ValidationFailed(

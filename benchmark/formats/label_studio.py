@@ -101,14 +101,11 @@ def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
     for key, target in pairs:
         if target not in FIELDS:
             raise FormatError(
-                f"{key!r} maps to unknown item field {target!r}; "
-                f"choose one of {', '.join(FIELDS)}",
+                f"{key!r} maps to unknown item field {target!r}; choose one of {', '.join(FIELDS)}",
                 field=key,
             )
         if target in seen:
-            raise FormatError(
-                f"{key!r} and {seen[target]!r} both map to {target!r}", field=key
-            )
+            raise FormatError(f"{key!r} and {seen[target]!r} both map to {target!r}", field=key)
         seen[target] = key
         mapping[key] = target
     return mapping
@@ -336,7 +333,10 @@ def write(
         parts.append(dumps(task, where))
     data = b"[\n" + b",\n".join(parts) + (b"\n]\n" if parts else b"]\n")
     config = path.with_name(f"{path.stem}.config.xml")
-    return [write_file(path, data), write_file(config, labeling_config(choices, text_key=text_key).encode())]
+    return [
+        write_file(path, data),
+        write_file(config, labeling_config(choices, text_key=text_key).encode()),
+    ]
 
 
 class Writer:

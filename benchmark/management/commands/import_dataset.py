@@ -73,7 +73,6 @@ class Command(BaseCommand):
             self.stderr.write(f"created project {project.name!r} (id {project.pk})")
         self.stdout.write(json.dumps(result.as_dict(), indent=2))
 
-
     def _label_studio(self, options: dict[str, Any]) -> None:
         try:
             project = Project.objects.get(name=options["project"])
