@@ -34,6 +34,7 @@ from benchmark.formats import (
     ResponseRecord,
     TrajectoryRecord,
     get_format,
+    label_studio,
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.selectors import project_images_named
@@ -834,11 +835,25 @@ IMPORT_KIND = "import"
 IMPORT_AREA = "imports"
 
 
-def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile) -> Job:
+def import_upload_start(
+    *,
+    project: Project,
+    user: AnyUser,
+    upload: UploadedFile,
+    source: str = "",
+    mapping: str = "",
+) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
     MEDIA_ROOT/imports/<job id>/ and start an import job for it (the job pipeline enqueues it
-    after commit). Raises ValidationFailed for uploads a user can fix, Forbidden for
-    users who may not import."""
+    after commit). ``source`` "label-studio" reads a Label Studio task export with the field
+    ``mapping`` instead of the project's format. Raises ValidationFailed for uploads a user
+    can fix, Forbidden for users who may not import."""
+    label_studio_source = source == label_studio.NAME
+    if label_studio_source:
+        try:
+            label_studio.parse_mapping(mapping)
+        except FormatError as exc:
+            raise ValidationFailed(f"mapping: {exc}") from None
     permissions.require(user=user, project=project, action="import")
     if not isinstance(user, User):  # members only, so never anonymous here
         raise Forbidden("log in to import")
@@ -869,7 +884,12 @@ def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile
             kind=IMPORT_KIND,
             user=user,
             project=project,
-            params={"project_id": project.pk, "path": "", "filename": filename},
+            params={
+                "project_id": project.pk,
+                "path": "",
+                "filename": filename,
+                **({"source": source, "mapping": mapping} if label_studio_source else {}),
+            },
             uploads=claim,
         )
 
@@ -883,14 +903,16 @@ def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     JobProgress``). A bad record raises FormatError naming file, record and field."""
     project = Project.objects.get(pk=job.params["project_id"])
     path = Path(job.params["path"])
-    fmt = get_format(project.data_format)
+    fmt: Any = get_format(project.data_format)
+    if job.params.get("source") == label_studio.NAME:
+        fmt = label_studio.Reader(job.params.get("mapping") or "")
     total = 0
     for total, _ in enumerate(fmt.read(path), start=1):
         if total % BATCH_SIZE == 0:
             progress(progress=total, message="checking records")
     progress(progress=0, total=total, message="writing")
     result = dataset_import(
-        project=project, path=path, progress=lambda n: progress(progress=min(n, total))
+        project=project, path=path, progress=lambda n: progress(progress=min(n, total)), fmt=fmt
     )
     return result.as_dict()
 
