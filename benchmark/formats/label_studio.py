@@ -143,7 +143,7 @@ def _images(value: Any, where: Where, key: str) -> list[ImageRef]:
     return refs
 
 
-def _convert(kind: str, value: Any, where: Where, key: str) -> Any:
+def convert_value(kind: str, value: Any, where: Where, key: str) -> Any:
     if kind == "str":
         if isinstance(value, dict | list):
             raise where.error("expected text, got a JSON object or list", key)
@@ -202,6 +202,37 @@ def read_tasks(
     return items, annotations
 
 
+def mapped_record(
+    mapping: Mapping[str, str],
+    values: dict[str, Any],
+    row: Mapping[str, Any],
+    where: Where,
+    *,
+    default_id: str,
+    raw: str,
+    position: int,
+    provenance: str,
+) -> ItemRecord:
+    """An item record from one source record's mapped ``values``; a missing key mapped to
+    the query raises FormatError naming it and the keys the record has."""
+    wanted = next((k for k, v in mapping.items() if v == "query"), None)
+    if wanted is not None and "query" not in values:
+        raise where.error(
+            f"no {wanted!r} in the record (mapped to query); "
+            f"it has {', '.join(sorted(row)) or 'nothing'}",
+            wanted,
+        )
+    values = dict(values)
+    external_id = values.pop("external_id", "") or default_id
+    where.record = external_id
+    rec = ItemRecord(external_id=external_id, source_file=where.file, raw=raw, position=position)
+    for field_name, value in values.items():
+        setattr(rec, field_name, value)
+    if not rec.provenance:
+        rec.provenance = provenance
+    return rec
+
+
 class Reader:
     """A format object for ``dataset_import(fmt=...)``: ``read`` yields the items, and keeps
     the annotations met in ``annotations``."""
@@ -226,25 +257,22 @@ class Reader:
             data = task.get("data")
             if not isinstance(data, dict):
                 raise where.error("expected an object", "data")
-            values: dict[str, Any] = {}
-            for key, target in self.mapping.items():
-                if key not in data:
-                    continue
-                values[target] = _convert(FIELDS[target], data[key], where, key)
-            if "query" not in values and any(v == "query" for v in self.mapping.values()):
-                wanted = next(k for k, v in self.mapping.items() if v == "query")
-                raise where.error(
-                    f"no {wanted!r} in the task's data (mapped to query); "
-                    f"it has {', '.join(sorted(data)) or 'nothing'}",
-                    wanted,
-                )
-            external_id = values.pop("external_id", "") or str(task.get("id", index + 1))
-            where.record = external_id
-            rec = ItemRecord(external_id=external_id, source_file=name, raw=raw, position=index)
-            for field_name, value in values.items():
-                setattr(rec, field_name, value)
-            if not rec.provenance:
-                rec.provenance = "imported:label-studio"
+            values = {
+                target: convert_value(FIELDS[target], data[key], where, key)
+                for key, target in self.mapping.items()
+                if key in data
+            }
+            rec = mapped_record(
+                self.mapping,
+                values,
+                data,
+                where,
+                default_id=str(task.get("id", index + 1)),
+                raw=raw,
+                position=index,
+                provenance="imported:label-studio",
+            )
+            external_id = rec.external_id
             self.annotations.extend(_results(task, external_id, where))
             yield rec
 
@@ -252,7 +280,7 @@ class Reader:
 # ------------------------------------------------------------------------------ writing
 
 
-def _field_value(rec: ItemRecord, name: str) -> Any:
+def field_value(rec: ItemRecord, name: str) -> Any:
     value = getattr(rec, name)
     if name == "images":
         return [dataclasses.asdict(ref) for ref in value]
@@ -263,7 +291,7 @@ def task_of(
     rec: ItemRecord, mapping: Mapping[str, str], judgments: Iterable[JudgmentOut] = ()
 ) -> dict[str, Any]:
     """One item as a Label Studio task (``data`` under the mapping's keys)."""
-    data = {key: _field_value(rec, target) for key, target in mapping.items()}
+    data = {key: field_value(rec, target) for key, target in mapping.items()}
     task: dict[str, Any] = {"data": data}
     annotations = []
     for judgment in judgments:

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmark.datasets.interop import interop_hook
 from benchmark.datasets.services import dataset_export
 from benchmark.exceptions import DomainError
-from benchmark.formats import FormatError, label_studio
+from benchmark.formats import FormatError, label_studio, tabular
 from benchmark.management.commands.import_dataset import _project
 from benchmark.models import DataFormat, ItemStatus, Project
 
@@ -26,7 +26,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("out", type=Path, help="a folder, or a .jsonl file for atp")
         parser.add_argument(
-            "--format", required=True, choices=[*DataFormat.values, label_studio.NAME]
+            "--format",
+            required=True,
+            choices=[*DataFormat.values, label_studio.NAME, *tabular.NAMES],
         )
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument("--status", choices=ItemStatus.values)
@@ -44,10 +46,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         fmt: Any = None
         try:
-            if options["format"] == label_studio.NAME:
-                project = Project.objects.filter(name=options["project"]).first()
-                if project is None:
+            if options["format"] in (label_studio.NAME, *tabular.NAMES):
+                found = Project.objects.filter(name=options["project"]).first()
+                if found is None:
                     raise CommandError(f"no project named {options['project']!r}")
+                project = found
+            if options["format"] in tabular.NAMES:
+                if options["with_judgments"]:
+                    raise CommandError("--with-judgments goes with --format label-studio")
+                fmt = tabular.Table(options["format"], options["map"])
+            elif options["format"] == label_studio.NAME:
                 judgments, choices = None, []
                 if options["with_judgments"]:
                     judgments, choices = interop_hook("label_studio.judgments_export")(
@@ -56,7 +64,10 @@ class Command(BaseCommand):
                 fmt = label_studio.Writer(options["map"], judgments, choices)
             else:
                 if options["map"] or options["with_judgments"]:
-                    raise CommandError("--map and --with-judgments go with --format label-studio")
+                    raise CommandError(
+                        "--map and --with-judgments go with --format label-studio (--map: "
+                        "also jsonl, csv)"
+                    )
                 project = _project(options["project"], options["format"])
             written = dataset_export(
                 project=project,

@@ -6,7 +6,10 @@ python manage.py import_dataset --format label-studio --project NAME
     Label Studio is an interchange format: the items go into an existing project of any
     format. With --task, annotations whose choice is one of the task's labels become
     judgments by the account with the annotator's Label Studio email or username; annotators
-    with no account are reported, not created."""
+    with no account are reported, not created.
+
+python manage.py import_dataset --format {jsonl,csv} --project NAME [--map col=field,...] FILE
+    Items from a generic JSON Lines or CSV file with a column mapping, into any project."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from django.db import transaction
 from benchmark.datasets.interop import interop_hook
 from benchmark.datasets.services import dataset_import
 from benchmark.exceptions import DomainError
-from benchmark.formats import FormatError, label_studio
+from benchmark.formats import FormatError, label_studio, tabular
 from benchmark.management.commands.create_project import (
     add_project_arguments,
     create_from_options,
@@ -37,7 +40,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path)
         parser.add_argument(
-            "--format", required=True, choices=[*DataFormat.values, label_studio.NAME]
+            "--format",
+            required=True,
+            choices=[*DataFormat.values, label_studio.NAME, *tabular.NAMES],
         )
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument(
@@ -57,11 +62,11 @@ class Command(BaseCommand):
         add_project_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["format"] == label_studio.NAME:
-            self._label_studio(options)
+        if options["format"] in (label_studio.NAME, *tabular.NAMES):
+            self._interchange(options)
             return
         if options["map"] or options["task"]:
-            raise CommandError("--map and --task go with --format label-studio")
+            raise CommandError("--map and --task go with --format label-studio, jsonl or csv")
         with transaction.atomic():
             project, created = _project_or_create(options["project"], options["format"], options)
             try:
@@ -73,17 +78,23 @@ class Command(BaseCommand):
             self.stderr.write(f"created project {project.name!r} (id {project.pk})")
         self.stdout.write(json.dumps(result.as_dict(), indent=2))
 
-    def _label_studio(self, options: dict[str, Any]) -> None:
+    def _interchange(self, options: dict[str, Any]) -> None:
         try:
             project = Project.objects.get(name=options["project"])
         except Project.DoesNotExist:
             raise CommandError(
-                f"no project named {options['project']!r}: Label Studio data goes into an "
-                "existing project (create_project first)"
+                f"no project named {options['project']!r}: {options['format']} data goes into "
+                "an existing project (create_project first)"
             ) from None
         try:
+            if options["task"] and options["format"] != label_studio.NAME:
+                raise CommandError("--task goes with --format label-studio")
             with transaction.atomic():
-                reader = label_studio.Reader(options["map"])
+                reader: Any = (
+                    label_studio.Reader(options["map"])
+                    if options["format"] == label_studio.NAME
+                    else tabular.Table(options["format"], options["map"])
+                )
                 result = dataset_import(project=project, path=options["path"], fmt=reader)
                 report = result.as_dict()
                 if options["task"]:
