@@ -43,6 +43,7 @@ from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
 from benchmark.models import (
+    DataFormat,
     Image,
     Item,
     ItemStatus,
@@ -297,6 +298,8 @@ def dataset_import(
     result = ImportResult()
     images = _ImageResolver(root, project, result)
     raw_fields: RawFields | None = getattr(fmt, "raw_fields", None)
+    interchange = bool(getattr(fmt, "interchange", False))
+    native_files: dict[str, str] = {}
     with _no_gc(), transaction.atomic():
         bulk_load_begin()
         id_by_external: dict[str, int] = dict(project.items.values_list("external_id", "id"))
@@ -322,6 +325,8 @@ def dataset_import(
                     result.items_skipped += 1
                     continue
                 row = _item_row(rec, project, images, next_position, raw_fields)
+                if interchange:
+                    _as_native(row, project, native_files)
                 pending.append((row, rec))
                 next_position += 1
                 if len(pending) >= BATCH_SIZE:
@@ -336,6 +341,22 @@ def dataset_import(
     if progress is not None:
         progress(count)
     return result
+
+
+def _as_native(row: dict[str, Any], project: Project, files: dict[str, str]) -> None:
+    """An item read from an interchange format (Label Studio, JSONL/CSV) is stored as an item
+    written in the project's own format would be: no raw source record (its format is not
+    the project's, and the project's export builds the record from the fields) and the file
+    the project's format keeps such an item in."""
+    from benchmark.items.services import _source_file
+
+    row["raw"], row["raw_holes"] = "", []
+    if project.data_format in (DataFormat.AGENTIC_MME, DataFormat.LLMI):
+        row["source_file"] = _source_file(project, row, row["external_id"])
+    else:  # one file for all: computed once per import
+        if "" not in files:
+            files[""] = _source_file(project, row, row["external_id"])
+        row["source_file"] = files[""]
 
 
 def _insert_attachments(

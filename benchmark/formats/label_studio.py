@@ -6,7 +6,8 @@ items from a Label Studio export and give its items back as Label Studio tasks.
 Reading: a Label Studio export is a JSON array of tasks
 ``{"id", "data": {...}, "annotations": [{"completed_by", "result": [...]}], "predictions": [...]}``.
 A field mapping says which ``data`` key feeds which item field (``{"question": "query"}``);
-keys not mapped are kept in the item's raw JSON (the task's exact text) and nowhere else.
+each record's raw is the task's exact JSON text (``dataset_import`` does not store it for an
+``interchange`` format: the item is stored in the project's own format's shape).
 Annotations come back as plain :class:`Annotation` tuples, one per result entry.
 
 Writing: items become tasks whose ``data`` holds every item field (under the same mapping,
@@ -236,6 +237,9 @@ def mapped_record(
 class Reader:
     """A format object for ``dataset_import(fmt=...)``: ``read`` yields the items, and keeps
     the annotations met in ``annotations``."""
+
+    #: Not the project's own format: the import stores no raw record (see dataset_import).
+    interchange = True
 
     def __init__(self, mapping: Mapping[str, str] | str | None = None) -> None:
         self.mapping = parse_mapping(mapping)

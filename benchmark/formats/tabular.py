@@ -39,6 +39,9 @@ class Table:
     """A format object for ``dataset_import`` / ``dataset_export`` (``fmt=``): ``kind`` is
     "jsonl" or "csv"."""
 
+    #: Not the project's own format: the import stores no raw record (see dataset_import).
+    interchange = True
+
     def __init__(self, kind: str, mapping: Mapping[str, str] | str | None = None) -> None:
         if kind not in NAMES:
             raise FormatError(f"unknown table format {kind!r}; choose one of {', '.join(NAMES)}")

@@ -3,7 +3,6 @@ annotations as judgments of a named task by existing accounts, and back out."""
 
 from __future__ import annotations
 
-import copy
 import json
 from io import StringIO
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.judging.models import Judgment
+from benchmark.models import ProjectKind
 from tests.benchmark.formats.test_label_studio_format import EXPORT
 from tests.factories import (
     ItemFactory,
@@ -51,7 +51,8 @@ def test_import_maps_fields_into_a_project_of_another_format(tmp_path: Path) -> 
     assert items["101"].category == "geo"
     assert items["101"].expected_answer == "Paris"
     assert items["101"].provenance == "imported:label-studio"
-    assert json.loads(items["101"].raw) == EXPORT[0]
+    # stored as an item written in the project's format: no Label Studio raw record
+    assert items["101"].raw == "" and items["101"].source_file == "data.jsonl"
     project.refresh_from_db()
     assert project.data_format == "atp"  # the project keeps its own format
 
@@ -155,7 +156,7 @@ def test_round_trip_through_label_studio_keeps_every_field(tmp_path: Path) -> No
     )  # fmt: skip
     _run("export_dataset", "--format", "label-studio", "--project", "A", "--no-images",
          str(tmp_path / "t.json"))  # fmt: skip
-    target = ProjectFactory(name="B", kind=copy.copy(source.kind))
+    target = ProjectFactory(name="B")
     _run("import_dataset", "--format", "label-studio", "--project", "B", str(tmp_path / "t.json"))
     back = target.items.get()
     for name in (
@@ -171,3 +172,30 @@ def test_map_without_label_studio_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="--map"):
         _run("import_dataset", "--format", "atp", "--project", "P", "--map", "a=query",
              str(_export(tmp_path)))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fmt", "kind"),
+    [
+        ("atp", ProjectKind.INTERLEAVED),
+        ("llmi", ProjectKind.INTERLEAVED),
+        ("agentic-mme", ProjectKind.TRAJECTORY),
+        ("mms", ProjectKind.PLAN),
+    ],
+)
+def test_the_projects_own_export_writes_imported_items_in_its_format(
+    tmp_path: Path, fmt: str, kind: str
+) -> None:
+    ProjectFactory(
+        name="P", data_format=fmt, kind=kind, **({"tag_syntax": ""} if fmt == "mms" else {})
+    )
+    _run("import_dataset", "--format", "label-studio", "--project", "P", "--map",
+         "question=query", str(_export(tmp_path)))  # fmt: skip
+    out = tmp_path / ("o.jsonl" if fmt == "atp" else "o")
+    _run("export_dataset", "--format", fmt, "--project", "P", "--no-images", str(out))
+    files = [f for f in (out.rglob("*") if out.is_dir() else [out]) if f.is_file()]
+    text = "".join(f.read_text() for f in files)
+    assert "What is the capital of France?" in text
+    assert '"annotations"' not in text and '"data"' not in text
+    if fmt == "agentic-mme":
+        assert len(files) == 3  # one task file per item
