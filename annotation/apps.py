@@ -58,3 +58,16 @@ class AnnotationConfig(AppConfig):
             )
         )
         model_call_kind_register(MODEL_DRAFT_KIND)
+
+        # Label Studio annotations in and out as judgments (benchmark's import_dataset and
+        # export_dataset call these by name: benchmark may not import annotation).
+        from benchmark.datasets.interop import interop_hook_register
+
+        interop_hook_register(
+            "label_studio.judgments_import",
+            "annotation.interop.services.label_studio_judgments_import",
+        )
+        interop_hook_register(
+            "label_studio.judgments_export",
+            "annotation.interop.services.label_studio_judgments_export",
+        )

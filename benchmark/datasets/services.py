@@ -34,6 +34,7 @@ from benchmark.formats import (
     ResponseRecord,
     TrajectoryRecord,
     get_format,
+    label_studio,
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.selectors import project_images_named
@@ -42,6 +43,7 @@ from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
 from benchmark.models import (
+    DataFormat,
     Image,
     Item,
     ItemStatus,
@@ -281,18 +283,23 @@ def dataset_import(
     project: Project,
     path: Path,
     progress: Any = None,
+    fmt: Any = None,
 ) -> ImportResult:
-    """Import a file or folder in the project's format. All or nothing: a bad record raises
-    FormatError naming the record and field, and nothing is written. Records already present
-    (same id, or same attachment key) are skipped, so re-importing adds no duplicates."""
+    """Import a file or folder in the project's format (or with ``fmt``, a reader of an
+    interchange format such as ``formats.label_studio.Reader``: ``read`` and ``dataset_root``).
+    All or nothing: a bad record raises FormatError naming the record and field, and nothing
+    is written. Records already present (same id, or same attachment key) are skipped, so
+    re-importing adds no duplicates."""
     path = Path(path)
     if not path.exists():
         raise FormatError("no such file or folder", file=str(path))
-    fmt = get_format(project.data_format)
+    fmt = fmt or get_format(project.data_format)
     root = fmt.dataset_root(path)
     result = ImportResult()
     images = _ImageResolver(root, project, result)
     raw_fields: RawFields | None = getattr(fmt, "raw_fields", None)
+    interchange = bool(getattr(fmt, "interchange", False))
+    native_files: dict[str, str] = {}
     with _no_gc(), transaction.atomic():
         bulk_load_begin()
         id_by_external: dict[str, int] = dict(project.items.values_list("external_id", "id"))
@@ -318,6 +325,8 @@ def dataset_import(
                     result.items_skipped += 1
                     continue
                 row = _item_row(rec, project, images, next_position, raw_fields)
+                if interchange:
+                    _as_native(row, project, native_files)
                 pending.append((row, rec))
                 next_position += 1
                 if len(pending) >= BATCH_SIZE:
@@ -332,6 +341,22 @@ def dataset_import(
     if progress is not None:
         progress(count)
     return result
+
+
+def _as_native(row: dict[str, Any], project: Project, files: dict[str, str]) -> None:
+    """An item read from an interchange format (Label Studio, JSONL/CSV) is stored as an item
+    written in the project's own format would be: no raw source record (its format is not
+    the project's, and the project's export builds the record from the fields) and the file
+    the project's format keeps such an item in."""
+    from benchmark.items.services import _source_file
+
+    row["raw"], row["raw_holes"] = "", []
+    if project.data_format in (DataFormat.AGENTIC_MME, DataFormat.LLMI):
+        row["source_file"] = _source_file(project, row, row["external_id"])
+    else:  # one file for all: computed once per import
+        if "" not in files:
+            files[""] = _source_file(project, row, row["external_id"])
+        row["source_file"] = files[""]
 
 
 def _insert_attachments(
@@ -770,14 +795,16 @@ def dataset_export(
     status: str | None = None,
     copy_images: bool = True,
     item_ids: Collection[int] | None = None,
+    fmt: Any = None,
 ) -> list[Path]:
     """Write the project's items (optionally only those with ``status``, only ``item_ids``)
-    in its format, streaming from the database a chunk at a time. Returns the files written."""
+    in its format (or with ``fmt``, a writer of an interchange format: ``write``), streaming
+    from the database a chunk at a time. Returns the files written."""
     if status is not None and status not in ItemStatus.values:
         raise ValidationFailed(
             f"unknown status {status!r}; choose one of {', '.join(ItemStatus.values)}"
         )
-    fmt = get_format(project.data_format)
+    fmt = fmt or get_format(project.data_format)
     out = Path(out)
     image_paths: dict[str, str] = {}
     selected = frozenset(item_ids) if item_ids is not None else None
@@ -829,11 +856,25 @@ IMPORT_KIND = "import"
 IMPORT_AREA = "imports"
 
 
-def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile) -> Job:
+def import_upload_start(
+    *,
+    project: Project,
+    user: AnyUser,
+    upload: UploadedFile,
+    source: str = "",
+    mapping: str = "",
+) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
     MEDIA_ROOT/imports/<job id>/ and start an import job for it (the job pipeline enqueues it
-    after commit). Raises ValidationFailed for uploads a user can fix, Forbidden for
-    users who may not import."""
+    after commit). ``source`` "label-studio" reads a Label Studio task export with the field
+    ``mapping`` instead of the project's format. Raises ValidationFailed for uploads a user
+    can fix, Forbidden for users who may not import."""
+    label_studio_source = source == label_studio.NAME
+    if label_studio_source:
+        try:
+            label_studio.parse_mapping(mapping)
+        except FormatError as exc:
+            raise ValidationFailed(f"mapping: {exc}") from None
     permissions.require(user=user, project=project, action="import")
     if not isinstance(user, User):  # members only, so never anonymous here
         raise Forbidden("log in to import")
@@ -864,7 +905,12 @@ def import_upload_start(*, project: Project, user: AnyUser, upload: UploadedFile
             kind=IMPORT_KIND,
             user=user,
             project=project,
-            params={"project_id": project.pk, "path": "", "filename": filename},
+            params={
+                "project_id": project.pk,
+                "path": "",
+                "filename": filename,
+                **({"source": source, "mapping": mapping} if label_studio_source else {}),
+            },
             uploads=claim,
         )
 
@@ -878,14 +924,16 @@ def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     JobProgress``). A bad record raises FormatError naming file, record and field."""
     project = Project.objects.get(pk=job.params["project_id"])
     path = Path(job.params["path"])
-    fmt = get_format(project.data_format)
+    fmt: Any = get_format(project.data_format)
+    if job.params.get("source") == label_studio.NAME:
+        fmt = label_studio.Reader(job.params.get("mapping") or "")
     total = 0
     for total, _ in enumerate(fmt.read(path), start=1):
         if total % BATCH_SIZE == 0:
             progress(progress=total, message="checking records")
     progress(progress=0, total=total, message="writing")
     result = dataset_import(
-        project=project, path=path, progress=lambda n: progress(progress=min(n, total))
+        project=project, path=path, progress=lambda n: progress(progress=min(n, total)), fmt=fmt
     )
     return result.as_dict()
 

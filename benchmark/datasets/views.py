@@ -31,7 +31,11 @@ def project_import(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         if form.is_valid():
             try:
                 job = services.import_upload_start(
-                    project=project, user=request.user, upload=form.cleaned_data["file"]
+                    project=project,
+                    user=request.user,
+                    upload=form.cleaned_data["file"],
+                    source=form.cleaned_data.get("source") or "",
+                    mapping=form.cleaned_data.get("mapping") or "",
                 )
             except DomainError as exc:
                 form.add_error("file", exc.message)

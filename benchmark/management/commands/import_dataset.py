@@ -1,5 +1,15 @@
 """python manage.py import_dataset --format {atp,llmi,agentic-mme,mms} --project NAME PATH
-[--create [--toolset NAME] [--taxonomy NAME] [--description TEXT] [--admin USERNAME]]"""
+[--create [--toolset NAME] [--taxonomy NAME] [--description TEXT] [--admin USERNAME]]
+
+python manage.py import_dataset --format label-studio --project NAME
+[--map question=query,cat=category] [--task JUDGMENT_TASK] EXPORT.json
+    Label Studio is an interchange format: the items go into an existing project of any
+    format. With --task, annotations whose choice is one of the task's labels become
+    judgments by the account with the annotator's Label Studio email or username; annotators
+    with no account are reported, not created.
+
+python manage.py import_dataset --format {jsonl,csv} --project NAME [--map col=field,...] FILE
+    Items from a generic JSON Lines or CSV file with a column mapping, into any project."""
 
 from __future__ import annotations
 
@@ -10,9 +20,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from benchmark.datasets.interop import interop_hook
 from benchmark.datasets.services import dataset_import
 from benchmark.exceptions import DomainError
-from benchmark.formats import FormatError
+from benchmark.formats import FormatError, label_studio, tabular
 from benchmark.management.commands.create_project import (
     add_project_arguments,
     create_from_options,
@@ -28,8 +39,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path)
-        parser.add_argument("--format", required=True, choices=DataFormat.values)
+        parser.add_argument(
+            "--format",
+            required=True,
+            choices=[*DataFormat.values, label_studio.NAME, *tabular.NAMES],
+        )
         parser.add_argument("--project", required=True, help="project name")
+        parser.add_argument(
+            "--map",
+            default="",
+            help="label-studio: Label Studio data key=item field, comma-separated "
+            "(default: every item field under its own name)",
+        )
+        parser.add_argument(
+            "--task", default="", help="label-studio: the judgment task annotations become"
+        )
         parser.add_argument(
             "--create",
             action="store_true",
@@ -38,6 +62,11 @@ class Command(BaseCommand):
         add_project_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["format"] in (label_studio.NAME, *tabular.NAMES):
+            self._interchange(options)
+            return
+        if options["map"] or options["task"]:
+            raise CommandError("--map and --task go with --format label-studio, jsonl or csv")
         with transaction.atomic():
             project, created = _project_or_create(options["project"], options["format"], options)
             try:
@@ -48,6 +77,39 @@ class Command(BaseCommand):
         if created:
             self.stderr.write(f"created project {project.name!r} (id {project.pk})")
         self.stdout.write(json.dumps(result.as_dict(), indent=2))
+
+    def _interchange(self, options: dict[str, Any]) -> None:
+        try:
+            project = Project.objects.get(name=options["project"])
+        except Project.DoesNotExist:
+            raise CommandError(
+                f"no project named {options['project']!r}: {options['format']} data goes into "
+                "an existing project (create_project first)"
+            ) from None
+        try:
+            if options["task"] and options["format"] != label_studio.NAME:
+                raise CommandError("--task goes with --format label-studio")
+            with transaction.atomic():
+                reader: Any = (
+                    label_studio.Reader(options["map"])
+                    if options["format"] == label_studio.NAME
+                    else tabular.Table(options["format"], options["map"])
+                )
+                result = dataset_import(project=project, path=options["path"], fmt=reader)
+                report = result.as_dict()
+                if options["task"]:
+                    report["judgments"] = interop_hook("label_studio.judgments_import")(
+                        project=project, annotations=reader.annotations, task_name=options["task"]
+                    )
+        except (FormatError, DomainError) as exc:
+            raise CommandError(f"nothing imported: {exc}") from None
+        unknown = report.get("judgments", {}).get("unknown_users")
+        if unknown:
+            self.stderr.write(
+                "annotations not imported, no account with this email or username: "
+                + ", ".join(unknown)
+            )
+        self.stdout.write(json.dumps(report, indent=2))
 
 
 def _project(name: str, fmt: str) -> Project:

@@ -1,0 +1,397 @@
+"""Label Studio task JSON, in and out. Pure Python: no Django.
+
+Label Studio is an interchange format, not a benchmark's own format: any project can take
+items from a Label Studio export and give its items back as Label Studio tasks.
+
+Reading: a Label Studio export is a JSON array of tasks
+``{"id", "data": {...}, "annotations": [{"completed_by", "result": [...]}], "predictions": [...]}``.
+A field mapping says which ``data`` key feeds which item field (``{"question": "query"}``);
+each record's raw is the task's exact JSON text (``dataset_import`` does not store it for an
+``interchange`` format: the item is stored in the project's own format's shape).
+Annotations come back as plain :class:`Annotation` tuples, one per result entry.
+
+Writing: items become tasks whose ``data`` holds every item field (under the same mapping,
+reversed), optionally with annotations (``choices`` / ``textarea`` results), and a labeling
+config (``<View><Text name="query" value="$query"/><Choices ...>``) written beside the file.
+See https://labelstud.io/guide/task_format.html for the task format.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+from xml.sax.saxutils import quoteattr
+
+from ._jsonio import Where, dataset_root, dumps, existing, iter_json_array, write_file
+from .base import FormatError, ImageRef, ItemRecord
+
+NAME = "label-studio"
+#: Item fields a Label Studio data key may feed, and how their values are checked.
+FIELDS: dict[str, str] = {
+    "external_id": "str",
+    "query": "str",
+    "modality": "str",
+    "documents": "list",
+    "images": "images",
+    "constraints": "dict",
+    "expected_answer": "str",
+    "accepted_variants": "list",
+    "match_type": "str",
+    "rubric": "list",
+    "category": "str",
+    "intent": "str",
+    "domain": "str",
+    "level": "level",
+    "status": "str",
+    "provenance": "str",
+}
+#: The labeling config's object names: the text shown and the verdict given.
+TEXT_NAME = "query"
+VERDICT_NAME = "verdict"
+COMMENT_NAME = "comment"
+
+
+class Annotation(NamedTuple):
+    """One result of one Label Studio annotation: the task's item id, the annotator (their
+    email, username or Label Studio user id, as the export gives it), the control's name
+    (``from_name``), its type (``choices``, ``labels``, ``textarea`` ...) and its values."""
+
+    item_id: str
+    user: str
+    from_name: str
+    kind: str
+    values: tuple[str, ...]
+
+
+@dataclasses.dataclass
+class JudgmentOut:
+    """A judgment to write as an annotation: the item's external id, the verdict label and an
+    optional comment."""
+
+    item_id: str
+    value: Any
+    comment: str = ""
+
+
+# ------------------------------------------------------------------------------ mapping
+
+
+def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
+    """``"question=query,cat=category"`` (or a dict) as ``{Label Studio key: item field}``.
+    Empty: every item field under its own name. An unknown field raises FormatError naming
+    the key."""
+    if text is None or text == "":
+        return {name: name for name in FIELDS}
+    if isinstance(text, Mapping):
+        pairs = list(text.items())
+    else:
+        pairs = []
+        for part in re.split(r"[,\n]", text):
+            part = part.strip()
+            if not part:
+                continue
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise FormatError(f"expected KEY=FIELD, got {part!r}", field="map")
+            pairs.append((key.strip(), value.strip()))
+    mapping: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for key, target in pairs:
+        if target not in FIELDS:
+            raise FormatError(
+                f"{key!r} maps to unknown item field {target!r}; choose one of {', '.join(FIELDS)}",
+                field=key,
+            )
+        if target in seen:
+            raise FormatError(f"{key!r} and {seen[target]!r} both map to {target!r}", field=key)
+        seen[target] = key
+        mapping[key] = target
+    return mapping
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def _user(value: Any) -> str:
+    if isinstance(value, dict):
+        for key in ("email", "username", "id"):
+            if value.get(key) not in (None, ""):
+                return str(value[key])
+        return ""
+    return "" if value is None else str(value)
+
+
+def _images(value: Any, where: Where, key: str) -> list[ImageRef]:
+    if not isinstance(value, list):
+        raise where.error("expected a list of image paths", key)
+    refs: list[ImageRef] = []
+    for i, entry in enumerate(value):
+        if isinstance(entry, str):
+            refs.append(ImageRef(path=entry, position=i))
+        elif isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            refs.append(
+                ImageRef(
+                    path=entry["path"],
+                    role=str(entry.get("role") or "document"),
+                    position=int(entry.get("position", i) or 0),
+                )
+            )
+        else:
+            raise where.error(f"image {i} is neither a path nor {{'path': ...}}", key)
+    return refs
+
+
+def convert_value(kind: str, value: Any, where: Where, key: str) -> Any:
+    if kind == "str":
+        if isinstance(value, dict | list):
+            raise where.error("expected text, got a JSON object or list", key)
+        return "" if value is None else str(value)
+    if kind == "list":
+        if not isinstance(value, list):
+            raise where.error("expected a list", key)
+        return value
+    if kind == "dict":
+        if not isinstance(value, dict):
+            raise where.error("expected a JSON object", key)
+        return value
+    if kind == "images":
+        return _images(value, where, key)
+    # level
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise where.error(f"expected a level 1-3, got {value!r}", key) from None
+
+
+def _results(task: dict[str, Any], item_id: str, where: Where) -> Iterator[Annotation]:
+    annotations = task.get("annotations") or []
+    if not isinstance(annotations, list):
+        raise where.error("expected a list", "annotations")
+    for annotation in annotations:
+        if not isinstance(annotation, dict) or annotation.get("was_cancelled"):
+            continue
+        user = _user(annotation.get("completed_by"))
+        for result in annotation.get("result") or []:
+            if not isinstance(result, dict):
+                continue
+            kind = str(result.get("type") or "")
+            value = result.get("value") or {}
+            raw = value.get(kind) if isinstance(value, dict) else None
+            if raw is None and isinstance(value, dict):  # e.g. "text" for textarea
+                raw = value.get("text", value.get("choices", value.get("labels")))
+            values = tuple(str(v) for v in raw) if isinstance(raw, list) else ()
+            if isinstance(raw, str | int | float) and not isinstance(raw, bool):
+                values = (str(raw),)
+            yield Annotation(item_id, user, str(result.get("from_name") or ""), kind, values)
+
+
+def read_tasks(
+    path: str | Path, mapping: Mapping[str, str] | str | None = None
+) -> tuple[list[ItemRecord], list[Annotation]]:
+    """Items and annotations of a Label Studio JSON export (a file)."""
+    items: list[ItemRecord] = []
+    annotations: list[Annotation] = []
+    reader = Reader(mapping)
+    for rec in reader.read(path):
+        items.append(rec)
+    annotations.extend(reader.annotations)
+    return items, annotations
+
+
+def mapped_record(
+    mapping: Mapping[str, str],
+    values: dict[str, Any],
+    row: Mapping[str, Any],
+    where: Where,
+    *,
+    default_id: str,
+    raw: str,
+    position: int,
+    provenance: str,
+) -> ItemRecord:
+    """An item record from one source record's mapped ``values``; a missing key mapped to
+    the query raises FormatError naming it and the keys the record has."""
+    wanted = next((k for k, v in mapping.items() if v == "query"), None)
+    if wanted is not None and "query" not in values:
+        raise where.error(
+            f"no {wanted!r} in the record (mapped to query); "
+            f"it has {', '.join(sorted(row)) or 'nothing'}",
+            wanted,
+        )
+    values = dict(values)
+    external_id = values.pop("external_id", "") or default_id
+    where.record = external_id
+    rec = ItemRecord(external_id=external_id, source_file=where.file, raw=raw, position=position)
+    for field_name, value in values.items():
+        setattr(rec, field_name, value)
+    if not rec.provenance:
+        rec.provenance = provenance
+    return rec
+
+
+class Reader:
+    """A format object for ``dataset_import(fmt=...)``: ``read`` yields the items, and keeps
+    the annotations met in ``annotations``."""
+
+    #: Not the project's own format: the import stores no raw record (see dataset_import).
+    interchange = True
+
+    def __init__(self, mapping: Mapping[str, str] | str | None = None) -> None:
+        self.mapping = parse_mapping(mapping)
+        self.annotations: list[Annotation] = []
+
+    @staticmethod
+    def dataset_root(path: str | Path) -> Path:
+        return dataset_root(path)
+
+    def read(self, path: str | Path) -> Iterator[ItemRecord]:
+        p = existing(path)
+        if p.is_dir():
+            raise FormatError("expected a Label Studio JSON export file, got a folder", file=str(p))
+        name = p.name
+        for index, raw, task in iter_json_array(p, name):
+            where = Where(name, task.get("id", index) if isinstance(task, dict) else index)
+            if not isinstance(task, dict):
+                raise where.error("expected a task object")
+            data = task.get("data")
+            if not isinstance(data, dict):
+                raise where.error("expected an object", "data")
+            values = {
+                target: convert_value(FIELDS[target], data[key], where, key)
+                for key, target in self.mapping.items()
+                if key in data
+            }
+            rec = mapped_record(
+                self.mapping,
+                values,
+                data,
+                where,
+                default_id=str(task.get("id", index + 1)),
+                raw=raw,
+                position=index,
+                provenance="imported:label-studio",
+            )
+            external_id = rec.external_id
+            self.annotations.extend(_results(task, external_id, where))
+            yield rec
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def field_value(rec: ItemRecord, name: str) -> Any:
+    value = getattr(rec, name)
+    if name == "images":
+        return [dataclasses.asdict(ref) for ref in value]
+    return value
+
+
+def task_of(
+    rec: ItemRecord, mapping: Mapping[str, str], judgments: Iterable[JudgmentOut] = ()
+) -> dict[str, Any]:
+    """One item as a Label Studio task (``data`` under the mapping's keys)."""
+    data = {key: field_value(rec, target) for key, target in mapping.items()}
+    task: dict[str, Any] = {"data": data}
+    annotations = []
+    for judgment in judgments:
+        result: list[dict[str, Any]] = [
+            {
+                "from_name": VERDICT_NAME,
+                "to_name": TEXT_NAME,
+                "type": "choices",
+                "value": {"choices": [str(judgment.value)]},
+            }
+        ]
+        if judgment.comment:
+            result.append(
+                {
+                    "from_name": COMMENT_NAME,
+                    "to_name": TEXT_NAME,
+                    "type": "textarea",
+                    "value": {"text": [judgment.comment]},
+                }
+            )
+        annotations.append({"result": result})
+    if annotations:
+        task["annotations"] = annotations
+    return task
+
+
+def labeling_config(
+    choices: Iterable[Any] = (), *, text_key: str = "query", comment: bool = True
+) -> str:
+    """The labeling config matching the tasks written: the query as text, the verdict as
+    choices (when there are any) and a free comment."""
+    lines = ["<View>", f'  <Text name="{TEXT_NAME}" value={quoteattr("$" + text_key)}/>']
+    values = [str(c) for c in choices]
+    if values:
+        lines.append(f'  <Choices name="{VERDICT_NAME}" toName="{TEXT_NAME}" choice="single">')
+        lines.extend(f"    <Choice value={quoteattr(v)}/>" for v in values)
+        lines.append("  </Choices>")
+    if comment:
+        lines.append(f'  <TextArea name="{COMMENT_NAME}" toName="{TEXT_NAME}"/>')
+    lines.append("</View>")
+    return "\n".join(lines) + "\n"
+
+
+def write(
+    out: str | Path,
+    items: Iterable[ItemRecord],
+    attachments: Iterable[Any] = (),
+    *,
+    mapping: Mapping[str, str] | str | None = None,
+    judgments: Mapping[str, list[JudgmentOut]] | None = None,
+    choices: Iterable[Any] = (),
+) -> list[Path]:
+    """Write ``items`` as a Label Studio JSON task list at ``out`` (a ``.json`` file, or
+    ``tasks.json`` in a folder) and its labeling config beside it (``<stem>.config.xml``).
+    Attachments are not written (Label Studio has no place for them)."""
+    del attachments
+    out = Path(out)
+    path = out if out.suffix.lower() == ".json" else out / "tasks.json"
+    fields = parse_mapping(mapping)
+    text_key = next((k for k, v in fields.items() if v == "query"), "query")
+    judgments = judgments or {}
+    where = Where(path.name)
+    parts: list[bytes] = []
+    for rec in items:
+        where.record = rec.external_id
+        task = task_of(rec, fields, judgments.get(rec.external_id, ()))
+        parts.append(dumps(task, where))
+    data = b"[\n" + b",\n".join(parts) + (b"\n]\n" if parts else b"]\n")
+    config = path.with_name(f"{path.stem}.config.xml")
+    return [
+        write_file(path, data),
+        write_file(config, labeling_config(choices, text_key=text_key).encode()),
+    ]
+
+
+class Writer:
+    """A format object for ``dataset_export(fmt=...)``: :func:`write` with its options."""
+
+    def __init__(
+        self,
+        mapping: Mapping[str, str] | str | None = None,
+        judgments: Mapping[str, list[JudgmentOut]] | None = None,
+        choices: Iterable[Any] = (),
+    ) -> None:
+        self.mapping = parse_mapping(mapping)
+        self.judgments = judgments
+        self.choices = list(choices)
+
+    def write(
+        self, out: str | Path, items: Iterable[ItemRecord], attachments: Iterable[Any] = ()
+    ) -> list[Path]:
+        return write(
+            out,
+            items,
+            attachments,
+            mapping=self.mapping,
+            judgments=self.judgments,
+            choices=self.choices,
+        )

@@ -1,0 +1,139 @@
+"""Generic JSON Lines and CSV items with a column mapping, for teams with their own
+spreadsheets. Pure Python: no Django.
+
+Like Label Studio JSON this is an interchange format, not a benchmark's own: any project can
+take items from such a file and give its items back in one. The mapping (``col=field,...``,
+as :func:`label_studio.parse_mapping` reads it; empty: every item field under its own name)
+says which column feeds which item field. In CSV, list and object fields (documents, images,
+constraints, accepted_variants, rubric) are JSON text in their cell; cells that would start
+a spreadsheet formula are written with a leading ``'`` (``csv_safe``), which reading removes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ._jsonio import Where, dataset_root, dumps, existing, iter_jsonl, read_text, write_file
+from .base import FormatError, ItemRecord
+from .csv_safe import FORMULA_STARTS, csv_row
+from .label_studio import FIELDS, convert_value, field_value, mapped_record, parse_mapping
+
+NAMES = ("jsonl", "csv")
+_STRUCTURED = {"list", "dict", "images"}
+
+
+def _uncell(value: str) -> str:
+    """A CSV cell as written before ``csv_cell`` guarded it."""
+    if value.startswith("'") and value[1:].startswith(FORMULA_STARTS):
+        return value[1:]
+    return value
+
+
+class Table:
+    """A format object for ``dataset_import`` / ``dataset_export`` (``fmt=``): ``kind`` is
+    "jsonl" or "csv"."""
+
+    #: Not the project's own format: the import stores no raw record (see dataset_import).
+    interchange = True
+
+    def __init__(self, kind: str, mapping: Mapping[str, str] | str | None = None) -> None:
+        if kind not in NAMES:
+            raise FormatError(f"unknown table format {kind!r}; choose one of {', '.join(NAMES)}")
+        self.kind = kind
+        self.mapping = parse_mapping(mapping)
+
+    @staticmethod
+    def dataset_root(path: str | Path) -> Path:
+        return dataset_root(path)
+
+    # ------------------------------------------------------------------ reading
+
+    def _rows(self, path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        name = path.name
+        if self.kind == "jsonl":
+            for index, (lineno, raw, value) in enumerate(iter_jsonl(path, name)):
+                if not isinstance(value, dict):
+                    raise FormatError("expected a JSON object", file=name, record=f"line {lineno}")
+                yield index, raw, value
+            return
+        reader = csv.DictReader(io.StringIO(read_text(path, name), newline=""))
+        if not reader.fieldnames:
+            raise FormatError("no header row", file=name)
+        for index, row in enumerate(reader):
+            cells = {k: _uncell(v or "") for k, v in row.items() if k is not None}
+            yield index, orjson.dumps(cells).decode(), cells
+
+    def _values(self, row: dict[str, Any], where: Where) -> dict[str, Any]:
+        """The item fields of one row, by the mapping (absent columns are left out)."""
+        values: dict[str, Any] = {}
+        for key, target in self.mapping.items():
+            if key not in row:
+                continue
+            value = row[key]
+            kind = FIELDS[target]
+            if self.kind == "csv" and kind in _STRUCTURED:
+                if value == "":
+                    continue
+                try:
+                    value = orjson.loads(value)
+                except orjson.JSONDecodeError:
+                    raise where.error("expected JSON text in this column", key) from None
+            values[target] = convert_value(kind, value, where, key)
+        return values
+
+    def read(self, path: str | Path) -> Iterator[ItemRecord]:
+        p = existing(path)
+        if p.is_dir():
+            raise FormatError(f"expected a {self.kind} file, got a folder", file=str(p))
+        name = p.name
+        for index, raw, row in self._rows(p):
+            where = Where(name, index + 1)
+            values = self._values(row, where)
+            rec = mapped_record(
+                self.mapping,
+                values,
+                row,
+                where,
+                default_id=str(index + 1),
+                raw=raw,
+                position=index,
+                provenance=f"imported:{self.kind}",
+            )
+            yield rec
+
+    # ------------------------------------------------------------------ writing
+
+    def write(
+        self, out: str | Path, items: Iterable[ItemRecord], attachments: Iterable[Any] = ()
+    ) -> list[Path]:
+        """Items as one row each at ``out`` (a file, or ``items.<kind>`` in a folder)."""
+        del attachments
+        out = Path(out)
+        path = out if out.suffix else out / f"items.{self.kind}"
+        where = Where(path.name)
+        if self.kind == "jsonl":
+            lines = []
+            for rec in items:
+                where.record = rec.external_id
+                row = {key: field_value(rec, target) for key, target in self.mapping.items()}
+                lines.append(dumps(row, where) + b"\n")
+            return [write_file(path, b"".join(lines))]
+        buf = io.StringIO(newline="")
+        writer = csv.DictWriter(buf, fieldnames=list(self.mapping), quoting=csv.QUOTE_ALL)
+        writer.writeheader()
+        for rec in items:
+            where.record = rec.external_id
+            row = {}
+            for key, target in self.mapping.items():
+                value = field_value(rec, target)
+                if FIELDS[target] in _STRUCTURED:
+                    value = dumps(value, where).decode()
+                row[key] = "" if value is None else value
+            writer.writerow(csv_row(row))
+        return [write_file(path, buf.getvalue().encode())]
