@@ -1,0 +1,106 @@
+"""Release pages: roles (annotator 403, outsider 404), the list's query count, the "New
+release" form (made, refused with the field named), the manifest page, verify and the zip."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from benchmark.models import ItemStatus, Project
+from review.releases.models import Release
+from review.releases.services import release_create
+from tests.factories import ItemFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def items(project: Project) -> None:
+    for category in ("Academic", "Academic", "Travel"):
+        ItemFactory(project=project, status=ItemStatus.VERIFIED, category=category)
+    ItemFactory(project=project, status=ItemStatus.DRAFT)
+
+
+def _list_url(project: Project) -> str:
+    return reverse("review:release_list", kwargs={"project_id": project.pk})
+
+
+def test_roles(
+    project: Project, clients: dict[str, Client], users: dict[str, Any], items: None
+) -> None:
+    release = release_create(project=project, user=users["admin"], name="v1")
+    urls = [
+        _list_url(project),
+        reverse("review:release_detail", kwargs={"project_id": project.pk, "pk": release.pk}),
+        reverse("review:release_download", kwargs={"project_id": project.pk, "pk": release.pk}),
+    ]
+    for url in urls:
+        assert clients["reviewer"].get(url).status_code == 200
+        assert clients["annotator"].get(url).status_code == 403
+        assert clients["outsider"].get(url).status_code == 404
+    assert clients["annotator"].post(_list_url(project), {"name": "x"}).status_code == 403
+    assert not Release.objects.filter(name="x").exists()
+
+
+def test_list_page_query_count(
+    project: Project,
+    clients: dict[str, Client],
+    users: dict[str, Any],
+    items: None,
+    django_assert_max_num_queries: Any,
+) -> None:
+    for n in range(3):
+        release_create(project=project, user=users["admin"], name=f"r{n}")
+    with django_assert_max_num_queries(8):
+        response = clients["reviewer"].get(_list_url(project))
+    body = response.content.decode()
+    assert body.count("data-releases") == 1
+    for n in range(3):
+        assert f">r{n}</a>" in body
+    assert "admin-user" in body
+
+
+def test_new_release_form(project: Project, clients: dict[str, Client], items: None) -> None:
+    response = clients["reviewer"].post(_list_url(project), {"name": "First", "status": "verified"})
+    release = Release.objects.get(project=project)
+    assert response.status_code == 302
+    assert response["Location"].endswith(f"/releases/{release.pk}/")
+    assert release.item_count == 3 and release.created_by is not None
+    again = clients["reviewer"].post(_list_url(project), {"name": "First", "status": "verified"})
+    assert again.status_code == 200
+    assert "already has a release named" in again.content.decode()
+    empty = clients["reviewer"].post(_list_url(project), {"name": "", "status": "all"})
+    assert empty.status_code == 200 and "This field is required" in empty.content.decode()
+    everything = clients["admin"].post(_list_url(project), {"name": "All", "status": "all"})
+    assert everything.status_code == 302
+    assert Release.objects.get(name="All").item_count == 4
+
+
+def test_detail_verify_and_download(
+    project: Project, clients: dict[str, Client], users: dict[str, Any], items: None
+) -> None:
+    release = release_create(project=project, user=users["admin"], name="Shown")
+    kwargs = {"project_id": project.pk, "pk": release.pk}
+    detail = (
+        clients["reviewer"].get(reverse("review:release_detail", kwargs=kwargs)).content.decode()
+    )
+    assert "provenance.jsonl" in detail and release.manifest["files"][0]["sha256"] in detail
+    verify = reverse("review:release_verify", kwargs=kwargs)
+    assert "data-verify-ok" in clients["reviewer"].post(verify).content.decode()
+    (Path(release.path) / "README.md").write_text("tampered")
+    failed = clients["reviewer"].post(verify, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="check")
+    assert (
+        "README.md: size" in failed.content.decode()
+        and "data-verify-failed" in failed.content.decode()
+    )
+    response = clients["reviewer"].get(reverse("review:release_download", kwargs=kwargs))
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    names = archive.namelist()
+    assert any(n.endswith("/manifest.json") for n in names)
+    assert any(n.endswith("/provenance.jsonl") for n in names)
