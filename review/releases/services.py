@@ -139,7 +139,7 @@ class _Pseudonyms:
         return self.seen[user_id]
 
 
-def _by_item(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+def _by_item(rows: Iterable[Any]) -> dict[int, list[dict[str, Any]]]:
     grouped: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         grouped[row.pop("item_id")].append(row)
