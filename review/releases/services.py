@@ -29,7 +29,19 @@ from benchmark import permissions
 from benchmark.datasets.services import dataset_export
 from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.items.models import ItemVersion
-from benchmark.models import Item, ItemStatus, ItemStatusChange, Plan, Project, Response, Trajectory
+from benchmark.jobs.kinds import Progress
+from benchmark.jobs.services import job_start
+from benchmark.models import (
+    Item,
+    ItemStatus,
+    ItemStatusChange,
+    Job,
+    Plan,
+    Project,
+    Response,
+    Trajectory,
+)
+from benchmark.typing import User
 from review.adjudication.models import Decision
 from review.releases.models import Release
 
@@ -446,6 +458,54 @@ def release_create(
         except IntegrityError as exc:  # pragma: no cover - a concurrent release took the number
             raise Conflict("name: another release was made at the same time; try again") from exc
     return release
+
+
+# --------------------------------------------------------------------------- as a job
+
+RELEASE_KIND = "release"
+#: Releases of at least this many items are written by a job (the page polls it); smaller
+#: ones in the request.
+RELEASE_JOB_MIN_ITEMS = 500
+
+
+def release_item_count(*, project: Project, status: str | None) -> int:
+    return _items_of(project, status or None).count()
+
+
+def release_start(
+    *, project: Project, user: User, name: str, status: str | None, named: bool = False
+) -> Job:
+    """Check the request now (so the form names what is wrong) and write the release as a
+    "release" job through the job pipeline."""
+    permissions.require(user=user, project=project, action="review")
+    if status and status not in ItemStatus.values:
+        raise ValidationFailed(f"status: unknown {status!r}")
+    name = _check_name(project, name)
+    return job_start(
+        kind=RELEASE_KIND,
+        user=user,
+        project=project,
+        params={"project_id": project.pk, "name": name, "status": status, "named": named},
+        total=release_item_count(project=project, status=status),
+    )
+
+
+def release_create_job(*, job: Job, progress: Progress) -> dict[str, Any]:
+    """The release kind's runner. Running it again after it succeeded finds the release by
+    name and writes nothing (idempotent)."""
+    project = Project.objects.get(pk=job.params["project_id"])
+    done = Release.objects.filter(project=project, name=job.params["name"]).first()
+    if done is None:
+        progress(progress=0, message="writing the release")
+        done = release_create(
+            project=project,
+            user=job.created_by,
+            name=job.params["name"],
+            status=job.params.get("status"),
+            named=bool(job.params.get("named")),
+        )
+    progress(progress=done.item_count, total=done.item_count, message="written")
+    return {"release_id": done.pk, "project_id": project.pk, "number": done.number}
 
 
 # --------------------------------------------------------------------------- verify

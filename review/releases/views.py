@@ -2,7 +2,8 @@
 manifest, its check against the manifest, and its download as one .zip. A release never
 changes: there are no edit or delete routes.
 
-Releases are written in the request (not yet as a job through ``benchmark.jobs``)."""
+Small releases are written in the request; those of ``RELEASE_JOB_MIN_ITEMS`` items or more
+as a "release" job through ``benchmark.jobs`` (the form sends the user to the job's page)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from django.shortcuts import redirect
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from benchmark.models import Job, Project
 from benchmark.pages import form_submit, htmx_page, project_context, render_page
-from benchmark.typing import request_user
+from benchmark.typing import User, request_user
 from review.pages import project_for_review
 from review.releases import selectors, services
 from review.releases.forms import ALL, ReleaseForm
+from review.releases.models import Release
 
 
 @login_required
@@ -31,18 +34,11 @@ def release_list(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_for_review(request, project_id)
     form = ReleaseForm(request.POST if request.method == "POST" else None)
     if request.method == "POST":
-        release, _ = form_submit(
-            form,
-            lambda cleaned: services.release_create(
-                project=project,
-                user=request_user(request),
-                name=cleaned["name"],
-                status=None if cleaned["status"] == ALL else cleaned["status"],
-                named=cleaned["named"],
-            ),
-        )
-        if release is not None:
-            return redirect("review:release_detail", project_id=project.pk, pk=release.pk)
+        made, _ = form_submit(form, lambda cleaned: _make(project, request_user(request), cleaned))
+        if isinstance(made, Job):
+            return redirect("benchmark:job_detail", pk=made.pk)
+        if made is not None:
+            return redirect("review:release_detail", project_id=project.pk, pk=made.pk)
     context: dict[str, Any] = {
         **project_context(request, project),
         "releases": selectors.release_list(user=request.user, project=project),
@@ -50,6 +46,17 @@ def release_list(request: HttpRequest, project_id: int) -> HttpResponse:
     }
     # An invalid form is re-rendered with 200 and its messages (htmx swaps it).
     return render_page(request, "review/releases/list.html", context, fragments={"new": "new"})
+
+
+def _make(project: Project, user: User, cleaned: dict[str, Any]) -> Release | Job:
+    """Write the release now, or as a job when it holds many items."""
+    status = None if cleaned["status"] == ALL else cleaned["status"]
+    args = {"project": project, "user": user, "name": cleaned["name"], "status": status}
+    if services.release_item_count(project=project, status=status) >= (
+        services.RELEASE_JOB_MIN_ITEMS
+    ):
+        return services.release_start(**args, named=cleaned["named"])
+    return services.release_create(**args, named=cleaned["named"])
 
 
 def _release(request: HttpRequest, project_id: int, pk: int) -> Any:

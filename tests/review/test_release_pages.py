@@ -104,3 +104,36 @@ def test_detail_verify_and_download(
     names = archive.namelist()
     assert any(n.endswith("/manifest.json") for n in names)
     assert any(n.endswith("/provenance.jsonl") for n in names)
+
+
+def test_large_release_runs_as_a_job(
+    project: Project,
+    clients: dict[str, Client],
+    items: None,
+    monkeypatch: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from benchmark.models import Job, JobStatus
+    from review.releases import services
+
+    monkeypatch.setattr(services, "RELEASE_JOB_MIN_ITEMS", 2)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = clients["reviewer"].post(
+            _list_url(project), {"name": "Big", "status": "verified"}
+        )
+    job = Job.objects.get(kind=services.RELEASE_KIND)
+    assert response.status_code == 302 and response["Location"].endswith(f"/jobs/{job.pk}/")
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    release = Release.objects.get(project=project, name="Big")
+    assert job.result == {"release_id": release.pk, "project_id": project.pk, "number": 1}
+    page = clients["reviewer"].get(response["Location"]).content.decode()
+    assert (
+        reverse("review:release_detail", kwargs={"project_id": project.pk, "pk": release.pk})
+        in page
+    )
+    # Running the job again writes nothing new.
+    services.release_create_job(job=job, progress=lambda **kw: None)
+    assert Release.objects.filter(project=project).count() == 1
+    # A taken name is refused on the form, before any job starts.
+    again = clients["reviewer"].post(_list_url(project), {"name": "Big", "status": "verified"})
+    assert again.status_code == 200 and Job.objects.filter(kind=services.RELEASE_KIND).count() == 1
