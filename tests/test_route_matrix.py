@@ -1319,6 +1319,22 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
         ),
     ),
+    "review:release_compare": (
+        Case("compare releases (form)", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "compare a release with itself",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            query=lambda w: f"?old={w.release.pk}&new={w.release.pk}",
+        ),
+    ),
+    "review:item_release_state": (
+        Case(
+            "item changed since release",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
+            Access.REVIEW,
+        ),
+    ),
     "review:release_download": (
         Case(
             "release zip",

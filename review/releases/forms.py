@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.db.models import QuerySet
 
 from benchmark.models import ItemStatus
+from review.releases.models import Release
 
 ALL = "all"
 
@@ -19,3 +23,16 @@ class ReleaseForm(forms.Form):
         label="Name annotators in provenance",
         help_text="By default they appear as annotator-1, annotator-2, …",
     )
+
+
+class CompareForm(forms.Form):
+    old = forms.ModelChoiceField(queryset=Release.objects.none(), label="From release")
+    new = forms.ModelChoiceField(queryset=Release.objects.none(), label="To release")
+
+    def __init__(self, *args: Any, releases: QuerySet[Release], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("old", "new"):
+            field = self.fields[name]
+            assert isinstance(field, forms.ModelChoiceField)
+            field.queryset = releases
+            field.label_from_instance = lambda r: f"{r.label} {r.name}"  # type: ignore[method-assign]

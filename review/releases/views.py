@@ -14,16 +14,17 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from benchmark.models import Job, Project
 from benchmark.pages import form_submit, htmx_page, project_context, render_page
+from benchmark.projects import selectors as project_selectors
 from benchmark.typing import User, request_user
 from review.pages import project_for_review
 from review.releases import selectors, services
-from review.releases.forms import ALL, ReleaseForm
+from review.releases.forms import ALL, CompareForm, ReleaseForm
 from review.releases.models import Release
 
 
@@ -104,3 +105,34 @@ def release_download(request: HttpRequest, project_id: int, pk: int) -> FileResp
     return FileResponse(
         handle, as_attachment=True, filename=f"{base}.zip", content_type="application/zip"
     )
+
+
+@login_required
+@require_GET
+def item_release_state(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
+    """The item page's "Releases" card: changed since release vN, or not released yet."""
+    project = project_for_review(request, project_id)
+    item = project_selectors.item_get(user=request.user, project=project, pk=item_id)
+    state = selectors.item_release_state(user=request.user, project=project, item=item)
+    context = {**project_context(request, project), "item": item, "state": state}
+    return render(request, "review/releases/item_state.html", context)
+
+
+@login_required
+@require_GET
+@htmx_page
+def release_compare(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Compare two releases (``?old=<id>&new=<id>``): items added, removed and changed."""
+    project = project_for_review(request, project_id)
+    releases = selectors.release_list(user=request.user, project=project)
+    form = CompareForm(request.GET or None, releases=releases)
+    comparison = None
+    if form.is_bound and form.is_valid():
+        comparison = selectors.release_compare(
+            user=request.user,
+            project=project,
+            old=form.cleaned_data["old"].pk,
+            new=form.cleaned_data["new"].pk,
+        )
+    context = {**project_context(request, project), "form": form, "comparison": comparison}
+    return render_page(request, "review/releases/compare.html", context)

@@ -137,3 +137,50 @@ def test_large_release_runs_as_a_job(
     # A taken name is refused on the form, before any job starts.
     again = clients["reviewer"].post(_list_url(project), {"name": "Big", "status": "verified"})
     assert again.status_code == 200 and Job.objects.filter(kind=services.RELEASE_KIND).count() == 1
+
+
+def test_item_changed_since_release_and_compare(
+    project: Project, clients: dict[str, Client], users: dict[str, Any], items: None
+) -> None:
+    from benchmark.models import Item
+
+    first, second, third = Item.objects.filter(project=project, status="verified")
+    state_url = reverse(
+        "review:item_release_state", kwargs={"project_id": project.pk, "item_id": first.pk}
+    )
+    assert "data-release-none" in clients["reviewer"].get(state_url).content.decode()
+    v1 = release_create(project=project, user=users["admin"], name="one")
+    assert "data-release-unchanged" in clients["reviewer"].get(state_url).content.decode()
+    assert clients["annotator"].get(state_url).status_code == 403
+    assert clients["outsider"].get(state_url).status_code == 404
+
+    first.query = "Edited after v1"
+    first.save()
+    third.status = "in_review"
+    third.save()
+    body = clients["reviewer"].get(state_url).content.decode()
+    assert "data-release-changed" in body and "v1" in body
+    item_page = (
+        clients["reviewer"]
+        .get(
+            reverse("benchmark:item_detail", kwargs={"project_id": project.pk, "item_id": first.pk})
+        )
+        .content.decode()
+    )
+    assert state_url in item_page
+
+    added = ItemFactory(project=project, status=ItemStatus.VERIFIED, external_id="new-one")
+    v2 = release_create(project=project, user=users["admin"], name="two")
+    assert v2.number == 2
+    assert "data-release-unchanged" in clients["reviewer"].get(state_url).content.decode()
+    compare = reverse("review:release_compare", kwargs={"project_id": project.pk})
+    page = clients["reviewer"].get(compare, {"old": v1.pk, "new": v2.pk}).content.decode()
+    assert "1 added, 1 removed, 1 changed, 1 unchanged" in page
+    assert f"<code>{added.external_id}</code>" in page
+    assert (
+        f"<code>{third.external_id}</code>" in page and f"<code>{first.external_id}</code>" in page
+    )
+    assert second.external_id not in page.split('data-compare="added"')[1]
+    bad = clients["reviewer"].get(compare, {"old": "999999", "new": v2.pk})
+    assert bad.status_code == 200 and "Select a valid choice" in bad.content.decode()
+    assert clients["annotator"].get(compare).status_code == 403
