@@ -25,9 +25,14 @@ class ReleaseForm(forms.Form):
     )
 
 
+class ReleaseChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.label} {obj.name}"
+
+
 class CompareForm(forms.Form):
-    old = forms.ModelChoiceField(queryset=Release.objects.none(), label="From release")
-    new = forms.ModelChoiceField(queryset=Release.objects.none(), label="To release")
+    old = ReleaseChoiceField(queryset=Release.objects.none(), label="From release")
+    new = ReleaseChoiceField(queryset=Release.objects.none(), label="To release")
 
     def __init__(self, *args: Any, releases: QuerySet[Release], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -35,4 +40,3 @@ class CompareForm(forms.Form):
             field = self.fields[name]
             assert isinstance(field, forms.ModelChoiceField)
             field.queryset = releases
-            field.label_from_instance = lambda r: f"{r.label} {r.name}"  # type: ignore[method-assign]
