@@ -21,7 +21,9 @@ from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count
 
+from annotation.drafting.models import DraftingSession
 from annotation.judging.models import Judgment, Outcome
+from annotation.model_drafts.models import ModelDraft
 from annotation.plan_editor.models import PlanVersion
 from annotation.tag_review.models import ResponseVersion, TagDecision
 from annotation.trajectories.models import TrajectoryVersion
@@ -194,6 +196,16 @@ def _provenance_rows(items: models.QuerySet[Item], *, named: bool) -> Iterator[d
         .order_by("item_id", "created_at", "id")
         .values("item_id", "task__name", "reviewer", "verdict", "value", "reason", "created_at")
     )
+    drafting = _by_item(
+        DraftingSession.objects.filter(item__in=items)
+        .order_by("item_id", "created_at", "id")
+        .values("item_id", "model", "created_by")
+    )
+    model_drafts = _by_item(
+        ModelDraft.objects.filter(item__in=items)
+        .order_by("item_id", "created_at", "id")
+        .values("item_id", "kind", "status", "model", "created_by")
+    )
     tag_decisions = _counts(
         TagDecision.objects.filter(version__response__item__in=items), "version__response__item"
     )
@@ -250,6 +262,19 @@ def _provenance_rows(items: models.QuerySet[Item], *, named: bool) -> Iterator[d
                     "at": _iso(d["created_at"]),
                 }
                 for d in decisions.get(pk, [])
+            ],
+            "drafting": [
+                {"kind": "backward drafting", "model": d["model"], "by": annotator(d["created_by"])}
+                for d in drafting.get(pk, [])
+            ]
+            + [
+                {
+                    "kind": f"model draft ({d['kind']})",
+                    "model": d["model"],
+                    "status": d["status"],
+                    "by": annotator(d["created_by"]),
+                }
+                for d in model_drafts.get(pk, [])
             ],
             "counts": {
                 "tag_decisions": tag_decisions.get(pk, 0),

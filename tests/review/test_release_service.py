@@ -20,6 +20,7 @@ from review.releases.models import Release
 from review.releases.services import item_fingerprint, release_create, release_verify
 from tests.factories import (
     DecisionFactory,
+    DraftingSessionFactory,
     ImageFactory,
     ItemFactory,
     ItemStatusChangeFactory,
@@ -64,6 +65,7 @@ def released(project: Project, users: dict[str, Any]) -> dict[str, Any]:
         to_status=ItemStatus.VERIFIED,
         reason="",
     )
+    DraftingSessionFactory(item=verified[0], model="drafter-model", created_by=users["annotator"])
     return {"verified": verified, "draft": draft, "image": image, "task": task}
 
 
@@ -122,12 +124,69 @@ def test_provenance_pseudonymises_annotators_unless_named(
     assert first["status_history"][0]["to"] == "verified"
     assert second["reviewer_decisions"][0]["verdict"] == "accepted"
     assert first["counts"]["item_versions"] == 0
+    assert first["drafting"] == [
+        {"kind": "backward drafting", "model": "drafter-model", "by": "annotator-3"}
+    ]
 
     named = release_create(project=project, user=users["admin"], name="Named", named=True)
     assert named.number == 2
     first = _provenance(named)[0]
     assert [j["annotator"] for j in first["judgments"]] == ["alice", "bob"]
     assert first["status_history"][0]["by"] == "reviewer-user"
+    assert first["drafting"][0]["by"] == "annotator-user"
+
+
+def test_statistics_hook_writes_tables_when_datastats_is_installed(
+    project: Project, users: dict[str, Any], released: dict[str, Any], monkeypatch: Any
+) -> None:
+    import sys
+    import types
+
+    seen: dict[str, Any] = {}
+
+    class Table:
+        name = "table_2"
+
+        def to_csv(self) -> str:
+            return "category,#Query\nAcademic,1\n"
+
+        def to_markdown(self) -> str:
+            return "| category | #Query |"
+
+    def tables_for(data_format: str, records: list[dict[str, Any]]) -> list[Table]:
+        seen["format"], seen["records"] = data_format, records
+        return [Table()]
+
+    fake = types.ModuleType("benchmark.datastats")
+    fake.tables_for = tables_for  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "benchmark.datastats", fake)
+    release = release_create(project=project, user=users["admin"], name="With stats")
+    root = Path(release.path)
+    assert (root / "stats" / "table_2.csv").read_text() == "category,#Query\nAcademic,1\n"
+    assert (root / "stats" / "table_2.md").exists()
+    assert "| category | #Query |" in (root / "README.md").read_text()
+    assert {f["path"] for f in release.manifest["files"]} >= {
+        "stats/table_2.csv",
+        "stats/table_2.md",
+    }
+    assert seen["format"] == "atp" and len(seen["records"]) == 2
+    record = seen["records"][0]
+    assert record["category"] == "Academic" and record["responses"] == []
+    assert {
+        "query",
+        "intent",
+        "documents",
+        "image_refs",
+        "rubric",
+        "constraints",
+        "level",
+        "domain",
+        "match_type",
+        "status",
+        "external_id",
+        "plans",
+        "trajectories",
+    } <= set(record)
 
 
 def test_release_refuses_bad_input(
