@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import shutil
 import tomllib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
@@ -431,9 +432,36 @@ def release_create(
         else Path(settings.MEDIA_ROOT) / "releases" / str(project.pk) / str(number)
     )
     if root.exists() and any(root.iterdir()):
-        raise ValidationFailed(f"folder: {root} is not empty")
+        if out_dir or Release.objects.filter(path=str(root)).exists():
+            raise ValidationFailed(f"folder: {root} is not empty")
+        shutil.rmtree(root)  # left by a release that failed half-way: no row claims it
     root.mkdir(parents=True, exist_ok=True)
-    items = _items_of(project, status or None)
+    try:
+        return _release_write(
+            project=project,
+            user=user,
+            name=name,
+            number=number,
+            status=status or None,
+            named=named,
+            root=root,
+        )
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)  # nothing half-written stays behind
+        raise
+
+
+def _release_write(
+    *,
+    project: Project,
+    user: Any,
+    name: str,
+    number: int,
+    status: str | None,
+    named: bool,
+    root: Path,
+) -> Release:
+    items = _items_of(project, status)
     pairs = list(item_records(items))
     records = [record for _, record in pairs]
     dataset_export(project=project, out=root / DATA_DIR, item_ids=[pk for pk, _ in pairs])
@@ -447,19 +475,23 @@ def release_create(
         _write_bytes(root / "stats" / f"{table.name}.csv", table.to_csv().encode())
         _write_bytes(root / "stats" / f"{table.name}.md", table.to_markdown().encode())
     _write_bytes(root / "README.md", _readme(project, name, len(records), counts, tables).encode())
-    filter_used = {"status": status or None}
+    filter_used = {"status": status}
+    release = Release(
+        project=project,
+        name=name,
+        number=number,
+        created_by=user if getattr(user, "pk", None) else None,
+        filter=filter_used,
+        item_count=len(records),
+        path=str(root),
+        fingerprints=[[pk, record_fingerprint(record)] for pk, record in pairs],
+    )
     with transaction.atomic():
-        release = Release(
-            project=project,
-            name=name,
-            number=number,
-            created_by=user if getattr(user, "pk", None) else None,
-            filter=filter_used,
-            item_count=len(records),
-            path=str(root),
-            fingerprints=[[pk, record_fingerprint(record)] for pk, record in pairs],
-        )
-        release.save()  # created_at is set here; the manifest carries it
+        try:
+            with transaction.atomic():
+                release.save()  # created_at is set here; the manifest carries it
+        except IntegrityError as exc:  # a concurrent release took the name or the number
+            raise Conflict("name: another release was made at the same time; try again") from exc
         release.manifest = {
             "release": name,
             "version": release.label,
@@ -477,11 +509,7 @@ def release_create(
             ],
         }
         _write_bytes(root / MANIFEST, orjson.dumps(release.manifest, option=orjson.OPT_INDENT_2))
-        try:
-            with transaction.atomic():
-                release.save(update_fields=["manifest"])
-        except IntegrityError as exc:  # pragma: no cover - a concurrent release took the number
-            raise Conflict("name: another release was made at the same time; try again") from exc
+        release.save(update_fields=["manifest"])
     return release
 
 

@@ -274,3 +274,28 @@ def test_release_commands(project: Project, released: dict[str, Any], tmp_path: 
         stdout=StringIO(),
     )
     assert json.loads((all_items / "manifest.json").read_text())["counts"]["items"] == 3
+
+
+def test_a_failed_release_leaves_no_folder_and_can_be_made_again(
+    project: Project,
+    users: dict[str, Any],
+    released: dict[str, Any],
+    monkeypatch: Any,
+    settings: Any,
+) -> None:
+    from review.releases import services
+
+    def broken(*args: Any, **kwargs: Any) -> list[Any]:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(services, "_release_stats", broken)
+    with pytest.raises(RuntimeError):
+        release_create(project=project, user=users["admin"], name="Broken")
+    folder = Path(settings.MEDIA_ROOT) / "releases" / str(project.pk) / "1"
+    assert not folder.exists() and not Release.objects.exists()
+    monkeypatch.undo()
+    folder.mkdir(parents=True)
+    (folder / "orphan.txt").write_text("left over")  # by a crash no row claims
+    release = release_create(project=project, user=users["admin"], name="Again")
+    assert release.number == 1 and not (folder / "orphan.txt").exists()
+    assert release_verify(path=release.path).ok
