@@ -15,8 +15,10 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from benchmark.models import Job, Project
 from benchmark.pages import form_submit, htmx_page, project_context, render_page
@@ -36,10 +38,20 @@ def release_list(request: HttpRequest, project_id: int) -> HttpResponse:
     form = ReleaseForm(request.POST if request.method == "POST" else None)
     if request.method == "POST":
         made, _ = form_submit(form, lambda cleaned: _make(project, request_user(request), cleaned))
-        if isinstance(made, Job):
-            return redirect("benchmark:job_detail", pk=made.pk)
         if made is not None:
-            return redirect("review:release_detail", project_id=project.pk, pk=made.pk)
+            url = (
+                reverse("benchmark:job_detail", kwargs={"pk": made.pk})
+                if isinstance(made, Job)
+                else reverse(
+                    "review:release_detail", kwargs={"project_id": project.pk, "pk": made.pk}
+                )
+            )
+            # htmx follows the client redirect, so the address bar shows the new page.
+            return (
+                HttpResponseClientRedirect(url)
+                if getattr(request, "htmx", False)
+                else redirect(url)
+            )
     context: dict[str, Any] = {
         **project_context(request, project),
         "releases": selectors.release_list(user=request.user, project=project),
