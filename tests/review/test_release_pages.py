@@ -85,13 +85,17 @@ def test_new_release_form(project: Project, clients: dict[str, Client], items: N
 
 
 def test_detail_verify_and_download(
-    project: Project, clients: dict[str, Client], users: dict[str, Any], items: None
+    project: Project,
+    clients: dict[str, Client],
+    users: dict[str, Any],
+    items: None,
+    django_assert_max_num_queries: Any,
 ) -> None:
     release = release_create(project=project, user=users["admin"], name="Shown")
     kwargs = {"project_id": project.pk, "pk": release.pk}
-    detail = (
-        clients["reviewer"].get(reverse("review:release_detail", kwargs=kwargs)).content.decode()
-    )
+    with django_assert_max_num_queries(7):
+        response = clients["reviewer"].get(reverse("review:release_detail", kwargs=kwargs))
+    detail = response.content.decode()
     assert "provenance.jsonl" in detail and release.manifest["files"][0]["sha256"] in detail
     verify = reverse("review:release_verify", kwargs=kwargs)
     assert "data-verify-ok" in clients["reviewer"].post(verify).content.decode()
