@@ -13,6 +13,7 @@ class ReviewConfig(AppConfig):
         from review.answers.services import UPLOAD_AREA as ANSWERS_AREA
         from review.judges.services import JUDGE_KIND
         from review.oracle.services import ORACLE_KIND
+        from review.releases.services import RELEASE_KIND
         from review.rendering.services import RENDER_KIND
         from review.runs.services import RESCORE_KIND
         from review.runs.services import SCORE_KIND as RUNS_KIND
@@ -58,6 +59,16 @@ class ReviewConfig(AppConfig):
                 action="review",
                 result_template="review/jobs/agreement_result.html",
                 title="Agreement",
+            )
+        )
+        job_kind_register(
+            JobKind(
+                name=RELEASE_KIND,
+                runner="review.releases.services.release_create_job",
+                action="review",
+                result_template="review/jobs/release_result.html",
+                title="Release",
+                unit="items",
             )
         )
         job_kind_register(

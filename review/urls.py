@@ -17,4 +17,5 @@ urlpatterns = [
     path("", include("review.human_eval.urls")),
     path("", include("review.rendering.urls")),
     path("", include("review.team.urls")),
+    path("", include("review.releases.urls")),
 ]

@@ -59,6 +59,7 @@ from annotation.trajectories.services import task_document
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Membership, Origin, Role
 from review.human_eval.scales import ATP_SCALE
+from review.releases.services import release_create
 from tests.factories import (
     AgentRunFactory,
     AgreementJobFactory,
@@ -1298,6 +1299,49 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             query=lambda w: "?days=7&task=nope",
         ),
     ),
+    "review:release_list": (
+        Case("releases", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "new release (empty form)",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            method="post",
+        ),
+    ),
+    "review:release_detail": (
+        Case("release", lambda w: {"project_id": w.project.pk, "pk": w.release.pk}, Access.REVIEW),
+    ),
+    "review:release_verify": (
+        Case(
+            "verify release",
+            lambda w: {"project_id": w.project.pk, "pk": w.release.pk},
+            Access.REVIEW,
+            method="post",
+        ),
+    ),
+    "review:release_compare": (
+        Case("compare releases (form)", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "compare a release with itself",
+            lambda w: {"project_id": w.project.pk},
+            Access.REVIEW,
+            query=lambda w: f"?old={w.release.pk}&new={w.release.pk}",
+        ),
+    ),
+    "review:item_release_state": (
+        Case(
+            "item changed since release",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
+            Access.REVIEW,
+        ),
+    ),
+    "review:release_download": (
+        Case(
+            "release zip",
+            lambda w: {"project_id": w.project.pk, "pk": w.release.pk},
+            Access.REVIEW,
+        ),
+    ),
     "review:balance": (
         Case("balanced subset", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
     ),
@@ -2027,6 +2071,9 @@ def build_world() -> SimpleNamespace:
     w.annotator_membership = Membership.objects.get(project=w.project, user=users["annotator"])
     w.invitation_token = "matrix-invitation-token"
     w.invitation = InvitationFactory(project=w.project, token=w.invitation_token)
+    # A release of the ATP project's items (all statuses), written under the module's media.
+    w.release = release_create(project=w.project, user=None, name="Matrix release", status=None)
+
     w.password_link = {
         "uidb64": urlsafe_base64_encode(force_bytes(users["annotator"].pk)),
         "token": default_token_generator.make_token(users["annotator"]),

@@ -1,0 +1,1 @@
+"""Releases: frozen, checksummed snapshots of a project's chosen items (issue 13)."""
