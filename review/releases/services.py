@@ -2,7 +2,7 @@
 
 A release folder holds ``data/`` (the benchmark's own format, written by the existing export,
 with its images), ``provenance.jsonl`` (how each item was verified), ``README.md`` (a dataset
-card with the Hugging Face YAML header), ``stats/`` (when ``benchmark.datastats`` is installed)
+card with the Hugging Face YAML header), ``stats/`` (the paper's statistics tables, ``benchmark.datastats``)
 and ``manifest.json`` (counts and every other file with its size and sha256)."""
 
 from __future__ import annotations
@@ -85,12 +85,13 @@ def item_records(items: models.QuerySet[Item]) -> Iterator[tuple[int, dict[str, 
     """(item id, record) in item order: the item's fields with its responses, plans and
     trajectories, in the shape ``benchmark.datastats.tables_for`` reads."""
     responses = defaultdict(list)
-    for item_id, key, text in (
+    for item_id, key, text, origin in (
         Response.objects.filter(item__in=items)
         .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "text")
+        .values_list("item_id", "key", "text", "origin")
     ):
-        responses[item_id].append({"key": key, "text": text})
+        # Model answers are kept apart from the ground truth by their origin.
+        responses[item_id].append({"key": key, "text": text, "origin": origin})
     plans = defaultdict(list)
     for item_id, key, steps, alt in (
         Plan.objects.filter(item__in=items)
@@ -124,13 +125,16 @@ def item_fingerprint(*, item: Item) -> str:
 
 
 def _release_stats(project: Project, items: list[dict[str, Any]]) -> list[Any]:
-    """The statistics tables of the benchmark's paper for these records (hook for
-    ``benchmark.datastats``; empty while that package is not installed)."""
-    try:
-        from benchmark.datastats import tables_for  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return []
-    return list(tables_for(project.data_format, items))
+    """The statistics tables of the benchmark's paper for these records
+    (``benchmark.datastats``), tools grouped by their category in the project's toolset."""
+    from benchmark.datastats import tables_for
+
+    tool_kinds = {
+        name: category
+        for name, category in project.toolset.tools.values_list("name", "category")
+        if category
+    }
+    return list(tables_for(project.data_format, items, tool_kinds=tool_kinds))
 
 
 # --------------------------------------------------------------------------- provenance

@@ -136,57 +136,26 @@ def test_provenance_pseudonymises_annotators_unless_named(
     assert first["drafting"][0]["by"] == "annotator-user"
 
 
-def test_statistics_hook_writes_tables_when_datastats_is_installed(
-    project: Project, users: dict[str, Any], released: dict[str, Any], monkeypatch: Any
+def test_a_release_carries_the_papers_statistics_tables(
+    project: Project, users: dict[str, Any], released: dict[str, Any]
 ) -> None:
-    import sys
-    import types
-
-    seen: dict[str, Any] = {}
-
-    class Table:
-        name = "table_2"
-
-        def to_csv(self) -> str:
-            return "category,#Query\nAcademic,1\n"
-
-        def to_markdown(self) -> str:
-            return "| category | #Query |"
-
-    def tables_for(data_format: str, records: list[dict[str, Any]]) -> list[Table]:
-        seen["format"], seen["records"] = data_format, records
-        return [Table()]
-
-    fake = types.ModuleType("benchmark.datastats")
-    fake.tables_for = tables_for  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "benchmark.datastats", fake)
+    """ATP-Bench Tables 2 and 9 over the released (verified) items, in stats/ as CSV and
+    markdown, listed in the manifest and shown in the dataset card."""
     release = release_create(project=project, user=users["admin"], name="With stats")
     root = Path(release.path)
-    assert (root / "stats" / "table_2.csv").read_text() == "category,#Query\nAcademic,1\n"
-    assert (root / "stats" / "table_2.md").exists()
-    assert "| category | #Query |" in (root / "README.md").read_text()
+    table2 = (root / "stats" / "atp_table2.csv").read_text()
+    rows = {line.split(",")[0]: line for line in table2.splitlines()[1:]}
+    # One verified item per category; the draft item is not released.
+    assert set(rows) == {"Academic", "Travel", "Overall"}
+    assert rows["Overall"].split(",")[2] == "2"
+    assert (root / "stats" / "atp_table9.md").read_text().startswith("### ")
     assert {f["path"] for f in release.manifest["files"]} >= {
-        "stats/table_2.csv",
-        "stats/table_2.md",
+        "stats/atp_table2.csv",
+        "stats/atp_table2.md",
+        "stats/atp_table9.csv",
+        "stats/atp_table9.md",
     }
-    assert seen["format"] == "atp" and len(seen["records"]) == 2
-    record = seen["records"][0]
-    assert record["category"] == "Academic" and record["responses"] == []
-    assert {
-        "query",
-        "intent",
-        "documents",
-        "image_refs",
-        "rubric",
-        "constraints",
-        "level",
-        "domain",
-        "match_type",
-        "status",
-        "external_id",
-        "plans",
-        "trajectories",
-    } <= set(record)
+    assert "How each column is computed" in (root / "README.md").read_text()
 
 
 def test_release_refuses_bad_input(
