@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from benchmark.formats.agentic_mme import join_prompt, split_prompt
 from benchmark.imaging import ops
 from benchmark.imaging.recipe import Recipe, RecipeError
 
@@ -47,38 +48,8 @@ PHOTOMETRIC_OPS = ("enhance", "autocontrast", "sharpen", "denoise", "blur")
 ADVANCED_OPS = ("edge_detect", "threshold", "equalize", "invert", "grayscale")
 """Global CV analysis: one of the ways a task qualifies as Level 3 (§2.2)."""
 
-_FORMAT_LEAD = re.compile(
-    r"(?<=[.?!:)\"'])[ ](?=(?:Answer|Respond|Reply|Give (?:the|your) answer|Format|Output|"
-    r"Write (?:the|your) answer|Please answer)\b)"
-)
 _ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 _HOST_RE = re.compile(r"^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$")
-
-
-# --------------------------------------------------------------------------- prompt
-
-
-def split_prompt(prompt: str) -> tuple[str, str]:
-    """``(question, format instruction)``: the instruction is the trailing part of the prompt
-    that starts a sentence with "Answer with ...", "Respond ...", etc. after exactly one space,
-    so :func:`join_prompt` gives the prompt back unchanged. ``("prompt", "")`` otherwise."""
-    matches = list(_FORMAT_LEAD.finditer(prompt or ""))
-    if not matches:
-        return prompt or "", ""
-    cut = matches[0]
-    question, instruction = prompt[: cut.start()], prompt[cut.end() :]
-    if not question.strip() or join_prompt(question, instruction) != prompt:
-        return prompt, ""
-    return question, instruction
-
-
-def join_prompt(question: str, instruction: str) -> str:
-    question, instruction = question or "", instruction or ""
-    if not instruction:
-        return question
-    if not question:
-        return instruction
-    return f"{question} {instruction}"
 
 
 # --------------------------------------------------------------------------- drafts

@@ -10,6 +10,7 @@ Paths are relative to the dataset folder.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from functools import partial
 from pathlib import Path
@@ -46,6 +47,38 @@ EVENTS_FILE = "tool_use_list.json"
 ANSWER_FILE = "model_answer.txt"
 TOOL_IMAGES_DIR = "tool_images"
 LEVELS = (1, 2, 3)
+#: A task prompt ends with its answer-format sentence, which starts with one of these words.
+FORMAT_LEADS = (
+    "Answer", "Respond", "Reply", "Give the answer", "Give your answer", "Format", "Output",
+    "Write the answer", "Write your answer", "Please answer",
+)  # fmt: skip
+_FORMAT_LEAD = re.compile(
+    r"(?<=[.?!:)\"'])[ ](?=(?:" + "|".join(re.escape(lead) for lead in FORMAT_LEADS) + r")\b)"
+)
+
+
+def split_prompt(prompt: str) -> tuple[str, str]:
+    """``(question, format instruction)``: the instruction is the trailing part of the prompt
+    that starts a sentence with "Answer with ...", "Respond ...", etc. after exactly one space,
+    so :func:`join_prompt` gives the prompt back unchanged. ``("prompt", "")`` otherwise."""
+    matches = list(_FORMAT_LEAD.finditer(prompt or ""))
+    if not matches:
+        return prompt or "", ""
+    cut = matches[0]
+    question, instruction = prompt[: cut.start()], prompt[cut.end() :]
+    if not question.strip() or join_prompt(question, instruction) != prompt:
+        return prompt, ""
+    return question, instruction
+
+
+def join_prompt(question: str, instruction: str) -> str:
+    question, instruction = question or "", instruction or ""
+    if not instruction:
+        return question
+    if not question:
+        return instruction
+    return f"{question} {instruction}"
+
 
 Record = ItemRecord | TrajectoryRecord
 

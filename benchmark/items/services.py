@@ -48,6 +48,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from benchmark.exceptions import Conflict, NotFound, ValidationFailed
+from benchmark.formats.agentic_mme import FORMAT_LEADS, join_prompt, split_prompt
 from benchmark.formats.llmi import image_count
 from benchmark.images.selectors import image_name_sha, project_images_named
 from benchmark.items.models import ItemVersion
@@ -105,11 +106,6 @@ MAX_CRITERIA = 10
 MAX_TEXT = 100_000
 AT_LEAST_ONE = "at_least_one"
 _ID_RE = re.compile(r"^(.*?)(\d+)$")
-#: Agentic-MME prompts end with the answer-format sentence; these words start it.
-FORMAT_LEADS = (
-    "Answer", "Respond", "Reply", "Give the answer", "Give your answer", "Format", "Output",
-    "Write the answer", "Write your answer", "Please answer",
-)  # fmt: skip
 
 # --------------------------------------------------------------------------- errors
 
@@ -634,7 +630,7 @@ def _clean_agentic(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
         )
     if instruction and question and question[-1] not in ".?!:)\"'":
         question += "."
-    c.values["query"] = f"{question} {instruction}" if instruction else question
+    c.values["query"] = join_prompt(question, instruction)
     images = c.data.get("images", by_role.get("input"))
     if not images:
         c.error("images", "upload the task's image")
@@ -853,22 +849,8 @@ def item_form_data(item: Item) -> dict[str, Any]:
         "format_instruction": "",
     }
     if item.project.data_format == DataFormat.AGENTIC_MME:
-        data["query"], data["format_instruction"] = split_format_instruction(item.query)
+        data["query"], data["format_instruction"] = split_prompt(item.query)
     return data
-
-
-def split_format_instruction(prompt: str) -> tuple[str, str]:
-    """``(question, instruction)``: an Agentic-MME prompt's last sentence when it starts with
-    one of :data:`FORMAT_LEADS` after a sentence end; else ``(prompt, "")``."""
-    best = -1
-    for lead in FORMAT_LEADS:
-        for end in ".?!:)\"'":
-            at = prompt.find(f"{end} {lead}")
-            if at >= 0 and (best < 0 or at < best):
-                best = at
-    if best < 0:
-        return prompt, ""
-    return prompt[: best + 1], prompt[best + 2 :]
 
 
 def _latest(item: Item) -> ItemVersion:

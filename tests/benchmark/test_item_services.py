@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
+from benchmark.formats.agentic_mme import split_prompt
 from benchmark.items.models import ItemVersion
 from benchmark.items.services import (
     ItemInvalid,
@@ -16,7 +17,6 @@ from benchmark.items.services import (
     item_create,
     item_revert,
     item_update,
-    split_format_instruction,
 )
 from benchmark.models import Item, ItemStatus, ProjectKind, Response, Role, TermKind
 from tests.factories import (
@@ -304,7 +304,7 @@ def test_agentic_task_fields() -> None:
         },
     )
     assert item.query == "What street name is on the sign? Answer with the name only."
-    assert split_format_instruction(item.query) == (
+    assert split_prompt(item.query) == (
         "What street name is on the sign?",
         "Answer with the name only.",
     )
