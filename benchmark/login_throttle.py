@@ -99,3 +99,57 @@ def client_ip(request: HttpRequest) -> str | None:
     if len(hops) < count:
         return remote
     return hops[-count]
+
+
+# -- A burst of logins must not starve the rest ----------------------------------------------
+# Checking a password costs about 0.4 s of CPU (PBKDF2, kept on purpose). With gunicorn's
+# threaded workers, fifty people signing in at once would hold every thread of every worker and
+# both cores, and the judging pages would wait behind them. So each process lets at most
+# LOGIN_CONCURRENCY password checks run at once (default 1: with two threads per worker, the
+# other thread is always free for everything else); a check beyond that is answered at once with
+# 503 and Retry-After, and the login page says to press "Log in" again.
+
+BUSY_TEMPLATE = "registration/login_busy.html"
+BUSY_MESSAGE = "Many people are signing in right now. Please try again in a few seconds."
+
+
+def _checks_password(request: HttpRequest) -> bool:
+    if request.META.get("HTTP_AUTHORIZATION", "").startswith("Basic "):
+        return True
+    return request.method == "POST" and request.path in _login_paths()
+
+
+def _login_paths() -> frozenset[str]:
+    from django.urls import reverse
+
+    return frozenset({reverse("login"), reverse("admin:login")})
+
+
+class LoginConcurrencyMiddleware:
+    """Admits at most ``settings.LOGIN_CONCURRENCY`` password checks per process at a time."""
+
+    def __init__(self, get_response: Any) -> None:
+        import threading
+
+        self.get_response = get_response
+        self.slots = threading.BoundedSemaphore(max(1, settings.LOGIN_CONCURRENCY))
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not _checks_password(request):
+            return self.get_response(request)
+        if not self.slots.acquire(blocking=False):
+            return busy_response(request)
+        try:
+            return self.get_response(request)
+        finally:
+            self.slots.release()
+
+
+def busy_response(request: HttpRequest) -> HttpResponse:
+    response: HttpResponse
+    if _wants_json(request) or request.META.get("HTTP_AUTHORIZATION", "").startswith("Basic "):
+        response = JsonResponse({"detail": BUSY_MESSAGE}, status=503)
+    else:
+        response = render(request, BUSY_TEMPLATE, {"message": BUSY_MESSAGE}, status=503)
+    response["Retry-After"] = "2"
+    return response

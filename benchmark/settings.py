@@ -52,6 +52,7 @@ env = environ.Env(
     LOGIN_FAILURE_LIMIT=(int, 10),
     LOGIN_COOLOFF_MINUTES=(int, 15),
     LOGIN_PROXY_COUNT=(int, 0),
+    LOGIN_CONCURRENCY=(int, 1),
     SANDBOX_WALL_SECONDS=(float, 10.0),
     SANDBOX_CPU_SECONDS=(int, 5),
     SANDBOX_MEMORY_MB=(int, 512),
@@ -116,6 +117,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before the session: a password check beyond the per-process limit is refused before any
+    # work (benchmark/login_throttle.py, LOGIN_CONCURRENCY).
+    "benchmark.login_throttle.LoginConcurrencyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -212,6 +216,9 @@ AXES_LOCKOUT_CALLABLE = "benchmark.login_throttle.lockout_response"
 # X-Forwarded-For (counted from the right, where a client cannot write).
 LOGIN_PROXY_COUNT = env("LOGIN_PROXY_COUNT")
 AXES_CLIENT_IP_CALLABLE = "benchmark.login_throttle.client_ip"
+# Password checks (0.4 s of CPU each) running at once per web process; one beyond is answered
+# 503 with Retry-After, so a burst of logins leaves threads and CPU for the judging pages.
+LOGIN_CONCURRENCY = env("LOGIN_CONCURRENCY")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "benchmark:project_list"
