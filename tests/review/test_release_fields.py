@@ -218,3 +218,26 @@ def test_balanced_subset_from_the_form_and_the_command(
             "balanced",
             str(tmp_path / "x"),
         )
+
+
+def test_a_large_balanced_release_runs_as_a_job_with_its_filter(
+    mms: Project,
+    clients: dict[str, Client],
+    monkeypatch: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from benchmark.models import Job, JobStatus
+    from review.releases import services
+
+    monkeypatch.setattr(services, "RELEASE_JOB_MIN_ITEMS", 2)
+    url = reverse("review:release_list", kwargs={"project_id": mms.pk})
+    with django_capture_on_commit_callbacks(execute=True):
+        clients["reviewer"].post(
+            url, {"name": "job", "status": "verified", "subset": "balanced", "cap": "40"}
+        )
+    job = Job.objects.get(kind=services.RELEASE_KIND)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    release = Release.objects.get(project=mms, name="job")
+    subset, _ = project_balanced_subset(project=mms, cap=0.4, seed=0)
+    assert release.filter == {"status": "verified", "subset": "balanced", "cap": 0.4, "seed": 0}
+    assert release.item_count == len(subset.ids) < 6
