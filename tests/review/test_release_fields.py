@@ -241,3 +241,28 @@ def test_a_large_balanced_release_runs_as_a_job_with_its_filter(
     subset, _ = project_balanced_subset(project=mms, cap=0.4, seed=0)
     assert release.filter == {"status": "verified", "subset": "balanced", "cap": 0.4, "seed": 0}
     assert release.item_count == len(subset.ids) < 6
+
+
+def test_the_compare_page_reads_a_fixed_number_of_queries(
+    project: Project,
+    users: dict[str, Any],
+    clients: dict[str, Client],
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    url = reverse("review:release_compare", kwargs={"project_id": project.pk})
+
+    def queries(n_items: int) -> int:
+        Release.objects.all().delete()
+        Item.objects.filter(project=project).delete()
+        items = [ItemFactory(project=project, status=ItemStatus.VERIFIED) for _ in range(n_items)]
+        v1 = release_create(project=project, user=users["admin"], name="one")
+        Item.objects.filter(pk__in=[i.pk for i in items]).update(query="edited")
+        v2 = release_create(project=project, user=users["admin"], name="two")
+        with CaptureQueriesContext(connection) as ctx:
+            page = clients["reviewer"].get(url, {"old": v1.pk, "new": v2.pk})
+        assert page.content.decode().count("<span data-changed-fields>query</span>") == n_items
+        return len(ctx.captured_queries)
+
+    assert queries(2) == queries(12)
