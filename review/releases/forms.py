@@ -5,8 +5,9 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
-from benchmark.models import ItemStatus
+from benchmark.models import DataFormat, ItemStatus, Project
 from review.releases.models import Release
+from review.releases.services import BALANCED, DEFAULT_BALANCE_CAP
 
 ALL = "all"
 
@@ -23,6 +24,28 @@ class ReleaseForm(forms.Form):
         label="Name annotators in provenance",
         help_text="By default they appear as annotator-1, annotator-2, …",
     )
+    #: m&m's projects only (the other fields are removed for other projects).
+    subset = forms.ChoiceField(
+        choices=[("", "All items with that status"), (BALANCED, "The tool-balanced subset")],
+        required=False,
+        label="Subset",
+        help_text="m&m's: only the verified items the tool-balanced subset keeps "
+        "(as on the Tool-balanced subset page, with the same share and seed).",
+    )
+    cap = forms.FloatField(
+        min_value=1,
+        max_value=100,
+        initial=DEFAULT_BALANCE_CAP * 100,
+        required=False,
+        label="Largest share of any tool (%)",
+    )
+    seed = forms.IntegerField(min_value=0, initial=0, required=False)
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if project.data_format != DataFormat.MMS:
+            for name in ("subset", "cap", "seed"):
+                del self.fields[name]
 
 
 class ReleaseChoiceField(forms.ModelChoiceField):

@@ -28,6 +28,11 @@ class Release(models.Model):
     path = models.CharField(max_length=500)
     #: [[item id, content fingerprint], ...]: tells later edits apart from the released state.
     fingerprints = JSONField(default=list, blank=True)
+    #: Per item, a short fingerprint of each top-level field of its record, so a comparison
+    #: names the fields that changed: {"fields": [name, ...], "items": {"<item id>": "..."}}
+    #: where each item's string is the fields' fingerprints (``FIELD_HASH_LEN`` hex digits
+    #: each) in the order of "fields". Empty for releases made before it was recorded.
+    field_fingerprints = JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["project", "-number"]

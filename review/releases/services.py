@@ -11,6 +11,7 @@ import hashlib
 import importlib.metadata
 import shutil
 import tomllib
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from benchmark.items.models import ItemVersion
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.models import (
+    DataFormat,
     Item,
     ItemStatus,
     ItemStatusChange,
@@ -69,16 +71,70 @@ RECORD_FIELDS = (
     "expected_answer",
     "accepted_variants",
 )
+#: The top-level fields of a record: the Item fields, then what ``item_records`` adds.
+RECORD_KEYS = (*RECORD_FIELDS, "responses", "plans", "trajectories")
+#: Hex digits of each field's fingerprint (the CRC-32 of its canonical JSON: half the time
+#: of a sha256 over many small values) in ``Release.field_fingerprints``: enough to tell
+#: which fields of an item that changed differ (whether it changed at all is decided by the
+#: full ``record_fingerprint``), small enough for 10,000s of items in one JSON value.
+FIELD_HASH_LEN = 8
 
 
 # --------------------------------------------------------------------------- records
 
 
-def _items_of(project: Project, status: str | None) -> models.QuerySet[Item]:
+#: The one named subset a release can be limited to: m&m's tool-balanced subset (§3.2–3.3).
+BALANCED = "balanced"
+#: The default largest share of any tool in it (the balance page's default, 15%).
+DEFAULT_BALANCE_CAP = 0.15
+
+
+def _items_of(
+    project: Project, status: str | None, only: list[str] | None = None
+) -> models.QuerySet[Item]:
     items = Item.objects.filter(project=project)
     if status:
         items = items.filter(status=status)
+    if only is not None:
+        items = items.filter(external_id__in=only)
     return items.order_by("position", "id")
+
+
+def _check_subset(project: Project, status: str | None, subset: str | None, cap: float) -> None:
+    if not subset:
+        return
+    if subset != BALANCED:
+        raise ValidationFailed(f"subset: unknown {subset!r}; the one subset is {BALANCED!r}")
+    if project.data_format != DataFormat.MMS:
+        raise ValidationFailed(
+            f"subset: the tool-balanced subset is m&m's; project {project.name!r} is "
+            f"{DataFormat(project.data_format).label}, so release it without a subset"
+        )
+    if status != ItemStatus.VERIFIED:
+        raise ValidationFailed(
+            "subset: the tool-balanced subset is chosen from the verified items; "
+            "choose status verified"
+        )
+    if not 0 < cap <= 1:
+        raise ValidationFailed("cap: the largest share of any tool is between 0 and 100%")
+
+
+def _subset_ids(project: Project, subset: str | None, cap: float, seed: int) -> list[str] | None:
+    """The external ids of the subset's items (None: no subset), as the balance page
+    chooses them (``review.plans.services.project_balanced_subset``)."""
+    if not subset:
+        return None
+    from review.plans.services import project_balanced_subset
+
+    chosen, _ = project_balanced_subset(project=project, cap=cap, seed=seed)
+    return [str(i) for i in chosen.ids]
+
+
+def _filter_of(status: str | None, subset: str | None, cap: float, seed: int) -> dict[str, Any]:
+    """What ``Release.filter`` and the manifest record."""
+    if not subset:
+        return {"status": status}
+    return {"status": status, "subset": subset, "cap": cap, "seed": seed}
 
 
 def item_records(items: models.QuerySet[Item]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -120,14 +176,69 @@ def record_fingerprint(record: dict[str, Any]) -> str:
 
 
 def item_fingerprint(*, item: Item) -> str:
-    records = dict(item_records(Item.objects.filter(pk=item.pk)))
-    return record_fingerprint(records[item.pk])
+    return record_fingerprint(item_record(item=item))
 
 
-def _release_stats(project: Project, items: list[dict[str, Any]]) -> list[Any]:
+def item_record(*, item: Item) -> dict[str, Any]:
+    """The item's record as a release holds it (its current state)."""
+    return dict(item_records(Item.objects.filter(pk=item.pk)))[item.pk]
+
+
+def record_field_fingerprints(record: dict[str, Any]) -> str:
+    """The record's top-level fields' short fingerprints, concatenated in ``RECORD_KEYS``
+    order (a missing field hashes as null)."""
+    dumps, crc32, sort = orjson.dumps, zlib.crc32, orjson.OPT_SORT_KEYS
+    return "".join(f"{crc32(dumps(record.get(key), option=sort)):08x}" for key in RECORD_KEYS)
+
+
+def record_field_prints(record: dict[str, Any]) -> dict[str, str]:
+    """{field: short fingerprint} of the record, as ``field_prints`` reads them back."""
+    joined, n = record_field_fingerprints(record), FIELD_HASH_LEN
+    return {name: joined[i * n : (i + 1) * n] for i, name in enumerate(RECORD_KEYS)}
+
+
+def field_fingerprints_of(pairs: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """``Release.field_fingerprints`` for (item id, record) pairs."""
+    return {
+        "fields": list(RECORD_KEYS),
+        "items": {str(pk): record_field_fingerprints(record) for pk, record in pairs},
+    }
+
+
+def field_prints(stored: dict[str, Any], pk: int) -> dict[str, str] | None:
+    """{field: fingerprint} of item ``pk`` in a release's ``field_fingerprints``, or None
+    when the release did not record them (made before they were) or lacks the item."""
+    joined = (stored or {}).get("items", {}).get(str(pk))
+    if joined is None:
+        return None
+    n = FIELD_HASH_LEN
+    return {name: joined[i * n : (i + 1) * n] for i, name in enumerate(stored.get("fields", []))}
+
+
+def fields_changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The fields whose fingerprints differ (or that only one side has), in record order."""
+    order = {name: i for i, name in enumerate(RECORD_KEYS)}
+    names = sorted(before.keys() | after.keys(), key=lambda k: (order.get(k, len(order)), k))
+    return [name for name in names if before.get(name) != after.get(name)]
+
+
+def _release_stats(
+    project: Project, items: list[dict[str, Any]], *, subset_of: list[int] | None = None
+) -> list[Any]:
     """The statistics tables of the benchmark's paper for these records
-    (``benchmark.datastats``), tools grouped by their category in the project's toolset."""
+    (``benchmark.datastats``), tools grouped by their category in the project's toolset.
+    ``subset_of`` (the released items' ids) says the records are m&m's tool-balanced subset:
+    Table 2 then counts the project's raw and verified items too, and its other rows the
+    released (verified & balanced) ones."""
     from benchmark.datastats import tables_for
+
+    if subset_of is not None:
+        released = set(subset_of)
+        items = [{**r, "subset": True} for r in items] + [
+            {"status": status}  # counted as raw / verified only: no plans, not in the subset
+            for pk, status in Item.objects.filter(project=project).values_list("pk", "status")
+            if pk not in released
+        ]
 
     tool_kinds = {
         name: category
@@ -416,17 +527,24 @@ def release_create(
     status: str | None = ItemStatus.VERIFIED,
     named: bool = False,
     out_dir: Path | str | None = None,
+    subset: str | None = None,
+    cap: float = DEFAULT_BALANCE_CAP,
+    seed: int = 0,
 ) -> Release:
     """Write a frozen release of the project's items with ``status`` (None: all items) and
-    record it. Raises ValidationFailed (bad name or status, folder not empty), Conflict (the
-    name is taken), Forbidden (the user's role may not release)."""
+    record it. ``subset="balanced"`` (m&m's projects, verified items) releases exactly the
+    tool-balanced subset the balance page chooses with ``cap`` and ``seed``. Raises
+    ValidationFailed (bad name, status or subset, folder not empty), Conflict (the name is
+    taken), Forbidden (the user's role may not release)."""
     if user is not None:
         permissions.require(user=user, project=project, action="review")
     if status and status not in ItemStatus.values:
         raise ValidationFailed(
             f"status: unknown {status!r}; choose one of {', '.join(ItemStatus.values)}"
         )
+    _check_subset(project, status, subset, cap)
     name = _check_name(project, name)
+    only = _subset_ids(project, subset, cap, seed)
     number = (
         Release.objects.filter(project=project).aggregate(m=models.Max("number"))["m"] or 0
     ) + 1
@@ -449,6 +567,8 @@ def release_create(
             status=status or None,
             named=named,
             root=root,
+            only=only,
+            filter_used=_filter_of(status or None, subset, cap, seed),
         )
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)  # nothing half-written stays behind
@@ -464,8 +584,10 @@ def _release_write(
     status: str | None,
     named: bool,
     root: Path,
+    only: list[str] | None = None,
+    filter_used: dict[str, Any] | None = None,
 ) -> Release:
-    items = _items_of(project, status)
+    items = _items_of(project, status, only)
     pairs = list(item_records(items))
     records = [record for _, record in pairs]
     dataset_export(project=project, out=root / DATA_DIR, item_ids=[pk for pk, _ in pairs])
@@ -474,12 +596,14 @@ def _release_write(
         for row in _provenance_rows(items, named=named):
             fh.write(orjson.dumps(row) + b"\n")
     counts = _manifest_counts(records)
-    tables = _release_stats(project, records)
+    tables = _release_stats(
+        project, records, subset_of=None if only is None else [pk for pk, _ in pairs]
+    )
     for table in tables:
         _write_bytes(root / "stats" / f"{table.name}.csv", table.to_csv().encode())
         _write_bytes(root / "stats" / f"{table.name}.md", table.to_markdown().encode())
     _write_bytes(root / "README.md", _readme(project, name, len(records), counts, tables).encode())
-    filter_used = {"status": status}
+    filter_used = filter_used or {"status": status}
     release = Release(
         project=project,
         name=name,
@@ -489,6 +613,7 @@ def _release_write(
         item_count=len(records),
         path=str(root),
         fingerprints=[[pk, record_fingerprint(record)] for pk, record in pairs],
+        field_fingerprints=field_fingerprints_of(pairs),
     )
     with transaction.atomic():
         try:
@@ -526,23 +651,42 @@ RELEASE_JOB_MIN_ITEMS = 500
 
 
 def release_item_count(*, project: Project, status: str | None) -> int:
+    """How many items the release would hold (the verified ones when ``subset``: an upper
+    bound, the subset is chosen when the release is written)."""
     return _items_of(project, status or None).count()
 
 
 def release_start(
-    *, project: Project, user: User, name: str, status: str | None, named: bool = False
+    *,
+    project: Project,
+    user: User,
+    name: str,
+    status: str | None,
+    named: bool = False,
+    subset: str | None = None,
+    cap: float = DEFAULT_BALANCE_CAP,
+    seed: int = 0,
 ) -> Job:
     """Check the request now (so the form names what is wrong) and write the release as a
     "release" job through the job pipeline."""
     permissions.require(user=user, project=project, action="review")
     if status and status not in ItemStatus.values:
         raise ValidationFailed(f"status: unknown {status!r}")
+    _check_subset(project, status, subset, cap)
     name = _check_name(project, name)
+    params: dict[str, Any] = {
+        "project_id": project.pk,
+        "name": name,
+        "status": status,
+        "named": named,
+    }
+    if subset:
+        params.update(subset=subset, cap=cap, seed=seed)
     return job_start(
         kind=RELEASE_KIND,
         user=user,
         project=project,
-        params={"project_id": project.pk, "name": name, "status": status, "named": named},
+        params=params,
         total=release_item_count(project=project, status=status),
     )
 
@@ -560,6 +704,9 @@ def release_create_job(*, job: Job, progress: Progress) -> dict[str, Any]:
             name=job.params["name"],
             status=job.params.get("status"),
             named=bool(job.params.get("named")),
+            subset=job.params.get("subset"),
+            cap=float(job.params.get("cap", DEFAULT_BALANCE_CAP)),
+            seed=int(job.params.get("seed", 0)),
         )
     progress(progress=done.item_count, total=done.item_count, message="written")
     return {"release_id": done.pk, "project_id": project.pk, "number": done.number}

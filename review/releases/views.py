@@ -35,7 +35,7 @@ from review.releases.models import Release
 @htmx_page
 def release_list(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_for_review(request, project_id)
-    form = ReleaseForm(request.POST if request.method == "POST" else None)
+    form = ReleaseForm(request.POST if request.method == "POST" else None, project=project)
     if request.method == "POST":
         made, _ = form_submit(form, lambda cleaned: _make(project, request_user(request), cleaned))
         if made is not None:
@@ -64,7 +64,19 @@ def release_list(request: HttpRequest, project_id: int) -> HttpResponse:
 def _make(project: Project, user: User, cleaned: dict[str, Any]) -> Release | Job:
     """Write the release now, or as a job when it holds many items."""
     status = None if cleaned["status"] == ALL else cleaned["status"]
-    args = {"project": project, "user": user, "name": cleaned["name"], "status": status}
+    args: dict[str, Any] = {
+        "project": project,
+        "user": user,
+        "name": cleaned["name"],
+        "status": status,
+    }
+    if cleaned.get("subset"):
+        cap = cleaned.get("cap")
+        args.update(
+            subset=cleaned["subset"],
+            cap=services.DEFAULT_BALANCE_CAP if cap is None else cap / 100,
+            seed=cleaned.get("seed") or 0,
+        )
     if services.release_item_count(project=project, status=status) >= (
         services.RELEASE_JOB_MIN_ITEMS
     ):
