@@ -23,6 +23,12 @@ class ReleaseForm(forms.Form):
         label="Name annotators in provenance",
         help_text="By default they appear as annotator-1, annotator-2, …",
     )
+    parquet = forms.BooleanField(
+        required=False,
+        label="Also write Parquet for Hugging Face datasets",
+        help_text="parquet/ beside data/: typed columns with the images inside, loaded by"
+        ' datasets.load_dataset("parquet", data_dir=…); the card points the Hub at it.',
+    )
 
 
 class ReleaseChoiceField(forms.ModelChoiceField):

@@ -3,7 +3,10 @@
 A release folder holds ``data/`` (the benchmark's own format, written by the existing export,
 with its images), ``provenance.jsonl`` (how each item was verified), ``README.md`` (a dataset
 card with the Hugging Face YAML header), ``stats/`` (the paper's statistics tables, ``benchmark.datastats``)
-and ``manifest.json`` (counts and every other file with its size and sha256)."""
+and ``manifest.json`` (counts and every other file with its size and sha256). With ``parquet``
+it also holds ``parquet/train-<i>-of-<n>.parquet`` (``benchmark.formats.hf_parquet``): the same
+items as typed Parquet with their images inside, which ``datasets.load_dataset("parquet", ...)``
+loads and the card's ``configs`` points the Hugging Face Hub at."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from annotation.trajectories.models import TrajectoryVersion
 from benchmark import permissions
 from benchmark.datasets.services import dataset_export
 from benchmark.exceptions import Conflict, ValidationFailed
+from benchmark.formats import FormatError, ItemRecord, get_format
 from benchmark.items.models import ItemVersion
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
@@ -51,6 +55,7 @@ from review.releases.models import Release
 MANIFEST = "manifest.json"
 PROVENANCE = "provenance.jsonl"
 DATA_DIR = "data"
+PARQUET_DIR = "parquet"
 
 #: The Item fields a release's records (and fingerprints, and statistics) hold.
 RECORD_FIELDS = (
@@ -335,8 +340,15 @@ _TASK_CATEGORIES = {
 
 
 def _readme(
-    project: Project, name: str, count: int, counts: dict[str, Any], tables: list[Any]
+    project: Project,
+    name: str,
+    count: int,
+    counts: dict[str, Any],
+    tables: list[Any],
+    parquet: Any = None,
 ) -> str:
+    from benchmark.formats.hf_parquet import card_header, card_section, yaml_lines
+
     header = [
         "---",
         f"pretty_name: {orjson.dumps(f'{project.name} {name}').decode()}",
@@ -345,6 +357,7 @@ def _readme(
         *(f"- {c}" for c in _TASK_CATEGORIES.get(project.data_format, ["text-generation"])),
         "size_categories:",
         f"- {_size_category(count)}",
+        *(yaml_lines(card_header(parquet, base=PARQUET_DIR)) if parquet is not None else []),
         "---",
         "",
     ]
@@ -359,6 +372,14 @@ def _readme(
         " with the images they refer to.",
         f"- `{PROVENANCE}`: per item, how it was verified (status history, judgments with"
         " pseudonymised annotators, outcomes and their rule, reviewer decisions, version counts).",
+        *(
+            [
+                f"- `{PARQUET_DIR}/`: the same items as Parquet with their images inside"
+                " (see *Parquet* below)."
+            ]
+            if parquet is not None
+            else []
+        ),
         f"- `{MANIFEST}`: counts and every file with its size and sha256"
         " (`python manage.py release_verify DIR` checks them).",
         "",
@@ -371,9 +392,31 @@ def _readme(
         "To be filled in by the project's admin.",
         "",
     ]
+    if parquet is not None:
+        body += card_section(parquet, base=PARQUET_DIR)
     for table in tables:
         body += [f"## {table.name}", "", table.to_markdown(), ""]
     return "\n".join(header + body)
+
+
+def _write_parquet(project: Project, root: Path, count: int) -> Any:
+    """The release's items, read back from ``data/`` as written, as Parquet under
+    ``parquet/``. Returns the ``hf_parquet.ParquetResult``."""
+    from benchmark.formats.hf_parquet import write_parquet
+
+    fmt = get_format(project.data_format)
+    data = root / DATA_DIR
+    try:
+        items = [r for r in fmt.read(data) if isinstance(r, ItemRecord)] if count else []
+    except FormatError as exc:  # the export wrote something its reader cannot read back
+        raise ValidationFailed(f"parquet: reading back {DATA_DIR}/ failed: {exc}") from exc
+    if len(items) != count:
+        raise ValidationFailed(
+            f"parquet: {DATA_DIR}/ reads back as {len(items)} items, the release has {count}"
+        )
+    return write_parquet(
+        project.data_format, items, data_root=fmt.dataset_root(data), out_dir=root / PARQUET_DIR
+    )
 
 
 def _manifest_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -416,9 +459,10 @@ def release_create(
     status: str | None = ItemStatus.VERIFIED,
     named: bool = False,
     out_dir: Path | str | None = None,
+    parquet: bool = False,
 ) -> Release:
     """Write a frozen release of the project's items with ``status`` (None: all items) and
-    record it. Raises ValidationFailed (bad name or status, folder not empty), Conflict (the
+    record it; with ``parquet`` also as Parquet in the Hugging Face ``datasets`` layout. Raises ValidationFailed (bad name or status, folder not empty), Conflict (the
     name is taken), Forbidden (the user's role may not release)."""
     if user is not None:
         permissions.require(user=user, project=project, action="review")
@@ -449,6 +493,7 @@ def release_create(
             status=status or None,
             named=named,
             root=root,
+            parquet=parquet,
         )
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)  # nothing half-written stays behind
@@ -464,6 +509,7 @@ def _release_write(
     status: str | None,
     named: bool,
     root: Path,
+    parquet: bool = False,
 ) -> Release:
     items = _items_of(project, status)
     pairs = list(item_records(items))
@@ -478,7 +524,11 @@ def _release_write(
     for table in tables:
         _write_bytes(root / "stats" / f"{table.name}.csv", table.to_csv().encode())
         _write_bytes(root / "stats" / f"{table.name}.md", table.to_markdown().encode())
-    _write_bytes(root / "README.md", _readme(project, name, len(records), counts, tables).encode())
+    written = _write_parquet(project, root, len(records)) if parquet else None
+    _write_bytes(
+        root / "README.md",
+        _readme(project, name, len(records), counts, tables, written).encode(),
+    )
     filter_used = {"status": status}
     release = Release(
         project=project,
@@ -487,6 +537,7 @@ def _release_write(
         created_by=user if getattr(user, "pk", None) else None,
         filter=filter_used,
         item_count=len(records),
+        parquet=written is not None,
         path=str(root),
         fingerprints=[[pk, record_fingerprint(record)] for pk, record in pairs],
     )
@@ -507,6 +558,14 @@ def _release_write(
             "filter": filter_used,
             "provenance_named": named,
             "counts": counts,
+            "parquet": None
+            if written is None
+            else {
+                "files": [str(p.relative_to(root)) for p in written.files],
+                "rows": written.rows,
+                "json_text_columns": written.json_fallbacks,
+                "missing_images": len(written.missing_images),
+            },
             "files": [
                 {"path": str(p.relative_to(root)), "size": p.stat().st_size, "sha256": _sha256(p)}
                 for p in _listed_files(root)
@@ -530,7 +589,13 @@ def release_item_count(*, project: Project, status: str | None) -> int:
 
 
 def release_start(
-    *, project: Project, user: User, name: str, status: str | None, named: bool = False
+    *,
+    project: Project,
+    user: User,
+    name: str,
+    status: str | None,
+    named: bool = False,
+    parquet: bool = False,
 ) -> Job:
     """Check the request now (so the form names what is wrong) and write the release as a
     "release" job through the job pipeline."""
@@ -542,7 +607,13 @@ def release_start(
         kind=RELEASE_KIND,
         user=user,
         project=project,
-        params={"project_id": project.pk, "name": name, "status": status, "named": named},
+        params={
+            "project_id": project.pk,
+            "name": name,
+            "status": status,
+            "named": named,
+            "parquet": parquet,
+        },
         total=release_item_count(project=project, status=status),
     )
 
@@ -560,6 +631,7 @@ def release_create_job(*, job: Job, progress: Progress) -> dict[str, Any]:
             name=job.params["name"],
             status=job.params.get("status"),
             named=bool(job.params.get("named")),
+            parquet=bool(job.params.get("parquet")),
         )
     progress(progress=done.item_count, total=done.item_count, message="written")
     return {"release_id": done.pk, "project_id": project.pk, "number": done.number}
@@ -614,6 +686,30 @@ def release_verify(*, path: Path | str) -> VerifyResult:
             result.problems.append(
                 f"{PROVENANCE}: {lines} items, manifest says {counts.get('items')}"
             )
+    _verify_parquet(root, manifest, present, result)
     if sum(counts.get("status", {}).values()) != counts.get("items"):
         result.problems.append(f"{MANIFEST}: the counts per status do not add up to the item count")
     return result
+
+
+def _verify_parquet(
+    root: Path, manifest: dict[str, Any], present: set[str], result: VerifyResult
+) -> None:
+    """The Parquet files (when the release has them) hold one row per item: their footers'
+    row counts add up to the manifest's item count."""
+    files = (manifest.get("parquet") or {}).get("files") or []
+    if not files or not all(rel in present for rel in files):
+        return  # none written, or a missing file already named
+    import pyarrow
+    import pyarrow.parquet as pq
+
+    rows = 0
+    for rel in files:
+        try:
+            rows += pq.read_metadata(root / rel).num_rows
+        except (OSError, pyarrow.ArrowException) as exc:
+            result.problems.append(f"{rel}: not readable as Parquet ({exc})")
+            return
+    items = manifest.get("counts", {}).get("items")
+    if rows != items:
+        result.problems.append(f"{PARQUET_DIR}/: {rows} rows, manifest says {items} items")

@@ -1,9 +1,10 @@
-"""python manage.py release --project NAME --name NAME [--status verified|all] [--named] OUT_DIR
+"""python manage.py release --project NAME --name NAME [--status verified|all] [--named] [--parquet] OUT_DIR
 
 Writes a frozen release of the project's items with the status (default verified; "all" for
 every item) into OUT_DIR (which must be empty or absent) and records it as the project's next
 release vN: the data in the benchmark's own format with its images, provenance.jsonl,
-manifest.json, README.md and stats/. Annotators are pseudonymised unless --named."""
+manifest.json, README.md and stats/. Annotators are pseudonymised unless --named. --parquet also
+writes parquet/train-*.parquet, which datasets.load_dataset("parquet", data_dir=...) loads."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True, help="the release's name")
         parser.add_argument("--status", default="verified", help='item status, or "all"')
         parser.add_argument("--named", action="store_true", help="name annotators")
+        parser.add_argument(
+            "--parquet",
+            action="store_true",
+            help="also write parquet/ for Hugging Face datasets (typed columns, images inside)",
+        )
         parser.add_argument("out_dir", help="the folder to write (empty or absent)")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -40,6 +46,7 @@ class Command(BaseCommand):
                 status=status,
                 named=options["named"],
                 out_dir=options["out_dir"],
+                parquet=options["parquet"],
             )
         except DomainError as exc:
             raise CommandError(exc.message) from exc
