@@ -654,8 +654,9 @@ def card_section(result: ParquetResult, *, base: str = PARQUET_DIR) -> list[str]
     lines = [
         "## Parquet",
         "",
-        f"`{base}/` holds the same items as Parquet ({len(result.files)} file(s),"
-        f" {result.rows} rows, split `{SPLIT}`), one row per item with its images inside:",
+        f"`{base}/` holds the same items as Parquet ({len(result.files)}"
+        f" file{'s' if len(result.files) != 1 else ''}, {result.rows} rows, split `{SPLIT}`),"
+        " one row per item with its images inside:",
         "",
         "```python",
         "from datasets import load_dataset",
@@ -670,7 +671,7 @@ def card_section(result: ParquetResult, *, base: str = PARQUET_DIR) -> list[str]
         "| --- | --- | --- |",
     ]
     for name, spec, description in result.columns:
-        lines.append(f"| `{name}` | {spec_text(spec)} | {description} |")
+        lines.append(f"| `{name}` | `{spec_text(spec)}` | {description} |")
     if result.json_fallbacks:
         names = ", ".join(f"`{n}`" for n in result.json_fallbacks)
         lines += [

@@ -252,9 +252,15 @@ def test_a_parquet_release_loads_with_datasets(hf: Any, fmt: str, tmp_path: Path
     assert ds.num_rows == count
     CASES[fmt][3](hf, ds)
     # The card's YAML header describes the same features the files carry.
+    import yaml  # comes with datasets
+
     card = (root / "README.md").read_text()
-    header = card.split("---\n")[1]
-    assert "configs:" in header and 'path: "parquet/train-*.parquet"' in header
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["configs"][0]["data_files"] == [
+        {"split": "train", "path": "parquet/train-*.parquet"}
+    ]
+    assert hf.Features._from_yaml_list(header["dataset_info"]["features"]) == ds.features
+    assert header["dataset_info"]["splits"] == [{"name": "train", "num_examples": count}]
     assert "## Parquet" in card
 
 
@@ -350,3 +356,24 @@ def test_the_new_release_form_writes_parquet(
     assert "data-release-parquet" in body and "2 rows" in body
     clients["reviewer"].post(url, {"name": "Without", "status": "all"})
     assert not Release.objects.get(project=project, name="Without").parquet
+
+
+def test_a_large_release_job_writes_parquet_too(
+    project: Project,
+    clients: dict[str, Client],
+    tmp_path: Path,
+    monkeypatch: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from benchmark.models import Job, JobStatus
+    from review.releases import services
+
+    monkeypatch.setattr(services, "RELEASE_JOB_MIN_ITEMS", 2)
+    dataset_import(project=project, path=_atp(tmp_path / "src"))
+    url = reverse("review:release_list", kwargs={"project_id": project.pk})
+    with django_capture_on_commit_callbacks(execute=True):
+        clients["reviewer"].post(url, {"name": "Big", "status": "all", "parquet": "on"})
+    job = Job.objects.get(kind=services.RELEASE_KIND)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    release = Release.objects.get(project=project, name="Big")
+    assert release.parquet and release.manifest["parquet"]["rows"] == 2
