@@ -19,6 +19,7 @@ Type specs are plain values: ``"string"``, ``"int64"``, ``"float64"``, ``"bool"`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,11 @@ class ParquetResult:
 # --------------------------------------------------------------------------- type specs
 
 
+def json_text(value: Any) -> str:
+    """Compact JSON with sorted keys, non-ASCII kept as is."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def fits(spec: Spec, value: Any) -> bool:
     """Whether ``value`` can be stored as ``spec`` without loss (null always can)."""
     if value is None or spec == "json":
@@ -104,7 +110,7 @@ def convert(spec: Spec, value: Any) -> Any:
     if value is None:
         return None
     if spec == "json":
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        return json_text(value)
     if spec == "float64":
         return float(value)
     if isinstance(spec, str):
@@ -233,7 +239,7 @@ def _steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if "args" in step:
             step = {
                 **step,
-                "args": orjson.dumps(step["args"], option=orjson.OPT_SORT_KEYS).decode(),
+                "args": json_text(step["args"]),
             }
         out.append(step)
     return out
@@ -262,7 +268,7 @@ def _checkpoints(item: ItemRecord, raw: dict[str, Any], images: Images) -> Any:
     for checkpoint in checkpoints:
         row = {k: checkpoint.get(k) for k in _CHECKPOINT_KEYS}
         rest = {k: v for k, v in checkpoint.items() if k not in _CHECKPOINT_KEYS}
-        row["checks"] = orjson.dumps(rest, option=orjson.OPT_SORT_KEYS).decode()
+        row["checks"] = json_text(rest)
         out.append(row)
     return out
 
@@ -493,9 +499,9 @@ def _rows(
     data_format: str, items: Iterable[ItemRecord], images: Images
 ) -> Iterable[dict[str, Any]]:
     for item in items:
-        try:
-            raw = orjson.loads(item.raw) if item.raw else {}
-        except orjson.JSONDecodeError:
+        try:  # the standard library keeps integers of any size exact
+            raw = json.loads(item.raw) if item.raw else {}
+        except ValueError:
             raw = {}
         raw = raw if isinstance(raw, dict) else {}
         row = {c.name: c.get(item, raw, images) for c in COLUMNS[data_format]}
