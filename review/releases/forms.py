@@ -41,6 +41,13 @@ class ReleaseForm(forms.Form):
     )
     seed = forms.IntegerField(min_value=0, initial=0, required=False)
 
+    parquet = forms.BooleanField(
+        required=False,
+        label="Also write Parquet for Hugging Face datasets",
+        help_text="parquet/ beside data/: typed columns with the images inside, loaded by"
+        ' datasets.load_dataset("parquet", data_dir=…); the card points the Hub at it.',
+    )
+
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if project.data_format != DataFormat.MMS:

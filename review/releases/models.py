@@ -24,6 +24,8 @@ class Release(models.Model):
     item_count = models.PositiveIntegerField(default=0)
     #: manifest.json as written (files with size and sha256, counts).
     manifest = JSONField(default=dict, blank=True)
+    #: Whether parquet/ (the items as Parquet in the Hugging Face datasets layout) was written.
+    parquet = models.BooleanField(default=False)
     #: The folder the release was written to.
     path = models.CharField(max_length=500)
     #: [[item id, content fingerprint], ...]: tells later edits apart from the released state.

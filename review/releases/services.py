@@ -3,7 +3,10 @@
 A release folder holds ``data/`` (the benchmark's own format, written by the existing export,
 with its images), ``provenance.jsonl`` (how each item was verified), ``README.md`` (a dataset
 card with the Hugging Face YAML header), ``stats/`` (the paper's statistics tables, ``benchmark.datastats``)
-and ``manifest.json`` (counts and every other file with its size and sha256)."""
+and ``manifest.json`` (counts and every other file with its size and sha256). With ``parquet``
+it also holds ``parquet/train-<i>-of-<n>.parquet`` (``benchmark.formats.hf_parquet``): the same
+items as typed Parquet with their images inside, which ``datasets.load_dataset("parquet", ...)``
+loads and the card's ``configs`` points the Hugging Face Hub at."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from annotation.trajectories.models import TrajectoryVersion
 from benchmark import permissions
 from benchmark.datasets.services import dataset_export
 from benchmark.exceptions import Conflict, ValidationFailed
+from benchmark.formats import FormatError, ItemRecord, get_format
 from benchmark.items.models import ItemVersion
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
@@ -53,6 +57,7 @@ from review.releases.models import Release
 MANIFEST = "manifest.json"
 PROVENANCE = "provenance.jsonl"
 DATA_DIR = "data"
+PARQUET_DIR = "parquet"
 
 #: The Item fields a release's records (and fingerprints, and statistics) hold.
 RECORD_FIELDS = (
@@ -446,8 +451,15 @@ _TASK_CATEGORIES = {
 
 
 def _readme(
-    project: Project, name: str, count: int, counts: dict[str, Any], tables: list[Any]
+    project: Project,
+    name: str,
+    count: int,
+    counts: dict[str, Any],
+    tables: list[Any],
+    parquet: Any = None,
 ) -> str:
+    from benchmark.formats.hf_parquet import card_header, card_section, yaml_lines
+
     header = [
         "---",
         f"pretty_name: {orjson.dumps(f'{project.name} {name}').decode()}",
@@ -456,6 +468,7 @@ def _readme(
         *(f"- {c}" for c in _TASK_CATEGORIES.get(project.data_format, ["text-generation"])),
         "size_categories:",
         f"- {_size_category(count)}",
+        *(yaml_lines(card_header(parquet, base=PARQUET_DIR)) if parquet is not None else []),
         "---",
         "",
     ]
@@ -470,6 +483,14 @@ def _readme(
         " with the images they refer to.",
         f"- `{PROVENANCE}`: per item, how it was verified (status history, judgments with"
         " pseudonymised annotators, outcomes and their rule, reviewer decisions, version counts).",
+        *(
+            [
+                f"- `{PARQUET_DIR}/`: the same items as Parquet with their images inside"
+                " (see *Parquet* below)."
+            ]
+            if parquet is not None
+            else []
+        ),
         f"- `{MANIFEST}`: counts and every file with its size and sha256"
         " (`python manage.py release_verify DIR` checks them).",
         "",
@@ -482,9 +503,31 @@ def _readme(
         "To be filled in by the project's admin.",
         "",
     ]
+    if parquet is not None:
+        body += card_section(parquet, base=PARQUET_DIR)
     for table in tables:
         body += [f"## {table.name}", "", table.to_markdown(), ""]
     return "\n".join(header + body)
+
+
+def _write_parquet(project: Project, root: Path, count: int) -> Any:
+    """The release's items, read back from ``data/`` as written, as Parquet under
+    ``parquet/``. Returns the ``hf_parquet.ParquetResult``."""
+    from benchmark.formats.hf_parquet import write_parquet
+
+    fmt = get_format(project.data_format)
+    data = root / DATA_DIR
+    try:
+        items = [r for r in fmt.read(data) if isinstance(r, ItemRecord)] if count else []
+    except FormatError as exc:  # the export wrote something its reader cannot read back
+        raise ValidationFailed(f"parquet: reading back {DATA_DIR}/ failed: {exc}") from exc
+    if len(items) != count:
+        raise ValidationFailed(
+            f"parquet: {DATA_DIR}/ reads back as {len(items)} items, the release has {count}"
+        )
+    return write_parquet(
+        project.data_format, items, data_root=fmt.dataset_root(data), out_dir=root / PARQUET_DIR
+    )
 
 
 def _manifest_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -530,10 +573,12 @@ def release_create(
     subset: str | None = None,
     cap: float = DEFAULT_BALANCE_CAP,
     seed: int = 0,
+    parquet: bool = False,
 ) -> Release:
     """Write a frozen release of the project's items with ``status`` (None: all items) and
     record it. ``subset="balanced"`` (m&m's projects, verified items) releases exactly the
-    tool-balanced subset the balance page chooses with ``cap`` and ``seed``. Raises
+    tool-balanced subset the balance page chooses with ``cap`` and ``seed``; with ``parquet``
+    the release is also written as Parquet in the Hugging Face ``datasets`` layout. Raises
     ValidationFailed (bad name, status or subset, folder not empty), Conflict (the name is
     taken), Forbidden (the user's role may not release)."""
     if user is not None:
@@ -569,6 +614,7 @@ def release_create(
             root=root,
             only=only,
             filter_used=_filter_of(status or None, subset, cap, seed),
+            parquet=parquet,
         )
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)  # nothing half-written stays behind
@@ -586,6 +632,7 @@ def _release_write(
     root: Path,
     only: list[str] | None = None,
     filter_used: dict[str, Any] | None = None,
+    parquet: bool = False,
 ) -> Release:
     items = _items_of(project, status, only)
     pairs = list(item_records(items))
@@ -602,7 +649,11 @@ def _release_write(
     for table in tables:
         _write_bytes(root / "stats" / f"{table.name}.csv", table.to_csv().encode())
         _write_bytes(root / "stats" / f"{table.name}.md", table.to_markdown().encode())
-    _write_bytes(root / "README.md", _readme(project, name, len(records), counts, tables).encode())
+    written = _write_parquet(project, root, len(records)) if parquet else None
+    _write_bytes(
+        root / "README.md",
+        _readme(project, name, len(records), counts, tables, written).encode(),
+    )
     filter_used = filter_used or {"status": status}
     release = Release(
         project=project,
@@ -611,6 +662,7 @@ def _release_write(
         created_by=user if getattr(user, "pk", None) else None,
         filter=filter_used,
         item_count=len(records),
+        parquet=written is not None,
         path=str(root),
         fingerprints=[[pk, record_fingerprint(record)] for pk, record in pairs],
         field_fingerprints=field_fingerprints_of(pairs),
@@ -632,6 +684,14 @@ def _release_write(
             "filter": filter_used,
             "provenance_named": named,
             "counts": counts,
+            "parquet": None
+            if written is None
+            else {
+                "files": [str(p.relative_to(root)) for p in written.files],
+                "rows": written.rows,
+                "json_text_columns": written.json_fallbacks,
+                "missing_images": len(written.missing_images),
+            },
             "files": [
                 {"path": str(p.relative_to(root)), "size": p.stat().st_size, "sha256": _sha256(p)}
                 for p in _listed_files(root)
@@ -666,6 +726,7 @@ def release_start(
     subset: str | None = None,
     cap: float = DEFAULT_BALANCE_CAP,
     seed: int = 0,
+    parquet: bool = False,
 ) -> Job:
     """Check the request now (so the form names what is wrong) and write the release as a
     "release" job through the job pipeline."""
@@ -679,6 +740,7 @@ def release_start(
         "name": name,
         "status": status,
         "named": named,
+        "parquet": parquet,
     }
     if subset:
         params.update(subset=subset, cap=cap, seed=seed)
@@ -707,6 +769,7 @@ def release_create_job(*, job: Job, progress: Progress) -> dict[str, Any]:
             subset=job.params.get("subset"),
             cap=float(job.params.get("cap", DEFAULT_BALANCE_CAP)),
             seed=int(job.params.get("seed", 0)),
+            parquet=bool(job.params.get("parquet")),
         )
     progress(progress=done.item_count, total=done.item_count, message="written")
     return {"release_id": done.pk, "project_id": project.pk, "number": done.number}
@@ -761,6 +824,30 @@ def release_verify(*, path: Path | str) -> VerifyResult:
             result.problems.append(
                 f"{PROVENANCE}: {lines} items, manifest says {counts.get('items')}"
             )
+    _verify_parquet(root, manifest, present, result)
     if sum(counts.get("status", {}).values()) != counts.get("items"):
         result.problems.append(f"{MANIFEST}: the counts per status do not add up to the item count")
     return result
+
+
+def _verify_parquet(
+    root: Path, manifest: dict[str, Any], present: set[str], result: VerifyResult
+) -> None:
+    """The Parquet files (when the release has them) hold one row per item: their footers'
+    row counts add up to the manifest's item count."""
+    files = (manifest.get("parquet") or {}).get("files") or []
+    if not files or not all(rel in present for rel in files):
+        return  # none written, or a missing file already named
+    import pyarrow
+    import pyarrow.parquet as pq
+
+    rows = 0
+    for rel in files:
+        try:
+            rows += pq.read_metadata(root / rel).num_rows
+        except (OSError, pyarrow.ArrowException) as exc:
+            result.problems.append(f"{rel}: not readable as Parquet ({exc})")
+            return
+    items = manifest.get("counts", {}).get("items")
+    if rows != items:
+        result.problems.append(f"{PARQUET_DIR}/: {rows} rows, manifest says {items} items")

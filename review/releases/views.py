@@ -80,8 +80,8 @@ def _make(project: Project, user: User, cleaned: dict[str, Any]) -> Release | Jo
     if services.release_item_count(project=project, status=status) >= (
         services.RELEASE_JOB_MIN_ITEMS
     ):
-        return services.release_start(**args, named=cleaned["named"])
-    return services.release_create(**args, named=cleaned["named"])
+        return services.release_start(**args, named=cleaned["named"], parquet=cleaned["parquet"])
+    return services.release_create(**args, named=cleaned["named"], parquet=cleaned["parquet"])
 
 
 def _release(request: HttpRequest, project_id: int, pk: int) -> Any:

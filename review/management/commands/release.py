@@ -1,5 +1,5 @@
 """python manage.py release --project NAME --name NAME [--status verified|all] [--named]
-    [--subset balanced [--cap PERCENT] [--seed N]] OUT_DIR
+    [--subset balanced [--cap PERCENT] [--seed N]] [--parquet] OUT_DIR
 python manage.py release --project NAME --compare OLD NEW
 
 Writes a frozen release of the project's items with the status (default verified; "all" for
@@ -10,7 +10,9 @@ manifest.json, README.md and stats/. Annotators are pseudonymised unless --named
 subset (no tool over --cap percent of tool uses, default 15, ties broken by --seed, default 0),
 as the Tool-balanced subset page chooses them; the manifest records the filter.
 --compare OLD NEW (each vN, N or a release name) prints the items added, removed and changed
-between two releases, with the fields of each changed item that changed."""
+between two releases, with the fields of each changed item that changed.
+--parquet also writes parquet/train-*.parquet, which datasets.load_dataset("parquet",
+data_dir=...) loads."""
 
 from __future__ import annotations
 
@@ -52,6 +54,11 @@ class Command(BaseCommand):
             help="with --subset balanced: the largest share of any tool, in percent (15)",
         )
         parser.add_argument("--seed", type=int, default=0, help="with --subset balanced (0)")
+        parser.add_argument(
+            "--parquet",
+            action="store_true",
+            help="also write parquet/ for Hugging Face datasets (typed columns, images inside)",
+        )
         parser.add_argument("out_dir", nargs="?", help="the folder to write (empty or absent)")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -76,6 +83,7 @@ class Command(BaseCommand):
                 subset=options["subset"],
                 cap=options["cap"] / 100,
                 seed=options["seed"],
+                parquet=options["parquet"],
             )
         except DomainError as exc:
             raise CommandError(exc.message) from exc
