@@ -189,6 +189,14 @@ def label_studio_judgments_import(
     return report
 
 
+def label_studio_judgments_check(
+    *, project: Project, task_name: str, labels: Mapping[str, str] | None = None
+) -> None:
+    """Check before an import starts that ``task_name`` can take Label Studio annotations
+    and that ``labels`` map onto its values; ValidationFailed naming what is wrong."""
+    _check_labels(_task(project, task_name), dict(labels or {}))
+
+
 def label_studio_judgments_export(
     *, project: Project, task_name: str
 ) -> tuple[dict[str, list[JudgmentOut]], list[Any]]:
