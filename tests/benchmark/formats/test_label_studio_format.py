@@ -109,6 +109,15 @@ def _check_task(task: dict[str, Any], config: ElementTree.Element) -> None:
         value = el.get("value") or ""
         if value.startswith("$"):
             assert value[1:] in task["data"]
+    # Paragraphs (https://labelstud.io/tags/paragraphs): its data is a list of objects, each
+    # with the speaker under nameKey (default "author") and the text under textKey ("text")
+    for el in config.iter("Paragraphs"):
+        entries = task["data"][el.get("value", "")[1:]]
+        assert isinstance(entries, list)
+        for entry in entries:
+            assert isinstance(entry, dict)
+            assert isinstance(entry.get(el.get("nameKey", "author")), str)
+            assert isinstance(entry.get(el.get("textKey", "text")), str)
 
 
 def _export(tmp_path: Path, tasks: Any = EXPORT) -> Path:
@@ -190,6 +199,9 @@ def test_the_schema_check_can_fail(tmp_path: Path) -> None:
         _check_task({"data": {"query": "q"}, "annotations": [{"result": [{}]}]}, config)
     with pytest.raises(AssertionError):
         _check_task({"data": {"question": "q"}}, config)  # $query is not in data
+    answers = ElementTree.fromstring(ls.labeling_config(answers_key="responses"))
+    with pytest.raises(AssertionError):  # a paragraph with no speaker
+        _check_task({"data": {"query": "q", "responses": [{"text": "t"}]}}, answers)
 
 
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
