@@ -106,8 +106,8 @@ def test_bad_task_or_labels_re_render_the_form_and_start_nothing(
     )  # fmt: skip
     assert response.status_code == 200
     html = response.content.decode()
-    assert message in html
-    assert f'id="id_{field}"' in html
+    start = html.index(f'id="id_{field}"')  # the message is under its field
+    assert message in html[start : html.find("<label", start)]
     assert not Job.objects.filter(project=project).exists()
     assert not project.items.exists()
 
