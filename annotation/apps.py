@@ -68,6 +68,10 @@ class AnnotationConfig(AppConfig):
             "annotation.interop.services.label_studio_judgments_import",
         )
         interop_hook_register(
+            "label_studio.judgments_check",
+            "annotation.interop.services.label_studio_judgments_check",
+        )
+        interop_hook_register(
             "label_studio.judgments_export",
             "annotation.interop.services.label_studio_judgments_export",
         )

@@ -8,7 +8,7 @@ fix the export) and import again: re-importing skips what was imported already.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -67,13 +67,59 @@ def _label(task: JudgmentTask, values: tuple[str, ...]) -> Any:
     return None
 
 
+def _check_labels(task: JudgmentTask, labels: Mapping[str, str]) -> None:
+    """Every mapped value must be one of the task's values (of a task with labels)."""
+    if labels and task.scheme in (Scheme.TEXT, Scheme.NUMBER, Scheme.SCORES):
+        raise ValidationFailed(
+            f"labels: {task.name!r} is a {task.scheme} task; a label mapping goes with "
+            "tasks with labels (binary, nominal, ordinal)"
+        )
+    known = [str(v) for v in task.label_values]
+    for choice, value in labels.items():
+        if value not in known:
+            raise ValidationFailed(
+                f"labels: {choice!r} maps to {value!r}, which is not a value of task "
+                f"{task.name!r} (its values: {', '.join(known) or 'none'})"
+            )
+
+
+def _mapped_label(task: JudgmentTask, a: Annotation, labels: Mapping[str, str]) -> Any:
+    """With a label mapping, every choice must map (through ``labels``, or being one of
+    the task's values already); one that does not raises ValidationFailed naming the Label
+    Studio task and the label, so nothing is imported."""
+    mapped = tuple(labels.get(v, v) for v in a.values)
+    value = _label(task, mapped)
+    if value is None:
+        unmapped = [v for v in a.values if _label(task, (labels.get(v, v),)) is None]
+        what = (
+            f"label {unmapped[0]!r} maps to no value of task {task.name!r}"
+            if unmapped
+            else f"{len(a.values)} labels where task {task.name!r} takes one"
+        )
+        raise ValidationFailed(
+            f"labels: Label Studio task {a.task_id or a.item_id} (item {a.item_id!r}, "
+            f"{a.from_name or a.kind}): {what}; map it with LABEL=VALUE (mapped: "
+            f"{', '.join(labels)}; task values: {', '.join(str(v) for v in task.label_values)})"
+        )
+    return value
+
+
 def label_studio_judgments_import(
-    *, project: Project, annotations: Iterable[Annotation], task_name: str
+    *,
+    project: Project,
+    annotations: Iterable[Annotation],
+    task_name: str,
+    labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Judgments of ``task_name`` from Label Studio annotations whose choice is one of the
-    task's labels (for a text task: the text area). Returns counts, and the Label Studio
-    users with no account."""
+    task's labels (for a text task: the text area). With ``labels`` (``{Label Studio choice:
+    task value}``, e.g. ``{"Correct": "yes"}``) choices are mapped first, and every choice
+    must then map: one that does not raises ValidationFailed naming the Label Studio task
+    and the label, and nothing is written. Returns counts, and the Label Studio users with
+    no account."""
     task = _task(project, task_name)
+    labels = dict(labels or {})
+    _check_labels(task, labels)
     annotations = list(annotations)
     items = dict(
         project.items.filter(external_id__in={a.item_id for a in annotations}).values_list(
@@ -96,6 +142,9 @@ def label_studio_judgments_import(
     for a in annotations:
         if a.kind in _TEXT_KINDS and not text_task:
             comments[(a.item_id, a.user)] = "\n".join(a.values)
+            continue
+        if labels and a.kind not in _TEXT_KINDS:
+            votes.append((a, _mapped_label(task, a, labels)))
             continue
         value: Any = "\n".join(a.values).strip() if text_task else _label(task, a.values)
         if text_task and a.kind not in _TEXT_KINDS:
@@ -138,6 +187,14 @@ def label_studio_judgments_import(
     report["items_missing"] = sorted(missing)
     report["unknown_users"] = sorted(unknown)
     return report
+
+
+def label_studio_judgments_check(
+    *, project: Project, task_name: str, labels: Mapping[str, str] | None = None
+) -> None:
+    """Check before an import starts that ``task_name`` can take Label Studio annotations
+    and that ``labels`` map onto its values; ValidationFailed naming what is wrong."""
+    _check_labels(_task(project, task_name), dict(labels or {}))
 
 
 def label_studio_judgments_export(

@@ -6,8 +6,8 @@ from collections import defaultdict
 from typing import Any
 
 from django.db import NotSupportedError
-from django.db.models import Count, F, Func, IntegerField, Max, OuterRef, Subquery, Sum, Value
-from django.db.models.functions import Coalesce, Length, Replace
+from django.db.models import Count, F, Func, IntegerField, Max, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
@@ -22,7 +22,6 @@ from benchmark.models import (
     TaxonomyTerm,
     TermKind,
 )
-from benchmark.tags import tag_markers
 from benchmark.typing import AnyUser
 
 
@@ -155,36 +154,6 @@ class _JsonArrayLength(_JsonFunc):
         )
 
 
-class _JsonCountRole(_JsonFunc):
-    """Objects in a JSON array column whose ``role`` is the given string."""
-
-    def __init__(self, column: Any, role: str) -> None:
-        super().__init__(column, Value(role))
-
-    def _parts(self, compiler: Any) -> tuple[str, list[Any], str, list[Any]]:
-        column, column_params = compiler.compile(self.source_expressions[0])
-        role, role_params = compiler.compile(self.source_expressions[1])
-        return column, list(column_params), role, list(role_params)
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        column, cp, role, rp = self._parts(compiler)
-        sql = (
-            f"(SELECT COUNT(*) FROM json_each(CASE WHEN json_type({column}) = 'array' "
-            f"THEN {column} ELSE '[]' END) AS e WHERE e.type = 'object' "
-            f"AND json_extract(e.value, '$.role') = {role})"
-        )
-        return sql, (*cp, *cp, *rp)
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        column, cp, role, rp = self._parts(compiler)
-        sql = (
-            f"(SELECT COUNT(*) FROM jsonb_array_elements(CASE WHEN jsonb_typeof({column}) = "
-            f"'array' THEN {column} ELSE '[]'::jsonb END) AS e(v) "
-            f"WHERE jsonb_typeof(e.v) = 'object' AND e.v ->> 'role' = {role})"
-        )
-        return sql, (*cp, *cp, *rp)
-
-
 #: The images an answer's ``img_index`` counts over: ATP-Bench's document images, LLM-I's input
 #: images. A VQA query image (role "query") is the user's question, not a document image.
 INDEXED_IMAGE_ROLE = {TagSyntax.ATP: "document", TagSyntax.LLMI: "input"}
@@ -205,8 +174,9 @@ DATASET_STATS_DEFINITIONS = (
     ),
     (
         "#TC per GT",
-        "tool calls (opening tags) in each ground-truth answer, averaged over the ground-truth "
-        "answers of the verified queries. The answer is its latest saved version, or the "
+        "tool calls in each ground-truth answer (the tags benchmark.tags.parse finds, as the "
+        "release statistics count them), averaged over the ground-truth answers of the "
+        "verified queries. The answer is its latest saved version, or the "
         "imported text when it was never saved.",
     ),
 )
@@ -231,85 +201,63 @@ def _zero() -> dict[str, int]:
 
 
 def dataset_stats(*, user: AnyUser, project: Project) -> dict[str, Any]:
-    """ATP-Bench Tables 2 and 9 for the project's verified items (three queries):
-    ``{"categories": [{"category", "intents": [...], **row}], "intents": [{"category",
-    "intent", **row}], "overall": row}``, each row with ``queries``, ``docs_per_q``,
-    ``imgs_per_q``, ``tc_per_gt`` (``None`` when there is nothing to average) and ``answers``.
-    Categories follow the project's taxonomy order, then the alphabet; intents the alphabet."""
+    """ATP-Bench Tables 2 and 9 for the project's verified items, by the release statistics'
+    rule (:func:`benchmark.datastats.atp_summary`), over three queries: ``{"categories":
+    [{"category", "intents": [...], **row}], "intents": [{"category", "intent", **row}],
+    "overall": row}``, each row with ``queries``, ``docs_per_q``, ``imgs_per_q``,
+    ``tc_per_gt`` (``None`` when there is nothing to average) and ``answers``. An answer
+    counts in its latest saved version. Categories follow the project's taxonomy order, then
+    the alphabet; intents the alphabet."""
+    from benchmark.datastats import atp_summary
+
     empty: dict[str, Any] = {"categories": [], "intents": [], "overall": _row(_zero())}
     if not user.is_authenticated or project.tag_syntax not in INDEXED_IMAGE_ROLE:
         return empty
     scope = {"project": project, "project__memberships__user": user.pk}
-    items = (
-        Item.objects.filter(status=ItemStatus.VERIFIED, **scope)
-        .values("category", "intent")
-        .annotate(
-            queries=Count("id"),
-            docs=Sum(_JsonArrayLength(F("documents"))),
-            imgs=Sum(
-                _JsonCountRole(F("image_refs"), INDEXED_IMAGE_ROLE[TagSyntax(project.tag_syntax)])
-            ),
-        )
-        .order_by()
-    )
-    opening = tag_markers(project.tag_syntax)[0]  # type: ignore[arg-type]
     latest = ResponseVersion.objects.filter(response=OuterRef("pk")).order_by("-number")
-    text = Coalesce(Subquery(latest.values("text")[:1]), F("text"))
-    calls = (Length(text) - Length(Replace(text, Value(opening), Value("")))) / len(opening)
-    answers = (
+    answers: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for item_id, text in (
         Response.objects.filter(
             origin=Origin.GROUND_TRUTH,
             item__status=ItemStatus.VERIFIED,
             **{f"item__{k}": v for k, v in scope.items()},
         )
-        .values("item__category", "item__intent")
-        .annotate(answers=Count("id"), tc=Sum(calls))
+        .annotate(latest=Coalesce(Subquery(latest.values("text")[:1]), F("text")))
         .order_by()
-    )
-    table: dict[tuple[str, str], dict[str, int]] = defaultdict(_zero)
-    for group in items:
-        cell = table[(group["category"], group["intent"])]
-        cell.update(queries=group["queries"], docs=group["docs"] or 0, imgs=group["imgs"] or 0)
-    for answered in answers:
-        cell = table[(answered["item__category"], answered["item__intent"])]
-        cell.update(answers=answered["answers"], tc=answered["tc"] or 0)
-    if not table:
-        return empty
-    terms = TaxonomyTerm.objects.none()
-    if project.taxonomy_id is not None:
-        terms = TaxonomyTerm.objects.filter(
-            taxonomy_id=project.taxonomy_id, kind=TermKind.CATEGORY, parent__isnull=True
+        .values_list("item_id", "latest")
+    ):
+        answers[item_id].append({"text": text, "origin": Origin.GROUND_TRUTH})
+    records = [
+        {
+            "category": category,
+            "intent": intent,
+            # only the number of documents counts: their text stays in the database
+            "documents": range(docs or 0),
+            "image_refs": image_refs,
+            "responses": answers.get(pk, []),
+        }
+        for pk, category, intent, docs, image_refs in Item.objects.filter(
+            status=ItemStatus.VERIFIED, **scope
         )
-    order = {
-        name: n
-        for n, name in enumerate(terms.order_by("position", "name").values_list("name", flat=True))
-    }
-
-    def category_key(name: str) -> tuple[int, str]:
-        return (order.get(name, len(order)), name.lower())
-
-    per_category: dict[str, dict[str, int]] = defaultdict(_zero)
-    intents_of: dict[str, list[str]] = defaultdict(list)
-    overall = _zero()
-    for (category, intent), values in table.items():
-        for key, n in values.items():
-            per_category[category][key] += n
-            overall[key] += n
-        intents_of[category].append(intent)
-    categories = sorted(per_category, key=category_key)
-    return {
-        "categories": [
-            {
-                "category": c,
-                "intents": sorted(intents_of[c], key=str.lower),
-                **_row(per_category[c]),
-            }
-            for c in categories
-        ],
-        "intents": [
-            {"category": c, "intent": i, **_row(table[(c, i)])}
-            for c in categories
-            for i in sorted(intents_of[c], key=str.lower)
-        ],
-        "overall": _row(overall),
-    }
+        .annotate(docs=_JsonArrayLength(F("documents")))
+        .order_by()
+        .values_list("pk", "category", "intent", "docs", "image_refs")
+    ]
+    if not records:
+        return empty
+    order: list[str] = []
+    if project.taxonomy_id is not None:
+        order = list(
+            TaxonomyTerm.objects.filter(
+                taxonomy_id=project.taxonomy_id, kind=TermKind.CATEGORY, parent__isnull=True
+            )
+            .order_by("position", "name")
+            .values_list("name", flat=True)
+        )
+    syntax = TagSyntax(project.tag_syntax)
+    return atp_summary(
+        records,
+        syntax=syntax.value,  # type: ignore[arg-type]
+        image_role=INDEXED_IMAGE_ROLE[syntax],
+        category_order=order,
+    )

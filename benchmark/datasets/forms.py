@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from benchmark.formats import FormatError, label_studio
+from benchmark.formats import FormatError, label_studio, tabular
 from benchmark.models import ItemStatus
 
 PROJECT_FORMAT = "project"
@@ -17,7 +17,7 @@ class ImportForm(forms.Form):
             "A data file in the project's format (e.g. ATP-Bench .jsonl), or a .zip of a "
             "dataset folder with its images."
         ),
-        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.zip"}),
+        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.csv,.zip"}),
     )
     source = forms.ChoiceField(
         label="File format",
@@ -25,16 +25,38 @@ class ImportForm(forms.Form):
         choices=[
             (PROJECT_FORMAT, "The project's own format"),
             (label_studio.NAME, "Label Studio JSON (task export)"),
+            (tabular.NAMES[0], "JSON Lines with a column mapping"),
+            (tabular.NAMES[1], "CSV with a column mapping"),
         ],
     )
     mapping = forms.CharField(
-        label="Field mapping (Label Studio)",
+        label="Field mapping (Label Studio, JSON Lines, CSV)",
         required=False,
         help_text=(
-            "Label Studio data key=item field, comma-separated, e.g. "
-            "question=query,cat=category. Empty: every item field under its own name."
+            "Label Studio data key (or column)=item field, comma-separated, e.g. "
+            "question=query,cat=category. Empty: every item field under its own name "
+            "(responses, plans and trajectories included)."
         ),
         widget=forms.TextInput(attrs={"placeholder": "question=query,cat=category"}),
+    )
+    task = forms.CharField(
+        label="Judgment task (Label Studio annotations)",
+        required=False,
+        max_length=200,
+        help_text=(
+            "The judgment task whose values the annotations' choices are; they become "
+            "judgments by the accounts with the annotators' email or username. Empty: "
+            "annotations are not imported."
+        ),
+    )
+    labels = forms.CharField(
+        label="Label mapping (Label Studio choice=task value)",
+        required=False,
+        help_text=(
+            "For choices that differ from the task's values, e.g. Correct=yes,Incorrect=no. "
+            "With a mapping every choice must map, or nothing is imported."
+        ),
+        widget=forms.TextInput(attrs={"placeholder": "Correct=yes,Incorrect=no"}),
     )
 
     def clean_mapping(self) -> str:
@@ -45,10 +67,25 @@ class ImportForm(forms.Form):
             raise forms.ValidationError(exc.message) from None
         return text
 
+    def clean_labels(self) -> str:
+        text = self.cleaned_data.get("labels", "").strip()
+        try:
+            label_studio.parse_labels(text)
+        except FormatError as exc:
+            raise forms.ValidationError(exc.message) from None
+        return text
+
     def clean(self) -> dict:
         data = super().clean() or {}
-        if data.get("mapping") and data.get("source") != label_studio.NAME:
-            self.add_error("mapping", "a field mapping goes with Label Studio JSON")
+        source = data.get("source")
+        if data.get("mapping") and source not in (label_studio.NAME, *tabular.NAMES):
+            self.add_error(
+                "mapping", "a field mapping goes with Label Studio JSON, JSON Lines or CSV"
+            )
+        if data.get("task") and source != label_studio.NAME:
+            self.add_error("task", "annotations come only with Label Studio JSON")
+        if data.get("labels") and not data.get("task"):
+            self.add_error("labels", "a label mapping goes with a judgment task")
         return data
 
 

@@ -5,7 +5,9 @@ sources; the import/export commands call the hook by name.
 
 Hooks:
 
-- ``label_studio.judgments_import(project=, annotations=, task_name=)`` -> report dict
+- ``label_studio.judgments_import(project=, annotations=, task_name=, labels=)`` -> report dict
+- ``label_studio.judgments_check(project=, task_name=, labels=)``: ValidationFailed when the
+  task cannot take annotations or the labels do not map onto its values
 - ``label_studio.judgments_export(project=, task_name=)`` -> (judgments by item id, choices)
 """
 

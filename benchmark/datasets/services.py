@@ -24,6 +24,7 @@ from django.utils.text import slugify
 
 from benchmark import permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
+from benchmark.datasets.interop import interop_hook
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.formats import (
     AttachmentRecord,
@@ -35,6 +36,7 @@ from benchmark.formats import (
     TrajectoryRecord,
     get_format,
     label_studio,
+    tabular,
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.selectors import project_images_named
@@ -856,6 +858,49 @@ IMPORT_KIND = "import"
 IMPORT_AREA = "imports"
 
 
+#: Interchange formats an upload may be read in instead of the project's own.
+INTERCHANGE_SOURCES = (label_studio.NAME, *tabular.NAMES)
+
+
+def _interchange_reader(params: dict[str, Any]) -> Any:
+    """A fresh reader of the interchange format an import job's ``params`` name, or None."""
+    source = params.get("source") or ""
+    if source == label_studio.NAME:
+        return label_studio.Reader(params.get("mapping") or "")
+    if source in tabular.NAMES:
+        return tabular.Table(source, params.get("mapping") or "")
+    return None
+
+
+def _interchange_params(
+    project: Project, source: str, mapping: str, task: str, labels: str
+) -> dict[str, Any]:
+    """The job params of an interchange upload, checked: a bad mapping, a task that cannot
+    take annotations or labels that do not map onto its values raise ValidationFailed."""
+    if source not in INTERCHANGE_SOURCES:
+        if mapping or task or labels:
+            raise ValidationFailed(
+                "source: a mapping, a judgment task and labels go with Label Studio JSON "
+                "(a mapping also with JSON Lines and CSV)"
+            )
+        return {}
+    if (task or labels) and source != label_studio.NAME:
+        raise ValidationFailed("task: annotations come only with Label Studio JSON")
+    if labels and not task:
+        raise ValidationFailed("labels: a label mapping goes with a judgment task")
+    try:
+        label_studio.parse_mapping(mapping)
+    except FormatError as exc:
+        raise ValidationFailed(f"mapping: {exc}") from None
+    try:
+        parsed = label_studio.parse_labels(labels)
+    except FormatError as exc:
+        raise ValidationFailed(f"labels: {exc.message}") from None
+    if task:
+        interop_hook("label_studio.judgments_check")(project=project, task_name=task, labels=parsed)
+    return {"source": source, "mapping": mapping, "task": task, "labels": labels}
+
+
 def import_upload_start(
     *,
     project: Project,
@@ -863,18 +908,17 @@ def import_upload_start(
     upload: UploadedFile,
     source: str = "",
     mapping: str = "",
+    task: str = "",
+    labels: str = "",
 ) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
     MEDIA_ROOT/imports/<job id>/ and start an import job for it (the job pipeline enqueues it
-    after commit). ``source`` "label-studio" reads a Label Studio task export with the field
-    ``mapping`` instead of the project's format. Raises ValidationFailed for uploads a user
-    can fix, Forbidden for users who may not import."""
-    label_studio_source = source == label_studio.NAME
-    if label_studio_source:
-        try:
-            label_studio.parse_mapping(mapping)
-        except FormatError as exc:
-            raise ValidationFailed(f"mapping: {exc}") from None
+    after commit). ``source`` "label-studio", "jsonl" or "csv" reads the upload in that
+    interchange format with the field ``mapping`` instead of the project's format; with
+    Label Studio, ``task`` names the judgment task its annotations become, and ``labels``
+    maps its choices onto the task's values (see ``import_dataset``). Raises
+    ValidationFailed for input a user can fix, Forbidden for users who may not import."""
+    interchange = _interchange_params(project, source, mapping, task, labels)
     permissions.require(user=user, project=project, action="import")
     if not isinstance(user, User):  # members only, so never anonymous here
         raise Forbidden("log in to import")
@@ -909,7 +953,7 @@ def import_upload_start(
                 "project_id": project.pk,
                 "path": "",
                 "filename": filename,
-                **({"source": source, "mapping": mapping} if label_studio_source else {}),
+                **interchange,
             },
             uploads=claim,
         )
@@ -924,18 +968,29 @@ def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     JobProgress``). A bad record raises FormatError naming file, record and field."""
     project = Project.objects.get(pk=job.params["project_id"])
     path = Path(job.params["path"])
-    fmt: Any = get_format(project.data_format)
-    if job.params.get("source") == label_studio.NAME:
-        fmt = label_studio.Reader(job.params.get("mapping") or "")
+    fmt: Any = _interchange_reader(job.params) or get_format(project.data_format)
     total = 0
     for total, _ in enumerate(fmt.read(path), start=1):
         if total % BATCH_SIZE == 0:
             progress(progress=total, message="checking records")
     progress(progress=0, total=total, message="writing")
-    result = dataset_import(
-        project=project, path=path, progress=lambda n: progress(progress=min(n, total)), fmt=fmt
-    )
-    return result.as_dict()
+    fmt = _interchange_reader(job.params) or fmt  # afresh: a reader keeps what it met
+    task = job.params.get("task") or ""
+    with transaction.atomic() if task else contextlib.nullcontext():
+        result = dataset_import(
+            project=project,
+            path=path,
+            progress=lambda n: progress(progress=min(n, total)),
+            fmt=fmt,
+        ).as_dict()
+        if task:  # annotations as judgments, with the items or not at all
+            result["judgments"] = interop_hook("label_studio.judgments_import")(
+                project=project,
+                annotations=fmt.annotations,
+                task_name=task,
+                labels=label_studio.parse_labels(job.params.get("labels") or ""),
+            )
+    return result
 
 
 @dataclass

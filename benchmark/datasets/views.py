@@ -36,9 +36,15 @@ def project_import(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
                     upload=form.cleaned_data["file"],
                     source=form.cleaned_data.get("source") or "",
                     mapping=form.cleaned_data.get("mapping") or "",
+                    task=form.cleaned_data.get("task") or "",
+                    labels=form.cleaned_data.get("labels") or "",
                 )
             except DomainError as exc:
-                form.add_error("file", exc.message)
+                field, _, rest = exc.message.partition(": ")
+                if field in ("mapping", "task", "labels") and rest:
+                    form.add_error(field, rest)
+                else:
+                    form.add_error("file", exc.message)
             else:
                 if not request.htmx:
                     return redirect("benchmark:job_detail", pk=job.pk)

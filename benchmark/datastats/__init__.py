@@ -5,7 +5,8 @@ intent, documents, image_refs, rubric, constraints, level, domain, match_type, s
 external_id, plus responses, plans, trajectories, and optionally ``subset`` and ``raw``) and
 returns the format's tables:
 
-* ``atp``: ATP-Bench Tables 2 and 9 (``atp_table2``, ``atp_table9``);
+* ``atp``: ATP-Bench Tables 2 and 9 (``atp_table2``, ``atp_table9``; their figures as
+  dicts: ``atp_summary``, which the statistics page shows);
 * ``mms``: m&m's Table 2 (``mms_table2``);
 * ``agentic-mme``: Agentic-MME Table 2 (``agentic_mme_table2_levels``,
   ``agentic_mme_table2_properties``);
@@ -20,13 +21,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from .agentic_mme import agentic_mme_tables
-from .atp import atp_tables
+from .atp import atp_summary, atp_tables
 from .llmi import llmi_tables
 from .mms import mms_tables
 from .records import item_record_dict
 from .table import Table
 
-__all__ = ["FORMATS", "Table", "item_record_dict", "tables_for"]
+__all__ = ["FORMATS", "Table", "atp_summary", "item_record_dict", "tables_for"]
 
 FORMATS = ("atp", "mms", "agentic-mme", "llmi")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from benchmark.tags import Syntax, parse
@@ -44,20 +45,6 @@ def _zero() -> dict[str, int]:
     return {"queries": 0, "docs": 0, "imgs": 0, "answers": 0, "tc": 0}
 
 
-def _cells(values: dict[str, int]) -> list[Any]:
-    return [
-        values["queries"],
-        ratio(values["docs"], values["queries"]),
-        ratio(values["imgs"], values["queries"]),
-        ratio(values["tc"], values["answers"]),
-    ]
-
-
-def _category_key(name: str) -> tuple[int, str]:
-    order = {c: n for n, c in enumerate(PAPER_CATEGORIES)}
-    return (order.get(name, len(order)), name.lower())
-
-
 def ground_truth_answers(record: dict[str, Any]) -> list[str]:
     """The record's ground-truth answers: its responses, less any marked with another
     ``origin`` than ``ground_truth``."""
@@ -68,11 +55,29 @@ def ground_truth_answers(record: dict[str, Any]) -> list[str]:
     ]
 
 
-def atp_tables(
-    records: list[dict[str, Any]], *, syntax: Syntax = "atp", image_role: str = "document"
-) -> list[Table]:
-    """Tables 2 and 9 over ``records``. LLM-I answers (``syntax="llmi"``) count their input
-    images (``image_role="input"``) the same way."""
+def _row(values: dict[str, int]) -> dict[str, Any]:
+    return {
+        "queries": values["queries"],
+        "docs_per_q": ratio(values["docs"], values["queries"]),
+        "imgs_per_q": ratio(values["imgs"], values["queries"]),
+        "tc_per_gt": ratio(values["tc"], values["answers"]),
+        "answers": values["answers"],
+    }
+
+
+def atp_summary(
+    records: Iterable[dict[str, Any]],
+    *,
+    syntax: Syntax = "atp",
+    image_role: str = "document",
+    category_order: Sequence[str] = PAPER_CATEGORIES,
+) -> dict[str, Any]:
+    """The figures of Tables 2 and 9 over ``records`` (the one rule for them: the release
+    tables and the statistics page both use it): ``{"categories": [{"category", "intents",
+    **row}], "intents": [{"category", "intent", **row}], "overall": row}``, each row with
+    ``queries``, ``docs_per_q``, ``imgs_per_q``, ``tc_per_gt`` (``None`` when there is
+    nothing to average) and ``answers``. Categories follow ``category_order``, then the
+    alphabet; intents the alphabet. Only ``len`` of a record's ``documents`` is used."""
     cells: dict[tuple[str, str], dict[str, int]] = defaultdict(_zero)
     for record in records:
         cell = cells[(str(record.get("category") or ""), str(record.get("intent") or ""))]
@@ -92,19 +97,45 @@ def atp_tables(
             per_category[category][key] += n
             overall[key] += n
         intents_of[category].append(intent)
-    categories = sorted(per_category, key=_category_key)
+    order = {c: n for n, c in enumerate(category_order)}
+    categories = sorted(per_category, key=lambda name: (order.get(name, len(order)), name.lower()))
+    return {
+        "categories": [
+            {
+                "category": c,
+                "intents": sorted(intents_of[c], key=str.lower),
+                **_row(per_category[c]),
+            }
+            for c in categories
+        ],
+        "intents": [
+            {"category": c, "intent": i, **_row(cells[(c, i)])}
+            for c in categories
+            for i in sorted(intents_of[c], key=str.lower)
+        ],
+        "overall": _row(overall),
+    }
+
+
+def _cells(row: dict[str, Any]) -> list[Any]:
+    return [row["queries"], row["docs_per_q"], row["imgs_per_q"], row["tc_per_gt"]]
+
+
+def atp_tables(
+    records: list[dict[str, Any]], *, syntax: Syntax = "atp", image_role: str = "document"
+) -> list[Table]:
+    """Tables 2 and 9 over ``records`` (:func:`atp_summary`). LLM-I answers
+    (``syntax="llmi"``) count their input images (``image_role="input"``) the same way."""
+    summary = atp_summary(records, syntax=syntax, image_role=image_role)
     definitions = {
         k: v.format(role=repr(image_role), syntax=syntax) for k, v in DEFINITIONS.items()
     }
-    overall_row = ["Overall", "–", *_cells(overall)]
+    overall_row = ["Overall", "–", *_cells(summary["overall"])]
     table2 = Table(
         name="atp_table2",
         title="ATP-Bench Table 2: statistics per category",
         columns=list(COLUMNS_2),
-        rows=[
-            [c, ", ".join(sorted(intents_of[c], key=str.lower)), *_cells(per_category[c])]
-            for c in categories
-        ]
+        rows=[[r["category"], ", ".join(r["intents"]), *_cells(r)] for r in summary["categories"]]
         + [overall_row],
         definitions=definitions,
     )
@@ -112,12 +143,7 @@ def atp_tables(
         name="atp_table9",
         title="ATP-Bench Table 9: statistics per category and intent",
         columns=list(COLUMNS_2),
-        rows=[
-            [c, i, *_cells(cells[(c, i)])]
-            for c in categories
-            for i in sorted(intents_of[c], key=str.lower)
-        ]
-        + [overall_row],
+        rows=[[r["category"], r["intent"], *_cells(r)] for r in summary["intents"]] + [overall_row],
         definitions=definitions,
     )
     return [table2, table9]

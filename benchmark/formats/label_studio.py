@@ -14,6 +14,18 @@ Writing: items become tasks whose ``data`` holds every item field (under the sam
 reversed), optionally with annotations (``choices`` / ``textarea`` results), and a labeling
 config (``<View><Text name="query" value="$query"/><Choices ...>``) written beside the file.
 See https://labelstud.io/guide/task_format.html for the task format.
+
+The work beyond the item travels in ``data`` too, as JSON lists under the keys
+``responses`` (answers: key, origin, model_name, position, text, extra), ``plans`` (key,
+origin, model_name, position, form, steps, code, is_alternative) and ``trajectories`` (key,
+origin, model_name, position, steps, checkpoints, ordering_constraints, efficiency,
+final_answer, images). Label Studio 1.23 keeps any JSON value in a task's data and shows
+each data key as a column of its Data Manager; the labeling config also shows the answers
+in the labeling view, as a ``<Paragraphs>`` object (one paragraph per answer, its key as
+the speaker), when any task has one. Predictions are not used: Label Studio would take
+them for pre-annotations of the verdict. Reading the same keys restores the records (the
+source record's raw text of an answer read from its own file is not carried: an
+interchange import stores fields, not raw records), so a second export is identical.
 """
 
 from __future__ import annotations
@@ -26,7 +38,15 @@ from typing import Any, NamedTuple
 from xml.sax.saxutils import quoteattr
 
 from ._jsonio import Where, dataset_root, dumps, existing, iter_json_array, write_file
-from .base import FormatError, ImageRef, ItemRecord
+from .base import (
+    AttachmentRecord,
+    FormatError,
+    ImageRef,
+    ItemRecord,
+    PlanRecord,
+    ResponseRecord,
+    TrajectoryRecord,
+)
 
 NAME = "label-studio"
 #: Item fields a Label Studio data key may feed, and how their values are checked.
@@ -47,11 +67,26 @@ FIELDS: dict[str, str] = {
     "level": "level",
     "status": "str",
     "provenance": "str",
+    "responses": "responses",
+    "plans": "plans",
+    "trajectories": "trajectories",
 }
+#: The attachment kinds, their record classes and the fields written for each (besides
+#: the common key, origin, model_name and position).
+ATTACHMENT_FIELDS: dict[str, tuple[type[AttachmentRecord], tuple[str, ...]]] = {
+    "responses": (ResponseRecord, ("text", "extra")),
+    "plans": (PlanRecord, ("form", "steps", "code", "is_alternative")),
+    "trajectories": (
+        TrajectoryRecord,
+        ("steps", "checkpoints", "ordering_constraints", "efficiency", "final_answer", "images"),
+    ),
+}
+_COMMON = ("key", "origin", "model_name", "position")
 #: The labeling config's object names: the text shown and the verdict given.
 TEXT_NAME = "query"
 VERDICT_NAME = "verdict"
 COMMENT_NAME = "comment"
+ANSWERS_NAME = "answers"
 
 
 class Annotation(NamedTuple):
@@ -64,6 +99,7 @@ class Annotation(NamedTuple):
     from_name: str
     kind: str
     values: tuple[str, ...]
+    task_id: str = ""  # the Label Studio task's id, for messages
 
 
 @dataclasses.dataclass
@@ -112,6 +148,28 @@ def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
     return mapping
 
 
+def parse_labels(text: str | Mapping[str, str] | None) -> dict[str, str]:
+    """``"Correct=yes,Incorrect=no"`` (or a dict) as ``{Label Studio choice: judgment
+    value}``: how choices that differ from a judgment task's values map onto them. Empty:
+    ``{}`` (choices are taken as they are)."""
+    if not text:
+        return {}
+    if isinstance(text, Mapping):
+        return {str(k): str(v) for k, v in text.items()}
+    labels: dict[str, str] = {}
+    for part in re.split(r"[,\n]", text):
+        part = part.strip()
+        if not part:
+            continue
+        key, sep, value = part.rpartition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise FormatError(f"expected LABEL=VALUE, got {part!r}", field="labels")
+        if key.strip() in labels:
+            raise FormatError(f"{key.strip()!r} is mapped twice", field="labels")
+        labels[key.strip()] = value.strip()
+    return labels
+
+
 # ------------------------------------------------------------------------------ reading
 
 
@@ -144,6 +202,55 @@ def _images(value: Any, where: Where, key: str) -> list[ImageRef]:
     return refs
 
 
+def _attachment_entry(kind: str, entry: Any, i: int, where: Where, key: str) -> AttachmentRecord:
+    """One answer, plan or trajectory from its JSON object (an answer may be plain text)."""
+    if kind == "responses" and isinstance(entry, str):
+        entry = {"text": entry}
+    if not isinstance(entry, dict):
+        raise where.error(f"{kind} entry {i} is not a JSON object", key)
+    cls, own = ATTACHMENT_FIELDS[kind]
+    defaults = {f.name: f for f in dataclasses.fields(cls)}
+    fields: dict[str, Any] = {
+        "item_id": "",
+        "key": str(entry.get("key") or f"{kind[:-1]}-{i + 1}"),
+        "position": i,
+    }
+    for name in (*_COMMON[1:], *own):
+        got = entry.get(name)
+        if got is None:
+            continue
+        if name == "images":
+            got = _images(got, where, f"{key}[{i}].images")
+        else:
+            field = defaults[name]
+            sample = (
+                field.default_factory()  # type: ignore[misc,operator]
+                if field.default is dataclasses.MISSING
+                else field.default
+            )
+            bool_for_number = isinstance(got, bool) and not isinstance(sample, bool)
+            if bool_for_number or not isinstance(got, type(sample)):
+                raise where.error(f"{kind} entry {i}: {name} must be {type(sample).__name__}", key)
+        fields[name] = got
+    return cls(source_file="", raw="", **fields)
+
+
+def _attachments(kind: str, value: Any, where: Where, key: str) -> list[AttachmentRecord]:
+    """Answers, plans or trajectories from their JSON list: objects of the fields
+    :data:`ATTACHMENT_FIELDS` names; the item id is filled in by :func:`mapped_record`."""
+    if not isinstance(value, list):
+        raise where.error(f"expected a list of {kind}", key)
+    records: list[AttachmentRecord] = []
+    keys: set[str] = set()
+    for i, entry in enumerate(value):
+        rec = _attachment_entry(kind, entry, i, where, key)
+        if rec.key in keys:
+            raise where.error(f"{kind} entry {i}: key {rec.key!r} appears twice", key)
+        keys.add(rec.key)
+        records.append(rec)
+    return records
+
+
 def convert_value(kind: str, value: Any, where: Where, key: str) -> Any:
     if kind == "str":
         if isinstance(value, dict | list):
@@ -157,8 +264,12 @@ def convert_value(kind: str, value: Any, where: Where, key: str) -> Any:
         if not isinstance(value, dict):
             raise where.error("expected a JSON object", key)
         return value
-    if kind == "images":
-        return _images(value, where, key)
+    if kind == "images" or kind in ATTACHMENT_FIELDS:
+        return (
+            _images(value, where, key)
+            if kind == "images"
+            else _attachments(kind, value, where, key)
+        )
     # level
     if value in (None, ""):
         return None
@@ -187,7 +298,14 @@ def _results(task: dict[str, Any], item_id: str, where: Where) -> Iterator[Annot
             values = tuple(str(v) for v in raw) if isinstance(raw, list) else ()
             if isinstance(raw, str | int | float) and not isinstance(raw, bool):
                 values = (str(raw),)
-            yield Annotation(item_id, user, str(result.get("from_name") or ""), kind, values)
+            yield Annotation(
+                item_id,
+                user,
+                str(result.get("from_name") or ""),
+                kind,
+                values,
+                str(task.get("id", "")),
+            )
 
 
 def read_tasks(
@@ -228,6 +346,10 @@ def mapped_record(
     where.record = external_id
     rec = ItemRecord(external_id=external_id, source_file=where.file, raw=raw, position=position)
     for field_name, value in values.items():
+        if field_name in ATTACHMENT_FIELDS:
+            for child in value:
+                child.item_id = external_id
+                child.source_file = where.file
         setattr(rec, field_name, value)
     if not rec.provenance:
         rec.provenance = provenance
@@ -288,7 +410,41 @@ def field_value(rec: ItemRecord, name: str) -> Any:
     value = getattr(rec, name)
     if name == "images":
         return [dataclasses.asdict(ref) for ref in value]
+    if name in ATTACHMENT_FIELDS:
+        own = ATTACHMENT_FIELDS[name][1]
+        return [
+            {
+                **{f: getattr(child, f) for f in _COMMON},
+                **{
+                    f: [dataclasses.asdict(r) for r in child.images]  # type: ignore[attr-defined]
+                    if f == "images"
+                    else getattr(child, f)
+                    for f in own
+                },
+            }
+            for child in value
+        ]
     return value
+
+
+def with_attachments(
+    items: Iterable[ItemRecord], attachments: Iterable[Any]
+) -> Iterator[ItemRecord]:
+    """``items`` with the answers, plans and trajectories that an export gives apart (those
+    read from their own files) put back into their item's lists, after its own. The
+    attachments are read first, so the item stream is not interleaved with another read."""
+    by_item: dict[str, list[AttachmentRecord]] = {}
+    for child in attachments:
+        by_item.setdefault(child.item_id, []).append(child)
+    for rec in items:
+        for child in by_item.pop(rec.external_id, ()):
+            if isinstance(child, ResponseRecord):
+                rec.responses = [*rec.responses, child]
+            elif isinstance(child, PlanRecord):
+                rec.plans = [*rec.plans, child]
+            elif isinstance(child, TrajectoryRecord):
+                rec.trajectories = [*rec.trajectories, child]
+        yield rec
 
 
 def task_of(
@@ -323,11 +479,21 @@ def task_of(
 
 
 def labeling_config(
-    choices: Iterable[Any] = (), *, text_key: str = "query", comment: bool = True
+    choices: Iterable[Any] = (),
+    *,
+    text_key: str = "query",
+    comment: bool = True,
+    answers_key: str = "",
 ) -> str:
-    """The labeling config matching the tasks written: the query as text, the verdict as
-    choices (when there are any) and a free comment."""
+    """The labeling config matching the tasks written: the query as text, the answers as
+    paragraphs (with ``answers_key``, the data key holding them), the verdict as choices
+    (when there are any) and a free comment."""
     lines = ["<View>", f'  <Text name="{TEXT_NAME}" value={quoteattr("$" + text_key)}/>']
+    if answers_key:
+        lines.append(
+            f'  <Paragraphs name="{ANSWERS_NAME}" value={quoteattr("$" + answers_key)} '
+            'nameKey="key" textKey="text" layout="dialogue"/>'
+        )
     values = [str(c) for c in choices]
     if values:
         lines.append(f'  <Choices name="{VERDICT_NAME}" toName="{TEXT_NAME}" choice="single">')
@@ -350,24 +516,31 @@ def write(
 ) -> list[Path]:
     """Write ``items`` as a Label Studio JSON task list at ``out`` (a ``.json`` file, or
     ``tasks.json`` in a folder) and its labeling config beside it (``<stem>.config.xml``).
-    Attachments are not written (Label Studio has no place for them)."""
-    del attachments
+    Attachments (answers, plans, trajectories read from their own files) join their items'
+    data, as the item's own do."""
     out = Path(out)
     path = out if out.suffix.lower() == ".json" else out / "tasks.json"
     fields = parse_mapping(mapping)
     text_key = next((k for k, v in fields.items() if v == "query"), "query")
+    responses_key = next((k for k, v in fields.items() if v == "responses"), "")
+    answers_key = ""
     judgments = judgments or {}
     where = Where(path.name)
     parts: list[bytes] = []
-    for rec in items:
+    for rec in with_attachments(items, attachments):
         where.record = rec.external_id
         task = task_of(rec, fields, judgments.get(rec.external_id, ()))
+        if rec.responses:
+            answers_key = responses_key
         parts.append(dumps(task, where))
     data = b"[\n" + b",\n".join(parts) + (b"\n]\n" if parts else b"]\n")
     config = path.with_name(f"{path.stem}.config.xml")
     return [
         write_file(path, data),
-        write_file(config, labeling_config(choices, text_key=text_key).encode()),
+        write_file(
+            config,
+            labeling_config(choices, text_key=text_key, answers_key=answers_key).encode(),
+        ),
     ]
 
 

@@ -4,8 +4,10 @@ spreadsheets. Pure Python: no Django.
 Like Label Studio JSON this is an interchange format, not a benchmark's own: any project can
 take items from such a file and give its items back in one. The mapping (``col=field,...``,
 as :func:`label_studio.parse_mapping` reads it; empty: every item field under its own name)
-says which column feeds which item field. In CSV, list and object fields (documents, images,
-constraints, accepted_variants, rubric) are JSON text in their cell; cells that would start
+says which column feeds which item field. The work beyond the item is in the columns
+``responses``, ``plans`` and ``trajectories``: JSON lists as in Label Studio's task data
+(see :mod:`label_studio`). In CSV, list and object fields (documents, images, constraints,
+accepted_variants, rubric, responses, plans, trajectories) are JSON text in their cell; cells that would start
 a spreadsheet formula are written with a leading ``'`` (``csv_safe``), which reading removes.
 """
 
@@ -22,10 +24,17 @@ import orjson
 from ._jsonio import Where, dataset_root, dumps, existing, iter_jsonl, read_text, write_file
 from .base import FormatError, ItemRecord
 from .csv_safe import FORMULA_STARTS, csv_row
-from .label_studio import FIELDS, convert_value, field_value, mapped_record, parse_mapping
+from .label_studio import (
+    FIELDS,
+    convert_value,
+    field_value,
+    mapped_record,
+    parse_mapping,
+    with_attachments,
+)
 
 NAMES = ("jsonl", "csv")
-_STRUCTURED = {"list", "dict", "images"}
+_STRUCTURED = {"list", "dict", "images", "responses", "plans", "trajectories"}
 
 
 def _uncell(value: str) -> str:
@@ -112,8 +121,9 @@ class Table:
     def write(
         self, out: str | Path, items: Iterable[ItemRecord], attachments: Iterable[Any] = ()
     ) -> list[Path]:
-        """Items as one row each at ``out`` (a file, or ``items.<kind>`` in a folder)."""
-        del attachments
+        """Items as one row each at ``out`` (a file, or ``items.<kind>`` in a folder), with
+        their answers, plans and trajectories (also those given apart, in ``attachments``)."""
+        items = with_attachments(items, attachments)
         out = Path(out)
         path = out if out.suffix else out / f"items.{self.kind}"
         where = Where(path.name)

@@ -270,3 +270,21 @@ def test_stats_queries_do_not_grow_with_items(
     # the project page itself does not compute them
     with django_assert_max_num_queries(9):
         client.get(f"/projects/{atp_data.pk}/")
+
+
+def test_the_page_and_the_release_tables_follow_one_rule(atp_data: Project, users: dict[str, Any]):
+    """The page's figures are those of the release statistics (benchmark.datastats) over the
+    same verified items."""
+    from benchmark.datastats import tables_for
+    from review.releases.services import item_records
+
+    verified = Item.objects.filter(project=atp_data, status=VERIFIED)
+    _, table9 = tables_for("atp", [row for _, row in item_records(verified)])
+    stats = tag_selectors.dataset_stats(user=users["reviewer"], project=atp_data)
+
+    def r(x: Any) -> Any:
+        return round(x, 2) if isinstance(x, float) else x
+
+    page = [(row["category"], row["intent"], *figures(row)) for row in stats["intents"]]
+    assert page == [tuple(r(v) for v in row) for row in table9.rows[:-1]]
+    assert ("Overall", "–", *figures(stats["overall"])) == tuple(r(v) for v in table9.rows[-1])

@@ -34,7 +34,9 @@ class Command(BaseCommand):
         parser.add_argument("--status", choices=ItemStatus.values)
         parser.add_argument("--no-images", action="store_true", help="skip copying images")
         parser.add_argument(
-            "--map", default="", help="label-studio: Label Studio data key=item field, ..."
+            "--map",
+            default="",
+            help="label-studio, jsonl, csv: data key (or column)=item field, ...",
         )
         parser.add_argument(
             "--with-judgments",

@@ -2,11 +2,13 @@
 [--create [--toolset NAME] [--taxonomy NAME] [--description TEXT] [--admin USERNAME]]
 
 python manage.py import_dataset --format label-studio --project NAME
-[--map question=query,cat=category] [--task JUDGMENT_TASK] EXPORT.json
+[--map question=query,cat=category] [--task JUDGMENT_TASK [--labels Correct=yes,...]] EXPORT.json
     Label Studio is an interchange format: the items go into an existing project of any
     format. With --task, annotations whose choice is one of the task's labels become
     judgments by the account with the annotator's Label Studio email or username; annotators
-    with no account are reported, not created.
+    with no account are reported, not created. --labels maps Label Studio choices onto the
+    task's values; with it, a choice that maps to none stops the import (nothing is kept),
+    naming the Label Studio task and the label.
 
 python manage.py import_dataset --format {jsonl,csv} --project NAME [--map col=field,...] FILE
     Items from a generic JSON Lines or CSV file with a column mapping, into any project."""
@@ -55,6 +57,12 @@ class Command(BaseCommand):
             "--task", default="", help="label-studio: the judgment task annotations become"
         )
         parser.add_argument(
+            "--labels",
+            default="",
+            help="label-studio, with --task: Label Studio choice=task value, comma-separated "
+            "(e.g. Correct=yes,Incorrect=no); every choice must then map",
+        )
+        parser.add_argument(
             "--create",
             action="store_true",
             help="create the project when there is none of that name (options below)",
@@ -65,8 +73,10 @@ class Command(BaseCommand):
         if options["format"] in (label_studio.NAME, *tabular.NAMES):
             self._interchange(options)
             return
-        if options["map"] or options["task"]:
-            raise CommandError("--map and --task go with --format label-studio, jsonl or csv")
+        if options["map"] or options["task"] or options["labels"]:
+            raise CommandError(
+                "--map, --task and --labels go with --format label-studio (--map: also jsonl, csv)"
+            )
         with transaction.atomic():
             project, created = _project_or_create(options["project"], options["format"], options)
             try:
@@ -89,6 +99,9 @@ class Command(BaseCommand):
         try:
             if options["task"] and options["format"] != label_studio.NAME:
                 raise CommandError("--task goes with --format label-studio")
+            if options["labels"] and not options["task"]:
+                raise CommandError("--labels goes with --task (the judgment task it maps onto)")
+            labels = label_studio.parse_labels(options["labels"])
             with transaction.atomic():
                 reader: Any = (
                     label_studio.Reader(options["map"])
@@ -99,7 +112,10 @@ class Command(BaseCommand):
                 report = result.as_dict()
                 if options["task"]:
                     report["judgments"] = interop_hook("label_studio.judgments_import")(
-                        project=project, annotations=reader.annotations, task_name=options["task"]
+                        project=project,
+                        annotations=reader.annotations,
+                        task_name=options["task"],
+                        labels=labels,
                     )
         except (FormatError, DomainError) as exc:
             raise CommandError(f"nothing imported: {exc}") from None

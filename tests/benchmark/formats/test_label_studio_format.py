@@ -109,6 +109,15 @@ def _check_task(task: dict[str, Any], config: ElementTree.Element) -> None:
         value = el.get("value") or ""
         if value.startswith("$"):
             assert value[1:] in task["data"]
+    # Paragraphs (https://labelstud.io/tags/paragraphs): its data is a list of objects, each
+    # with the speaker under nameKey (default "author") and the text under textKey ("text")
+    for el in config.iter("Paragraphs"):
+        entries = task["data"][el.get("value", "")[1:]]
+        assert isinstance(entries, list)
+        for entry in entries:
+            assert isinstance(entry, dict)
+            assert isinstance(entry.get(el.get("nameKey", "author")), str)
+            assert isinstance(entry.get(el.get("textKey", "text")), str)
 
 
 def _export(tmp_path: Path, tasks: Any = EXPORT) -> Path:
@@ -129,10 +138,10 @@ def test_read_maps_fields_and_keeps_task_json_and_annotations(tmp_path: Path) ->
     assert json.loads(items[0].raw) == EXPORT[0]  # the task's exact JSON
     assert items[0].raw.startswith('{\n    "id": 101')
     assert annotations == [
-        ls.Annotation("101", "ann@example.org", "verdict", "choices", ("yes",)),
-        ls.Annotation("101", "ann@example.org", "comment", "textarea", ("fine",)),
-        ls.Annotation("101", "8", "verdict", "choices", ("no",)),
-        ls.Annotation("102", "ann@example.org", "verdict", "choices", ("yes",)),
+        ls.Annotation("101", "ann@example.org", "verdict", "choices", ("yes",), "101"),
+        ls.Annotation("101", "ann@example.org", "comment", "textarea", ("fine",), "101"),
+        ls.Annotation("101", "8", "verdict", "choices", ("no",), "101"),
+        ls.Annotation("102", "ann@example.org", "verdict", "choices", ("yes",), "102"),
     ]
 
 
@@ -190,6 +199,9 @@ def test_the_schema_check_can_fail(tmp_path: Path) -> None:
         _check_task({"data": {"query": "q"}, "annotations": [{"result": [{}]}]}, config)
     with pytest.raises(AssertionError):
         _check_task({"data": {"question": "q"}}, config)  # $query is not in data
+    answers = ElementTree.fromstring(ls.labeling_config(answers_key="responses"))
+    with pytest.raises(AssertionError):  # a paragraph with no speaker
+        _check_task({"data": {"query": "q", "responses": [{"text": "t"}]}}, answers)
 
 
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
