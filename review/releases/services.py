@@ -81,37 +81,55 @@ def _items_of(project: Project, status: str | None) -> models.QuerySet[Item]:
     return items.order_by("position", "id")
 
 
+#: Items read (records, provenance) per round of queries: memory stays bounded by a chunk,
+#: the number of queries by the number of chunks (never one per item).
+RELEASE_CHUNK = 1000
+
+
+def _id_chunks(items: models.QuerySet[Item]) -> Iterator[list[int]]:
+    """The items' ids in item order, RELEASE_CHUNK at a time (one query for all the ids)."""
+    ids = list(items.values_list("id", flat=True))
+    for start in range(0, len(ids), RELEASE_CHUNK):
+        yield ids[start : start + RELEASE_CHUNK]
+
+
 def item_records(items: models.QuerySet[Item]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(item id, record) in item order: the item's fields with its responses, plans and
-    trajectories, in the shape ``benchmark.datastats.tables_for`` reads."""
-    responses = defaultdict(list)
-    for item_id, key, text, origin in (
-        Response.objects.filter(item__in=items)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "text", "origin")
-    ):
-        # Model answers are kept apart from the ground truth by their origin.
-        responses[item_id].append({"key": key, "text": text, "origin": origin})
-    plans = defaultdict(list)
-    for item_id, key, steps, alt in (
-        Plan.objects.filter(item__in=items)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "steps", "is_alternative")
-    ):
-        plans[item_id].append({"key": key, "steps": steps, "is_alternative": alt})
-    trajectories = defaultdict(list)
-    for item_id, key, steps, checkpoints in (
-        Trajectory.objects.filter(item__in=items)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "steps", "checkpoints")
-    ):
-        trajectories[item_id].append({"key": key, "steps": steps, "checkpoints": checkpoints})
-    for row in items.values("id", *RECORD_FIELDS):
-        pk = row.pop("id")
-        row["responses"] = responses.get(pk, [])
-        row["plans"] = plans.get(pk, [])
-        row["trajectories"] = trajectories.get(pk, [])
-        yield pk, row
+    trajectories, in the shape ``benchmark.datastats.tables_for`` reads. Read a chunk of
+    items at a time: a fixed number of queries per chunk, whatever the items hold."""
+    for ids in _id_chunks(items):
+        responses = defaultdict(list)
+        for item_id, key, text, origin in (
+            Response.objects.filter(item_id__in=ids)
+            .order_by("item_id", "position", "id")
+            .values_list("item_id", "key", "text", "origin")
+        ):
+            # Model answers are kept apart from the ground truth by their origin.
+            responses[item_id].append({"key": key, "text": text, "origin": origin})
+        plans = defaultdict(list)
+        for item_id, key, steps, alt in (
+            Plan.objects.filter(item_id__in=ids)
+            .order_by("item_id", "position", "id")
+            .values_list("item_id", "key", "steps", "is_alternative")
+        ):
+            plans[item_id].append({"key": key, "steps": steps, "is_alternative": alt})
+        trajectories = defaultdict(list)
+        for item_id, key, steps, checkpoints in (
+            Trajectory.objects.filter(item_id__in=ids)
+            .order_by("item_id", "position", "id")
+            .values_list("item_id", "key", "steps", "checkpoints")
+        ):
+            trajectories[item_id].append({"key": key, "steps": steps, "checkpoints": checkpoints})
+        rows = {
+            row["id"]: row for row in Item.objects.filter(id__in=ids).values("id", *RECORD_FIELDS)
+        }
+        for pk in ids:
+            row = rows.pop(pk)
+            del row["id"]
+            row["responses"] = responses.pop(pk, [])
+            row["plans"] = plans.pop(pk, [])
+            row["trajectories"] = trajectories.pop(pk, [])
+            yield pk, row
 
 
 def record_fingerprint(record: dict[str, Any]) -> str:
@@ -179,48 +197,63 @@ def _provenance_rows(items: models.QuerySet[Item], *, named: bool) -> Iterator[d
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
     annotator = _Pseudonyms("annotator", named=named, usernames=usernames)
     reviewer = _Pseudonyms("reviewer", named=named, usernames=usernames)
+    for ids in _id_chunks(items):
+        yield from _provenance_chunk(ids, annotator=annotator, reviewer=reviewer)
+
+
+def _provenance_chunk(
+    ids: list[int], *, annotator: _Pseudonyms, reviewer: _Pseudonyms
+) -> Iterator[dict[str, Any]]:
+    """The provenance rows of the items ``ids`` (in that order): one query per kind of row."""
     history = _by_item(
-        ItemStatusChange.objects.filter(item__in=items)
+        ItemStatusChange.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
         .values("item_id", "from_status", "to_status", "changed_by", "rule", "reason", "created_at")
     )
     judgments = _by_item(
-        Judgment.objects.filter(item__in=items)
+        Judgment.objects.filter(item_id__in=ids)
         .order_by("item_id", "task__name", "created_at", "id")
         .values("item_id", "task__name", "unit", "user", "value", "reason", "created_at")
     )
     outcomes = _by_item(
-        Outcome.objects.filter(item__in=items)
+        Outcome.objects.filter(item_id__in=ids)
         .order_by("item_id", "task__name", "unit")
         .values(
             "item_id", "task__name", "task__consensus", "unit", "verdict", "value", "decided_by"
         )
     )
     decisions = _by_item(
-        Decision.objects.filter(item__in=items)
+        Decision.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
         .values("item_id", "task__name", "reviewer", "verdict", "value", "reason", "created_at")
     )
     drafting = _by_item(
-        DraftingSession.objects.filter(item__in=items)
+        DraftingSession.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
         .values("item_id", "model", "created_by")
     )
     model_drafts = _by_item(
-        ModelDraft.objects.filter(item__in=items)
+        ModelDraft.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
         .values("item_id", "kind", "status", "model", "created_by")
     )
     tag_decisions = _counts(
-        TagDecision.objects.filter(version__response__item__in=items), "version__response__item"
+        TagDecision.objects.filter(version__response__item_id__in=ids), "version__response__item"
     )
     response_versions = _counts(
-        ResponseVersion.objects.filter(response__item__in=items), "response__item"
+        ResponseVersion.objects.filter(response__item_id__in=ids), "response__item"
     )
-    trajectory_versions = _counts(TrajectoryVersion.objects.filter(item__in=items), "item")
-    plan_versions = _counts(PlanVersion.objects.filter(item__in=items), "item")
-    item_versions = _counts(ItemVersion.objects.filter(item__in=items), "item")
-    for pk, external_id, provenance in items.values_list("pk", "external_id", "provenance"):
+    trajectory_versions = _counts(TrajectoryVersion.objects.filter(item_id__in=ids), "item")
+    plan_versions = _counts(PlanVersion.objects.filter(item_id__in=ids), "item")
+    item_versions = _counts(ItemVersion.objects.filter(item_id__in=ids), "item")
+    heads = {
+        pk: (external_id, provenance)
+        for pk, external_id, provenance in Item.objects.filter(id__in=ids).values_list(
+            "pk", "external_id", "provenance"
+        )
+    }
+    for pk in ids:
+        external_id, provenance = heads[pk]
         yield {
             "id": external_id,
             "provenance": provenance or "imported",
@@ -389,9 +422,45 @@ def _manifest_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+class _Written:
+    """The size and sha256 of the files a release writes itself, taken as they are written
+    (the manifest need not read them back)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.sums: dict[str, tuple[int, str]] = {}
+
+    def write_bytes(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        self.sums[str(path.relative_to(self.root))] = (len(data), hashlib.sha256(data).hexdigest())
+
+    def write_lines(self, path: Path, lines: Iterable[bytes]) -> None:
+        """Write ``lines`` as they come, a buffer's worth at a time."""
+        digest, size = hashlib.sha256(), 0
+        buffer: list[bytes] = []
+        held = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as fh:
+            for line in lines:
+                buffer.append(line)
+                held += len(line)
+                if held >= 1 << 20:
+                    block = b"".join(buffer)
+                    fh.write(block)
+                    digest.update(block)
+                    size += len(block)
+                    buffer, held = [], 0
+            block = b"".join(buffer)
+            fh.write(block)
+            digest.update(block)
+            size += len(block)
+        self.sums[str(path.relative_to(self.root))] = (size, digest.hexdigest())
+
+    def entry(self, path: Path) -> dict[str, Any]:
+        rel = str(path.relative_to(self.root))
+        size, sha = self.sums.get(rel) or (path.stat().st_size, _sha256(path))
+        return {"path": rel, "size": size, "sha256": sha}
 
 
 # --------------------------------------------------------------------------- create
@@ -466,19 +535,28 @@ def _release_write(
     root: Path,
 ) -> Release:
     items = _items_of(project, status)
-    pairs = list(item_records(items))
-    records = [record for _, record in pairs]
-    dataset_export(project=project, out=root / DATA_DIR, item_ids=[pk for pk, _ in pairs])
-    (root / DATA_DIR).mkdir(exist_ok=True)
-    with (root / PROVENANCE).open("wb") as fh:
-        for row in _provenance_rows(items, named=named):
-            fh.write(orjson.dumps(row) + b"\n")
+    records: list[dict[str, Any]] = []
+    fingerprints: list[list[Any]] = []
+    for pk, record in item_records(items):
+        records.append(record)
+        fingerprints.append([pk, record_fingerprint(record)])
+    # The statistics need every record at once; then the records go, before the export and
+    # the provenance (which stream a chunk at a time) run.
     counts = _manifest_counts(records)
     tables = _release_stats(project, records)
+    del records
+    written = _Written(root)
     for table in tables:
-        _write_bytes(root / "stats" / f"{table.name}.csv", table.to_csv().encode())
-        _write_bytes(root / "stats" / f"{table.name}.md", table.to_markdown().encode())
-    _write_bytes(root / "README.md", _readme(project, name, len(records), counts, tables).encode())
+        written.write_bytes(root / "stats" / f"{table.name}.csv", table.to_csv().encode())
+        written.write_bytes(root / "stats" / f"{table.name}.md", table.to_markdown().encode())
+    count = len(fingerprints)
+    written.write_bytes(root / "README.md", _readme(project, name, count, counts, tables).encode())
+    dataset_export(project=project, out=root / DATA_DIR, item_ids=[pk for pk, _ in fingerprints])
+    (root / DATA_DIR).mkdir(exist_ok=True)
+    written.write_lines(
+        root / PROVENANCE,
+        (orjson.dumps(row) + b"\n" for row in _provenance_rows(items, named=named)),
+    )
     filter_used = {"status": status}
     release = Release(
         project=project,
@@ -486,9 +564,9 @@ def _release_write(
         number=number,
         created_by=user if getattr(user, "pk", None) else None,
         filter=filter_used,
-        item_count=len(records),
+        item_count=count,
         path=str(root),
-        fingerprints=[[pk, record_fingerprint(record)] for pk, record in pairs],
+        fingerprints=fingerprints,
     )
     with transaction.atomic():
         try:
@@ -507,12 +585,9 @@ def _release_write(
             "filter": filter_used,
             "provenance_named": named,
             "counts": counts,
-            "files": [
-                {"path": str(p.relative_to(root)), "size": p.stat().st_size, "sha256": _sha256(p)}
-                for p in _listed_files(root)
-            ],
+            "files": [written.entry(p) for p in _listed_files(root)],
         }
-        _write_bytes(root / MANIFEST, orjson.dumps(release.manifest, option=orjson.OPT_INDENT_2))
+        (root / MANIFEST).write_bytes(orjson.dumps(release.manifest, option=orjson.OPT_INDENT_2))
         release.save(update_fields=["manifest"])
     return release
 
