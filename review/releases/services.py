@@ -86,18 +86,30 @@ def _items_of(project: Project, status: str | None) -> models.QuerySet[Item]:
 RELEASE_CHUNK = 1000
 
 
-def _id_chunks(items: models.QuerySet[Item]) -> Iterator[list[int]]:
-    """The items' ids in item order, RELEASE_CHUNK at a time (one query for all the ids)."""
-    ids = list(items.values_list("id", flat=True))
-    for start in range(0, len(ids), RELEASE_CHUNK):
-        yield ids[start : start + RELEASE_CHUNK]
+def _windows() -> Iterator[tuple[int, int]]:
+    """(start, stop) of each chunk of the items in item order; the caller stops when a chunk
+    comes back short."""
+    start = 0
+    while True:
+        yield start, start + RELEASE_CHUNK
+        start += RELEASE_CHUNK
+
+
+def _chunk_ids(items: models.QuerySet[Item], start: int, stop: int) -> models.QuerySet[Any]:
+    """The ids of one chunk of the items, as a subquery: no list of a thousand parameters
+    for Django to prepare and the database to parse, in each of the chunk's queries."""
+    return items.values("id")[start:stop]
 
 
 def item_records(items: models.QuerySet[Item]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(item id, record) in item order: the item's fields with its responses, plans and
     trajectories, in the shape ``benchmark.datastats.tables_for`` reads. Read a chunk of
     items at a time: a fixed number of queries per chunk, whatever the items hold."""
-    for ids in _id_chunks(items):
+    for start, stop in _windows():
+        rows = list(items.values("id", *RECORD_FIELDS)[start:stop])
+        if not rows:
+            return
+        ids = _chunk_ids(items, start, stop)
         responses = defaultdict(list)
         for item_id, key, text, origin in (
             Response.objects.filter(item_id__in=ids)
@@ -120,16 +132,14 @@ def item_records(items: models.QuerySet[Item]) -> Iterator[tuple[int, dict[str, 
             .values_list("item_id", "key", "steps", "checkpoints")
         ):
             trajectories[item_id].append({"key": key, "steps": steps, "checkpoints": checkpoints})
-        rows = {
-            row["id"]: row for row in Item.objects.filter(id__in=ids).values("id", *RECORD_FIELDS)
-        }
-        for pk in ids:
-            row = rows.pop(pk)
-            del row["id"]
+        for row in rows:
+            pk = row.pop("id")
             row["responses"] = responses.pop(pk, [])
             row["plans"] = plans.pop(pk, [])
             row["trajectories"] = trajectories.pop(pk, [])
             yield pk, row
+        if len(rows) < RELEASE_CHUNK:
+            return
 
 
 def record_fingerprint(record: dict[str, Any]) -> str:
@@ -197,14 +207,25 @@ def _provenance_rows(items: models.QuerySet[Item], *, named: bool) -> Iterator[d
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
     annotator = _Pseudonyms("annotator", named=named, usernames=usernames)
     reviewer = _Pseudonyms("reviewer", named=named, usernames=usernames)
-    for ids in _id_chunks(items):
-        yield from _provenance_chunk(ids, annotator=annotator, reviewer=reviewer)
+    for start, stop in _windows():
+        heads = list(items.values_list("pk", "external_id", "provenance")[start:stop])
+        if not heads:
+            return
+        ids = _chunk_ids(items, start, stop)
+        yield from _provenance_chunk(heads, ids, annotator=annotator, reviewer=reviewer)
+        if len(heads) < RELEASE_CHUNK:
+            return
 
 
 def _provenance_chunk(
-    ids: list[int], *, annotator: _Pseudonyms, reviewer: _Pseudonyms
+    heads: list[tuple[int, str, str]],
+    ids: models.QuerySet[Any],
+    *,
+    annotator: _Pseudonyms,
+    reviewer: _Pseudonyms,
 ) -> Iterator[dict[str, Any]]:
-    """The provenance rows of the items ``ids`` (in that order): one query per kind of row."""
+    """The provenance rows of the items ``heads`` (pk, external id, provenance; in that order)
+    whose ids ``ids`` selects: one query per kind of row."""
     history = _by_item(
         ItemStatusChange.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
@@ -246,14 +267,7 @@ def _provenance_chunk(
     trajectory_versions = _counts(TrajectoryVersion.objects.filter(item_id__in=ids), "item")
     plan_versions = _counts(PlanVersion.objects.filter(item_id__in=ids), "item")
     item_versions = _counts(ItemVersion.objects.filter(item_id__in=ids), "item")
-    heads = {
-        pk: (external_id, provenance)
-        for pk, external_id, provenance in Item.objects.filter(id__in=ids).values_list(
-            "pk", "external_id", "provenance"
-        )
-    }
-    for pk in ids:
-        external_id, provenance = heads[pk]
+    for pk, external_id, provenance in heads:
         yield {
             "id": external_id,
             "provenance": provenance or "imported",
