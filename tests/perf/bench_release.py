@@ -189,11 +189,12 @@ def main() -> None:
         else:
             db = Path(args.db_file) if args.db_file else tmpdir / "release.sqlite3"
             url = f"sqlite:///{db.resolve()}"
-        media = (
-            Path(args.db_file).resolve().with_suffix(".media")
-            if args.db_file and not args.pg
-            else tmpdir / "media"
-        )
+        if args.pg:  # kept with the database, which outlives this run
+            media = Path(tempfile.gettempdir()) / "bench_release_pg.media"
+        elif args.db_file:
+            media = Path(args.db_file).resolve().with_suffix(".media")
+        else:
+            media = tmpdir / "media"
         env = {
             **os.environ,
             "DATABASE_URL": url,
