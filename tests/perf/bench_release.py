@@ -76,7 +76,6 @@ def setup(items: int, data: Path) -> None:
     users = [
         User.objects.get_or_create(username=f"rel-annotator-{n}")[0] for n in range(ANNOTATORS)
     ]
-    reviewer = User.objects.get_or_create(username="rel-reviewer")[0]
     rng = random.Random(13)
     now = timezone.now()
     with transaction.atomic():
@@ -139,8 +138,6 @@ def setup(items: int, data: Path) -> None:
         ]
         TagDecision.objects.bulk_create(decisions, batch_size=2000)
         Item.objects.filter(project=project).update(status="verified")
-        Outcome.objects.filter(task=task).update(decided_by=None)
-    del reviewer
     print(json.dumps({"built": True}))
 
 
