@@ -142,37 +142,65 @@ def _filter_of(status: str | None, subset: str | None, cap: float, seed: int) ->
     return {"status": status, "subset": subset, "cap": cap, "seed": seed}
 
 
+#: Items read (records, provenance) per round of queries: memory stays bounded by a chunk,
+#: the number of queries by the number of chunks (never one per item).
+RELEASE_CHUNK = 1000
+
+
+def _windows() -> Iterator[tuple[int, int]]:
+    """(start, stop) of each chunk of the items in item order; the caller stops when a chunk
+    comes back short."""
+    start = 0
+    while True:
+        yield start, start + RELEASE_CHUNK
+        start += RELEASE_CHUNK
+
+
+def _chunk_ids(items: models.QuerySet[Item], start: int, stop: int) -> models.QuerySet[Any]:
+    """The ids of one chunk of the items, as a subquery: no list of a thousand parameters
+    for Django to prepare and the database to parse, in each of the chunk's queries."""
+    return items.values("id")[start:stop]
+
+
 def item_records(items: models.QuerySet[Item]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(item id, record) in item order: the item's fields with its responses, plans and
-    trajectories, in the shape ``benchmark.datastats.tables_for`` reads."""
-    responses = defaultdict(list)
-    for item_id, key, text, origin in (
-        Response.objects.filter(item__in=items)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "text", "origin")
-    ):
-        # Model answers are kept apart from the ground truth by their origin.
-        responses[item_id].append({"key": key, "text": text, "origin": origin})
-    plans = defaultdict(list)
-    for item_id, key, steps, alt in (
-        Plan.objects.filter(item__in=items)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "steps", "is_alternative")
-    ):
-        plans[item_id].append({"key": key, "steps": steps, "is_alternative": alt})
-    trajectories = defaultdict(list)
-    for item_id, key, steps, checkpoints in (
-        Trajectory.objects.filter(item__in=items)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "steps", "checkpoints")
-    ):
-        trajectories[item_id].append({"key": key, "steps": steps, "checkpoints": checkpoints})
-    for row in items.values("id", *RECORD_FIELDS):
-        pk = row.pop("id")
-        row["responses"] = responses.get(pk, [])
-        row["plans"] = plans.get(pk, [])
-        row["trajectories"] = trajectories.get(pk, [])
-        yield pk, row
+    trajectories, in the shape ``benchmark.datastats.tables_for`` reads. Read a chunk of
+    items at a time: a fixed number of queries per chunk, whatever the items hold."""
+    for start, stop in _windows():
+        rows = list(items.values("id", *RECORD_FIELDS)[start:stop])
+        if not rows:
+            return
+        ids = _chunk_ids(items, start, stop)
+        responses = defaultdict(list)
+        for item_id, key, text, origin in (
+            Response.objects.filter(item_id__in=ids)
+            .order_by("item_id", "position", "id")
+            .values_list("item_id", "key", "text", "origin")
+        ):
+            # Model answers are kept apart from the ground truth by their origin.
+            responses[item_id].append({"key": key, "text": text, "origin": origin})
+        plans = defaultdict(list)
+        for item_id, key, steps, alt in (
+            Plan.objects.filter(item_id__in=ids)
+            .order_by("item_id", "position", "id")
+            .values_list("item_id", "key", "steps", "is_alternative")
+        ):
+            plans[item_id].append({"key": key, "steps": steps, "is_alternative": alt})
+        trajectories = defaultdict(list)
+        for item_id, key, steps, checkpoints in (
+            Trajectory.objects.filter(item_id__in=ids)
+            .order_by("item_id", "position", "id")
+            .values_list("item_id", "key", "steps", "checkpoints")
+        ):
+            trajectories[item_id].append({"key": key, "steps": steps, "checkpoints": checkpoints})
+        for row in rows:
+            pk = row.pop("id")
+            row["responses"] = responses.pop(pk, [])
+            row["plans"] = plans.pop(pk, [])
+            row["trajectories"] = trajectories.pop(pk, [])
+            yield pk, row
+        if len(rows) < RELEASE_CHUNK:
+            return
 
 
 def record_fingerprint(record: dict[str, Any]) -> str:
@@ -295,48 +323,67 @@ def _provenance_rows(items: models.QuerySet[Item], *, named: bool) -> Iterator[d
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
     annotator = _Pseudonyms("annotator", named=named, usernames=usernames)
     reviewer = _Pseudonyms("reviewer", named=named, usernames=usernames)
+    for start, stop in _windows():
+        heads = list(items.values_list("pk", "external_id", "provenance")[start:stop])
+        if not heads:
+            return
+        ids = _chunk_ids(items, start, stop)
+        yield from _provenance_chunk(heads, ids, annotator=annotator, reviewer=reviewer)
+        if len(heads) < RELEASE_CHUNK:
+            return
+
+
+def _provenance_chunk(
+    heads: list[tuple[int, str, str]],
+    ids: models.QuerySet[Any],
+    *,
+    annotator: _Pseudonyms,
+    reviewer: _Pseudonyms,
+) -> Iterator[dict[str, Any]]:
+    """The provenance rows of the items ``heads`` (pk, external id, provenance; in that order)
+    whose ids ``ids`` selects: one query per kind of row."""
     history = _by_item(
-        ItemStatusChange.objects.filter(item__in=items)
+        ItemStatusChange.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
         .values("item_id", "from_status", "to_status", "changed_by", "rule", "reason", "created_at")
     )
     judgments = _by_item(
-        Judgment.objects.filter(item__in=items)
+        Judgment.objects.filter(item_id__in=ids)
         .order_by("item_id", "task__name", "created_at", "id")
         .values("item_id", "task__name", "unit", "user", "value", "reason", "created_at")
     )
     outcomes = _by_item(
-        Outcome.objects.filter(item__in=items)
+        Outcome.objects.filter(item_id__in=ids)
         .order_by("item_id", "task__name", "unit")
         .values(
             "item_id", "task__name", "task__consensus", "unit", "verdict", "value", "decided_by"
         )
     )
     decisions = _by_item(
-        Decision.objects.filter(item__in=items)
+        Decision.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
         .values("item_id", "task__name", "reviewer", "verdict", "value", "reason", "created_at")
     )
     drafting = _by_item(
-        DraftingSession.objects.filter(item__in=items)
+        DraftingSession.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
         .values("item_id", "model", "created_by")
     )
     model_drafts = _by_item(
-        ModelDraft.objects.filter(item__in=items)
+        ModelDraft.objects.filter(item_id__in=ids)
         .order_by("item_id", "created_at", "id")
         .values("item_id", "kind", "status", "model", "created_by")
     )
     tag_decisions = _counts(
-        TagDecision.objects.filter(version__response__item__in=items), "version__response__item"
+        TagDecision.objects.filter(version__response__item_id__in=ids), "version__response__item"
     )
     response_versions = _counts(
-        ResponseVersion.objects.filter(response__item__in=items), "response__item"
+        ResponseVersion.objects.filter(response__item_id__in=ids), "response__item"
     )
-    trajectory_versions = _counts(TrajectoryVersion.objects.filter(item__in=items), "item")
-    plan_versions = _counts(PlanVersion.objects.filter(item__in=items), "item")
-    item_versions = _counts(ItemVersion.objects.filter(item__in=items), "item")
-    for pk, external_id, provenance in items.values_list("pk", "external_id", "provenance"):
+    trajectory_versions = _counts(TrajectoryVersion.objects.filter(item_id__in=ids), "item")
+    plan_versions = _counts(PlanVersion.objects.filter(item_id__in=ids), "item")
+    item_versions = _counts(ItemVersion.objects.filter(item_id__in=ids), "item")
+    for pk, external_id, provenance in heads:
         yield {
             "id": external_id,
             "provenance": provenance or "imported",
@@ -543,9 +590,45 @@ def _manifest_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+class _Written:
+    """The size and sha256 of the files a release writes itself, taken as they are written
+    (the manifest need not read them back)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.sums: dict[str, tuple[int, str]] = {}
+
+    def write_bytes(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        self.sums[str(path.relative_to(self.root))] = (len(data), hashlib.sha256(data).hexdigest())
+
+    def write_lines(self, path: Path, lines: Iterable[bytes]) -> None:
+        """Write ``lines`` as they come, a buffer's worth at a time."""
+        digest, size = hashlib.sha256(), 0
+        buffer: list[bytes] = []
+        held = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as fh:
+            for line in lines:
+                buffer.append(line)
+                held += len(line)
+                if held >= 1 << 20:
+                    block = b"".join(buffer)
+                    fh.write(block)
+                    digest.update(block)
+                    size += len(block)
+                    buffer, held = [], 0
+            block = b"".join(buffer)
+            fh.write(block)
+            digest.update(block)
+            size += len(block)
+        self.sums[str(path.relative_to(self.root))] = (size, digest.hexdigest())
+
+    def entry(self, path: Path) -> dict[str, Any]:
+        rel = str(path.relative_to(self.root))
+        size, sha = self.sums.get(rel) or (path.stat().st_size, _sha256(path))
+        return {"path": rel, "size": size, "sha256": sha}
 
 
 # --------------------------------------------------------------------------- create
@@ -635,24 +718,35 @@ def _release_write(
     parquet: bool = False,
 ) -> Release:
     items = _items_of(project, status, only)
-    pairs = list(item_records(items))
-    records = [record for _, record in pairs]
-    dataset_export(project=project, out=root / DATA_DIR, item_ids=[pk for pk, _ in pairs])
-    (root / DATA_DIR).mkdir(exist_ok=True)
-    with (root / PROVENANCE).open("wb") as fh:
-        for row in _provenance_rows(items, named=named):
-            fh.write(orjson.dumps(row) + b"\n")
+    records: list[dict[str, Any]] = []
+    fingerprints: list[list[Any]] = []
+    per_field: dict[str, str] = {}
+    for pk, record in item_records(items):
+        records.append(record)
+        fingerprints.append([pk, record_fingerprint(record)])
+        per_field[str(pk)] = record_field_fingerprints(record)
+    # The statistics need every record at once; then the records go, before the export and
+    # the provenance (which stream a chunk at a time) run.
     counts = _manifest_counts(records)
     tables = _release_stats(
-        project, records, subset_of=None if only is None else [pk for pk, _ in pairs]
+        project, records, subset_of=None if only is None else [pk for pk, _ in fingerprints]
     )
+    del records
+    written = _Written(root)
     for table in tables:
-        _write_bytes(root / "stats" / f"{table.name}.csv", table.to_csv().encode())
-        _write_bytes(root / "stats" / f"{table.name}.md", table.to_markdown().encode())
-    written = _write_parquet(project, root, len(records)) if parquet else None
-    _write_bytes(
+        written.write_bytes(root / "stats" / f"{table.name}.csv", table.to_csv().encode())
+        written.write_bytes(root / "stats" / f"{table.name}.md", table.to_markdown().encode())
+    count = len(fingerprints)
+    dataset_export(project=project, out=root / DATA_DIR, item_ids=[pk for pk, _ in fingerprints])
+    (root / DATA_DIR).mkdir(exist_ok=True)
+    written.write_lines(
+        root / PROVENANCE,
+        (orjson.dumps(row) + b"\n" for row in _provenance_rows(items, named=named)),
+    )
+    parquet_written = _write_parquet(project, root, count) if parquet else None
+    written.write_bytes(
         root / "README.md",
-        _readme(project, name, len(records), counts, tables, written).encode(),
+        _readme(project, name, count, counts, tables, parquet_written).encode(),
     )
     filter_used = filter_used or {"status": status}
     release = Release(
@@ -661,11 +755,11 @@ def _release_write(
         number=number,
         created_by=user if getattr(user, "pk", None) else None,
         filter=filter_used,
-        item_count=len(records),
-        parquet=written is not None,
+        item_count=count,
+        parquet=parquet_written is not None,
         path=str(root),
-        fingerprints=[[pk, record_fingerprint(record)] for pk, record in pairs],
-        field_fingerprints=field_fingerprints_of(pairs),
+        fingerprints=fingerprints,
+        field_fingerprints={"fields": list(RECORD_KEYS), "items": per_field},
     )
     with transaction.atomic():
         try:
@@ -685,19 +779,16 @@ def _release_write(
             "provenance_named": named,
             "counts": counts,
             "parquet": None
-            if written is None
+            if parquet_written is None
             else {
-                "files": [str(p.relative_to(root)) for p in written.files],
-                "rows": written.rows,
-                "json_text_columns": written.json_fallbacks,
-                "missing_images": len(written.missing_images),
+                "files": [str(p.relative_to(root)) for p in parquet_written.files],
+                "rows": parquet_written.rows,
+                "json_text_columns": parquet_written.json_fallbacks,
+                "missing_images": len(parquet_written.missing_images),
             },
-            "files": [
-                {"path": str(p.relative_to(root)), "size": p.stat().st_size, "sha256": _sha256(p)}
-                for p in _listed_files(root)
-            ],
+            "files": [written.entry(p) for p in _listed_files(root)],
         }
-        _write_bytes(root / MANIFEST, orjson.dumps(release.manifest, option=orjson.OPT_INDENT_2))
+        (root / MANIFEST).write_bytes(orjson.dumps(release.manifest, option=orjson.OPT_INDENT_2))
         release.save(update_fields=["manifest"])
     return release
 
