@@ -13,7 +13,6 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     PolymorphicProxySerializer,
@@ -27,8 +26,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from benchmark import permissions, visibility
-from benchmark.api.schema import QueryIntegerField, id_filter
 from benchmark.api.item_inputs import ItemFieldsInput, ItemRecordInput
+from benchmark.api.schema import QueryIntegerField, id_filter
 from benchmark.api.serializers import (
     ImageSerializer,
     ImageStoredSerializer,
