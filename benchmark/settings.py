@@ -188,7 +188,9 @@ STORAGES = {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
             if DEBUG
-            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            # Hashed names; a file missing from the manifest gets its plain URL (and a log
+            # line) instead of turning every page into a 500.
+            else "benchmark.static_storage.ForgivingManifestStaticFilesStorage"
         )
     },
 }
@@ -307,7 +309,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "benchmark.api.schema.BoundedPageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "benchmark.api.exceptions.exception_handler",
@@ -321,6 +323,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Error answers and bounded ids in every operation (benchmark/api/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "benchmark.api.schema.error_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "ItemStatusEnum": "benchmark.models.ItemStatus",
         "JobStatusEnum": "benchmark.models.JobStatus",

@@ -13,3 +13,5 @@ urlpatterns = [
     path("api/", include("annotation.api.urls")),
     path("api/", include("review.api.urls")),
 ]
+
+handler404 = "benchmark.errors.page_not_found"

@@ -10,6 +10,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -98,7 +99,8 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
         description="201 with the judgment; 200 with the first judgment and "
         "``already_recorded`` when you had already judged the item (nothing changes).",
     )
-    @action(detail=True, methods=["get", "post"])
+    # JSON only: ``value`` is any JSON value, which form data cannot carry.
+    @action(detail=True, methods=["get", "post"], parser_classes=[JSONParser])
     def judgments(self, request: Request, pk: Any = None) -> Response:
         task = self.get_object()
         if request.method == "POST":

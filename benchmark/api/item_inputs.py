@@ -106,7 +106,9 @@ class ItemRecordInput(serializers.Serializer):
     )
 
     format = serializers.CharField(
-        required=False, help_text="Optional: the project's format (atp, llmi, mms, agentic-mme)."
+        required=False,
+        allow_blank=True,
+        help_text="Optional: the project's format (atp, llmi, mms, agentic-mme)."
     )
 
     def validate_record(self, value: Any) -> Any:

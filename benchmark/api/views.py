@@ -13,7 +13,6 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     PolymorphicProxySerializer,
@@ -22,12 +21,13 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from benchmark import permissions, visibility
 from benchmark.api.item_inputs import ItemFieldsInput, ItemRecordInput
+from benchmark.api.schema import QueryIntegerField, id_filter
 from benchmark.api.serializers import (
     ImageSerializer,
     ImageStoredSerializer,
@@ -71,23 +71,6 @@ def _query(serializer_class: type[serializers.Serializer], request: Request) -> 
     params = serializer_class(data=request.query_params)
     params.is_valid(raise_exception=True)
     return {k: v for k, v in params.validated_data.items() if v not in (None, "")}
-
-
-def _query_parameters(serializer_class: type[serializers.Serializer]) -> list[OpenApiParameter]:
-    """OpenAPI parameters generated from a query serializer's fields."""
-    out = []
-    for name, field in serializer_class().fields.items():
-        if isinstance(field, serializers.ChoiceField):
-            out.append(
-                OpenApiParameter(
-                    name, str, enum=list(field.choices), description=field.help_text or ""
-                )
-            )
-        elif isinstance(field, serializers.IntegerField):
-            out.append(OpenApiParameter(name, int, description=field.help_text or ""))
-        else:
-            out.append(OpenApiParameter(name, str, description=field.help_text or ""))
-    return out
 
 
 # --------------------------------------------------------------------------- projects
@@ -153,7 +136,14 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         ),
         responses={201: ItemDetailSerializer},
     )
-    @action(detail=True, methods=["post"], url_path="items", serializer_class=ItemFieldsInput)
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="items",
+        # JSON only: nested fields and a native record have no form encoding.
+        parser_classes=[JSONParser],
+        serializer_class=ItemFieldsInput,
+    )
     def items(self, request: Request, pk: str | None = None) -> Response:
         project = self.get_object()  # scoped: another project answers 404
         permissions.require(user=request.user, project=project, action="edit")
@@ -228,20 +218,24 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class ItemQuery(serializers.Serializer):
-    project = serializers.IntegerField(required=False, help_text="Only this project's items.")
-    status = serializers.ChoiceField(choices=ItemStatus.values, required=False)
-    category = serializers.CharField(required=False, max_length=200)
-    intent = serializers.CharField(required=False, max_length=200)
-    level = serializers.IntegerField(required=False, min_value=1, max_value=3)
-    modality = serializers.ChoiceField(choices=Modality.values, required=False)
+    project = id_filter("Only this project's items.")
+    # Blank choices: an empty parameter (``?status=``) filters nothing, as the schema says.
+    status = serializers.ChoiceField(choices=ItemStatus.values, required=False, allow_blank=True)
+    category = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    intent = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    level = QueryIntegerField(required=False, min_value=1, max_value=3)
+    modality = serializers.ChoiceField(choices=Modality.values, required=False, allow_blank=True)
     q = serializers.CharField(
-        required=False, max_length=200, help_text="Search the query text and external id."
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Search the query text and external id."
     )
 
 
 @extend_schema_view(
     list=extend_schema(
-        summary="Items in your projects, filtered", parameters=_query_parameters(ItemQuery)
+        summary="Items in your projects, filtered", parameters=[ItemQuery]
     ),
     retrieve=extend_schema(summary="One item, with documents, images, rubric and source JSON"),
 )
@@ -276,9 +270,9 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class AttachedQuery(serializers.Serializer):
-    project = serializers.IntegerField(required=False, help_text="Only this project's records.")
-    item = serializers.IntegerField(required=False, help_text="Only this item's records.")
-    origin = serializers.ChoiceField(choices=Origin.values, required=False)
+    project = id_filter("Only this project's records.")
+    item = id_filter("Only this item's records.")
+    origin = serializers.ChoiceField(choices=Origin.values, required=False, allow_blank=True)
 
 
 class _AttachedViewSet(viewsets.ReadOnlyModelViewSet):
@@ -299,7 +293,7 @@ class _AttachedViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 _attached_schema = extend_schema_view(
-    list=extend_schema(parameters=_query_parameters(AttachedQuery)),
+    list=extend_schema(parameters=[AttachedQuery]),
 )
 
 
@@ -334,13 +328,17 @@ class TrajectoryViewSet(_AttachedViewSet):
 
 
 class ImageQuery(serializers.Serializer):
-    project = serializers.IntegerField(required=False, help_text="Only this project's images.")
+    project = id_filter("Only this project's images.")
 
 
 @extend_schema_view(
-    list=extend_schema(parameters=_query_parameters(ImageQuery)),
+    list=extend_schema(parameters=[ImageQuery]),
     retrieve=extend_schema(
-        parameters=[OpenApiParameter("sha256", OpenApiTypes.STR, OpenApiParameter.PATH)]
+        parameters=[
+            OpenApiParameter(
+                "sha256", {"type": "string", "pattern": "^[0-9a-f]{64}$"}, OpenApiParameter.PATH
+            )
+        ]
     ),
 )
 class ImageViewSet(viewsets.ReadOnlyModelViewSet):
@@ -366,12 +364,12 @@ class ImageViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class JobQuery(serializers.Serializer):
-    project = serializers.IntegerField(required=False)
-    kind = serializers.CharField(required=False, max_length=50)
-    status = serializers.ChoiceField(choices=JobStatus.values, required=False)
+    project = id_filter("Only this project's jobs.")
+    kind = serializers.CharField(required=False, allow_blank=True, max_length=50)
+    status = serializers.ChoiceField(choices=JobStatus.values, required=False, allow_blank=True)
 
 
-@extend_schema_view(list=extend_schema(parameters=_query_parameters(JobQuery)))
+@extend_schema_view(list=extend_schema(parameters=[JobQuery]))
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
     """Background jobs you started or that belong to your projects; poll one for progress."""
 
