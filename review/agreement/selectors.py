@@ -156,3 +156,22 @@ def agreement_pair(*, user: AnyUser, task: JudgmentTask, a: str, b: str) -> dict
             confusion = confusions.get(pair_key(pair["rater_a"], pair["rater_b"])) or {}
             return {**pair, "confusion": confusion}
     raise NotFound(f"no pair of annotators {a!r} and {b!r} in this task's figures")
+
+
+def agreement_report(*, user: AnyUser, task: JudgmentTask) -> dict[str, Any]:
+    """The whole report, confusion matrices included (the API's answer), computed on the spot
+    whatever the task's size, from the cache when the judgments and outcomes are unchanged
+    (the caller has checked that ``user`` reviews the task)."""
+    _, key = _fingerprint(task)
+    parts = cache.get_many([key, key + ":confusion"])
+    if len(parts) < 2:
+        full = agreement_services.agreement_compute(task=task)
+        summary, confusions = _split(full)
+        cache.set_many({key: summary, key + ":confusion": confusions}, CACHE_SECONDS)
+        return full
+    summary, confusions = parts[key], parts[key + ":confusion"]
+    pairs = [
+        {**p, "confusion": confusions.get(pair_key(p["rater_a"], p["rater_b"])) or {}}
+        for p in summary.get("pairs", [])
+    ]
+    return {**summary, "pairs": pairs}

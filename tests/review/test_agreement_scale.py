@@ -188,3 +188,17 @@ def test_figures_are_cached_until_a_judgment_is_submitted(project, users, client
         pair = rev.get(f"{url}?a=newcomer&b={other.user.username}", **HX)
         assert pair.status_code == 200 and "1 item in common" in pair.content.decode()
         assert compute.call_count == 3
+
+
+def test_api_answers_the_same_report_from_the_cache(project, users, clients) -> None:
+    task = _task(project, annotators=4, items=6, overlap=2)
+    url = f"/api/judgment-tasks/{task.pk}/agreement/"
+    with mock.patch.object(
+        agreement_services, "agreement_compute", wraps=agreement_services.agreement_compute
+    ) as compute:
+        first = clients["reviewer"].get(url).json()
+        again = clients["reviewer"].get(url).json()
+        assert compute.call_count == 1
+    assert again == first
+    assert first["pairs"] and all(p["confusion"]["matrix"] for p in first["pairs"])
+    assert clients["annotator"].get(url).status_code == 403
