@@ -22,6 +22,9 @@ env = environ.Env(
     ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]", "testserver"]),
     CSRF_TRUSTED_ORIGINS=(list, []),
     CELERY_BROKER_URL=(str, ""),
+    # Django's cache (computed figures such as the agreement page's): memory of each process
+    # by default; a team set-up shares one, e.g. redis://127.0.0.1:6379/1.
+    CACHE_URL=(str, "locmemcache://"),
     MEDIA_ROOT=(str, str(BASE_DIR / "media")),
     SECURE_SSL_REDIRECT=(bool, False),
     MAX_UPLOAD_MB=(int, 200),
@@ -335,6 +338,8 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: no broker configured means tasks run in-process, on the same code path.
+CACHES = {"default": env.cache_url("CACHE_URL")}
+
 CELERY_BROKER_URL = env("CELERY_BROKER_URL") or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not env("CELERY_BROKER_URL")
 CELERY_TASK_EAGER_PROPAGATES = False

@@ -24,6 +24,17 @@ def _isolated_media(settings: Any, tmp_path: Path) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    """Each test starts with an empty cache (ids are reused after a rolled-back test, so a
+    cached figure could otherwise outlive its rows)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings: Any) -> None:
     """Hashing test passwords with the production hasher would make every user take ~0.5s."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

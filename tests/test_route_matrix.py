@@ -1239,6 +1239,17 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("agreement", lambda w: {"pk": w.task.pk}, Access.REVIEW),
         Case("agreement, recompute", lambda w: {"pk": w.task.pk}, Access.REVIEW, method="post"),
     ),
+    "review:agreement_pair": (
+        Case(
+            "agreement: one pair's confusion",
+            lambda w: {"pk": w.pair_task.pk},
+            Access.REVIEW,
+            query=lambda w: (
+                f"?a={w.users['author'].username}&b={w.users['blind_verifier'].username}"
+            ),
+            headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "pair-confusion"},
+        ),
+    ),
     "review:judgments_export": (
         Case("judgments csv", lambda w: {"pk": w.task.pk, "fmt": "csv"}, Access.REVIEW),
         Case("blind answers jsonl", lambda w: {"pk": w.vtask.pk, "fmt": "jsonl"}, Access.REVIEW),
@@ -1805,6 +1816,10 @@ def build_world() -> SimpleNamespace:
     JudgmentFactory(task=w.task, item=w.item, user=users["author"], value=1)
     OutcomeFactory(task=w.task, item=w.item)
     DecisionFactory(task=w.task, item=w.item, reviewer=users["reviewer"])
+    # A task two annotators judged (the agreement page's pair of them).
+    w.pair_task = JudgmentTaskFactory(project=w.project, name="Pairs", overlap=2)
+    for role, value in (("author", 1), ("blind_verifier", 0)):
+        JudgmentFactory(task=w.pair_task, item=w.item, user=users[role], value=value)
     # Rate the judge: a judge run's Chief Judge report on a model answer, one unit of a
     # "judge-report" task, leased to the annotator.
     w.judge_run = JudgeRunFactory(project=w.project)

@@ -6,17 +6,17 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.judging.models import Judgment, JudgmentTask
-from benchmark.exceptions import DomainError
-from benchmark.jobs import selectors as job_selectors
+from annotation.judging.models import JudgmentTask
+from benchmark.exceptions import DomainError, NotFound
 from benchmark.pages import htmx_page
 from benchmark.typing import request_user
 from review.agreement import judge_sources
+from review.agreement import selectors as agreement_selectors
 from review.agreement import services as agreement_module
 from review.agreement.presenters import judge_rater_view
 from review.pages import task_for_review
@@ -74,66 +74,94 @@ def _judge_rater_context(request: HttpRequest, task: JudgmentTask) -> dict[str, 
     return context
 
 
+def _pairs_context(request: HttpRequest, pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pair table's page: ``?sort=`` (see ``PAIR_SORTS``) and ``?page=``."""
+    sort = request.GET.get("sort", "")
+    sort = sort if sort in agreement_selectors.PAIR_SORTS else agreement_selectors.DEFAULT_SORT
+    return {
+        "pairs_page": agreement_selectors.pairs_page(
+            pairs, sort=sort, page=request.GET.get("page")
+        ),
+        "pair_sort": sort,
+        "pair_sorts": [(k, label) for k, (label, _) in agreement_selectors.PAIR_SORTS.items()],
+    }
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 @htmx_page
 def agreement(request: HttpRequest, pk: int) -> HttpResponse:
-    """The agreement dashboard of a task. Large tasks are computed by a Job. With
-    ``?judge=<key>`` a model judge joins as one more rater (htmx target ``judge-rater``
-    gets that section alone)."""
+    """The agreement dashboard of a task: the overall figures, the annotators, and the pairs
+    of annotators as a sorted table paged by 25 (htmx target ``agreement-pairs`` gets the
+    table alone), each pair's confusion matrix loaded on demand (``agreement_pair``). The
+    figures are cached until the judgments or outcomes change. Large tasks are computed by a
+    Job. With ``?judge=<key>`` a model judge joins as one more rater (htmx target
+    ``judge-rater`` gets that section alone)."""
     task = task_for_review(request, pk)
+    user = request_user(request)
     htmx = getattr(request, "htmx", None)
-    if (
-        request.method == "GET"
-        and htmx
-        and not htmx.history_restore_request
-        and htmx.target == "judge-rater"
-    ):
+    target = htmx.target if htmx and not htmx.history_restore_request else None
+    if request.method == "GET" and target == "judge-rater":
         context = {"task": task, "project": task.project, **_judge_rater_context(request, task)}
         response = render(request, "review/agreement.html#judge-rater", context)
         if context["judge_error"]:
             response.status_code = 400
         return response
-    n = Judgment.objects.filter(task=task).count()
     if request.method == "POST":
         try:
-            agreement_module.agreement_start(task=task, user=request_user(request))
+            agreement_module.agreement_start(task=task, user=user)
         except DomainError as exc:
             raise PermissionDenied(exc.message) from None
         return redirect("review:agreement", pk=task.pk)
-    job = (
-        job_selectors.job_list(
-            user=request.user, project=task.project, kind=agreement_module.AGREEMENT_KIND
-        )
-        .filter(params__task_id=task.pk)
-        .first()
-    )
-    report = None
-    if n <= agreement_module.INLINE_LIMIT:
-        report = agreement_module.agreement_compute(task=task)
-    elif job is not None and job.status == "succeeded":
-        report = job.result
+    figures = agreement_selectors.agreement_figures(user=user, task=task)
+    pairs = _pairs_context(request, figures.pairs)
+    if target == "agreement-pairs":
+        context = {"task": task, "figures": figures, **pairs}
+        return render(request, "review/agreement.html#agreement-pairs", context)
     judge_context = _judge_rater_context(request, task)
-    pairs = []
-    for pair in (report or {}).get("pairs", []):
-        pairs.append({**pair, "picture": _confusion_cells(pair.get("confusion") or {})})
     return render(
         request,
         "review/agreement.html",
         {
             "task": task,
             "project": task.project,
-            "report": report,
-            "pairs": pairs,
-            "n_judgments": n,
-            "job": job,
-            "inline": n <= agreement_module.INLINE_LIMIT,
+            "figures": figures,
+            "report": figures.report,
+            "n_judgments": figures.n_judgments,
+            "job": figures.job,
+            "inline": figures.inline,
+            **pairs,
             **judge_context,
             # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks.
             "judge_rates": rate_figures(task=task),
         },
         status=400 if judge_context["judge_error"] else 200,
     )
+
+
+@login_required
+@require_GET
+@htmx_page
+def agreement_pair(request: HttpRequest, pk: int) -> HttpResponse:
+    """One pair of annotators (``?a=<name>&b=<name>``): their figures and confusion matrix,
+    the fragment the pair table loads on demand (a whole page without htmx). Same access as
+    the agreement page."""
+    task = task_for_review(request, pk)
+    a, b = request.GET.get("a", "").strip(), request.GET.get("b", "").strip()
+    try:
+        pair = agreement_selectors.agreement_pair(user=request_user(request), task=task, a=a, b=b)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    htmx = getattr(request, "htmx", None)
+    fragment = bool(htmx) and not htmx.history_restore_request  # type: ignore[union-attr]
+    context = {
+        "task": task,
+        "project": task.project,
+        "pair": pair,
+        "picture": _confusion_cells(pair["confusion"]),
+    }
+    template = "review/agreement_pair.html" + ("#pair-confusion" if fragment else "")
+    return render(request, template, context)
 
 
 @login_required

@@ -12,7 +12,7 @@ from annotation.judging import selectors as judging_selectors
 from benchmark.exceptions import Forbidden
 from benchmark.permissions import can
 from review.agreement.judge_sources import judge_rater_report, judge_sources_for
-from review.agreement.services import agreement_compute
+from review.agreement.selectors import agreement_report
 from review.rate_judge.selectors import rate_figures
 
 
@@ -36,7 +36,7 @@ def task_agreement(request: Request, pk: int) -> Response:
     task = judging_selectors.task_get(user=request.user, pk=pk)
     if not can(user=request.user, project=task.project, action="review"):
         raise Forbidden("only reviewers and admins see agreement figures")
-    report = agreement_compute(task=task)
+    report = agreement_report(user=request.user, task=task)  # a copy: safe to add to
     report["judge_sources"] = [
         {"key": s.key, "label": s.label, "kind": s.kind}
         for s in judge_sources_for(user=request.user, task=task)

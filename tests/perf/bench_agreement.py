@@ -1,7 +1,18 @@
-"""Speed of the agreement report on 10,000 items x 3 raters (bootstrap included).
+"""Speed of the agreement report on 10,000 items x 3 raters (bootstrap included), and with
+``--page`` the agreement page itself (issue 14).
 
     python tests/perf/bench_agreement.py
     python tests/perf/bench_agreement.py --items 50000 --raters 5 --bootstrap 2000 --repeat 3
+    python tests/perf/bench_agreement.py --page      # 50 annotators, 750 judgments, SQLite
+    python tests/perf/bench_agreement.py --page --annotators 200 --items 600 \\
+        --database-url postgres://postgres@127.0.0.1:5432/bw_perf_agreement
+
+``--page``: a nominal task on a 5-label scale, ``--items`` (default 150) items judged by 5
+annotators each drawn from ``--annotators`` (default 50), so 750 judgments; then the page
+(``review:agreement``) timed in the server (Django's test client, no network): median wall and
+CPU time of ``--requests`` requests after one warm-up, its HTML size and query count, with the
+figures cached ("cached") and with the cache emptied before each request ("computed", as after
+a new judgment); and a pair's confusion fragment when the page has that route.
 
 Synthetic, seeded judgments: each item has a latent label on a 1-5 scale, each rater gives it
 with probability 0.7 (else a random label) and skips about 5% of items. The same judgments are
@@ -14,9 +25,11 @@ when other processes compete for the cores); asserts nothing about time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 _t0 = time.perf_counter()
 import numpy as np  # noqa: E402
+from _support import fresh_postgres, run_phase  # noqa: E402
 
 from benchmark.metrics import agreement as ag  # noqa: E402
 
@@ -68,15 +82,184 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, float]:
     return min(wall), statistics.median(wall), statistics.median(cpu)
 
 
+PAGE_PROJECT = "perf agreement"
+PAGE_LABELS = ["wrong", "weak", "partial", "good", "correct"]
+
+
+def page_setup(args: argparse.Namespace) -> dict:
+    import random
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from annotation.judging.models import Assignment, Judgment, JudgmentTask
+    from benchmark.models import Item, Membership, Project, Toolset
+    from benchmark.typing import User
+
+    call_command("migrate", verbosity=0)
+    toolset, _ = Toolset.objects.get_or_create(name="atp")
+    project = Project.objects.create(
+        toolset=toolset, name=PAGE_PROJECT, kind="interleaved", tag_syntax="atp", data_format="atp"
+    )
+    reviewer = User.objects.create_user("perf-reviewer", password="x")
+    Membership.objects.create(project=project, user=reviewer, role="reviewer")
+    people = User.objects.bulk_create(
+        User(username=f"annotator{n:03d}") for n in range(args.annotators)
+    )
+    Membership.objects.bulk_create(
+        Membership(project=project, user=u, role="annotator") for u in people
+    )
+    task = JudgmentTask.objects.create(
+        project=project, name="Grade", question="How good?", scheme="nominal", overlap=5,
+        consensus="majority",
+        labels=[{"value": v, "label": v.title(), "accept": v == "correct"} for v in PAGE_LABELS],
+    )  # fmt: skip
+    items = Item.objects.bulk_create(
+        Item(project=project, external_id=f"q{i:05d}", position=i) for i in range(args.items)
+    )
+    rng = random.Random(14)
+    now = timezone.now()
+    assignments, judgments = [], []
+    for item in items:
+        truth = rng.choice(PAGE_LABELS)
+        for user in rng.sample(people, min(5, len(people))):
+            value = truth if rng.random() < 0.7 else rng.choice(PAGE_LABELS)
+            a = Assignment(
+                task=task, item=item, user=user, status="submitted", leased_at=now,
+                expires_at=now, submitted_at=now,
+            )  # fmt: skip
+            assignments.append(a)
+            judgments.append(
+                Judgment(
+                    task=task,
+                    item=item,
+                    user=user,
+                    assignment=a,
+                    value=value,
+                    seconds=round(rng.lognormvariate(3, 0.6), 1),
+                )  # fmt: skip
+            )
+    Assignment.objects.bulk_create(assignments, batch_size=2000)
+    for j in judgments:
+        j.assignment_id = j.assignment.pk
+    Judgment.objects.bulk_create(judgments, batch_size=2000)
+    return {"annotators": len(people), "judgments": len(judgments), "task": task.pk}
+
+
+def page_time(args: argparse.Namespace) -> dict:
+    from django.conf import settings
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import NoReverseMatch, reverse
+
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    from annotation.judging.models import JudgmentTask
+    from benchmark.typing import User
+
+    client = Client()
+    client.force_login(User.objects.get(username="perf-reviewer"))
+    task = JudgmentTask.objects.get(project__name=PAGE_PROJECT)
+    url = reverse("review:agreement", args=[task.pk])
+    assert client.get(url).status_code == 200  # templates compiled, modules imported
+
+    def timed(target: str, *, computed: bool) -> dict:
+        times, cpus, queries = [], [], set()
+        for _ in range(args.requests):
+            if computed:
+                cache.clear()
+            with CaptureQueriesContext(connection) as captured:
+                start, cpu = time.perf_counter(), time.process_time()
+                response = client.get(target)
+                times.append((time.perf_counter() - start) * 1000)
+                cpus.append((time.process_time() - cpu) * 1000)
+            assert response.status_code == 200, response.status_code
+            queries.add(len(captured.captured_queries))
+        return {
+            "median_ms": round(statistics.median(times), 1),
+            "cpu_ms": round(statistics.median(cpus), 1),
+            "queries": sorted(queries),
+            "kb": round(len(response.content) / 1024, 1),
+        }
+
+    figures = {"page, cached": timed(url, computed=False)}
+    figures["page, computed"] = timed(url, computed=True)
+    try:
+        pair = reverse("review:agreement_pair", args=[task.pk])
+    except NoReverseMatch:  # before issue 14: the pictures are all on the page
+        pass
+    else:
+        pair += "?a=annotator000&b=annotator001"
+        client.get(pair)
+        figures["one pair's confusion"] = timed(pair, computed=False)
+    return {"figures": figures}
+
+
+def page_main(args: argparse.Namespace) -> None:
+    argv = [
+        *("--annotators", str(args.annotators), "--items", str(args.items)),
+        *("--requests", str(args.requests), "--page"),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.database_url:
+            fresh_postgres(args.database_url)
+            db, where = args.database_url, "postgresql"
+        else:
+            db, where = f"sqlite:///{Path(tmp) / 'agreement.sqlite3'}", "sqlite"
+        env = {
+            "DATABASE_URL": db,
+            "MEDIA_ROOT": str(Path(tmp) / "media"),
+            "DEBUG": "false",
+            "SECRET_KEY": "perf-" + "x9" * 30,
+            "ALLOWED_HOSTS": "localhost,testserver",
+            "SECURE_SSL_REDIRECT": "false",
+        }
+        made = run_phase(__file__, "setup", argv, env)
+        print(
+            f"{where}: agreement page, {made['annotators']} annotators, {made['judgments']} "
+            f"judgments; median of {args.requests} requests; {os.cpu_count()} CPUs"
+        )
+        p = run_phase(__file__, "page", argv, env)
+        for label, f in p["figures"].items():
+            print(
+                f"  {label:22s} median {f['median_ms']:7.1f} ms (CPU {f['cpu_ms']:7.1f} ms); "
+                f"queries {f['queries']}; {f['kb']:,} kB HTML"
+            )
+        print(f"  load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
+
+
+def page_child(args: argparse.Namespace) -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
+    import django
+
+    django.setup()
+    phase = {"setup": page_setup, "page": page_time}[args.child]
+    print(json.dumps(phase(args)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--page", action="store_true", help="time the agreement page")
+    parser.add_argument("--annotators", type=int, default=50, help="with --page")
+    parser.add_argument("--requests", type=int, default=9, help="with --page")
+    parser.add_argument("--database-url", default="", help="with --page (default: SQLite)")
+    parser.add_argument("--child", choices=["setup", "page"], help=argparse.SUPPRESS)
+    parser.add_argument("--items", type=int, default=None)
     parser.add_argument("--raters", type=int, default=3)
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--levels", nargs="+", default=list(SCALES), choices=list(SCALES))
     args = parser.parse_args()
+    if args.page:
+        args.items = args.items or 150
+        (page_child if args.child else page_main)(args)
+        return
+    args.items = args.items or 10_000
 
     item, rater, label, seconds = synthetic(args.items, args.raters, args.seed)
     item_ids = [f"item-{i:06d}" for i in range(args.items)]
