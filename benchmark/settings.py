@@ -337,9 +337,11 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Celery: no broker configured means tasks run in-process, on the same code path.
+# Computed figures (the agreement page's) are cached until their inputs change: per process by
+# default; a team shares one cache across web machines with CACHE_URL=redis://host:6379/1.
 CACHES = {"default": env.cache_url("CACHE_URL")}
 
+# Celery: no broker configured means tasks run in-process, on the same code path.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL") or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not env("CELERY_BROKER_URL")
 CELERY_TASK_EAGER_PROPAGATES = False
