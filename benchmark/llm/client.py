@@ -20,11 +20,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchmark.llm.cache import CachedAnswer, ResponseCache, request_key
+
+if TYPE_CHECKING:
+    import openai
 
 CacheMode = Literal["use", "off", "replay"]
 CACHE_MODES: tuple[str, ...] = ("use", "off", "replay")
@@ -395,6 +396,8 @@ class ChatClient:
             shared.close()
 
     def _sdk(self) -> openai.OpenAI:
+        import openai  # lazy: ~0.6 s to import, and only a model call needs it
+
         cfg = self.config
         return openai.OpenAI(
             base_url=cfg.base_url,
@@ -469,6 +472,8 @@ class ChatClient:
         key: str,
         progress: Progress | None,
     ) -> ChatResult:
+        import openai  # lazy, see _sdk
+
         cfg = self.config
         attempts_allowed = cfg.max_retries + 1
         waited_out = 0.0  # a pause this thread set and slept through itself
@@ -520,6 +525,8 @@ class ChatClient:
 
 
 def _describe(exc: Exception) -> str:
+    import openai  # lazy, see ChatClient._sdk
+
     if isinstance(exc, openai.APITimeoutError):
         return "the model endpoint did not answer in time"
     if isinstance(exc, openai.APIConnectionError):

@@ -36,12 +36,13 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from numbers import Real
 from statistics import median
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import krippendorff
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = [
     "Judgments",
@@ -426,6 +427,8 @@ def krippendorff_alpha(
     if not np.isfinite(j.kernel.statistics(np.ones(len(pairable)))["krippendorff_alpha"][0]):
         return _stat(None, REASON_ALPHA_NO_VARIATION, **extra)
     matrix, domain = _reliability_data(j)
+    import krippendorff  # lazy: it pulls in SciPy (~0.3 s); only alpha itself needs it
+
     value = krippendorff.alpha(
         reliability_data=matrix, value_domain=domain, level_of_measurement=j.level
     )
@@ -517,6 +520,8 @@ class ResampleKernel:
     @staticmethod
     def _coincidences(counts: FloatArray, n: FloatArray) -> sparse.csr_matrix:
         """Items x (K*K) sparse matrix of each item's coincidence contribution."""
+        from scipy import sparse  # lazy: ~0.3 s to import; only ordinal bootstraps need it
+
         n_items, n_cats = counts.shape
         item, cat = np.nonzero(counts)  # row-major: grouped by item
         per_item = np.bincount(item, minlength=n_items)
