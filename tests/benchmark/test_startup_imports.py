@@ -15,7 +15,10 @@ import pytest
 from django.core.management import load_command_class
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ["sklearn", "scipy", "statsmodels", "matplotlib", "openai", "pandas", "krippendorff"]
+HEAVY = [
+    *("sklearn", "scipy", "statsmodels", "matplotlib", "openai", "pandas", "krippendorff"),
+    "celery",  # loaded when a job is enqueued or a worker starts
+]
 
 DATA_COMMANDS = [
     ("benchmark", "import_dataset"),
