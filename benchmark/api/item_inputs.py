@@ -108,7 +108,7 @@ class ItemRecordInput(serializers.Serializer):
     format = serializers.CharField(
         required=False,
         allow_blank=True,
-        help_text="Optional: the project's format (atp, llmi, mms, agentic-mme)."
+        help_text="Optional: the project's format (atp, llmi, mms, agentic-mme).",
     )
 
     def validate_record(self, value: Any) -> Any:

@@ -117,9 +117,7 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
                     {
                         "description": _DESCRIPTIONS[code],
                         "content": {
-                            "application/json": {
-                                "schema": {"$ref": f"#/components/schemas/{ref}"}
-                            }
+                            "application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}
                         },
                     },
                 )

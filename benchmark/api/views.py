@@ -229,14 +229,12 @@ class ItemQuery(serializers.Serializer):
         required=False,
         allow_blank=True,
         max_length=200,
-        help_text="Search the query text and external id."
+        help_text="Search the query text and external id.",
     )
 
 
 @extend_schema_view(
-    list=extend_schema(
-        summary="Items in your projects, filtered", parameters=[ItemQuery]
-    ),
+    list=extend_schema(summary="Items in your projects, filtered", parameters=[ItemQuery]),
     retrieve=extend_schema(summary="One item, with documents, images, rubric and source JSON"),
 )
 class ItemViewSet(viewsets.ReadOnlyModelViewSet):

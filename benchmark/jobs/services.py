@@ -28,7 +28,6 @@ from typing import (
     Any,
 )
 
-from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models.sql.subqueries import UpdateQuery
@@ -118,6 +117,7 @@ def job_start(
 
 
 def _enqueue(job_id: int, spec: JobKind) -> None:
+    # Celery loads here (with the task module), not at start-up.
     from benchmark.jobs.tasks import job_task  # the task module imports this one
 
     limit = spec.limit()
@@ -386,6 +386,8 @@ def job_run(*, job_id: int) -> None:
     FormatError) is the user's message; a time limit says so; anything else is logged with
     its traceback and the job gets a generic message naming the job. The upload folder is
     removed before the job is marked done, so a finished job never leaves files behind."""
+    from celery.exceptions import SoftTimeLimitExceeded  # a worker has Celery loaded already
+
     if not job_claim(job_id=job_id):
         return
     job = Job.objects.select_related("project", "created_by").get(pk=job_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+import benchmark.celery  # noqa: F401 - the project's app is the current one before the task binds
 from benchmark.jobs import services
 
 

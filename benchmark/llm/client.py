@@ -396,7 +396,7 @@ class ChatClient:
             shared.close()
 
     def _sdk(self) -> openai.OpenAI:
-        import openai  # the SDK takes a second to import: not at start-up
+        import openai  # lazy: ~0.6 s to import, and only a model call needs it
 
         cfg = self.config
         return openai.OpenAI(
@@ -472,7 +472,7 @@ class ChatClient:
         key: str,
         progress: Progress | None,
     ) -> ChatResult:
-        import openai
+        import openai  # lazy, see _sdk
 
         cfg = self.config
         attempts_allowed = cfg.max_retries + 1
@@ -525,7 +525,7 @@ class ChatClient:
 
 
 def _describe(exc: Exception) -> str:
-    import openai
+    import openai  # lazy, see ChatClient._sdk
 
     if isinstance(exc, openai.APITimeoutError):
         return "the model endpoint did not answer in time"

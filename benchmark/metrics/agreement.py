@@ -427,7 +427,7 @@ def krippendorff_alpha(
     if not np.isfinite(j.kernel.statistics(np.ones(len(pairable)))["krippendorff_alpha"][0]):
         return _stat(None, REASON_ALPHA_NO_VARIATION, **extra)
     matrix, domain = _reliability_data(j)
-    import krippendorff  # imported here: it pulls in scipy (a second on a cold start)
+    import krippendorff  # lazy: it pulls in SciPy (~0.3 s); only alpha itself needs it
 
     value = krippendorff.alpha(
         reliability_data=matrix, value_domain=domain, level_of_measurement=j.level
@@ -520,7 +520,7 @@ class ResampleKernel:
     @staticmethod
     def _coincidences(counts: FloatArray, n: FloatArray) -> sparse.csr_matrix:
         """Items x (K*K) sparse matrix of each item's coincidence contribution."""
-        from scipy import sparse
+        from scipy import sparse  # lazy: ~0.3 s to import; only ordinal bootstraps need it
 
         n_items, n_cats = counts.shape
         item, cat = np.nonzero(counts)  # row-major: grouped by item

@@ -69,8 +69,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sklearn.metrics import accuracy_score, precision_recall_fscore_support
-
 from benchmark.plans.parse import (
     PlanFormatError,
     decode_plan_text,
@@ -202,6 +200,8 @@ def prf_scores(
         average = "macro"
     else:
         labels, average = None, "binary"
+    from sklearn.metrics import precision_recall_fscore_support  # lazy: ~1.5 s to import
+
     precision, recall, f1, _ = precision_recall_fscore_support(
         gold_flat, pred_flat, labels=labels, average=average, zero_division=0
     )
@@ -213,6 +213,8 @@ def plan_accuracy(pairs: Iterable[tuple[list[str], list[str]]]) -> float:
     hits = [1.0 if pred == gold else 0.0 for gold, pred in pairs]
     if not hits:
         return 0.0
+    from sklearn.metrics import accuracy_score  # lazy: ~1.5 s to import
+
     return _pct(accuracy_score([1.0] * len(hits), hits))
 
 

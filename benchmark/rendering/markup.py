@@ -16,11 +16,14 @@ import re
 import secrets
 from collections.abc import Callable
 from functools import cache
+from typing import TYPE_CHECKING
 
 import nh3
-from markdown_it import MarkdownIt
 
 from benchmark.tags import ParsedText, ToolCall
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["CardFor", "interleave", "markdown_html", "sanitize"]
 
@@ -45,6 +48,8 @@ _DATA_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=
 
 @cache
 def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # lazy: ~25 ms to import, only rendering needs it
+
     return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 
 

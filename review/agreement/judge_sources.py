@@ -36,7 +36,6 @@ import orjson
 from annotation.judging.models import Judgment, JudgmentTask, Scheme, UnitKind
 from benchmark import permissions
 from benchmark.exceptions import ValidationFailed
-from benchmark.metrics.judge_rater import judge_as_rater
 from benchmark.typing import AnyUser
 from review.agreement.services import LEVELS
 from review.judges.models import JudgeName, JudgeRun
@@ -210,6 +209,8 @@ def judge_rater_report(*, user: AnyUser, task: JudgmentTask, key: str) -> dict[s
         )
     level, categories = task_scale(task)
     try:
+        from benchmark.metrics.judge_rater import judge_as_rater  # lazy: NumPy, ~0.1 s
+
         report = judge_as_rater(task_human_ratings(task=task), source.values(), level, categories)
     except ValueError as exc:
         raise ValidationFailed(f"judge {source.key}: {exc}") from None
@@ -285,6 +286,8 @@ def run_set_judge_rater(
     judge, models = _judge_answers(scores)
     if not judge:
         return None
+    from benchmark.metrics.judge_rater import judge_as_rater  # lazy: NumPy, ~0.1 s
+
     report = judge_as_rater(run_set_visual_verdicts(run_set=run_set), judge, "nominal", [0, 1])
     report["source"] = {"key": "v-judge", "label": ", ".join(models) or "V judge", "kind": "v"}
     return report

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -16,9 +16,11 @@ from benchmark.exceptions import NotFound
 from benchmark.formats.csv_safe import csv_row
 from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
-from benchmark.metrics.agreement import Level, agreement_report
 from benchmark.models import Job
 from benchmark.typing import User
+
+if TYPE_CHECKING:
+    from benchmark.metrics.agreement import Level
 
 # Up to this many judgments the dashboard computes on the spot; beyond, it runs as a Job.
 INLINE_LIMIT = 60_000
@@ -71,6 +73,8 @@ def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str,
 
         rows = [(i, r, normalize_answer(v)) for i, r, v in rows]
         final = {i: normalize_answer(v) for i, v in final.items()}
+    from benchmark.metrics.agreement import agreement_report  # lazy: NumPy, ~0.1 s
+
     report = agreement_report(
         rows, level, categories=categories, final=final, times=times, bootstrap=bootstrap
     )

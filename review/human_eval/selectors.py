@@ -32,7 +32,6 @@ from annotation.judging.models import Judgment, JudgmentTask, TaskUnit, UnitKind
 from annotation.judging.units import unit_responses
 from benchmark.exceptions import ValidationFailed
 from benchmark.judges import rankings
-from benchmark.metrics import agreement
 from benchmark.metrics.human_eval import bradley_terry, group_means, win_rates
 from benchmark.models import JobStatus, Membership, Origin, Project, Response, Role
 from benchmark.permissions import can
@@ -139,6 +138,8 @@ def _value(scale: Scale, value: Any, key: str) -> Any:
 
 def _alpha(rows: list[tuple[str, str, Any]], level: Any, categories: Any, seed: int) -> dict:
     rows = [r for r in rows if r[2] is not None]
+    from benchmark.metrics import agreement  # lazy: NumPy, ~0.1 s
+
     stat = agreement.krippendorff_alpha(rows, level, categories)
     stat["ci"] = None
     if stat["value"] is not None:

@@ -122,7 +122,9 @@ def main() -> int:
                     by_check[check.name] += 1
                     failure = check.failure_info.failure
                     key = (operation, check.name, failure.title)
-                    distinct.setdefault(key, f"{failure.message}\n      {check.failure_info.code_sample}")
+                    distinct.setdefault(
+                        key, f"{failure.message}\n      {check.failure_info.code_sample}"
+                    )
         elif isinstance(event, events.NonFatalError):
             print(f"error in {event.label}: {event.value!r}")
         elif isinstance(event, events.FatalError):

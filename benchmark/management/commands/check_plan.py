@@ -81,6 +81,7 @@ def add_toolset_arguments(parser: CommandParser) -> None:
 
 class Command(BaseCommand):
     help = "Check plans against a toolset's tools, arguments and graph; prints JSON findings."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path, help="a plan, a code file, or rows (JSON/JSONL)")

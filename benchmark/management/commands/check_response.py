@@ -20,6 +20,7 @@ from benchmark.tags import SYNTAXES, builtin_toolset, parse, parse_image_num, va
 
 class Command(BaseCommand):
     help = "Check the tool tags in one answer and print the findings as JSON."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="the answer text (UTF-8); '-' reads standard input")

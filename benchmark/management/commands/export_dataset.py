@@ -22,6 +22,7 @@ from benchmark.models import DataFormat, ItemStatus, Project
 
 class Command(BaseCommand):
     help = "Export a project's items in its benchmark's own format."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("out", type=Path, help="a folder, or a .jsonl file for atp")

@@ -38,6 +38,7 @@ class Command(BaseCommand):
         "Import a benchmark file or folder into a project. All or nothing. With --create, a "
         "missing project is created first (in --format), and is not kept if the import fails."
     )
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path)

@@ -21,6 +21,7 @@ from benchmark.models import Job
 
 class Command(BaseCommand):
     help = "Mark jobs whose worker stopped (no progress beyond the task's time limit) failed."
+    requires_system_checks: list[str] = []
 
     def handle(self, *args: Any, **options: Any) -> None:
         swept = services.jobs_sweep()

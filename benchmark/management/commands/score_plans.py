@@ -20,6 +20,7 @@ from benchmark.metrics.mms import read_gold, read_predictions, score_plans
 
 class Command(BaseCommand):
     help = "Score predicted plans against gold plans with m&m's metrics; prints JSON."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--gold", type=Path, required=True, help="m&m's rows (JSON/JSONL)")

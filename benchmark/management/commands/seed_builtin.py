@@ -14,6 +14,7 @@ class Command(BaseCommand):
         "Create the built-in toolsets (atp, llmi, agentic-mme, mms) and taxonomies. Only "
         "missing rows are created; edits made since are kept."
     )
+    requires_system_checks: list[str] = []
 
     def handle(self, *args: Any, **options: Any) -> None:
         for name, toolset in toolsets_ensure().items():

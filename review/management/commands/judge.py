@@ -28,6 +28,7 @@ from review.management.commands.score_responses import _files
 
 class Command(BaseCommand):
     help = "Run a model judge over a project's model answers and print the reports as JSON."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")

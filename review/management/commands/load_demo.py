@@ -17,6 +17,7 @@ class Command(BaseCommand):
         "annotator1-3, one project per benchmark and its demo dataset. Re-running adds "
         f"nothing and keeps passwords. Set {PASSWORD_ENV} to give new demo users that password."
     )
+    requires_system_checks: list[str] = []
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

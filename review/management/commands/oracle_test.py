@@ -29,6 +29,7 @@ from review.oracle.selectors import run_figures
 
 class Command(BaseCommand):
     help = "Walk a model through the items' reference trajectories (oracle test); JSON lines."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")

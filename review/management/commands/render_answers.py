@@ -43,6 +43,7 @@ def _safe(text: str, limit: int = 80) -> str:
 
 class Command(BaseCommand):
     help = "Render a project's model answers into standalone HTML files and index.json."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("out_dir", type=Path, help="folder for the HTML files and index.json")

@@ -56,6 +56,7 @@ def _name(path: Path) -> str:
 
 class Command(BaseCommand):
     help = "Score model answers of an interleaved project against its verified ground truth."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")

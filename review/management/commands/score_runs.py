@@ -37,6 +37,7 @@ from review.runs.folders import read_run_folders, read_tasks, task_variants
 
 class Command(BaseCommand):
     help = "Score Agentic-MME agent runs against their tasks; prints JSON lines."
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tasks", type=Path, required=True, help="folder of task JSON files")

@@ -1,0 +1,100 @@
+"""Start-up stays light: loading the site (settings, apps, the root URLconf with every view,
+the template tag libraries) or a data command does not import the heavy libraries, which the
+functions that use them import when they run; and the data commands skip the system checks,
+which would load the whole URLconf on every call."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import load_command_class
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = [
+    *("sklearn", "scipy", "statsmodels", "matplotlib", "openai", "pandas", "krippendorff"),
+    "celery",  # loaded when a job is enqueued or a worker starts
+]
+
+DATA_COMMANDS = [
+    ("benchmark", "import_dataset"),
+    ("benchmark", "export_dataset"),
+    ("benchmark", "create_project"),
+    ("benchmark", "score_plans"),
+    ("benchmark", "check_plan"),
+    ("benchmark", "check_response"),
+    ("benchmark", "jobs_sweep"),
+    ("benchmark", "seed_builtin"),
+    ("review", "score_responses"),
+    ("review", "score_runs"),
+    ("review", "judge"),
+    ("review", "render_answers"),
+    ("review", "release"),
+    ("review", "release_verify"),
+    ("review", "oracle_test"),
+    ("review", "load_demo"),
+]
+
+SITE = """
+import django
+django.setup()
+from django.conf import settings
+from django.template import engines
+from django.urls import get_resolver
+from django.utils.module_loading import import_string
+
+get_resolver().url_patterns  # the root URLconf and every view module it includes
+import_string(settings.WSGI_APPLICATION)
+for engine in engines.all():  # every template tag library
+    getattr(engine, "engine", engine).template_libraries
+"""
+
+COMMANDS = """
+import django
+django.setup()
+from django.core.management import load_command_class
+for app, name in {commands!r}:
+    load_command_class(app, name)
+"""
+
+REPORT = """
+import json, sys
+print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set({heavy!r}))))
+"""
+
+
+def heavy_modules_after(code: str) -> list[str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "benchmark.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", code + REPORT.format(heavy=HEAVY)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_loading_the_site_imports_no_heavy_library() -> None:
+    assert heavy_modules_after(SITE) == []
+
+
+def test_loading_the_data_commands_imports_no_heavy_library() -> None:
+    assert heavy_modules_after(COMMANDS.format(commands=DATA_COMMANDS)) == []
+
+
+def test_the_report_sees_a_heavy_library_when_one_is_imported() -> None:
+    """The two checks above can fail: the same probe names what an import brought in."""
+    code = "from benchmark.metrics import mms\nmms.plan_accuracy([(['a'], ['a'])])\n"
+    assert "sklearn" in heavy_modules_after(code)
+
+
+@pytest.mark.parametrize(("app", "name"), DATA_COMMANDS)
+def test_data_commands_skip_the_system_checks(app: str, name: str) -> None:
+    assert load_command_class(app, name).requires_system_checks == []
