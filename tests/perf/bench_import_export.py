@@ -107,10 +107,14 @@ def child(args: argparse.Namespace) -> None:
     if args.phase == "setup":
         call_command("migrate", verbosity=0)
         toolset, _ = Toolset.objects.get_or_create(name="atp")
-        Project.objects.filter(name="perf").delete()
-        Project.objects.create(
-            name="perf", kind="interleaved", tag_syntax="atp", data_format="atp", toolset=toolset
-        )
+        Project.objects.filter(name__in=["perf", "perf-web"]).delete()
+        for name in ("perf", "perf-web"):
+            Project.objects.create(
+                name=name, kind="interleaved", tag_syntax="atp", data_format="atp", toolset=toolset
+            )
+        return
+    if args.phase in ("web-import", "web-export"):
+        web(args)
         return
     project = Project.objects.get(name="perf")
     start = time.perf_counter()
@@ -134,6 +138,53 @@ def child(args: argparse.Namespace) -> None:
             }
         )
     )
+
+
+def web(args: argparse.Namespace) -> None:
+    """Through the pages, in this process (Django's test client, no network): ``web-import``
+    times the upload POST of the data file, whose import job runs in the request when jobs
+    run in-process (CELERY_TASK_ALWAYS_EAGER, the default without a broker), until the job
+    is done; ``web-export`` times the download of the export to its last byte."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
+
+    from benchmark.models import Item, Job, Membership, Project
+
+    user, _ = get_user_model().objects.get_or_create(username="perf-admin")
+    client = Client()
+    client.force_login(user)
+    if args.phase == "web-import":
+        project = Project.objects.get(name="perf-web")
+        Membership.objects.get_or_create(project=project, user=user, defaults={"role": "admin"})
+        with open(args.file, "rb") as fh:  # encoded before the clock starts
+            body = encode_multipart(BOUNDARY, {"file": fh})
+        start = time.perf_counter()
+        response = client.generic(
+            "POST", f"/projects/{project.pk}/import/", body, content_type=MULTIPART_CONTENT
+        )
+        seconds = time.perf_counter() - start
+        job = Job.objects.filter(project=project).latest("id")
+        assert response.status_code in (200, 302), response.status_code
+        assert job.status == "succeeded", job.error
+        detail = f"{Item.objects.filter(project=project).count()} items, job {job.status}"
+    else:
+        project = Project.objects.get(name="perf")
+        Membership.objects.get_or_create(project=project, user=user, defaults={"role": "admin"})
+        start = time.perf_counter()
+        response = client.get(f"/projects/{project.pk}/export/")
+        size = sum(len(chunk) for chunk in response.streaming_content)
+        seconds = time.perf_counter() - start
+        same = Path(args.file).read_bytes()  # nothing was edited: the source, byte for byte
+        exported = Path(args.file).parent / "export" / "data.jsonl"
+        if exported.exists():
+            same = exported.read_bytes()
+        detail = f"{size / 1e6:.1f} MB, {type(response).__name__}"
+        response = client.get(f"/projects/{project.pk}/export/")
+        if b"".join(response.streaming_content) != same:
+            detail += ", DIFFERS from dataset_export"
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": round(seconds, 3), "peak_mb": round(peak, 1), "detail": detail}))
 
 
 def stored_bytes() -> int:
@@ -233,21 +284,32 @@ def main() -> None:
                 imp = run_phase("import", env, data)
                 exp = run_phase("export", env, data)
                 again = run_phase("import", env, data)
-                rounds.append((imp, exp, again))
+                web_exp = run_phase("web-export", env, data)
+                web_imp = run_phase("web-import", env, data)
+                rounds.append((imp, exp, again, web_imp, web_exp))
                 if name == "sqlite":
                     for path in tmpdir.glob(f"{sqlite.name}*"):
                         path.unlink()
-            imp, exp, again = (
+            imp, exp, again, web_imp, web_exp = (
                 min(r, key=lambda x: x["seconds"]) for r in zip(*rounds, strict=True)
             )
+            source_mb = data.stat().st_size / 1e6
             print(
                 f"{name:9s} import {imp['seconds']:.2f} s (peak {imp['peak_mb']:.0f} MB, "
-                f"{imp['detail']}, stored {imp['stored_mb']:.0f} MB)  export "
+                f"{imp['detail']}, stored {imp['stored_mb']:.1f} MB = "
+                f"{imp['stored_mb'] / source_mb:.2f}x the source)  export "
                 f"{exp['seconds']:.2f} s (peak {exp['peak_mb']:.0f} MB, {exp['detail']})  "
                 f"re-import {again['seconds']:.2f} s, items {again['items']}"
             )
+            print(
+                f"{'':9s} web import (upload to job done) {web_imp['seconds']:.2f} s "
+                f"(peak {web_imp['peak_mb']:.0f} MB, {web_imp['detail']})  web export (to the "
+                f"last byte) {web_exp['seconds']:.2f} s (peak {web_exp['peak_mb']:.0f} MB, "
+                f"{web_exp['detail']})"
+            )
             if args.repeat > 1:
-                for label, i in (("import", 0), ("export", 1), ("re-import", 2)):
+                labels = ("import", "export", "re-import", "web import", "web export")
+                for i, label in enumerate(labels):
                     runs = ", ".join(f"{r[i]['seconds']:.2f}" for r in rounds)
                     print(f"{'':9s} {label} runs: {runs}")
 
