@@ -252,7 +252,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the best is printed")
-    parser.add_argument("--child", choices=["setup", "import", "export"])
+    parser.add_argument("--child", choices=["setup", "import", "export", "web-import", "web-export"])
     parser.add_argument("--file")
     args = parser.parse_args()
     if args.child:
