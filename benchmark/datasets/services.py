@@ -1024,12 +1024,14 @@ def _export_stream(
     streamer = getattr(fmt, "stream", None)
     if streamer is None:
         return None
-    rows = project.items.all()
+    rows = project.items.order_by()
     if status:
         rows = rows.filter(status=status)
-    if item_ids is not None:
-        rows = rows.filter(pk__in=list(item_ids))
-    names = list(rows.order_by().values_list("source_file", flat=True).distinct()[:2])
+    if item_ids is None:
+        names = list(rows.values_list("source_file", flat=True).distinct()[:2])
+    else:  # in Python: a selection may hold more ids than a statement takes parameters
+        wanted = frozenset(item_ids)
+        names = list({name for pk, name in rows.values_list("id", "source_file") if pk in wanted})
     if len(names) > 1:
         return None
     name = (names[0] if names else "") or getattr(fmt, "DATA_FILE", "")

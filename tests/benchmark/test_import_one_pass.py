@@ -164,3 +164,19 @@ def test_an_export_of_several_files_still_comes_as_a_file(tmp_path: Path) -> Non
     assert response.status_code == 200
     assert response["Content-Type"] == "application/zip"
     assert isinstance(response, FileResponse)
+
+
+def test_a_streamed_selection_is_the_file_export_of_the_same_items(tmp_path: Path) -> None:
+    project = _project()
+    user, _ = _admin_of(project)
+    dataset_services.dataset_import(
+        project=project, path=_write(tmp_path / "d", [_row(i) for i in range(6)])
+    )
+    ids = set(Item.objects.filter(external_id__in=["t1", "t4"]).values_list("id", flat=True))
+    streamed = dataset_services.dataset_export_file(
+        project=project, user=user, item_ids=ids, name_suffix="selection", stream=True
+    )
+    assert streamed.handle is None and streamed.chunks is not None
+    filename, written = _file_export(project, user, item_ids=ids, name_suffix="selection")
+    assert (streamed.filename, b"".join(streamed.chunks)) == (filename, written)
+    assert [json.loads(line)["trace_id"] for line in written.splitlines()] == ["t1", "t4"]
