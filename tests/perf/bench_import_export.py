@@ -159,6 +159,7 @@ def web(args: argparse.Namespace) -> None:
     from benchmark.models import Item, Job, Membership, Project
 
     get_resolver().url_patterns  # noqa: B018 - a server has loaded its views before (not timed)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Django and the views
     user, _ = get_user_model().objects.get_or_create(username="perf-admin")
     client = Client()
     client.force_login(user)
@@ -193,7 +194,10 @@ def web(args: argparse.Namespace) -> None:
         job = Job.objects.filter(project=project).latest("id")
         assert response.status_code in (200, 302), response.status_code
         assert job.status == "succeeded", job.error
-        detail = f"{Item.objects.filter(project=project).count()} items, job {job.status}"
+        detail = (
+            f"{Item.objects.filter(project=project).count()} items, job {job.status}, "
+            f"{before:.0f} MB before the request"
+        )
     else:
         environ = RequestFactory()._base_environ(
             PATH_INFO=f"/projects/{project.pk}/export/", REQUEST_METHOD="GET", HTTP_COOKIE=cookie
@@ -210,7 +214,9 @@ def web(args: argparse.Namespace) -> None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         exported = Path(args.file).parent / "export" / "data.jsonl"
         same = hashlib.sha256((exported if exported.exists() else Path(args.file)).read_bytes())
-        detail = f"{size / 1e6:.1f} MB, {type(response).__name__}"
+        detail = (
+            f"{size / 1e6:.1f} MB, {type(response).__name__}, {before:.0f} MB before the request"
+        )
         if digest.digest() != same.digest():
             detail += ", DIFFERS from dataset_export"
     print(json.dumps({"seconds": round(seconds, 3), "peak_mb": round(peak, 1), "detail": detail}))
