@@ -254,7 +254,10 @@ _TEXT_SOURCES = frozenset({"query", "expected_answer"})
 class Item(models.Model):
     """One benchmark record: a query with its documents, images, constraints and answer."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: the unique (project, external_id) index serves lookups by project.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="items", db_index=False
+    )
     external_id = models.CharField(max_length=255)
     position = models.PositiveIntegerField(default=0)
     source_file = models.CharField(max_length=255, blank=True)
@@ -385,7 +388,10 @@ class ItemStatusChange(models.Model):
 class AttachedRecord(models.Model):
     """Fields shared by what hangs off an item and may come from its own source file."""
 
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="%(class)ss")
+    # No index of its own: each model's unique (item, key) index serves lookups by item.
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="%(class)ss", db_index=False
+    )
     key = models.CharField(max_length=255, help_text="Unique per item, e.g. 'gt' or 'file#3'.")
     origin = models.CharField(max_length=20, choices=Origin.choices, default=Origin.GROUND_TRUTH)
     model_name = models.CharField(max_length=200, blank=True)
@@ -444,7 +450,9 @@ class Trajectory(AttachedRecord):
     efficiency = JSONField(default=dict, blank=True)
     final_answer = models.TextField(blank=True)
     image_refs = JSONField(default=list, blank=True)
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="trajectories")
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="trajectories", db_index=False
+    )
 
     class Meta(AttachedRecord.Meta):
         verbose_name_plural = "trajectories"

@@ -960,29 +960,25 @@ def import_upload_start(
 
 
 def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
-    """The import kind's runner. A first pass reads and checks every record outside any
-    transaction, so the bar moves and commits as it goes; the second pass writes all or
-    nothing in one transaction, reporting how far it got through the job's progress
-    callback (on PostgreSQL that report is readable by the poll while the write is under
-    way; on SQLite it shows when the write commits: see ``benchmark.jobs.services.
-    JobProgress``). A bad record raises FormatError naming file, record and field."""
+    """The import kind's runner: one pass that reads, checks and writes each chunk of records
+    in one transaction (all or nothing: a bad record raises FormatError naming file, record
+    and field, and nothing is written). How many records were written so far is reported
+    through the job's progress callback: on PostgreSQL the poll reads it while the write is
+    under way; on SQLite it shows when the write commits (see ``benchmark.jobs.services.
+    JobProgress``). The total is not known before the end: records are not read twice."""
     project = Project.objects.get(pk=job.params["project_id"])
     path = Path(job.params["path"])
     fmt: Any = _interchange_reader(job.params) or get_format(project.data_format)
-    total = 0
-    for total, _ in enumerate(fmt.read(path), start=1):
-        if total % BATCH_SIZE == 0:
-            progress(progress=total, message="checking records")
-    progress(progress=0, total=total, message="writing")
-    fmt = _interchange_reader(job.params) or fmt  # afresh: a reader keeps what it met
+    done = [0]
+
+    def report(count: int) -> None:
+        done[0] = count
+        progress(progress=count, message="writing")
+
+    progress(progress=0, message="writing")
     task = job.params.get("task") or ""
     with transaction.atomic() if task else contextlib.nullcontext():
-        result = dataset_import(
-            project=project,
-            path=path,
-            progress=lambda n: progress(progress=min(n, total)),
-            fmt=fmt,
-        ).as_dict()
+        result = dataset_import(project=project, path=path, progress=report, fmt=fmt).as_dict()
         if task:  # annotations as judgments, with the items or not at all
             result["judgments"] = interop_hook("label_studio.judgments_import")(
                 project=project,
@@ -990,17 +986,20 @@ def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
                 task_name=task,
                 labels=label_studio.parse_labels(job.params.get("labels") or ""),
             )
+    progress(progress=done[0], total=done[0], message="written")
     return result
 
 
 @dataclass
 class ExportFile:
-    """An open export file ready to stream; its folder is already removed (POSIX keeps the
-    open file readable), so closing the handle frees it."""
+    """An export ready to send: an open file (its folder is already removed; POSIX keeps the
+    open file readable, so closing the handle frees it), or, when ``handle`` is None, the
+    file's bytes as ``chunks`` produced while the records are read (nothing on disk)."""
 
-    handle: IO[bytes]
+    handle: IO[bytes] | None
     filename: str
     content_type: str
+    chunks: Iterator[bytes] | None = None
 
 
 _CONTENT_TYPES = {
@@ -1018,16 +1017,23 @@ def dataset_export_file(
     include_images: bool = False,
     item_ids: Collection[int] | None = None,
     name_suffix: str = "",
+    stream: bool = False,
 ) -> ExportFile:
     """Export the project (optionally one status) in its format into a temporary folder and
     return one file: the single file written (e.g. ATP's .jsonl), or a .zip of everything
-    (multi-file formats, or when images are included)."""
+    (multi-file formats, or when images are included). With ``stream``, an export that is
+    one JSON Lines file in a format that can stream it (ATP-Bench's ``data.jsonl``) comes as
+    ``chunks`` instead, the same bytes produced while the items are read."""
     permissions.require(user=user, project=project, action="export")
     base = slugify(project.name) or f"project-{project.pk}"
     if status:
         base = f"{base}-{status}"
     if name_suffix:
         base = f"{base}-{name_suffix}"
+    if stream and not include_images:
+        streamed = _export_stream(project, status, item_ids, base)
+        if streamed is not None:
+            return streamed
     tmp = Path(tempfile.mkdtemp(prefix="benchwright-export-"))
     try:
         out = tmp / base
@@ -1057,3 +1063,37 @@ def dataset_export_file(
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _export_stream(
+    project: Project, status: str | None, item_ids: Collection[int] | None, base: str
+) -> ExportFile | None:
+    """The export as chunks, when the project's format streams (``fmt.stream``) and the items
+    selected all live in one ``.jsonl`` file with a safe name (what ``dataset_export`` would
+    write as its only file); None otherwise. One query decides."""
+    fmt: Any = get_format(project.data_format)
+    streamer = getattr(fmt, "stream", None)
+    if streamer is None:
+        return None
+    rows = project.items.order_by()
+    if status:
+        rows = rows.filter(status=status)
+    if item_ids is None:
+        names = list(rows.values_list("source_file", flat=True).distinct()[:2])
+    else:  # in Python: a selection may hold more ids than a statement takes parameters
+        wanted = frozenset(item_ids)
+        names = list({name for pk, name in rows.values_list("id", "source_file") if pk in wanted})
+    if len(names) > 1:
+        return None
+    name = (names[0] if names else "") or getattr(fmt, "DATA_FILE", "")
+    parts = Path(name.replace("\\", "/")).parts
+    if not name.endswith(".jsonl") or Path(name).is_absolute() or ".." in parts:
+        return None
+    selected = frozenset(item_ids) if item_ids is not None else None
+    items = _export_items(project, status, {}, selected)
+    return ExportFile(
+        handle=None,
+        filename=f"{base}.jsonl",
+        content_type=_CONTENT_TYPES[".jsonl"],
+        chunks=streamer(items),
+    )

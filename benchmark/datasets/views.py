@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    FileResponse,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    StreamingHttpResponse,
+)
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
 from benchmark.datasets import services
@@ -85,9 +92,14 @@ def project_export(request: HttpRequest, project_id: int) -> HttpResponseBase:
             user=request.user,
             status=form.cleaned_data["status"] or None,
             include_images=form.cleaned_data["images"],
+            stream=True,
         )
     except DomainError as exc:
         return HttpResponse(exc.message, status=exc.status_code, content_type="text/plain")
+    if export.chunks is not None:  # sent while the items are read
+        response = StreamingHttpResponse(export.chunks, content_type=export.content_type)
+        response["Content-Disposition"] = content_disposition_header(True, export.filename)
+        return response
     return FileResponse(
         export.handle,
         as_attachment=True,

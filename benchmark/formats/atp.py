@@ -34,7 +34,7 @@ from .base import AttachmentRecord, FormatError, ImageRef, ItemRecord, ResponseR
 
 DATA_FILE = "data.jsonl"
 
-__all__ = ["DATA_FILE", "dataset_root", "parse_record", "raw_fields", "read", "write"]
+__all__ = ["DATA_FILE", "dataset_root", "parse_record", "raw_fields", "read", "stream", "write"]
 
 
 def read(path: str | Path) -> Iterator[ItemRecord]:
@@ -185,8 +185,7 @@ def write(
         for item in items:
             where = Where(item.source_file or DATA_FILE, item.external_id)
             target = out.name if single else (item.source_file or DATA_FILE)
-            ov = Overlay(item.raw, where, partial(_skeleton, item))
-            _overlay(ov, item)
+            ov = _overlaid(item, where)
             sinks.get(target, where).add(item.position, ov.value, where, line=ov.line())
     if not sinks.paths:  # an empty dataset still gets its (empty) data file
         empty = out if single else out / DATA_FILE
@@ -194,6 +193,31 @@ def write(
         empty.write_bytes(b"")
         return [empty]
     return sinks.paths
+
+
+def stream(items: Iterable[ItemRecord], chunk_bytes: int = 1 << 18) -> Iterator[bytes]:
+    """The ``data.jsonl`` that ``write`` writes for ``items`` given in position order, as
+    chunks of about ``chunk_bytes`` (for sending while the records are still being read):
+    byte for byte the same file, with nothing written to disk."""
+    buffer: list[bytes] = []
+    size = 0
+    for item in items:
+        line = _overlaid(item, Where(item.source_file or DATA_FILE, item.external_id)).line()
+        buffer.append(line)
+        buffer.append(b"\n")
+        size += len(line) + 1
+        if size >= chunk_bytes:
+            yield b"".join(buffer)
+            buffer.clear()
+            size = 0
+    if buffer:
+        yield b"".join(buffer)
+
+
+def _overlaid(item: ItemRecord, where: Where) -> Overlay:
+    ov = Overlay(item.raw, where, partial(_skeleton, item))
+    _overlay(ov, item)
+    return ov
 
 
 def _skeleton(item: ItemRecord) -> dict[str, Any]:

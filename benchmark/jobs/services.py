@@ -166,10 +166,9 @@ class JobProgress:
 
     SQLite allows one writer at a time: a second connection would wait for the import's write
     lock and fail with "database is locked". There a report inside a transaction is written in
-    that transaction and shows when it commits; the runner should do its long read-and-check
-    pass before it opens the transaction (the import does), so the bar moves during that pass,
-    then shows "writing" until the write commits. A worker cannot outlive its time limit, so
-    the missing heartbeats during the write never make the sweep fail a living job."""
+    that transaction and shows when it commits: the import (one pass, in one transaction) shows
+    "writing" until its write commits. A worker cannot outlive its time limit, so the missing
+    heartbeats during the write never make the sweep fail a living job."""
 
     def __init__(self, job_id: int) -> None:
         self.job_id = job_id

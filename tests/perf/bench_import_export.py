@@ -107,12 +107,17 @@ def child(args: argparse.Namespace) -> None:
     if args.phase == "setup":
         call_command("migrate", verbosity=0)
         toolset, _ = Toolset.objects.get_or_create(name="atp")
-        Project.objects.filter(name="perf").delete()
-        Project.objects.create(
-            name="perf", kind="interleaved", tag_syntax="atp", data_format="atp", toolset=toolset
-        )
+        Project.objects.filter(name__in=["perf", "perf-web"]).delete()
+        for name in ("perf", "perf-web"):
+            Project.objects.create(
+                name=name, kind="interleaved", tag_syntax="atp", data_format="atp", toolset=toolset
+            )
+        return
+    if args.phase in ("web-import", "web-export"):
+        web(args)
         return
     project = Project.objects.get(name="perf")
+    cpu_start = cpu_seconds()
     start = time.perf_counter()
     if args.phase == "import":
         result = dataset_import(project=project, path=Path(args.file))
@@ -122,11 +127,13 @@ def child(args: argparse.Namespace) -> None:
         dataset_export(project=project, out=out)
         detail = f"{out.stat().st_size / 1e6:.1f} MB"
     seconds = time.perf_counter() - start
+    cpu = cpu_seconds() - cpu_start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         json.dumps(
             {
                 "seconds": round(seconds, 3),
+                "cpu": round(cpu, 3),
                 "peak_mb": round(peak, 1),
                 "detail": detail,
                 "items": Item.objects.filter(project=project).count(),
@@ -134,6 +141,100 @@ def child(args: argparse.Namespace) -> None:
             }
         )
     )
+
+
+def web(args: argparse.Namespace) -> None:
+    """Through the pages, in this process (the test client's WSGI handler, no network; the
+    URLconf and the views it imports are loaded first, untimed, as a serving process has):
+    ``web-import`` times the upload POST of the data file (read from disk as a server reads
+    the socket), whose import job runs in the request when jobs run in-process
+    (CELERY_TASK_ALWAYS_EAGER, the default without a broker), until the job is done;
+    ``web-export`` times the download of the export to its last byte, and checks it is the
+    file ``dataset_export`` wrote (or the source: nothing was edited)."""
+    import hashlib
+    import shutil
+
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.test.client import BOUNDARY, MULTIPART_CONTENT, ClientHandler, RequestFactory
+    from django.urls import get_resolver
+
+    from benchmark.models import Item, Job, Membership, Project
+
+    get_resolver().url_patterns  # noqa: B018 - a server has loaded its views before (not timed)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Django and the views
+    user, _ = get_user_model().objects.get_or_create(username="perf-admin")
+    client = Client()
+    client.force_login(user)
+    cookie = "; ".join(f"{k}={v.value}" for k, v in client.cookies.items())
+    handler = ClientHandler(enforce_csrf_checks=False)
+    name = "perf-web" if args.phase == "web-import" else "perf"
+    project = Project.objects.get(name=name)
+    Membership.objects.get_or_create(project=project, user=user, defaults={"role": "admin"})
+    if args.phase == "web-import":
+        body = Path(args.file).parent.parent / "upload.multipart"
+        with body.open("wb") as out, open(args.file, "rb") as src:
+            out.write(
+                f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; '
+                f'filename="data.jsonl"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
+            )
+            shutil.copyfileobj(src, out)
+            out.write(f"\r\n--{BOUNDARY}--\r\n".encode())
+        with body.open("rb") as payload:
+            environ = RequestFactory()._base_environ(
+                PATH_INFO=f"/projects/{project.pk}/import/",
+                REQUEST_METHOD="POST",
+                CONTENT_TYPE=MULTIPART_CONTENT,
+                CONTENT_LENGTH=str(body.stat().st_size),
+                HTTP_COOKIE=cookie,
+                **{"wsgi.input": payload},
+            )
+            cpu_start = cpu_seconds()
+            start = time.perf_counter()
+            response = handler(environ)
+            seconds = time.perf_counter() - start
+            cpu = cpu_seconds() - cpu_start
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        body.unlink()
+        job = Job.objects.filter(project=project).latest("id")
+        assert response.status_code in (200, 302), response.status_code
+        assert job.status == "succeeded", job.error
+        detail = (
+            f"{Item.objects.filter(project=project).count()} items, job {job.status}, "
+            f"{before:.0f} MB before the request"
+        )
+    else:
+        environ = RequestFactory()._base_environ(
+            PATH_INFO=f"/projects/{project.pk}/export/", REQUEST_METHOD="GET", HTTP_COOKIE=cookie
+        )
+        digest = hashlib.sha256()
+        cpu_start = cpu_seconds()
+        start = time.perf_counter()
+        response = handler(environ)
+        size = 0
+        for chunk in response.streaming_content:
+            size += len(chunk)
+            digest.update(chunk)
+        response.close()
+        seconds = time.perf_counter() - start
+        cpu = cpu_seconds() - cpu_start
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        exported = Path(args.file).parent / "export" / "data.jsonl"
+        same = hashlib.sha256((exported if exported.exists() else Path(args.file)).read_bytes())
+        detail = (
+            f"{size / 1e6:.1f} MB, {type(response).__name__}, {before:.0f} MB before the request"
+        )
+        if digest.digest() != same.digest():
+            detail += ", DIFFERS from dataset_export"
+    figures = {"seconds": round(seconds, 3), "cpu": round(cpu, 3), "peak_mb": round(peak, 1)}
+    print(json.dumps({**figures, "detail": detail}))
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process so far (user and system): on a busy machine it moves far less
+    than the wall clock."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def stored_bytes() -> int:
@@ -201,7 +302,9 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the best is printed")
-    parser.add_argument("--child", choices=["setup", "import", "export"])
+    parser.add_argument(
+        "--child", choices=["setup", "import", "export", "web-import", "web-export"]
+    )
     parser.add_argument("--file")
     args = parser.parse_args()
     if args.child:
@@ -233,21 +336,32 @@ def main() -> None:
                 imp = run_phase("import", env, data)
                 exp = run_phase("export", env, data)
                 again = run_phase("import", env, data)
-                rounds.append((imp, exp, again))
+                web_exp = run_phase("web-export", env, data)
+                web_imp = run_phase("web-import", env, data)
+                rounds.append((imp, exp, again, web_imp, web_exp))
                 if name == "sqlite":
                     for path in tmpdir.glob(f"{sqlite.name}*"):
                         path.unlink()
-            imp, exp, again = (
+            imp, exp, again, web_imp, web_exp = (
                 min(r, key=lambda x: x["seconds"]) for r in zip(*rounds, strict=True)
             )
+            source_mb = data.stat().st_size / 1e6
             print(
-                f"{name:9s} import {imp['seconds']:.2f} s (peak {imp['peak_mb']:.0f} MB, "
-                f"{imp['detail']}, stored {imp['stored_mb']:.0f} MB)  export "
-                f"{exp['seconds']:.2f} s (peak {exp['peak_mb']:.0f} MB, {exp['detail']})  "
+                f"{name:9s} import {imp['seconds']:.2f} s (cpu {imp.get('cpu', 0):.2f} s, peak {imp['peak_mb']:.0f} MB, "
+                f"{imp['detail']}, stored {imp['stored_mb']:.1f} MB = "
+                f"{imp['stored_mb'] / source_mb:.2f}x the source)  export "
+                f"{exp['seconds']:.2f} s (cpu {exp.get('cpu', 0):.2f} s, peak {exp['peak_mb']:.0f} MB, {exp['detail']})  "
                 f"re-import {again['seconds']:.2f} s, items {again['items']}"
             )
+            print(
+                f"{'':9s} web import (upload to job done) {web_imp['seconds']:.2f} s "
+                f"(cpu {web_imp.get('cpu', 0):.2f} s, peak {web_imp['peak_mb']:.0f} MB, {web_imp['detail']})  web export (to the "
+                f"last byte) {web_exp['seconds']:.2f} s (cpu {web_exp.get('cpu', 0):.2f} s, peak {web_exp['peak_mb']:.0f} MB, "
+                f"{web_exp['detail']})"
+            )
             if args.repeat > 1:
-                for label, i in (("import", 0), ("export", 1), ("re-import", 2)):
+                labels = ("import", "export", "re-import", "web import", "web export")
+                for i, label in enumerate(labels):
                     runs = ", ".join(f"{r[i]['seconds']:.2f}" for r in rounds)
                     print(f"{'':9s} {label} runs: {runs}")
 
