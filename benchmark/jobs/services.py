@@ -49,16 +49,16 @@ from benchmark.exceptions import (
 from benchmark.formats import FormatError
 from benchmark.jobs.kinds import JobKind, job_kind
 from benchmark.jobs.uploads import upload_folder, upload_folder_remove
+from benchmark.models import (
+    Job,
+    JobStatus,
+    Project,
+)
 from benchmark.storage import (
     storage_delete_prefix,
     storage_get_tree,
     storage_is_local,
     storage_put_tree,
-)
-from benchmark.models import (
-    Job,
-    JobStatus,
-    Project,
 )
 from benchmark.typing import User
 

@@ -657,6 +657,28 @@ def _check_name(project: Project, name: str) -> str:
     return name
 
 
+def _release_root(project: Project, number: int, out_dir: Path | str | None) -> tuple[Path, str]:
+    """The empty local folder to write release ``number`` into, and the storage prefix to
+    upload it to ("" when the folder is where it stays). ``out_dir`` is a folder of the
+    caller's; else the default storage: MEDIA_ROOT/releases/<project>/<n>/ on local disk
+    (the row keeps that absolute folder, as before), or a temporary folder uploaded to
+    releases/<project>/<n>/ on object storage (the row keeps the prefix)."""
+    prefix = f"{RELEASES_AREA}/{project.pk}/{number}"
+    if not out_dir and not storage_is_local():
+        if storage_files(prefix):
+            if Release.objects.filter(path=prefix).exists():
+                raise ValidationFailed(f"folder: {prefix} is not empty")
+            storage_delete_prefix(prefix)  # left by a release that failed half-way
+        return Path(tempfile.mkdtemp(prefix="benchwright-release-")), prefix
+    root = Path(out_dir) if out_dir else Path(default_storage.path(prefix))
+    if root.exists() and any(root.iterdir()):
+        if out_dir or Release.objects.filter(path=str(root)).exists():
+            raise ValidationFailed(f"folder: {root} is not empty")
+        shutil.rmtree(root)  # left by a release that failed half-way: no row claims it
+    root.mkdir(parents=True, exist_ok=True)
+    return root, ""
+
+
 def release_create(
     *,
     project: Project,
@@ -688,26 +710,7 @@ def release_create(
     number = (
         Release.objects.filter(project=project).aggregate(m=models.Max("number"))["m"] or 0
     ) + 1
-    # In the default storage (MEDIA_ROOT/releases/<project>/<n>/ on local disk, where the row
-    # keeps the absolute folder as before); on object storage the release is written to a
-    # local temporary folder, uploaded, and the row keeps the storage prefix.
-    prefix = f"{RELEASES_AREA}/{project.pk}/{number}"
-    remote = not out_dir and not storage_is_local()
-    if out_dir:
-        root = Path(out_dir)
-    elif remote:
-        root = Path(tempfile.mkdtemp(prefix="benchwright-release-"))
-        if storage_files(prefix):
-            if Release.objects.filter(path=prefix).exists():
-                raise ValidationFailed(f"folder: {prefix} is not empty")
-            storage_delete_prefix(prefix)  # left by a release that failed half-way
-    else:
-        root = Path(default_storage.path(prefix))
-    if not remote and root.exists() and any(root.iterdir()):
-        if out_dir or Release.objects.filter(path=str(root)).exists():
-            raise ValidationFailed(f"folder: {root} is not empty")
-        shutil.rmtree(root)  # left by a release that failed half-way: no row claims it
-    root.mkdir(parents=True, exist_ok=True)
+    root, stored_as = _release_root(project, number, out_dir)
     try:
         return _release_write(
             project=project,
@@ -720,15 +723,15 @@ def release_create(
             only=only,
             filter_used=_filter_of(status or None, subset, cap, seed),
             parquet=parquet,
-            stored_as=prefix if remote else "",
+            stored_as=stored_as,
         )
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)  # nothing half-written stays behind
-        if remote:
-            storage_delete_prefix(prefix)
+        if stored_as:
+            storage_delete_prefix(stored_as)
         raise
     finally:
-        if remote:
+        if stored_as:
             shutil.rmtree(root, ignore_errors=True)  # uploaded: the local copy goes
 
 

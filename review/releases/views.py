@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import tempfile
 import zipfile
-from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.decorators import login_required

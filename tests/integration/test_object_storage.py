@@ -196,7 +196,9 @@ def test_import_job_images_and_crops_live_in_the_bucket(
         "steps": [{"op": "crop", "params": {"bbox_2d": [0, 0, 500, 500]}}],
     }
     derived = clients["annotator"].post(
-        f"/projects/{project.pk}/images/derive/", json.dumps(recipe), content_type="application/json"
+        f"/projects/{project.pk}/images/derive/",
+        json.dumps(recipe),
+        content_type="application/json",
     )
     assert derived.status_code == 200, derived.content
     crop = Image.objects.get(sha256=derived.json()["sha256"])
