@@ -25,6 +25,8 @@ from django.core.files.storage import FileSystemStorage, default_storage
 from django.test import Client
 from django.urls import reverse
 
+from benchmark.exceptions import ValidationFailed
+from benchmark.jobs import kinds
 from benchmark.jobs import services as job_services
 from benchmark.models import Image, ItemStatus, Job, JobStatus, Project
 from benchmark.storage import storage_files, storage_is_local
@@ -242,3 +244,88 @@ def test_release_written_verified_and_downloaded_from_the_bucket(
     second = release_create(project=project, user=users["admin"], name="Second")
     assert second.path == f"releases/{project.pk}/2" and second.item_count == 3
     assert body(bucket, readme_key) == b"tampered"
+
+
+@pytest.fixture
+def folder_kind() -> Iterator[dict[str, Any]]:
+    """A kind taking uploads whose runner reads every file its params name (as the answers
+    and run-folder scoring jobs do: lists of [name, path] pairs and a root folder)."""
+    seen: dict[str, Any] = {}
+
+    def runner(*, job: Job, progress: Any) -> dict[str, Any]:
+        seen["params"] = job.params
+        seen["read"] = {name: Path(path).read_bytes() for name, path in job.params["files"]}
+        seen["root_listing"] = sorted(
+            p.relative_to(job.params["path"]).as_posix()
+            for p in Path(job.params["path"]).rglob("*")
+            if p.is_file()
+        )
+        if seen.get("fail"):
+            raise ValueError("the runner broke")
+        return {"ok": True}
+
+    kinds.job_kind_register(
+        kinds.JobKind(name="storage_test", runner=runner, action="view", upload_area="st-upload")
+    )
+    yield seen
+    kinds._KINDS.pop("storage_test", None)
+
+
+def _place(folder: Path) -> dict[str, Any]:
+    (folder / "runs" / "a").mkdir(parents=True)
+    (folder / "0-answers.jsonl").write_bytes(b'{"id": 1}\n')
+    (folder / "runs" / "a" / "trace.json").write_bytes(b"[]")
+    return {
+        "path": str(folder),
+        "files": [
+            ["answers.jsonl", str(folder / "0-answers.jsonl")],
+            ["trace", str(folder / "runs" / "a" / "trace.json")],
+        ],
+    }
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_any_worker_reads_a_jobs_uploads_and_they_go_when_it_ends(
+    project: Project,
+    users: dict[str, Any],
+    folder_kind: dict[str, Any],
+    bucket: Any,
+    settings: Any,
+    tmp_path: Path,
+    django_capture_on_commit_callbacks: Any,
+    fail: bool,
+) -> None:
+    folder_kind["fail"] = fail
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        job = job_services.job_start(
+            kind="storage_test", user=users["admin"], project=project, uploads=_place
+        )
+    assert keys(bucket, f"st-upload/{job.pk}/") == [
+        f"{PREFIX}/st-upload/{job.pk}/0-answers.jsonl",
+        f"{PREFIX}/st-upload/{job.pk}/runs/a/trace.json",
+    ]
+    settings.MEDIA_ROOT = tmp_path / "other-worker"
+    for callback in callbacks:
+        callback()
+    job.refresh_from_db()
+    assert job.status == (JobStatus.FAILED if fail else JobStatus.SUCCEEDED)
+    local = tmp_path / "other-worker" / "st-upload" / str(job.pk)
+    # The runner saw this worker's own copies, under its MEDIA_ROOT.
+    assert folder_kind["params"]["path"] == str(local)
+    assert folder_kind["read"] == {"answers.jsonl": b'{"id": 1}\n', "trace": b"[]"}
+    assert folder_kind["root_listing"] == ["0-answers.jsonl", "runs/a/trace.json"]
+    assert keys(bucket, "st-upload/") == [] and not local.exists()
+
+
+def test_a_refused_upload_leaves_nothing_in_the_bucket(
+    project: Project, users: dict[str, Any], folder_kind: dict[str, Any], bucket: Any
+) -> None:
+    def bad(folder: Path) -> dict[str, Any]:
+        _place(folder)
+        raise ValidationFailed("answers.jsonl: not JSON Lines")
+
+    with pytest.raises(ValidationFailed, match="not JSON Lines"):
+        job_services.job_start(
+            kind="storage_test", user=users["admin"], project=project, uploads=bad
+        )
+    assert not Job.objects.exists() and keys(bucket, "st-upload/") == []
