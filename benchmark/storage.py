@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
@@ -28,6 +29,8 @@ from django.core.files import File
 from django.core.files.storage import FileSystemStorage, default_storage
 
 _CHUNK = 1024 * 1024
+#: Files moved to or from object storage at once.
+TRANSFER_THREADS = 8
 
 
 def storage_is_local() -> bool:
@@ -68,6 +71,29 @@ def storage_files(prefix: str) -> list[str]:
     return sorted(found)
 
 
+def _each(names: list[str], work: Callable[[str], object]) -> None:
+    """``work`` for every name: in a few threads on object storage (each request waits on
+    the network; django-storages keeps one connection per thread), in order on local disk."""
+    if storage_is_local() or len(names) < 2:
+        for name in names:
+            work(name)
+        return
+    with ThreadPoolExecutor(max_workers=TRANSFER_THREADS) as pool:
+        for _ in pool.map(work, names):
+            pass  # re-raises the first error
+
+
+def _put(name: str, path: Path) -> None:
+    # A storage that keeps both copies (FileSystemStorage) gets the old file removed first;
+    # S3Storage with file_overwrite replaces it in one request.
+    if not getattr(default_storage, "file_overwrite", False) and default_storage.exists(name):
+        default_storage.delete(name)
+    with path.open("rb") as fh:
+        stored = default_storage.save(name, File(fh, name=path.name))
+    if stored != name:  # a storage that renamed it after all
+        raise OSError(f"storage kept {name!r} as {stored!r}")
+
+
 def storage_put_tree(local_dir: Path | str, prefix: str) -> list[str]:
     """Upload every file below ``local_dir`` to ``prefix``/<relative path>, replacing what is
     there; returns the names stored. Nothing to do on local disk when ``local_dir`` already is
@@ -75,28 +101,27 @@ def storage_put_tree(local_dir: Path | str, prefix: str) -> list[str]:
     prefix, root = _clean(prefix), Path(local_dir)
     if storage_is_local() and root.resolve() == Path(default_storage.path(prefix)).resolve():
         return [_join(prefix, r) for r in storage_files(prefix)]
-    names = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-        name = _join(prefix, path.relative_to(root).as_posix())
-        if default_storage.exists(name):
-            default_storage.delete(name)
-        with path.open("rb") as fh:
-            stored = default_storage.save(name, File(fh, name=path.name))
-        if stored != name:  # a storage that renames instead of replacing
-            raise OSError(f"storage kept {name!r} as {stored!r}")
-        names.append(name)
-    return names
+    paths = {
+        _join(prefix, p.relative_to(root).as_posix()): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+    _each(list(paths), lambda name: _put(name, paths[name]))
+    return list(paths)
 
 
 def storage_get_tree(prefix: str, local_dir: Path | str) -> Path:
     """Download every file below ``prefix`` into ``local_dir`` (made if missing)."""
     prefix, root = _clean(prefix), Path(local_dir)
     root.mkdir(parents=True, exist_ok=True)
-    for rel in storage_files(prefix):
+
+    def get(rel: str) -> None:
         target = root.joinpath(*rel.split("/"))
         target.parent.mkdir(parents=True, exist_ok=True)
         with default_storage.open(_join(prefix, rel), "rb") as src, target.open("wb") as dst:
             shutil.copyfileobj(src, dst, _CHUNK)
+
+    _each(storage_files(prefix), get)
     return root
 
 
@@ -108,8 +133,7 @@ def storage_delete_prefix(prefix: str) -> None:
     if storage_is_local():
         shutil.rmtree(default_storage.path(prefix), ignore_errors=True)
         return
-    for rel in storage_files(prefix):
-        default_storage.delete(_join(prefix, rel))
+    _each(storage_files(prefix), lambda rel: default_storage.delete(_join(prefix, rel)))
 
 
 @contextmanager
@@ -122,9 +146,3 @@ def local_tree(prefix: str) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="bw-storage-") as tmp:
         yield storage_get_tree(prefix, tmp)
-
-
-def scratch_folder(*parts: str) -> Path:
-    """A local folder for work in progress (staging uploads): MEDIA_ROOT/<parts> on every
-    machine, whatever the default storage is."""
-    return Path(settings.MEDIA_ROOT).joinpath(*parts)
