@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from django.core.files.storage import FileSystemStorage, default_storage
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -329,3 +330,16 @@ def test_a_refused_upload_leaves_nothing_in_the_bucket(
             kind="storage_test", user=users["admin"], project=project, uploads=bad
         )
     assert not Job.objects.exists() and keys(bucket, "st-upload/") == []
+
+
+def test_release_verify_command_checks_a_release_in_the_bucket(
+    project: Project, users: dict[str, Any], bucket: Any
+) -> None:
+    ItemFactory(project=project, status=ItemStatus.VERIFIED)
+    release = release_create(project=project, user=users["admin"], name="CLI")
+    out = io.StringIO()
+    call_command("release_verify", release.path, stdout=out)
+    assert out.getvalue().startswith("ok: ")
+    bucket.delete_object(Bucket=BUCKET, Key=f"{PREFIX}/{release.path}/provenance.jsonl")
+    with pytest.raises(CommandError, match="provenance.jsonl: missing"):
+        call_command("release_verify", release.path, stdout=io.StringIO(), stderr=io.StringIO())
