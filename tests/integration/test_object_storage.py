@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import socket
 import zipfile
 from collections.abc import Iterator
@@ -38,7 +39,7 @@ from tests.zips import zip_bytes
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is a dev dependency")
 boto3 = pytest.importorskip("boto3")
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 BUCKET = "benchwright-test"
 PREFIX = "bw"  # AWS_LOCATION: every object lives under bw/
@@ -53,6 +54,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     """moto's S3 server in a thread of this process, on localhost only."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log
     port = _free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
