@@ -134,6 +134,7 @@ def atp_row(i: int) -> dict[str, Any]:
 
 def test_import_job_images_and_crops_live_in_the_bucket(
     project: Project,
+    users: dict[str, Any],
     clients: dict[str, Client],
     bucket: Any,
     settings: Any,
@@ -212,6 +213,11 @@ def test_import_job_images_and_crops_live_in_the_bucket(
     served = clients["annotator"].get(derived.json()["url"])
     assert b"".join(served.streaming_content) == stored
     assert not (tmp_path / "worker-media" / crop.file.name).exists()  # nothing on local disk
+
+    # A release of these items carries their images, copied out of the bucket into it.
+    release = release_create(project=project, user=users["admin"], name="Imgs", status=None)
+    [copied] = [k for k in keys(bucket, release.path) if k.endswith("/web_0001_0.png")]
+    assert body(bucket, copied) == png_bytes(101, (64, 48))
 
 
 def test_release_written_verified_and_downloaded_from_the_bucket(
