@@ -3,6 +3,7 @@ development set-up: SQLite with WAL in the project folder, in-process jobs, loca
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import environ
 from csp.constants import NONE, SELF
@@ -26,6 +27,12 @@ env = environ.Env(
     # by default; a team set-up shares one, e.g. redis://127.0.0.1:6379/1.
     CACHE_URL=(str, "locmemcache://"),
     MEDIA_ROOT=(str, str(BASE_DIR / "media")),
+    AWS_STORAGE_BUCKET_NAME=(str, ""),
+    AWS_S3_ENDPOINT_URL=(str, ""),
+    AWS_S3_REGION_NAME=(str, ""),
+    AWS_ACCESS_KEY_ID=(str, ""),
+    AWS_SECRET_ACCESS_KEY=(str, ""),
+    AWS_LOCATION=(str, ""),
     SECURE_SSL_REDIRECT=(bool, False),
     MAX_UPLOAD_MB=(int, 200),
     MAX_IMAGE_PIXELS=(int, 40_000_000),
@@ -185,7 +192,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STORAGES = {
+STORAGES: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
@@ -199,6 +206,29 @@ STORAGES = {
 }
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env("MEDIA_ROOT"))
+
+# Object storage: with AWS_STORAGE_BUCKET_NAME set, images, derived crops, releases and the
+# uploads a job reads live in that S3-compatible bucket (AWS S3, MinIO, Ceph, ...: set
+# AWS_S3_ENDPOINT_URL for anything but AWS), under the AWS_LOCATION prefix, so any web or
+# worker machine serves and reads any file. Files are only ever served through the app's own
+# permission-checked views: no public or signed URLs, no ACLs. MEDIA_ROOT stays a local
+# scratch folder (uploads being unpacked, a job's files while it runs). See benchmark/storage.py.
+if env("AWS_STORAGE_BUCKET_NAME"):
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env("AWS_STORAGE_BUCKET_NAME"),
+            "endpoint_url": env("AWS_S3_ENDPOINT_URL") or None,
+            "region_name": env("AWS_S3_REGION_NAME") or None,
+            # Empty: boto3 finds credentials itself (instance role, ~/.aws, ...).
+            "access_key": env("AWS_ACCESS_KEY_ID") or None,
+            "secret_key": env("AWS_SECRET_ACCESS_KEY") or None,
+            "location": env("AWS_LOCATION"),
+            "querystring_auth": False,
+            "default_acl": None,
+            "file_overwrite": True,  # names are content hashes or job/release folders
+        },
+    }
 
 # Login throttling (django-axes) on every password check: the login page, the admin's and the
 # API's basic auth. After LOGIN_FAILURE_LIMIT failures for a username, or from an address, each

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 import orjson
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models, transaction
 from django.utils.text import slugify
@@ -832,7 +833,6 @@ def _copy_images(project: Project, root: Path, image_paths: dict[str, str]) -> N
             for ref in refs:
                 if ref.get("sha256"):
                     run_refs[ref["path"]] = ref["sha256"]
-    media = Path(settings.MEDIA_ROOT)
     root = root.resolve()
     for rel, sha in image_paths.items():
         sha = sha or run_refs.get(rel, "")
@@ -840,7 +840,8 @@ def _copy_images(project: Project, root: Path, image_paths: dict[str, str]) -> N
         if not sha or sha not in files or not target.is_relative_to(root) or target.exists():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(media / files[sha], target)
+        with default_storage.open(files[sha], "rb") as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
 
 
 # --------------------------------------------------------------------------- projects

@@ -5,6 +5,12 @@
        callback whose every report is the heartbeat; finish with the result, or fail with a
        domain error's message or a generic one for an unexpected error, logged with its
        traceback; remove the job's upload folder)
+
+Uploaded files are placed in a local folder; on object storage (``benchmark.storage``) the
+pipeline uploads that folder to <area>/<job id>/ in the storage when the job starts, and the
+worker that runs the job downloads it into its own local folder first (rewriting the paths in
+the job's params when its MEDIA_ROOT differs), so any worker machine can run any job. The
+storage copy is removed with the local folder when the job ends.
     -> jobs_sweep (on every poll, and from cron): a job whose worker died is failed and its
        upload folder removed.
 
@@ -46,6 +52,12 @@ from benchmark.models import (
     Job,
     JobStatus,
     Project,
+)
+from benchmark.storage import (
+    storage_delete_prefix,
+    storage_get_tree,
+    storage_is_local,
+    storage_put_tree,
 )
 from benchmark.typing import User
 
@@ -105,8 +117,12 @@ def job_start(
         folder = upload_folder(spec.upload_area, job.pk)
         try:
             placed = uploads(folder)
+            if not storage_is_local():  # object storage: any worker machine reads them there
+                storage_put_tree(folder, _upload_prefix(spec, job.pk))
+                upload_folder_remove(folder=str(folder), area=spec.upload_area)
+                placed = {**placed, UPLOAD_ROOT: str(folder)}
         except BaseException:
-            upload_folder_remove(folder=str(folder), area=spec.upload_area)
+            job_cleanup(job=job)
             job.delete()
             raise
         job.params = {**job.params, **placed}
@@ -228,13 +244,48 @@ def job_soft_time_limit(kind: str) -> int:
     return max(job_time_limit(kind) - 60, 1)
 
 
+#: The params key holding the local folder the uploads were placed in, when they were moved
+#: to object storage (the worker downloads them and rewrites paths below it).
+UPLOAD_ROOT = "upload_root"
+
+
+def _upload_prefix(spec: JobKind, job_id: int) -> str:
+    return f"{spec.upload_area}/{job_id}"
+
+
+def _rewrite(value: Any, old: str, new: str) -> Any:
+    if isinstance(value, str) and (value == old or value.startswith(old + "/")):
+        return new + value[len(old) :]
+    if isinstance(value, list):
+        return [_rewrite(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {k: _rewrite(v, old, new) for k, v in value.items()}
+    return value
+
+
+def job_uploads_fetch(*, job: Job) -> None:
+    """On object storage, download the job's uploads into this machine's job folder and point
+    the params' paths at it (in memory: the row keeps what the web process wrote)."""
+    spec = job_kind(job.kind)
+    old = job.params.get(UPLOAD_ROOT)
+    if spec is None or not spec.upload_area or not old or storage_is_local():
+        return
+    local = upload_folder(spec.upload_area, job.pk)
+    upload_folder_remove(folder=str(local), area=spec.upload_area)
+    storage_get_tree(_upload_prefix(spec, job.pk), local)
+    job.params = _rewrite(job.params, str(old), str(local))
+
+
 def job_cleanup(*, job: Job) -> None:
-    """Remove the job's upload folder, if its kind takes uploads (idempotent)."""
+    """Remove the job's upload folder (and its copy on object storage), if its kind takes
+    uploads (idempotent)."""
     spec = job_kind(job.kind)
     if spec is not None and spec.upload_area:
         upload_folder_remove(
             folder=str(upload_folder(spec.upload_area, job.pk)), area=spec.upload_area
         )
+        if not storage_is_local():
+            storage_delete_prefix(_upload_prefix(spec, job.pk))
 
 
 #: How much longer than its task's time limit a running job may stay silent before it counts
@@ -397,6 +448,7 @@ def job_run(*, job_id: int) -> None:
     try:
         if spec is None:
             raise DomainError(f"no runner is registered for jobs of kind {job.kind!r}")
+        job_uploads_fetch(job=job)
         result = spec.run(job=job, progress=progress)
     except JobCancelled:
         who = Job.objects.select_related("cancel_requested_by").get(pk=job_id).cancel_requested_by

@@ -13,16 +13,19 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import shutil
+import tempfile
 import tomllib
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count
 
@@ -50,11 +53,20 @@ from benchmark.models import (
     Response,
     Trajectory,
 )
+from benchmark.storage import (
+    local_tree,
+    storage_delete_prefix,
+    storage_files,
+    storage_is_local,
+    storage_put_tree,
+)
 from benchmark.typing import User
 from review.adjudication.models import Decision
 from review.releases.models import Release
 
 MANIFEST = "manifest.json"
+#: Releases live in the default storage under releases/<project id>/<number>/.
+RELEASES_AREA = "releases"
 PROVENANCE = "provenance.jsonl"
 DATA_DIR = "data"
 PARQUET_DIR = "parquet"
@@ -645,6 +657,28 @@ def _check_name(project: Project, name: str) -> str:
     return name
 
 
+def _release_root(project: Project, number: int, out_dir: Path | str | None) -> tuple[Path, str]:
+    """The empty local folder to write release ``number`` into, and the storage prefix to
+    upload it to ("" when the folder is where it stays). ``out_dir`` is a folder of the
+    caller's; else the default storage: MEDIA_ROOT/releases/<project>/<n>/ on local disk
+    (the row keeps that absolute folder, as before), or a temporary folder uploaded to
+    releases/<project>/<n>/ on object storage (the row keeps the prefix)."""
+    prefix = f"{RELEASES_AREA}/{project.pk}/{number}"
+    if not out_dir and not storage_is_local():
+        if storage_files(prefix):
+            if Release.objects.filter(path=prefix).exists():
+                raise ValidationFailed(f"folder: {prefix} is not empty")
+            storage_delete_prefix(prefix)  # left by a release that failed half-way
+        return Path(tempfile.mkdtemp(prefix="benchwright-release-")), prefix
+    root = Path(out_dir) if out_dir else Path(default_storage.path(prefix))
+    if root.exists() and any(root.iterdir()):
+        if out_dir or Release.objects.filter(path=str(root)).exists():
+            raise ValidationFailed(f"folder: {root} is not empty")
+        shutil.rmtree(root)  # left by a release that failed half-way: no row claims it
+    root.mkdir(parents=True, exist_ok=True)
+    return root, ""
+
+
 def release_create(
     *,
     project: Project,
@@ -676,16 +710,7 @@ def release_create(
     number = (
         Release.objects.filter(project=project).aggregate(m=models.Max("number"))["m"] or 0
     ) + 1
-    root = (
-        Path(out_dir)
-        if out_dir
-        else Path(settings.MEDIA_ROOT) / "releases" / str(project.pk) / str(number)
-    )
-    if root.exists() and any(root.iterdir()):
-        if out_dir or Release.objects.filter(path=str(root)).exists():
-            raise ValidationFailed(f"folder: {root} is not empty")
-        shutil.rmtree(root)  # left by a release that failed half-way: no row claims it
-    root.mkdir(parents=True, exist_ok=True)
+    root, stored_as = _release_root(project, number, out_dir)
     try:
         return _release_write(
             project=project,
@@ -698,10 +723,16 @@ def release_create(
             only=only,
             filter_used=_filter_of(status or None, subset, cap, seed),
             parquet=parquet,
+            stored_as=stored_as,
         )
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)  # nothing half-written stays behind
+        if stored_as:
+            storage_delete_prefix(stored_as)
         raise
+    finally:
+        if stored_as:
+            shutil.rmtree(root, ignore_errors=True)  # uploaded: the local copy goes
 
 
 def _release_write(
@@ -716,7 +747,11 @@ def _release_write(
     only: list[str] | None = None,
     filter_used: dict[str, Any] | None = None,
     parquet: bool = False,
+    stored_as: str = "",
 ) -> Release:
+    """Write the release into the local folder ``root`` and record it; with ``stored_as``
+    (a storage prefix) the folder is uploaded there, inside the row's transaction, and the
+    row keeps the prefix as its path."""
     items = _items_of(project, status, only)
     records: list[dict[str, Any]] = []
     fingerprints: list[list[Any]] = []
@@ -757,7 +792,7 @@ def _release_write(
         filter=filter_used,
         item_count=count,
         parquet=parquet_written is not None,
-        path=str(root),
+        path=stored_as or str(root),
         fingerprints=fingerprints,
         field_fingerprints={"fields": list(RECORD_KEYS), "items": per_field},
     )
@@ -789,8 +824,27 @@ def _release_write(
             "files": [written.entry(p) for p in _listed_files(root)],
         }
         (root / MANIFEST).write_bytes(orjson.dumps(release.manifest, option=orjson.OPT_INDENT_2))
+        if stored_as:
+            storage_put_tree(root, stored_as)
         release.save(update_fields=["manifest"])
     return release
+
+
+@contextmanager
+def release_folder(*, release: Release) -> Iterator[Path]:
+    """A local folder holding the release's files for the duration of the block: its own
+    folder when it was written to a local folder, else a download from the storage."""
+    if Path(release.path).is_absolute():
+        yield Path(release.path)
+        return
+    with local_tree(release.path) as root:
+        yield root
+
+
+def release_check(*, release: Release) -> VerifyResult:
+    """``release_verify`` on the release's files, wherever they are stored."""
+    with release_folder(release=release) as root:
+        return release_verify(path=root)
 
 
 # --------------------------------------------------------------------------- as a job

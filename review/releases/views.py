@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import tempfile
 import zipfile
-from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -106,7 +105,7 @@ def release_verify(request: HttpRequest, project_id: int, pk: int) -> HttpRespon
     context = {
         **project_context(request, project),
         "release": release,
-        "check": services.release_verify(path=release.path),
+        "check": services.release_check(release=release),
     }
     return render_page(
         request, "review/releases/detail.html", context, fragments={"check": "check"}
@@ -117,14 +116,16 @@ def release_verify(request: HttpRequest, project_id: int, pk: int) -> HttpRespon
 @require_GET
 def release_download(request: HttpRequest, project_id: int, pk: int) -> FileResponse:
     project, release = _release(request, project_id, pk)
-    root = Path(release.path)
-    if not root.is_dir():
-        raise Http404("The release's folder is gone.")
     base = f"{slugify(project.name) or project.pk}-v{release.number}"
     handle = tempfile.TemporaryFile()  # noqa: SIM115 - FileResponse closes it
-    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            archive.write(path, arcname=f"{base}/{path.relative_to(root)}")
+    with services.release_folder(release=release) as root:
+        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+        if not files:
+            handle.close()
+            raise Http404("The release's folder is gone.")
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for path in files:
+                archive.write(path, arcname=f"{base}/{path.relative_to(root)}")
     handle.seek(0)
     return FileResponse(
         handle, as_attachment=True, filename=f"{base}.zip", content_type="application/zip"
