@@ -5,8 +5,9 @@ through web A is imported by whichever worker takes it, its progress is polled t
 
 The shared store is a shared MEDIA_ROOT folder (what processes on one machine share) or, once
 the app stores media through django-storages S3 (``benchmark.storage`` exists, or
-BENCHWRIGHT_TEST_S3=1), a moto S3 server whose bucket all four processes use: the one switch
-is the ``shared_store`` fixture.
+BENCHWRIGHT_TEST_S3=1), a moto S3 server whose bucket all four processes use, each with a
+MEDIA_ROOT of its own as separate machines would have: the one switch is the
+``shared_store`` fixture.
 
 The webs run gunicorn as ``bin/serve web`` does, without its collectstatic (about a minute of
 CPU to compress every static file), so the test touches no page that names a static file: it
@@ -47,6 +48,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("BENCHWRIGHT_SCALE_OUT_BROKER", "redis://127.0.0.1:6379/9")
 TIMEOUT = 120  # seconds for the processes to start, and again for the import to finish
+COMMAND_TIMEOUT = 600  # seconds for a one-off command (migrate on a busy machine)
 PASSWORD = "scale-out-password-1"
 
 
@@ -125,12 +127,19 @@ def _s3_supported() -> bool:
 
 @dataclass
 class Store:
-    """What the processes share for media: ``env`` for each of them; ``objects()`` lists the
-    object store's keys (None for a plain folder)."""
+    """What the processes share for media: ``env`` for each of them, ``media`` the folder
+    MEDIA_ROOT is in (one per process when the bucket is what they share); ``objects()`` lists
+    the object store's keys (None for a plain folder)."""
 
     env: dict[str, str]
+    media: Path
     bucket: str = ""
     endpoint: str = ""
+
+    def env_for(self, name: str) -> dict[str, str]:
+        media = self.media / name if self.bucket else self.media
+        media.mkdir(exist_ok=True)
+        return {**self.env, "MEDIA_ROOT": str(media)}
 
     def objects(self) -> list[str] | None:
         if not self.bucket:
@@ -154,13 +163,13 @@ def _s3_client(endpoint: str) -> Any:
 
 @pytest.fixture
 def shared_store(tmp_path: Path) -> Iterator[Store]:
-    """The one switch: a shared MEDIA_ROOT folder, plus an S3 bucket on a moto server when the
-    app stores media through django-storages (uploads may still be unpacked under MEDIA_ROOT)."""
+    """The one switch: a shared MEDIA_ROOT folder, or an S3 bucket on a moto server when the
+    app stores media through django-storages (MEDIA_ROOT is then each process's scratch)."""
     media = tmp_path / "media"
     media.mkdir()
-    env = {"MEDIA_ROOT": str(media)}
+    env: dict[str, str] = {}
     if not _s3_supported():
-        yield Store(env)
+        yield Store(env, media)
         return
     from moto.server import ThreadedMotoServer
 
@@ -178,7 +187,7 @@ def shared_store(tmp_path: Path) -> Iterator[Store]:
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_S3_REGION_NAME": "us-east-1",
         }
-        yield Store(env, bucket=bucket, endpoint=endpoint)
+        yield Store(env, media, bucket=bucket, endpoint=endpoint)
     finally:
         server.stop()
 
@@ -218,14 +227,23 @@ class Process:
 @dataclass
 class Cluster:
     env: dict[str, str]
+    store: Store
     logs: Path
     processes: list[Process] = field(default_factory=list)
+
+    def run(self, name: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+        """A one-off command (migrate, a set-up script) in the shared environment."""
+        return subprocess.run(
+            args, cwd=ROOT, env=self.env | self.store.env_for(name), capture_output=True,
+            text=True, timeout=COMMAND_TIMEOUT,
+        )  # fmt: skip
 
     def start(self, name: str, args: list[str], port: int = 0) -> Process:
         log = self.logs / f"{name}.log"
         with log.open("wb") as out:
             popen = subprocess.Popen(
-                args, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                args, cwd=ROOT, env=self.env | self.store.env_for(name), stdout=out,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
         process = Process(name, popen, log, port)
@@ -268,12 +286,11 @@ class Cluster:
 
 @pytest.fixture
 def cluster(scale_db: str, broker: str, shared_store: Store, tmp_path: Path) -> Iterator[Cluster]:
-    """The environment every process shares (database, broker, store, secret key), with the
-    database migrated; processes started through it are stopped after the test."""
+    """The environment every process shares (database, broker, store, secret key); processes
+    started through it are stopped after the test."""
     alphabet = string.ascii_letters + string.digits
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("BENCHWRIGHT_MODEL_", "AWS_"))},
-        **shared_store.env,
         "DJANGO_SETTINGS_MODULE": "benchmark.settings",
         "DEBUG": "false",
         "SECRET_KEY": "".join(secrets.choice(alphabet) for _ in range(60)),
@@ -283,13 +300,8 @@ def cluster(scale_db: str, broker: str, shared_store: Store, tmp_path: Path) -> 
     }
     logs = tmp_path / "logs"
     logs.mkdir()
-    cluster = Cluster(env, logs)
+    cluster = Cluster(env, shared_store, logs)
     try:
-        migrate = subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT,
-        )  # fmt: skip
-        assert migrate.returncode == 0, f"migrate failed:\n{migrate.stdout}\n{migrate.stderr}"
         yield cluster
     finally:
         cluster.stop()
@@ -336,16 +348,20 @@ def _atp_zip(images: dict[str, bytes]) -> bytes:
 def test_upload_on_web_a_is_imported_by_a_worker_and_served_by_web_b(
     cluster: Cluster, shared_store: Store
 ) -> None:
-    setup = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", SETUP.format(password=PASSWORD)],
-        cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=TIMEOUT,
-    )  # fmt: skip
-    assert setup.returncode == 0, f"setting up the project failed:\n{setup.stderr}"
-    project_id = int(setup.stdout.split()[-1])
-
+    started = time.monotonic()
+    # The processes start while the deploy's one-off steps run: neither needs the other.
     workers = [cluster.worker("worker1"), cluster.worker("worker2")]
     web_a, web_b = cluster.web("web-a"), cluster.web("web-b")
-    started = time.monotonic()
+    migrate = cluster.run("migrate", [sys.executable, "manage.py", "migrate", "--noinput"])
+    if migrate.returncode:
+        cluster.fail(f"migrate failed:\n{migrate.stdout}\n{migrate.stderr}")
+    setup = cluster.run(
+        "setup", [sys.executable, "manage.py", "shell", "-c", SETUP.format(password=PASSWORD)]
+    )
+    if setup.returncode:
+        cluster.fail(f"setting up the project failed:\n{setup.stderr}")
+    project_id = int(setup.stdout.split()[-1])
+
     deadline = started + TIMEOUT
     waiting = [*workers, web_a, web_b]
     while waiting:
@@ -432,7 +448,7 @@ def test_upload_on_web_a_is_imported_by_a_worker_and_served_by_web_b(
         assert any(hashlib.sha256(d).hexdigest() in k for d in images.values() for k in keys), keys
 
     print(
-        f"4 processes ready in {ready - started:.1f} s; job {job_id} ({' -> '.join(seen)}) done"
+        f"migrated, 4 processes ready in {ready - started:.1f} s; job {job_id} ({' -> '.join(seen)}) done"
         f" {finished - uploaded:.1f} s after the upload on web A, ran on {ran[0].name};"
         f" polled and served by web B ({'S3 bucket' if keys is not None else 'shared folder'})"
     )
