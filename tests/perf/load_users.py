@@ -198,6 +198,7 @@ class Annotator(Person):
 class Reviewer(Person):
     weight = 1
     fixed_count = int(os.environ.get("LOAD_REVIEWER_COUNT", "3"))  # started first, of --users
+    abstract = fixed_count == 0  # --reviewers 0: none at all
     wait_time = between(5, 15)
 
     def on_start(self) -> None:
