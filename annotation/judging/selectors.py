@@ -59,7 +59,7 @@ def task_get(*, user: AnyUser, pk: int) -> JudgmentTask:
 def task_item_get(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
     """An item of the task's project, with ``answer_hidden`` (a blind verifier who has not
     answered reads an empty answer; see :mod:`benchmark.visibility`)."""
-    return get_object_or_404(item_selectors.item_list(user=user, project=task.project), pk=pk)
+    return item_selectors.item_get(user=user, project=task.project, pk=pk)
 
 
 def task_unit_get(*, user: AnyUser, task: JudgmentTask, key: str) -> TaskUnit:

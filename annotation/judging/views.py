@@ -161,14 +161,6 @@ def _judge_page(
     reviewer = permissions.can(user=request.user, project=task.project, action="review")
     if assignment is None and not reviewer:
         raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
-    mine = next(
-        (
-            j
-            for j in selectors.judgments_visible(user=request.user, task=task, item=item, unit=unit)
-            if j.user_id == request.user.pk
-        ),
-        None,
-    )
     form = JudgmentForm(task=task, item=item)
     status = 200
     if request.method == "POST":
@@ -188,6 +180,8 @@ def _judge_page(
             else:
                 return _go(request, reverse("annotation:task_next", args=[task.pk]))
     context = _judge_context(request, task, item, unit)
+    # One's own judgment, from the judgments the page shows anyway (not read before a submit).
+    mine = next((j for j in context["judgments"] if j.user_id == request.user.pk), None)
     context.update({"form": form, "assignment": assignment, "mine": mine, "what": what})
     if task_unit is not None:
         context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)

@@ -17,6 +17,7 @@ from django.db.models import (
     Subquery,
     prefetch_related_objects,
 )
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from benchmark import visibility
@@ -204,8 +205,12 @@ def item_facets(*, user: AnyUser, project: Project) -> ItemFacets:
 
 
 def item_get(*, user: AnyUser, project: Project, pk: int) -> Item:
-    """One item, with ``answer_hidden`` (and empty secrets when hidden)."""
-    return get_object_or_404(item_list(user=user, project=project), pk=pk)
+    """One item, with ``answer_hidden`` (and empty secrets when hidden); 404 outside the
+    user's projects (:func:`benchmark.visibility.item_visible_get`)."""
+    try:
+        return visibility.item_visible_get(_items(user=user, project=project), user=user, pk=pk)
+    except Item.DoesNotExist:
+        raise Http404("No Item matches the given query.") from None
 
 
 def item_get_revealed(*, user: AnyUser, project: Project, pk: int, page: str) -> Item:
