@@ -8,22 +8,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection
 from django.db.models import (
+    BooleanField,
     Count,
     OuterRef,
     Prefetch,
     Q,
     QuerySet,
     Subquery,
+    Sum,
     prefetch_related_objects,
 )
+from django.db.models.expressions import RawSQL
 from django.shortcuts import get_object_or_404
 
 from benchmark import visibility
+from benchmark.items import indexing
 from benchmark.models import (
     Item,
     ItemStatus,
     ItemStatusChange,
+    ItemTally,
     Membership,
     Plan,
     Project,
@@ -105,11 +111,22 @@ def taxonomies_usable(*, user: AnyUser) -> QuerySet[Taxonomy]:
     return _usable(Taxonomy, user)
 
 
+def _tallies(*, user: AnyUser, project: Project) -> QuerySet[ItemTally]:
+    """The project's kept item tallies (database triggers keep them, see
+    :mod:`benchmark.items.indexing`); none outside the user's projects."""
+    if not user.is_authenticated:
+        return ItemTally.objects.none()
+    return ItemTally.objects.filter(project=project, project__memberships__user=user.pk, n__gt=0)
+
+
 def item_status_counts(*, user: AnyUser, project: Project) -> dict[str, int]:
-    """``{status: count}`` for every status, plus ``"total"``."""
-    counts = {status: Count("id", filter=Q(status=status)) for status in ItemStatus.values}
-    row = _items(user=user, project=project).aggregate(total=Count("id"), **counts)
-    return {key: value or 0 for key, value in row.items()}
+    """``{status: count}`` for every status, plus ``"total"``: exact, from the kept tallies
+    (one query on a table of a few rows per project, whatever the project's size)."""
+    counts = dict.fromkeys(ItemStatus.values, 0)
+    rows = _tallies(user=user, project=project).values("status").annotate(total=Sum("n"))
+    for row in rows.order_by():
+        counts[row["status"]] = row["total"]
+    return {"total": sum(counts.values()), **counts}
 
 
 # --------------------------------------------------------------------------- items
@@ -167,10 +184,52 @@ def _items(
         if filters.modality:
             items = items.filter(modality=filters.modality)
         if filters.q:
-            items = items.filter(
-                Q(query__icontains=filters.q) | Q(external_id__icontains=filters.q)
-            )
+            items = items.filter(item_search(filters.q))
     return items.order_by("project_id", "position", "id")
+
+
+def item_search(text: str) -> RawSQL | Q:
+    """A filter for the items whose query or external id hold every word of ``text``, the
+    last as a prefix (what a user is typing): SQLite FTS5 or PostgreSQL full-text search,
+    through the index :mod:`benchmark.items.indexing` keeps. Words are runs of letters and
+    digits; text with none matches nothing."""
+    terms = indexing.search_terms(text)
+    if not terms:
+        return Q(pk__in=[])
+    sql, params = indexing.search_sql(connection.vendor, terms)
+    return RawSQL(sql, params, output_field=BooleanField())
+
+
+COUNT_CAP = 1000
+
+
+@dataclass
+class ItemCount:
+    """How many items a list shows: exact, or at least ``n`` when ``capped``."""
+
+    n: int
+    capped: bool = False
+
+
+def item_count(
+    *, user: AnyUser, project: Project, filters: ItemFilters | None = None, at_least: int = 0
+) -> ItemCount:
+    """How many of the project's items pass ``filters``, without scanning the project: exact
+    from the kept tallies when only status, category and intent filter; otherwise counted up to
+    ``max(COUNT_CAP, at_least)`` items and reported as "more" past that."""
+    f = filters or ItemFilters()
+    if f.level is None and not f.modality and not f.q:
+        rows = _tallies(user=user, project=project)
+        if f.status:
+            rows = rows.filter(status=f.status)
+        if f.category:
+            rows = rows.filter(category=f.category)
+        if f.intent:
+            rows = rows.filter(intent=f.intent)
+        return ItemCount(rows.aggregate(total=Sum("n"))["total"] or 0)
+    cap = max(COUNT_CAP, at_least)
+    n = _items(user=user, project=project, filters=f).order_by()[: cap + 1].count()
+    return ItemCount(min(n, cap), capped=n > cap)
 
 
 def item_list_rows(
@@ -189,13 +248,12 @@ class ItemFacets:
 
 
 def item_facets(*, user: AnyUser, project: Project) -> ItemFacets:
-    """The categories and intents used in the project, for filter menus (one query)."""
-    pairs = (
-        _items(user=user, project=project).order_by().values_list("category", "intent").distinct()
-    )
+    """The categories and intents used in the project, for filter menus (one query, on the
+    kept tallies)."""
+    pairs = _tallies(user=user, project=project).values_list("category", "intent").distinct()
     categories: set[str] = set()
     intents: set[str] = set()
-    for category, intent in pairs:
+    for category, intent in pairs.order_by():
         if category:
             categories.add(category)
         if intent:
