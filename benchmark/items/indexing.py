@@ -5,8 +5,8 @@ index on ``query`` and ``external_id``.
 Both are kept by the database itself, so no writer can forget them: bulk imports, queryset
 updates and cascading deletes included.
 
-- SQLite: row triggers keep the tallies; an FTS5 external-content table
-  (``benchmark_item_fts``) with triggers is the search index.
+- SQLite: row triggers keep the tallies; a contentless FTS5 table (``benchmark_item_fts``,
+  the item's id as rowid, its project as a token) kept by triggers is the search index.
 - PostgreSQL: one statement-level trigger function with transition tables keeps the tallies
   (one grouped upsert per statement, so a bulk insert of 100,000 items is one statement
   there too); a GIN index on ``to_tsvector('simple', ...)`` is the search index.
@@ -56,38 +56,51 @@ WHEN old.project_id IS NOT new.project_id OR old.status IS NOT new.status
 END""",
 }
 
+# Contentless (it keeps only the index; the text stays in benchmark_item), with the item's
+# project as a token ("p<id>") so a search in one project intersects with that project's
+# posting list instead of visiting every project's matches.
 _SQLITE_FTS_TABLE = (
-    f"CREATE VIRTUAL TABLE {FTS} USING fts5(query, external_id, content='{ITEM}', "
-    "content_rowid='id', tokenize='unicode61 remove_diacritics 0')"
+    f"CREATE VIRTUAL TABLE {FTS} USING fts5(query, external_id, project, content='', "
+    "tokenize='unicode61 remove_diacritics 0')"
 )
+_SQLITE_FTS_FILL = (
+    f"INSERT INTO {FTS} (rowid, query, external_id, project) "
+    f"SELECT id, query, external_id, 'p' || project_id FROM {ITEM}"
+)
+_FTS_NEW = "new.id, new.query, new.external_id, 'p' || new.project_id"
+_FTS_OLD = "old.id, old.query, old.external_id, 'p' || old.project_id"
 _SQLITE_FTS_TRIGGERS = {
     "benchmark_item_fts_ins": f"""
 CREATE TRIGGER IF NOT EXISTS benchmark_item_fts_ins AFTER INSERT ON {ITEM} BEGIN
-  INSERT INTO {FTS} (rowid, query, external_id) VALUES (new.id, new.query, new.external_id);
+  INSERT INTO {FTS} (rowid, query, external_id, project) VALUES ({_FTS_NEW});
 END""",
     "benchmark_item_fts_del": f"""
 CREATE TRIGGER IF NOT EXISTS benchmark_item_fts_del AFTER DELETE ON {ITEM} BEGIN
-  INSERT INTO {FTS} ({FTS}, rowid, query, external_id)
-  VALUES ('delete', old.id, old.query, old.external_id);
+  INSERT INTO {FTS} ({FTS}, rowid, query, external_id, project) VALUES ('delete', {_FTS_OLD});
 END""",
     "benchmark_item_fts_upd": f"""
-CREATE TRIGGER IF NOT EXISTS benchmark_item_fts_upd AFTER UPDATE OF query, external_id ON {ITEM}
-BEGIN
-  INSERT INTO {FTS} ({FTS}, rowid, query, external_id)
-  VALUES ('delete', old.id, old.query, old.external_id);
-  INSERT INTO {FTS} (rowid, query, external_id) VALUES (new.id, new.query, new.external_id);
+CREATE TRIGGER IF NOT EXISTS benchmark_item_fts_upd
+AFTER UPDATE OF query, external_id, project_id ON {ITEM} BEGIN
+  INSERT INTO {FTS} ({FTS}, rowid, query, external_id, project) VALUES ('delete', {_FTS_OLD});
+  INSERT INTO {FTS} (rowid, query, external_id, project) VALUES ({_FTS_NEW});
 END""",
 }
 
 # ------------------------------------------------------------------ PostgreSQL
 
-# The indexed document. Punctuation becomes spaces first, so PostgreSQL's parser splits
+# The indexed document, a stored generated column (Django's model does not know it, so it
+# never reads or writes it): rows that the index finds are checked against it without
+# parsing their text again. Punctuation becomes spaces first, so PostgreSQL's parser splits
 # "atp-00123" or "a.b" into words as SQLite's unicode61 tokenizer does (it would otherwise
-# keep hosts, file paths and hyphenated words whole). Queries repeat this expression
-# verbatim so the planner uses the index.
-PG_DOCUMENT = (
+# keep hosts, file paths and hyphenated words whole).
+PG_COLUMN = "search_document"
+_PG_DOCUMENT = (
     "to_tsvector('simple'::regconfig, "
     "regexp_replace(query || ' ' || external_id, '[[:punct:]]+', ' ', 'g'))"
+)
+_PG_ADD_COLUMN = (
+    f"ALTER TABLE {ITEM} ADD COLUMN IF NOT EXISTS {PG_COLUMN} tsvector "
+    f"GENERATED ALWAYS AS ({_PG_DOCUMENT}) STORED"
 )
 _PG_MATCH = (
     "t.project_id = d.project_id AND t.status = d.status "
@@ -135,7 +148,7 @@ _PG_TRIGGERS = {
         "EXECUTE FUNCTION benchmark_item_tally()"
     ),
 }
-_PG_INDEX = f"CREATE INDEX IF NOT EXISTS benchmark_item_search ON {ITEM} USING gin ({PG_DOCUMENT})"
+_PG_INDEX = f"CREATE INDEX IF NOT EXISTS benchmark_item_search ON {ITEM} USING gin ({PG_COLUMN})"
 
 _RECOUNT = [
     f"DELETE FROM {TALLY}",
@@ -166,7 +179,8 @@ def _ensure_sqlite(cursor: Any) -> None:
     if FTS not in have:
         cursor.execute(_SQLITE_FTS_TABLE)
     if FTS not in have or not set(_SQLITE_FTS_TRIGGERS) <= have:
-        cursor.execute(f"INSERT INTO {FTS} ({FTS}) VALUES ('rebuild')")
+        cursor.execute(f"INSERT INTO {FTS} ({FTS}) VALUES ('delete-all')")
+        cursor.execute(_SQLITE_FTS_FILL)
         for sql in _SQLITE_FTS_TRIGGERS.values():
             cursor.execute(sql)
 
@@ -189,6 +203,7 @@ def _ensure_postgresql(cursor: Any) -> None:
         # CREATE INDEX refuses a table with pending (deferred foreign-key) trigger events
         # in the transaction: check those now.
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(_PG_ADD_COLUMN)
         cursor.execute(_PG_INDEX)
 
 
@@ -200,10 +215,12 @@ def drop(connection: Any) -> None:
                 cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
             cursor.execute(f"DROP TABLE IF EXISTS {FTS}")
         elif connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # as in _ensure_postgresql
             for name in _PG_TRIGGERS:
                 cursor.execute(f"DROP TRIGGER IF EXISTS {name} ON {ITEM}")
             cursor.execute("DROP FUNCTION IF EXISTS benchmark_item_tally()")
             cursor.execute("DROP INDEX IF EXISTS benchmark_item_search")
+            cursor.execute(f"ALTER TABLE {ITEM} DROP COLUMN IF EXISTS {PG_COLUMN}")
 
 
 # ------------------------------------------------------------------ search
@@ -216,11 +233,17 @@ def search_terms(text: str) -> list[str]:
     return _WORD.findall(text.lower())[:16]
 
 
-def search_sql(vendor: str, terms: list[str]) -> tuple[str, list[str]]:
+def search_sql(vendor: str, terms: list[str], project_id: int | None) -> tuple[str, list[Any]]:
     """A condition on ``benchmark_item`` true for the items holding every term (the last as a
-    prefix), with its parameters; ``terms`` must not be empty."""
+    prefix), with its parameters; ``terms`` must not be empty. On SQLite the condition joins
+    ``benchmark_item_fts`` (the caller adds the table to the query, see
+    ``benchmark.projects.selectors.item_search``), so the index drives the query in rowid
+    order and stops at the page's last row."""
     if vendor == "postgresql":
         tsquery = " & ".join(terms[:-1] + [f"{terms[-1]}:*"])
-        return f"{PG_DOCUMENT} @@ to_tsquery('simple'::regconfig, %s)", [tsquery]
-    match = " ".join([*(f'"{t}"' for t in terms[:-1]), f'"{terms[-1]}"*'])
-    return f'"{ITEM}"."id" IN (SELECT rowid FROM {FTS} WHERE {FTS} MATCH %s)', [match]
+        return f'"{ITEM}"."{PG_COLUMN}" @@ to_tsquery(\'simple\'::regconfig, %s)', [tsquery]
+    words = " AND ".join([*(f'"{t}"' for t in terms[:-1]), f'"{terms[-1]}"*'])
+    match = f"{{query external_id}} : ({words})"
+    if project_id is not None:
+        match = f'project : "p{int(project_id)}" AND {match}'
+    return f'{FTS}.rowid = "{ITEM}"."id" AND {FTS} MATCH %s', [match]
