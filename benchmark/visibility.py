@@ -182,7 +182,7 @@ class _FlaggedItemIterable(ModelIterable):
     in the list's own query let PostgreSQL plan the rules as a hashed subplan over every item
     of every project (hundreds of milliseconds at 100,000 items) though the page shows 50."""
 
-    user: AnyUser = None
+    user: AnyUser  # set on the subclass items_visible makes
 
     def __iter__(self) -> Iterator[Any]:
         rows: list[Any] = []

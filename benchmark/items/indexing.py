@@ -61,7 +61,7 @@ END""",
 # posting list instead of visiting every project's matches.
 _SQLITE_FTS_TABLE = (
     f"CREATE VIRTUAL TABLE {FTS} USING fts5(query, external_id, project, content='', "
-    "tokenize='unicode61 remove_diacritics 0')"
+    "detail=column, tokenize='unicode61 remove_diacritics 0')"
 )
 _SQLITE_FTS_FILL = (
     f"INSERT INTO {FTS} (rowid, query, external_id, project) "

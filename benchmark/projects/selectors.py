@@ -226,12 +226,21 @@ class ItemCount:
 
 
 def item_count(
-    *, user: AnyUser, project: Project, filters: ItemFilters | None = None, at_least: int = 0
+    *,
+    user: AnyUser,
+    project: Project,
+    filters: ItemFilters | None = None,
+    at_least: int = 0,
+    status_counts: dict[str, int] | None = None,
 ) -> ItemCount:
     """How many of the project's items pass ``filters``, without scanning the project: exact
-    from the kept tallies when only status, category and intent filter; otherwise counted up to
-    ``max(COUNT_CAP, at_least)`` items and reported as "more" past that."""
+    from the kept tallies when only status, category and intent filter (no query at all when
+    only status does and ``status_counts``, from :func:`item_status_counts`, is given);
+    otherwise counted up to ``max(COUNT_CAP, at_least)`` items and reported as "more" past
+    that."""
     f = filters or ItemFilters()
+    if status_counts is not None and not (f.category or f.intent or f.level or f.modality or f.q):
+        return ItemCount(status_counts[f.status or "total"])
     if f.level is None and not f.modality and not f.q:
         rows = _tallies(user=user, project=project)
         if f.status:

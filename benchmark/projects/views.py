@@ -150,11 +150,12 @@ def project_page_context(
     items = selectors.item_list_rows(user=request.user, project=project, filters=filters)
     asked = str(query.get(f"{start}page") or "1")
     at_least = int(asked) * PAGE_SIZE + 1 if asked.isdigit() and len(asked) < 7 else 0
-    total = selectors.item_count(
-        user=request.user, project=project, filters=filters, at_least=at_least
-    )
-    page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
     counts = selectors.item_status_counts(user=request.user, project=project)
+    total = selectors.item_count(
+        user=request.user, project=project, filters=filters, at_least=at_least,
+        status_counts=counts,
+    )  # fmt: skip
+    page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
