@@ -6,6 +6,10 @@ class BenchmarkConfig(AppConfig):
     name = "benchmark"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        post_migrate.connect(_item_indexes_ensure, sender=self, dispatch_uid="item_indexes")
+
         from axes.signals import user_locked_out
 
         from benchmark import checks  # noqa: F401 - registers the deploy checks
@@ -42,3 +46,13 @@ class BenchmarkConfig(AppConfig):
                 done_event="model-call-done",
             )
         )
+
+
+def _item_indexes_ensure(sender: AppConfig, using: str = "default", **kwargs: object) -> None:
+    """Put back the item tally triggers and search index if a migration dropped them
+    (SQLite rebuilds a table it alters, without its triggers)."""
+    from django.db import connections
+
+    from benchmark.items import indexing
+
+    indexing.ensure(connections[using])

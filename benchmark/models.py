@@ -341,6 +341,29 @@ class Item(models.Model):
         return orjson.loads(raw) if raw else None
 
 
+class ItemTally(models.Model):
+    """How many items of a project have a status, category and intent: kept by database
+    triggers on ``benchmark_item`` (migration ``item_tally_and_search``), so every writer
+    (services, bulk imports, queryset updates, cascading deletes) keeps it exact and the
+    project page reads its counts and facets without scanning the project's items."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tallies")
+    status = models.CharField(max_length=20, choices=ItemStatus.choices)
+    category = models.CharField(max_length=200, blank=True)
+    intent = models.CharField(max_length=200, blank=True)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "status", "category", "intent"], name="itemtally_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.status} {self.category}/{self.intent}: {self.n}"
+
+
 class ItemStatusChange(models.Model):
     """One change of an item's status: by a person (``changed_by``) or by a rule (``rule``,
     e.g. a judgment task's consensus), with the status before and after and why. Written only

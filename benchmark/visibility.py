@@ -154,10 +154,17 @@ def items_visible(
 ) -> QuerySet[Item]:
     """``items`` with ``answer_hidden`` on each row and the secrets of hidden items left in
     the database (see the module docstring)."""
-    items = items.annotate(answer_hidden=_hidden_expression(user))
     if not _RULES or not user.is_authenticated:
-        return items  # nothing can be hidden: the flag is a constant false
+        # nothing can be hidden: the flag is a constant false
+        return items.annotate(answer_hidden=Value(False))
     items = items.defer(*SECRET_FIELDS)
+    if not load_secrets:
+        # Rows for a list: the flag is decided after the rows are read, for those rows only.
+        items._iterable_class = type(  # type: ignore[attr-defined]
+            "_FlaggedItemIterable", (_FlaggedItemIterable,), {"user": user}
+        )
+        return items
+    items = items.annotate(answer_hidden=_hidden_expression(user))
     if load_secrets:
         model_fields = {f.name: f for f in Item._meta.get_fields()}
         items = items.annotate(
@@ -188,6 +195,33 @@ def item_visible_get(items: QuerySet[Item], *, user: AnyUser, pk: int) -> Item:
         for name, empty in SECRET_FIELDS.items():
             item.__dict__[name] = empty()
     return item
+
+
+class _FlaggedItemIterable(ModelIterable):
+    """Rows of a list (``load_secrets=False``): read first, then one query per 500 rows asks
+    the rules which of *those* ids are hidden (:func:`hidden_item_ids`). An ``EXISTS`` per row
+    in the list's own query let PostgreSQL plan the rules as a hashed subplan over every item
+    of every project (hundreds of milliseconds at 100,000 items) though the page shows 50."""
+
+    user: AnyUser  # set on the subclass items_visible makes
+
+    def __iter__(self) -> Iterator[Any]:
+        rows: list[Any] = []
+        for obj in super().__iter__():
+            rows.append(obj)
+            if len(rows) == 500:
+                yield from self._flagged(rows)
+                rows = []
+        yield from self._flagged(rows)
+
+    def _flagged(self, rows: list[Any]) -> Iterator[Any]:
+        hidden = hidden_item_ids(user=self.user, items=rows) if rows else set()
+        for obj in rows:
+            obj.answer_hidden = obj.pk in hidden
+            if obj.answer_hidden:
+                for name, empty in SECRET_FIELDS.items():
+                    obj.__dict__[name] = empty()
+            yield obj
 
 
 def exclude_hidden_attachments(rows: QuerySet[Any], *, user: AnyUser) -> QuerySet[Any]:

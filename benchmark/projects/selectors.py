@@ -8,23 +8,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection
 from django.db.models import (
+    BooleanField,
     Count,
     OuterRef,
     Prefetch,
     Q,
     QuerySet,
     Subquery,
+    Sum,
     prefetch_related_objects,
 )
+from django.db.models.expressions import RawSQL
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from benchmark import visibility
+from benchmark.items import indexing
 from benchmark.models import (
     Item,
     ItemStatus,
     ItemStatusChange,
+    ItemTally,
     Membership,
     Plan,
     Project,
@@ -106,11 +112,22 @@ def taxonomies_usable(*, user: AnyUser) -> QuerySet[Taxonomy]:
     return _usable(Taxonomy, user)
 
 
+def _tallies(*, user: AnyUser, project: Project) -> QuerySet[ItemTally]:
+    """The project's kept item tallies (database triggers keep them, see
+    :mod:`benchmark.items.indexing`); none outside the user's projects."""
+    if not user.is_authenticated:
+        return ItemTally.objects.none()
+    return ItemTally.objects.filter(project=project, project__memberships__user=user.pk, n__gt=0)
+
+
 def item_status_counts(*, user: AnyUser, project: Project) -> dict[str, int]:
-    """``{status: count}`` for every status, plus ``"total"``."""
-    counts = {status: Count("id", filter=Q(status=status)) for status in ItemStatus.values}
-    row = _items(user=user, project=project).aggregate(total=Count("id"), **counts)
-    return {key: value or 0 for key, value in row.items()}
+    """``{status: count}`` for every status, plus ``"total"``: exact, from the kept tallies
+    (one query on a table of a few rows per project, whatever the project's size)."""
+    counts = dict.fromkeys(ItemStatus.values, 0)
+    rows = _tallies(user=user, project=project).values("status").annotate(total=Sum("n"))
+    for row in rows.order_by():
+        counts[row["status"]] = row["total"]
+    return {"total": sum(counts.values()), **counts}
 
 
 # --------------------------------------------------------------------------- items
@@ -153,7 +170,10 @@ def _items(
     """The role scope and the filters, for counts and facets (which show no answers)."""
     if not user.is_authenticated:
         return Item.objects.none()
-    items = Item.objects.filter(project__memberships__user=user.pk)
+    # The scope as a subquery, not a join: a join let SQLite put the project table in the
+    # outer loop, which kept the search index from driving the query in its own order.
+    mine = Membership.objects.filter(user=user.pk).values("project_id")
+    items = Item.objects.filter(project_id__in=mine)
     if project is not None:
         items = items.filter(project=project)
     if filters is not None:
@@ -168,10 +188,72 @@ def _items(
         if filters.modality:
             items = items.filter(modality=filters.modality)
         if filters.q:
-            items = items.filter(
-                Q(query__icontains=filters.q) | Q(external_id__icontains=filters.q)
-            )
+            return item_search(items, text=filters.q, project=project)
     return items.order_by("project_id", "position", "id")
+
+
+def item_search(
+    items: QuerySet[Item], *, text: str, project: Project | None = None
+) -> QuerySet[Item]:
+    """``items`` whose query or external id hold every word of ``text``, the last as a prefix
+    (what a user is typing), in the order they were added: SQLite FTS5 or PostgreSQL full-text
+    search, through the index :mod:`benchmark.items.indexing` keeps. Words are runs of letters
+    and digits; text with none matches nothing. Ordered by id, so on SQLite the index drives
+    the query and a page reads only its own rows, however common the word."""
+    terms = indexing.search_terms(text)
+    if not terms:
+        return items.none()
+    sql, params = indexing.search_sql(
+        connection.vendor, terms, project.pk if project is not None else None
+    )
+    if connection.vendor == "postgresql":
+        items = items.filter(RawSQL(sql, params, output_field=BooleanField()))
+        return items.order_by("project_id", "id")
+    # A join with the FTS5 table, which Django's ORM cannot name otherwise; ordered by its
+    # rowid (the item's id), which FTS5 reads in order: no sort of every match.
+    items = items.order_by().extra(tables=[indexing.FTS], where=[sql], params=params)
+    return items.extra(order_by=[f"{indexing.FTS}.rowid"])
+
+
+COUNT_CAP = 1000
+
+
+@dataclass
+class ItemCount:
+    """How many items a list shows: exact, or at least ``n`` when ``capped``."""
+
+    n: int
+    capped: bool = False
+
+
+def item_count(
+    *,
+    user: AnyUser,
+    project: Project,
+    filters: ItemFilters | None = None,
+    at_least: int = 0,
+    status_counts: dict[str, int] | None = None,
+) -> ItemCount:
+    """How many of the project's items pass ``filters``, without scanning the project: exact
+    from the kept tallies when only status, category and intent filter (no query at all when
+    only status does and ``status_counts``, from :func:`item_status_counts`, is given);
+    otherwise counted up to ``max(COUNT_CAP, at_least)`` items and reported as "more" past
+    that."""
+    f = filters or ItemFilters()
+    if status_counts is not None and not (f.category or f.intent or f.level or f.modality or f.q):
+        return ItemCount(status_counts[f.status or "total"])
+    if f.level is None and not f.modality and not f.q:
+        rows = _tallies(user=user, project=project)
+        if f.status:
+            rows = rows.filter(status=f.status)
+        if f.category:
+            rows = rows.filter(category=f.category)
+        if f.intent:
+            rows = rows.filter(intent=f.intent)
+        return ItemCount(rows.aggregate(total=Sum("n"))["total"] or 0)
+    cap = max(COUNT_CAP, at_least)
+    n = _items(user=user, project=project, filters=f).order_by()[: cap + 1].count()
+    return ItemCount(min(n, cap), capped=n > cap)
 
 
 def item_list_rows(
@@ -190,13 +272,12 @@ class ItemFacets:
 
 
 def item_facets(*, user: AnyUser, project: Project) -> ItemFacets:
-    """The categories and intents used in the project, for filter menus (one query)."""
-    pairs = (
-        _items(user=user, project=project).order_by().values_list("category", "intent").distinct()
-    )
+    """The categories and intents used in the project, for filter menus (one query, on the
+    kept tallies)."""
+    pairs = _tallies(user=user, project=project).values_list("category", "intent").distinct()
     categories: set[str] = set()
     intents: set[str] = set()
-    for category, intent in pairs:
+    for category, intent in pairs.order_by():
         if category:
             categories.add(category)
         if intent:

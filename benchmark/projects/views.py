@@ -54,6 +54,19 @@ from benchmark.typing import request_user
 PAGE_SIZE = 50
 
 
+class _CountedPaginator(Paginator):
+    """A paginator told its count (kept tallies, or a capped count) instead of running
+    ``COUNT(*)`` over the whole list."""
+
+    def __init__(self, object_list: Any, per_page: int, *, count: int) -> None:
+        super().__init__(object_list, per_page)
+        self._known_count = count
+
+    @property
+    def count(self) -> int:  # type: ignore[override]
+        return self._known_count
+
+
 # --------------------------------------------------------------------------- projects
 
 
@@ -135,8 +148,14 @@ def project_page_context(
         form.is_valid()
     filters = form.filters()
     items = selectors.item_list_rows(user=request.user, project=project, filters=filters)
-    page = Paginator(items, PAGE_SIZE).get_page(query.get(f"{start}page"))
+    asked = str(query.get(f"{start}page") or "1")
+    at_least = int(asked) * PAGE_SIZE + 1 if asked.isdigit() and len(asked) < 7 else 0
     counts = selectors.item_status_counts(user=request.user, project=project)
+    total = selectors.item_count(
+        user=request.user, project=project, filters=filters, at_least=at_least,
+        status_counts=counts,
+    )  # fmt: skip
+    page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
@@ -148,6 +167,7 @@ def project_page_context(
         "filter_query": urlencode({k: v for k, v in bound.items() if v}),
         "filter_items": [(k, v) for k, v in bound.items() if v],
         "page": page,
+        "count_label": f"{total.n:,}+" if total.capped else str(total.n),
         "counts": counts,
         "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
         "export_form": ExportForm(),
