@@ -12,11 +12,14 @@ few operations in CONTENT_CHECKED (see there why)."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 
@@ -61,6 +64,18 @@ def load_schema() -> Any:
     loaded = schemathesis.openapi.from_dict(SchemaGenerator().get_schema(request=None, public=True))
     loaded.app = get_wsgi_application()
     return loaded
+
+
+@pytest.fixture(autouse=True)
+def _connection_kept() -> Iterator[None]:
+    """The WSGI app is called directly, so each request's end would close the database
+    connection, and with it the test's transaction (PostgreSQL; SQLite's in-memory database
+    ignores the close). Django's own test client keeps it the same way."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture(autouse=True)
