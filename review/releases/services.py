@@ -183,28 +183,10 @@ def item_records(items: models.QuerySet[Item]) -> Iterator[tuple[int, dict[str, 
         if not rows:
             return
         ids = _chunk_ids(items, start, stop)
-        responses = defaultdict(list)
-        for item_id, key, text, origin in (
-            Response.objects.filter(item_id__in=ids)
-            .order_by("item_id", "position", "id")
-            .values_list("item_id", "key", "text", "origin")
-        ):
-            # Model answers are kept apart from the ground truth by their origin.
-            responses[item_id].append({"key": key, "text": text, "origin": origin})
-        plans = defaultdict(list)
-        for item_id, key, steps, alt in (
-            Plan.objects.filter(item_id__in=ids)
-            .order_by("item_id", "position", "id")
-            .values_list("item_id", "key", "steps", "is_alternative")
-        ):
-            plans[item_id].append({"key": key, "steps": steps, "is_alternative": alt})
-        trajectories = defaultdict(list)
-        for item_id, key, steps, checkpoints in (
-            Trajectory.objects.filter(item_id__in=ids)
-            .order_by("item_id", "position", "id")
-            .values_list("item_id", "key", "steps", "checkpoints")
-        ):
-            trajectories[item_id].append({"key": key, "steps": steps, "checkpoints": checkpoints})
+        # Model answers are kept apart from the ground truth by their origin.
+        responses = _attached(Response, ids, "key", "text", "origin")
+        plans = _attached(Plan, ids, "key", "steps", "is_alternative")
+        trajectories = _attached(Trajectory, ids, "key", "steps", "checkpoints")
         for row in rows:
             pk = row.pop("id")
             row["responses"] = responses.pop(pk, [])
@@ -213,6 +195,16 @@ def item_records(items: models.QuerySet[Item]) -> Iterator[tuple[int, dict[str, 
             yield pk, row
         if len(rows) < RELEASE_CHUNK:
             return
+
+
+def _attached(model: Any, ids: Any, *fields: str) -> dict[int, list[dict[str, Any]]]:
+    """{item id: [{field: value}, ...]} of the items' responses, plans or trajectories, in
+    their order."""
+    return _by_item(
+        model.objects.filter(item_id__in=ids)
+        .order_by("item_id", "position", "id")
+        .values("item_id", *fields)
+    )
 
 
 def record_fingerprint(record: dict[str, Any]) -> str:
@@ -755,16 +747,17 @@ def _release_write(
     items = _items_of(project, status, only)
     records: list[dict[str, Any]] = []
     fingerprints: list[list[Any]] = []
-    per_field: dict[str, str] = {}
     for pk, record in item_records(items):
         records.append(record)
         fingerprints.append([pk, record_fingerprint(record)])
-        per_field[str(pk)] = record_field_fingerprints(record)
     # The statistics need every record at once; then the records go, before the export and
     # the provenance (which stream a chunk at a time) run.
     counts = _manifest_counts(records)
     tables = _release_stats(
         project, records, subset_of=None if only is None else [pk for pk, _ in fingerprints]
+    )
+    field_fingerprints = field_fingerprints_of(
+        zip((pk for pk, _ in fingerprints), records, strict=True)
     )
     del records
     written = _Written(root)
@@ -794,7 +787,7 @@ def _release_write(
         parquet=parquet_written is not None,
         path=stored_as or str(root),
         fingerprints=fingerprints,
-        field_fingerprints={"fields": list(RECORD_KEYS), "items": per_field},
+        field_fingerprints=field_fingerprints,
     )
     with transaction.atomic():
         try:
