@@ -47,3 +47,26 @@ def run_phase(script: str, phase: str, argv: list[str], env: dict[str, str]) -> 
     if out.returncode:
         raise SystemExit(f"{phase} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def atp_project_with_people(name: str, annotators: int = 0) -> tuple:
+    """In a child phase, after Django is set up: migrate, then an ATP-Bench project ``name``
+    with the reviewer ``perf-reviewer`` (password "x") and ``annotators`` annotators
+    (``annotator000``, ... without passwords). Returns (project, reviewer, annotators)."""
+    from django.core.management import call_command
+
+    from benchmark.models import Membership, Project, Toolset
+    from benchmark.typing import User
+
+    call_command("migrate", verbosity=0)
+    toolset, _ = Toolset.objects.get_or_create(name="atp")
+    project = Project.objects.create(
+        toolset=toolset, name=name, kind="interleaved", tag_syntax="atp", data_format="atp"
+    )
+    reviewer = User.objects.create_user("perf-reviewer", password="x")
+    Membership.objects.create(project=project, user=reviewer, role="reviewer")
+    people = User.objects.bulk_create(User(username=f"annotator{n:03d}") for n in range(annotators))
+    Membership.objects.bulk_create(
+        Membership(project=project, user=u, role="annotator") for u in people
+    )
+    return project, reviewer, people

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 _t0 = time.perf_counter()
 import numpy as np  # noqa: E402
-from _support import fresh_postgres, run_phase  # noqa: E402
+from _support import atp_project_with_people, fresh_postgres, run_phase  # noqa: E402
 
 from benchmark.metrics import agreement as ag  # noqa: E402
 
@@ -89,26 +89,12 @@ PAGE_LABELS = ["wrong", "weak", "partial", "good", "correct"]
 def page_setup(args: argparse.Namespace) -> dict:
     import random
 
-    from django.core.management import call_command
     from django.utils import timezone
 
     from annotation.judging.models import Assignment, Judgment, JudgmentTask
-    from benchmark.models import Item, Membership, Project, Toolset
-    from benchmark.typing import User
+    from benchmark.models import Item
 
-    call_command("migrate", verbosity=0)
-    toolset, _ = Toolset.objects.get_or_create(name="atp")
-    project = Project.objects.create(
-        toolset=toolset, name=PAGE_PROJECT, kind="interleaved", tag_syntax="atp", data_format="atp"
-    )
-    reviewer = User.objects.create_user("perf-reviewer", password="x")
-    Membership.objects.create(project=project, user=reviewer, role="reviewer")
-    people = User.objects.bulk_create(
-        User(username=f"annotator{n:03d}") for n in range(args.annotators)
-    )
-    Membership.objects.bulk_create(
-        Membership(project=project, user=u, role="annotator") for u in people
-    )
+    project, reviewer, people = atp_project_with_people(PAGE_PROJECT, args.annotators)
     task = JudgmentTask.objects.create(
         project=project, name="Grade", question="How good?", scheme="nominal", overlap=5,
         consensus="majority",

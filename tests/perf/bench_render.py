@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _support import fresh_postgres, run_phase
+from _support import atp_project_with_people, fresh_postgres, run_phase
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "perf render"
@@ -106,19 +106,10 @@ def install_fake_sandbox() -> None:
 def setup(args: argparse.Namespace) -> dict:
     import random
 
-    from django.core.management import call_command
-
     from benchmark.images.services import image_store
-    from benchmark.models import Item, Membership, Origin, Project, Response, Toolset
-    from benchmark.typing import User
+    from benchmark.models import Item, Origin, Response
 
-    call_command("migrate", verbosity=0)
-    toolset, _ = Toolset.objects.get_or_create(name="atp")
-    project = Project.objects.create(
-        toolset=toolset, name=PROJECT, kind="interleaved", tag_syntax="atp", data_format="atp"
-    )
-    reviewer = User.objects.create_user("perf-reviewer", password="x")
-    Membership.objects.create(project=project, user=reviewer, role="reviewer")
+    project, reviewer, _ = atp_project_with_people(PROJECT)
     from PIL import Image as PILImage
 
     docs = []

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _support import fresh_postgres, run_phase
+from _support import atp_project_with_people, fresh_postgres, run_phase
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "perf team"
@@ -45,26 +45,12 @@ def setup(args: argparse.Namespace) -> dict:
     from collections import Counter
     from datetime import timedelta
 
-    from django.core.management import call_command
     from django.utils import timezone
 
     from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
-    from benchmark.models import Item, Membership, Project, Toolset
-    from benchmark.typing import User
+    from benchmark.models import Item
 
-    call_command("migrate", verbosity=0)
-    toolset, _ = Toolset.objects.get_or_create(name="atp")
-    project = Project.objects.create(
-        toolset=toolset, name=PROJECT, kind="interleaved", tag_syntax="atp", data_format="atp"
-    )
-    reviewer = User.objects.create_user("perf-reviewer", password="x")
-    Membership.objects.create(project=project, user=reviewer, role="reviewer")
-    people = User.objects.bulk_create(
-        User(username=f"annotator{n:03d}") for n in range(args.annotators)
-    )
-    Membership.objects.bulk_create(
-        Membership(project=project, user=u, role="annotator") for u in people
-    )
+    project, reviewer, people = atp_project_with_people(PROJECT, args.annotators)
     binary = JudgmentTask.objects.create(
         project=project, name="Keep?", question="Keep?", scheme="binary", overlap=3,
         consensus="majority",
