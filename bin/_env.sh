@@ -17,3 +17,7 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"
+# The project's own bytecode, as an installed package has it: where PYTHONDONTWRITEBYTECODE is set,
+# every manage.py process would otherwise compile these modules again (about 0.3 s of each
+# command's start). Only changed files are compiled; a stale .pyc is never used by Python.
+.venv/bin/python -m compileall -q benchmark annotation review manage.py >/dev/null || true

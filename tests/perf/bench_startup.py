@@ -20,7 +20,8 @@ turns within each round, so a busy spell hits them alike. Each checkout gets its
 migrated outside the timings. Where PYTHONDONTWRITEBYTECODE is set (as on the development
 machines), every process compiles the project's own modules again; ``--compiled`` writes their
 bytecode first (``compileall``, into the checkout's ``__pycache__``), as an installed server
-has it. Asserts nothing about time.
+has it and as ``bin/run``, ``bin/test`` and ``bin/serve`` leave it (``bin/_env.sh``). Asserts
+nothing about time.
 """
 
 from __future__ import annotations
