@@ -42,6 +42,7 @@ from benchmark.formats import (
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.selectors import project_images_named
 from benchmark.images.services import image_store
+from benchmark.items import indexing
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
@@ -305,6 +306,7 @@ def dataset_import(
     native_files: dict[str, str] = {}
     with _no_gc(), transaction.atomic():
         bulk_load_begin()
+        deferred = indexing.bulk_begin(connection)
         id_by_external: dict[str, int] = dict(project.items.values_list("external_id", "id"))
         existing_ids = set(id_by_external)
         next_position = (
@@ -341,6 +343,7 @@ def dataset_import(
         _bulk_insert_items(project, pending, id_by_external, result, images)
         _insert_attachments(project, attachments, id_by_external, result, images)
         images.link_project()
+        indexing.bulk_end(connection, deferred)
     if progress is not None:
         progress(count)
     return result
