@@ -1,21 +1,4 @@
-from typing import Any
-
 from django.apps import AppConfig
-
-
-# The hooks below import what they call on their first call: the selectors behind them import
-# much of review (judges, rendering, trajectories), which a process that never shows an item
-# page or a response (a data command, say) need not load.
-def _item_oracle_notices(**kwargs: Any) -> Any:
-    from review.oracle.selectors import item_oracle_notices
-
-    return item_oracle_notices(**kwargs)
-
-
-def _identity_hidden(**kwargs: Any) -> Any:
-    from review.human_eval.selectors import identity_hidden
-
-    return identity_hidden(**kwargs)
 
 
 class ReviewConfig(AppConfig):
@@ -127,7 +110,7 @@ class ReviewConfig(AppConfig):
         # A failed oracle test shows on the item's page.
         from benchmark.notices import register_item_notice_source
 
-        register_item_notice_source(_item_oracle_notices)
+        register_item_notice_source("review.oracle.selectors.item_oracle_notices")
         # The units of the judgment tasks that rate a judge's reports or score criteria of
         # answers come from judge runs, which annotation may not import (see
         # annotation.judging.units).
@@ -151,7 +134,7 @@ class ReviewConfig(AppConfig):
         # (every selector that returns responses applies the rule).
         from benchmark import visibility
 
-        visibility.register_identity_hiding_rule(_identity_hidden)
+        visibility.register_identity_hiding_rule("review.human_eval.selectors.identity_hidden")
         # Response-level human evaluation: whole answers, or pairs of them, rated on a page
         # of their own (review.human_eval).
         for kind, units in (
