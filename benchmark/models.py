@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from benchmark.fields import JSONField
+from benchmark.fields import ImageRefsField, JSONField
 
 
 class ProjectKind(models.TextChoices):
@@ -264,8 +264,9 @@ class Item(models.Model):
     query = models.TextField(blank=True)
     modality = models.CharField(max_length=10, choices=Modality.choices, default=Modality.TEXT)
     documents = JSONField(default=list, blank=True)
-    # [{"sha256", "role", "path", "position"}]: images by content hash, in source order.
-    image_refs = JSONField(default=list, blank=True)
+    # [{"sha256", "role", "path", "position"}]: images by content hash, in source order
+    # (stored as positional arrays, see ImageRefsField).
+    image_refs = ImageRefsField(default=list, blank=True)
     constraints = JSONField(default=dict, blank=True)
     expected_answer = models.TextField(blank=True)
     accepted_variants = JSONField(default=list, blank=True)
@@ -472,7 +473,7 @@ class Trajectory(AttachedRecord):
     ordering_constraints = JSONField(default=list, blank=True)
     efficiency = JSONField(default=dict, blank=True)
     final_answer = models.TextField(blank=True)
-    image_refs = JSONField(default=list, blank=True)
+    image_refs = ImageRefsField(default=list, blank=True)
     item = models.ForeignKey(
         Item, on_delete=models.CASCADE, related_name="trajectories", db_index=False
     )

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.utils.module_loading import import_string
+
 from benchmark.models import Item, Project
 from benchmark.typing import AnyUser
 
@@ -30,10 +32,12 @@ NoticeSource = Callable[..., "list[ItemNotice]"]
 """Called as ``source(user=user, project=project, item=item)`` (the item's project, so a
 source can tell at no cost whether it has anything to say about that kind of project)."""
 
-_SOURCES: list[NoticeSource] = []
+_SOURCES: list[NoticeSource | str] = []
 
 
-def register_item_notice_source(source: NoticeSource) -> None:
+def register_item_notice_source(source: NoticeSource | str) -> None:
+    """Add a source (once); a dotted path is imported on first use, so the app registering
+    it need not import the source's module when it starts."""
     if source not in _SOURCES:
         _SOURCES.append(source)
 
@@ -45,5 +49,7 @@ def item_notices(*, user: AnyUser, project: Project, item: Item) -> list[ItemNot
         return []
     notices: list[ItemNotice] = []
     for source in _SOURCES:
+        if isinstance(source, str):
+            source = import_string(source)
         notices.extend(source(user=user, project=project, item=item))
     return notices

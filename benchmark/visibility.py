@@ -76,6 +76,7 @@ from django.db.models import (
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Concat
 from django.db.models.query import ModelIterable
+from django.utils.module_loading import import_string
 
 from benchmark.models import Item, Job, Response
 from benchmark.typing import AnyUser
@@ -256,7 +257,7 @@ def refuse_hidden(item: Item, *, page: str) -> None:
 IdentityHidingRule = Callable[..., QuerySet[Response]]
 """Called as ``rule(user=user)``: the responses whose author (model) ``user`` may not see."""
 
-_IDENTITY_RULES: list[IdentityHidingRule] = []
+_IDENTITY_RULES: list[IdentityHidingRule | str] = []
 
 HIDDEN_MODEL = "hidden"
 """What ``model_name`` reads on a response whose model is hidden."""
@@ -268,25 +269,27 @@ scores and justifications, a judge run's released fields), which a blind rater m
 either."""
 
 
-def register_identity_hiding_rule(rule: IdentityHidingRule) -> None:
+def register_identity_hiding_rule(rule: IdentityHidingRule | str) -> None:
     """Add a rule (once): ``rule(user=user)`` answers the responses whose model ``user`` may
-    not see."""
+    not see. A dotted path is imported on first use, so the app registering it need not
+    import the rule's module when it starts."""
     if rule not in _IDENTITY_RULES:
         _IDENTITY_RULES.append(rule)
 
 
 def identity_hiding_rules() -> list[IdentityHidingRule]:
-    return list(_IDENTITY_RULES)
+    return [import_string(r) if isinstance(r, str) else r for r in _IDENTITY_RULES]
 
 
 def identity_hidden_responses(*, user: AnyUser) -> QuerySet[Response]:
     """Every response whose model ``user`` may not see, by any rule; use it as a subquery."""
-    if not user.is_authenticated or not _IDENTITY_RULES:
+    rules = identity_hiding_rules()
+    if not user.is_authenticated or not rules:
         return Response.objects.none()
-    if len(_IDENTITY_RULES) == 1:
-        return _IDENTITY_RULES[0](user=user)
+    if len(rules) == 1:
+        return rules[0](user=user)
     condition = Q(pk__in=[])
-    for rule in _IDENTITY_RULES:
+    for rule in rules:
         condition |= Q(pk__in=rule(user=user).values("pk"))
     return Response.objects.filter(condition)
 

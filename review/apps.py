@@ -8,16 +8,18 @@ class ReviewConfig(AppConfig):
     def ready(self) -> None:
         from annotation.judging.units import UnitSource, unit_source_register
         from benchmark.jobs.kinds import JobKind, job_kind_register
-        from review.agreement.services import AGREEMENT_KIND
-        from review.answers.services import SCORE_KIND as ANSWERS_KIND
-        from review.answers.services import UPLOAD_AREA as ANSWERS_AREA
-        from review.judges.services import JUDGE_KIND
-        from review.oracle.services import ORACLE_KIND
-        from review.releases.services import RELEASE_KIND
-        from review.rendering.services import RENDER_KIND
-        from review.runs.services import RESCORE_KIND
-        from review.runs.services import SCORE_KIND as RUNS_KIND
-        from review.runs.services import UPLOAD_AREA as RUNS_AREA
+        from review.job_names import (
+            AGREEMENT_KIND,
+            JUDGE_KIND,
+            ORACLE_KIND,
+            RELEASE_KIND,
+            RENDER_KIND,
+        )
+        from review.job_names import ANSWERS_SCORE_KIND as ANSWERS_KIND
+        from review.job_names import ANSWERS_UPLOAD_AREA as ANSWERS_AREA
+        from review.job_names import RUNS_RESCORE_KIND as RESCORE_KIND
+        from review.job_names import RUNS_SCORE_KIND as RUNS_KIND
+        from review.job_names import RUNS_UPLOAD_AREA as RUNS_AREA
 
         job_kind_register(
             JobKind(
@@ -107,9 +109,8 @@ class ReviewConfig(AppConfig):
 
         # A failed oracle test shows on the item's page.
         from benchmark.notices import register_item_notice_source
-        from review.oracle.selectors import item_oracle_notices
 
-        register_item_notice_source(item_oracle_notices)
+        register_item_notice_source("review.oracle.selectors.item_oracle_notices")
         # The units of the judgment tasks that rate a judge's reports or score criteria of
         # answers come from judge runs, which annotation may not import (see
         # annotation.judging.units).
@@ -132,9 +133,8 @@ class ReviewConfig(AppConfig):
         # Human evaluation is blind: its raters never see which model wrote an answer
         # (every selector that returns responses applies the rule).
         from benchmark import visibility
-        from review.human_eval.selectors import identity_hidden
 
-        visibility.register_identity_hiding_rule(identity_hidden)
+        visibility.register_identity_hiding_rule("review.human_eval.selectors.identity_hidden")
         # Response-level human evaluation: whole answers, or pairs of them, rated on a page
         # of their own (review.human_eval).
         for kind, units in (

@@ -85,17 +85,28 @@ def bulk_insert(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> in
             default = f.get_default()
         plan.append((f.attname, default))
     is_json = [isinstance(f, models.JSONField) for f in fields]
-    json_at = [i for i, js in enumerate(is_json) if js]
+    # A JSON field's stored form, where it differs from its value (ImageRefsField's to_stored).
+    json_at = [(i, getattr(fields[i], "to_stored", None)) for i, js in enumerate(is_json) if js]
     dumps = orjson.dumps
+    # Each JSON column's last value and its encoding: rows often hold the very same object
+    # (a default, or a list of image references that items share), encoded once then.
+    last: dict[int, tuple[Any, Any]] = {}
 
     def convert(row: dict[str, Any]) -> list[Any]:
         get = row.get
         out = [get(name, default) for name, default in plan]
-        for i in json_at:
+        for i, to_stored in json_at:
             value = out[i]
-            if value is not None:
-                # jsonb's binary form is a version byte and the text; SQLite stores the text.
-                out[i] = b"\x01" + dumps(value) if postgres else dumps(value).decode()
+            if value is None:
+                continue
+            seen = last.get(i)
+            if seen is not None and seen[0] is value:
+                out[i] = seen[1]
+                continue
+            stored = value if to_stored is None else to_stored(value)
+            # jsonb's binary form is a version byte and the text; SQLite stores the text.
+            out[i] = b"\x01" + dumps(stored) if postgres else dumps(stored).decode()
+            last[i] = (value, out[i])
         return out
 
     table = model._meta.db_table

@@ -27,6 +27,7 @@ from benchmark import permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
 from benchmark.datasets.interop import interop_hook
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
+from benchmark.fields import image_refs_expand
 from benchmark.formats import (
     AttachmentRecord,
     FormatError,
@@ -42,6 +43,7 @@ from benchmark.formats import (
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.selectors import project_images_named
 from benchmark.images.services import image_store
+from benchmark.items import indexing
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
@@ -305,6 +307,7 @@ def dataset_import(
     native_files: dict[str, str] = {}
     with _no_gc(), transaction.atomic():
         bulk_load_begin()
+        deferred = indexing.bulk_begin(connection)
         id_by_external: dict[str, int] = dict(project.items.values_list("external_id", "id"))
         existing_ids = set(id_by_external)
         next_position = (
@@ -341,6 +344,7 @@ def dataset_import(
         _bulk_insert_items(project, pending, id_by_external, result, images)
         _insert_attachments(project, attachments, id_by_external, result, images)
         images.link_project()
+        indexing.bulk_end(connection, deferred)
     if progress is not None:
         progress(count)
     return result
@@ -590,6 +594,8 @@ def _select(
         i for i, c in enumerate(cols) if isinstance(c, models.JSONField) and c.name not in as_text
     ]
     bool_at = [i for i, c in enumerate(cols) if isinstance(c, models.BooleanField)]
+    # A JSON field's value, where its stored form differs (ImageRefsField's from_stored).
+    expand_at = [(i, getattr(cols[i], "from_stored", None)) for i in json_at]
     with conn.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -599,9 +605,11 @@ def _select(
     out = []
     for row in rows:
         row = list(row)
-        for i in json_at:
+        for i, from_stored in expand_at:
             if isinstance(row[i], str | bytes):
                 row[i] = loads(row[i])
+            if from_stored is not None:
+                row[i] = from_stored(row[i])
         for i in bool_at:
             row[i] = bool(row[i])
         out.append(tuple(row))
@@ -735,7 +743,7 @@ def _export_items(  # noqa: C901
         """Image refs from the stored JSON, decoded once per distinct list."""
         if text in seen_refs:
             return seen_refs[text]
-        refs = orjson.loads(text) if isinstance(text, str | bytes) else text
+        refs = image_refs_expand(orjson.loads(text) if isinstance(text, str | bytes) else text)
         for ref in refs:
             if ref.get("sha256"):
                 image_paths.setdefault(ref["path"], ref["sha256"])

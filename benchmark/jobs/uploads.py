@@ -331,6 +331,32 @@ def _create(target: Path, where: str) -> IO[bytes]:
         raise _unstorable(where, exc) from None
 
 
+def _link_temporary(upload: UploadedFile, target: Path, budget: UploadBudget, where: str) -> bool:
+    """Place an upload that Django spooled to a temporary file (a large one) by a hard link to
+    that file instead of a copy: tens of megabytes not read and written again. False when it
+    cannot be linked (no temporary file, another file system, no hard links there), so the
+    caller copies. Like a copy, it never replaces an existing file; the request's end
+    removes only the temporary name."""
+    temporary = getattr(upload, "temporary_file_path", None)
+    if temporary is None:
+        return False
+    source = temporary()
+    size = os.path.getsize(source)  # what is on disk, whatever the request declared
+    if budget.written + size > budget.max_bytes:
+        raise budget.over_bytes(where)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(source, target)
+    except FileExistsError as exc:
+        raise _unstorable(where, exc) from None
+    except OSError:
+        return False
+    # the temporary file is private to the server process (0600): as a copy would be
+    os.chmod(target, settings.FILE_UPLOAD_PERMISSIONS or 0o644)
+    budget.written += size
+    return True
+
+
 # --------------------------------------------------------------------------- one request
 
 
@@ -362,6 +388,8 @@ class PlacedUploads:
         self.tree.add(tuple(parts), is_dir=False, name=name)
         target = self.root.joinpath(*parts)
         self.budget.check_declared(upload.size or 0, where)
+        if _link_temporary(upload, target, self.budget, where):
+            return target
         with _create(target, where) as dst:
             upload.seek(0)
             self.budget.copy(upload.chunks(), dst, where)

@@ -18,13 +18,14 @@ from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
 from benchmark.models import Job
 from benchmark.typing import User
+from review import job_names
 
 if TYPE_CHECKING:
     from benchmark.metrics.agreement import Level
 
 # Up to this many judgments the dashboard computes on the spot; beyond, it runs as a Job.
 INLINE_LIMIT = 60_000
-AGREEMENT_KIND = "agreement"
+AGREEMENT_KIND = job_names.AGREEMENT_KIND
 
 LEVELS: dict[Scheme, Level] = {
     Scheme.BINARY: "nominal",

@@ -37,11 +37,12 @@ from benchmark.models import Item, ItemStatus, Job, Origin, Project, ProjectKind
 from benchmark.tags import Syntax, builtin_toolset, parse_image_num
 from benchmark.toolsets.specs import tag_toolset
 from benchmark.typing import AnyUser, User
+from review import job_names
 
 #: Uploads up to this size are scored in the request (figures in the same response, nothing
 #: written); larger ones run as a job with a progress bar, up to MAX_UPLOAD_MB.
 INLINE_BYTES = 2 * 1024 * 1024
-SCORE_KIND = "score_answers"
+SCORE_KIND = job_names.ANSWERS_SCORE_KIND
 MAX_FILES = 20
 #: How many unknown item ids the result lists.
 UNKNOWN_SHOWN = 10
@@ -240,7 +241,7 @@ def _require_scorable(project: Project, user: AnyUser) -> User:
     return user
 
 
-UPLOAD_AREA = "answers-upload"
+UPLOAD_AREA = job_names.ANSWERS_UPLOAD_AREA
 
 
 def uploads_check(uploads: Sequence[UploadedFile]) -> int:

@@ -46,6 +46,7 @@ from benchmark.metrics.tag_scores import AnswerRecord, ItemIndex
 from benchmark.models import Image, Item, Job, Origin, Project, Response
 from benchmark.tags import parse as parse_tags
 from benchmark.typing import User
+from review import job_names
 from review.answers.services import read_uploads
 from review.judge_settings.selectors import judge_templates_for, judge_weights_for
 from review.judges.models import JudgeCall, JudgeName, JudgeRun
@@ -53,7 +54,7 @@ from review.judges.selectors import judge_run_report, judgment_of, parser_for
 
 log = logging.getLogger(__name__)
 
-JUDGE_KIND = "judge"
+JUDGE_KIND = job_names.JUDGE_KIND
 MAX_WORKERS = 32
 RESPONSE_KEY_PREFIX = "model:"
 

@@ -62,10 +62,11 @@ from benchmark.models import (
     Trajectory,
 )
 from benchmark.typing import User
+from review import job_names
 from review.oracle import conversation as oc
 from review.oracle.models import OracleOutcome, OracleResult, OracleRun
 
-ORACLE_KIND = "oracle"
+ORACLE_KIND = job_names.ORACLE_KIND
 ORACLE_PURPOSE = "oracle test"
 MAX_ITEMS_CHOSEN = 5000
 

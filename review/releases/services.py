@@ -61,6 +61,7 @@ from benchmark.storage import (
     storage_put_tree,
 )
 from benchmark.typing import User
+from review import job_names
 from review.adjudication.models import Decision
 from review.releases.models import Release
 
@@ -842,7 +843,7 @@ def release_check(*, release: Release) -> VerifyResult:
 
 # --------------------------------------------------------------------------- as a job
 
-RELEASE_KIND = "release"
+RELEASE_KIND = job_names.RELEASE_KIND
 #: Releases of at least this many items are written by a job (the page polls it); smaller
 #: ones in the request.
 RELEASE_JOB_MIN_ITEMS = 500

@@ -56,12 +56,13 @@ from benchmark.rendering.calls import ERROR, FAILED, PLACEHOLDER, RENDERED
 from benchmark.rendering.providers import CodeRunner, image_mime
 from benchmark.tags import Syntax
 from benchmark.typing import User
+from review import job_names
 from review.judges.services import RENDERED_IMAGES, answers_import
 from review.rendering.models import RenderedAnswer, ToolCallCache
 
 log = logging.getLogger(__name__)
 
-RENDER_KIND = "render_answers"
+RENDER_KIND = job_names.RENDER_KIND
 #: Part of every rendering's signature: bump it when a change to the renderer changes what
 #: the same answer renders to, so that jobs render current answers again.
 RENDERER_VERSION = "1"

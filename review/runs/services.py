@@ -59,12 +59,13 @@ from benchmark.models import (
     Trajectory,
 )
 from benchmark.typing import AnyUser, User
+from review import job_names
 from review.runs import judging
 from review.runs.folders import TOOL_IMAGES_DIR, RunFolder, _where, read_run_folders
 from review.runs.models import AgentRun, FailureLabel, RunSet, VisualVerdict
 
-SCORE_KIND = "score_runs"
-RESCORE_KIND = "rescore_runs"
+SCORE_KIND = job_names.RUNS_SCORE_KIND
+RESCORE_KIND = job_names.RUNS_RESCORE_KIND
 MAX_RUN_IMAGES = 200
 
 # =========================================================================== run folders (pure)
@@ -255,7 +256,7 @@ def _require_review(user: AnyUser, project: Project) -> User:
     return user
 
 
-UPLOAD_AREA = "runs-upload"
+UPLOAD_AREA = job_names.RUNS_UPLOAD_AREA
 
 
 def _safe_relative(name: str) -> PurePosixPath:

@@ -1,0 +1,14 @@
+"""The names of review's job kinds and of the folders their uploads go to: a module of plain
+strings, so that ``ReviewConfig.ready()`` registers the kinds without importing the services
+that run them (and everything those import) in every process, a data command's included."""
+
+AGREEMENT_KIND = "agreement"
+ANSWERS_SCORE_KIND = "score_answers"
+ANSWERS_UPLOAD_AREA = "answers-upload"
+JUDGE_KIND = "judge"
+ORACLE_KIND = "oracle"
+RELEASE_KIND = "release"
+RENDER_KIND = "render_answers"
+RUNS_SCORE_KIND = "score_runs"
+RUNS_RESCORE_KIND = "rescore_runs"
+RUNS_UPLOAD_AREA = "runs-upload"
