@@ -12,6 +12,7 @@ from django.db import connection
 from django.db.models import (
     BooleanField,
     Count,
+    Exists,
     OuterRef,
     Prefetch,
     Q,
@@ -171,11 +172,16 @@ def _items(
     if not user.is_authenticated:
         return Item.objects.none()
     # The scope as a subquery, not a join: a join let SQLite put the project table in the
-    # outer loop, which kept the search index from driving the query in its own order.
-    mine = Membership.objects.filter(user=user.pk).values("project_id")
-    items = Item.objects.filter(project_id__in=mine)
+    # outer loop, which kept the search index from driving the query in its own order. For
+    # one project, a constant EXISTS (evaluated once): with ``project_id IN (<the user's
+    # projects>) AND project_id = <p>`` SQLite read the list through the (project, status)
+    # index and sorted every item of the project for a page of 50.
     if project is not None:
-        items = items.filter(project=project)
+        member = Membership.objects.filter(user=user.pk, project_id=project.pk)
+        items = Item.objects.filter(Exists(member), project_id=project.pk)
+    else:
+        mine = Membership.objects.filter(user=user.pk).values("project_id")
+        items = Item.objects.filter(project_id__in=mine)
     if filters is not None:
         if filters.status:
             items = items.filter(status=filters.status)
