@@ -265,10 +265,18 @@ def item_count(
 def item_list_rows(
     *, user: AnyUser, project: Project, filters: ItemFilters | None = None
 ) -> QuerySet[Item]:
-    """Items for a list page: the heavy JSON and text columns are left out."""
-    return item_list(user=user, project=project, filters=filters, load_secrets=False).defer(
-        "raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer"
+    """Items for a list page: only the columns its table shows (:data:`LIST_COLUMNS`; the
+    heavy JSON and text columns, and those whose conversion costs, are left out)."""
+    return item_list(user=user, project=project, filters=filters, load_secrets=False).only(
+        *LIST_COLUMNS
     )
+
+
+LIST_COLUMNS = (
+    "project_id", "external_id", "position", "query", "modality", "image_refs", "category",
+    "intent", "level", "status",
+)  # fmt: skip
+"""The item columns the item list shows (and orders by)."""
 
 
 @dataclass

@@ -36,7 +36,7 @@ from benchmark.people.selectors import project_for_members
 from benchmark.permissions import can_create_project
 from benchmark.presenters import (
     attachment_label,
-    item_list_rows,
+    item_table_rows,
     item_view,
     plan_view,
     pretty_json,
@@ -158,12 +158,14 @@ def project_page_context(
         status_counts=counts,
     )  # fmt: skip
     page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
-    page.object_list = item_list_rows(
-        page.object_list, item_url=reverse("benchmark:item_detail", args=[project.pk, 0])
-    )
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
+    page.object_list = item_table_rows(
+        page.object_list,
+        item_url=reverse("benchmark:item_detail", args=[project.pk, 0]),
+        bulk=bool(extra.get("bulk_form")),
+    )
     return {
         **project_context(request, project),
         **extra,
