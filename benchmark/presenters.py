@@ -50,6 +50,8 @@ _BULK_CELL = (
     '<td class="bulk-cell"><input type="checkbox" class="bulk-check" name="ids"'
     ' value="{pk}:{status}" form="bulk-form" aria-label="Select {external_id}"></td>'
 )
+
+
 def _escape(value: Any) -> str:
     """What ``{{ value }}`` prints for a string or a number (``django.utils.html.escape``)."""
     return escape(str(value))

@@ -23,19 +23,14 @@ from benchmark.permissions import can
 from benchmark.typing import AnyUser
 
 
-def _reviewing(user: AnyUser) -> QuerySet[Membership]:
-    """The projects where ``user`` is a reviewer or an admin (they see every answer)."""
-    return Membership.objects.filter(user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)).values(
-        "project_id"
-    )
-
-
 def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     """The items whose answer and reference trajectory ``user`` may not see yet: items still
     waiting for blind verification by an active solve task of their project (no settled
     outcome; a draft, when the task sets item status), which ``user`` could verify (not a
     reviewer or admin of the project, not the item's author unless the task allows it) and has
-    not answered yet. One query; use it as a subquery (``exclude(item__in=...)``).
+    not answered yet. One small query first asks whether any such task could hide anything
+    from ``user`` (``Item.objects.none()`` when none can); otherwise use the answer as a
+    subquery (``exclude(item__in=...)``).
 
     This is the blind-verification answer-hiding rule: ``annotation.apps`` registers it with
     :mod:`benchmark.visibility`, which every item selector applies."""
@@ -46,7 +41,11 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     # skip the rule (building and compiling its subqueries cost every page ~20 ms).
     blind = JudgmentTask.objects.filter(
         active=True, scheme=Scheme.TEXT, consensus=Rule.AUTHOR_PLUS_TWO
-    ).exclude(project_id__in=_reviewing(user))
+    ).exclude(
+        project_id__in=Membership.objects.filter(
+            user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
+        ).values("project_id")
+    )
     if not blind.exists():
         return Item.objects.none()
     item = OuterRef(OuterRef("pk"))

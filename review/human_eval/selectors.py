@@ -49,7 +49,9 @@ def identity_hidden(*, user: AnyUser) -> QuerySet[Response]:
     """The answers whose model ``user`` may not see: the units of an active human evaluation
     (``answer-eval`` or ``answer-pair`` task) of their project, when ``user`` may rate them
     (a member below reviewer: any annotator may take units from the queue). Reviewers and
-    admins see every model. One query; use it as a subquery.
+    admins see every model. One small query first asks whether any such task could hide a
+    model from ``user`` (a unit's item belongs to its task's project;
+    ``Response.objects.none()`` when none can); otherwise use the answer as a subquery.
 
     This is the human-evaluation identity-hiding rule: ``review.apps`` registers it with
     :mod:`benchmark.visibility`, which every selector that returns responses applies."""

@@ -51,7 +51,13 @@ def test_list_rows_print_what_the_template_printed(project: Project, bulk: bool)
     long = "A long query, " + "é" * 10 + "e\u0301" * 5 + " <b>&</b> " * 30 + "end"
     ItemFactory(project=project, external_id='x"<1>', query="Short & <i>sweet</i>?")
     ItemFactory(project=project, query=long, category="", intent="", level=None)
-    ItemFactory(project=project, query="b" * 141, modality="image", status="discarded", discard_reason="Broken")
+    ItemFactory(
+        project=project,
+        query="b" * 141,
+        modality="image",
+        status="discarded",
+        discard_reason="Broken",
+    )
     ItemFactory(project=project, query="c" * 140, level=3, category="A & B", intent="<x>")
     items = list(Item.objects.filter(project=project).order_by("pk"))
     expected = TEMPLATE_ROW.render(Context({"items": items, "bulk_form": bulk}))
