@@ -230,6 +230,9 @@ class ItemCount:
 
     n: int
     capped: bool = False
+    ids: list[int] | None = None
+    """For a search, the ids of its first ``n`` matches in the list's order (see
+    :func:`item_count`)."""
 
 
 def item_count(
@@ -258,7 +261,14 @@ def item_count(
             rows = rows.filter(intent=f.intent)
         return ItemCount(rows.aggregate(total=Sum("n"))["total"] or 0)
     cap = max(COUNT_CAP, at_least)
-    n = _items(user=user, project=project, filters=f).order_by()[: cap + 1].count()
+    rows = _items(user=user, project=project, filters=f)
+    if f.q:
+        # A search reads its matches' ids, in the list's order, instead of counting them: the
+        # page then reads its rows by id (item_list_rows_of) and the text index is searched
+        # once, not twice (a common word as a prefix costs SQLite's index ~25 ms at 1M items).
+        ids = list(rows.values_list("pk", flat=True)[: cap + 1])
+        return ItemCount(min(len(ids), cap), capped=len(ids) > cap, ids=ids[:cap])
+    n = rows.order_by()[: cap + 1].count()
     return ItemCount(min(n, cap), capped=n > cap)
 
 
@@ -270,6 +280,14 @@ def item_list_rows(
     return item_list(user=user, project=project, filters=filters, load_secrets=False).only(
         *LIST_COLUMNS
     )
+
+
+def item_list_rows_of(*, user: AnyUser, project: Project, ids: list[int]) -> list[Item]:
+    """The rows :func:`item_list_rows` reads, of the items ``ids`` of ``project`` (a page of
+    a search, from :attr:`ItemCount.ids`), in the order of ``ids``."""
+    rows = item_list_rows(user=user, project=project).filter(pk__in=ids).order_by()
+    by_id = {item.pk: item for item in rows}
+    return [by_id[pk] for pk in ids if pk in by_id]
 
 
 LIST_COLUMNS = (

@@ -157,7 +157,13 @@ def project_page_context(
         user=request.user, project=project, filters=filters, at_least=at_least,
         status_counts=counts,
     )  # fmt: skip
-    page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
+    if total.ids is None:
+        page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
+    else:  # a search: its matches' ids came with the count, the page's rows are read by id
+        page = _CountedPaginator(total.ids, PAGE_SIZE, count=total.n).get_page(asked)
+        page.object_list = selectors.item_list_rows_of(
+            user=request.user, project=project, ids=list(page.object_list)
+        )
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))

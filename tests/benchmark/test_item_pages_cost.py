@@ -104,3 +104,23 @@ def test_a_blind_verifier_still_gets_the_rule_and_an_empty_answer(
     assert row.answer_hidden  # type: ignore[attr-defined]
     reviewer = world["c"]["reviewer"]
     assert reviewer.get(f"/api/items/{item.pk}/").json()["expected_answer"] == "Pack order"
+
+
+def test_a_search_reads_the_text_index_once_and_pages_in_order(
+    project: Project, clients: dict[str, Client]
+) -> None:
+    made = [ItemFactory(project=project, query=f"Widget number {i}") for i in range(60)]
+    ItemFactory(project=project, query="Something else")
+    client = clients["annotator"]
+    url = f"/projects/{project.pk}/?q=widg"
+    sqls = _sqls(client, url)
+    assert sum(("benchmark_item_fts" in sql or "to_tsquery" in sql) for sql in sqls) == 1
+    first = client.get(url).content.decode()
+    second = client.get(url + "&page=2").content.decode()
+    assert 'id="match-count">60<' in first
+    shown = [i for i, item in enumerate(made) if f"/items/{item.pk}/" in first]
+    assert shown == list(range(50))
+    assert [i for i, item in enumerate(made) if f"/items/{item.pk}/" in second] == list(
+        range(50, 60)
+    )
+    assert "Something else" not in first + second
