@@ -261,14 +261,14 @@ def item_count(
             rows = rows.filter(intent=f.intent)
         return ItemCount(rows.aggregate(total=Sum("n"))["total"] or 0)
     cap = max(COUNT_CAP, at_least)
-    rows = _items(user=user, project=project, filters=f)
+    items = _items(user=user, project=project, filters=f)
     if f.q:
         # A search reads its matches' ids, in the list's order, instead of counting them: the
         # page then reads its rows by id (item_list_rows_of) and the text index is searched
         # once, not twice (a common word as a prefix costs SQLite's index ~25 ms at 1M items).
-        ids = list(rows.values_list("pk", flat=True)[: cap + 1])
+        ids = list(items.values_list("pk", flat=True)[: cap + 1])
         return ItemCount(min(len(ids), cap), capped=len(ids) > cap, ids=ids[:cap])
-    n = rows.order_by()[: cap + 1].count()
+    n = items.order_by()[: cap + 1].count()
     return ItemCount(min(n, cap), capped=n > cap)
 
 
