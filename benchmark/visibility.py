@@ -79,6 +79,7 @@ from django.db.models import (
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Concat
 from django.db.models.query import ModelIterable
+from django.db.models.signals import post_delete, post_save
 
 from benchmark.models import Item, Job, Response
 from benchmark.typing import AnyUser
@@ -96,6 +97,34 @@ SECRET_FIELDS: dict[str, Callable[[], Any]] = {
 """The item columns that hold the answer, with the empty value a hidden item reads."""
 
 _SHOWN = "_shown_"
+
+
+_writes = 0
+"""Bumped by every save and delete of this process (signals): a remembered decision (see
+:func:`decided`) does not outlive a write."""
+
+
+def _written(**kwargs: Any) -> None:
+    global _writes
+    _writes += 1
+
+
+post_save.connect(_written, weak=False, dispatch_uid="benchmark.visibility.written")
+post_delete.connect(_written, weak=False, dispatch_uid="benchmark.visibility.deleted")
+
+
+def decided(user: AnyUser, key: str, decide: Callable[[], bool]) -> bool:
+    """``decide()`` (a small query a rule asks first, e.g. whether any task could hide
+    anything from ``user``), asked once per ``user`` object, which is one request's, and
+    ``key``, until this process writes anything: the pages that read several lists (items,
+    answers, plans, jobs) ask the rules several times per request."""
+    memo: tuple[int, dict[str, bool]] | None = getattr(user, "_visibility_decisions", None)
+    if memo is None or memo[0] != _writes:
+        memo = (_writes, {})
+        user._visibility_decisions = memo  # type: ignore[union-attr]
+    if key not in memo[1]:
+        memo[1][key] = decide()
+    return memo[1][key]
 
 
 def register_answer_hiding_rule(rule: AnswerHidingRule) -> None:

@@ -17,6 +17,7 @@ from annotation.verification.rules import (
     author_provenance,
     decided_against,
 )
+from benchmark import visibility
 from benchmark.exceptions import Forbidden
 from benchmark.models import Item, ItemStatus, Membership, Role
 from benchmark.permissions import can
@@ -46,7 +47,7 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
             user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
         ).values("project_id")
     )
-    if not blind.exists():
+    if not visibility.decided(user, "blind-verification", blind.exists):
         return Item.objects.none()
     item = OuterRef(OuterRef("pk"))
     waiting = JudgmentTask.objects.filter(

@@ -30,6 +30,7 @@ from django.db.models.functions import Cast, Concat
 
 from annotation.judging.models import Judgment, JudgmentTask, TaskUnit, UnitKind
 from annotation.judging.units import unit_responses
+from benchmark import visibility
 from benchmark.exceptions import ValidationFailed
 from benchmark.judges import rankings
 from benchmark.metrics.human_eval import bradley_terry, group_means, win_rates
@@ -67,7 +68,7 @@ def identity_hidden(*, user: AnyUser) -> QuerySet[Response]:
             user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
         ).values("project_id")
     )
-    if not blind.exists():
+    if not visibility.decided(user, "human-evaluation", blind.exists):
         return Response.objects.none()
     pk = Cast(OuterRef("pk"), CharField())
     units = TaskUnit.objects.filter(

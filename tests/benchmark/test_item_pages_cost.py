@@ -124,3 +124,21 @@ def test_a_search_reads_the_text_index_once_and_pages_in_order(
         range(50, 60)
     )
     assert "Something else" not in first + second
+
+
+def test_a_remembered_decision_does_not_outlive_a_write(
+    world: dict[str, Any],  # noqa: F811
+    django_assert_num_queries: Any,
+) -> None:
+    verifier, task = world["u"]["annotator1"], world["task"]
+    task.active = False
+    task.save(update_fields=["active"])
+    assert visibility.hidden_items(user=verifier).query.is_empty()
+    with django_assert_num_queries(0):  # asked once per user object (one request's)
+        assert visibility.hidden_items(user=verifier).query.is_empty()
+    task.active = True
+    task.save(update_fields=["active"])
+    assert not visibility.hidden_items(user=verifier).query.is_empty()
+    assert selectors.item_get(
+        user=verifier, project=world["project"], pk=world["item"].pk
+    ).answer_hidden  # type: ignore[attr-defined]
