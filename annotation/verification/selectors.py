@@ -37,17 +37,24 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     :mod:`benchmark.visibility`, which every item selector applies."""
     if not user.is_authenticated:
         return Item.objects.none()
+
     # Decided in Python first, with one small query: without an active blind-verification
     # task in a project where ``user`` is below reviewer, nothing is hidden, and the callers
     # skip the rule (building and compiling its subqueries cost every page ~20 ms).
-    blind = JudgmentTask.objects.filter(
-        active=True, scheme=Scheme.TEXT, consensus=Rule.AUTHOR_PLUS_TWO
-    ).exclude(
-        project_id__in=Membership.objects.filter(
-            user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
-        ).values("project_id")
-    )
-    if not visibility.decided(user, "blind-verification", blind.exists):
+    def blind_tasks() -> bool:
+        return (
+            JudgmentTask.objects.filter(
+                active=True, scheme=Scheme.TEXT, consensus=Rule.AUTHOR_PLUS_TWO
+            )
+            .exclude(
+                project_id__in=Membership.objects.filter(
+                    user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
+                ).values("project_id")
+            )
+            .exists()
+        )
+
+    if not visibility.decided(user, "blind-verification", blind_tasks):
         return Item.objects.none()
     item = OuterRef(OuterRef("pk"))
     waiting = JudgmentTask.objects.filter(

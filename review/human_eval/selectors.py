@@ -58,17 +58,24 @@ def identity_hidden(*, user: AnyUser) -> QuerySet[Response]:
     :mod:`benchmark.visibility`, which every selector that returns responses applies."""
     if not user.is_authenticated:
         return Response.objects.none()
+
     # Decided in Python first, with one small query: without an active human evaluation in a
     # project where ``user`` is below reviewer, no model is hidden, and the callers skip the
     # rule (its subqueries are not built nor compiled).
-    blind = JudgmentTask.objects.filter(
-        active=True, unit_kind__in=(UnitKind.ANSWER_EVAL, UnitKind.ANSWER_PAIR)
-    ).exclude(
-        project_id__in=Membership.objects.filter(
-            user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
-        ).values("project_id")
-    )
-    if not visibility.decided(user, "human-evaluation", blind.exists):
+    def evaluations() -> bool:
+        return (
+            JudgmentTask.objects.filter(
+                active=True, unit_kind__in=(UnitKind.ANSWER_EVAL, UnitKind.ANSWER_PAIR)
+            )
+            .exclude(
+                project_id__in=Membership.objects.filter(
+                    user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
+                ).values("project_id")
+            )
+            .exists()
+        )
+
+    if not visibility.decided(user, "human-evaluation", evaluations):
         return Response.objects.none()
     pk = Cast(OuterRef("pk"), CharField())
     units = TaskUnit.objects.filter(
