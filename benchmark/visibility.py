@@ -13,7 +13,9 @@ may not import ``annotation`` (dependencies point one way), so it only keeps the
 hidden when any registered rule hides it. A rule that can tell in Python (one small query)
 that it hides nothing from ``user`` answers ``Item.objects.none()``; the selectors then add no
 condition at all rather than build and compile its subqueries on every request (the
-blind-verification rule's tree took ~20 ms of CPU per page to build and compile).
+blind-verification rule's tree took ~20 ms of CPU per page to build and compile). That first
+question is asked once per user object, i.e. once per request (:func:`decided`), and asked
+again after any write of this process.
 
 How the rule is applied (by the selectors in ``benchmark.projects.selectors``,
 ``benchmark.llm.selectors`` and every selector built on them; views, API views and templates
