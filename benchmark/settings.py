@@ -159,6 +159,10 @@ TEMPLATES = [
     },
 ]
 
+# Django's template renderer, with the common widgets filled in without the template engine
+# (same bytes; see benchmark.form_renderer).
+FORM_RENDERER = "benchmark.form_renderer.FormRenderer"
+
 WSGI_APPLICATION = "benchmark.wsgi.application"
 
 DATABASES = {

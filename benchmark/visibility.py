@@ -10,7 +10,12 @@ Which items those are is decided by **answer-hiding rules**: callables ``rule(us
 answering the items whose answer is hidden from ``user``, usable as a subquery. ``benchmark``
 may not import ``annotation`` (dependencies point one way), so it only keeps the registry;
 ``annotation`` registers the blind-verification rule in its ``AppConfig.ready()``. An item is
-hidden when any registered rule hides it.
+hidden when any registered rule hides it. A rule that can tell in Python (one small query)
+that it hides nothing from ``user`` answers ``Item.objects.none()``; the selectors then add no
+condition at all rather than build and compile its subqueries on every request (the
+blind-verification rule's tree took ~20 ms of CPU per page to build and compile). That first
+question is asked once per user object, i.e. once per request (:func:`decided`), and asked
+again after any write of this process.
 
 How the rule is applied (by the selectors in ``benchmark.projects.selectors``,
 ``benchmark.llm.selectors`` and every selector built on them; views, API views and templates
@@ -76,6 +81,7 @@ from django.db.models import (
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Concat
 from django.db.models.query import ModelIterable
+from django.db.models.signals import post_delete, post_save
 from django.utils.module_loading import import_string
 
 from benchmark.models import Item, Job, Response
@@ -96,6 +102,34 @@ SECRET_FIELDS: dict[str, Callable[[], Any]] = {
 _SHOWN = "_shown_"
 
 
+_writes = 0
+"""Bumped by every save and delete of this process (signals): a remembered decision (see
+:func:`decided`) does not outlive a write."""
+
+
+def _written(**kwargs: Any) -> None:
+    global _writes
+    _writes += 1
+
+
+post_save.connect(_written, weak=False, dispatch_uid="benchmark.visibility.written")
+post_delete.connect(_written, weak=False, dispatch_uid="benchmark.visibility.deleted")
+
+
+def decided(user: AnyUser, key: str, decide: Callable[[], bool]) -> bool:
+    """``decide()`` (a small query a rule asks first, e.g. whether any task could hide
+    anything from ``user``), asked once per ``user`` object, which is one request's, and
+    ``key``, until this process writes anything: the pages that read several lists (items,
+    answers, plans, jobs) ask the rules several times per request."""
+    memo: tuple[int, dict[str, bool]] | None = getattr(user, "_visibility_decisions", None)
+    if memo is None or memo[0] != _writes:
+        memo = (_writes, {})
+        user._visibility_decisions = memo  # type: ignore[union-attr]
+    if key not in memo[1]:
+        memo[1][key] = decide()
+    return memo[1][key]
+
+
 def register_answer_hiding_rule(rule: AnswerHidingRule) -> None:
     """Add a rule (once): ``rule(user=user)`` answers the items whose answer ``user`` may not see."""
     if rule not in _RULES:
@@ -110,11 +144,12 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     """Every item whose answer ``user`` may not see, by any rule; use it as a subquery."""
     if not user.is_authenticated or not _RULES:
         return Item.objects.none()
-    if len(_RULES) == 1:
-        return _RULES[0](user=user)
+    hiding = [q for q in (rule(user=user) for rule in _RULES) if not q.query.is_empty()]
+    if len(hiding) <= 1:
+        return hiding[0] if hiding else Item.objects.none()
     condition = Q(pk__in=[])
-    for rule in _RULES:
-        condition |= Q(pk__in=rule(user=user).values("pk"))
+    for rows in hiding:
+        condition |= Q(pk__in=rows.values("pk"))
     return Item.objects.filter(condition)
 
 
@@ -123,13 +158,10 @@ def hidden_item_ids(*, user: AnyUser, items: Iterable[Item | int]) -> set[int]:
     ids = [item if isinstance(item, int) else item.pk for item in items]
     if not ids or not user.is_authenticated or not _RULES:
         return set()
-    return set(hidden_items(user=user).filter(pk__in=ids).values_list("pk", flat=True))
-
-
-def _hidden_expression(user: AnyUser, ref: str = "pk") -> Exists | Value:
-    if not user.is_authenticated or not _RULES:
-        return Value(False)
-    return Exists(hidden_items(user=user).filter(pk=OuterRef(ref)))
+    hidden = hidden_items(user=user)
+    if hidden.query.is_empty():
+        return set()
+    return set(hidden.filter(pk__in=ids).values_list("pk", flat=True))
 
 
 class _VisibleItemIterable(ModelIterable):
@@ -158,26 +190,31 @@ def items_visible(
     if not _RULES or not user.is_authenticated:
         # nothing can be hidden: the flag is a constant false
         return items.annotate(answer_hidden=Value(False))
-    items = items.defer(*SECRET_FIELDS)
     if not load_secrets:
+        items = items.defer(*SECRET_FIELDS)
         # Rows for a list: the flag is decided after the rows are read, for those rows only.
         items._iterable_class = type(  # type: ignore[attr-defined]
             "_FlaggedItemIterable", (_FlaggedItemIterable,), {"user": user}
         )
         return items
-    items = items.annotate(answer_hidden=_hidden_expression(user))
-    if load_secrets:
-        model_fields = {f.name: f for f in Item._meta.get_fields()}
-        items = items.annotate(
-            **{
-                _SHOWN + name: Case(
-                    When(answer_hidden=False, then=F(name)),
-                    default=None,
-                    output_field=model_fields[name],  # type: ignore[arg-type]
-                )
-                for name in SECRET_FIELDS
-            }
-        )
+    hidden = hidden_items(user=user)
+    if hidden.query.is_empty():
+        # the rules decided in Python that nothing is hidden from this user
+        return items.annotate(answer_hidden=Value(False))
+    items = items.defer(*SECRET_FIELDS).annotate(
+        answer_hidden=Exists(hidden.filter(pk=OuterRef("pk")))
+    )
+    model_fields = {f.name: f for f in Item._meta.get_fields()}
+    items = items.annotate(
+        **{
+            _SHOWN + name: Case(
+                When(answer_hidden=False, then=F(name)),
+                default=None,
+                output_field=model_fields[name],  # type: ignore[arg-type]
+            )
+            for name in SECRET_FIELDS
+        }
+    )
     items._iterable_class = _VisibleItemIterable  # type: ignore[attr-defined]
     return items
 
@@ -230,7 +267,10 @@ def exclude_hidden_attachments(rows: QuerySet[Any], *, user: AnyUser) -> QuerySe
     calls) without those of items hidden from ``user``."""
     if not _RULES or not user.is_authenticated:
         return rows
-    return rows.exclude(Exists(hidden_items(user=user).filter(pk=OuterRef("item_id"))))
+    hidden = hidden_items(user=user)
+    if hidden.query.is_empty():
+        return rows
+    return rows.exclude(Exists(hidden.filter(pk=OuterRef("item_id"))))
 
 
 def exclude_hidden_jobs(jobs: QuerySet[Job], *, user: AnyUser) -> QuerySet[Job]:
@@ -238,8 +278,11 @@ def exclude_hidden_jobs(jobs: QuerySet[Job], *, user: AnyUser) -> QuerySet[Job]:
     ``params.item_id``: its prompt and answer give the answer away)."""
     if not _RULES or not user.is_authenticated:
         return jobs
+    hidden = hidden_items(user=user)
+    if hidden.query.is_empty():
+        return jobs
     jobs = jobs.alias(_about_item=Cast(KT("params__item_id"), BigIntegerField()))
-    return jobs.exclude(Exists(hidden_items(user=user).filter(pk=OuterRef("_about_item"))))
+    return jobs.exclude(Exists(hidden.filter(pk=OuterRef("_about_item"))))
 
 
 def refuse_hidden(item: Item, *, page: str) -> None:
@@ -286,11 +329,12 @@ def identity_hidden_responses(*, user: AnyUser) -> QuerySet[Response]:
     rules = identity_hiding_rules()
     if not user.is_authenticated or not rules:
         return Response.objects.none()
-    if len(rules) == 1:
-        return rules[0](user=user)
+    hiding = [q for q in (rule(user=user) for rule in rules) if not q.query.is_empty()]
+    if len(hiding) <= 1:
+        return hiding[0] if hiding else Response.objects.none()
     condition = Q(pk__in=[])
-    for rule in rules:
-        condition |= Q(pk__in=rule(user=user).values("pk"))
+    for rows in hiding:
+        condition |= Q(pk__in=rows.values("pk"))
     return Response.objects.filter(condition)
 
 
@@ -325,7 +369,11 @@ def responses_visible(rows: QuerySet[Response], *, user: AnyUser) -> QuerySet[Re
     ``answer-<id>``, ``source_file``, ``raw`` and ``extra`` empty."""
     if not user.is_authenticated or not _IDENTITY_RULES:
         return rows.annotate(identity_hidden=Value(False))
-    hidden = identity_hidden_responses(user=user).filter(pk=OuterRef("pk"))
+    hiding = identity_hidden_responses(user=user)
+    if hiding.query.is_empty():
+        # the rules decided in Python that no model is hidden from this user
+        return rows.annotate(identity_hidden=Value(False))
+    hidden = hiding.filter(pk=OuterRef("pk"))
     rows = rows.annotate(identity_hidden=Exists(hidden)).defer(*IDENTITY_FIELDS)
     fields = {f.name: f for f in Response._meta.get_fields()}
     rows = rows.annotate(

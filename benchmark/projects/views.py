@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -35,6 +36,7 @@ from benchmark.people.selectors import project_for_members
 from benchmark.permissions import can_create_project
 from benchmark.presenters import (
     attachment_label,
+    item_table_rows,
     item_view,
     plan_view,
     pretty_json,
@@ -155,10 +157,21 @@ def project_page_context(
         user=request.user, project=project, filters=filters, at_least=at_least,
         status_counts=counts,
     )  # fmt: skip
-    page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
+    if total.ids is None:
+        page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
+    else:  # a search: its matches' ids came with the count, the page's rows are read by id
+        page = _CountedPaginator(total.ids, PAGE_SIZE, count=total.n).get_page(asked)
+        page.object_list = selectors.item_list_rows_of(
+            user=request.user, project=project, ids=list(page.object_list)
+        )
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
+    page.object_list = item_table_rows(
+        page.object_list,
+        item_url=reverse("benchmark:item_detail", args=[project.pk, 0]),
+        bulk=bool(extra.get("bulk_form")),
+    )
     return {
         **project_context(request, project),
         **extra,

@@ -30,6 +30,7 @@ from django.db.models.functions import Cast, Concat
 
 from annotation.judging.models import Judgment, JudgmentTask, TaskUnit, UnitKind
 from annotation.judging.units import unit_responses
+from benchmark import visibility
 from benchmark.exceptions import ValidationFailed
 from benchmark.judges import rankings
 from benchmark.metrics.human_eval import bradley_terry, group_means, win_rates
@@ -49,11 +50,32 @@ def identity_hidden(*, user: AnyUser) -> QuerySet[Response]:
     """The answers whose model ``user`` may not see: the units of an active human evaluation
     (``answer-eval`` or ``answer-pair`` task) of their project, when ``user`` may rate them
     (a member below reviewer: any annotator may take units from the queue). Reviewers and
-    admins see every model. One query; use it as a subquery.
+    admins see every model. One small query first asks whether any such task could hide a
+    model from ``user`` (a unit's item belongs to its task's project;
+    ``Response.objects.none()`` when none can); otherwise use the answer as a subquery.
 
     This is the human-evaluation identity-hiding rule: ``review.apps`` registers it with
     :mod:`benchmark.visibility`, which every selector that returns responses applies."""
     if not user.is_authenticated:
+        return Response.objects.none()
+
+    # Decided in Python first, with one small query: without an active human evaluation in a
+    # project where ``user`` is below reviewer, no model is hidden, and the callers skip the
+    # rule (its subqueries are not built nor compiled).
+    def evaluations() -> bool:
+        return (
+            JudgmentTask.objects.filter(
+                active=True, unit_kind__in=(UnitKind.ANSWER_EVAL, UnitKind.ANSWER_PAIR)
+            )
+            .exclude(
+                project_id__in=Membership.objects.filter(
+                    user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
+                ).values("project_id")
+            )
+            .exists()
+        )
+
+    if not visibility.decided(user, "human-evaluation", evaluations):
         return Response.objects.none()
     pk = Cast(OuterRef("pk"), CharField())
     units = TaskUnit.objects.filter(

@@ -1,6 +1,8 @@
 """Reading one item (item page, judge page, every submitted judgment): the answer-hiding rules
 are asked once, in a small query of their own, not once for the flag and again for every
-secret column; a blind verifier still reads an empty answer that was never loaded."""
+secret column; a blind verifier still reads an empty answer that was never loaded. The
+blind-verification rule first checks, in one small query, whether any task can hide an answer
+from the user at all; when none can (most users, most pages) the rule adds nothing."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ def test_one_item_read_asks_the_hiding_rules_once(world: dict[str, Any]) -> None
     per_rule = rules_sql.count("annotation_judgmenttask")
     assert per_rule > 0
     item, sqls = _read(verifier, world)
+    # the rule (its check for blind tasks ran once, to build rules_sql above, and is
+    # remembered for this user object), then the row
     assert sum(sql.count("annotation_judgmenttask") for sql in sqls) == per_rule
     assert len(sqls) == 2
     # blind: the answer reads empty and was not selected
@@ -38,9 +42,12 @@ def test_one_item_read_asks_the_hiding_rules_once(world: dict[str, Any]) -> None
 
 
 def test_a_reviewer_reads_the_answer(world: dict[str, Any]) -> None:  # noqa: F811
-    item, _ = _read(world["u"]["reviewer"], world)
+    item, sqls = _read(world["u"]["reviewer"], world)
     assert item.answer_hidden is False
     assert item.expected_answer == "Pack order"
+    # no task can hide an answer from a reviewer: the check, then the row; no rule's subquery
+    assert len(sqls) == 2
+    assert "annotation_outcome" not in sqls[1] and "annotation_judgment" not in sqls[1]
 
 
 def test_an_item_outside_the_users_projects_is_404(world: dict[str, Any]) -> None:  # noqa: F811

@@ -528,11 +528,13 @@ def test_results_and_run_pages_take_a_bounded_number_of_queries(
     wrong = run_set.runs.filter(acc=False).first()
     assert wrong is not None
     FailureLabel.objects.create(run=wrong, reviewer=people["reviewer"], mode="tool_misexecution")
-    with django_assert_max_num_queries(6):
+    # 7 (two pages): the answer-hiding rule first asks, in one small query, whether it can
+    # hide anything from the user
+    with django_assert_max_num_queries(7):
         assert reviewer.get(f"/runs/{run_set.pk}/").status_code == 200
     with django_assert_max_num_queries(10):
         assert reviewer.get(f"/agent-runs/{wrong.pk}/").status_code == 200
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):
         assert reviewer.get(f"/projects/{mme_project.pk}/runs/").status_code == 200
 
 
