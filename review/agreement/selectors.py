@@ -10,8 +10,9 @@ fingerprint and when they were computed. While many annotators judge, the finger
 with every judgment; recomputing on each change would keep the CPU busy with figures nobody has
 read yet, so the page shows the latest figures while they are at most ``STALE_SECONDS`` old
 ("as of HH:MM:SS", with a link that forces a recomputation, at most once per
-``REFRESH_SECONDS`` per reviewer), and computes afresh when they are older. Unchanged inputs
-always show the cached figures as current; the API always answers current figures.
+``REFRESH_SECONDS`` per reviewer), and computes afresh when they are older, or when a reviewer
+has decided an outcome since (rare, and the reviewer expects to see it counted). Unchanged
+inputs always show the cached figures as current; the API always answers current figures.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import orjson
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
 from annotation.judging.models import Judgment, JudgmentTask, Outcome
 from benchmark.exceptions import NotFound
@@ -95,30 +96,43 @@ class AgreementFigures:
     refresh_refused: bool = False
 
 
-def _fingerprint(task: JudgmentTask) -> tuple[int, str]:
-    """(number of judgments, the cache key of the task's current figures)."""
+def _fingerprint(task: JudgmentTask) -> tuple[int, str, str]:
+    """(number of judgments, the cache key of the task's current figures, the state of the
+    reviewers' decisions: figures from before a reviewer's decision are not shown as a
+    little stale, they are recomputed)."""
     judged = Judgment.objects.filter(task=task).aggregate(n=Count("id"), last=Max("id"))
-    settled = Outcome.objects.filter(task=task).aggregate(n=Count("id"), last=Max("updated_at"))
+    by_reviewer = Q(decided_by__isnull=False)
+    settled = Outcome.objects.filter(task=task).aggregate(
+        n=Count("id"),
+        last=Max("updated_at"),
+        decided=Count("id", filter=by_reviewer),
+        decided_last=Max("decided_at", filter=by_reviewer),
+    )
     scale = orjson.dumps(
         [task.scheme, task.unit_kind, task.label_values], option=orjson.OPT_NON_STR_KEYS
     )
     last = settled["last"].isoformat() if settled["last"] else "-"
     state = f"{judged['n']}:{judged['last']}:{settled['n']}:{last}:".encode() + scale
     digest = hashlib.blake2b(state, digest_size=12).hexdigest()
-    return judged["n"], f"agreement:v2:task{task.pk}:{digest}"
+    decided_last = settled["decided_last"].isoformat() if settled["decided_last"] else "-"
+    decided = f"{settled['decided']}:{decided_last}"
+    return judged["n"], f"agreement:v2:task{task.pk}:{digest}", decided
 
 
 def _latest_key(task: JudgmentTask) -> str:
-    """The key of the task's latest computed figures: ``{"key": fingerprint key, "at":
-    seconds since the epoch, "n": judgments counted, "summary": report without matrices}``;
+    """The key of the task's latest computed figures: ``{"key": fingerprint key, "decided":
+    state of the reviewers' decisions, "at": seconds since the epoch, "n": judgments counted,
+    "summary": report without matrices}``;
     their confusion matrices are under ``key + ":confusion"``."""
     return f"agreement:v2:task{task.pk}:latest"
 
 
-def _store(task: JudgmentTask, key: str, n: int, full: dict[str, Any]) -> dict[str, Any]:
+def _store(
+    task: JudgmentTask, key: str, decided: str, n: int, full: dict[str, Any]
+) -> dict[str, Any]:
     """Keep freshly computed figures as the task's latest; answers the latest entry."""
     summary, confusions = _split(full)
-    entry = {"key": key, "at": _now(), "n": n, "summary": summary}
+    entry = {"key": key, "decided": decided, "at": _now(), "n": n, "summary": summary}
     cache.set_many({_latest_key(task): entry, key + ":confusion": confusions}, CACHE_SECONDS)
     return entry
 
@@ -129,19 +143,23 @@ def refresh_allowed(*, user: AnyUser, task: JudgmentTask) -> bool:
     return bool(cache.add(f"agreement:refresh:task{task.pk}:user{user.pk}", 1, REFRESH_SECONDS))
 
 
-def _latest(task: JudgmentTask, key: str, n: int, *, refresh: bool) -> tuple[dict[str, Any], bool]:
+def _latest(
+    task: JudgmentTask, key: str, decided: str, n: int, *, refresh: bool
+) -> tuple[dict[str, Any], bool]:
     """(the latest entry of an inline task, stale?): the cached one when it has the current
-    fingerprint ``key``; else, unless ``refresh``, the cached one while it is at most
-    ``STALE_SECONDS`` old or while another request is recomputing it; else computed now."""
+    fingerprint ``key``; else, unless ``refresh`` or a reviewer decided an outcome since, the
+    cached one while it is at most ``STALE_SECONDS`` old or while another request is
+    recomputing it; else computed now."""
     entry = cache.get(_latest_key(task))
     if entry is not None and entry["key"] == key:
         return entry, False
     computing = f"agreement:computing:task{task.pk}"
-    if entry is not None and not refresh:
+    if entry is not None and not refresh and entry["decided"] == decided:
         if _now() - entry["at"] <= STALE_SECONDS or not cache.add(computing, 1, COMPUTING_SECONDS):
             return entry, True
     try:
-        return _store(task, key, n, agreement_services.agreement_compute(task=task)), False
+        full = agreement_services.agreement_compute(task=task)
+        return _store(task, key, decided, n, full), False
     finally:
         cache.delete(computing)
 
@@ -166,11 +184,11 @@ def _report_parts(
 ) -> tuple[AgreementFigures, str]:
     """(the figures without confusion matrices and without the pair table, the cache key of
     the matrices; "" when there is no report)."""
-    n, key = _fingerprint(task)
+    n, key, decided = _fingerprint(task)
     inline = n <= agreement_services.INLINE_LIMIT
     figures = AgreementFigures(n_judgments=n, inline=inline, report=None)
     if inline:
-        entry, figures.stale = _latest(task, key, n, refresh=refresh)
+        entry, figures.stale = _latest(task, key, decided, n, refresh=refresh)
         figures.report = entry["summary"]
         figures.n_counted = entry["n"]
         figures.computed_at = datetime.fromtimestamp(entry["at"], tz=UTC)
@@ -237,12 +255,12 @@ def agreement_report(*, user: AnyUser, task: JudgmentTask) -> dict[str, Any]:
     """The whole report, confusion matrices included (the API's answer): current figures,
     computed on the spot whatever the task's size, from the cache when the judgments and
     outcomes are unchanged (the caller has checked that ``user`` reviews the task)."""
-    n, key = _fingerprint(task)
+    n, key, decided = _fingerprint(task)
     entry = cache.get(_latest_key(task))
     confusions = cache.get(key + ":confusion") if entry and entry["key"] == key else None
     if entry is None or confusions is None:
         full = agreement_services.agreement_compute(task=task)
-        _store(task, key, n, full)
+        _store(task, key, decided, n, full)
         return full
     pairs = [
         {**p, "confusion": confusions.get(pair_key(p["rater_a"], p["rater_b"])) or {}}

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.judging.models import Assignment, Judgment, JudgmentTask
+from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
 from annotation.judging.services import judgment_submit
 from benchmark.models import Project
 from review.agreement import selectors as agreement_selectors
@@ -263,3 +263,33 @@ def test_api_answers_the_same_report_from_the_cache(project, users, clients) -> 
     assert again == first
     assert first["pairs"] and all(p["confusion"]["matrix"] for p in first["pairs"])
     assert clients["annotator"].get(url).status_code == 403
+
+
+def test_a_reviewers_decision_is_counted_at_once(project, users, clients) -> None:
+    """Judgments coming in may leave the figures a little stale; a reviewer's decision on an
+    outcome does not (rare, and the reviewer expects to see it counted)."""
+    task = _task(project, annotators=4, items=6, overlap=2)
+    rev = clients["reviewer"]
+    with mock.patch.object(
+        agreement_services, "agreement_compute", wraps=agreement_services.agreement_compute
+    ) as compute:
+        _get(rev, task)
+        item = Judgment.objects.filter(task=task).first().item
+        JudgmentFactory(task=task, item=item, user=UserFactory(username="late"), value="weak")
+        assert _get(rev, task).context["figures"].stale
+        assert compute.call_count == 1
+        Outcome.objects.update_or_create(
+            task=task,
+            item=item,
+            unit="",
+            defaults={
+                "verdict": "accepted",
+                "value": "weak",
+                "decided_by": users["reviewer"],
+                "decided_at": timezone.now(),
+            },
+        )
+        decided = _get(rev, task)
+        assert not decided.context["figures"].stale
+        assert compute.call_count == 2
+        assert decided.context["report"]["n_judgments"] == 13
