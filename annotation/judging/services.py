@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from annotation.judging.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
@@ -77,7 +77,9 @@ def assignment_next_for_user(
         return None
 
 
-def _open_lease_and_pushes(task: JudgmentTask, user: User, now: datetime) -> tuple[int | None, bool]:
+def _open_lease_and_pushes(
+    task: JudgmentTask, user: User, now: datetime
+) -> tuple[int | None, bool]:
     """(the id of this user's oldest unexpired lease in the task, or None; whether items are
     pushed to this user and not taken yet), in one statement: "next" asks both every time."""
     q = connection.ops.quote_name
@@ -88,7 +90,7 @@ def _open_lease_and_pushes(task: JudgmentTask, user: User, now: datetime) -> tup
         f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.user_id = %s "
         "AND p.taken_at IS NULL)"
     )
-    params = [task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk]
+    params: list[Any] = [task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         mine_id, pushed = cursor.fetchone()
@@ -636,7 +638,7 @@ def _outcome_recompute(
 
 
 def _apply_relabels(
-    task: JudgmentTask, item: Item, proposals: list[dict[str, Any]]
+    task: JudgmentTask, item: Item, proposals: list[Any]
 ) -> dict[str, dict[str, str]]:
     """Where more than half of the judgments (their ``relabel`` ``proposals``) propose the
     same new value for a field (category, intent), the item takes it; returns what

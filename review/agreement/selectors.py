@@ -154,9 +154,15 @@ def _latest(
     if entry is not None and entry["key"] == key:
         return entry, False
     computing = f"agreement:computing:task{task.pk}"
-    if entry is not None and not refresh and entry["decided"] == decided:
-        if _now() - entry["at"] <= STALE_SECONDS or not cache.add(computing, 1, COMPUTING_SECONDS):
-            return entry, True
+    if (
+        entry is not None
+        and not refresh
+        and entry["decided"] == decided
+        and (
+            _now() - entry["at"] <= STALE_SECONDS or not cache.add(computing, 1, COMPUTING_SECONDS)
+        )
+    ):
+        return entry, True
     try:
         full = agreement_services.agreement_compute(task=task)
         return _store(task, key, decided, n, full), False

@@ -225,9 +225,7 @@ def test_figures_are_cached_and_at_most_a_little_stale(project, users, clients) 
         assert compute.call_count == 4
 
 
-def test_stale_figures_are_shown_while_another_request_recomputes(
-    project, users, clients
-) -> None:
+def test_stale_figures_are_shown_while_another_request_recomputes(project, users, clients) -> None:
     """Past STALE_SECONDS, one request recomputes; others meanwhile show the old figures
     instead of computing the same thing at once."""
     task = _task(project, annotators=4, items=6, overlap=2)
