@@ -224,6 +224,36 @@ def server_cpu_seconds(pid: int) -> float:
 
 
 @contextmanager
+def cpu_sampler(pid: int, every: float = 0.5) -> Iterator[list[tuple[float, float]]]:
+    """While the block runs, (time since the epoch, :func:`server_cpu_seconds`) every
+    ``every`` seconds, the first before the block and the last after it."""
+    import threading
+
+    samples = [(time.time(), server_cpu_seconds(pid))]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every):
+            samples.append((time.time(), server_cpu_seconds(pid)))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        done.set()
+        thread.join()
+        samples.append((time.time(), server_cpu_seconds(pid)))
+
+
+def cpu_between(samples: list[tuple[float, float]], start: float) -> float:
+    """CPU seconds used from the first sample at or after ``start`` (0: the first sample) to
+    the last sample."""
+    first = next((cpu for at, cpu in samples if at >= start), samples[-1][1])
+    return samples[-1][1] - first
+
+
+@contextmanager
 def gunicorn(
     *, env: dict[str, str], port: int, workers: int, threads: int, log: Path
 ) -> Iterator[tuple[str, int]]:
@@ -381,16 +411,15 @@ def main() -> int:
                 f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; locust "
                 f"{args.users + args.reviewers} users, spawn rate {args.spawn_rate}/s, {seconds} s"
             )
-            cpu_before = server_cpu_seconds(pid)
-            figures = run_locust(
-                base=base,
-                env=locust_env,
-                users=args.users + args.reviewers,
-                spawn_rate=args.spawn_rate,
-                seconds=seconds,
-                out=Path(tmp) / "figures.json",
-            )
-            server_cpu = server_cpu_seconds(pid) - cpu_before
+            with cpu_sampler(pid) as cpu_samples:
+                figures = run_locust(
+                    base=base,
+                    env=locust_env,
+                    users=args.users + args.reviewers,
+                    spawn_rate=args.spawn_rate,
+                    seconds=seconds,
+                    out=Path(tmp) / "figures.json",
+                )
         server_errors = len(re.findall(r'HTTP/1\.[01]" 500 ', log.read_text()))
 
     print(f"whole run ({figures['seconds']:.0f} s, logins included):")
@@ -418,11 +447,14 @@ def main() -> int:
     )
     print(f"'next' found the queue empty: {figures['queue_empty']}")
     print(f"HTTP 500 in the gunicorn access log: {server_errors}")
-    n_requests = sum(len(v) for v in figures["times"].values())
-    print(
-        f"server CPU (gunicorn, not PostgreSQL): {server_cpu:.1f} s for {n_requests} requests, "
-        f"{1000 * server_cpu / max(n_requests, 1):.1f} ms per request"
-    )
+    for label, since in windows:
+        n_requests = sum(1 for pairs in figures["times"].values() for at, _ in pairs if at >= since)
+        start = figures.get("started", 0.0) + since if since else 0.0
+        cpu = cpu_between(cpu_samples, start)
+        print(
+            f"server CPU (gunicorn, not PostgreSQL), {label}: {cpu:.1f} s for {n_requests} "
+            f"requests, {1000 * cpu / max(n_requests, 1):.1f} ms per request"
+        )
 
     problems = check_database(task_id=data["task"], accepted=figures["accepted"])
     from annotation.judging.models import Judgment
