@@ -69,6 +69,13 @@ def task_item_get(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
     return item_selectors.item_get(user=user, project=task.project, pk=pk)
 
 
+def task_item_for_submit(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
+    """An item of the task's project to record a judgment of, which shows nothing of it:
+    :func:`task_item_get`'s scope, read as hidden and without the answer-hiding query (see
+    ``item_get_for_write``). A page that shows the item reads it by :func:`task_item_get`."""
+    return item_selectors.item_get_for_write(user=user, project=task.project, pk=pk)
+
+
 def task_unit_get(*, user: AnyUser, task: JudgmentTask, key: str) -> TaskUnit:
     """A unit of a task with units, with its item as :func:`task_item_get` reads it (so the
     item's visibility rules apply); 404 when the task has no such unit."""

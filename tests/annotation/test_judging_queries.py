@@ -27,7 +27,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 # next, judge page, submit, submit that settles the outcome
-BUDGET = {"next": 10, "page": 7, "submit": 17, "settle": 20}
+BUDGET = {"next": 10, "page": 7, "submit": 16, "settle": 19}
 
 
 def _count(client: Client, method: str, url: str, data: Any = None) -> tuple[Any, int]:
@@ -113,3 +113,24 @@ def test_next_and_submit_services_stay_within_their_query_budgets(
     }
     item.refresh_from_db()
     assert item.status == "verified" and item.status_changes.count() == 1
+
+
+def test_a_failed_submit_shows_the_item_as_its_reader_may_see_it() -> None:
+    """A submit reads the item without the answer-hiding query (it shows nothing); when it
+    fails, the page it shows again reads the item as the judge page does."""
+    project, task = _atp_task_with_items(0)
+    item = ItemFactory(project=project, external_id="f0", position=0, expected_answer="Bakery")
+    user = UserFactory(username="failing")
+    MembershipFactory(project=project, user=user, role="annotator")
+    client = Client()
+    client.force_login(user)
+    lease = client.post(reverse("annotation:task_next", args=[task.pk]))
+    assert lease["Location"].endswith(f"/items/{item.pk}/")
+    failed = client.post(lease["Location"], {"value": '"no such label"'})
+    assert failed.status_code == 200 and failed.context["form"].errors
+    shown = failed.context["item"]
+    assert shown.answer_hidden is False and shown.expected_answer == "Bakery"
+    assert not Judgment.objects.filter(task=task).exists()
+    done = client.post(lease["Location"], {"value": '"keep"'})
+    assert done.status_code == 302
+    assert Judgment.objects.get(task=task, item=item).value == "keep"
