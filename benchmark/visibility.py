@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.db.models import (
     BigIntegerField,
     Case,
@@ -96,9 +97,12 @@ _SHOWN = "_shown_"
 
 
 def register_answer_hiding_rule(rule: AnswerHidingRule) -> None:
-    """Add a rule (once): ``rule(user=user)`` answers the items whose answer ``user`` may not see."""
+    """Add a rule (once): ``rule(user=user)`` answers the items whose answer ``user`` may not see,
+    as a lazy queryset whose SQL depends on the user alone, never on what the database holds
+    when it is built (:func:`hidden_item_ids` keeps its statement per user)."""
     if rule not in _RULES:
         _RULES.append(rule)
+        _STATEMENTS.clear()
 
 
 def answer_hiding_rules() -> list[AnswerHidingRule]:
@@ -117,12 +121,56 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     return Item.objects.filter(condition)
 
 
+#: Stand-ins for the item ids in a kept statement (no row has a negative id).
+_ID_STAND_IN = -7_340_000_000
+#: (database, user id, user name, number of ids) -> (SQL, parameters) of hidden_item_ids.
+_STATEMENTS: dict[tuple[str, int, str, int], tuple[str, tuple[Any, ...]]] = {}
+_MAX_STATEMENTS = 2048
+
+
+def _hidden_ids_statement(user: AnyUser, n: int) -> tuple[str, tuple[Any, ...]] | None:
+    """The statement of :func:`hidden_item_ids` for ``user`` and ``n`` ids, the ids as
+    stand-ins (``_ID_STAND_IN - i`` for the i-th). Building the rules' queryset and compiling
+    it cost more than the database took to answer it (every item page, judge page and list
+    asks), so it is compiled once per user, database and number of ids in each process."""
+    key = (connection.vendor, user.pk, user.get_username(), n)
+    statement = _STATEMENTS.get(key)
+    if statement is None:
+        stand_ins = [_ID_STAND_IN - i for i in range(n)]
+        rows = hidden_items(user=user).filter(pk__in=stand_ins).values_list("pk", flat=True)
+        sql, params = rows.order_by().query.sql_with_params()
+        if sorted(p for p in params if p in stand_ins) != sorted(stand_ins):
+            # Each id must be a parameter of its own; a statement that does otherwise is not
+            # kept (None: compiled again each time).
+            return None
+        statement = (sql, tuple(params))
+        if len(_STATEMENTS) >= _MAX_STATEMENTS:
+            _STATEMENTS.clear()
+        _STATEMENTS[key] = statement
+    return statement
+
+
 def hidden_item_ids(*, user: AnyUser, items: Iterable[Item | int]) -> set[int]:
-    """Which of ``items`` (instances or ids) are hidden from ``user``; one query."""
-    ids = [item if isinstance(item, int) else item.pk for item in items]
+    """Which of ``items`` (instances or ids) are hidden from ``user``; one query (its
+    statement kept per user, see :func:`_hidden_ids_statement`)."""
+    ids = list(dict.fromkeys(item if isinstance(item, int) else item.pk for item in items))
     if not ids or not user.is_authenticated or not _RULES:
         return set()
-    return set(hidden_items(user=user).filter(pk__in=ids).values_list("pk", flat=True))
+    statement = _hidden_ids_statement(user, len(ids))
+    if statement is None:
+        return set(hidden_items(user=user).filter(pk__in=ids).values_list("pk", flat=True))
+    sql, params = statement
+
+    def real(param: Any) -> Any:
+        if isinstance(param, int) and not isinstance(param, bool):
+            index = _ID_STAND_IN - param
+            if 0 <= index < len(ids):
+                return ids[index]
+        return param
+
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [real(p) for p in params])
+        return {row[0] for row in cursor.fetchall()}
 
 
 def _hidden_expression(user: AnyUser, ref: str = "pk") -> Exists | Value:

@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.utils import timezone
@@ -489,6 +490,40 @@ def test_who_may_see_the_answer_before_solving(world: dict[str, Any]) -> None:
     task.active = False
     task.save()
     assert visibility.hidden_item_ids(user=u["v3"], items=everything) == set()
+
+
+@needs_samples
+def test_the_hidden_ids_statement_is_kept_per_user_and_answers_as_the_rules_do(
+    world: dict[str, Any],
+) -> None:
+    """hidden_item_ids compiles the rules once per user and number of ids, then only runs
+    that statement with the ids; it answers what the rules' queryset answers, as the
+    database changes."""
+    task, u, items = world["task"], world["u"], world["items"]
+    everything = [i.pk for i in Item.objects.filter(project=world["project"]).order_by("pk")]
+
+    rules = visibility.hidden_items  # the rules' queryset, as hidden_item_ids asks them
+
+    def by_rules(user: Any, ids: list[int]) -> set[int]:
+        return set(rules(user=user).filter(pk__in=ids).values_list("pk", flat=True))
+
+    shapes = [everything, everything[:1], everything[-1:], [*everything[:2], everything[0]]]
+    assert len(everything) > 2
+    visibility._STATEMENTS.clear()
+    with mock.patch.object(visibility, "hidden_items", wraps=rules) as built:
+        for user in (u["v1"], u["v2"], u["rev"]):
+            for ids in shapes:
+                assert visibility.hidden_item_ids(user=user, items=ids) == by_rules(user, ids)
+        # Built once per user and number of (distinct) ids: all, 1 and 2.
+        assert built.call_count == 3 * 3
+        answer_directly(task, u["v1"], items["0003"], "317")
+        assert items["0003"].pk not in visibility.hidden_item_ids(user=u["v1"], items=everything)
+        assert items["0003"].pk in visibility.hidden_item_ids(user=u["v2"], items=everything)
+        for user in (u["v1"], u["v2"]):
+            assert visibility.hidden_item_ids(user=user, items=everything) == by_rules(
+                user, everything
+            )
+        assert built.call_count == 3 * 3  # the kept statements, none built again
 
 
 @needs_samples
