@@ -124,7 +124,7 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
 #: Stand-ins for the item ids in a kept statement (no row has a negative id).
 _ID_STAND_IN = -7_340_000_000
 #: (database, user id, user name, number of ids) -> (SQL, parameters) of hidden_item_ids.
-_STATEMENTS: dict[tuple[str, int, str, int], tuple[str, tuple[Any, ...]]] = {}
+_STATEMENTS: dict[tuple[str, int | None, str, int], tuple[str, tuple[Any, ...]]] = {}
 _MAX_STATEMENTS = 2048
 
 
