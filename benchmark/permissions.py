@@ -63,6 +63,15 @@ def role_in(*, user: AnyUser, project: Project) -> str | None:
     return role
 
 
+def role_known(*, user: AnyUser, project: Project, role: str | None) -> None:
+    """Remember ``user``'s role in ``project`` (on this project object, as :func:`role_in`
+    does) when a selector read it anyway, joined with the row it looked up; the role checks
+    that follow on the same object need no query of their own."""
+    cached = getattr(project, "_role_cache", {})
+    cached[user.pk] = role
+    project._role_cache = cached  # type: ignore[attr-defined]
+
+
 def can(*, user: AnyUser, project: Project, action: str) -> bool:
     role = role_in(user=user, project=project)
     return role is not None and role in ACTIONS[action]

@@ -371,8 +371,8 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Computed figures (the agreement page's) are cached until their inputs change: per process by
-# default; a team shares one cache across web machines with CACHE_URL=redis://host:6379/1.
+# Computed figures (the agreement page's) are cached, shown up to 30 s old while their inputs
+# change (review/agreement/selectors.py): per process by default; a team shares one cache across web machines with CACHE_URL=redis://host:6379/1.
 CACHES = {"default": env.cache_url("CACHE_URL")}
 
 # Celery: no broker configured means tasks run in-process, on the same code path.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from annotation.judging.models import (
@@ -21,7 +21,7 @@ from annotation.judging.models import (
 from annotation.judging.units import unit_source
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import Item, Project
-from benchmark.permissions import can
+from benchmark.permissions import can, role_known
 from benchmark.projects import selectors as item_selectors
 from benchmark.typing import AnyUser
 
@@ -48,18 +48,32 @@ def task_list(*, user: AnyUser, project: Project) -> QuerySet[JudgmentTask]:
 
 
 def task_get(*, user: AnyUser, pk: int) -> JudgmentTask:
+    """A task of a project ``user`` is a member of (else 404), with its project; the user's
+    role in it is read in the same query (the membership is joined anyway), so the permission
+    checks that follow ask nothing more."""
     if not user.is_authenticated:
         return get_object_or_404(JudgmentTask.objects.none(), pk=pk)
-    return get_object_or_404(
-        JudgmentTask.objects.filter(project__memberships__user=user).select_related("project"),
+    task = get_object_or_404(
+        JudgmentTask.objects.filter(project__memberships__user=user)
+        .select_related("project")
+        .annotate(member_role=F("project__memberships__role")),
         pk=pk,
     )
+    role_known(user=user, project=task.project, role=task.member_role)  # type: ignore[attr-defined]
+    return task
 
 
 def task_item_get(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
     """An item of the task's project, with ``answer_hidden`` (a blind verifier who has not
     answered reads an empty answer; see :mod:`benchmark.visibility`)."""
     return item_selectors.item_get(user=user, project=task.project, pk=pk)
+
+
+def task_item_for_submit(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
+    """An item of the task's project to record a judgment of, which shows nothing of it:
+    :func:`task_item_get`'s scope, read as hidden and without the answer-hiding query (see
+    ``item_get_for_write``). A page that shows the item reads it by :func:`task_item_get`."""
+    return item_selectors.item_get_for_write(user=user, project=task.project, pk=pk)
 
 
 def task_unit_get(*, user: AnyUser, task: JudgmentTask, key: str) -> TaskUnit:

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from annotation.judging.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
@@ -61,23 +61,13 @@ def assignment_next_for_user(
         raise ValidationFailed("this judgment task is closed")
     now = now or timezone.now()
     with transaction.atomic():
-        mine = (
-            Assignment.objects.filter(
-                task=task, user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now
-            )
-            .select_related("item")
-            .order_by("leased_at")
-            .first()
-        )
-        if mine is not None:
-            return mine
+        mine_id, pushed = _open_lease_and_pushes(task, user, now)
+        if mine_id is not None:
+            return Assignment.objects.select_related("item").get(pk=mine_id)
         finders: list[Any] = [_unit_candidate if task.has_units else _candidate]
         if task.has_units and rater_order_seed(task) is not None:
             finders = [_shuffled_unit_candidate]
-        if (
-            not task.has_units
-            and ItemPush.objects.filter(task=task, user=user, taken_at__isnull=True).exists()
-        ):
+        if not task.has_units and pushed:
             # Items pushed to this user come first, then the pull queue.
             finders.insert(0, partial(_candidate, pushed=True))
         for find in finders:
@@ -85,6 +75,26 @@ def assignment_next_for_user(
             if lease is not None:
                 return lease
         return None
+
+
+def _open_lease_and_pushes(
+    task: JudgmentTask, user: User, now: datetime
+) -> tuple[int | None, bool]:
+    """(the id of this user's oldest unexpired lease in the task, or None; whether items are
+    pushed to this user and not taken yet), in one statement: "next" asks both every time."""
+    q = connection.ops.quote_name
+    assignment, push = (q(m._meta.db_table) for m in (Assignment, ItemPush))
+    sql = (
+        f"SELECT (SELECT a.id FROM {assignment} a WHERE a.task_id = %s AND a.user_id = %s "
+        "AND a.status = %s AND a.expires_at > %s ORDER BY a.leased_at, a.id LIMIT 1), "
+        f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.user_id = %s "
+        "AND p.taken_at IS NULL)"
+    )
+    params: list[Any] = [task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        mine_id, pushed = cursor.fetchone()
+    return mine_id, bool(pushed)
 
 
 def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignment]:
@@ -106,21 +116,32 @@ def _lease_first(task: JudgmentTask, user: User, now: datetime, find: Any) -> As
             return None
         row_id, item_id, unit = found
         # Counted again once the row lock is held, in a fresh statement.
-        taken = Assignment.objects.filter(_live(task, now), item_id=item_id, unit=unit).count()
-        if not task.has_units:
-            taken += _held_for_others(task, user, [item_id]).get(item_id, 0)
-        if taken < task.overlap:
+        if _places_taken(task, user, item_id, unit, now) < task.overlap:
             return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now)
         skip.append(row_id)
 
 
-def _held_for_others(task: JudgmentTask, user: User | None, item_ids: list[int]) -> dict[int, int]:
-    """``{item id: places held}`` by untaken pushes of the items to people other than
-    ``user``."""
-    rows = ItemPush.objects.filter(task=task, item_id__in=item_ids, taken_at__isnull=True)
-    if user is not None:
-        rows = rows.exclude(user=user)
-    return dict(rows.values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
+def _places_taken(task: JudgmentTask, user: User, item_id: int, unit: str, now: datetime) -> int:
+    """The places of an item (or unit) taken: its live assignments, plus (for an item) the
+    places held by untaken pushes of it to people other than ``user``; one statement."""
+    q = connection.ops.quote_name
+    assignment, push = (q(m._meta.db_table) for m in (Assignment, ItemPush))
+    sql = (
+        f"SELECT (SELECT COUNT(*) FROM {assignment} a WHERE a.task_id = %s AND a.item_id = %s "
+        "AND a.unit = %s AND (a.status = %s OR (a.status = %s AND a.expires_at > %s)))"
+    )
+    params: list[Any] = [
+        task.pk, item_id, unit, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now,
+    ]  # fmt: skip
+    if not task.has_units:
+        sql += (
+            f" + (SELECT COUNT(*) FROM {push} p WHERE p.task_id = %s AND p.item_id = %s "
+            "AND p.taken_at IS NULL AND p.user_id <> %s)"
+        )
+        params += [task.pk, item_id, user.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.fetchone()[0])
 
 
 def _candidate(
@@ -475,9 +496,12 @@ def judgment_submit_once(
         )
         if assignment is None:
             raise Forbidden(f"this {'unit' if unit else 'item'} is not assigned to you")
-        existing = Judgment.objects.filter(assignment=assignment).first()
-        if existing is not None:
-            return existing, False
+        # A judgment is only ever stored with its assignment marked submitted (below, in one
+        # transaction, the assignment row locked), so an active lease has none to look for.
+        if assignment.status == AssignmentStatus.SUBMITTED:
+            existing = Judgment.objects.filter(assignment=assignment).first()
+            if existing is not None:
+                return existing, False
         value = _check_value(task, value, reason)
         now = timezone.now()
         if assignment.expires_at <= now:
@@ -548,20 +572,40 @@ def judgment_agreement_sync(
 def outcome_recompute(*, task: JudgmentTask, item: Item, unit: str = "") -> Outcome:
     """Apply the consensus rule once ``overlap`` judgments are in; a reviewer's decision stands.
     The item's judgments follow with their agreement credit (``judgment_agreement_sync``)."""
-    outcome = _outcome_recompute(task=task, item=item, unit=unit)
-    judgment_agreement_sync(task=task, item_ids=[item.pk], unit=unit)
+    outcome, rows = _outcome_recompute(task=task, item=item, unit=unit)
+    if rows is None:
+        judgment_agreement_sync(task=task, item_ids=[item.pk], unit=unit)
+    else:  # the item's judgments were read already: their credits from those rows
+        _agreement_sync_rows(task, outcome, [r[:5] for r in rows])
     return outcome
 
 
-def _outcome_recompute(*, task: JudgmentTask, item: Item, unit: str = "") -> Outcome:
+def _agreement_sync_rows(
+    task: JudgmentTask, outcome: Outcome, rows: list[tuple[int, int, str, Any, float | None]]
+) -> None:
+    """:func:`judgment_agreement_sync` of one outcome's judgments, given as (id, item id,
+    unit, value, stored credit) rows read in the same transaction (the outcome row locked)."""
+    settled = {}
+    if outcome.verdict in SETTLED:
+        settled[(outcome.item_id, outcome.unit)] = (outcome.verdict, outcome.value)
+    for credit, ids in agreement_credits(task.scheme, settled, rows).items():
+        Judgment.objects.filter(pk__in=ids).update(agrees=credit)
+
+
+def _outcome_recompute(
+    *, task: JudgmentTask, item: Item, unit: str = ""
+) -> tuple[Outcome, list[tuple[Any, ...]] | None]:
+    """(the outcome, the judgments it was decided from as (id, item id, unit, value, stored
+    credit, relabel) rows; None when a decision stands and they were not read)."""
     outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item=item, unit=unit)
     if outcome.decided_by_id is not None or outcome.verdict == "discarded":
-        return outcome
-    values = list(
+        return outcome, None
+    rows = list(
         Judgment.objects.filter(task=task, item=item, unit=unit)
         .order_by("created_at")
-        .values_list("value", flat=True)
+        .values_list("pk", "item_id", "unit", "value", "agrees", "relabel")
     )
+    values = [r[3] for r in rows]
     matches_author = None
     author_value: Any = None
     if verification_rules.is_solve_task(task):
@@ -586,19 +630,19 @@ def _outcome_recompute(*, task: JudgmentTask, item: Item, unit: str = "") -> Out
     outcome.verdict, outcome.value, outcome.reason = result.verdict, result.value, result.reason
     outcome.decided_at = timezone.now() if result.verdict != Verdict.PENDING else None
     if result.verdict == Verdict.ACCEPTED and task.relabel_fields:
-        outcome.relabel = _apply_relabels(task, item)
+        outcome.relabel = _apply_relabels(task, item, [r[5] for r in rows])
     outcome.save()
     if task.updates_item_status and not task.has_units:
         item_follows_outcome(item, outcome.verdict, outcome.reason, task=task)
-    return outcome
+    return outcome, rows
 
 
-def _apply_relabels(task: JudgmentTask, item: Item) -> dict[str, dict[str, str]]:
-    """Where more than half of the judgments propose the same new value for a field (category,
-    intent), the item takes it; returns what changed."""
-    proposals = list(
-        Judgment.objects.filter(task=task, item=item).values_list("relabel", flat=True)
-    )
+def _apply_relabels(
+    task: JudgmentTask, item: Item, proposals: list[Any]
+) -> dict[str, dict[str, str]]:
+    """Where more than half of the judgments (their ``relabel`` ``proposals``) propose the
+    same new value for a field (category, intent), the item takes it; returns what
+    changed."""
     changed: dict[str, dict[str, str]] = {}
     for field in task.relabel_fields:
         votes = Counter(p.get(field) for p in proposals if p.get(field))

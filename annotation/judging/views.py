@@ -129,6 +129,9 @@ def judge(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
         return verification_views.solve(request, task=task, item_id=item_id)
     if task.has_units:
         raise Http404("This task is judged unit by unit; ask for the next unit.")
+    if request.method == "POST":  # a submit shows the item only if it fails (read again then)
+        item = selectors.task_item_for_submit(user=request.user, task=task, pk=item_id)
+        return _judge_page(request, task, item, read_again=True)
     item = selectors.task_item_get(user=request.user, task=task, pk=item_id)
     return _judge_page(request, task, item)
 
@@ -153,17 +156,26 @@ def judge_unit(request: HtmxHttpRequest, pk: int, unit: str) -> HttpResponse:
 
 
 def _judge_page(
-    request: HtmxHttpRequest, task: JudgmentTask, item: Item, task_unit: TaskUnit | None = None
+    request: HtmxHttpRequest,
+    task: JudgmentTask,
+    item: Item,
+    task_unit: TaskUnit | None = None,
+    *,
+    read_again: bool = False,
 ) -> HttpResponse:
+    """The judge page, and the submit of a judgment from it. ``read_again``: ``item`` was read
+    for the submit alone (``task_item_for_submit``); the page, if shown, reads it as its
+    reader may see it."""
     unit = task_unit.key if task_unit is not None else ""
     what = "unit" if unit else "item"
     assignment = selectors.assignment_for(user=request.user, task=task, item=item, unit=unit)
     reviewer = permissions.can(user=request.user, project=task.project, action="review")
     if assignment is None and not reviewer:
         raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
-    form = JudgmentForm(task=task, item=item)
     status = 200
-    if request.method == "POST":
+    if request.method != "POST":
+        form = JudgmentForm(task=task, item=item)
+    else:
         form = JudgmentForm(request.POST, task=task, item=item)
         if form.is_valid():
             try:
@@ -179,6 +191,8 @@ def _judge_page(
                 status = exc.status_code if exc.status_code in (403, 409) else 200
             else:
                 return _go(request, reverse("annotation:task_next", args=[task.pk]))
+    if read_again:
+        item = selectors.task_item_get(user=request.user, task=task, pk=item.pk)
     context = _judge_context(request, task, item, unit)
     # One's own judgment, from the judgments the page shows anyway (not read before a submit).
     mine = next((j for j in context["judgments"] if j.user_id == request.user.pk), None)

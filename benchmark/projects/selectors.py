@@ -326,6 +326,23 @@ def item_get(*, user: AnyUser, project: Project, pk: int) -> Item:
         raise Http404("No Item matches the given query.") from None
 
 
+def item_get_for_write(*, user: AnyUser, project: Project, pk: int) -> Item:
+    """One item for a write that shows nothing of it (submitting a judgment): the scope of
+    :func:`item_get` (404 outside the user's projects), without asking the answer-hiding
+    rules, whose query is the most expensive part of reading one item: the item reads as
+    hidden (``answer_hidden`` set, its secrets empty and not loaded), so nothing can show
+    them; a service that needs the answer reads it itself. A page shows items read by
+    :func:`item_get`."""
+    try:
+        item = _items(user=user, project=project).defer(*visibility.SECRET_FIELDS).get(pk=pk)
+    except Item.DoesNotExist:
+        raise Http404("No Item matches the given query.") from None
+    item.answer_hidden = True  # type: ignore[attr-defined]
+    for name, empty in visibility.SECRET_FIELDS.items():
+        item.__dict__[name] = empty()
+    return item
+
+
 def item_get_revealed(*, user: AnyUser, project: Project, pk: int, page: str) -> Item:
     """One item for a page that exists to show (or change) its answer, e.g. the trajectory
     editor: 404 outside the user's projects, 403 saying why when the answer is hidden from

@@ -94,7 +94,9 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
     """The agreement dashboard of a task: the overall figures, the annotators, and the pairs
     of annotators as a sorted table paged by 25 (htmx target ``agreement-pairs`` gets the
     table alone), each pair's confusion matrix loaded on demand (``agreement_pair``). The
-    figures are cached until the judgments or outcomes change. Large tasks are computed by a
+    figures are cached; while judgments come in, figures up to
+    ``agreement_selectors.STALE_SECONDS`` old are shown with their time, and ``?refresh=1``
+    recomputes them (once in a few seconds per reviewer). Large tasks are computed by a
     Job. With ``?judge=<key>`` a model judge joins as one more rater (htmx target
     ``judge-rater`` gets that section alone)."""
     task = task_for_review(request, pk)
@@ -113,7 +115,9 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
         except DomainError as exc:
             raise PermissionDenied(exc.message) from None
         return redirect("review:agreement", pk=task.pk)
-    figures = agreement_selectors.agreement_figures(user=user, task=task)
+    # ?refresh=1 (the "Refresh" link next to figures that are a little old): current figures.
+    refresh = request.GET.get("refresh") == "1"
+    figures = agreement_selectors.agreement_figures(user=user, task=task, refresh=refresh)
     pairs = _pairs_context(request, figures.pairs)
     if target == "agreement-pairs":
         context = {"task": task, "figures": figures, **pairs}
@@ -130,6 +134,7 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             "n_judgments": figures.n_judgments,
             "job": figures.job,
             "inline": figures.inline,
+            "stale_seconds": agreement_selectors.STALE_SECONDS,
             **pairs,
             **judge_context,
             # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks.

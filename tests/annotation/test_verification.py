@@ -492,6 +492,31 @@ def test_who_may_see_the_answer_before_solving(world: dict[str, Any]) -> None:
 
 
 @needs_samples
+def test_hidden_ids_answer_as_the_rules_do_as_the_database_changes(
+    world: dict[str, Any],
+) -> None:
+    """hidden_item_ids answers what the rules' queryset answers, for any list of ids (one,
+    several, repeated), and again after a judgment changes what is hidden."""
+    task, u, items = world["task"], world["u"], world["items"]
+    everything = [i.pk for i in Item.objects.filter(project=world["project"]).order_by("pk")]
+
+    def by_rules(user: Any, ids: list[int]) -> set[int]:
+        rows = visibility.hidden_items(user=user).filter(pk__in=ids)
+        return set(rows.values_list("pk", flat=True))
+
+    shapes = [everything, everything[:1], everything[-1:], [*everything[:2], everything[0]]]
+    assert len(everything) > 2
+    for user in (u["v1"], u["v2"], u["rev"]):
+        for ids in shapes:
+            assert visibility.hidden_item_ids(user=user, items=ids) == by_rules(user, ids)
+    answer_directly(task, u["v1"], items["0003"], "317")
+    assert items["0003"].pk not in visibility.hidden_item_ids(user=u["v1"], items=everything)
+    assert items["0003"].pk in visibility.hidden_item_ids(user=u["v2"], items=everything)
+    for user in (u["v1"], u["v2"]):
+        assert visibility.hidden_item_ids(user=user, items=everything) == by_rules(user, everything)
+
+
+@needs_samples
 def test_a_hidden_answer_is_not_loaded(world: dict[str, Any]) -> None:
     """The item selector reads a hidden item's answer as empty, from the database (nothing is
     blanked in memory, and nothing loads it later); the stored answer is untouched."""

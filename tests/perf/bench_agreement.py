@@ -12,7 +12,8 @@ annotators each drawn from ``--annotators`` (default 50), so 750 judgments; then
 (``review:agreement``) timed in the server (Django's test client, no network): median wall and
 CPU time of ``--requests`` requests after one warm-up, its HTML size and query count, with the
 figures cached ("cached") and with the cache emptied before each request ("computed", as after
-a new judgment); and a pair's confusion fragment when the page has that route.
+a new judgment), with an outcome written before each request ("judgments coming in", as while
+annotators judge); and a pair's confusion fragment when the page has that route.
 
 Synthetic, seeded judgments: each item has a latent label on a 1-5 scale, each rater gives it
 with probability 0.7 (else a random label) and skips about 5% of items. The same judgments are
@@ -153,11 +154,22 @@ def page_time(args: argparse.Namespace) -> dict:
     url = reverse("review:agreement", args=[task.pk])
     assert client.get(url).status_code == 200  # templates compiled, modules imported
 
-    def timed(target: str, *, computed: bool) -> dict:
+    def changed(n: int) -> None:
+        """An outcome written (as when a judgment settles one): the figures' inputs change."""
+        from annotation.judging.models import Judgment, Outcome
+
+        first = Judgment.objects.filter(task=task).order_by("pk").first()
+        Outcome.objects.update_or_create(
+            task=task, item_id=first.item_id, unit="", defaults={"reason": f"bench {n}"}
+        )
+
+    def timed(target: str, *, computed: bool, changing: bool = False) -> dict:
         times, cpus, queries = [], [], set()
-        for _ in range(args.requests):
+        for n in range(args.requests):
             if computed:
                 cache.clear()
+            if changing:
+                changed(n)
             with CaptureQueriesContext(connection) as captured:
                 start, cpu = time.perf_counter(), time.process_time()
                 response = client.get(target)
@@ -174,6 +186,9 @@ def page_time(args: argparse.Namespace) -> dict:
 
     figures = {"page, cached": timed(url, computed=False)}
     figures["page, computed"] = timed(url, computed=True)
+    # Inputs changing before every request, as while annotators judge: recomputed each time
+    # before issue 14's second round; now the latest figures while at most STALE_SECONDS old.
+    figures["page, judgments coming in"] = timed(url, computed=False, changing=True)
     try:
         pair = reverse("review:agreement_pair", args=[task.pk])
     except NoReverseMatch:  # before issue 14: the pictures are all on the page
@@ -212,7 +227,7 @@ def page_main(args: argparse.Namespace) -> None:
         p = run_phase(__file__, "page", argv, env)
         for label, f in p["figures"].items():
             print(
-                f"  {label:22s} median {f['median_ms']:7.1f} ms (CPU {f['cpu_ms']:7.1f} ms); "
+                f"  {label:26s} median {f['median_ms']:7.1f} ms (CPU {f['cpu_ms']:7.1f} ms); "
                 f"queries {f['queries']}; {f['kb']:,} kB HTML"
             )
         print(f"  load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")

@@ -15,7 +15,8 @@ throttle is retried after its Retry-After), open the judging page, then again an
 item page. Reviewers open the disagreement queue and the agreement page every 5-15 s.
 
 Prints requests per second, median and p95 per endpoint and for "next + submit" together,
-errors by kind and the login 503s; then checks the database: no item has more live
+errors by kind and the login 503s, and gunicorn's CPU time per request (steadier than the
+times when other work shares the machine); then checks the database: no item has more live
 assignments (submitted, or leased and not expired) or judgments than the task's overlap, and
 every judgment a client saw accepted is stored. Exits 1 when there were errors or a check
 failed. Asserts nothing about time (the target is printed next to the figure).
@@ -206,11 +207,58 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def server_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) used so far by gunicorn's workers (the children of
+    ``pid``) and by gunicorn itself: the steadier figure on a machine other work shares."""
+    import psutil  # locust's own dependency
+
+    total = 0.0
+    master = psutil.Process(pid)
+    for proc in [master, *master.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+@contextmanager
+def cpu_sampler(pid: int, every: float = 0.5) -> Iterator[list[tuple[float, float]]]:
+    """While the block runs, (time since the epoch, :func:`server_cpu_seconds`) every
+    ``every`` seconds, the first before the block and the last after it."""
+    import threading
+
+    samples = [(time.time(), server_cpu_seconds(pid))]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every):
+            samples.append((time.time(), server_cpu_seconds(pid)))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        done.set()
+        thread.join()
+        samples.append((time.time(), server_cpu_seconds(pid)))
+
+
+def cpu_between(samples: list[tuple[float, float]], start: float) -> float:
+    """CPU seconds used from the first sample at or after ``start`` (0: the first sample) to
+    the last sample."""
+    first = next((cpu for at, cpu in samples if at >= start), samples[-1][1])
+    return samples[-1][1] - first
+
+
 @contextmanager
 def gunicorn(
     *, env: dict[str, str], port: int, workers: int, threads: int, log: Path
-) -> Iterator[str]:
-    """Collect the static files and serve as ``bin/serve web`` does; answers the base URL."""
+) -> Iterator[tuple[str, int]]:
+    """Collect the static files and serve as ``bin/serve web`` does; answers the base URL and
+    gunicorn's process id."""
     python = sys.executable
     subprocess.run(
         [python, "manage.py", "collectstatic", "--noinput", "-v", "0"],
@@ -258,7 +306,7 @@ def gunicorn(
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"gunicorn did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.3)
-        yield base
+        yield base, proc.pid
     finally:
         proc.terminate()
         try:
@@ -357,20 +405,21 @@ def main() -> int:
         log = Path(tmp) / "gunicorn.log"
         with gunicorn(
             env=env, port=free_port(), workers=args.workers, threads=args.threads, log=log
-        ) as base:
+        ) as (base, pid):
             print(
                 f"gunicorn: {args.workers} workers x {args.threads} threads (gthread) on {base}; "
                 f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; locust "
                 f"{args.users + args.reviewers} users, spawn rate {args.spawn_rate}/s, {seconds} s"
             )
-            figures = run_locust(
-                base=base,
-                env=locust_env,
-                users=args.users + args.reviewers,
-                spawn_rate=args.spawn_rate,
-                seconds=seconds,
-                out=Path(tmp) / "figures.json",
-            )
+            with cpu_sampler(pid) as cpu_samples:
+                figures = run_locust(
+                    base=base,
+                    env=locust_env,
+                    users=args.users + args.reviewers,
+                    spawn_rate=args.spawn_rate,
+                    seconds=seconds,
+                    out=Path(tmp) / "figures.json",
+                )
         server_errors = len(re.findall(r'HTTP/1\.[01]" 500 ', log.read_text()))
 
     print(f"whole run ({figures['seconds']:.0f} s, logins included):")
@@ -398,6 +447,14 @@ def main() -> int:
     )
     print(f"'next' found the queue empty: {figures['queue_empty']}")
     print(f"HTTP 500 in the gunicorn access log: {server_errors}")
+    for label, since in windows:
+        n_requests = sum(1 for pairs in figures["times"].values() for at, _ in pairs if at >= since)
+        start = figures.get("started", 0.0) + since if since else 0.0
+        cpu = cpu_between(cpu_samples, start)
+        print(
+            f"server CPU (gunicorn, not PostgreSQL), {label}: {cpu:.1f} s for {n_requests} "
+            f"requests, {1000 * cpu / max(n_requests, 1):.1f} ms per request"
+        )
 
     problems = check_database(task_id=data["task"], accepted=figures["accepted"])
     from annotation.judging.models import Judgment

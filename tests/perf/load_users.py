@@ -82,6 +82,7 @@ def _write(environment: Any, **kwargs: Any) -> None:
                 "logged_in": logged_in,
                 "queue_empty": queue_empty[0],
                 "seconds": max(0.0, started[1] - started[0]),
+                "started": started[0],  # seconds since the epoch (load.py lines its CPU up)
             },
             fh,
         )

@@ -1,5 +1,6 @@
 """The agreement page at many annotators (issue 14): the overall figures and a paged table of
-pairs, each pair's confusion matrix on demand, the figures cached until judgments change."""
+pairs, each pair's confusion matrix on demand, the figures cached and, while judgments come
+in, shown up to STALE_SECONDS old (a reviewer may force current ones)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.judging.models import Assignment, Judgment, JudgmentTask
+from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
 from annotation.judging.services import judgment_submit
 from benchmark.models import Project
+from review.agreement import selectors as agreement_selectors
 from review.agreement import services as agreement_services
 from tests.factories import (
     AssignmentFactory,
@@ -157,37 +160,93 @@ def test_pair_fragment_on_demand(project, users, clients) -> None:
     assert clients["admin"].get(url, **HX).status_code == 200
 
 
-def test_figures_are_cached_until_a_judgment_is_submitted(project, users, clients) -> None:
+def test_figures_are_cached_and_at_most_a_little_stale(project, users, clients) -> None:
     task = _task(project, annotators=4, items=6, overlap=2)
     rev = clients["reviewer"]
-    with mock.patch.object(
-        agreement_services, "agreement_compute", wraps=agreement_services.agreement_compute
-    ) as compute:
+    clock = [1_000_000.0]
+    with (
+        mock.patch.object(
+            agreement_services, "agreement_compute", wraps=agreement_services.agreement_compute
+        ) as compute,
+        mock.patch.object(agreement_selectors, "_now", side_effect=lambda: clock[0]),
+    ):
         first = _get(rev, task)
         again = _get(rev, task)
         assert compute.call_count == 1
         assert again.context["report"] == first.context["report"]
         assert again.context["report"]["n_judgments"] == 12
-        # A new judgment (one more rater on an item) gives new figures at once.
+        assert not again.context["figures"].stale
+        assert 'id="agreement-refresh"' not in again.content.decode()
+        # A new judgment: within STALE_SECONDS the page shows the figures it has, saying how
+        # old they are and what they count, with a link that forces a recomputation.
         newcomer = UserFactory(username="newcomer")
         item = Judgment.objects.filter(task=task).first().item
         AssignmentFactory(task=task, item=item, user=newcomer)
         judgment_submit(task=task, item=item, user=newcomer, value="correct")
-        after = _get(rev, task)
+        clock[0] += agreement_selectors.STALE_SECONDS
+        stale = _get(rev, task)
+        assert compute.call_count == 1
+        figures = stale.context["figures"]
+        assert figures.stale and figures.n_counted == 12 and figures.n_judgments == 13
+        html = stale.content.decode()
+        assert "13 judgments" in html and "counting 12 judgments" in html
+        assert 'href="?refresh=1" id="agreement-refresh"' in html
+        assert "newcomer" not in html
+        # Forced: current figures at once.
+        refreshed = _get(rev, task, "?refresh=1")
         assert compute.call_count == 2
-        # A judgment written without touching the outcome (an import) counts too.
+        assert refreshed.context["report"]["n_judgments"] == 13
+        assert not refreshed.context["figures"].stale
+        assert "newcomer" in refreshed.content.decode()
+        # Forcing again at once is refused (rate-limited per reviewer) when it would compute.
         JudgmentFactory(task=task, item=item, user=UserFactory(username="imported"), value="weak")
-        assert _get(rev, task).context["report"]["n_judgments"] == 14
+        refused = _get(rev, task, "?refresh=1")
+        assert compute.call_count == 2
+        assert refused.context["figures"].refresh_refused
+        assert "try again in a few seconds" in refused.content.decode()
+        # ... but another reviewer (the admin) may force it.
+        assert _get(clients["admin"], task, "?refresh=1").context["report"]["n_judgments"] == 14
         assert compute.call_count == 3
-        assert after.context["report"]["n_judgments"] == 13
-        assert "newcomer" in after.content.decode()
-        assert "13 judgments" in after.content.decode()
+        # Once the latest figures are older than STALE_SECONDS, the next request recomputes.
+        third = UserFactory(username="third")
+        JudgmentFactory(task=task, item=item, user=third, value="good")
+        clock[0] += agreement_selectors.STALE_SECONDS
+        assert _get(rev, task).context["figures"].stale
+        assert compute.call_count == 3
+        clock[0] += 1
+        late = _get(rev, task)
+        assert compute.call_count == 4
+        assert late.context["report"]["n_judgments"] == 15 and not late.context["figures"].stale
         # The pair fragment reads the same cached figures.
         other = Judgment.objects.filter(task=task, item=item).exclude(user=newcomer).first()
         url = reverse("review:agreement_pair", args=[task.pk])
         pair = rev.get(f"{url}?a=newcomer&b={other.user.username}", **HX)
-        assert pair.status_code == 200 and "1 item in common" in pair.content.decode()
-        assert compute.call_count == 3
+        assert pair.status_code == 200 and "in common" in pair.content.decode()
+        assert compute.call_count == 4
+
+
+def test_stale_figures_are_shown_while_another_request_recomputes(project, users, clients) -> None:
+    """Past STALE_SECONDS, one request recomputes; others meanwhile show the old figures
+    instead of computing the same thing at once."""
+    task = _task(project, annotators=4, items=6, overlap=2)
+    rev = clients["reviewer"]
+    clock = [2_000_000.0]
+    with (
+        mock.patch.object(
+            agreement_services, "agreement_compute", wraps=agreement_services.agreement_compute
+        ) as compute,
+        mock.patch.object(agreement_selectors, "_now", side_effect=lambda: clock[0]),
+    ):
+        _get(rev, task)
+        item = Judgment.objects.filter(task=task).first().item
+        JudgmentFactory(task=task, item=item, user=UserFactory(username="late"), value="weak")
+        clock[0] += agreement_selectors.STALE_SECONDS + 1
+        cache.add(f"agreement:computing:task{task.pk}", 1, 60)  # another request computing
+        assert _get(rev, task).context["figures"].stale
+        assert compute.call_count == 1
+        cache.delete(f"agreement:computing:task{task.pk}")
+        assert not _get(rev, task).context["figures"].stale
+        assert compute.call_count == 2
 
 
 def test_api_answers_the_same_report_from_the_cache(project, users, clients) -> None:
@@ -202,3 +261,33 @@ def test_api_answers_the_same_report_from_the_cache(project, users, clients) -> 
     assert again == first
     assert first["pairs"] and all(p["confusion"]["matrix"] for p in first["pairs"])
     assert clients["annotator"].get(url).status_code == 403
+
+
+def test_a_reviewers_decision_is_counted_at_once(project, users, clients) -> None:
+    """Judgments coming in may leave the figures a little stale; a reviewer's decision on an
+    outcome does not (rare, and the reviewer expects to see it counted)."""
+    task = _task(project, annotators=4, items=6, overlap=2)
+    rev = clients["reviewer"]
+    with mock.patch.object(
+        agreement_services, "agreement_compute", wraps=agreement_services.agreement_compute
+    ) as compute:
+        _get(rev, task)
+        item = Judgment.objects.filter(task=task).first().item
+        JudgmentFactory(task=task, item=item, user=UserFactory(username="late"), value="weak")
+        assert _get(rev, task).context["figures"].stale
+        assert compute.call_count == 1
+        Outcome.objects.update_or_create(
+            task=task,
+            item=item,
+            unit="",
+            defaults={
+                "verdict": "accepted",
+                "value": "weak",
+                "decided_by": users["reviewer"],
+                "decided_at": timezone.now(),
+            },
+        )
+        decided = _get(rev, task)
+        assert not decided.context["figures"].stale
+        assert compute.call_count == 2
+        assert decided.context["report"]["n_judgments"] == 13
