@@ -20,7 +20,7 @@ from annotation.judging.models import (
 )
 from annotation.judging.units import unit_source
 from benchmark.exceptions import ValidationFailed
-from benchmark.models import Item, Project
+from benchmark.models import Item, Membership, Project, Role
 from benchmark.permissions import can, role_known
 from benchmark.projects import selectors as item_selectors
 from benchmark.typing import AnyUser
@@ -199,3 +199,11 @@ def pushes_untaken(*, user: AnyUser, tasks: Iterable[JudgmentTask]) -> dict[int,
     for push in rows:
         out.setdefault(push.task_id, []).append(push)
     return out
+
+
+def tasks_below_reviewer_exist(*, user: AnyUser, tasks: QuerySet[JudgmentTask]) -> bool:
+    """Whether any of ``tasks`` sits in a project where ``user`` is below reviewer (not a
+    reviewer nor an admin there): the small query a hiding rule asks first, since a rule can
+    hide nothing from ``user`` without such a task."""
+    reviewed = Membership.objects.filter(user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER))
+    return tasks.exclude(project_id__in=reviewed.values("project_id")).exists()

@@ -10,6 +10,7 @@ from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 
 from annotation.judging.consensus import Rule, Verdict
 from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
+from annotation.judging.selectors import tasks_below_reviewer_exist
 from annotation.verification.checklist import CHECK_SHORT, CHECKS
 from annotation.verification.models import TrajectoryAudit
 from annotation.verification.rules import (
@@ -42,16 +43,11 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     # task in a project where ``user`` is below reviewer, nothing is hidden, and the callers
     # skip the rule (building and compiling its subqueries cost every page ~20 ms).
     def blind_tasks() -> bool:
-        return (
-            JudgmentTask.objects.filter(
+        return tasks_below_reviewer_exist(
+            user=user,
+            tasks=JudgmentTask.objects.filter(
                 active=True, scheme=Scheme.TEXT, consensus=Rule.AUTHOR_PLUS_TWO
-            )
-            .exclude(
-                project_id__in=Membership.objects.filter(
-                    user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
-                ).values("project_id")
-            )
-            .exists()
+            ),
         )
 
     if not visibility.decided(user, "blind-verification", blind_tasks):

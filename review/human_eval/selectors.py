@@ -29,6 +29,7 @@ from django.db.models import CharField, Count, Exists, OuterRef, Q, QuerySet, Va
 from django.db.models.functions import Cast, Concat
 
 from annotation.judging.models import Judgment, JudgmentTask, TaskUnit, UnitKind
+from annotation.judging.selectors import tasks_below_reviewer_exist
 from annotation.judging.units import unit_responses
 from benchmark import visibility
 from benchmark.exceptions import ValidationFailed
@@ -63,16 +64,11 @@ def identity_hidden(*, user: AnyUser) -> QuerySet[Response]:
     # project where ``user`` is below reviewer, no model is hidden, and the callers skip the
     # rule (its subqueries are not built nor compiled).
     def evaluations() -> bool:
-        return (
-            JudgmentTask.objects.filter(
+        return tasks_below_reviewer_exist(
+            user=user,
+            tasks=JudgmentTask.objects.filter(
                 active=True, unit_kind__in=(UnitKind.ANSWER_EVAL, UnitKind.ANSWER_PAIR)
-            )
-            .exclude(
-                project_id__in=Membership.objects.filter(
-                    user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
-                ).values("project_id")
-            )
-            .exists()
+            ),
         )
 
     if not visibility.decided(user, "human-evaluation", evaluations):
