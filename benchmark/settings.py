@@ -208,6 +208,11 @@ STORAGES: dict[str, dict[str, Any]] = {
         )
     },
 }
+# WhiteNoise tells a hashed (cache-forever) file by the name Django's manifest storage gives it
+# (``name.<12 hex>.ext``), instead of asking the storage for the URL of a guessed unhashed
+# name for every collected file: for a file with two extensions (``swagger-ui.css.map``) the
+# guess names no file, and each web process logged it as a missing manifest entry at start.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"\.[0-9a-f]{12}(\.[^./]+)?$"
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env("MEDIA_ROOT"))
 

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +143,53 @@ def test_an_unknown_api_path_answers_json(admin_client: Client) -> None:
     answer = admin_client.get("/api/images/not-a-hash/")
     assert answer.status_code == 404
     assert answer.json() == {"detail": "Not found."}
+
+
+def test_whitenoise_start_asks_the_storage_for_no_guessed_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A web process's start: WhiteNoise tells hashed files by their names and does not ask
+    the storage about unhashed names it guesses (``a.css.map`` -> ``a.map``), which the
+    forgiving storage logged as missing manifest entries; hashed files are cached forever,
+    plain ones are not."""
+    from django.test import RequestFactory
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    root = tmp_path / "static"
+    (root / "css").mkdir(parents=True)
+    for name in ("a.css.map", "a.css.0123456789ab.map", "LICENSE", "LICENSE.0123456789ab"):
+        (root / "css" / name).write_text("x")
+    manifest = {
+        "paths": {
+            "css/a.css.map": "css/a.css.0123456789ab.map",
+            "css/LICENSE": "css/LICENSE.0123456789ab",
+        },
+        "version": "1.1",
+        "hash": "0",
+    }
+    (root / "staticfiles.json").write_text(json.dumps(manifest))
+    with override_settings(
+        DEBUG=False,
+        STATIC_ROOT=root,
+        STORAGES={
+            "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+            "staticfiles": {"BACKEND": MANIFEST_STORAGE},
+        },
+    ):
+        caplog.set_level(logging.DEBUG, logger="benchmark.static_storage")
+        middleware = WhiteNoiseMiddleware(lambda request: None)
+        served = {
+            url: middleware.files[url].get_response("GET", RequestFactory().get(url).META)
+            for url in ("/static/css/a.css.0123456789ab.map", "/static/css/a.css.map",
+                        "/static/css/LICENSE.0123456789ab", "/static/css/LICENSE")
+        }  # fmt: skip
+    assert [r.getMessage() for r in caplog.records if r.name == "benchmark.static_storage"] == []
+    forever = {
+        url: "immutable" in dict(r.headers).get("Cache-Control", "") for url, r in served.items()
+    }
+    assert forever == {
+        "/static/css/a.css.0123456789ab.map": True,
+        "/static/css/a.css.map": False,
+        "/static/css/LICENSE.0123456789ab": True,
+        "/static/css/LICENSE": False,
+    }
