@@ -9,8 +9,11 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from django.core.paginator import Paginator as DjangoPaginator
+from django.utils.functional import cached_property
 from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.pagination import PageNumberPagination
@@ -44,6 +47,30 @@ class BoundedPageNumberPagination(PageNumberPagination):
             if param["name"] == self.page_query_param:
                 param["schema"] = {"type": "integer", "minimum": 1, "maximum": ID_MAX}
         return params
+
+
+class _KnownCountPaginator(DjangoPaginator):
+    """Django's paginator, with the number of rows given instead of counted."""
+
+    def __init__(self, object_list: Any, per_page: int, *, known: int) -> None:
+        super().__init__(object_list, per_page)
+        self.known = known
+
+    @cached_property
+    def count(self) -> int:
+        return self.known
+
+
+class CountedPagination(BoundedPageNumberPagination):
+    """For a view whose ``known_count()`` can tell how many rows it lists (the kept item
+    tallies) without ``COUNT(*)`` over them, which grows with the project (about 0.9 s at
+    a million items on SQLite); the view answers None where it cannot."""
+
+    def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> Any:
+        known = view.known_count() if view is not None and hasattr(view, "known_count") else None
+        if known is not None:
+            self.django_paginator_class = partial(_KnownCountPaginator, known=known)  # type: ignore[assignment]
+        return super().paginate_queryset(queryset, request, view)
 
 
 ERROR = {

@@ -27,7 +27,7 @@ from rest_framework.response import Response
 
 from benchmark import permissions, visibility
 from benchmark.api.item_inputs import ItemFieldsInput, ItemRecordInput
-from benchmark.api.schema import QueryIntegerField, id_filter
+from benchmark.api.schema import CountedPagination, QueryIntegerField, id_filter
 from benchmark.api.serializers import (
     ImageSerializer,
     ImageStoredSerializer,
@@ -239,6 +239,7 @@ class ItemQuery(serializers.Serializer):
 )
 class ItemViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Item.objects.none()
+    pagination_class = CountedPagination
 
     def get_serializer_class(self) -> type[serializers.Serializer]:
         return ItemDetailSerializer if self.action == "retrieve" else ItemListSerializer
@@ -256,12 +257,26 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
             modality=query.get("modality", ""),
             q=query.get("q", ""),
         )
-        items = selectors.item_list(user=user, filters=filters, load_secrets=False).defer(
-            "raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer"
-        )
+        project = None
         if "project" in query:
-            items = items.filter(project_id=query["project"])
-        return items
+            # One project: scoped as the item list page scopes it (a constant membership
+            # check), and counted from the kept tallies where the filters allow (known_count).
+            project = selectors.project_visible(user=user).filter(pk=query["project"]).first()
+            if project is None:
+                return Item.objects.none()
+        self.counted: tuple[Project | None, ItemFilters] = (project, filters)
+        return selectors.item_list(
+            user=user, project=project, filters=filters, load_secrets=False
+        ).defer("raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer")
+
+    def known_count(self) -> int | None:
+        """The number of items the list pages through, from the kept tallies when it is one
+        project's items filtered by status, category or intent at most (exact, no scan of
+        the project); None: the paginator counts the rows."""
+        project, filters = getattr(self, "counted", (None, ItemFilters()))
+        if project is None or filters.level is not None or filters.modality or filters.q:
+            return None
+        return selectors.item_count(user=self.request.user, project=project, filters=filters).n
 
 
 # --------------------------------------------------------------------------- attachments

@@ -175,3 +175,41 @@ def test_lost_triggers_come_back_with_exact_counts_and_index(
     ItemFactory(project=project, external_id="after", query="Later framework")
     assert _counts(project, users["annotator"])["total"] == 3
     assert _search(users["annotator"], project, "framework") == ["after", "kept", "unseen"]
+
+
+def test_the_api_list_of_a_project_is_counted_from_the_tallies_and_pages_to_the_end(
+    project: Project, other_project: Project, clients: dict[str, Client]
+) -> None:
+    """One project's items through the API: the count comes from the kept tallies (no COUNT
+    over the items, whose cost grows with the project), is exact, and the ``next`` links
+    reach every item; a filter the tallies cannot answer (level) is counted over the rows;
+    a project the user is not a member of lists nothing."""
+    ItemFactory.create_batch(60, project=project, status=ItemStatus.DRAFT, level=1)
+    ItemFactory.create_batch(45, project=project, status=ItemStatus.VERIFIED, level=2)
+    ItemFactory.create_batch(5, project=other_project)
+    client = clients["annotator"]
+
+    def pages(url: str) -> tuple[int, list[str], list[str]]:
+        seen: list[str] = []
+        counts: list[str] = []
+        count = -1
+        while url:
+            with CaptureQueriesContext(connection) as ctx:
+                answer = client.get(url).json()
+            counts += [q["sql"] for q in ctx.captured_queries if "COUNT(" in q["sql"].upper()]
+            count = answer["count"]
+            seen += [row["external_id"] for row in answer["results"]]
+            url = answer["next"]
+        return count, seen, counts
+
+    count, seen, counted = pages(f"/api/items/?project={project.pk}")
+    assert count == 105 and len(seen) == len(set(seen)) == 105
+    assert not any('"benchmark_item"' in sql for sql in counted), counted
+    count, seen, counted = pages(f"/api/items/?project={project.pk}&status=verified")
+    assert count == 45 and len(set(seen)) == 45
+    assert not any('"benchmark_item"' in sql for sql in counted), counted
+    count, seen, counted = pages(f"/api/items/?project={project.pk}&level=2")
+    assert count == 45 and len(set(seen)) == 45
+    assert any('"benchmark_item"' in sql for sql in counted)  # counted over the rows
+    answer = client.get(f"/api/items/?project={other_project.pk}").json()
+    assert (answer["count"], answer["results"]) == (0, [])

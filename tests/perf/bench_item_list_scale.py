@@ -4,7 +4,8 @@ Zipf-like vocabulary of 5,000 words, 8 categories x 4 intents, every status, lev
 modalities), then for each project the server time (Django's test client, no network; median
 and worst of ``--requests`` after a warm-up) and the query count of: the item list, its page
 50, a filtered list (status; level, whose count is capped), searches (a common word, a rare
-word, a prefix, an external id), an item page and the API item.
+word, a prefix, an external id), an item page, the API item and the API list of the
+project (its first page and page 100).
 
     python tests/perf/bench_item_list_scale.py                     # SQLite, temporary folder
     python tests/perf/bench_item_list_scale.py --sizes 10000,100000
@@ -157,6 +158,8 @@ def page(args: argparse.Namespace) -> dict:
             "search external id": base + f"?q=item-{size // 3:07d}",
             "item page": f"{base}items/{item.pk}/",
             "API item": f"/api/items/{item.pk}/",
+            "API list": f"/api/items/?project={project.pk}",
+            "API list page 100": f"/api/items/?project={project.pk}&page=100",
         }
         figures = {}
         for label, url in cases.items():
