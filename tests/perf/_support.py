@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,6 +48,17 @@ def run_phase(script: str, phase: str, argv: list[str], env: dict[str, str]) -> 
     if out.returncode:
         raise SystemExit(f"{phase} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def child_phase(phases: dict, args: Any, name: str) -> None:
+    """The child side of :func:`run_phase`: set Django up on the environment's database, run
+    ``phases[name](args)`` and print its figures as the last line of JSON."""
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    print(json.dumps(phases[name](args)))
 
 
 def atp_project_with_people(name: str, annotators: int = 0) -> tuple:

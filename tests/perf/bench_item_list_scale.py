@@ -25,17 +25,15 @@ loaded machine these two say more than the wall time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _support import fresh_postgres, run_phase
+from _support import child_phase, fresh_postgres, run_phase
 
 ROOT = Path(__file__).resolve().parents[2]
 VOCABULARY = 5000
@@ -190,16 +188,6 @@ def page(args: argparse.Namespace) -> dict:
     return {"figures": out}
 
 
-def child(args: argparse.Namespace) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    phase = {"setup": setup, "page": page}[args.child]
-    print(json.dumps(phase(args)))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000,1000000")
@@ -211,7 +199,7 @@ def main() -> None:
     args = parser.parse_args()
     args.sizes = [int(s) for s in str(args.sizes).split(",")]
     if args.child:
-        child(args)
+        child_phase({"setup": setup, "page": page}, args, args.child)
         return
     argv = ["--sizes", ",".join(map(str, args.sizes)), "--requests", str(args.requests)]
     with tempfile.TemporaryDirectory() as tmp:

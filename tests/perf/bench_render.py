@@ -26,12 +26,11 @@ import json
 import os
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _support import atp_project_with_people, fresh_postgres, run_phase
+from _support import atp_project_with_people, child_phase, fresh_postgres, run_phase
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "perf render"
@@ -250,16 +249,6 @@ def page(args: argparse.Namespace) -> dict:
     }
 
 
-def child(args: argparse.Namespace) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    phase = {"setup": setup, "run": render, "page": page}[args.child]
-    print(json.dumps(phase(args)))
-
-
 def run_child(phase: str, env: dict[str, str], args: argparse.Namespace) -> dict:
     return run_phase(
         __file__,
@@ -287,7 +276,7 @@ def main() -> None:
     parser.add_argument("--child", choices=["setup", "run", "page"])
     args = parser.parse_args()
     if args.child:
-        child(args)
+        child_phase({"setup": setup, "run": render, "page": page}, args, args.child)
         return
     with tempfile.TemporaryDirectory() as tmp:
         if args.database_url:

@@ -21,15 +21,13 @@ server's).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _support import atp_project_with_people, fresh_postgres, run_phase
+from _support import atp_project_with_people, child_phase, fresh_postgres, run_phase
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "perf team"
@@ -193,16 +191,6 @@ def page(args: argparse.Namespace) -> dict:
     return {"first_ms": round(first_ms, 1), "figures": figures}
 
 
-def child(args: argparse.Namespace) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    phase = {"setup": setup, "page": page}[args.child]
-    print(json.dumps(phase(args)))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--annotators", type=int, default=100)
@@ -212,7 +200,7 @@ def main() -> None:
     parser.add_argument("--child", choices=["setup", "page"])
     args = parser.parse_args()
     if args.child:
-        child(args)
+        child_phase({"setup": setup, "page": page}, args, args.child)
         return
     argv = [
         *("--annotators", str(args.annotators), "--items", str(args.items)),
