@@ -274,7 +274,7 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
         project's items filtered by status, category or intent at most (exact, no scan of
         the project); None: the paginator counts the rows."""
         project, filters = getattr(self, "counted", (None, ItemFilters()))
-        if project is None or filters.level is not None or filters.modality or filters.q:
+        if project is None or not filters.tallied:
             return None
         return selectors.item_count(user=self.request.user, project=project, filters=filters).n
 

@@ -147,6 +147,18 @@ class ItemFilters:
     def active(self) -> bool:
         return any([self.status, self.category, self.intent, self.level, self.modality, self.q])
 
+    @property
+    def tallied(self) -> bool:
+        """Whether the kept tallies can count what these filters keep (status, category and
+        intent at most)."""
+        return self.level is None and not self.modality and not self.q
+
+    def tally_lookups(self) -> dict[str, str]:
+        """The status, category and intent filters that are set, as lookups that apply to the
+        items and to their tallies alike."""
+        keys = {"status": self.status, "category": self.category, "intent": self.intent}
+        return {name: value for name, value in keys.items() if value}
+
 
 def item_list(
     *,
@@ -183,12 +195,7 @@ def _items(
         mine = Membership.objects.filter(user=user.pk).values("project_id")
         items = Item.objects.filter(project_id__in=mine)
     if filters is not None:
-        if filters.status:
-            items = items.filter(status=filters.status)
-        if filters.category:
-            items = items.filter(category=filters.category)
-        if filters.intent:
-            items = items.filter(intent=filters.intent)
+        items = items.filter(**filters.tally_lookups())
         if filters.level is not None:
             items = items.filter(level=filters.level)
         if filters.modality:
@@ -251,14 +258,8 @@ def item_count(
     f = filters or ItemFilters()
     if status_counts is not None and not (f.category or f.intent or f.level or f.modality or f.q):
         return ItemCount(status_counts[f.status or "total"])
-    if f.level is None and not f.modality and not f.q:
-        rows = _tallies(user=user, project=project)
-        if f.status:
-            rows = rows.filter(status=f.status)
-        if f.category:
-            rows = rows.filter(category=f.category)
-        if f.intent:
-            rows = rows.filter(intent=f.intent)
+    if f.tallied:
+        rows = _tallies(user=user, project=project).filter(**f.tally_lookups())
         return ItemCount(rows.aggregate(total=Sum("n"))["total"] or 0)
     cap = max(COUNT_CAP, at_least)
     items = _items(user=user, project=project, filters=f)
