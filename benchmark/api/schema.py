@@ -12,11 +12,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from django.core.paginator import Paginator as DjangoPaginator
-from django.utils.functional import cached_property
 from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.pagination import PageNumberPagination
+
+from benchmark.pagination import CountedPaginator
 
 # The largest id a BigAutoField holds (SQLite's INTEGER and PostgreSQL's bigint alike).
 ID_MAX = 2**63 - 1
@@ -49,18 +49,6 @@ class BoundedPageNumberPagination(PageNumberPagination):
         return params
 
 
-class _KnownCountPaginator(DjangoPaginator):
-    """Django's paginator, with the number of rows given instead of counted."""
-
-    def __init__(self, object_list: Any, per_page: int, *, known: int) -> None:
-        super().__init__(object_list, per_page)
-        self.known = known
-
-    @cached_property
-    def count(self) -> int:
-        return self.known
-
-
 class CountedPagination(BoundedPageNumberPagination):
     """For a view whose ``known_count()`` can tell how many rows it lists (the kept item
     tallies) without ``COUNT(*)`` over them, which grows with the project (about 0.9 s at
@@ -69,7 +57,7 @@ class CountedPagination(BoundedPageNumberPagination):
     def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> Any:
         known = view.known_count() if view is not None and hasattr(view, "known_count") else None
         if known is not None:
-            self.django_paginator_class = partial(_KnownCountPaginator, known=known)  # type: ignore[assignment]
+            self.django_paginator_class = partial(CountedPaginator, count=known)  # type: ignore[assignment]
         return super().paginate_queryset(queryset, request, view)
 
 

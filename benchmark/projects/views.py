@@ -10,7 +10,6 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -32,6 +31,7 @@ from benchmark.pages import (
     render_page,
     require_action,
 )
+from benchmark.pagination import CountedPaginator
 from benchmark.people.selectors import project_for_members
 from benchmark.permissions import can_create_project
 from benchmark.presenters import (
@@ -54,19 +54,6 @@ from benchmark.projects.forms import (
 from benchmark.typing import request_user
 
 PAGE_SIZE = 50
-
-
-class _CountedPaginator(Paginator):
-    """A paginator told its count (kept tallies, or a capped count) instead of running
-    ``COUNT(*)`` over the whole list."""
-
-    def __init__(self, object_list: Any, per_page: int, *, count: int) -> None:
-        super().__init__(object_list, per_page)
-        self._known_count = count
-
-    @property
-    def count(self) -> int:  # type: ignore[override]
-        return self._known_count
 
 
 # --------------------------------------------------------------------------- projects
@@ -158,9 +145,9 @@ def project_page_context(
         status_counts=counts,
     )  # fmt: skip
     if total.ids is None:
-        page = _CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
+        page = CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
     else:  # a search: its matches' ids came with the count, the page's rows are read by id
-        page = _CountedPaginator(total.ids, PAGE_SIZE, count=total.n).get_page(asked)
+        page = CountedPaginator(total.ids, PAGE_SIZE, count=total.n).get_page(asked)
         page.object_list = selectors.item_list_rows_of(
             user=request.user, project=project, ids=list(page.object_list)
         )
