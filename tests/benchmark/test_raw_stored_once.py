@@ -20,6 +20,7 @@ from benchmark.formats._jsonio import HOLE_MIN_CHARS, fill_holes, punch_holes
 from benchmark.models import Item, Project, Response, Role
 from benchmark.presenters import item_view
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+from tests.jsonl_io import export_lines, import_lines
 
 LONG = "The encoder turns the image into patch features; " * 6  # about 300 characters
 GT = 'Step one.\n\n<tool>{"tool_name": "Reference", "params": {"img_index": 0}}</tool>\n\n' + LONG
@@ -138,17 +139,8 @@ def _row(i: int) -> dict[str, Any]:
 def imported(db: None, tmp_path: Path) -> tuple[Project, list[str]]:
     project = ProjectFactory(name="stored once")
     lines = [json.dumps(_row(i)) for i in range(5)]
-    path = tmp_path / "data" / "data.jsonl"
-    path.parent.mkdir()
-    path.write_text("".join(line + "\n" for line in lines))
-    services.dataset_import(project=project, path=path)
+    import_lines(project, lines, tmp_path)
     return project, lines
-
-
-def _export(project: Project, tmp_path: Path) -> list[str]:
-    out = tmp_path / "out" / "data.jsonl"
-    services.dataset_export(project=project, out=out)
-    return out.read_text().splitlines()
 
 
 def test_import_keeps_long_strings_once_and_the_item_shows_its_source(
@@ -184,7 +176,7 @@ def test_export_of_untouched_items_is_byte_for_byte(
     imported: tuple[Project, list[str]], tmp_path: Path
 ) -> None:
     project, lines = imported
-    assert _export(project, tmp_path) == lines
+    assert export_lines(project, tmp_path) == lines
 
 
 def test_edits_after_import_show_in_the_export(
@@ -205,7 +197,7 @@ def test_edits_after_import_show_in_the_export(
     deleted.documents = deleted.documents[1:]  # the long document removed
     deleted.save()
 
-    out = _export(project, tmp_path)
+    out = export_lines(project, tmp_path)
     edited = json.loads(out[1])
     assert edited["doc"][0]["text"] == "A rewritten first document."
     assert edited["query"] == "A new query, long enough? " * 6
@@ -228,7 +220,7 @@ def test_export_reads_ahead_with_a_bounded_number_of_queries(
     # 3 chunks (2, 2 and 1 items), each read as its items and 3 kinds of attached records;
     # ATP-Bench has no records in files of their own and these items no images to copy.
     with django_assert_max_num_queries(3 * 4):
-        assert _export(project, tmp_path) == lines
+        assert export_lines(project, tmp_path) == lines
 
 
 def test_a_failed_export_leaves_the_connection_usable(

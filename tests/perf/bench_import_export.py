@@ -3,9 +3,12 @@
     python tests/perf/bench_import_export.py            # both databases (PostgreSQL if it answers)
     python tests/perf/bench_import_export.py --db sqlite --items 2000
     python tests/perf/bench_import_export.py --repeat 5  # best of 5 (the machine may be busy)
+    python tests/perf/bench_import_export.py --text prose  # real sentences, not a 23-word list
 
 Each item has 2 documents of about 1,300 characters, 9 images referenced, and a 2,800-character
-answer with 4 tool tags (about 60 MB of JSON for 10,000). Import and export each run in a fresh
+answer with 4 tool tags (about 60 MB of JSON for 10,000). Their text is words drawn from a list
+of 23, or with ``--text prose`` passages of the ATP-Bench sample records (shared/data/atp),
+which compress about as real prose does. Import and export each run in a fresh
 process so their peak memory (max RSS, Django included) is measured separately; "stored" is
 what the items and their answers take in the database. With ``--repeat``, each round starts
 from a new database and the best figure of each phase is printed. Prints figures; asserts
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +47,29 @@ def sentence(rng: random.Random, n: int) -> str:
     return " ".join(out)[:n].rstrip() + "."
 
 
+def prose_from_seeds() -> Callable[[random.Random, int], str]:
+    """A ``sentence`` that strings together passages of the ATP-Bench sample records (their
+    documents, answers and queries), none twice in one value."""
+    sys.path.insert(0, str(ROOT))
+    from tests.shared_data import SHARED_DATA
+
+    pool: list[str] = []
+    with (SHARED_DATA / "atp" / "data.jsonl").open() as fh:
+        for line in fh:
+            record = json.loads(line)
+            pool += [d["text"] for d in record["doc"]] + [record["gt"], record["query"]]
+
+    def prose(rng: random.Random, n: int) -> str:
+        out = ""
+        for passage in rng.sample(pool, len(pool)):
+            out += passage + " "
+            if len(out) >= n:
+                break
+        return out[:n].rstrip() + "."
+
+    return prose
+
+
 def make_images(folder: Path) -> list[str]:
     from PIL import Image, ImageDraw
 
@@ -57,7 +84,7 @@ def make_images(folder: Path) -> list[str]:
     return names
 
 
-def generate(path: Path, n: int) -> None:
+def generate(path: Path, n: int, sentence: Callable[[random.Random, int], str] = sentence) -> None:
     rng = random.Random(7)
     images = make_images(path.parent)
     tools = [
@@ -303,6 +330,9 @@ def main() -> None:
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the best is printed")
     parser.add_argument(
+        "--text", choices=["words", "prose"], default="words", help="what the long strings hold"
+    )
+    parser.add_argument(
         "--child", choices=["setup", "import", "export", "web-import", "web-export"]
     )
     parser.add_argument("--file")
@@ -315,8 +345,10 @@ def main() -> None:
         tmpdir = Path(tmp)
         data = tmpdir / "data" / "data.jsonl"
         data.parent.mkdir()
-        generate(data, args.items)
-        print(f"generated {args.items} items, {data.stat().st_size / 1e6:.1f} MB of JSON")
+        generate(data, args.items, prose_from_seeds() if args.text == "prose" else sentence)
+        print(
+            f"generated {args.items} items of {args.text}, {data.stat().st_size / 1e6:.1f} MB of JSON"
+        )
         dbs = []
         if args.db in ("sqlite", "both"):
             dbs.append("sqlite")
