@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
@@ -160,16 +162,24 @@ def test_pair_fragment_on_demand(project, users, clients) -> None:
     assert clients["admin"].get(url, **HX).status_code == 200
 
 
-def test_figures_are_cached_and_at_most_a_little_stale(project, users, clients) -> None:
-    task = _task(project, annotators=4, items=6, overlap=2)
-    rev = clients["reviewer"]
-    clock = [1_000_000.0]
+@contextmanager
+def _watched(*, clock: float) -> Iterator[tuple[mock.MagicMock, list[float]]]:
+    """agreement_compute with its calls counted, and the selectors' clock set to ``clock``
+    (the test moves it through the list it is given)."""
+    now = [clock]
     with (
         mock.patch.object(
             agreement_services, "agreement_compute", wraps=agreement_services.agreement_compute
         ) as compute,
-        mock.patch.object(agreement_selectors, "_now", side_effect=lambda: clock[0]),
+        mock.patch.object(agreement_selectors, "_now", side_effect=lambda: now[0]),
     ):
+        yield compute, now
+
+
+def test_figures_are_cached_and_at_most_a_little_stale(project, users, clients) -> None:
+    task = _task(project, annotators=4, items=6, overlap=2)
+    rev = clients["reviewer"]
+    with _watched(clock=1_000_000.0) as (compute, clock):
         first = _get(rev, task)
         again = _get(rev, task)
         assert compute.call_count == 1
@@ -230,13 +240,7 @@ def test_stale_figures_are_shown_while_another_request_recomputes(project, users
     instead of computing the same thing at once."""
     task = _task(project, annotators=4, items=6, overlap=2)
     rev = clients["reviewer"]
-    clock = [2_000_000.0]
-    with (
-        mock.patch.object(
-            agreement_services, "agreement_compute", wraps=agreement_services.agreement_compute
-        ) as compute,
-        mock.patch.object(agreement_selectors, "_now", side_effect=lambda: clock[0]),
-    ):
+    with _watched(clock=2_000_000.0) as (compute, clock):
         _get(rev, task)
         item = Judgment.objects.filter(task=task).first().item
         JudgmentFactory(task=task, item=item, user=UserFactory(username="late"), value="weak")
