@@ -25,6 +25,7 @@ from PIL import Image
 
 from benchmark.sandbox import SandboxLimits, SandboxResult, _jail, run_code
 from benchmark.sandbox.run import RUN_PREFIX, ZYGOTE_ENV, shutdown, zygote_pids
+from tests.required import missing
 
 pytestmark = pytest.mark.slow
 
@@ -47,12 +48,11 @@ def sandbox_mode(request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.fixture(scope="module", autouse=True)
 def _sandbox_available(sandbox_mode: str) -> None:
     """Where the kernel refuses namespaces the sandbox answers "unavailable" (tested below); the
-    other tests need a working one. CI must have it, so there it fails instead of skipping."""
+    other tests need a working one. CI must have it, so there they fail instead of skipping
+    (tests/required.py)."""
     result = run_code("print('ready')", limits=FAST)
     if result.kind == "unavailable":
-        if os.environ.get("CI") or os.environ.get("BENCHWRIGHT_REQUIRE_SERVICES"):
-            pytest.fail(f"the sandbox is unavailable: {result.reason}")
-        pytest.skip(f"the sandbox is unavailable here: {result.reason}")
+        missing(f"the sandbox is unavailable here: {result.reason}")
 
 
 @pytest.fixture(autouse=True)
@@ -879,7 +879,7 @@ def test_without_namespaces_the_sandbox_is_unavailable_and_runs_nothing():
     on a kernel or container that forbids them): nothing runs, and the result says so."""
     unshare = shutil.which("unshare")
     if not unshare or subprocess.run([unshare, "-U", "true"], check=False).returncode != 0:
-        pytest.skip("unshare -U is not possible here")
+        missing("unshare -U is not possible here")
     script = (
         "from benchmark.sandbox import run_code\n"
         "r = run_code(\"open('/tmp/ran', 'w'); print('RAN')\")\n"
@@ -907,7 +907,7 @@ def test_without_root_the_sandbox_uses_a_user_namespace():
     unshare = shutil.which("unshare")
     probe = [unshare or "unshare", "--map-user=1000", "--map-group=1000", "true"]
     if not unshare or subprocess.run(probe, check=False).returncode != 0:
-        pytest.skip("unshare --map-user is not possible here")
+        missing("unshare --map-user is not possible here")
     script = (
         "import json\n"
         "from benchmark.sandbox import run_code\n"
