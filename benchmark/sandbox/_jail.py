@@ -8,11 +8,14 @@ Standard library only, and never imported by the server: it runs as its own proc
    devices, plus /sandbox, a size-limited tmpfs (work/ is the empty working folder);
 3. forks the child that becomes pid 1 of the new pid namespace: it chroots into that root, sets
    resource limits, drops to an unprivileged user id of its own (when root), sets no_new_privs,
-   restricts itself with Landlock (file system, TCP, signals) when the kernel has it, closes
-   every other file descriptor and executes the runner with a minimal environment;
-4. waits for it with the wall-clock limit, kills it when the limit passes (when pid 1 of a pid
-   namespace dies the kernel kills every other process in it before the wait returns), copies
-   the runner's bounded results out of /sandbox/out without following links, and writes
+   restricts itself with Landlock (file system, TCP, signals) when the kernel has it, loads the
+   system call filter (seccomp, built with libseccomp; see SYSCALLS_REFUSED), hands the
+   filter's notification descriptor to the jail, closes every other file descriptor and
+   executes the runner with a minimal environment;
+4. waits for it with the wall-clock limit, answering each refused system call with EPERM and
+   noting its name, kills it when the limit passes (when pid 1 of a pid namespace dies the
+   kernel kills every other process in it before the wait returns), copies the runner's
+   bounded results out of /sandbox/out without following links, and writes
    RUN_DIR/status.json.
 
 Any failure to set up a layer is reported as `setup_error` and nothing of the program runs.
@@ -24,7 +27,9 @@ import os
 import re
 import resource
 import secrets
+import select
 import signal
+import socket
 import stat
 import sys
 import time
@@ -189,6 +194,272 @@ def landlock_restrict(abi: int, rules: list[tuple[str, int]]) -> None:
         )
     finally:
         os.close(ruleset)
+
+
+# --- The system call filter (seccomp, through libseccomp) ---------------------------------
+
+# Refused outright (the program gets EPERM, and the jail notes the name). Other processes'
+# memory and the kernel's debugging interfaces; mounts, the root and file handles; namespaces;
+# kernel interfaces with a history of exploits reachable without privileges (BPF,
+# userfaultfd, io_uring, keyrings); the machine itself (modules, kexec, reboot, clocks, the
+# kernel log, host name, raw I/O); and obsolete calls. A name this libseccomp does not know
+# (a call newer than it) is skipped: this is a deny-list, and README says what that leaves.
+SYSCALLS_REFUSED = (
+    *("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp"),
+    *("pidfd_getfd", "perf_event_open", "lookup_dcookie"),
+    *("mount", "umount2", "pivot_root", "chroot", "mount_setattr", "fsopen", "fsconfig"),
+    *("fsmount", "fspick", "move_mount", "open_tree", "open_by_handle_at", "name_to_handle_at"),
+    *("quotactl", "quotactl_fd", "swapon", "swapoff", "acct", "fanotify_init"),
+    *("unshare", "setns"),
+    *("bpf", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register"),
+    *("keyctl", "add_key", "request_key"),
+    *("kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module"),
+    *("create_module", "get_kernel_syms", "query_module", "reboot", "syslog", "vhangup"),
+    *("settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname"),
+    *("setdomainname", "iopl", "ioperm", "modify_ldt"),
+    *("uselib", "ustat", "sysfs", "_sysctl", "nfsservctl", "afs_syscall", "tuxcall"),
+    *("security", "vserver", "getpmsg", "putpmsg", "vm86", "vm86old"),
+)
+# clone with any of these flags makes a namespace; clone3 passes its flags in memory a filter
+# cannot read, so it answers ENOSYS and the C library falls back to clone.
+CLONE_NEW_FLAGS = {
+    "CLONE_NEWNS": CLONE_NEWNS,
+    "CLONE_NEWCGROUP": 0x02000000,
+    "CLONE_NEWUTS": CLONE_NEWUTS,
+    "CLONE_NEWIPC": CLONE_NEWIPC,
+    "CLONE_NEWUSER": CLONE_NEWUSER,
+    "CLONE_NEWPID": CLONE_NEWPID,
+    "CLONE_NEWNET": CLONE_NEWNET,
+}
+# Sockets: Unix, IPv4 and IPv6 (which the empty network namespace leaves unconnected) and
+# netlink (the C library's interface and address lookups); every other address family (packet,
+# AF_ALG, vsock, TIPC, RDS, ... : drivers a program never needs) is refused.
+SOCKET_FAMILIES_ALLOWED = (1, 2, 10, 16)
+SOCKET_FAMILIES_MAX = 64
+# personality() only with 0 (Linux, the default): no other execution domain, and none of the
+# flags that turn off address-space randomisation or make data executable.
+
+SCMP_ACT_KILL_PROCESS = 0x80000000
+SCMP_ACT_NOTIFY = 0x7FC00000
+SCMP_ACT_ALLOW = 0x7FFF0000
+SCMP_ACT_ERRNO = 0x00050000
+SCMP_FLTATR_ACT_BADARCH = 2
+SCMP_CMP_NE = 1
+SCMP_CMP_EQ = 4
+SCMP_CMP_MASKED_EQ = 7
+SCMP_API_NOTIFY = 5  # seccomp_api_get() from which user notification works
+ENOSYS = 38
+EPERM = 1
+MAX_REFUSED = 16
+
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
+
+
+class _SeccompData(ctypes.Structure):
+    _fields_ = [
+        ("nr", ctypes.c_int),
+        ("arch", ctypes.c_uint32),
+        ("instruction_pointer", ctypes.c_uint64),
+        ("args", ctypes.c_uint64 * 6),
+    ]
+
+
+class _Notif(ctypes.Structure):
+    _fields_ = [
+        ("id", ctypes.c_uint64),
+        ("pid", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("data", _SeccompData),
+    ]
+
+
+class _NotifResp(ctypes.Structure):
+    _fields_ = [
+        ("id", ctypes.c_uint64),
+        ("val", ctypes.c_int64),
+        ("error", ctypes.c_int32),
+        ("flags", ctypes.c_uint32),
+    ]
+
+
+_seccomp: Any = None
+
+
+def libseccomp() -> Any:
+    """libseccomp (the library systemd, runc and Flatpak build their filters with), loaded once
+    by its soname; SetupError when this machine has none."""
+    global _seccomp
+    if _seccomp is None:
+        try:
+            lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+        except OSError as exc:
+            raise SetupError(
+                f"the system call filter needs libseccomp (Debian: libseccomp2): {exc}"
+            ) from exc
+        vp, u32, i = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int
+        for name, restype, argtypes in (
+            ("seccomp_api_get", ctypes.c_uint, []),
+            ("seccomp_init", vp, [u32]),
+            ("seccomp_attr_set", i, [vp, i, u32]),
+            ("seccomp_syscall_resolve_name", i, [ctypes.c_char_p]),
+            ("seccomp_syscall_resolve_num_arch", vp, [u32, i]),
+            ("seccomp_rule_add_array", i, [vp, u32, i, ctypes.c_uint, ctypes.POINTER(_ArgCmp)]),
+            ("seccomp_load", i, [vp]),
+            ("seccomp_notify_fd", i, [vp]),
+            ("seccomp_notify_alloc", i, [ctypes.c_void_p, ctypes.c_void_p]),
+            ("seccomp_notify_receive", i, [i, vp]),
+            ("seccomp_notify_respond", i, [i, vp]),
+        ):
+            function = getattr(lib, name)
+            function.restype, function.argtypes = restype, argtypes
+        _seccomp = lib
+    return _seccomp
+
+
+class SyscallFilter:
+    """The filter, built once (in the jail, or in the zygote before its first fork) and loaded
+    by each program process as its last step before the program: every system call is allowed
+    except the refused ones, which the jail (or the zygote's manager) answers with EPERM through
+    user notification, naming them (with libseccomp's EPERM action where the kernel has no user
+    notification); a system call of another architecture (32-bit int 0x80, x32) kills the
+    process."""
+
+    def __init__(self, *, notify: bool | None = None) -> None:
+        lib = libseccomp()
+        self.notify = lib.seccomp_api_get() >= SCMP_API_NOTIFY if notify is None else notify
+        refuse = SCMP_ACT_NOTIFY if self.notify else SCMP_ACT_ERRNO | EPERM
+        self.ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
+        if not self.ctx:
+            raise SetupError("seccomp_init failed")
+        self._set(lib.seccomp_attr_set(self.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS))
+        for name in SYSCALLS_REFUSED:
+            self._rule(refuse, name)
+        for flag in CLONE_NEW_FLAGS.values():
+            self._rule(refuse, "clone", (0, SCMP_CMP_MASKED_EQ, flag, flag))
+        self._rule(SCMP_ACT_ERRNO | ENOSYS, "clone3")
+        for family in range(SOCKET_FAMILIES_MAX):
+            if family not in SOCKET_FAMILIES_ALLOWED:
+                self._rule(refuse, "socket", (0, SCMP_CMP_EQ, family, 0))
+        self._rule(refuse, "personality", (0, SCMP_CMP_NE, 0, 0))
+
+    def _set(self, result: int, what: str = "seccomp_attr_set") -> None:
+        if result < 0:
+            raise SetupError(f"{what}: {os.strerror(-result)}")
+
+    def _rule(self, action: int, name: str, *conditions: tuple[int, int, int, int]) -> None:
+        lib = libseccomp()
+        number = lib.seccomp_syscall_resolve_name(name.encode())
+        if number == -1:  # __NR_SCMP_ERROR: a name this libseccomp does not know
+            return
+        array = (_ArgCmp * max(1, len(conditions)))(*(_ArgCmp(*c) for c in conditions))
+        self._set(
+            lib.seccomp_rule_add_array(self.ctx, action, number, len(conditions), array),
+            f"seccomp rule for {name}",
+        )
+
+    def load(self) -> int | None:
+        """Filter the calling process (and every process it starts) from now on; the
+        notification descriptor (for the jail to answer on), None without user notification."""
+        lib = libseccomp()
+        self._set(lib.seccomp_load(self.ctx), "seccomp_load")
+        if not self.notify:
+            return None
+        listener = lib.seccomp_notify_fd(self.ctx)
+        if listener < 0:
+            raise SetupError("seccomp: no notification descriptor")
+        return listener
+
+
+def _refused_name(data: _SeccompData) -> str:
+    lib = libseccomp()
+    pointer = lib.seccomp_syscall_resolve_num_arch(data.arch, data.nr)
+    if pointer:
+        name = ctypes.string_at(pointer).decode("ascii", "replace")
+        libc.free(ctypes.c_void_p(pointer))
+    else:
+        name = f"number {data.nr}"
+    if name == "clone":
+        flags = [n for n, bit in CLONE_NEW_FLAGS.items() if data.args[0] & bit]
+        return f"clone with {'|'.join(flags)}"
+    if name == "socket":
+        return f"socket (address family {data.args[0]})"
+    if name == "personality":
+        return f"personality ({data.args[0]:#x})"
+    return name
+
+
+class Refusals:
+    """The jail's end of the filter's notifications: each refused system call is answered with
+    EPERM (never let through) and its name kept (the first MAX_REFUSED distinct ones)."""
+
+    def __init__(self, listener: int | None) -> None:
+        self.fd = listener
+        self.names: list[str] = []
+        self._req = self._resp = None
+        if listener is not None:
+            req, resp = ctypes.c_void_p(), ctypes.c_void_p()
+            if libseccomp().seccomp_notify_alloc(ctypes.byref(req), ctypes.byref(resp)) < 0:
+                raise SetupError("seccomp_notify_alloc failed")
+            self._req = ctypes.cast(req, ctypes.POINTER(_Notif))
+            self._resp = ctypes.cast(resp, ctypes.POINTER(_NotifResp))
+
+    def answer(self) -> None:
+        """One pending notification (poll said there is one); a call whose process died in the
+        meantime is skipped."""
+        if self.fd is None or self._req is None or self._resp is None:
+            return
+        lib = libseccomp()
+        ctypes.memset(self._req, 0, ctypes.sizeof(_Notif))
+        if lib.seccomp_notify_receive(self.fd, self._req) < 0:
+            return
+        request = self._req.contents
+        response = self._resp.contents
+        response.id, response.val, response.error, response.flags = request.id, 0, -EPERM, 0
+        lib.seccomp_notify_respond(self.fd, self._resp)
+        name = _refused_name(request.data)
+        if name not in self.names and len(self.names) < MAX_REFUSED:
+            self.names.append(name)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def send_setup_error(channel: socket.socket, message: str) -> None:
+    channel.send(b"E" + message.encode("utf-8", "replace")[:2000])
+
+
+def send_listener(channel: socket.socket, listener: int | None) -> None:
+    """Hand the filter's notification descriptor to the jail and close it here: the program
+    must never hold it (it could answer its own refused calls)."""
+    if listener is not None:
+        socket.send_fds(channel, [b"L"], [listener])
+        os.close(listener)
+
+
+def read_setup(channel: socket.socket) -> tuple[bytes, int | None]:
+    """What the program process said while it set itself up, until it closed the channel (on
+    execve, or before the program starts): an error message, and the notification descriptor."""
+    failure, listener = b"", None
+    while True:
+        data, fds, _flags, _addr = socket.recv_fds(channel, 4096, 4)
+        for fd in fds:
+            if listener is None and data == b"L":
+                listener = fd
+            else:
+                os.close(fd)
+        if not data and not fds:
+            return failure, listener
+        if data.startswith(b"E"):
+            failure += data[1:]
 
 
 # --- The new root -------------------------------------------------------------------------
@@ -360,10 +631,15 @@ def _set_limits(cfg: dict[str, Any]) -> None:
 
 
 def child(
-    cfg: dict[str, Any], root: str, ids: tuple[int, int], rules: list, abi: int, err_fd: int
+    cfg: dict[str, Any],
+    root: str,
+    ids: tuple[int, int],
+    layers: tuple[list, int, SyscallFilter],
+    channel: socket.socket,
 ) -> None:
     """Pid 1 of the new pid namespace; ends in execve of the runner or raises."""
     uid, gid = ids
+    rules, abi, syscall_filter = layers
     os.chroot(root)
     os.chdir("/sandbox/work")
     _set_limits(cfg)
@@ -377,8 +653,10 @@ def child(
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     if abi:
         landlock_restrict(abi, rules)
-    os.closerange(3, err_fd)
-    os.closerange(err_fd + 1, 65536)
+    send_listener(channel, syscall_filter.load())
+    keep = channel.fileno()  # close-on-exec: the jail reads its end until the execve
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 65536)
     python = cfg["python"]
     mark = os.path.basename(cfg["run_dir"])  # names the run in `ps`; starts with the run prefix
     argv = [python, "-I", "-u", "/.bw/runner.py", mark, str(int(cfg["max_images"]))]
@@ -453,21 +731,32 @@ def copy_results(root: str, run_dir: str, cfg: dict[str, Any]) -> list[str]:
     return skipped
 
 
-def wait_child(pid: int, wall: float) -> tuple[int, Any, bool]:
-    timed_out = False
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        nonlocal timed_out
-        timed_out = True
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, wall)
+def supervise(pid: int, deadline: float, refusals: Refusals) -> tuple[int, Any, bool]:
+    """Wait for the program's pid 1, answering the filter's notifications meanwhile, and kill
+    it at the deadline. (status, resource usage, whether it was killed for the time limit)."""
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    if refusals.fd is not None:
+        poller.register(refusals.fd, select.POLLIN)
+    timed_out = exited = False
+    try:
+        while not exited:
+            now = time.monotonic()
+            if not timed_out and now >= deadline:
+                timed_out = True
+                os.kill(pid, signal.SIGKILL)
+            wait = 1.0 if timed_out else deadline - now
+            for fd, event in poller.poll(max(0.0, wait) * 1000):
+                if fd == pidfd:
+                    exited = True
+                elif event & select.POLLIN:
+                    refusals.answer()
+                else:  # every process under the filter is gone
+                    poller.unregister(fd)
+    finally:
+        os.close(pidfd)
     _, status, usage = os.wait4(pid, 0)
-    signal.setitimer(signal.ITIMER_REAL, 0)
     return status, usage, timed_out
 
 
@@ -479,6 +768,7 @@ def run(run_dir: str) -> dict[str, Any]:
     report: dict[str, Any] = {"setup_error": None}
     try:
         abi = landlock_abi()
+        syscall_filter = SyscallFilter()
         mode = enter_namespaces()
         if mode == "root":
             uid = gid = 100_000 + secrets.randbelow(900_000)
@@ -488,31 +778,34 @@ def run(run_dir: str) -> dict[str, Any]:
     except Exception as exc:
         report["setup_error"] = str(exc) if isinstance(exc, SetupError) else repr(exc)
         return report
-    report.update(mode=mode, landlock_abi=abi, uid=uid)
+    report.update(mode=mode, landlock_abi=abi, uid=uid, seccomp_notify=syscall_filter.notify)
 
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child ends in execve or _exit
         try:
-            os.close(err_r)
-            child(cfg, root, (uid, gid), rules, abi, err_w)
+            ours.close()
+            child(cfg, root, (uid, gid), (rules, abi, syscall_filter), theirs)
         except BaseException as exc:
-            message = str(exc) if isinstance(exc, SetupError) else repr(exc)
-            os.write(err_w, message.encode("utf-8", "replace")[:2000])
+            send_setup_error(theirs, str(exc) if isinstance(exc, SetupError) else repr(exc))
         os._exit(127)
-    os.close(err_w)
-    failure = b""
-    while chunk := os.read(err_r, 4096):
-        failure += chunk
-    os.close(err_r)
-    status, usage, timed_out = wait_child(pid, max(0.1, cfg["wall_seconds"]))
+    theirs.close()
+    failure, listener = read_setup(ours)
+    ours.close()
+    refusals = Refusals(listener)
+    try:
+        deadline = started + max(0.1, cfg["wall_seconds"])
+        status, usage, timed_out = supervise(pid, deadline, refusals)
+    finally:
+        refusals.close()
     report.update(
         elapsed=round(time.monotonic() - started, 3),
         timed_out=timed_out,
         exit_code=os.waitstatus_to_exitcode(status),
         cpu_seconds=round(usage.ru_utime + usage.ru_stime, 3),
         maxrss_kb=usage.ru_maxrss,
+        refused=refusals.names,
     )
     if failure:
         report["setup_error"] = failure.decode("utf-8", "replace")

@@ -11,11 +11,13 @@ server: it runs as its own process, and one zygote runs one program at a time. I
    which reads the program, enters new mount, pid and IPC namespaces of its own, mounts a fresh
    size-limited tmpfs on /sandbox (work/, out/, mpl/) and forks the program process: pid 1 of
    the new pid namespace, in a session of its own, with the run's resource limits, a random
-   unprivileged user id (when root) and no capabilities at all, no_new_privs, Landlock, every
-   other file descriptor closed, stdout and stderr on pipes; it calls _runner.serve().
-   The manager drains the pipes (bounded), kills the program at the wall-clock limit (pid 1's
-   death kills the whole pid namespace), copies the results out of /sandbox/out without
-   following links and writes one result frame; the zygote then writes a "done" frame.
+   unprivileged user id (when root) and no capabilities at all, no_new_privs, Landlock, the
+   system call filter (built once in the zygote, _jail.SyscallFilter), every other file
+   descriptor closed, stdout and stderr on pipes; it calls _runner.serve().
+   The manager drains the pipes (bounded), answers the filter's notifications (EPERM, the name
+   noted), kills the program at the wall-clock limit (pid 1's death kills the whole pid
+   namespace), copies the results out of /sandbox/out without following links and writes one
+   result frame; the zygote then writes a "done" frame.
 What a program changes in memory (modules, matplotlib state, os.environ) dies with its process;
 its file system (the tmpfs) dies with the manager's mount namespace; its processes die with its
 pid namespace; its SysV IPC objects die with its IPC namespace. Nothing goes back to the zygote.
@@ -116,6 +118,7 @@ def set_up(run_dir: str) -> dict[str, Any]:
     with open(os.path.join(run_dir, "config.json")) as fh:
         cfg = json.load(fh)
     abi = _jail.landlock_abi()
+    syscall_filter = _jail.SyscallFilter()  # loaded by each program process, never here
     mode = _jail.enter_namespaces(pid=False)
     root = os.path.join(run_dir, "root")
     rules = _jail.bind_system(root, cfg)
@@ -134,7 +137,7 @@ def set_up(run_dir: str) -> dict[str, Any]:
     os.environ.clear()
     os.environ.update(cfg["env"])
     rules.append(("/sandbox", _jail.SANDBOX_RIGHTS))
-    return {"cfg": cfg, "abi": abi, "mode": mode, "rules": rules}
+    return {"cfg": cfg, "abi": abi, "mode": mode, "rules": rules, "filter": syscall_filter}
 
 
 def warm_up() -> None:
@@ -189,10 +192,10 @@ def program_process(
     cfg: dict[str, Any],
     source: str,
     ids: tuple[int, int],
-    fds: tuple[int, int, int],
+    fds: tuple[int, int, socket.socket],
 ) -> None:
     """Pid 1 of the run's pid namespace. Ends in os._exit."""
-    out_w, err_w, fail_w = fds
+    out_w, err_w, channel = fds
     uid, gid = ids
     try:
         os.setsid()
@@ -210,19 +213,21 @@ def program_process(
         _jail._prctl(_jail.PR_SET_PDEATHSIG, signal.SIGKILL)
         if ctx["abi"]:
             _jail.landlock_restrict(ctx["abi"], ctx["rules"])
+        _jail.send_listener(channel, ctx["filter"].load())
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-        os.closerange(3, fail_w)
-        os.closerange(fail_w + 1, 65536)
+        keep = channel.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 65536)
         os.environ.clear()
         os.environ.update(cfg["env"])
     except BaseException as exc:
         message = str(exc) if isinstance(exc, _jail.SetupError) else repr(exc)
-        os.write(fail_w, message.encode("utf-8", "replace")[:2000])
+        _jail.send_setup_error(channel, message)
         os._exit(127)
-    os.close(fail_w)
+    channel.close()
     # As `python -u`: what the program prints reaches the pipe at once.
     sys.stdout = io.TextIOWrapper(  # as python -u in C.UTF-8 gives the one-shot runner
         io.FileIO(1, "w", closefd=False), "utf-8", "surrogateescape", write_through=True
@@ -260,13 +265,16 @@ class _Output:
             self.kept[fd] += chunk[:room]
 
 
-def _drain(pid: int, output: _Output, deadline: float) -> bool:
-    """Read the program's output until it has ended and its pipes are closed; SIGKILL it at
-    the deadline. True when it was killed for the wall-clock limit."""
+def _drain(pid: int, output: _Output, deadline: float, refusals: Any) -> bool:
+    """Read the program's output until it has ended and its pipes are closed, answering the
+    filter's notifications (refusals: a _jail.Refusals); SIGKILL it at the deadline. True when
+    it was killed for the wall-clock limit."""
     pidfd = os.pidfd_open(pid)
     poller = select.poll()
     for fd in (*output.fds, pidfd):
         poller.register(fd, select.POLLIN)
+    if refusals.fd is not None:
+        poller.register(refusals.fd, select.POLLIN)
     exited = timed_out = False
     settle: float | None = None  # once pid 1 is gone, its namespace's other processes die
     try:
@@ -280,16 +288,28 @@ def _drain(pid: int, output: _Output, deadline: float) -> bool:
             if settle is not None and now >= settle:
                 break
             wait = settle - now if settle is not None else 1.0 if timed_out else deadline - now
-            for fd, _event in poller.poll(max(0.0, wait) * 1000):
+            for fd, event in poller.poll(max(0.0, wait) * 1000):
                 if fd == pidfd:
                     exited = True
-                else:
-                    output.read(fd)
-                if fd == pidfd or fd not in output.open:
                     poller.unregister(fd)
+                else:
+                    _ready(fd, event, poller, output, refusals)
     finally:
         os.close(pidfd)
     return timed_out
+
+
+def _ready(fd: int, event: int, poller: Any, output: _Output, refusals: Any) -> None:
+    """A pipe of the program's with output, or the filter's descriptor with a refused call."""
+    if fd == refusals.fd:
+        if event & select.POLLIN:
+            refusals.answer()
+        else:  # every process under the filter is gone
+            poller.unregister(fd)
+        return
+    output.read(fd)
+    if fd not in output.open:
+        poller.unregister(fd)
 
 
 def _results(cfg: dict[str, Any]) -> tuple[bytes, list[bytes], list[str]]:
@@ -350,25 +370,28 @@ def manage(sock: socket.socket, ctx: dict[str, Any], limits: dict[str, Any]) -> 
     report["uid"] = ids[0]
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    fail_r, fail_w = os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - ends in os._exit
         try:
-            for fd in (out_r, err_r, fail_r):
+            for fd in (out_r, err_r):
                 os.close(fd)
-            program_process(ctx, cfg, source, ids, (out_w, err_w, fail_w))
+            ours.close()
+            program_process(ctx, cfg, source, ids, (out_w, err_w, theirs))
         finally:
             os._exit(127)
-    for fd in (out_w, err_w, fail_w):
+    for fd in (out_w, err_w):
         os.close(fd)
+    theirs.close()
     del source, frame
-    failure = b""
-    while chunk := os.read(fail_r, 4096):
-        failure += chunk
-    os.close(fail_r)
+    failure, listener = _jail.read_setup(ours)
+    ours.close()
     output = _Output((out_r, err_r), int(cfg["max_output_bytes"]))
-    timed_out = _drain(pid, output, started + max(0.1, float(cfg["wall_seconds"])))
+    refusals = _jail.Refusals(listener)
+    deadline = started + max(0.1, float(cfg["wall_seconds"]))
+    timed_out = _drain(pid, output, deadline, refusals)
+    refusals.close()
     try:
         os.kill(pid, signal.SIGKILL)  # already gone, or its pipes outlived SETTLE_SECONDS
     except ProcessLookupError:
@@ -382,6 +405,7 @@ def manage(sock: socket.socket, ctx: dict[str, Any], limits: dict[str, Any]) -> 
         maxrss_kb=usage.ru_maxrss,
         stdout_total=output.total[out_r],
         stderr_total=output.total[err_r],
+        refused=refusals.names,
     )
     streams = [bytes(output.kept[out_r]), bytes(output.kept[err_r])]
     if failure:
@@ -430,7 +454,12 @@ def main() -> None:
         error = str(exc) if isinstance(exc, _jail.SetupError) else repr(exc)
         send_frame(sock, b"H", json.dumps({"setup_error": error}).encode())
         return
-    hello = {"setup_error": None, "mode": ctx["mode"], "landlock_abi": ctx["abi"]}
+    hello = {
+        "setup_error": None,
+        "mode": ctx["mode"],
+        "landlock_abi": ctx["abi"],
+        "seccomp_notify": ctx["filter"].notify,
+    }
     send_frame(sock, b"H", json.dumps(hello).encode())
     serve(sock, ctx)
 

@@ -304,8 +304,9 @@ def _classify(
         return "ok", ""
     if runner_kind == "memory" or (runner_kind is None and "MemoryError" in stderr[-2000:]):
         return "memory", f"stopped: memory limit {limits.memory_mb} MB"
-    if runner_kind == "forbidden":
-        return "forbidden", _forbidden_reason(error, limits)
+    forbidden = _forbidden(jail, runner_kind, error, code, limits)
+    if forbidden:
+        return "forbidden", forbidden
     if runner_kind == "error":
         return "error", f"exit code {code}: {error}"
     if code < 0:
@@ -313,6 +314,31 @@ def _classify(
         return "error", f"stopped by signal {name}"
     last = stderr.strip().splitlines()[-1:] or ["no output"]
     return "error", f"exit code {code}: {last[0][:300]}"
+
+
+def _forbidden(
+    jail: dict[str, Any], runner_kind: Any, error: str, code: int, limits: SandboxLimits
+) -> str | None:
+    """The reason when the program failed on something the sandbox does not allow: the
+    runner's own finding (network, files, processes), a system call the filter refused (the
+    jail's report names it), or a system call of another architecture (the filter kills)."""
+    if runner_kind == "forbidden":
+        return _forbidden_reason(error, limits)
+    refused = jail.get("refused") or []
+    if refused and _failed_on_refusal(runner_kind, error):
+        return f"system call {str(refused[0])[:80]} is not allowed in the sandbox"
+    if code == -signal.SIGSYS:
+        return "system calls of another architecture are not allowed in the sandbox"
+    return None
+
+
+def _failed_on_refusal(runner_kind: Any, error: str) -> bool:
+    """Whether a run in which the system call filter refused a call failed because of it: it
+    ended with the refusal's error (EPERM), exited on purpose or died without a report; not a
+    program that caught the refusal and failed later for a reason of its own."""
+    if runner_kind != "error":
+        return True
+    return "PermissionError" in error or "[Errno 1]" in error or error.startswith("SystemExit")
 
 
 def _forbidden_reason(error: str, limits: SandboxLimits) -> str:

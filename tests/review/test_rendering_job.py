@@ -22,6 +22,7 @@ from review.rendering import services
 from review.rendering.models import RenderedAnswer, ToolCallCache
 from tests.factories import ImageFactory, ItemFactory, ProjectFactory, ResponseFactory, image_ref
 from tests.image_server import FakeImageServer, fake_run_code, png_for
+from tests.required import missing
 
 CHART = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('chart.png')"
 
@@ -356,7 +357,8 @@ def test_an_answer_over_the_text_limit_is_recorded_as_not_rendered(
 
 def test_the_real_sandbox_draws_the_figure(project: Project, users: dict[str, Any]) -> None:
     """With benchmark.sandbox installed: a matplotlib program's figure is the call's image and a
-    program that reads /etc/passwd is a failure card (skipped without the sandbox)."""
+    program that reads /etc/passwd is a failure card (skipped without the sandbox, failed where
+    it is required: tests/required.py)."""
     pytest.importorskip("benchmark.sandbox")
     item = ItemFactory(project=project)
     answer = ResponseFactory(
@@ -367,7 +369,7 @@ def test_the_real_sandbox_draws_the_figure(project: Project, users: dict[str, An
     rendering = RenderedAnswer.objects.get(response=answer)
     chart, passwd = rendering.calls
     if chart["reason"] == "not_available":
-        pytest.skip(f"the sandbox cannot run on this machine: {chart['message']}")
+        missing(f"the sandbox cannot run on this machine: {chart['message']}")
     assert chart["status"] == "rendered" and chart["provider"] == "sandbox", chart
     assert Image.objects.get(sha256=chart["image"]).format == "PNG"
     assert (passwd["status"], passwd["reason"]) == ("failed", "error")
