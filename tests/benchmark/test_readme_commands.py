@@ -47,6 +47,8 @@ from tests.readme_commands import (
     variants,
 )
 
+pytestmark = pytest.mark.django_db
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
@@ -317,8 +319,6 @@ def world(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 # ----------------------------------------------------------------------------- the tests
-
-pytestmark = pytest.mark.django_db
 
 
 def _printed() -> list[Printed]:
