@@ -54,6 +54,17 @@ def test_production_refuses_to_start_without_a_real_secret_key(key: str | None) 
     assert "50" in out.stderr  # says what a real key is
 
 
+def test_a_key_beginning_with_a_dollar_sign_is_taken_as_written() -> None:
+    """README's recipe (Django's get_random_secret_key) begins one key in 50 with "$", which
+    django-environ took for the name of another variable: the app fell back to the development
+    key and refused to start, blaming it (issue 22, item 14)."""
+    key = "$" + GOOD_KEY
+    probe = f"from django.conf import settings; print(settings.SECRET_KEY == {key!r})"
+    out = _manage("shell", "-c", probe, DEBUG="false", SECRET_KEY=key, **PRODUCTION)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "True"
+
+
 def test_check_deploy_names_the_default_key_and_debug() -> None:
     """The development set-up (bin/run) keeps DEBUG on and the built-in key; `check --deploy`
     must say both are not for production."""

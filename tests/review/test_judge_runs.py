@@ -458,6 +458,41 @@ def test_judge_command_prints_one_object_per_answer_then_the_summary(
     assert len(lines) == 3
 
 
+def test_judge_command_takes_answer_files_from_every_answers_option(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    """``--answers a --answers b c`` imports all three (a repeated option used to keep only
+    its last values; issue 22, item 14)."""
+    project = ProjectFactory(name="LLMI repeat", data_format="llmi")
+    ItemFactory(project=project, external_id="q1", query="Explain")
+    files = []
+    for model in ("alpha", "beta", "gamma"):
+        file = tmp_path / f"{model}.jsonl"
+        file.write_text(json.dumps({"trace_id": "q1", "answer": model.upper()}))
+        files.append(str(file))
+    server.script = llm_script
+    out = io.StringIO()
+    call_command(
+        "judge",
+        "--project",
+        project.name,
+        "--judge",
+        "llmi-llm",
+        "--answers",
+        files[0],
+        "--answers",
+        *files[1:],
+        "--base-url",
+        server.url,
+        "--model",
+        "judge-7b",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    summary = json.loads(out.getvalue().splitlines()[-1])["summary"]
+    assert sorted(summary["models"]) == ["alpha", "beta", "gamma"]
+
+
 def test_judge_command_bad_input_exits_with_a_message(tmp_path: Path) -> None:
     ProjectFactory(name="P")
     with pytest.raises(CommandError, match="no project named 'Q'"):

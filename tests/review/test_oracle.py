@@ -570,6 +570,26 @@ def test_the_command_prints_one_line_per_item_and_a_summary(
     assert server.requests[-1].body["model"] == "cli-model"
 
 
+def test_the_command_tests_the_items_of_every_items_option(
+    world: World, server: ScriptedServer
+) -> None:
+    """``--items 0001 --items 0003`` tests both (a repeated option used to keep only its last
+    ids; issue 22, item 14)."""
+    out = io.StringIO()
+    call_command(
+        "oracle_test",
+        "--project",
+        world.project.name,
+        "--items",
+        "0001",
+        "--items",
+        "0003",
+        stdout=out,
+    )
+    *items, _summary = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [i["item"] for i in items] == ["0001", "0003"]
+
+
 def test_the_command_refuses_bad_input(world: World) -> None:
     with pytest.raises(CommandError, match="no project named"):
         call_command("oracle_test", "--project", "nope")

@@ -121,3 +121,32 @@ def test_bad_input_exits_with_a_message(
     a_file.write_text("x")
     with pytest.raises(CommandError, match="is not a folder"):
         call_command("render_answers", str(a_file), project=project.name)
+
+
+def test_readme_order_answers_then_out_dir_and_repeated_options(
+    project: Project, answers: dict[str, Any], tmp_path: Path
+) -> None:
+    """README's order, ``--answers FILE OUT_DIR``: each --answers (and --model) takes one value
+    and may be repeated, so OUT_DIR is not taken for an answer file (issue 22, item 14)."""
+    files = []
+    for model in ("gamma", "delta"):
+        file = tmp_path / f"{model}.jsonl"
+        file.write_text(json.dumps({"id": "q/1", "model": model, "answer": "Plain text."}))
+        files.append(str(file))
+    out = tmp_path / "out"
+    call_command(
+        "render_answers",
+        "--project",
+        project.name,
+        "--model",
+        "gamma",
+        "--model",
+        "delta",
+        "--answers",
+        files[0],
+        "--answers",
+        files[1],
+        str(out),
+    )
+    index = json.loads((out / "index.json").read_text())
+    assert sorted(a["model"] for a in index["answers"]) == ["delta", "gamma"]

@@ -1,9 +1,9 @@
-"""python manage.py judge --project NAME --judge {llmi-rubric,llmi-llm,llmi-mllm,atp-mam}
+"""python manage.py judge --project NAME --judge {llmi-rubric,llmi-llm,llmi-mllm,atp-mam,mms-plan}
 [--answers FILE ...] [--model-answers MODEL ...] [--base-url URL] [--model NAME] [--workers N]
 
 Runs a model judge over a project's stored model answers as a judge job, in this process.
 ``--answers`` first imports answer files (the formats ``score_responses`` reads) as the
-project's model answers. Prints one JSON object per judged answer (``item``, ``model``,
+project's model answers; it and ``--model-answers`` take several values and may be repeated. Prints one JSON object per judged answer (``item``, ``model``,
 ``scores``, ``failed``) and then one object ``{"summary": {...}}`` with the per-model figures
 (``rubric``, ``fs``, ``sr``, ``mi``, ``r_llm``, ``r_mllm``, ``r``; definitions in
 ``review.judges.selectors``). The judge model is the project's (or the environment's) unless
@@ -33,11 +33,20 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--judge", required=True, choices=list(JudgeName.values))
+        # Several values after one option, and more with the option repeated (a repeat used
+        # to replace the values before it).
         parser.add_argument(
-            "--answers", nargs="+", type=Path, default=[], help="answer files to import first"
+            "--answers",
+            action="extend",
+            nargs="+",
+            type=Path,
+            default=[],
+            metavar="FILE",
+            help="answer files to import first",
         )
         parser.add_argument(
             "--model-answers",
+            action="extend",
             nargs="+",
             default=[],
             metavar="MODEL",

@@ -37,6 +37,7 @@ class Command(BaseCommand):
         parser.add_argument("--model", default="", help="the model's name")
         parser.add_argument(
             "--items",
+            action="extend",  # several ids, and more with --items repeated
             nargs="+",
             default=[],
             metavar="ID",

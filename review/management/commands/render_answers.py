@@ -1,4 +1,4 @@
-"""python manage.py render_answers --project NAME [--model M ...] [--answers FILE ...]
+"""python manage.py render_answers --project NAME [--model M]... [--answers FILE]...
 [--workers N] OUT_DIR
 
 Renders a project's model answers (every tool call executed, or drawn as a labelled
@@ -14,6 +14,8 @@ OUT_DIR, and ``index.json``::
 
 ``--model`` renders only those models' answers (default: every model's); ``--answers`` first
 imports answer files (the formats ``score_responses`` reads) as the project's model answers.
+Each takes one value and may be repeated (``--answers a.json --answers b.json``), so that
+OUT_DIR may come last.
 Answers already rendered with the same text, images and providers are not rendered again
 (their files are still written), and executed tool calls come from the cache. Bad input exits
 non-zero with a message.
@@ -48,16 +50,23 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("out_dir", type=Path, help="folder for the HTML files and index.json")
         parser.add_argument("--project", required=True, help="the project's name")
+        # One value per option, repeated for more: a list option before the positional OUT_DIR
+        # would take OUT_DIR for one of its values (`--answers F OUT_DIR`, README's order).
         parser.add_argument(
             "--model",
-            nargs="+",
+            action="append",
             default=[],
             dest="models",
             metavar="M",
-            help="render only these models' answers (default: every model's)",
+            help="render only this model's answers; repeat for more (default: every model's)",
         )
         parser.add_argument(
-            "--answers", nargs="+", type=Path, default=[], help="answer files to import first"
+            "--answers",
+            action="append",
+            type=Path,
+            default=[],
+            metavar="FILE",
+            help="an answer file to import first; repeat for more",
         )
         parser.add_argument(
             "--workers", type=int, default=None, help="tool calls at once (default: 2 x CPUs)"
