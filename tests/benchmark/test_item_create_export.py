@@ -129,14 +129,22 @@ def test_mms_created_items_load_in_the_released_evaluator(tmp_path: Path) -> Non
     evaluator's best-match mode evaluates ("[]" when there are none, the alternatives when an
     annotator added some), next to ``plan_str`` and ``code_str`` of its gold plan; an imported
     row keeps its own bytes, ``null`` included."""
+    import json
+
     from annotation.plan_editor.services import plan_save
     from benchmark.items.records import item_create_with_records
     from benchmark.plans.parse import plan_to_code, plan_to_solve_code
     from review.demo import DEMO_ROOT
+    from review.releases.services import release_create
     from tests.released_loaders import mms_gold_plans
 
     project = _mms_project()
-    source = DEMO_ROOT / "mms" / "tasks.json"
+    # The demo's rows, the first with the null that some dataset rows have.
+    rows = json.loads((DEMO_ROOT / "mms" / "tasks.json").read_text())
+    rows[0]["alt_plans_str"] = None
+    source = tmp_path / "source" / "tasks.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(rows, indent=1))
     dataset_import(project=project, path=source)
     user = UserFactory()
     MembershipFactory(project=project, user=user, role=Role.ANNOTATOR)
@@ -171,6 +179,14 @@ def test_mms_created_items_load_in_the_released_evaluator(tmp_path: Path) -> Non
     # Imported rows keep every field as they were, their null included.
     imported = _rows(source.parent)
     assert {k: rows[k] for k in imported} == imported
+    assert rows[7001]["alt_plans_str"] is None
+
+    # The demo's own release is read by the evaluator in best-match mode, every row.
+    demo = _mms_project()
+    dataset_import(project=demo, path=DEMO_ROOT / "mms" / "tasks.json")
+    release = release_create(project=demo, user=None, name="v1", status=None)
+    released = _rows(Path(release.path) / "data")
+    assert len(released) == 8 and all(mms_gold_plans(row) for row in released.values())
 
     # Imported again, the created tasks come back with the same plans.
     fresh = _mms_project()
