@@ -820,21 +820,30 @@ def dataset_export(
         )
     fmt = fmt or get_format(project.data_format)
     out = Path(out)
-    image_paths: dict[str, str] = {}
+    item_images: dict[str, str] = {}
+    run_images: dict[str, str] = {}
     selected = frozenset(item_ids) if item_ids is not None else None
+    # A format whose benchmark finds images by name (Agentic-MME) says where it put each.
+    names: dict[str, str] | None = {} if getattr(fmt, "NAMES_IMAGES", False) else None
     written = list(
         fmt.write(
             out,
-            _export_items(project, status, image_paths, selected),
-            _export_attachments(project, status, image_paths, selected),
+            _export_items(project, status, item_images, selected),
+            _export_attachments(project, status, run_images, selected),
+            **({"image_names": names} if names is not None else {}),
         )
     )
-    if copy_images and image_paths:
-        _copy_images(project, out.parent if out.suffix else out, image_paths)
+    if names is not None:
+        item_images = {new: item_images.get(old, "") for new, old in names.items()}
+    targets = {**run_images, **item_images}
+    if copy_images and targets:
+        _copy_images(project, out.parent if out.suffix else out, targets)
     return written
 
 
 def _copy_images(project: Project, root: Path, image_paths: dict[str, str]) -> None:
+    """Copy each image to ``root/<path>`` (``image_paths``: {path: sha256, or "" for a run's
+    image, looked up by its path})."""
     files = dict(Image.objects.filter(projects=project).values_list("sha256", "file"))
     run_refs: dict[str, str] = {}
     for model in (Trajectory,):

@@ -12,7 +12,10 @@ Each format module exposes:
         Writes the records back in the benchmark's layout under ``out`` (a folder, or a
         file name for single-file formats), overlaying the current parsed fields on each
         record's raw source JSON, streaming, and returns the paths written. Images are not
-        copied here; the caller copies them to ``out/<ImageRef.path>``.
+        copied here; the caller copies them to ``out/<ImageRef.path>``. A format whose
+        benchmark finds images by file name (Agentic-MME) sets ``NAMES_IMAGES = True`` and
+        takes ``image_names``, a dict it fills with ``{path written: ImageRef.path}`` for
+        every item image; the caller then copies each item image to the path written.
 
 ``FORMATS`` maps a format name to its module.
 """

@@ -5,18 +5,22 @@
 A task becomes an ItemRecord whose reference trajectory (``process_evaluation``: checkpoints,
 ordering constraints, efficiency) is a TrajectoryRecord with key "reference". A run becomes a
 TrajectoryRecord attachment with key ``run:<folder>`` whose steps are the logged tool events.
-Paths are relative to the dataset folder.
+Paths are relative to the dataset folder. The writer names each task's images where the
+benchmark's released runners look for them (``images/image_<NNNN>.png`` for the number in the
+task file's name; see ``write``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ._jsonio import (
+    MISSING,
     IdRegistry,
     Overlay,
     Where,
@@ -47,6 +51,13 @@ EVENTS_FILE = "tool_use_list.json"
 ANSWER_FILE = "model_answer.txt"
 TOOL_IMAGES_DIR = "tool_images"
 LEVELS = (1, 2, 3)
+#: ``write`` takes ``image_names`` (see ``benchmark.formats``): the released runners find a
+#: task's images by the number in its file name, so the export names them (``write``).
+NAMES_IMAGES = True
+#: The folders under the dataset root the released runners look for images in.
+IMAGES_DIRS = ("images", "image")
+#: The image file extensions the released runners look for, in their order.
+LOADER_EXTENSIONS = (".png", ".jpg", ".jpeg")
 #: A task prompt ends with its answer-format sentence, which starts with one of these words.
 FORMAT_LEADS = (
     "Answer", "Respond", "Reply", "Give the answer", "Give your answer", "Format", "Output",
@@ -348,30 +359,165 @@ def write(
     out: str | Path,
     items: Iterable[ItemRecord],
     attachments: Iterable[AttachmentRecord] = (),
+    *,
+    image_names: dict[str, str] | None = None,
 ) -> list[Path]:
     """Tasks to ``out/json/<file>.json`` and runs (TrajectoryRecords keyed ``run:<name>``) to
-    ``out/runs/<name>/``; unchanged records are written as their exact raw text."""
+    ``out/runs/<name>/``; unchanged records are written as their exact raw text.
+
+    The released runners do not read a task's images from its JSON: they take the first number
+    in the task file's name and open ``images/image_<NNNN>.png`` (or ``image_<NNNN>_1.png``,
+    ``_2``, ... for several; see :func:`loader_image_paths`). So each task is written where
+    they find it. A task already named that way (``json/0001.json`` with
+    ``images/image_0001.png``) keeps its file names and bytes. Any other task keeps its file
+    name if the number in it is one no other task has, else it becomes ``json/<NNNN>.json``
+    with the lowest free number; its images are written as ``images/image_<NNNN>...`` and its
+    ``input.image`` names them. The task's ``task_id`` is unchanged, so importing the export
+    gives the same items. Tasks that need a new name are held back until every task already
+    named that way has claimed its number (they are written last).
+
+    ``image_names``, when given, receives ``{path written: ImageRef.path}`` for every image of
+    every task: the caller copies each image to the path the task names."""
     out = Path(out)
+    names = image_names if image_names is not None else {}
     written: list[Path] = []
+    claimed: set[int] = set()
+    held: list[ItemRecord] = []
     for item in items:
-        where = Where(item.source_file or f"{TASKS_DIR}/{item.external_id}.json", item.external_id)
-        file_name = Path(item.source_file).name if item.source_file else f"{item.external_id}.json"
-        ov = Overlay(item.raw, where, partial(_skeleton, item))
-        _overlay_task(ov, item)
-        target = safe_path(out, f"{TASKS_DIR}/{file_name}", where)
-        written.append(write_file(target, ov.document()))
-        # A run without a tool_use_list.json has no raw text, so it may come back nested.
-        for trajectory in item.trajectories:
-            if trajectory.key.startswith("run:"):
-                written.extend(_write_run(out, trajectory))
+        file_name = _task_file_name(item)
+        number = loader_number(Path(file_name).stem)
+        if number is not None and number not in claimed and _in_loader_naming(item, number):
+            claimed.add(number)
+            written.extend(_write_task(out, item, file_name, names))
+        else:
+            held.append(item)
+    for item, file_name, number in _numbered(held, claimed):
+        renamed = replace(item, images=_loader_images(item, number))
+        written.extend(_write_task(out, renamed, file_name, names, original=item))
     for att in attachments:
         if isinstance(att, TrajectoryRecord) and att.key.startswith("run:"):
             written.extend(_write_run(out, att))
     return written
 
 
+def loader_number(stem: str) -> int | None:
+    """The number the released runners read from a task file's name (without ``.json``): its
+    first run of digits, or None when it has none."""
+    digits = re.search(r"\d+", stem)
+    return int(digits.group()) if digits else None
+
+
+def loader_image_paths(number: int, extensions: list[str]) -> list[str]:
+    """Where the released runners look for the images of the task numbered ``number``, one
+    per extension given: ``images/image_<NNNN><ext>`` for one image, ``images/image_<NNNN>_<k>
+    <ext>`` (k from 1) for several; ``<NNNN>`` is the number padded to four digits."""
+    padded = str(number).zfill(4)
+    if len(extensions) == 1:
+        return [f"images/image_{padded}{extensions[0]}"]
+    return [f"images/image_{padded}_{k}{ext}" for k, ext in enumerate(extensions, start=1)]
+
+
+def _task_file_name(item: ItemRecord) -> str:
+    return Path(item.source_file).name if item.source_file else f"{item.external_id}.json"
+
+
+def _sorted_images(item: ItemRecord) -> list[ImageRef]:
+    return sorted(item.images, key=lambda im: im.position)
+
+
+def _in_loader_naming(item: ItemRecord, number: int) -> bool:
+    """Whether the released runners find the task's images, in order, where they are now."""
+    if not _task_file_name(item).endswith(".json"):
+        return False  # the runners list *.json, case and all
+    paths = [PurePosixPath(im.path) for im in _sorted_images(item)]
+    if any(p.parent.as_posix() not in IMAGES_DIRS for p in paths):
+        return False
+    expected = loader_image_paths(number, [p.suffix for p in paths])
+    return [p.name for p in paths] == [PurePosixPath(e).name for e in expected] and all(
+        p.suffix in LOADER_EXTENSIONS for p in paths
+    )
+
+
+def _numbered(held: list[ItemRecord], claimed: set[int]) -> Iterator[tuple[ItemRecord, str, int]]:
+    """``(task, file name, number)`` for the tasks held back: the number in the file's name
+    when no task has it yet (first come, first served), else the lowest free number and the
+    file name ``<NNNN>.json``."""
+    kept: dict[int, tuple[ItemRecord, str, int]] = {}
+    rest: list[int] = []
+    for index, item in enumerate(held):
+        file_name = _task_file_name(item)
+        number = loader_number(Path(file_name).stem)
+        if number is not None and number not in claimed and file_name.endswith(".json"):
+            claimed.add(number)
+            kept[index] = (item, file_name, number)
+        else:
+            rest.append(index)
+    free = 1
+    for index in rest:
+        while free in claimed:
+            free += 1
+        claimed.add(free)
+        kept[index] = (held[index], f"{str(free).zfill(4)}.json", free)
+    for index in range(len(held)):
+        yield kept[index]
+
+
+def _loader_images(item: ItemRecord, number: int) -> list[ImageRef]:
+    """The task's images at the paths the runners look for. An image in a format they do not
+    look for (GIF, WebP, ...) gets the ``.png`` name; they open it by its content."""
+    images = _sorted_images(item)
+    extensions = [
+        suffix if suffix in LOADER_EXTENSIONS else LOADER_EXTENSIONS[0]
+        for suffix in (PurePosixPath(im.path).suffix.lower() for im in images)
+    ]
+    paths = loader_image_paths(number, extensions)
+    return [replace(im, path=path) for im, path in zip(images, paths, strict=True)]
+
+
+def _write_task(
+    out: Path,
+    item: ItemRecord,
+    file_name: str,
+    image_names: dict[str, str],
+    *,
+    original: ItemRecord | None = None,
+) -> list[Path]:
+    """The task file (and the runs nested in the task); ``original`` is the task as stored
+    when ``item`` carries its images under new names."""
+    where = Where(item.source_file or f"{TASKS_DIR}/{item.external_id}.json", item.external_id)
+    ov = Overlay(item.raw, where, partial(_skeleton, item))
+    _overlay_task(ov, item)
+    images = _sorted_images(item)
+    stored = _sorted_images(original) if original is not None else images
+    if original is not None:
+        paths = [im.path for im in images]
+        ov.put(("input", "image"), paths, _decode_image_paths, _encode_image_paths)
+    for new, old in zip(images, stored, strict=True):
+        image_names[new.path] = old.path
+    target = safe_path(out, f"{TASKS_DIR}/{file_name}", where)
+    written = [write_file(target, ov.document())]
+    # A run without a tool_use_list.json has no raw text, so it may come back nested.
+    for trajectory in item.trajectories:
+        if trajectory.key.startswith("run:"):
+            written.extend(_write_run(out, trajectory))
+    return written
+
+
+def _decode_image_paths(value: Any) -> list[Any]:
+    if value is MISSING or value is None or value == "":
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _encode_image_paths(new: list[str], old: Any) -> Any:
+    """``input.image`` in the shape it had: one path as a string, several as a list."""
+    if isinstance(old, list) or len(new) > 1:
+        return new
+    return new[0] if new else old
+
+
 def _skeleton(item: ItemRecord) -> dict[str, Any]:
-    images = [im.path for im in sorted(item.images, key=lambda im: im.position)]
+    images = [im.path for im in _sorted_images(item)]
     return {
         "task_id": item.external_id,
         "meta": {"level": item.level, "domain": item.domain, "turncase": "single_turn"},

@@ -61,6 +61,13 @@ class ParquetResult:
     #: Columns that fell back to JSON text because some row did not fit a typed candidate.
     json_fallbacks: list[str] = field(default_factory=list)
     missing_images: list[str] = field(default_factory=list)
+    #: The rows' size as Arrow tables (what ``datasets`` calls a split's ``num_bytes``).
+    num_bytes: int = 0
+
+    @property
+    def download_size(self) -> int:
+        """The Parquet files' size in bytes."""
+        return sum(path.stat().st_size for path in self.files if path.is_file())
 
     @property
     def features(self) -> dict[str, Any]:
@@ -273,6 +280,29 @@ def _checkpoints(item: ItemRecord, raw: dict[str, Any], images: Images) -> Any:
     return out
 
 
+def _unless_list(
+    get: Callable[[ItemRecord, dict[str, Any], Images], Any],
+) -> Callable[[ItemRecord, dict[str, Any], Images], Any]:
+    """``get``'s value, None when it is a list (another column holds lists): the one value
+    is in exactly one of the two columns."""
+
+    def value(item: ItemRecord, raw: dict[str, Any], images: Images) -> Any:
+        found = get(item, raw, images)
+        return None if isinstance(found, list) else found
+
+    return value
+
+
+def _only_list(
+    get: Callable[[ItemRecord, dict[str, Any], Images], Any],
+) -> Callable[[ItemRecord, dict[str, Any], Images], Any]:
+    def value(item: ItemRecord, raw: dict[str, Any], images: Images) -> Any:
+        found = get(item, raw, images)
+        return found if isinstance(found, list) else None
+
+    return value
+
+
 def _field(attr: str) -> Callable[[ItemRecord, dict[str, Any], Images], Any]:
     return lambda item, raw, images: getattr(item, attr)
 
@@ -412,8 +442,16 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column(
             "prompt",
             ("string",),
-            _raw("prompt"),
-            "the prompt as in the file (a training row's chat messages are a list)",
+            _unless_list(_raw("prompt")),
+            "the prompt as in the file; null when it is chat messages (see prompt_messages)",
+            ("prompt",),
+        ),
+        Column(
+            "prompt_messages",
+            (_list(_struct(("role", "string"), ("content", "string"))),),
+            _only_list(_raw("prompt")),
+            "a training row's prompt when it is a list of chat messages (role, content, with"
+            " <image> placeholders); null otherwise",
             ("prompt",),
         ),
         Column("images", (IMAGE_LIST,), _images(), "the input images", ("images",)),
@@ -557,7 +595,9 @@ def write_parquet(
     def flush() -> None:
         if batch:
             columns = {c.name: [convert(spec, row[c.name]) for row in batch] for c, spec in chosen}
-            writer.write_table(pa.Table.from_pydict(columns, schema=schema))
+            table = pa.Table.from_pydict(columns, schema=schema)
+            writer.write_table(table)
+            result.num_bytes += table.nbytes
             batch.clear()
 
     images = _loader(data_root, result.missing_images)
@@ -650,7 +690,10 @@ def card_header(result: ParquetResult, *, base: str = PARQUET_DIR) -> dict[str, 
         ],
         "dataset_info": {
             "features": result.yaml_features(),
-            "splits": [{"name": SPLIT, "num_examples": result.rows}],
+            # datasets ignores ``splits`` (with a warning) unless each has all three keys.
+            "splits": [{"name": SPLIT, "num_bytes": result.num_bytes, "num_examples": result.rows}],
+            "download_size": result.download_size,
+            "dataset_size": result.num_bytes,
         },
     }
 

@@ -370,7 +370,9 @@ def _skeleton(item: ItemRecord) -> dict[str, Any]:
         "user_request": item.query,
         "plan_str": "[]",
         "code_str": "",
-        "alt_plans_str": None,
+        # What m&m's evaluator evaluates in best-match mode: a task written here has a list,
+        # empty or not ("[]"), never the null some dataset rows carry.
+        "alt_plans_str": "[]",
     }
 
 
@@ -424,7 +426,8 @@ def _decode_alternatives(value: Any) -> Any:
 
 
 def _encode_literal(new: list[Any], old: Any) -> Any:
-    """Plans go back in the form they came in: Python-literal text, or a JSON list."""
+    """Plans go back in the form they came in: Python-literal text, or a JSON list (an
+    imported row's null stays null while it has no alternatives)."""
     if isinstance(old, list):
         return new
     if not new and old is None:

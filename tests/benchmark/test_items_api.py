@@ -553,7 +553,10 @@ def _pairs(data_format: str, out: Path) -> list[tuple[Any, Any]]:
         return pairs
     if data_format == "mms":
         new = orjson.loads((out / "tasks.json").read_bytes())[0]
-        return [(new, orjson.loads((SHARED_DATA / "mms" / "tasks.json").read_bytes())[0])]
+        # A new task's alt_plans_str is the list the evaluator reads ("[]" when empty), as in
+        # the sample rows that have alternatives (rows without any have null there).
+        real = orjson.loads((SHARED_DATA / "mms" / "tasks.json").read_bytes())
+        return [(new, next(r for r in real if isinstance(r["alt_plans_str"], str)))]
     new = orjson.loads((out / "json" / "0100.json").read_bytes())
     real = orjson.loads((SHARED_DATA / "agentic-mme" / "json" / "0001.json").read_bytes())
     real["golden_answer"]["accepted_variants"] = ["Willow Street"]

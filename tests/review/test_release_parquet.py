@@ -260,7 +260,8 @@ def test_a_parquet_release_loads_with_datasets(hf: Any, fmt: str, tmp_path: Path
         {"split": "train", "path": "parquet/train-*.parquet"}
     ]
     assert hf.Features._from_yaml_list(header["dataset_info"]["features"]) == ds.features
-    assert header["dataset_info"]["splits"] == [{"name": "train", "num_examples": count}]
+    (split,) = header["dataset_info"]["splits"]
+    assert split["name"] == "train" and split["num_examples"] == count and split["num_bytes"] > 0
     assert "## Parquet" in card
 
 
@@ -377,3 +378,77 @@ def test_a_large_release_job_writes_parquet_too(
     assert job.status == JobStatus.SUCCEEDED, job.error
     release = Release.objects.get(project=project, name="Big")
     assert release.parquet and release.manifest["parquet"]["rows"] == 2
+
+
+# --------------------------------------------------------------------------- every demo
+
+
+def _card_header(root: Path) -> dict[str, Any]:
+    import yaml  # comes with datasets
+
+    return yaml.safe_load((root / "README.md").read_text().split("---\n")[1])
+
+
+def _raw_prompts(folder: Path) -> dict[str, Any]:
+    """LLM-I rows' ``prompt`` as in the demo's files, by item id (``<file stem>#<row>``)."""
+    out = {}
+    for name in ("text_only.json", "mm_input.json", "train_sample.json"):
+        for n, row in enumerate(json.loads((folder / name).read_text()), start=1):
+            out[f"{Path(name).stem}#{n}"] = row["prompt"]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["atp", "llmi", "agentic-mme", "mms"])
+def test_every_demo_release_reads_typed_and_datasets_loads_it_without_warnings(
+    hf: Any, fmt: str, tmp_path: Path, caplog: Any, recwarn: Any
+) -> None:
+    """For each benchmark's demo: every column of the Parquet files has the type the card
+    declares and none fell back to JSON text (pyarrow reads LLM-I benchmark rows' ``prompt``
+    as the plain text of the file, and the training row's chat messages as a list of
+    ``{role, content}`` in ``prompt_messages``); the card's ``splits`` carry ``num_bytes``
+    and ``num_examples``, so ``datasets`` loads the release through its card, and the Parquet
+    folder, without a warning."""
+    import logging
+
+    import pyarrow.parquet as pq
+
+    from review.demo import DEMO_PROJECTS, DEMO_ROOT
+
+    spec = next(s for s in DEMO_PROJECTS if s.data_format == fmt)
+    project = ProjectFactory(kind=spec.kind, data_format=fmt, tag_syntax=spec.tag_syntax)
+    dataset_import(project=project, path=DEMO_ROOT / spec.folder)
+    release = release_create(project=project, user=None, name="v1", status=None, parquet=True)
+    root = Path(release.path)
+    count = project.items.count()
+    assert release.manifest["parquet"]["json_text_columns"] == []
+
+    table = pq.read_table(root / "parquet")
+    header = _card_header(root)
+    declared = hf.Features._from_yaml_list(header["dataset_info"]["features"])
+    assert declared.arrow_schema.remove_metadata() == table.schema.remove_metadata()
+    (split,) = header["dataset_info"]["splits"]
+    assert (split["name"], split["num_examples"]) == ("train", count) == ("train", table.num_rows)
+    assert abs(split["num_bytes"] - table.nbytes) <= table.nbytes / 100  # the rows' Arrow size
+    assert header["dataset_info"]["dataset_size"] == split["num_bytes"]
+    assert header["dataset_info"]["download_size"] == sum(
+        f.stat().st_size for f in (root / "parquet").glob("*.parquet")
+    )
+    if fmt == "llmi":
+        raw = _raw_prompts(DEMO_ROOT / spec.folder)
+        rows = dict(zip(table.column("id").to_pylist(), table.to_pylist(), strict=True))
+        assert {i: r["prompt"] or r["prompt_messages"] for i, r in rows.items()} == raw
+        assert table.schema.field("prompt").type == "string"
+        assert any(r["prompt_messages"] for r in rows.values())  # the demo has a chat row
+
+    caplog.set_level(logging.WARNING)
+    recwarn.clear()
+    through_card = hf.load_dataset(str(root), split="train", cache_dir=hf.cache_dir)
+    folder = _load(hf, root)
+    assert [(r.name, r.getMessage()) for r in caplog.records] == []
+    assert [str(w.message) for w in recwarn] == []
+    assert through_card.num_rows == folder.num_rows == count
+    assert through_card.features == folder.features == declared
+    assert through_card.info.splits["train"].num_examples == count
+    if fmt == "llmi":
+        assert {r["id"]: r["prompt"] or r["prompt_messages"] for r in folder} == raw

@@ -220,3 +220,113 @@ def test_run_without_events_file_is_still_written(tmp_path: Path) -> None:
     agentic_mme.write(tmp_path / "out", items.values())
     assert (tmp_path / "out/runs/0003/model_answer.txt").read_text() == "317\n"
     assert (tmp_path / "out/runs/0003/tool_use_list.json").read_text() == "[]\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The released runners find every exported task's images
+# --------------------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from benchmark.formats import ImageRef  # noqa: E402
+from tests.released_loaders import agentic_mme_load  # noqa: E402
+
+# Ids as people and other tools write them: numbers, names with and without digits, digits of
+# other scripts (the runners read any Unicode digit), UUID-like, and the runners' own naming.
+task_ids = st.one_of(
+    st.integers(min_value=0, max_value=10**6).map(str),
+    st.integers(min_value=0, max_value=9999).map(lambda n: f"{n:04d}"),
+    st.text(alphabet="abcXYZ-_.0123456789٣", min_size=1, max_size=10).filter(
+        lambda s: s not in (".", "..")
+    ),
+    st.uuids().map(str),
+)
+image_kinds = st.lists(
+    st.sampled_from([".png", ".jpg", ".jpeg", ".gif", ".webp", ".PNG"]), min_size=1, max_size=3
+)
+
+
+def _task(task_id: str, suffixes: list[str], in_loader_naming: bool) -> ItemRecord:
+    """A task as the app holds it; ``in_loader_naming``: stored as ``json/<id>.json`` with
+    ``images/image_<id>...`` (for a numeric id, the runners' own naming)."""
+    if in_loader_naming and task_id.isascii() and task_id.isdigit():
+        paths = agentic_mme.loader_image_paths(int(task_id), suffixes)
+    else:
+        paths = [f"images/{task_id}-{k}{suffix}" for k, suffix in enumerate(suffixes)]
+    return ItemRecord(
+        external_id=task_id,
+        source_file=f"json/{task_id}.json",
+        raw="",
+        query=f"What is in picture {task_id}?",
+        modality="image",
+        images=[ImageRef(path=p, role="input", position=k) for k, p in enumerate(paths)],
+        expected_answer="cat",
+    )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    tasks=st.lists(
+        st.tuples(task_ids, image_kinds, st.booleans()),
+        min_size=1,
+        max_size=8,
+        unique_by=lambda t: t[0],
+    )
+)
+def test_every_exported_task_loads_in_the_released_runner(tasks: list, tmp_path_factory) -> None:
+    """Whatever the ids, each task file the export writes is one the runners load, and the
+    images they find for it are its own, in order (the caller copies each image where
+    ``image_names`` says; here each file holds the path it was copied from). Tasks already in
+    the runners' naming keep their file names."""
+    out = tmp_path_factory.mktemp("out")
+    items = [_task(*t) for t in tasks]
+    names: dict[str, str] = {}
+    agentic_mme.write(out, items, image_names=names)
+    for new, old in names.items():
+        (out / new).parent.mkdir(parents=True, exist_ok=True)
+        assert not (out / new).exists(), f"two images written to {new}"
+        (out / new).write_text(old)
+
+    loaded = {}
+    for task_json, images in agentic_mme_load(out):
+        task_id = orjson.loads(task_json.read_bytes())["task_id"]
+        loaded[task_id] = (task_json.name, [p.read_text() for p in images])
+    assert set(loaded) == {item.external_id for item in items}
+    for item in items:
+        name, found = loaded[item.external_id]
+        assert found == [im.path for im in item.images], item.external_id
+    claimed: set[int] = set()
+    for item, (task_id, suffixes, in_naming) in zip(items, tasks, strict=True):
+        runners_naming = (
+            in_naming
+            and task_id.isascii()
+            and task_id.isdigit()
+            and str(int(task_id)).zfill(4) == task_id
+            and all(s in agentic_mme.LOADER_EXTENSIONS for s in suffixes)
+        )
+        if runners_naming and int(task_id) not in claimed:  # the first with its number
+            claimed.add(int(task_id))
+            assert loaded[task_id][0] == f"{task_id}.json"
+            assert all(names[im.path] == im.path for im in item.images)
+
+    # Read back by the app's own reader, the tasks keep their ids and name the images written.
+    back = [r for r in agentic_mme.read(out) if isinstance(r, ItemRecord)]
+    assert {r.external_id for r in back} == {item.external_id for item in items}
+    for record in back:
+        assert all((out / im.path).read_text() for im in record.images)
+        assert len(record.images) == len(
+            next(i for i in items if i.external_id == record.external_id).images
+        )
+
+
+def test_tasks_in_the_runners_naming_keep_their_files(tmp_path: Path) -> None:
+    items, runs = split(list(agentic_mme.read(DATA)))
+    names: dict[str, str] = {}
+    agentic_mme.write(tmp_path, items.values(), runs.values(), image_names=names)
+    assert names == {f"images/image_{n:04d}.png": f"images/image_{n:04d}.png" for n in range(1, 7)}
+    for n in range(1, 7):
+        name = f"json/{n:04d}.json"
+        assert (tmp_path / name).read_bytes() == (DATA / name).read_bytes()
