@@ -661,6 +661,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     "benchmark:password_link_open": (
         Case("a valid password link", lambda w: w.password_link, Access.PUBLIC),
+        # Not valid (here: a made-up token for the annotator): one page for every such link,
+        # whatever account it names (issue 22, item 2).
+        Case(
+            "a password link that is not valid",
+            lambda w: {**w.password_link, "token": "aaaa-bbbbbbbb"},
+            Access.PUBLIC,
+            expect={role: 410 for role in ROLES},
+        ),
     ),
     "benchmark:toolset": (
         Case("toolset page", lambda w: {"project_id": w.project.pk}, Access.VIEW),
