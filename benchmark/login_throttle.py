@@ -192,7 +192,7 @@ def password_link_refused(request: HttpRequest) -> bool:
     """Whether ``request``'s address has opened too many bad password links lately (always
     False with AXES_ENABLED off). Asked before the link is looked at, so the answer is the
     same whatever the link names."""
-    if not settings.AXES_ENABLED:
+    if not getattr(settings, "AXES_ENABLED", True):  # (axes' own default)
         return False
     from axes.handlers.proxy import AxesProxyHandler
 

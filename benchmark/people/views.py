@@ -303,10 +303,10 @@ def password_link_open(request: HttpRequest, uidb64: str, token: str) -> HttpRes
     user = selectors.password_link_user(uidb64=uidb64, token=token)
     if user is None:
         login_throttle.password_link_failed(request)
-        context = {"refusal": services.PASSWORD_LINK_REFUSAL}
-        return render(request, PASSWORD_LINK_TEMPLATE, context, status=410)
+        refused = {"refusal": services.PASSWORD_LINK_REFUSAL}
+        return render(request, PASSWORD_LINK_TEMPLATE, refused, status=410)
     form = NewPasswordForm(request.POST or None)
-    context = {"link_user": user, "form": form}
+    context: dict[str, Any] = {"link_user": user, "form": form}
     if request.method != "POST":
         return render(request, PASSWORD_LINK_TEMPLATE, context)
     done, status, _ = _submit(
