@@ -359,7 +359,10 @@ CONTENT_SECURITY_POLICY = {
 }
 
 REST_FRAMEWORK = {
+    # The token first: its scheme is the WWW-Authenticate challenge of a 401 (no credentials
+    # or bad ones). Basic auth stays for existing scripts (throttled by django-axes).
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "benchmark.api_tokens.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
     ],
