@@ -130,6 +130,17 @@ def test_an_address_failing_for_many_accounts_is_slowed_down_not_shut(
     assert login(Client(), "carol", "wrong", ip="10.3.2.1").status_code == 200
 
 
+def test_a_successful_login_clears_that_accounts_failures_from_that_address(
+    throttled: None,
+) -> None:
+    UserFactory(username="alice")
+    for _ in range(LIMIT - 1):
+        login(Client(), "alice", "wrong")
+    assert login(Client(), "alice", PASSWORD).status_code == 302
+    for _ in range(LIMIT - 1):
+        assert login(Client(), "alice", "wrong").status_code == 200  # counted from zero again
+
+
 def test_attempts_while_locked_do_not_restart_the_wait(throttled: None) -> None:
     from axes.models import AccessAttempt
 

@@ -280,3 +280,31 @@ def test_staff_see_and_revoke_tokens_in_the_admin(alice: Any) -> None:
     )
     assert response.status_code == 302
     assert token_get(key).status_code == 401
+
+
+def test_a_token_costs_one_read_and_one_counter_update(
+    alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token and its user in one query, the use counted with one UPDATE (a minute's first
+    request from an address also inserts its row and sets last_used_at)."""
+    from types import SimpleNamespace
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    moment = timezone.now()  # both requests in the same minute, whenever the test runs
+    clock = SimpleNamespace(now=lambda: moment, localtime=timezone.localtime)
+    monkeypatch.setattr(services, "timezone", clock)
+    _, key = services.api_token_create(user=alice, actor=alice, name="cost")
+    assert token_get(key).status_code == 200  # the minute's row exists now
+    session = Client()
+    session.force_login(alice)
+    with CaptureQueriesContext(connection) as by_session:
+        assert session.get(API).status_code == 200
+    with CaptureQueriesContext(connection) as by_token:
+        assert token_get(key).status_code == 200
+    token_queries = [q["sql"] for q in by_token.captured_queries]
+    assert sum('"benchmark_apitoken"' in q and q.startswith("SELECT") for q in token_queries) == 1
+    assert sum(q.startswith("UPDATE") for q in token_queries) == 1
+    # The session costs its own row and the user's: no more than the token.
+    assert len(by_token) <= len(by_session)
