@@ -3,7 +3,10 @@ from django.db import connection
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
+from benchmark.api_tokens import services as api_token_services
+from benchmark.exceptions import DomainError
 from benchmark.models import (
+    ApiToken,
     Image,
     Item,
     Job,
@@ -213,3 +216,39 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ["message", "error"]
     list_select_related = ["project", "created_by"]
     readonly_fields = ["created_at", "started_at", "finished_at"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Users' API tokens, read only (keys are made on the user's page or by ``manage.py
+    api_token``, and shown only then); staff may revoke them."""
+
+    list_display = [
+        "prefix",
+        "name",
+        "user",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["revoked_at"]
+    search_fields = ["prefix", "name", "user__username"]
+    list_select_related = ["user"]
+    readonly_fields = [f.name for f in ApiToken._meta.fields]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected API tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        done = 0
+        for token in queryset.filter(revoked_at__isnull=True):
+            try:
+                api_token_services.api_token_revoke(token=token, actor=request.user)  # type: ignore[arg-type]
+            except DomainError as exc:
+                self.message_user(request, exc.message, level="error")
+            else:
+                done += 1
+        self.message_user(request, f"{done} API token(s) revoked.")

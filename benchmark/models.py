@@ -610,5 +610,6 @@ class ModelCall(models.Model):
 
 
 # Feature packages' models (registered with Django by being imported here).
+from benchmark.api_tokens.models import *  # noqa: E402, F403
 from benchmark.items.models import ItemVersion  # noqa: E402, F401
 from benchmark.people.models import *  # noqa: E402, F403

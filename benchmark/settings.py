@@ -60,6 +60,7 @@ env = environ.Env(
     BENCHWRIGHT_RENDER_WORKERS=(int, 0),
     MODEL_API_KEY_ENV_ALLOWLIST=(list, ["BENCHWRIGHT_MODEL_API_KEY"]),
     LOGIN_FAILURE_LIMIT=(int, 10),
+    LOGIN_ADDRESS_FAILURE_LIMIT=(int, 50),
     LOGIN_COOLOFF_MINUTES=(int, 15),
     LOGIN_PROXY_COUNT=(int, 0),
     LOGIN_CONCURRENCY=(int, 1),
@@ -133,6 +134,8 @@ MIDDLEWARE = [
     # Before the session: a password check beyond the per-process limit is refused before any
     # work (benchmark/login_throttle.py, LOGIN_CONCURRENCY).
     "benchmark.login_throttle.LoginConcurrencyMiddleware",
+    # Logs (rate-limited) requests that came through a proxy LOGIN_PROXY_COUNT does not count.
+    "benchmark.login_throttle.ProxySettingCheckMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -157,6 +160,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # The banner for staff when LOGIN_PROXY_COUNT misses a proxy.
+                "benchmark.login_throttle.proxy_warning",
             ],
         },
     },
@@ -243,24 +248,32 @@ if env("AWS_STORAGE_BUCKET_NAME"):
     }
 
 # Login throttling (django-axes) on every password check: the login page, the admin's and the
-# API's basic auth. After LOGIN_FAILURE_LIMIT failures for a username, or from an address, each
-# counted on its own, logins are refused for LOGIN_COOLOFF_MINUTES after the last attempt, with
-# HTTP 429 and a message saying when to try again (benchmark/login_throttle.py). A successful
-# login does not wipe the failures: with per-address counting that would let someone holding
-# one account reset their address's count between guesses at another.
-# `manage.py axes_reset_username NAME` (or the admin's "Access attempts") unlocks early.
+# API's basic auth, and on password links (benchmark/login_throttle.py says it all). A username
+# is locked from one address: after LOGIN_FAILURE_LIMIT failures for it from there, logins to
+# it from there are refused for LOGIN_COOLOFF_MINUTES after the last counted failure, with
+# HTTP 429 and a message saying when to try again. Attempts while locked are not counted, so
+# they do not push that time back. Other accounts from the same address and the same account
+# from elsewhere are not held back. An address with LOGIN_ADDRESS_FAILURE_LIMIT failures within
+# the cool-off, for any usernames, is slowed down: one wrong password then locks that account
+# from it (right passwords still work). A successful login clears that account's failures from
+# that address. `manage.py axes_reset_username NAME` (or the admin's "Access attempts") unlocks
+# early.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = env("LOGIN_FAILURE_LIMIT")
+LOGIN_FAILURE_LIMIT = env("LOGIN_FAILURE_LIMIT")
+LOGIN_ADDRESS_FAILURE_LIMIT = env("LOGIN_ADDRESS_FAILURE_LIMIT")
+AXES_FAILURE_LIMIT = "benchmark.login_throttle.failure_limit"
 AXES_COOLOFF_TIME = timedelta(minutes=env("LOGIN_COOLOFF_MINUTES"))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "benchmark.login_throttle.lockout_response"
 # Behind a reverse proxy REMOTE_ADDR is the proxy's, for everyone: set LOGIN_PROXY_COUNT to the
 # number of trusted proxies in front of the app, so the client's address comes from their
-# X-Forwarded-For (counted from the right, where a client cannot write).
+# X-Forwarded-For (counted from the right, where a client cannot write). Requests carrying
+# X-Forwarded-For while it is 0 are logged as a warning and staff see a banner.
 LOGIN_PROXY_COUNT = env("LOGIN_PROXY_COUNT")
 AXES_CLIENT_IP_CALLABLE = "benchmark.login_throttle.client_ip"
 # Password checks (0.4 s of CPU each) running at once per web process; one beyond is answered
@@ -349,7 +362,10 @@ CONTENT_SECURITY_POLICY = {
 }
 
 REST_FRAMEWORK = {
+    # The token first: its scheme is the WWW-Authenticate challenge of a 401 (no credentials
+    # or bad ones). Basic auth stays for existing scripts (throttled by django-axes).
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "benchmark.api_tokens.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
     ],

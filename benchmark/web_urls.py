@@ -13,4 +13,5 @@ urlpatterns = [
     path("", include("benchmark.images.urls")),
     path("", include("benchmark.items.urls")),
     path("", include("benchmark.people.urls")),
+    path("", include("benchmark.api_tokens.urls")),
 ]

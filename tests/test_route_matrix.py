@@ -56,6 +56,7 @@ from annotation.judging.units import RATING_LABELS
 from annotation.trajectories.document import ITEM_FIELDS, STEP_FIELDS, draft_from_document
 from annotation.trajectories.selectors import reference_of, version_state
 from annotation.trajectories.services import task_document
+from benchmark.api_tokens.services import api_token_create
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Membership, Origin, Role
 from review.human_eval.scales import ATP_SCALE
@@ -661,6 +662,34 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     "benchmark:password_link_open": (
         Case("a valid password link", lambda w: w.password_link, Access.PUBLIC),
+        # Not valid (here: a made-up token for the annotator): one page for every such link,
+        # whatever account it names (issue 22, item 2).
+        Case(
+            "a password link that is not valid",
+            lambda w: {**w.password_link, "token": "aaaa-bbbbbbbb"},
+            Access.PUBLIC,
+            expect={role: 410 for role in ROLES},
+        ),
+    ),
+    # API tokens: each user's own (issue 22, item 13); another user's token is a 404.
+    "benchmark:api_tokens": (
+        Case("your API tokens", lambda w: {}, Access.LOGGED_IN),
+        Case(
+            "make an API token",
+            lambda w: {},
+            Access.LOGGED_IN,
+            method="post",
+            data={"name": "matrix token"},
+        ),
+    ),
+    "benchmark:api_token_revoke": (
+        Case(
+            "revoke the admin's API token",
+            lambda w: {"token_id": w.api_token.pk},
+            Access.LOGGED_IN,
+            method="post",
+            expect={role: Expect.HIDDEN for role in ROLES if role not in ("admin", "anonymous")},
+        ),
     ),
     "benchmark:toolset": (
         Case("toolset page", lambda w: {"project_id": w.project.pk}, Access.VIEW),
@@ -2089,6 +2118,7 @@ def build_world() -> SimpleNamespace:
     # A release of the ATP project's items (all statuses), written under the module's media.
     w.release = release_create(project=w.project, user=None, name="Matrix release", status=None)
 
+    w.api_token, _ = api_token_create(user=users["admin"], actor=users["admin"], name="matrix")
     w.password_link = {
         "uidb64": urlsafe_base64_encode(force_bytes(users["annotator"].pk)),
         "token": default_token_generator.make_token(users["annotator"]),

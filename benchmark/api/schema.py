@@ -1,7 +1,7 @@
 """What the OpenAPI schema says beyond drf-spectacular's defaults, so that it tells the truth
 (issue 14, checked by schemathesis in tests/benchmark/test_api_schemathesis.py):
 
-* every operation lists its error answers (400/403/404, and 409/415 for writes) with the body shapes of
+* every operation lists its error answers (400/401/403/404, and 409/415 for writes) with the body shapes of
   the one exception handler (benchmark.api.exceptions);
 * ids are integers a database can hold: query filters use :func:`id_filter`, and integer path
   parameters and ``page`` get the same bounds, so 10**20 is a 400 (or 404), never a 500.
@@ -85,7 +85,11 @@ VALIDATION_ERROR = {
 
 _DESCRIPTIONS = {
     "400": "Bad input: a parameter or field, named in the body",
-    "403": "Not logged in, or your role in the project does not allow this",
+    "401": (
+        "No credentials, or ones that authenticate nobody (a wrong password; an unknown, "
+        "revoked or expired token): the body says which"
+    ),
+    "403": "Your role in the project does not allow this (or a session request without CSRF)",
     "404": "No such object, or it belongs to a project you are not a member of",
     "409": "Conflicts with what is there (e.g. an id the project has already)",
     "415": "Unsupported media type",
@@ -121,7 +125,7 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
                 continue
             _bound_integer_path_parameters(operation)
             _no_null_characters(operation)
-            codes = ["400", "403", "404"]
+            codes = ["400", "401", "403", "404"]
             if method in _WRITES:
                 codes += ["409", "415"]
             responses = operation.setdefault("responses", {})

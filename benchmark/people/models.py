@@ -75,6 +75,8 @@ class AuditAction(models.TextChoices):
     USER_REACTIVATED = "user_reactivated", "User reactivated"
     RESET_LINK_MADE = "reset_link_made", "Password link made"
     RESET_LINK_USED = "reset_link_used", "Password set by link"
+    API_TOKEN_CREATED = "api_token_created", "API token made"
+    API_TOKEN_REVOKED = "api_token_revoked", "API token revoked"
 
 
 class AuditEvent(models.Model):

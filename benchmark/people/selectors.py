@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
+from django.utils.encoding import force_str
+from django.utils.http import urlsafe_base64_decode
 
 from benchmark import permissions
 from benchmark.models import Membership, Project
@@ -14,6 +17,7 @@ from benchmark.projects import selectors as project_selectors
 from benchmark.typing import AnyUser, User
 
 EVENTS_SHOWN = 100
+_ID_MAX = 2**63 - 1  # the largest id a BigAutoField holds
 
 
 def project_for_members(*, user: AnyUser, pk: int) -> Project:
@@ -85,3 +89,20 @@ def invitation_by_token(*, token: str) -> Invitation | None:
         .filter(token_hash=Invitation.hash_token(token))
         .first()
     )
+
+
+def password_link_user(*, uidb64: str, token: str) -> User | None:
+    """The account a password link sets the password of, or None for every link that does
+    not (an id that is no number or names nobody, a deactivated account, a used or expired
+    token), so the page can answer them all alike and name nobody. The token is the
+    visitor's proof, so no user scope."""
+    try:
+        pk = int(force_str(urlsafe_base64_decode(uidb64)))
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if not 0 < pk <= _ID_MAX:
+        return None
+    user = get_user_model().objects.filter(pk=pk, is_active=True).first()
+    if user is None or not default_token_generator.check_token(user, token):
+        return None
+    return user

@@ -351,7 +351,8 @@ def password_link_make(*, actor: User, user: User) -> tuple[str, str]:
 
 
 PASSWORD_LINK_REFUSAL = (
-    "This password link has been used already or has expired. Ask staff for a new one."
+    "This password link is not valid: it was used already, has expired, or was not copied "
+    "whole. Ask staff for a new one."
 )
 
 

@@ -8,18 +8,15 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model, login
+from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.encoding import force_str
-from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_http_methods, require_POST
 
-from benchmark import permissions
+from benchmark import login_throttle, permissions
 from benchmark.exceptions import DomainError
 from benchmark.models import Project, Role
 from benchmark.pages import form_submit, htmx_page, project_context, render_page
@@ -35,6 +32,7 @@ from benchmark.people.forms import (
 from benchmark.typing import User, request_user
 
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
+PASSWORD_LINK_TEMPLATE = "benchmark/people/password_link.html"
 
 
 # --------------------------------------------------------------------------- members
@@ -295,24 +293,27 @@ def user_active(request: HttpRequest, user_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def password_link_open(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
-    """The page a password link opens: set a new password, then log in."""
-    try:
-        pk = int(force_str(urlsafe_base64_decode(uidb64)))
-        user = get_user_model().objects.get(pk=pk, is_active=True)
-    except (ValueError, TypeError, OverflowError, get_user_model().DoesNotExist):
-        raise Http404("This password link is not valid.") from None
+    """The page a password link opens: set a new password, then log in. Every link that is
+    not valid answers the same page (410), naming nobody whatever the id in it, and counts
+    against the visitor's address like a failed login (benchmark.login_throttle)."""
+    if login_throttle.password_link_refused(request):
+        return login_throttle.lockout_response(
+            request, credentials=login_throttle.PASSWORD_LINK_CREDENTIALS
+        )
+    user = selectors.password_link_user(uidb64=uidb64, token=token)
+    if user is None:
+        login_throttle.password_link_failed(request)
+        refused = {"refusal": services.PASSWORD_LINK_REFUSAL}
+        return render(request, PASSWORD_LINK_TEMPLATE, refused, status=410)
     form = NewPasswordForm(request.POST or None)
     context: dict[str, Any] = {"link_user": user, "form": form}
-    if not default_token_generator.check_token(user, token):
-        context["refusal"] = services.PASSWORD_LINK_REFUSAL
-        return render(request, "benchmark/people/password_link.html", context, status=410)
     if request.method != "POST":
-        return render(request, "benchmark/people/password_link.html", context)
+        return render(request, PASSWORD_LINK_TEMPLATE, context)
     done, status, _ = _submit(
         form,
         lambda data: services.password_link_use(user=user, token=token, password=data["password"]),
     )
     if done is None:
-        return render(request, "benchmark/people/password_link.html", context, status=status)
+        return render(request, PASSWORD_LINK_TEMPLATE, context, status=status)
     messages.success(request, "Password set. Log in with it.")
     return redirect("login")

@@ -271,7 +271,7 @@ def test_a_password_link_works_once(staff: Any) -> None:
     user.refresh_from_db()
     assert user.check_password("a-long-pass-42")
     assert not default_token_generator.check_token(user, token)
-    with pytest.raises(Conflict, match="used already or has expired"):
+    with pytest.raises(Conflict, match="was used already, has expired"):
         services.password_link_use(user=user, token=token, password="another-pass-43")
     assert [e.action for e in AuditEvent.objects.order_by("id")] == [
         AuditAction.USER_CREATED,
