@@ -2,7 +2,7 @@
 tests/benchmark/test_readme_commands.py (which gives the placeholders real values and runs them).
 
 Found: every line of a code block, and every inline code span, that starts with ``python
-manage.py`` (or ``.venv/bin/python manage.py``), ``.venv/bin/python tests/perf/<script>.py``,
+manage.py`` (also inside a shell capture, ``KEY=$(python manage.py ...)``) (or ``.venv/bin/python manage.py``), ``.venv/bin/python tests/perf/<script>.py``,
 ``bin/<script>`` or ``.venv/bin/celery``; and inline spans that only name a command
 (``manage.py judge``). A ``#`` outside quotes starts a comment.
 
@@ -55,8 +55,14 @@ class Printed:
         return f"README.md line {self.line}: {self.text}"
 
 
+_CAPTURED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\$\((?P<inner>.*)\)$")
+
+
 def _classify(line: int, text: str) -> Printed | None:
     text = " ".join(text.split())
+    captured = _CAPTURED.match(text)  # KEY=$(python manage.py ...): the command inside
+    if captured:
+        text = captured["inner"].strip()
     named = _NAME_ONLY.match(text)
     if named:
         return Printed(line, text, "manage-name", named["command"], "")

@@ -123,6 +123,14 @@ class World:
             return PROJECT_OF_JUDGE[judge]
         return PROJECT_OF_COMMAND[c.command]
 
+    def token_to_revoke(self, c: Context) -> Any:
+        """A token of the line's ``--user`` (``admin`` for the placeholder), made now."""
+        from benchmark.api_tokens.services import api_token_create
+
+        user = get_user_model().objects.get(username=c.value_of("--user") or "admin")
+        token, _key = api_token_create(user=user, actor=None, name=self.unique("readme-token"))
+        return token
+
     def task(self, c: Context) -> str:
         project = Project.objects.get(name=self.project(c))
         return JudgmentTask.objects.filter(project=project, unit_kind="item").earliest("id").name
@@ -219,7 +227,11 @@ class World:
 def _name(c: Context, w: World) -> str:
     by_option: dict[str | None, Callable[[], str]] = {
         "--project": lambda: w.project(c),
-        "--name": lambda: w.unique(f"readme-{c.command}"),
+        "--name": lambda: (
+            w.token_to_revoke(c).name
+            if c.command == "api_token" and c.has("revoke")
+            else w.unique(f"readme-{c.command}")
+        ),
         "--toolset": lambda: c.value_of("--format") or "atp",
         "--taxonomy": lambda: c.value_of("--format") or "atp",
         "--model": lambda: MODEL,
@@ -256,6 +268,8 @@ VALUES: dict[str, Callable[[Context, World], str]] = {
     "JUDGMENT_TASK": lambda c, w: w.task(c),
     "N": lambda c, w: {"--expires-days": "30", "--name": "readme token"}.get(c.option or "", "2"),
     "K": lambda c, w: "1",
+    "PREFIX": lambda c, w: w.token_to_revoke(c).prefix,
+    "ADDRESS": lambda c, w: "127.0.0.1",
     "M": lambda c, w: w.model(c),
     "ID": lambda c, w: w.item_id(c),
     "...": lambda c, w: {"--map": "question=query,cat=category"}[c.option or ""],
