@@ -45,9 +45,20 @@ class ImportForm(forms.Form):
         max_length=200,
         help_text=(
             "The judgment task whose values the annotations' choices are; they become "
-            "judgments by the accounts with the annotators' email or username. Empty: "
-            "annotations are not imported."
+            "judgments by the project's members with the annotators' email or username "
+            "(members who may judge the task only; anyone else is listed, not credited). "
+            "Empty: annotations are not imported."
         ),
+    )
+    user_map = forms.CharField(
+        label="User map (Label Studio user id=username)",
+        required=False,
+        help_text=(
+            "Label Studio's Export button names annotators by numeric user id: say who each "
+            "is, e.g. 2=annotator1,3=annotator2 (ids from Label Studio's Organization page or "
+            "its /api/users/). Each must be a member of this project who may judge the task."
+        ),
+        widget=forms.TextInput(attrs={"placeholder": "2=annotator1,3=annotator2"}),
     )
     labels = forms.CharField(
         label="Label mapping (Label Studio choice=task value)",
@@ -75,6 +86,14 @@ class ImportForm(forms.Form):
             raise forms.ValidationError(exc.message) from None
         return text
 
+    def clean_user_map(self) -> str:
+        text = self.cleaned_data.get("user_map", "").strip()
+        try:
+            label_studio.parse_user_map(text)
+        except FormatError as exc:
+            raise forms.ValidationError(exc.message) from None
+        return text
+
     def clean(self) -> dict:
         data = super().clean() or {}
         source = data.get("source")
@@ -86,6 +105,8 @@ class ImportForm(forms.Form):
             self.add_error("task", "annotations come only with Label Studio JSON")
         if data.get("labels") and not data.get("task"):
             self.add_error("labels", "a label mapping goes with a judgment task")
+        if data.get("user_map") and not data.get("task"):
+            self.add_error("user_map", "a user map goes with a judgment task")
         return data
 
 

@@ -885,32 +885,41 @@ def _interchange_reader(params: dict[str, Any]) -> Any:
 
 
 def _interchange_params(
-    project: Project, source: str, mapping: str, task: str, labels: str
+    project: Project, source: str, mapping: str, task: str, labels: str, user_map: str = ""
 ) -> dict[str, Any]:
     """The job params of an interchange upload, checked: a bad mapping, a task that cannot
-    take annotations or labels that do not map onto its values raise ValidationFailed."""
+    take annotations, labels that do not map onto its values or a user map naming anyone
+    but a member who may judge raise ValidationFailed."""
     if source not in INTERCHANGE_SOURCES:
-        if mapping or task or labels:
+        if mapping or task or labels or user_map:
             raise ValidationFailed(
-                "source: a mapping, a judgment task and labels go with Label Studio JSON "
-                "(a mapping also with JSON Lines and CSV)"
+                "source: a mapping, a judgment task, labels and a user map go with Label "
+                "Studio JSON (a mapping also with JSON Lines and CSV)"
             )
         return {}
-    if (task or labels) and source != label_studio.NAME:
+    if (task or labels or user_map) and source != label_studio.NAME:
         raise ValidationFailed("task: annotations come only with Label Studio JSON")
     if labels and not task:
         raise ValidationFailed("labels: a label mapping goes with a judgment task")
+    if user_map and not task:
+        raise ValidationFailed("user_map: a user map goes with a judgment task")
     try:
         label_studio.parse_mapping(mapping)
     except FormatError as exc:
         raise ValidationFailed(f"mapping: {exc}") from None
     try:
         parsed = label_studio.parse_labels(labels)
+        users = label_studio.parse_user_map(user_map)
     except FormatError as exc:
-        raise ValidationFailed(f"labels: {exc.message}") from None
+        raise ValidationFailed(f"{exc.field or 'labels'}: {exc.message}") from None
     if task:
-        interop_hook("label_studio.judgments_check")(project=project, task_name=task, labels=parsed)
-    return {"source": source, "mapping": mapping, "task": task, "labels": labels}
+        interop_hook("label_studio.judgments_check")(
+            project=project, task_name=task, labels=parsed, user_map=users
+        )
+    params = {"source": source, "mapping": mapping, "task": task, "labels": labels}
+    if user_map:
+        params["user_map"] = user_map
+    return params
 
 
 def import_upload_start(
@@ -922,16 +931,19 @@ def import_upload_start(
     mapping: str = "",
     task: str = "",
     labels: str = "",
+    user_map: str = "",
 ) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
     MEDIA_ROOT/imports/<job id>/ and start an import job for it (the job pipeline enqueues it
     after commit). ``source`` "label-studio", "jsonl" or "csv" reads the upload in that
     interchange format with the field ``mapping`` instead of the project's format; with
     Label Studio, ``task`` names the judgment task its annotations become, and ``labels``
-    maps its choices onto the task's values (see ``import_dataset``). Raises
-    ValidationFailed for input a user can fix, Forbidden for users who may not import."""
-    interchange = _interchange_params(project, source, mapping, task, labels)
+    maps its choices onto the task's values and ``user_map`` Label Studio's user ids onto
+    members (see ``import_dataset``). Raises ValidationFailed for input a user can fix,
+    Forbidden for users who may not import."""
+    # Allowed first: the checks below say who is a member who may judge.
     permissions.require(user=user, project=project, action="import")
+    interchange = _interchange_params(project, source, mapping, task, labels, user_map)
     if not isinstance(user, User):  # members only, so never anonymous here
         raise Forbidden("log in to import")
     max_bytes = settings.BENCHWRIGHT_MAX_UPLOAD_BYTES
@@ -997,6 +1009,7 @@ def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
                 annotations=fmt.annotations,
                 task_name=task,
                 labels=label_studio.parse_labels(job.params.get("labels") or ""),
+                user_map=label_studio.parse_user_map(job.params.get("user_map") or ""),
             )
     progress(progress=done[0], total=done[0], message="written")
     return result

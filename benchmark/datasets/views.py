@@ -45,10 +45,11 @@ def project_import(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
                     mapping=form.cleaned_data.get("mapping") or "",
                     task=form.cleaned_data.get("task") or "",
                     labels=form.cleaned_data.get("labels") or "",
+                    user_map=form.cleaned_data.get("user_map") or "",
                 )
             except DomainError as exc:
                 field, _, rest = exc.message.partition(": ")
-                if field in ("mapping", "task", "labels") and rest:
+                if field in ("mapping", "task", "labels", "user_map") and rest:
                     form.add_error(field, rest)
                 else:
                     form.add_error("file", exc.message)

@@ -92,7 +92,10 @@ ANSWERS_NAME = "answers"
 class Annotation(NamedTuple):
     """One result of one Label Studio annotation: the task's item id, the annotator (their
     email, username or Label Studio user id, as the export gives it), the control's name
-    (``from_name``), its type (``choices``, ``labels``, ``textarea`` ...) and its values."""
+    (``from_name``), its type (``choices``, ``labels``, ``textarea`` ...) and its values.
+    ``user_id`` is the annotator's numeric Label Studio user id when the export gives one:
+    Label Studio's normal export writes ``"completed_by": 2``, an API snapshot with details
+    ``{"id": 2, "email": ...}`` (then ``user`` is the email)."""
 
     item_id: str
     user: str
@@ -100,6 +103,7 @@ class Annotation(NamedTuple):
     kind: str
     values: tuple[str, ...]
     task_id: str = ""  # the Label Studio task's id, for messages
+    user_id: str = ""
 
 
 @dataclasses.dataclass
@@ -170,16 +174,49 @@ def parse_labels(text: str | Mapping[str, str] | None) -> dict[str, str]:
     return labels
 
 
+def parse_user_map(text: str | Mapping[str, str] | None) -> dict[str, str]:
+    """``"2=annotator1,3=ann@example.org"`` (or a dict) as ``{Label Studio user: Benchwright
+    account}``: Label Studio's normal export names annotators by numeric user id, which a
+    Benchwright account (username or email) does not know. A key is a Label Studio user id,
+    or the email or username the export gives (kept lower-cased: matched ignoring case).
+    Empty: ``{}``. A malformed entry or a key given twice raises FormatError naming it."""
+    if not text:
+        return {}
+    if isinstance(text, Mapping):
+        parts = [f"{k}={v}" for k, v in text.items()]
+    else:
+        parts = [p.strip() for p in re.split(r"[,\n]", text) if p.strip()]
+    users: dict[str, str] = {}
+    for part in parts:
+        key, _, value = (s.strip() for s in part.partition("="))
+        if not key or not value:
+            raise FormatError(
+                f"expected ID=USER (a Label Studio user id, then a username or email), got "
+                f"{part!r}",
+                field="user_map",
+            )
+        if key.lower() in users:
+            raise FormatError(f"Label Studio user {key!r} is mapped twice", field="user_map")
+        users[key.lower()] = value
+    return users
+
+
 # ------------------------------------------------------------------------------ reading
 
 
-def _user(value: Any) -> str:
+def _user(value: Any) -> tuple[str, str]:
+    """(the annotator's name: email, username or else id; their numeric Label Studio id or
+    "") from an annotation's ``completed_by``."""
     if isinstance(value, dict):
-        for key in ("email", "username", "id"):
-            if value.get(key) not in (None, ""):
-                return str(value[key])
-        return ""
-    return "" if value is None else str(value)
+        uid = value.get("id")
+        uid = str(uid) if isinstance(uid, int) and not isinstance(uid, bool) else ""
+        for key in ("email", "username"):
+            if isinstance(value.get(key), str) and value[key].strip():
+                return value[key].strip(), uid
+        return uid, uid
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value), str(value)
+    return ("" if value is None else str(value).strip()), ""
 
 
 def _images(value: Any, where: Where, key: str) -> list[ImageRef]:
@@ -286,7 +323,7 @@ def _results(task: dict[str, Any], item_id: str, where: Where) -> Iterator[Annot
     for annotation in annotations:
         if not isinstance(annotation, dict) or annotation.get("was_cancelled"):
             continue
-        user = _user(annotation.get("completed_by"))
+        user, user_id = _user(annotation.get("completed_by"))
         for result in annotation.get("result") or []:
             if not isinstance(result, dict):
                 continue
@@ -305,6 +342,7 @@ def _results(task: dict[str, Any], item_id: str, where: Where) -> Iterator[Annot
                 kind,
                 values,
                 str(task.get("id", "")),
+                user_id,
             )
 
 

@@ -137,11 +137,11 @@ def test_read_maps_fields_and_keeps_task_json_and_annotations(tmp_path: Path) ->
     assert items[1].expected_answer == ""
     assert json.loads(items[0].raw) == EXPORT[0]  # the task's exact JSON
     assert items[0].raw.startswith('{\n    "id": 101')
-    assert annotations == [
-        ls.Annotation("101", "ann@example.org", "verdict", "choices", ("yes",), "101"),
-        ls.Annotation("101", "ann@example.org", "comment", "textarea", ("fine",), "101"),
-        ls.Annotation("101", "8", "verdict", "choices", ("no",), "101"),
-        ls.Annotation("102", "ann@example.org", "verdict", "choices", ("yes",), "102"),
+    assert annotations == [  # the annotator's name, and their Label Studio id when given
+        ls.Annotation("101", "ann@example.org", "verdict", "choices", ("yes",), "101", "7"),
+        ls.Annotation("101", "ann@example.org", "comment", "textarea", ("fine",), "101", "7"),
+        ls.Annotation("101", "8", "verdict", "choices", ("no",), "101", "8"),
+        ls.Annotation("102", "ann@example.org", "verdict", "choices", ("yes",), "102", "7"),
     ]
 
 
