@@ -113,3 +113,43 @@ class ImportForm(forms.Form):
 class ExportForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "All statuses")] + ItemStatus.choices)
     images = forms.BooleanField(required=False, label="Include images (downloads a .zip)")
+    format = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "The project's own format"),
+            (label_studio.NAME, "Label Studio tasks + labeling config (.zip)"),
+        ],
+    )
+    image_base_url = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Image base URL (Label Studio)",
+        help_text=(
+            "What image paths are appended to, so Label Studio can load them: e.g. "
+            "https://files.example.org/bw/, or /data/local-files/?d=bw/ for Label Studio's "
+            "local files. Empty: /data/local-files/?d= (the unzipped folder as its document "
+            "root)."
+        ),
+    )
+    with_judgments = forms.CharField(
+        required=False,
+        max_length=200,
+        label="With the judgments of task (Label Studio)",
+    )
+
+    def clean_image_base_url(self) -> str:
+        text = self.cleaned_data.get("image_base_url", "").strip()
+        if text:
+            try:
+                label_studio.image_base(text)
+            except FormatError as exc:
+                raise forms.ValidationError(exc.message) from None
+        return text
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        if data.get("format") != label_studio.NAME:
+            for name in ("image_base_url", "with_judgments"):
+                if data.get(name):
+                    self.add_error(name, "goes with the Label Studio format")
+        return data

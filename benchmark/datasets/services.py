@@ -1043,19 +1043,24 @@ def dataset_export_file(
     item_ids: Collection[int] | None = None,
     name_suffix: str = "",
     stream: bool = False,
+    fmt: Any = None,
 ) -> ExportFile:
-    """Export the project (optionally one status) in its format into a temporary folder and
-    return one file: the single file written (e.g. ATP's .jsonl), or a .zip of everything
-    (multi-file formats, or when images are included). With ``stream``, an export that is
-    one JSON Lines file in a format that can stream it (ATP-Bench's ``data.jsonl``) comes as
-    ``chunks`` instead, the same bytes produced while the items are read."""
+    """Export the project (optionally one status) in its format (or with ``fmt``, a writer
+    of an interchange format such as :func:`label_studio_writer`'s, always zipped) into a
+    temporary folder and return one file: the single file written (e.g. ATP's .jsonl), or a
+    .zip of everything (multi-file formats, or when images are included). With ``stream``,
+    an export that is one JSON Lines file in a format that can stream it (ATP-Bench's
+    ``data.jsonl``) comes as ``chunks`` instead, the same bytes produced while the items are
+    read."""
     permissions.require(user=user, project=project, action="export")
     base = slugify(project.name) or f"project-{project.pk}"
     if status:
         base = f"{base}-{status}"
     if name_suffix:
         base = f"{base}-{name_suffix}"
-    if stream and not include_images:
+    if fmt is not None:
+        base = f"{base}-{getattr(fmt, 'name', 'export')}"
+    if stream and not include_images and fmt is None:
         streamed = _export_stream(project, status, item_ids, base)
         if streamed is not None:
             return streamed
@@ -1069,9 +1074,10 @@ def dataset_export_file(
             status=status,
             copy_images=include_images,
             item_ids=item_ids,
+            fmt=fmt,
         )
         files = sorted(p for p in tmp.rglob("*") if p.is_file())
-        if len(files) == 1 and not include_images:
+        if len(files) == 1 and not include_images and fmt is None:
             single = files[0]
             suffix = single.suffix or ".txt"
             return ExportFile(
@@ -1088,6 +1094,23 @@ def dataset_export_file(
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def label_studio_writer(
+    *, project: Project, mapping: str = "", with_judgments: str = "", image_base_url: str = ""
+) -> label_studio.Writer:
+    """The writer of a Label Studio export of ``project``: its items under ``mapping``, with
+    the judgments of the task named ``with_judgments`` as annotations, image paths as URLs
+    under ``image_base_url``. ValidationFailed naming the option that is wrong."""
+    judgments, choices = None, []
+    if with_judgments:
+        judgments, choices = interop_hook("label_studio.judgments_export")(
+            project=project, task_name=with_judgments
+        )
+    try:
+        return label_studio.Writer(mapping, judgments, choices, image_base_url=image_base_url)
+    except FormatError as exc:
+        raise ValidationFailed(f"{exc.field or 'mapping'}: {exc.message}") from None
 
 
 def _export_stream(

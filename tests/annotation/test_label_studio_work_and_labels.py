@@ -204,7 +204,7 @@ def test_label_studio_export_carries_the_work_and_round_trips(db: None, tmp_path
     assert data["trajectories"][0]["final_answer"] == "WILLOW ST"
     assert tasks[1]["data"]["responses"] == []
     # the answers show in the labeling view: paragraphs of the responses' key and text
-    (paragraphs,) = config.iter("Paragraphs")
+    (paragraphs,) = [p for p in config.iter("Paragraphs") if p.get("name") == "answers"]
     assert paragraphs.get("value") == "$responses"
     assert (paragraphs.get("nameKey"), paragraphs.get("textKey")) == ("key", "text")
 

@@ -106,9 +106,15 @@ def _check_task(task: dict[str, Any], config: ElementTree.Element) -> None:
                 assert all(isinstance(v, str) for v in result["value"][key])
     # every $variable of the config is a data key of the task
     for el in config.iter():
-        value = el.get("value") or ""
-        if value.startswith("$"):
-            assert value[1:] in task["data"]
+        for attr in ("value", "valueList"):
+            value = el.get(attr) or ""
+            if value.startswith("$"):
+                assert value[1:] in task["data"]
+    # Image (https://labelstud.io/tags/image): valueList names a list of image URLs
+    for el in config.iter("Image"):
+        urls = task["data"][(el.get("valueList") or el.get("value", ""))[1:]]
+        assert isinstance(urls, list) and all(isinstance(u, str) for u in urls)
+        assert all(u.startswith(("http://", "https://", "/")) for u in urls)
     # Paragraphs (https://labelstud.io/tags/paragraphs): its data is a list of objects, each
     # with the speaker under nameKey (default "author") and the text under textKey ("text")
     for el in config.iter("Paragraphs"):
