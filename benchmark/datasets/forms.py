@@ -55,8 +55,8 @@ class ImportForm(forms.Form):
         required=False,
         help_text=(
             "Label Studio's Export button names annotators by numeric user id: say who each "
-            "is, e.g. 2=annotator1,3=annotator2 (ids from Label Studio's Organization page or "
-            "its /api/users/). Each must be a member of this project who may judge the task."
+            "is, e.g. 2=annotator1,3=annotator2 (Label Studio's /api/users/ page lists the "
+            "ids). Each must be a member of this project who may judge the task."
         ),
         widget=forms.TextInput(attrs={"placeholder": "2=annotator1,3=annotator2"}),
     )

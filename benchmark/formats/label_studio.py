@@ -17,18 +17,20 @@ See https://labelstud.io/guide/task_format.html for the task format. The labelin
 what Benchwright's judge page shows: besides the query, its images and the documents' images
 (``<Image valueList>`` over URLs Label Studio can load: each stored path under a base URL,
 by default Label Studio's local-files serving ``/data/local-files/?d=``), the documents'
-text and the plan under judgment as numbered steps (``<Paragraphs>``), under data keys of
-their own (:data:`VIEW_KEYS`) that reading ignores. The config is checked against the tasks
-written (well-formed; every ``$key`` it shows is a data key of every task).
+text, the plan under judgment as numbered steps and the answers (``<Paragraphs>``), under
+data keys of their own (:data:`VIEW_KEYS`) that reading ignores; a task with nothing to show
+under a key others have gets a placeholder (Label Studio 1.23.2's labeling view fails on an
+empty list there). The config is checked against the tasks written (well-formed; every
+``$key`` it shows is a data key of every task, and no list it shows is empty).
 
 The work beyond the item travels in ``data`` too, as JSON lists under the keys
 ``responses`` (answers: key, origin, model_name, position, text, extra), ``plans`` (key,
 origin, model_name, position, form, steps, code, is_alternative) and ``trajectories`` (key,
 origin, model_name, position, steps, checkpoints, ordering_constraints, efficiency,
 final_answer, images). Label Studio 1.23 keeps any JSON value in a task's data and shows
-each data key as a column of its Data Manager; the labeling config also shows the answers
-in the labeling view, as a ``<Paragraphs>`` object (one paragraph per answer, its key as
-the speaker), when any task has one. Predictions are not used: Label Studio would take
+each data key as a column of its Data Manager; the labeling view shows the answers as a
+``<Paragraphs>`` object (one paragraph per answer, its key as the speaker, under
+:data:`ANSWERS_KEY`), when any task has one. Predictions are not used: Label Studio would take
 them for pre-annotations of the verdict. Reading the same keys restores the records (the
 source record's raw text of an answer read from its own file is not carried: an
 interchange import stores fields, not raw records), so a second export is identical.
@@ -98,14 +100,36 @@ COMMENT_NAME = "comment"
 ANSWERS_NAME = "answers"
 
 #: Data keys written for the labeling view only, never read back (the item's own keys keep
-#: every field for the round trip): image URLs Label Studio can load, the documents as
-#: paragraphs, the plan under judgment as numbered steps. A task has them when some task of
-#: the export has something to show under them (an empty list otherwise).
+#: every field for the round trip): image URLs Label Studio can load, the documents, the plan
+#: under judgment as numbered steps and the answers as paragraphs. Every task of an export
+#: has each key some task of it has something to show under: Label Studio 1.23's labeling
+#: view fails on a task whose ``<Image valueList>`` or ``<Paragraphs>`` list is empty, so a
+#: task with nothing to show there gets :data:`VIEW_PLACEHOLDERS`' entry.
 QUERY_IMAGES_KEY = "query_image_urls"
 DOCUMENT_IMAGES_KEY = "document_image_urls"
 DOCUMENTS_KEY = "document_paragraphs"
 PLAN_KEY = "plan_steps"
-VIEW_KEYS = (QUERY_IMAGES_KEY, DOCUMENTS_KEY, DOCUMENT_IMAGES_KEY, PLAN_KEY)
+ANSWERS_KEY = "answer_paragraphs"
+VIEW_KEYS = (QUERY_IMAGES_KEY, DOCUMENTS_KEY, DOCUMENT_IMAGES_KEY, PLAN_KEY, ANSWERS_KEY)
+
+
+def _placeholder_image(text: str) -> str:
+    """A small grey picture saying ``text``, as a data URL (no file to serve)."""
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="480" height="48">'
+        '<rect width="480" height="48" fill="#f2f2f2"/><text x="12" y="30" '
+        f'font-family="sans-serif" font-size="16" fill="#555">{text}</text></svg>'
+    )
+    return "data:image/svg+xml," + quote(svg)
+
+
+VIEW_PLACEHOLDERS: dict[str, list[Any]] = {
+    QUERY_IMAGES_KEY: [_placeholder_image("(no query image)")],
+    DOCUMENTS_KEY: [{"document": "-", "text": "(no documents)"}],
+    DOCUMENT_IMAGES_KEY: [_placeholder_image("(no document images)")],
+    PLAN_KEY: [{"step": "-", "text": "(no plan)"}],
+    ANSWERS_KEY: [{"key": "-", "text": "(no answers)"}],
+}
 #: Image URLs by default: Label Studio's local-files serving, the path relative to its
 #: ``LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT`` (the export folder, unless a base says more).
 DEFAULT_IMAGE_BASE = "/data/local-files/?d="
@@ -566,8 +590,8 @@ def plan_paragraphs(plans: Iterable[PlanRecord]) -> list[dict[str, str]]:
 def view_data(rec: ItemRecord, base: str) -> dict[str, list[Any]]:
     """What the labeling view shows of an item beyond its query (:data:`VIEW_KEYS`): the
     query's images and the documents' images as URLs under ``base`` (the documents' in
-    img_index order), the documents' text and the plan's steps. Only keys with something to
-    show are returned."""
+    img_index order), the documents' text, the plan's steps and the answers (key and text).
+    Only keys with something to show are returned."""
     ordered = sorted(rec.images, key=lambda ref: ref.position)
     documents: list[dict[str, str]] = []
     for n, doc in enumerate(rec.documents, 1):
@@ -582,6 +606,7 @@ def view_data(rec: ItemRecord, base: str) -> dict[str, list[Any]]:
             image_url(base, r.path) for r in ordered if r.role not in (*QUERY_ROLES, "artifact")
         ],
         PLAN_KEY: plan_paragraphs(rec.plans),
+        ANSWERS_KEY: [{"key": r.key, "text": r.text} for r in rec.responses],
     }
     return {key: value for key, value in view.items() if value}
 
@@ -633,8 +658,8 @@ def labeling_config(
     views: Collection[str] = (),
 ) -> str:
     """The labeling config matching the tasks written: the query as text, its images, the
-    documents and their images, the plan's steps (each of :data:`VIEW_KEYS` in ``views``),
-    the answers as paragraphs (with ``answers_key``, the data key holding them), the verdict
+    documents and their images, the plan's steps, the answers (each of :data:`VIEW_KEYS` in
+    ``views``; or the answers under ``answers_key``, a data key holding them), the verdict
     as choices (when there are any) and a free comment."""
 
     def attr(value: str) -> str:
@@ -657,6 +682,8 @@ def labeling_config(
         lines.append(
             f'  <Paragraphs name="plan" value="${PLAN_KEY}" nameKey="step" textKey="text"/>'
         )
+    if ANSWERS_KEY in views:
+        answers_key = ANSWERS_KEY
     if answers_key:
         lines.append(
             f"  <Paragraphs name={attr(ANSWERS_NAME)} value={attr('$' + answers_key)} "
@@ -673,30 +700,40 @@ def labeling_config(
     return "\n".join(lines) + "\n"
 
 
-def check_config(config: str, task_keys: Iterable[Collection[str]]) -> None:
-    """Check a labeling config against the data keys of the tasks it goes with: well-formed
-    XML, every ``toName`` naming a tag of the config, and every ``$key`` of a ``value`` or
-    ``valueList`` a key of every task's data. FormatError naming what is wrong."""
+def check_config(config: str, tasks_data: Iterable[Mapping[str, Any]]) -> None:
+    """Check a labeling config against the ``data`` of the tasks it goes with: well-formed
+    XML, every ``toName`` naming a tag of the config, every ``$key`` of a ``value`` or
+    ``valueList`` a key of every task's data, and what an ``<Image valueList>`` or a
+    ``<Paragraphs>`` shows a non-empty list (Label Studio 1.23.2's labeling view fails on an
+    empty one). FormatError naming what is wrong."""
     try:
         root = ElementTree.fromstring(config)  # noqa: S314 - a config this module wrote
     except ElementTree.ParseError as exc:
         raise FormatError(f"the labeling config is not well-formed XML: {exc}") from None
     names = {el.get("name") for el in root.iter() if el.get("name")}
-    variables: list[str] = []
+    variables: list[tuple[str, bool]] = []  # ($key, must be a non-empty list)
     for el in root.iter():
         target = el.get("toName")
         if target is not None and target not in names:
-            raise FormatError(f"<{el.tag} name={el.get('name')!r}> has toName {target!r}, "
-                              "which names no tag of the labeling config")  # fmt: skip
+            raise FormatError(
+                f"<{el.tag} name={el.get('name')!r}> has toName {target!r}, which names no "
+                "tag of the labeling config"
+            )
         for attribute in ("value", "valueList"):
             value = el.get(attribute) or ""
             if value.startswith("$"):
-                variables.append(value)
-    for n, keys in enumerate(task_keys, 1):
-        for variable in variables:
-            if variable[1:] not in keys:
+                variables.append((value, attribute == "valueList" or el.tag == "Paragraphs"))
+    for n, data in enumerate(tasks_data, 1):
+        for variable, listed in variables:
+            if variable[1:] not in data:
                 raise FormatError(
                     f"the labeling config shows {variable}, which task {n} has no data key for"
+                )
+            got = data[variable[1:]]
+            if listed and not (isinstance(got, list) and got):
+                raise FormatError(
+                    f"the labeling config shows {variable} as a list, which task {n} has "
+                    "empty or not as a list"
                 )
 
 
@@ -728,28 +765,24 @@ def write(
         )
     base = image_base(image_base_url)
     text_key = next((k for k, v in fields.items() if v == "query"), "query")
-    responses_key = next((k for k, v in fields.items() if v == "responses"), "")
-    answers_key = ""
     judgments = judgments or {}
     tasks: list[tuple[str, dict[str, Any]]] = []
     views: set[str] = set()
     for rec in with_attachments(items, attachments):
         task = task_of(rec, fields, judgments.get(rec.external_id, ()), base=base)
         views.update(k for k in VIEW_KEYS if k in task["data"])
-        if rec.responses:
-            answers_key = responses_key
         tasks.append((rec.external_id, task))
     where = Where(path.name)
     parts: list[bytes] = []
     for external_id, task in tasks:
         where.record = external_id
-        for key in VIEW_KEYS:  # every task has the keys the config shows
-            if key in views:
-                task["data"].setdefault(key, [])
+        for key in VIEW_KEYS:  # every task has the keys the config shows, none empty
+            if key in views and key not in task["data"]:
+                task["data"][key] = VIEW_PLACEHOLDERS[key]
         parts.append(dumps(task, where))
     data = b"[\n" + b",\n".join(parts) + (b"\n]\n" if parts else b"]\n")
-    config_text = labeling_config(choices, text_key=text_key, answers_key=answers_key, views=views)
-    check_config(config_text, (task["data"].keys() for _, task in tasks))
+    config_text = labeling_config(choices, text_key=text_key, views=views)
+    check_config(config_text, (task["data"] for _, task in tasks))
     config = path.with_name(f"{path.stem}.config.xml")
     return [write_file(path, data), write_file(config, config_text.encode())]
 

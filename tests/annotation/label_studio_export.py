@@ -1,12 +1,13 @@
 """Label Studio 1.23's normal JSON export (the project's Export button, "JSON"), built for tests.
 
-Each task is written with every key the export carries (the ``ExportDataSerializer`` of
-Label Studio's ``data_export`` app: the task's own fields, ``annotations``, ``drafts``,
-``predictions``), and each annotation with ``completed_by`` as the annotator's numeric Label
-Studio user id, as the Export button writes it (https://labelstud.io/guide/task_format.html,
-"completed_by": 10). Only an API snapshot that expands the field writes an object
-(``{"id", "email", "first_name", "last_name"}``); :func:`expanded` turns an export into that
-shape.
+Each task is written with the keys, in the order, that Label Studio 1.23.2's JSON export
+writes for a task imported through its API (checked against a real export of that version:
+``id``, ``annotations``, ``drafts``, ``predictions``, ``data``, ``meta``, ..., ``allow_skip``,
+..., ``comment_authors``), and each annotation with ``completed_by`` as the annotator's
+numeric Label Studio user id, as the Export button writes it (also
+https://labelstud.io/guide/task_format.html: ``"completed_by": 10``). Only an API snapshot
+that expands the field writes an object (``{"id", "email", "first_name", "last_name"}``);
+:func:`expanded` turns an export into that shape.
 """
 
 from __future__ import annotations
@@ -88,13 +89,13 @@ def normal_export(
             {
                 "id": task_id,
                 "annotations": anns,
-                "file_upload": "5e0c2b1a-tasks.json",
                 "drafts": [],
                 "predictions": [],
                 "data": copy.deepcopy(data),
                 "meta": {},
                 "created_at": CREATED,
                 "updated_at": CREATED,
+                "allow_skip": True,
                 "inner_id": i + 1,
                 "total_annotations": len(anns),
                 "cancelled_annotations": 0,

@@ -203,10 +203,17 @@ def test_label_studio_export_carries_the_work_and_round_trips(db: None, tmp_path
     assert data["plans"][0]["key"] == "p1" and data["plans"][0]["is_alternative"] is True
     assert data["trajectories"][0]["final_answer"] == "WILLOW ST"
     assert tasks[1]["data"]["responses"] == []
-    # the answers show in the labeling view: paragraphs of the responses' key and text
+    # the answers show in the labeling view: paragraphs of the responses' key and text, under
+    # a key of their own (an item with none shows a placeholder: Label Studio 1.23.2's view
+    # fails on an empty list)
     (paragraphs,) = [p for p in config.iter("Paragraphs") if p.get("name") == "answers"]
-    assert paragraphs.get("value") == "$responses"
+    assert paragraphs.get("value") == f"${ls.ANSWERS_KEY}"
     assert (paragraphs.get("nameKey"), paragraphs.get("textKey")) == ("key", "text")
+    assert [(p["key"], p["text"]) for p in data[ls.ANSWERS_KEY]] == [
+        ("gt", "Answer <tool>{}</tool>"),
+        ("m1", "Other"),
+    ]
+    assert tasks[1]["data"][ls.ANSWERS_KEY] == ls.VIEW_PLACEHOLDERS[ls.ANSWERS_KEY]
 
     target = ProjectFactory(name="B")
     out, _ = _run(

@@ -111,15 +111,16 @@ def _check_task(task: dict[str, Any], config: ElementTree.Element) -> None:
             if value.startswith("$"):
                 assert value[1:] in task["data"]
     # Image (https://labelstud.io/tags/image): valueList names a list of image URLs
+    # (Label Studio 1.23.2's labeling view fails on a task whose list is empty)
     for el in config.iter("Image"):
         urls = task["data"][(el.get("valueList") or el.get("value", ""))[1:]]
-        assert isinstance(urls, list) and all(isinstance(u, str) for u in urls)
-        assert all(u.startswith(("http://", "https://", "/")) for u in urls)
+        assert isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls)
+        assert all(u.startswith(("http://", "https://", "/", "data:image/")) for u in urls)
     # Paragraphs (https://labelstud.io/tags/paragraphs): its data is a list of objects, each
     # with the speaker under nameKey (default "author") and the text under textKey ("text")
     for el in config.iter("Paragraphs"):
         entries = task["data"][el.get("value", "")[1:]]
-        assert isinstance(entries, list)
+        assert isinstance(entries, list) and entries
         for entry in entries:
             assert isinstance(entry, dict)
             assert isinstance(entry.get(el.get("nameKey", "author")), str)

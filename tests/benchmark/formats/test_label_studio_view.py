@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from benchmark.formats import FormatError, ImageRef, ItemRecord, PlanRecord
+from benchmark.formats import FormatError, ImageRef, ItemRecord, PlanRecord, ResponseRecord
 from benchmark.formats import label_studio as ls
 from tests.benchmark.formats.test_label_studio_format import _check_task
 
@@ -113,7 +113,8 @@ def test_the_plan_shows_as_numbered_steps(tmp_path: Path) -> None:
         {"step": "Ground truth", "text": '2. text summarization(text="<node-0>.text")'},
         {"step": "Alternative plan", "text": '1. text generation(text="x")'},
     ]  # the model's prediction is not what is judged
-    assert tasks[1]["data"][ls.PLAN_KEY] == []
+    # an item with no plan shows a placeholder (Label Studio fails on an empty list)
+    assert tasks[1]["data"][ls.PLAN_KEY] == [{"step": "-", "text": "(no plan)"}]
     (plan,) = [p for p in config.iter("Paragraphs") if p.get("name") == "plan"]
     assert (plan.get("value"), plan.get("nameKey"), plan.get("textKey")) == (
         f"${ls.PLAN_KEY}",
@@ -144,10 +145,32 @@ def test_a_mapping_may_not_take_a_key_of_the_view(tmp_path: Path) -> None:
 
 def test_check_config_names_what_is_wrong() -> None:
     config = ls.labeling_config(["yes"], views=[ls.QUERY_IMAGES_KEY])
-    ls.check_config(config, [{"query", ls.QUERY_IMAGES_KEY}])
-    with pytest.raises(FormatError, match=f"\\${ls.QUERY_IMAGES_KEY}.*task 2"):
-        ls.check_config(config, [{"query", ls.QUERY_IMAGES_KEY}, {"query"}])
+    good = {"query": "q", ls.QUERY_IMAGES_KEY: ["https://h/a.png"]}
+    ls.check_config(config, [good])
+    with pytest.raises(FormatError, match=f"\\${ls.QUERY_IMAGES_KEY}.*task 2 has no data key"):
+        ls.check_config(config, [good, {"query": "q"}])
+    with pytest.raises(FormatError, match=f"\\${ls.QUERY_IMAGES_KEY}.*task 1 has empty"):
+        ls.check_config(config, [{**good, ls.QUERY_IMAGES_KEY: []}])
     with pytest.raises(FormatError, match="not well-formed"):
-        ls.check_config("<View><Text name='q' value='$q'></View>", [{"q"}])
+        ls.check_config("<View><Text name='q' value='$q'></View>", [{"q": ""}])
     with pytest.raises(FormatError, match="toName 'nothing'"):
-        ls.check_config('<View><Choices name="c" toName="nothing"/></View>', [set()])
+        ls.check_config('<View><Choices name="c" toName="nothing"/></View>', [{}])
+
+
+def test_items_with_nothing_to_show_where_others_have_get_placeholders(tmp_path: Path) -> None:
+    """Label Studio 1.23.2's labeling view fails on a task whose <Image valueList> or
+    <Paragraphs> list is empty: an item without images, documents or answers shows a
+    placeholder where another item of the export shows them."""
+    plain = _item(external_id="plain", query="No images here")
+    answered = _item(external_id="a", query="q", responses=[ResponseRecord("a", "gt", text="t")])
+    tasks, config = _written(tmp_path, [VQA, plain, answered])
+    data = tasks[1]["data"]
+    for key in (ls.QUERY_IMAGES_KEY, ls.DOCUMENTS_KEY, ls.DOCUMENT_IMAGES_KEY, ls.ANSWERS_KEY):
+        assert data[key] == ls.VIEW_PLACEHOLDERS[key]
+    (url,) = data[ls.QUERY_IMAGES_KEY]
+    assert url.startswith("data:image/svg+xml,") and "no%20query%20image" in url
+    assert (
+        data["images"] == [] and data["responses"] == []
+    )  # the item's own fields stay as they are
+    (back_vqa, back_plain, _), _ = ls.read_tasks(tmp_path / "t.json")
+    assert back_plain.images == [] and back_plain.documents == [] and back_plain.responses == []
