@@ -1,9 +1,15 @@
 """Label Studio annotations as judgments, and judgments as Label Studio annotations.
 
-Annotators are matched to existing Benchwright accounts by their Label Studio email or
-username (case-insensitive); no placeholder accounts are made. Annotations by people with no
-account are not imported and are reported by name, so an admin can create the accounts (or
-fix the export) and import again: re-importing skips what was imported already.
+Only members of the project who may judge the task are credited with an imported
+annotation: an active account whose project role may judge, and what the task itself allows
+(not the item's author unless the task lets authors judge; only the items a task of listed
+items takes). Annotators are matched among those members only, by their Label Studio email or
+username (case-insensitive), or through a user map (``{Label Studio user id: account}``, for
+Label Studio's normal export, which names annotators by numeric id). No account is made and
+no account outside the project is ever looked up: every other annotator is reported with one
+wording (``users_not_importable``), whether or not some account on the site has that name,
+so the report cannot be used to find out who has an account. Re-importing skips what was
+imported already.
 """
 
 from __future__ import annotations
@@ -12,16 +18,16 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Scheme
+from annotation.judging.models import Assignment, Judgment, JudgmentTask, Scheme, TaskItem
 from annotation.judging.services import judgment_submit_once
+from annotation.verification.rules import is_author
 from benchmark.exceptions import ValidationFailed
 from benchmark.formats.label_studio import Annotation, JudgmentOut
-from benchmark.models import Project
+from benchmark.models import Membership, Project
+from benchmark.permissions import ACTIONS
 
 _TEXT_KINDS = {"textarea", "text"}
 
@@ -41,20 +47,69 @@ def _task(project: Project, task_name: str) -> JudgmentTask:
     return task
 
 
-def _users(names: set[str]) -> dict[str, Any]:
-    """Existing users by Label Studio email or username, lower-cased."""
-    if not names:
-        return {}
-    lowered = {n.lower() for n in names}
+#: How an annotator who may not be credited is reported: one wording for an account outside
+#: the project, an inactive one and a name no account has.
+NOT_IMPORTABLE = "is not a member of project {project!r} who may judge task {task!r}"
+
+
+def _judges(project: Project) -> dict[str, Any]:
+    """The project's members who may judge, by lower-cased username and email: active
+    accounts whose role allows judging. A name two of them share (an email, or usernames
+    differing in case) names neither. Only the project's memberships are read."""
     found: dict[str, Any] = {}
-    query = Q()
-    for name in lowered:
-        query |= Q(email__iexact=name) | Q(username__iexact=name)
-    for user in get_user_model().objects.filter(query):
-        for key in (user.email.lower(), user.username.lower()):
-            if key in lowered:
-                found.setdefault(key, user)
+    shared: set[str] = set()
+    rows = Membership.objects.filter(
+        project=project, role__in=ACTIONS["judge"], user__is_active=True
+    ).select_related("user")
+    for membership in rows:
+        user = membership.user
+        for key in {user.get_username().lower(), (user.email or "").lower()} - {""}:
+            if key in found and found[key].pk != user.pk:
+                shared.add(key)
+            found[key] = user
+    for key in shared:
+        del found[key]
     return found
+
+
+def _check_user_map(
+    project: Project, task: JudgmentTask, user_map: Mapping[str, str], judges: dict[str, Any]
+) -> None:
+    """Every account the user map names must be one of ``judges``; ValidationFailed naming
+    the first that is not (the same words whether or not an account has that name)."""
+    for target in user_map.values():
+        if target.lower() not in judges:
+            raise ValidationFailed(
+                f"user_map: {target!r} "
+                + NOT_IMPORTABLE.format(project=project.name, task=task.name)
+            )
+
+
+def _annotator(
+    a: Annotation, judges: dict[str, Any], user_map: Mapping[str, str]
+) -> tuple[Any, str]:
+    """(the member credited with ``a``, or None; "" or why not: "unmapped" for a bare
+    Label Studio user id the map does not name, "not importable" otherwise). The user map
+    is asked first (by id, then by the email or username the export gives); without an
+    entry, an email or username is matched among the members."""
+    target = user_map.get(a.user_id) if a.user_id else None
+    if target is None:
+        target = user_map.get(a.user.lower())
+    if target is None:
+        if a.user_id and a.user == a.user_id:  # only Label Studio's number: map it
+            return None, "unmapped"
+        target = a.user
+    user = judges.get(target.lower()) if target else None
+    return user, "" if user is not None else "not importable"
+
+
+def _refusal(task: JudgmentTask, item: Any, user: Any, listed: set[int]) -> str:
+    """Why the task does not take ``user``'s judgment of ``item``, or ""."""
+    if task.items_listed and item.pk not in listed:
+        return "the task does not take the item"
+    if not task.author_may_judge and is_author(item.provenance, user.get_username()):
+        return "wrote the item; the task does not let authors judge"
+    return ""
 
 
 def _label(task: JudgmentTask, values: tuple[str, ...]) -> Any:
@@ -104,44 +159,24 @@ def _mapped_label(task: JudgmentTask, a: Annotation, labels: Mapping[str, str]) 
     return value
 
 
-def label_studio_judgments_import(
-    *,
-    project: Project,
-    annotations: Iterable[Annotation],
-    task_name: str,
-    labels: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Judgments of ``task_name`` from Label Studio annotations whose choice is one of the
-    task's labels (for a text task: the text area). With ``labels`` (``{Label Studio choice:
-    task value}``, e.g. ``{"Correct": "yes"}``) choices are mapped first, and every choice
-    must then map: one that does not raises ValidationFailed naming the Label Studio task
-    and the label, and nothing is written. Returns counts, and the Label Studio users with
-    no account."""
-    task = _task(project, task_name)
-    labels = dict(labels or {})
-    _check_labels(task, labels)
-    annotations = list(annotations)
-    items = dict(
-        project.items.filter(external_id__in={a.item_id for a in annotations}).values_list(
-            "external_id", "id"
-        )
-    )
-    item_objs = {i.pk: i for i in project.items.filter(pk__in=items.values())}
-    users = _users({a.user for a in annotations if a.user})
+_Comments = dict[tuple[str, str, str], str]
+
+
+def _votes(
+    task: JudgmentTask,
+    annotations: list[Annotation],
+    labels: Mapping[str, str],
+    report: dict[str, Any],
+) -> tuple[list[tuple[Annotation, Any]], _Comments]:
+    """The annotations that are values of ``task`` with their value, and the comments (text
+    areas of a labelled task) by (item, annotator); results that are no value are counted
+    in ``report``."""
     text_task = task.scheme == Scheme.TEXT
-    comments: dict[tuple[str, str], str] = {}
+    comments: _Comments = {}
     votes: list[tuple[Annotation, Any]] = []
-    report: dict[str, Any] = {
-        "task": task.name,
-        "judgments_created": 0,
-        "judgments_existing": 0,
-        "results_unmapped": 0,
-        "items_missing": [],
-        "unknown_users": [],
-    }
     for a in annotations:
         if a.kind in _TEXT_KINDS and not text_task:
-            comments[(a.item_id, a.user)] = "\n".join(a.values)
+            comments[(a.item_id, a.user, a.user_id)] = "\n".join(a.values)
             continue
         if labels and a.kind not in _TEXT_KINDS:
             votes.append((a, _mapped_label(task, a, labels)))
@@ -153,19 +188,76 @@ def label_studio_judgments_import(
             report["results_unmapped"] += 1
             continue
         votes.append((a, value))
+    return votes, comments
+
+
+def label_studio_judgments_import(
+    *,
+    project: Project,
+    annotations: Iterable[Annotation],
+    task_name: str,
+    labels: Mapping[str, str] | None = None,
+    user_map: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Judgments of ``task_name`` from Label Studio annotations whose choice is one of the
+    task's labels (for a text task: the text area). With ``labels`` (``{Label Studio choice:
+    task value}``, e.g. ``{"Correct": "yes"}``) choices are mapped first, and every choice
+    must then map: one that does not raises ValidationFailed naming the Label Studio task
+    and the label, and nothing is written. ``user_map`` (``{Label Studio user id, email or
+    username (lower-cased): account}``, see ``label_studio.parse_user_map``) says who a
+    Label Studio user is; an account it names that is not a member who may judge raises
+    ValidationFailed. Returns counts, and what was not imported: annotators who are not
+    members who may judge (``users_not_importable``, one wording for all), Label Studio user
+    ids the map does not name (``user_ids_unmapped``) and judgments the task refuses for
+    their item (``judgments_refused``: its author, an item it does not take)."""
+    task = _task(project, task_name)
+    labels = dict(labels or {})
+    user_map = {str(k).lower(): str(v) for k, v in (user_map or {}).items()}
+    _check_labels(task, labels)
+    judges = _judges(project)
+    _check_user_map(project, task, user_map, judges)
+    annotations = list(annotations)
+    items = dict(
+        project.items.filter(external_id__in={a.item_id for a in annotations}).values_list(
+            "external_id", "id"
+        )
+    )
+    item_objs = {i.pk: i for i in project.items.filter(pk__in=items.values())}
+    listed = (
+        set(TaskItem.objects.filter(task=task).values_list("item_id", flat=True))
+        if task.items_listed
+        else set()
+    )
+    report: dict[str, Any] = {
+        "task": task.name,
+        "judgments_created": 0,
+        "judgments_existing": 0,
+        "results_unmapped": 0,
+        "items_missing": [],
+        "users_not_importable": [],
+        "user_ids_unmapped": [],
+        "judgments_refused": [],
+    }
+    votes, comments = _votes(task, annotations, labels, report)
     missing: set[str] = set()
-    unknown: set[str] = set()
+    not_importable: set[str] = set()
+    unmapped: set[str] = set()
+    refused: dict[tuple[str, str], str] = {}
     now = timezone.now()
     with transaction.atomic():
         for a, value in votes:
             if a.item_id not in items:
                 missing.add(a.item_id)
                 continue
-            user = users.get(a.user.lower())
+            user, why = _annotator(a, judges, user_map)
             if user is None:
-                unknown.add(a.user or "(no user)")
+                (unmapped if why == "unmapped" else not_importable).add(a.user or "(no user)")
                 continue
             item = item_objs[items[a.item_id]]
+            reason = _refusal(task, item, user, listed)
+            if reason:
+                refused[(a.item_id, a.user)] = reason
+                continue
             Assignment.objects.get_or_create(
                 task=task,
                 item=item,
@@ -181,20 +273,33 @@ def label_studio_judgments_import(
                 item=item,
                 user=user,
                 value=value,
-                comment=comments.get((a.item_id, a.user), ""),
+                comment=comments.get((a.item_id, a.user, a.user_id), ""),
             )
             report["judgments_created" if created else "judgments_existing"] += 1
     report["items_missing"] = sorted(missing)
-    report["unknown_users"] = sorted(unknown)
+    report["users_not_importable"] = sorted(not_importable)
+    report["user_ids_unmapped"] = sorted(unmapped, key=lambda v: (len(v), v))
+    report["judgments_refused"] = [
+        {"item": item_id, "user": name, "reason": reason}
+        for (item_id, name), reason in sorted(refused.items())
+    ]
     return report
 
 
 def label_studio_judgments_check(
-    *, project: Project, task_name: str, labels: Mapping[str, str] | None = None
+    *,
+    project: Project,
+    task_name: str,
+    labels: Mapping[str, str] | None = None,
+    user_map: Mapping[str, str] | None = None,
 ) -> None:
-    """Check before an import starts that ``task_name`` can take Label Studio annotations
-    and that ``labels`` map onto its values; ValidationFailed naming what is wrong."""
-    _check_labels(_task(project, task_name), dict(labels or {}))
+    """Check before an import starts that ``task_name`` can take Label Studio annotations,
+    that ``labels`` map onto its values and that every account ``user_map`` names is a
+    member who may judge; ValidationFailed naming what is wrong."""
+    task = _task(project, task_name)
+    _check_labels(task, dict(labels or {}))
+    if user_map:
+        _check_user_map(project, task, user_map, _judges(project))
 
 
 def label_studio_judgments_export(

@@ -80,6 +80,13 @@ def author_provenance(username: str) -> tuple[list[str], list[str]]:
     return whole, [value + " " for value in whole]
 
 
+def is_author(provenance: str, username: str) -> bool:
+    """Whether ``provenance`` names ``username`` as the item's author (the rule the queue
+    applies in SQL with :func:`author_provenance`)."""
+    whole, prefixes = author_provenance(username)
+    return provenance in whole or any(provenance.startswith(p) for p in prefixes)
+
+
 def reference_trajectory(item: Item) -> Trajectory | None:
     """The item's reference trajectory: its first ground-truth trajectory (not an agent run)."""
     return (

@@ -45,9 +45,20 @@ class ImportForm(forms.Form):
         max_length=200,
         help_text=(
             "The judgment task whose values the annotations' choices are; they become "
-            "judgments by the accounts with the annotators' email or username. Empty: "
-            "annotations are not imported."
+            "judgments by the project's members with the annotators' email or username "
+            "(members who may judge the task only; anyone else is listed, not credited). "
+            "Empty: annotations are not imported."
         ),
+    )
+    user_map = forms.CharField(
+        label="User map (Label Studio user id=username)",
+        required=False,
+        help_text=(
+            "Label Studio's Export button names annotators by numeric user id: say who each "
+            "is, e.g. 2=annotator1,3=annotator2 (Label Studio's /api/users/ page lists the "
+            "ids). Each must be a member of this project who may judge the task."
+        ),
+        widget=forms.TextInput(attrs={"placeholder": "2=annotator1,3=annotator2"}),
     )
     labels = forms.CharField(
         label="Label mapping (Label Studio choice=task value)",
@@ -75,6 +86,14 @@ class ImportForm(forms.Form):
             raise forms.ValidationError(exc.message) from None
         return text
 
+    def clean_user_map(self) -> str:
+        text = self.cleaned_data.get("user_map", "").strip()
+        try:
+            label_studio.parse_user_map(text)
+        except FormatError as exc:
+            raise forms.ValidationError(exc.message) from None
+        return text
+
     def clean(self) -> dict:
         data = super().clean() or {}
         source = data.get("source")
@@ -86,9 +105,51 @@ class ImportForm(forms.Form):
             self.add_error("task", "annotations come only with Label Studio JSON")
         if data.get("labels") and not data.get("task"):
             self.add_error("labels", "a label mapping goes with a judgment task")
+        if data.get("user_map") and not data.get("task"):
+            self.add_error("user_map", "a user map goes with a judgment task")
         return data
 
 
 class ExportForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "All statuses")] + ItemStatus.choices)
     images = forms.BooleanField(required=False, label="Include images (downloads a .zip)")
+    format = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "The project's own format"),
+            (label_studio.NAME, "Label Studio tasks + labeling config (.zip)"),
+        ],
+    )
+    image_base_url = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Image base URL (Label Studio)",
+        help_text=(
+            "What image paths are appended to, so Label Studio can load them: e.g. "
+            "https://files.example.org/bw/, or /data/local-files/?d=bw/ for Label Studio's "
+            "local files. Empty: /data/local-files/?d= (the unzipped folder as its document "
+            "root)."
+        ),
+    )
+    with_judgments = forms.CharField(
+        required=False,
+        max_length=200,
+        label="With the judgments of task (Label Studio)",
+    )
+
+    def clean_image_base_url(self) -> str:
+        text = self.cleaned_data.get("image_base_url", "").strip()
+        if text:
+            try:
+                label_studio.image_base(text)
+            except FormatError as exc:
+                raise forms.ValidationError(exc.message) from None
+        return text
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        if data.get("format") != label_studio.NAME:
+            for name in ("image_base_url", "with_judgments"):
+                if data.get(name):
+                    self.add_error(name, "goes with the Label Studio format")
+        return data

@@ -5,9 +5,11 @@ sources; the import/export commands call the hook by name.
 
 Hooks:
 
-- ``label_studio.judgments_import(project=, annotations=, task_name=, labels=)`` -> report dict
-- ``label_studio.judgments_check(project=, task_name=, labels=)``: ValidationFailed when the
-  task cannot take annotations or the labels do not map onto its values
+- ``label_studio.judgments_import(project=, annotations=, task_name=, labels=, user_map=)``
+  -> report dict
+- ``label_studio.judgments_check(project=, task_name=, labels=, user_map=)``: ValidationFailed
+  when the task cannot take annotations, the labels do not map onto its values or the user
+  map names an account that is not a member of the project who may judge
 - ``label_studio.judgments_export(project=, task_name=)`` -> (judgments by item id, choices)
 """
 

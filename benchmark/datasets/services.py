@@ -894,32 +894,41 @@ def _interchange_reader(params: dict[str, Any]) -> Any:
 
 
 def _interchange_params(
-    project: Project, source: str, mapping: str, task: str, labels: str
+    project: Project, source: str, mapping: str, task: str, labels: str, user_map: str = ""
 ) -> dict[str, Any]:
     """The job params of an interchange upload, checked: a bad mapping, a task that cannot
-    take annotations or labels that do not map onto its values raise ValidationFailed."""
+    take annotations, labels that do not map onto its values or a user map naming anyone
+    but a member who may judge raise ValidationFailed."""
     if source not in INTERCHANGE_SOURCES:
-        if mapping or task or labels:
+        if mapping or task or labels or user_map:
             raise ValidationFailed(
-                "source: a mapping, a judgment task and labels go with Label Studio JSON "
-                "(a mapping also with JSON Lines and CSV)"
+                "source: a mapping, a judgment task, labels and a user map go with Label "
+                "Studio JSON (a mapping also with JSON Lines and CSV)"
             )
         return {}
-    if (task or labels) and source != label_studio.NAME:
+    if (task or labels or user_map) and source != label_studio.NAME:
         raise ValidationFailed("task: annotations come only with Label Studio JSON")
     if labels and not task:
         raise ValidationFailed("labels: a label mapping goes with a judgment task")
+    if user_map and not task:
+        raise ValidationFailed("user_map: a user map goes with a judgment task")
     try:
         label_studio.parse_mapping(mapping)
     except FormatError as exc:
         raise ValidationFailed(f"mapping: {exc}") from None
     try:
         parsed = label_studio.parse_labels(labels)
+        users = label_studio.parse_user_map(user_map)
     except FormatError as exc:
-        raise ValidationFailed(f"labels: {exc.message}") from None
+        raise ValidationFailed(f"{exc.field or 'labels'}: {exc.message}") from None
     if task:
-        interop_hook("label_studio.judgments_check")(project=project, task_name=task, labels=parsed)
-    return {"source": source, "mapping": mapping, "task": task, "labels": labels}
+        interop_hook("label_studio.judgments_check")(
+            project=project, task_name=task, labels=parsed, user_map=users
+        )
+    params = {"source": source, "mapping": mapping, "task": task, "labels": labels}
+    if user_map:
+        params["user_map"] = user_map
+    return params
 
 
 def import_upload_start(
@@ -931,16 +940,19 @@ def import_upload_start(
     mapping: str = "",
     task: str = "",
     labels: str = "",
+    user_map: str = "",
 ) -> Job:
     """Store an uploaded file (or safely unpack a .zip of a dataset folder) under
     MEDIA_ROOT/imports/<job id>/ and start an import job for it (the job pipeline enqueues it
     after commit). ``source`` "label-studio", "jsonl" or "csv" reads the upload in that
     interchange format with the field ``mapping`` instead of the project's format; with
     Label Studio, ``task`` names the judgment task its annotations become, and ``labels``
-    maps its choices onto the task's values (see ``import_dataset``). Raises
-    ValidationFailed for input a user can fix, Forbidden for users who may not import."""
-    interchange = _interchange_params(project, source, mapping, task, labels)
+    maps its choices onto the task's values and ``user_map`` Label Studio's user ids onto
+    members (see ``import_dataset``). Raises ValidationFailed for input a user can fix,
+    Forbidden for users who may not import."""
+    # Allowed first: the checks below say who is a member who may judge.
     permissions.require(user=user, project=project, action="import")
+    interchange = _interchange_params(project, source, mapping, task, labels, user_map)
     if not isinstance(user, User):  # members only, so never anonymous here
         raise Forbidden("log in to import")
     max_bytes = settings.BENCHWRIGHT_MAX_UPLOAD_BYTES
@@ -1006,6 +1018,7 @@ def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
                 annotations=fmt.annotations,
                 task_name=task,
                 labels=label_studio.parse_labels(job.params.get("labels") or ""),
+                user_map=label_studio.parse_user_map(job.params.get("user_map") or ""),
             )
     progress(progress=done[0], total=done[0], message="written")
     return result
@@ -1039,19 +1052,24 @@ def dataset_export_file(
     item_ids: Collection[int] | None = None,
     name_suffix: str = "",
     stream: bool = False,
+    fmt: Any = None,
 ) -> ExportFile:
-    """Export the project (optionally one status) in its format into a temporary folder and
-    return one file: the single file written (e.g. ATP's .jsonl), or a .zip of everything
-    (multi-file formats, or when images are included). With ``stream``, an export that is
-    one JSON Lines file in a format that can stream it (ATP-Bench's ``data.jsonl``) comes as
-    ``chunks`` instead, the same bytes produced while the items are read."""
+    """Export the project (optionally one status) in its format (or with ``fmt``, a writer
+    of an interchange format such as :func:`label_studio_writer`'s, always zipped) into a
+    temporary folder and return one file: the single file written (e.g. ATP's .jsonl), or a
+    .zip of everything (multi-file formats, or when images are included). With ``stream``,
+    an export that is one JSON Lines file in a format that can stream it (ATP-Bench's
+    ``data.jsonl``) comes as ``chunks`` instead, the same bytes produced while the items are
+    read."""
     permissions.require(user=user, project=project, action="export")
     base = slugify(project.name) or f"project-{project.pk}"
     if status:
         base = f"{base}-{status}"
     if name_suffix:
         base = f"{base}-{name_suffix}"
-    if stream and not include_images:
+    if fmt is not None:
+        base = f"{base}-{getattr(fmt, 'name', 'export')}"
+    if stream and not include_images and fmt is None:
         streamed = _export_stream(project, status, item_ids, base)
         if streamed is not None:
             return streamed
@@ -1065,9 +1083,10 @@ def dataset_export_file(
             status=status,
             copy_images=include_images,
             item_ids=item_ids,
+            fmt=fmt,
         )
         files = sorted(p for p in tmp.rglob("*") if p.is_file())
-        if len(files) == 1 and not include_images:
+        if len(files) == 1 and not include_images and fmt is None:
             single = files[0]
             suffix = single.suffix or ".txt"
             return ExportFile(
@@ -1084,6 +1103,23 @@ def dataset_export_file(
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def label_studio_writer(
+    *, project: Project, mapping: str = "", with_judgments: str = "", image_base_url: str = ""
+) -> label_studio.Writer:
+    """The writer of a Label Studio export of ``project``: its items under ``mapping``, with
+    the judgments of the task named ``with_judgments`` as annotations, image paths as URLs
+    under ``image_base_url``. ValidationFailed naming the option that is wrong."""
+    judgments, choices = None, []
+    if with_judgments:
+        judgments, choices = interop_hook("label_studio.judgments_export")(
+            project=project, task_name=with_judgments
+        )
+    try:
+        return label_studio.Writer(mapping, judgments, choices, image_base_url=image_base_url)
+    except FormatError as exc:
+        raise ValidationFailed(f"{exc.field or 'mapping'}: {exc.message}") from None
 
 
 def _export_stream(

@@ -45,10 +45,11 @@ def project_import(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
                     mapping=form.cleaned_data.get("mapping") or "",
                     task=form.cleaned_data.get("task") or "",
                     labels=form.cleaned_data.get("labels") or "",
+                    user_map=form.cleaned_data.get("user_map") or "",
                 )
             except DomainError as exc:
                 field, _, rest = exc.message.partition(": ")
-                if field in ("mapping", "task", "labels") and rest:
+                if field in ("mapping", "task", "labels", "user_map") and rest:
                     form.add_error(field, rest)
                 else:
                     form.add_error("file", exc.message)
@@ -78,21 +79,31 @@ def project_import(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def project_export(request: HttpRequest, project_id: int) -> HttpResponseBase:
-    """Download the project's data in its format (optionally one status)."""
+    """Download the project's data in its format (optionally one status), or as Label Studio
+    tasks with their labeling config (a .zip)."""
     project = selectors.project_get(user=request.user, pk=project_id)
     require_action(request, project, "export")
     form = ExportForm(request.GET)
     if not form.is_valid():
         return HttpResponseBadRequest(
-            "Invalid export options: " + "; ".join(f"{k}: {v[0]}" for k, v in form.errors.items())
+            "Invalid export options: " + "; ".join(f"{k}: {v[0]}" for k, v in form.errors.items()),
+            content_type="text/plain; charset=utf-8",  # the messages quote what was sent
         )
     try:
+        fmt = None
+        if form.cleaned_data["format"]:  # Label Studio: tasks and their labeling config
+            fmt = services.label_studio_writer(
+                project=project,
+                with_judgments=form.cleaned_data["with_judgments"],
+                image_base_url=form.cleaned_data["image_base_url"],
+            )
         export = services.dataset_export_file(
             project=project,
             user=request.user,
             status=form.cleaned_data["status"] or None,
             include_images=form.cleaned_data["images"],
             stream=True,
+            fmt=fmt,
         )
     except DomainError as exc:
         return HttpResponse(exc.message, status=exc.status_code, content_type="text/plain")

@@ -13,16 +13,24 @@ Annotations come back as plain :class:`Annotation` tuples, one per result entry.
 Writing: items become tasks whose ``data`` holds every item field (under the same mapping,
 reversed), optionally with annotations (``choices`` / ``textarea`` results), and a labeling
 config (``<View><Text name="query" value="$query"/><Choices ...>``) written beside the file.
-See https://labelstud.io/guide/task_format.html for the task format.
+See https://labelstud.io/guide/task_format.html for the task format. The labeling view shows
+what Benchwright's judge page shows: besides the query, its images and the documents' images
+(``<Image valueList>`` over URLs Label Studio can load: each stored path under a base URL,
+by default Label Studio's local-files serving ``/data/local-files/?d=``), the documents'
+text, the plan under judgment as numbered steps and the answers (``<Paragraphs>``), under
+data keys of their own (:data:`VIEW_KEYS`) that reading ignores; a task with nothing to show
+under a key others have gets a placeholder (Label Studio 1.23.2's labeling view fails on an
+empty list there). The config is checked against the tasks written (well-formed; every
+``$key`` it shows is a data key of every task, and no list it shows is empty).
 
 The work beyond the item travels in ``data`` too, as JSON lists under the keys
 ``responses`` (answers: key, origin, model_name, position, text, extra), ``plans`` (key,
 origin, model_name, position, form, steps, code, is_alternative) and ``trajectories`` (key,
 origin, model_name, position, steps, checkpoints, ordering_constraints, efficiency,
 final_answer, images). Label Studio 1.23 keeps any JSON value in a task's data and shows
-each data key as a column of its Data Manager; the labeling config also shows the answers
-in the labeling view, as a ``<Paragraphs>`` object (one paragraph per answer, its key as
-the speaker), when any task has one. Predictions are not used: Label Studio would take
+each data key as a column of its Data Manager; the labeling view shows the answers as a
+``<Paragraphs>`` object (one paragraph per answer, its key as the speaker, under
+:data:`ANSWERS_KEY`), when any task has one. Predictions are not used: Label Studio would take
 them for pre-annotations of the verdict. Reading the same keys restores the records (the
 source record's raw text of an answer read from its own file is not carried: an
 interchange import stores fields, not raw records), so a second export is identical.
@@ -31,10 +39,13 @@ interchange import stores fields, not raw records), so a second export is identi
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import quote
+from xml.etree import ElementTree
 from xml.sax.saxutils import quoteattr
 
 from ._jsonio import Where, dataset_root, dumps, existing, iter_json_array, write_file
@@ -88,11 +99,51 @@ VERDICT_NAME = "verdict"
 COMMENT_NAME = "comment"
 ANSWERS_NAME = "answers"
 
+#: Data keys written for the labeling view only, never read back (the item's own keys keep
+#: every field for the round trip): image URLs Label Studio can load, the documents, the plan
+#: under judgment as numbered steps and the answers as paragraphs. Every task of an export
+#: has each key some task of it has something to show under: Label Studio 1.23's labeling
+#: view fails on a task whose ``<Image valueList>`` or ``<Paragraphs>`` list is empty, so a
+#: task with nothing to show there gets :data:`VIEW_PLACEHOLDERS`' entry.
+QUERY_IMAGES_KEY = "query_image_urls"
+DOCUMENT_IMAGES_KEY = "document_image_urls"
+DOCUMENTS_KEY = "document_paragraphs"
+PLAN_KEY = "plan_steps"
+ANSWERS_KEY = "answer_paragraphs"
+VIEW_KEYS = (QUERY_IMAGES_KEY, DOCUMENTS_KEY, DOCUMENT_IMAGES_KEY, PLAN_KEY, ANSWERS_KEY)
+
+
+def _placeholder_image(text: str) -> str:
+    """A small grey picture saying ``text``, as a data URL (no file to serve)."""
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="480" height="48">'
+        '<rect width="480" height="48" fill="#f2f2f2"/><text x="12" y="30" '
+        f'font-family="sans-serif" font-size="16" fill="#555">{text}</text></svg>'
+    )
+    return "data:image/svg+xml," + quote(svg)
+
+
+VIEW_PLACEHOLDERS: dict[str, list[Any]] = {
+    QUERY_IMAGES_KEY: [_placeholder_image("(no query image)")],
+    DOCUMENTS_KEY: [{"document": "-", "text": "(no documents)"}],
+    DOCUMENT_IMAGES_KEY: [_placeholder_image("(no document images)")],
+    PLAN_KEY: [{"step": "-", "text": "(no plan)"}],
+    ANSWERS_KEY: [{"key": "-", "text": "(no answers)"}],
+}
+#: Image URLs by default: Label Studio's local-files serving, the path relative to its
+#: ``LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT`` (the export folder, unless a base says more).
+DEFAULT_IMAGE_BASE = "/data/local-files/?d="
+#: Image roles shown with the query (the rest are the documents' images, in img_index order).
+QUERY_ROLES = ("query", "input")
+
 
 class Annotation(NamedTuple):
     """One result of one Label Studio annotation: the task's item id, the annotator (their
     email, username or Label Studio user id, as the export gives it), the control's name
-    (``from_name``), its type (``choices``, ``labels``, ``textarea`` ...) and its values."""
+    (``from_name``), its type (``choices``, ``labels``, ``textarea`` ...) and its values.
+    ``user_id`` is the annotator's numeric Label Studio user id when the export gives one:
+    Label Studio's normal export writes ``"completed_by": 2``, an API snapshot with details
+    ``{"id": 2, "email": ...}`` (then ``user`` is the email)."""
 
     item_id: str
     user: str
@@ -100,6 +151,7 @@ class Annotation(NamedTuple):
     kind: str
     values: tuple[str, ...]
     task_id: str = ""  # the Label Studio task's id, for messages
+    user_id: str = ""
 
 
 @dataclasses.dataclass
@@ -170,16 +222,49 @@ def parse_labels(text: str | Mapping[str, str] | None) -> dict[str, str]:
     return labels
 
 
+def parse_user_map(text: str | Mapping[str, str] | None) -> dict[str, str]:
+    """``"2=annotator1,3=ann@example.org"`` (or a dict) as ``{Label Studio user: Benchwright
+    account}``: Label Studio's normal export names annotators by numeric user id, which a
+    Benchwright account (username or email) does not know. A key is a Label Studio user id,
+    or the email or username the export gives (kept lower-cased: matched ignoring case).
+    Empty: ``{}``. A malformed entry or a key given twice raises FormatError naming it."""
+    if not text:
+        return {}
+    if isinstance(text, Mapping):
+        parts = [f"{k}={v}" for k, v in text.items()]
+    else:
+        parts = [p.strip() for p in re.split(r"[,\n]", text) if p.strip()]
+    users: dict[str, str] = {}
+    for part in parts:
+        key, _, value = (s.strip() for s in part.partition("="))
+        if not key or not value:
+            raise FormatError(
+                f"expected ID=USER (a Label Studio user id, then a username or email), got "
+                f"{part!r}",
+                field="user_map",
+            )
+        if key.lower() in users:
+            raise FormatError(f"Label Studio user {key!r} is mapped twice", field="user_map")
+        users[key.lower()] = value
+    return users
+
+
 # ------------------------------------------------------------------------------ reading
 
 
-def _user(value: Any) -> str:
+def _user(value: Any) -> tuple[str, str]:
+    """(the annotator's name: email, username or else id; their numeric Label Studio id or
+    "") from an annotation's ``completed_by``."""
     if isinstance(value, dict):
-        for key in ("email", "username", "id"):
-            if value.get(key) not in (None, ""):
-                return str(value[key])
-        return ""
-    return "" if value is None else str(value)
+        uid = value.get("id")
+        uid = str(uid) if isinstance(uid, int) and not isinstance(uid, bool) else ""
+        for key in ("email", "username"):
+            if isinstance(value.get(key), str) and value[key].strip():
+                return value[key].strip(), uid
+        return uid, uid
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value), str(value)
+    return ("" if value is None else str(value).strip()), ""
 
 
 def _images(value: Any, where: Where, key: str) -> list[ImageRef]:
@@ -286,7 +371,7 @@ def _results(task: dict[str, Any], item_id: str, where: Where) -> Iterator[Annot
     for annotation in annotations:
         if not isinstance(annotation, dict) or annotation.get("was_cancelled"):
             continue
-        user = _user(annotation.get("completed_by"))
+        user, user_id = _user(annotation.get("completed_by"))
         for result in annotation.get("result") or []:
             if not isinstance(result, dict):
                 continue
@@ -305,6 +390,7 @@ def _results(task: dict[str, Any], item_id: str, where: Where) -> Iterator[Annot
                 kind,
                 values,
                 str(task.get("id", "")),
+                user_id,
             )
 
 
@@ -447,11 +533,96 @@ def with_attachments(
         yield rec
 
 
+def image_base(url: str | None) -> str:
+    """The base that image paths are appended to: ``url`` checked (an ``http(s)://`` URL or a
+    path on the Label Studio server such as ``/data/local-files/?d=bw/``, with no spaces or
+    quotes), ending in ``/`` or ``=``; :data:`DEFAULT_IMAGE_BASE` when empty."""
+    url = (url or "").strip()
+    if not url:
+        return DEFAULT_IMAGE_BASE
+    if not url.startswith(("http://", "https://", "/")) or re.search(r"[\s\"'<>\\]", url):
+        raise FormatError(
+            f"image base URL {url!r} must be an http:// or https:// URL, or a path on the "
+            "Label Studio server starting with / (e.g. /data/local-files/?d=), with no spaces "
+            "or quotes",
+            field="image_base_url",
+        )
+    return url if url.endswith(("/", "=")) else url + "/"
+
+
+def image_url(base: str, path: str) -> str:
+    """The URL of a stored image path under ``base`` (see :func:`image_base`)."""
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return base + quote(path.lstrip("/"), safe="/")
+
+
+def _args_text(args: Any) -> str:
+    if isinstance(args, dict):
+        return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    return "" if args in (None, "") else json.dumps(args, ensure_ascii=False)
+
+
+def plan_paragraphs(plans: Iterable[PlanRecord]) -> list[dict[str, str]]:
+    """The plans under judgment (the ground truth and its alternatives, not a model's
+    predictions), one paragraph per step, numbered from 1: ``1. tool(arg="value")``; a plan
+    given as code only shows its code."""
+    out: list[dict[str, str]] = []
+    for plan in plans:
+        if plan.origin == "model":
+            continue
+        label = "Alternative plan" if plan.is_alternative else "Ground truth"
+        if not plan.steps:
+            if plan.code:
+                out.append({"step": label, "text": plan.code})
+            continue
+        for n, step in enumerate(plan.steps, 1):
+            if isinstance(step, dict):
+                name = step.get("name") or step.get("tool") or step.get("tool_name") or ""
+                text = f"{n}. {name}({_args_text(step.get('args'))})"
+            else:
+                text = f"{n}. {json.dumps(step, ensure_ascii=False)}"
+            out.append({"step": label, "text": text})
+    return out
+
+
+def view_data(rec: ItemRecord, base: str) -> dict[str, list[Any]]:
+    """What the labeling view shows of an item beyond its query (:data:`VIEW_KEYS`): the
+    query's images and the documents' images as URLs under ``base`` (the documents' in
+    img_index order), the documents' text, the plan's steps and the answers (key and text).
+    Only keys with something to show are returned."""
+    ordered = sorted(rec.images, key=lambda ref: ref.position)
+    documents: list[dict[str, str]] = []
+    for n, doc in enumerate(rec.documents, 1):
+        text = doc.get("text", "") if isinstance(doc, dict) else doc
+        if not isinstance(text, str):
+            text = json.dumps(text, ensure_ascii=False)
+        documents.append({"document": f"Document {n}", "text": text})
+    view: dict[str, list[Any]] = {
+        QUERY_IMAGES_KEY: [image_url(base, r.path) for r in ordered if r.role in QUERY_ROLES],
+        DOCUMENTS_KEY: documents,
+        DOCUMENT_IMAGES_KEY: [
+            image_url(base, r.path) for r in ordered if r.role not in (*QUERY_ROLES, "artifact")
+        ],
+        PLAN_KEY: plan_paragraphs(rec.plans),
+        ANSWERS_KEY: [{"key": r.key, "text": r.text} for r in rec.responses],
+    }
+    return {key: value for key, value in view.items() if value}
+
+
 def task_of(
-    rec: ItemRecord, mapping: Mapping[str, str], judgments: Iterable[JudgmentOut] = ()
+    rec: ItemRecord,
+    mapping: Mapping[str, str],
+    judgments: Iterable[JudgmentOut] = (),
+    *,
+    base: str | None = None,
 ) -> dict[str, Any]:
-    """One item as a Label Studio task (``data`` under the mapping's keys)."""
+    """One item as a Label Studio task (``data`` under the mapping's keys, and with ``base``
+    what the labeling view shows: :func:`view_data`)."""
     data = {key: field_value(rec, target) for key, target in mapping.items()}
+    if base is not None:
+        data.update(view_data(rec, base))
     task: dict[str, Any] = {"data": data}
     annotations = []
     for judgment in judgments:
@@ -484,25 +655,86 @@ def labeling_config(
     text_key: str = "query",
     comment: bool = True,
     answers_key: str = "",
+    views: Collection[str] = (),
 ) -> str:
-    """The labeling config matching the tasks written: the query as text, the answers as
-    paragraphs (with ``answers_key``, the data key holding them), the verdict as choices
-    (when there are any) and a free comment."""
-    lines = ["<View>", f'  <Text name="{TEXT_NAME}" value={quoteattr("$" + text_key)}/>']
+    """The labeling config matching the tasks written: the query as text, its images, the
+    documents and their images, the plan's steps, the answers (each of :data:`VIEW_KEYS` in
+    ``views``; or the answers under ``answers_key``, a data key holding them), the verdict
+    as choices (when there are any) and a free comment."""
+
+    def attr(value: str) -> str:
+        return quoteattr(value)
+
+    lines = ["<View>", f"  <Text name={attr(TEXT_NAME)} value={attr('$' + text_key)}/>"]
+    if QUERY_IMAGES_KEY in views:
+        lines.append(f'  <Image name="query_images" valueList="${QUERY_IMAGES_KEY}"/>')
+    if DOCUMENTS_KEY in views:
+        lines.append('  <Header value="Documents"/>')
+        lines.append(
+            f'  <Paragraphs name="documents" value="${DOCUMENTS_KEY}" nameKey="document" '
+            'textKey="text"/>'
+        )
+    if DOCUMENT_IMAGES_KEY in views:
+        lines.append('  <Header value="Document images, in img_index order (from 0)"/>')
+        lines.append(f'  <Image name="document_images" valueList="${DOCUMENT_IMAGES_KEY}"/>')
+    if PLAN_KEY in views:
+        lines.append('  <Header value="Plan"/>')
+        lines.append(
+            f'  <Paragraphs name="plan" value="${PLAN_KEY}" nameKey="step" textKey="text"/>'
+        )
+    if ANSWERS_KEY in views:
+        answers_key = ANSWERS_KEY
     if answers_key:
         lines.append(
-            f'  <Paragraphs name="{ANSWERS_NAME}" value={quoteattr("$" + answers_key)} '
+            f"  <Paragraphs name={attr(ANSWERS_NAME)} value={attr('$' + answers_key)} "
             'nameKey="key" textKey="text" layout="dialogue"/>'
         )
     values = [str(c) for c in choices]
     if values:
         lines.append(f'  <Choices name="{VERDICT_NAME}" toName="{TEXT_NAME}" choice="single">')
-        lines.extend(f"    <Choice value={quoteattr(v)}/>" for v in values)
+        lines.extend(f"    <Choice value={attr(v)}/>" for v in values)
         lines.append("  </Choices>")
     if comment:
         lines.append(f'  <TextArea name="{COMMENT_NAME}" toName="{TEXT_NAME}"/>')
     lines.append("</View>")
     return "\n".join(lines) + "\n"
+
+
+def check_config(config: str, tasks_data: Iterable[Mapping[str, Any]]) -> None:
+    """Check a labeling config against the ``data`` of the tasks it goes with: well-formed
+    XML, every ``toName`` naming a tag of the config, every ``$key`` of a ``value`` or
+    ``valueList`` a key of every task's data, and what an ``<Image valueList>`` or a
+    ``<Paragraphs>`` shows a non-empty list (Label Studio 1.23.2's labeling view fails on an
+    empty one). FormatError naming what is wrong."""
+    try:
+        root = ElementTree.fromstring(config)  # noqa: S314 - a config this module wrote
+    except ElementTree.ParseError as exc:
+        raise FormatError(f"the labeling config is not well-formed XML: {exc}") from None
+    names = {el.get("name") for el in root.iter() if el.get("name")}
+    variables: list[tuple[str, bool]] = []  # ($key, must be a non-empty list)
+    for el in root.iter():
+        target = el.get("toName")
+        if target is not None and target not in names:
+            raise FormatError(
+                f"<{el.tag} name={el.get('name')!r}> has toName {target!r}, which names no "
+                "tag of the labeling config"
+            )
+        for attribute in ("value", "valueList"):
+            value = el.get(attribute) or ""
+            if value.startswith("$"):
+                variables.append((value, attribute == "valueList" or el.tag == "Paragraphs"))
+    for n, data in enumerate(tasks_data, 1):
+        for variable, listed in variables:
+            if variable[1:] not in data:
+                raise FormatError(
+                    f"the labeling config shows {variable}, which task {n} has no data key for"
+                )
+            got = data[variable[1:]]
+            if listed and not (isinstance(got, list) and got):
+                raise FormatError(
+                    f"the labeling config shows {variable} as a list, which task {n} has "
+                    "empty or not as a list"
+                )
 
 
 def write(
@@ -513,49 +745,64 @@ def write(
     mapping: Mapping[str, str] | str | None = None,
     judgments: Mapping[str, list[JudgmentOut]] | None = None,
     choices: Iterable[Any] = (),
+    image_base_url: str | None = None,
 ) -> list[Path]:
     """Write ``items`` as a Label Studio JSON task list at ``out`` (a ``.json`` file, or
-    ``tasks.json`` in a folder) and its labeling config beside it (``<stem>.config.xml``).
-    Attachments (answers, plans, trajectories read from their own files) join their items'
-    data, as the item's own do."""
+    ``tasks.json`` in a folder) and its labeling config beside it (``<stem>.config.xml``),
+    checked against the tasks (:func:`check_config`). Attachments (answers, plans,
+    trajectories read from their own files) join their items' data, as the item's own do.
+    What the labeling view shows beyond the item's fields (:data:`VIEW_KEYS`) is written
+    under its own keys: image paths become URLs under ``image_base_url`` (default
+    :data:`DEFAULT_IMAGE_BASE`: Label Studio's local-files serving of the export folder)."""
     out = Path(out)
     path = out if out.suffix.lower() == ".json" else out / "tasks.json"
     fields = parse_mapping(mapping)
+    taken = sorted(set(fields) & set(VIEW_KEYS))
+    if taken:
+        raise FormatError(
+            f"{taken[0]!r} is a data key the labeling view uses; map the field to another key",
+            field=taken[0],
+        )
+    base = image_base(image_base_url)
     text_key = next((k for k, v in fields.items() if v == "query"), "query")
-    responses_key = next((k for k, v in fields.items() if v == "responses"), "")
-    answers_key = ""
     judgments = judgments or {}
+    tasks: list[tuple[str, dict[str, Any]]] = []
+    views: set[str] = set()
+    for rec in with_attachments(items, attachments):
+        task = task_of(rec, fields, judgments.get(rec.external_id, ()), base=base)
+        views.update(k for k in VIEW_KEYS if k in task["data"])
+        tasks.append((rec.external_id, task))
     where = Where(path.name)
     parts: list[bytes] = []
-    for rec in with_attachments(items, attachments):
-        where.record = rec.external_id
-        task = task_of(rec, fields, judgments.get(rec.external_id, ()))
-        if rec.responses:
-            answers_key = responses_key
+    for external_id, task in tasks:
+        where.record = external_id
+        for key in VIEW_KEYS:  # every task has the keys the config shows, none empty
+            if key in views and key not in task["data"]:
+                task["data"][key] = VIEW_PLACEHOLDERS[key]
         parts.append(dumps(task, where))
     data = b"[\n" + b",\n".join(parts) + (b"\n]\n" if parts else b"]\n")
+    config_text = labeling_config(choices, text_key=text_key, views=views)
+    check_config(config_text, (task["data"] for _, task in tasks))
     config = path.with_name(f"{path.stem}.config.xml")
-    return [
-        write_file(path, data),
-        write_file(
-            config,
-            labeling_config(choices, text_key=text_key, answers_key=answers_key).encode(),
-        ),
-    ]
+    return [write_file(path, data), write_file(config, config_text.encode())]
 
 
 class Writer:
     """A format object for ``dataset_export(fmt=...)``: :func:`write` with its options."""
+
+    name = NAME
 
     def __init__(
         self,
         mapping: Mapping[str, str] | str | None = None,
         judgments: Mapping[str, list[JudgmentOut]] | None = None,
         choices: Iterable[Any] = (),
+        image_base_url: str | None = None,
     ) -> None:
         self.mapping = parse_mapping(mapping)
         self.judgments = judgments
         self.choices = list(choices)
+        self.image_base_url = image_base(image_base_url)
 
     def write(
         self, out: str | Path, items: Iterable[ItemRecord], attachments: Iterable[Any] = ()
@@ -567,4 +814,5 @@ class Writer:
             mapping=self.mapping,
             judgments=self.judgments,
             choices=self.choices,
+            image_base_url=self.image_base_url,
         )

@@ -14,7 +14,7 @@ from django.test import Client
 from annotation.judging.models import Judgment
 from benchmark.models import Job, Project
 from tests.benchmark.formats.test_label_studio_format import EXPORT
-from tests.factories import JudgmentTaskFactory, UserFactory
+from tests.factories import JudgmentTaskFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +49,7 @@ def test_label_studio_upload_with_task_and_labels_makes_judgments(
     project: Project, clients: dict[str, Client], django_capture_on_commit_callbacks: Any
 ) -> None:
     task = JudgmentTaskFactory(project=project, name="Keep?", scheme="nominal", labels=LABELS)
-    UserFactory(username="ann", email="ann@example.org")
+    MembershipFactory(project=project, user=UserFactory(username="ann", email="ann@example.org"))
     response = _post(
         clients["admin"], project, django_capture_on_commit_callbacks, "ls.json", _relabelled(),
         source="label-studio", mapping="question=query", task="Keep?",
@@ -62,7 +62,7 @@ def test_label_studio_upload_with_task_and_labels_makes_judgments(
         "yes",
     ]
     job = Job.objects.get(project=project)
-    assert job.result["judgments"]["unknown_users"] == ["8"]
+    assert job.result["judgments"]["user_ids_unmapped"] == ["8"]
 
 
 def test_an_unmapped_label_fails_the_job_and_keeps_nothing(

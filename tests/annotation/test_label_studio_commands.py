@@ -18,6 +18,7 @@ from tests.factories import (
     ItemFactory,
     JudgmentFactory,
     JudgmentTaskFactory,
+    MembershipFactory,
     ProjectFactory,
     UserFactory,
 )
@@ -71,13 +72,14 @@ def test_annotations_become_judgments_by_existing_users(tmp_path: Path) -> None:
     project = ProjectFactory(name="P")
     task = JudgmentTaskFactory(project=project, name="Keep?", scheme="nominal", labels=LABELS)
     ann = UserFactory(username="ann", email="Ann@Example.org")
+    MembershipFactory(project=project, user=ann)  # only members who may judge are credited
     out, err = _run(
         "import_dataset", "--format", "label-studio", "--project", "P",
         "--map", "question=query,cat=category", "--task", "Keep?", str(_export(tmp_path)),
     )  # fmt: skip
     report = json.loads(out)["judgments"]
     assert report["judgments_created"] == 2
-    assert report["unknown_users"] == ["8"]  # exported by Label Studio id: no account
+    assert report["user_ids_unmapped"] == ["8"]  # a bare Label Studio id, no --user-map
     assert "8" in err
     judgments = Judgment.objects.filter(task=task).order_by("item__external_id")
     assert [(j.item.external_id, j.user, j.value) for j in judgments] == [

@@ -1,9 +1,13 @@
 """python manage.py export_dataset --format FMT --project NAME [--status verified] OUT
 
 python manage.py export_dataset --format label-studio --project NAME [--map question=query,...]
-[--with-judgments TASK] OUT.json
+[--with-judgments TASK] [--image-base-url URL] OUT.json
     Items of a project of any format as Label Studio tasks, with OUT.config.xml (the labeling
-    config) beside them; with --with-judgments, the task's judgments as annotations."""
+    config) beside them; with --with-judgments, the task's judgments as annotations. The
+    labeling config shows what the judge page shows: the query and its images, the documents
+    and their images, the plan's steps, the answers. Image paths become URLs under
+    --image-base-url (default /data/local-files/?d= : Label Studio's local-files serving
+    with the export folder as its document root)."""
 
 from __future__ import annotations
 
@@ -12,8 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmark.datasets.interop import interop_hook
-from benchmark.datasets.services import dataset_export
+from benchmark.datasets.services import dataset_export, label_studio_writer
 from benchmark.exceptions import DomainError
 from benchmark.formats import FormatError, label_studio, tabular
 from benchmark.management.commands.import_dataset import _project
@@ -45,6 +48,14 @@ class Command(BaseCommand):
             metavar="TASK",
             help="label-studio: write this judgment task's judgments as annotations",
         )
+        parser.add_argument(
+            "--image-base-url",
+            default="",
+            metavar="URL",
+            help="label-studio: the URL image paths are appended to, e.g. "
+            "https://files.example.org/bw/ or /data/local-files/?d=bw/ (default "
+            "/data/local-files/?d=)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         fmt: Any = None
@@ -54,17 +65,19 @@ class Command(BaseCommand):
                 if found is None:
                     raise CommandError(f"no project named {options['project']!r}")
                 project = found
+            if options["image_base_url"] and options["format"] != label_studio.NAME:
+                raise CommandError("--image-base-url goes with --format label-studio")
             if options["format"] in tabular.NAMES:
                 if options["with_judgments"]:
                     raise CommandError("--with-judgments goes with --format label-studio")
                 fmt = tabular.Table(options["format"], options["map"])
             elif options["format"] == label_studio.NAME:
-                judgments, choices = None, []
-                if options["with_judgments"]:
-                    judgments, choices = interop_hook("label_studio.judgments_export")(
-                        project=project, task_name=options["with_judgments"]
-                    )
-                fmt = label_studio.Writer(options["map"], judgments, choices)
+                fmt = label_studio_writer(
+                    project=project,
+                    mapping=options["map"],
+                    with_judgments=options["with_judgments"],
+                    image_base_url=options["image_base_url"],
+                )
             else:
                 if options["map"] or options["with_judgments"]:
                     raise CommandError(

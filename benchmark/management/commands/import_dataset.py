@@ -2,13 +2,17 @@
 [--create [--toolset NAME] [--taxonomy NAME] [--description TEXT] [--admin USERNAME]]
 
 python manage.py import_dataset --format label-studio --project NAME
-[--map question=query,cat=category] [--task JUDGMENT_TASK [--labels Correct=yes,...]] EXPORT.json
+[--map question=query,cat=category]
+[--task JUDGMENT_TASK [--labels Correct=yes,...] [--user-map 2=annotator1,...]] EXPORT.json
     Label Studio is an interchange format: the items go into an existing project of any
     format. With --task, annotations whose choice is one of the task's labels become
-    judgments by the account with the annotator's Label Studio email or username; annotators
-    with no account are reported, not created. --labels maps Label Studio choices onto the
-    task's values; with it, a choice that maps to none stops the import (nothing is kept),
-    naming the Label Studio task and the label.
+    judgments by the project's member with the annotator's Label Studio email or username,
+    or the one --user-map names for the annotator's Label Studio user id (Label Studio's
+    Export button writes only the id). Only members who may judge the task are credited;
+    everyone else is reported, not created, in one wording, and ids the map does not name
+    are reported. --labels maps Label Studio choices onto the task's values; with it, a
+    choice that maps to none stops the import (nothing is kept), naming the Label Studio
+    task and the label.
 
 python manage.py import_dataset --format {jsonl,csv} --project NAME [--map col=field,...] FILE
     Items from a generic JSON Lines or CSV file with a column mapping, into any project."""
@@ -64,6 +68,14 @@ class Command(BaseCommand):
             "(e.g. Correct=yes,Incorrect=no); every choice must then map",
         )
         parser.add_argument(
+            "--user-map",
+            default="",
+            metavar="ID=USER,...",
+            help="label-studio, with --task: Label Studio user id=Benchwright username (or "
+            "email), comma-separated, e.g. 2=annotator1,3=annotator2; each must be a member "
+            "of the project who may judge the task",
+        )
+        parser.add_argument(
             "--create",
             action="store_true",
             help="create the project when there is none of that name (options below)",
@@ -74,9 +86,10 @@ class Command(BaseCommand):
         if options["format"] in (label_studio.NAME, *tabular.NAMES):
             self._interchange(options)
             return
-        if options["map"] or options["task"] or options["labels"]:
+        if options["map"] or options["task"] or options["labels"] or options["user_map"]:
             raise CommandError(
-                "--map, --task and --labels go with --format label-studio (--map: also jsonl, csv)"
+                "--map, --task, --labels and --user-map go with --format label-studio (--map: "
+                "also jsonl, csv)"
             )
         with transaction.atomic():
             project, created = _project_or_create(options["project"], options["format"], options)
@@ -102,7 +115,10 @@ class Command(BaseCommand):
                 raise CommandError("--task goes with --format label-studio")
             if options["labels"] and not options["task"]:
                 raise CommandError("--labels goes with --task (the judgment task it maps onto)")
+            if options["user_map"] and not options["task"]:
+                raise CommandError("--user-map goes with --task (whose judgments it credits)")
             labels = label_studio.parse_labels(options["labels"])
+            user_map = label_studio.parse_user_map(options["user_map"])
             with transaction.atomic():
                 reader: Any = (
                     label_studio.Reader(options["map"])
@@ -117,16 +133,35 @@ class Command(BaseCommand):
                         annotations=reader.annotations,
                         task_name=options["task"],
                         labels=labels,
+                        user_map=user_map,
                     )
         except (FormatError, DomainError) as exc:
             raise CommandError(f"nothing imported: {exc}") from None
-        unknown = report.get("judgments", {}).get("unknown_users")
-        if unknown:
-            self.stderr.write(
-                "annotations not imported, no account with this email or username: "
-                + ", ".join(unknown)
-            )
+        self._say_not_imported(report.get("judgments") or {}, options)
         self.stdout.write(json.dumps(report, indent=2))
+
+    def _say_not_imported(self, judged: dict[str, Any], options: dict[str, Any]) -> None:
+        """What of the annotations was not imported, and what to do about it."""
+        where = f"project {options['project']!r} who may judge task {options['task']!r}"
+        if judged.get("users_not_importable"):
+            self.stderr.write(
+                f"annotations not imported: {', '.join(judged['users_not_importable'])} "
+                f"{'is' if len(judged['users_not_importable']) == 1 else 'are'} not "
+                f"{'a member' if len(judged['users_not_importable']) == 1 else 'members'} of "
+                f"{where} (add them to the project, or map them with --user-map)"
+            )
+        if judged.get("user_ids_unmapped"):
+            ids = judged["user_ids_unmapped"]
+            self.stderr.write(
+                f"annotations not imported: Label Studio user id{'s' if len(ids) != 1 else ''} "
+                f"{', '.join(ids)} {'is' if len(ids) == 1 else 'are'} not in the user map "
+                f"(add e.g. --user-map {ids[0]}=USERNAME)"
+            )
+        for refused in judged.get("judgments_refused") or []:
+            self.stderr.write(
+                f"judgment not imported: item {refused['item']} by {refused['user']}: "
+                f"{refused['reason']}"
+            )
 
 
 def _project(name: str, fmt: str) -> Project:

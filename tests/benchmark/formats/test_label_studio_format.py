@@ -106,14 +106,21 @@ def _check_task(task: dict[str, Any], config: ElementTree.Element) -> None:
                 assert all(isinstance(v, str) for v in result["value"][key])
     # every $variable of the config is a data key of the task
     for el in config.iter():
-        value = el.get("value") or ""
-        if value.startswith("$"):
-            assert value[1:] in task["data"]
+        for attr in ("value", "valueList"):
+            value = el.get(attr) or ""
+            if value.startswith("$"):
+                assert value[1:] in task["data"]
+    # Image (https://labelstud.io/tags/image): valueList names a list of image URLs
+    # (Label Studio 1.23.2's labeling view fails on a task whose list is empty)
+    for el in config.iter("Image"):
+        urls = task["data"][(el.get("valueList") or el.get("value", ""))[1:]]
+        assert isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls)
+        assert all(u.startswith(("http://", "https://", "/", "data:image/")) for u in urls)
     # Paragraphs (https://labelstud.io/tags/paragraphs): its data is a list of objects, each
     # with the speaker under nameKey (default "author") and the text under textKey ("text")
     for el in config.iter("Paragraphs"):
         entries = task["data"][el.get("value", "")[1:]]
-        assert isinstance(entries, list)
+        assert isinstance(entries, list) and entries
         for entry in entries:
             assert isinstance(entry, dict)
             assert isinstance(entry.get(el.get("nameKey", "author")), str)
@@ -137,11 +144,11 @@ def test_read_maps_fields_and_keeps_task_json_and_annotations(tmp_path: Path) ->
     assert items[1].expected_answer == ""
     assert json.loads(items[0].raw) == EXPORT[0]  # the task's exact JSON
     assert items[0].raw.startswith('{\n    "id": 101')
-    assert annotations == [
-        ls.Annotation("101", "ann@example.org", "verdict", "choices", ("yes",), "101"),
-        ls.Annotation("101", "ann@example.org", "comment", "textarea", ("fine",), "101"),
-        ls.Annotation("101", "8", "verdict", "choices", ("no",), "101"),
-        ls.Annotation("102", "ann@example.org", "verdict", "choices", ("yes",), "102"),
+    assert annotations == [  # the annotator's name, and their Label Studio id when given
+        ls.Annotation("101", "ann@example.org", "verdict", "choices", ("yes",), "101", "7"),
+        ls.Annotation("101", "ann@example.org", "comment", "textarea", ("fine",), "101", "7"),
+        ls.Annotation("101", "8", "verdict", "choices", ("no",), "101", "8"),
+        ls.Annotation("102", "ann@example.org", "verdict", "choices", ("yes",), "102", "7"),
     ]
 
 
