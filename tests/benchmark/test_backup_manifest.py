@@ -64,3 +64,36 @@ def test_a_database_without_tables_is_not_backed_up(tmp_path: Path) -> None:
     assert "no backup written: the database has no tables" in done.stderr
     assert not (tmp_path / "b").exists()
     assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+
+
+def test_a_database_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from benchmark.backup.manifest import manifest_write
+
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "database.sqlite3").write_bytes(b"")
+    manifest_write(
+        tmp_path / "b",
+        {
+            "format": "benchwright-backup", "version": 1, "database": {"engine": "sqlite",
+            "file": "database.sqlite3"}, "migrations": {}, "counts": {},
+            "files": [{"path": "database.sqlite3", "size": 0, "sha256": "e3b0c44298fc1c149afb"
+                       "f4c8996fb92427ae41e4649b934ca495991b7852b855"}],
+        },
+    )  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'no' / 'such' / 'folder.sqlite3'}",
+        MEDIA_ROOT=str(tmp_path / "media"),
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "restore", str(tmp_path / "b")],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "not restored: the database answered: unable to open database file" in done.stderr
+    assert not (tmp_path / "media").exists()

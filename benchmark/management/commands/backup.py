@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from benchmark.backup.services import BackupFailed, backup_write
 
@@ -31,6 +32,8 @@ class Command(BaseCommand):
             raise CommandError(f"no backup written: {exc.message}") from None
         except OSError as exc:
             raise CommandError(f"no backup written: {exc}") from None
+        except DatabaseError as exc:
+            raise CommandError(f"no backup written: the database answered: {exc}") from None
         rows = sum(result.counts.values())
         self.stdout.write(
             f"{rows} rows of {len(result.counts)} tables and {result.files} media files "
