@@ -10,6 +10,8 @@ import environ
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from benchmark.cache_settings import cache_url_resolve
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # The development key: public (it is in the repository), so good for bin/run and tests only.
@@ -23,9 +25,10 @@ env = environ.Env(
     ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]", "testserver"]),
     CSRF_TRUSTED_ORIGINS=(list, []),
     CELERY_BROKER_URL=(str, ""),
-    # Django's cache (computed figures such as the agreement page's): memory of each process
-    # by default; a team set-up shares one, e.g. redis://127.0.0.1:6379/1.
-    CACHE_URL=(str, "locmemcache://"),
+    # Django's cache (computed figures such as the agreement page's); unset: the Redis
+    # broker's server with another database number, else each process's own memory
+    # (benchmark/cache_settings.py).
+    CACHE_URL=(str, ""),
     MEDIA_ROOT=(str, str(BASE_DIR / "media")),
     AWS_STORAGE_BUCKET_NAME=(str, ""),
     AWS_S3_ENDPOINT_URL=(str, ""),
@@ -396,8 +399,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Computed figures (the agreement page's) are cached, shown up to 30 s old while their inputs
-# change (review/agreement/selectors.py): per process by default; a team shares one cache across web machines with CACHE_URL=redis://host:6379/1.
-CACHES = {"default": env.cache_url("CACHE_URL")}
+# change (review/agreement/selectors.py). CACHE_URL when set; else, with a Redis broker, that
+# Redis server's next database (broker /0: cache /1), shared by every web process; else each
+# process's own memory. CACHE_SOURCE says which rule chose it (bin/serve prints it).
+_cache_url, CACHE_SOURCE = cache_url_resolve(
+    cache_url=env("CACHE_URL"), broker_url=env("CELERY_BROKER_URL")
+)
+CACHES = {"default": env.cache_url_config(_cache_url)}
 
 # Celery: no broker configured means tasks run in-process, on the same code path.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL") or "memory://"

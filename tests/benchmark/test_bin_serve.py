@@ -27,7 +27,7 @@ def serve(*args: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess
     base = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG"}
+        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "SECRET_KEY", "DEBUG"}
     }
     base.update(
         {
@@ -64,12 +64,38 @@ def test_a_worker_needs_a_broker(tmp_path: Path) -> None:
     done = serve("worker", tmp_path=tmp_path, SECRET_KEY=secrets.token_urlsafe(50))
     assert done.returncode == 2
     assert "needs CELERY_BROKER_URL" in done.stderr
+    # Said before anything starts: without a broker or CACHE_URL nothing is shared.
+    assert "==> cache: each process's own memory" in done.stdout
+    assert "set CACHE_URL=redis://HOST:6379/1 to share them" in done.stdout
+
+
+def test_an_explicit_cache_url_is_named_as_such(tmp_path: Path) -> None:
+    done = serve(
+        "worker",
+        tmp_path=tmp_path,
+        SECRET_KEY=secrets.token_urlsafe(50),
+        CACHE_URL="redis://cache.internal:6380/4",
+    )
+    assert "==> cache: Redis at redis://cache.internal:6380, database 4 (from CACHE_URL)" in (
+        done.stdout
+    )
 
 
 def test_migrate_migrates_the_given_database_and_exits(tmp_path: Path) -> None:
-    done = serve("migrate", tmp_path=tmp_path, SECRET_KEY=secrets.token_urlsafe(50))
+    done = serve(
+        "migrate",
+        tmp_path=tmp_path,
+        SECRET_KEY=secrets.token_urlsafe(50),
+        CELERY_BROKER_URL="redis://:broker-secret@127.0.0.1:6379/0",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "==> migrating the database" in done.stdout
+    # The broker's Redis, next database, shared by the web processes; no password shown.
+    assert (
+        "==> cache: Redis at redis://127.0.0.1:6379, database 1 (from CELERY_BROKER_URL, as "
+        "CACHE_URL is not set), shared by every web process"
+    ) in done.stdout
+    assert "broker-secret" not in done.stdout + done.stderr
     check = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--check"],
         cwd=ROOT,

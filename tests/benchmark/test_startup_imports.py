@@ -29,6 +29,8 @@ DATA_COMMANDS = [
     ("benchmark", "check_response"),
     ("benchmark", "jobs_sweep"),
     ("benchmark", "seed_builtin"),
+    ("benchmark", "backup"),
+    ("benchmark", "restore"),
     ("review", "score_responses"),
     ("review", "score_runs"),
     ("review", "judge"),

@@ -3,6 +3,7 @@ few reviewers watch the disagreement queue and the agreement page; then the data
 
     python tests/perf/load.py                       # 50 annotators + 3 reviewers, 2 minutes
     python tests/perf/load.py --users 20 --minutes 0.5 --workers 2 --threads 4
+    python tests/perf/load.py --cache-url redis://127.0.0.1:6379/1   # the workers share one cache
 
 It makes a fresh PostgreSQL database (LOAD_DATABASE_URL, default .../bw_load_run: it is DROPPED
 first), migrates it, bulk-creates an ATP-Bench project with --items draft items, its default
@@ -363,6 +364,12 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2, help="threads per worker")
     parser.add_argument("--think", default="1,3", help="seconds reading an item: low,high")
     parser.add_argument("--database-url", default=DEFAULT_URL, help="DROPPED and created")
+    parser.add_argument(
+        "--cache-url",
+        default=os.environ.get("CACHE_URL", ""),
+        help="CACHE_URL of the web processes, e.g. redis://127.0.0.1:6379/1 (shared); "
+        "default: the environment's (no CACHE_URL and no Redis broker: each worker's memory)",
+    )
     args = parser.parse_args()
 
     fresh_database(args.database_url)
@@ -372,15 +379,22 @@ def main() -> int:
         "DEBUG": "false",
         "SECRET_KEY": secrets.token_urlsafe(50),
         "DJANGO_SETTINGS_MODULE": "benchmark.settings",
+        **({"CACHE_URL": args.cache_url} if args.cache_url else {}),
     }
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
     from django.db import connections
 
+    from benchmark.cache_settings import cache_describe
+
+    print(
+        f"cache: {cache_describe(config=settings.CACHES['default'], source=settings.CACHE_SOURCE)}"
+    )
     t0 = time.perf_counter()
     call_command("migrate", verbosity=0)
     data = setup_data(items=args.items, annotators=args.users, reviewers=args.reviewers)
