@@ -96,6 +96,8 @@ IN_A_PROCESS: dict[str, tuple[dict[str, str], str]] = {
 PARSE_ONLY = {
     "runserver": "serves until stopped",
     "restore": "fills an empty database (its own tests restore into one)",
+    "backup": "takes its snapshot outside a transaction (tests/benchmark/test_backup_online.py "
+    "runs it as a process, as README prints it)",
 }
 
 
