@@ -2,7 +2,8 @@
 
 Roles: admin, reviewer and annotator of the project; an outsider (admin of another project);
 anonymous. Members see the project; the outsider gets 404 (the project does not exist for
-them); anonymous users are sent to the login page (UI) or refused (API, 403)."""
+them); anonymous users are sent to the login page (UI) or asked for credentials (API, 401 with
+WWW-Authenticate)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ MEMBERS = (200, 200, 200, 404, 302)
 ANY_USER = (200, 200, 200, 200, 302)
 ADMIN_ONLY = (200, 403, 403, 404, 302)
 ADMIN_REVIEWER = (200, 200, 403, 404, 302)
-API_MEMBERS = (200, 200, 200, 404, 403)
-API_ANY_USER = (200, 200, 200, 200, 403)
+API_MEMBERS = (200, 200, 200, 404, 401)
+API_ANY_USER = (200, 200, 200, 200, 401)
 EVERYONE = (200, 200, 200, 200, 200)
 
 # (name, method, path, extra request kwargs, expected status per role in ROLES order)
@@ -115,7 +116,7 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[int, ...]]] = [
         "post",
         "/api/projects/{project}/import/",
         {},
-        (400, 403, 403, 404, 403),
+        (400, 403, 403, 404, 401),
     ),
     ("api items", "get", "/api/items/", {}, API_ANY_USER),
     ("api items of project", "get", "/api/items/?project={project}", {}, API_ANY_USER),
@@ -129,7 +130,7 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[int, ...]]] = [
     ("api images", "get", "/api/images/", {}, API_ANY_USER),
     ("api image", "get", "/api/images/{sha}/", {}, API_MEMBERS),
     ("api jobs", "get", "/api/jobs/", {}, API_ANY_USER),
-    ("api job", "get", "/api/jobs/{job}/", {}, (200, 403, 403, 404, 403)),
+    ("api job", "get", "/api/jobs/{job}/", {}, (200, 403, 403, 404, 401)),
     ("api schema", "get", "/api/schema/", {}, API_ANY_USER),
     ("api docs", "get", "/api/docs/", {}, API_ANY_USER),
 ]
