@@ -351,7 +351,8 @@ def _in_a_process(command: str, argv: list[str]) -> None:
     done = subprocess.run(
         [sys.executable, "manage.py", command, *argv],
         cwd=ROOT,
-        env={**os.environ, **env},
+        # as a deployment runs it: not with the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE
+        env={k: v for k, v in {**os.environ, **env}.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
         capture_output=True,
         text=True,
         timeout=120,

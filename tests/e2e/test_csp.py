@@ -105,7 +105,7 @@ def test_browsing_the_demo_reports_no_csp_violation(  # type: ignore[no-untyped-
         probe.close()
         login = anonymous.new_page()
         watch(login, seen)
-        for _ in range(settings.AXES_FAILURE_LIMIT):
+        for _ in range(settings.LOGIN_FAILURE_LIMIT):
             login.goto("/accounts/login/")
             login.fill("input[name=username]", "admin")
             login.fill("input[name=password]", "wrong")

@@ -32,8 +32,8 @@ pytestmark = pytest.mark.django_db
 MEMBERS = (200, 200, 200, 404, "L")
 REVIEWERS = (200, 200, 403, 404, "L")
 LEASE = ("R", "R", "R", 404, "L")
-API_MEMBERS = (200, 200, 200, 404, 403)
-API_REVIEWERS = (200, 200, 403, 404, 403)
+API_MEMBERS = (200, 200, 200, 404, 401)
+API_REVIEWERS = (200, 200, 403, 404, 401)
 
 TAGS = "/projects/{project}/items/{item}/responses/{response}/"
 TRAJ = "/projects/{tproject}/items/{titem}/trajectory/"
@@ -140,9 +140,9 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
         "post",
         "/api/judgment-tasks/{vtask}/items/{titem}/audit/",
         {"data": {"base": 3, "steps": {}}, "content_type": "application/json"},
-        (403, 403, 409, 404, 403),
+        (403, 403, 409, 404, 401),
     ),
-    ("api tasks", "get", "/api/judgment-tasks/", {}, (200, 200, 200, 200, 403)),
+    ("api tasks", "get", "/api/judgment-tasks/", {}, (200, 200, 200, 200, 401)),
     ("api task", "get", "/api/judgment-tasks/{task}/", {}, API_MEMBERS),
     ("api next", "post", "/api/judgment-tasks/{task}/next/", {}, API_MEMBERS),
     ("api judgments", "get", "/api/judgment-tasks/{task}/judgments/", {}, API_MEMBERS),
