@@ -12,7 +12,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -36,7 +35,6 @@ from benchmark.people.selectors import project_for_members
 from benchmark.permissions import can_create_project
 from benchmark.presenters import (
     attachment_label,
-    item_table_rows,
     item_view,
     plan_view,
     pretty_json,
@@ -154,11 +152,6 @@ def project_page_context(
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
-    page.object_list = item_table_rows(
-        page.object_list,
-        item_url=reverse("benchmark:item_detail", args=[project.pk, 0]),
-        bulk=bool(extra.get("bulk_form")),
-    )
     return {
         **project_context(request, project),
         **extra,
