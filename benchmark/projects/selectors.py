@@ -11,6 +11,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import (
     BooleanField,
+    Case,
     Count,
     Exists,
     OuterRef,
@@ -19,9 +20,14 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    TextField,
+    Value,
+    When,
     prefetch_related_objects,
 )
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Concat, Left, Length
+from django.db.models.lookups import GreaterThan
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -277,10 +283,10 @@ def item_list_rows(
     *, user: AnyUser, project: Project, filters: ItemFilters | None = None
 ) -> QuerySet[Item]:
     """Items for a list page: only the columns its table shows (:data:`LIST_COLUMNS`; the
-    heavy JSON and text columns, and those whose conversion costs, are left out)."""
-    return item_list(user=user, project=project, filters=filters, load_secrets=False).only(
-        *LIST_COLUMNS
-    )
+    heavy JSON and text columns, and those whose conversion costs, are left out), and
+    ``query_shown``: the query cut by the database to :data:`QUERY_SHOWN` characters."""
+    rows = item_list(user=user, project=project, filters=filters, load_secrets=False)
+    return rows.only(*LIST_COLUMNS).annotate(query_shown=_QUERY_SHOWN)
 
 
 def item_list_rows_of(*, user: AnyUser, project: Project, ids: list[int]) -> list[Item]:
@@ -296,6 +302,18 @@ LIST_COLUMNS = (
     "intent", "level", "status",
 )  # fmt: skip
 """The item columns the item list shows (and orders by)."""
+
+QUERY_SHOWN = 140
+"""The item list shows this many characters of a query: a longer one is cut to one less and
+"…" (by the database, so no page cuts 50 texts in Python)."""
+_QUERY_SHOWN = Case(
+    When(
+        GreaterThan(Length("query"), QUERY_SHOWN),
+        then=Concat(Left("query", QUERY_SHOWN - 1), Value("…"), output_field=TextField()),
+    ),
+    default="query",
+    output_field=TextField(),
+)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -155,6 +156,8 @@ def project_page_context(
     return {
         **project_context(request, project),
         **extra,
+        # each row links to ``items_url<id>/``: one reverse a page, not one a row
+        "items_url": reverse("benchmark:item_detail", args=[project.pk, 0]).removesuffix("0/"),
         "form": form,
         "filters": filters,
         "filter_query": urlencode({k: v for k, v in bound.items() if v}),

@@ -61,7 +61,7 @@ def test_list_rows_show_each_item_as_the_user_reads_it(
     assertContains(
         page, '<td class="query-cell">Short &amp; &lt;i&gt;sweet&lt;/i&gt;?</td>', html=True
     )
-    # a query is cut to 140 characters, as truncatechars cuts it
+    # a query longer than 140 characters is cut to 139 and "…" (by the database)
     assertContains(page, f'<td class="query-cell">{"b" * 139}…</td>', html=True)
     assertContains(page, f'<td class="query-cell">{"c" * 140}</td>', html=True)
     shown_long = page.content.decode().split(f"/items/{second.pk}/")[2]
