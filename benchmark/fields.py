@@ -106,3 +106,18 @@ class UTCDay(models.Func):
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         template = "((%(expressions)s AT TIME ZONE 'UTC')::date)"
         return self.as_sql(compiler, connection, template=template, **extra)
+
+
+class JSONArrayLength(models.Func):
+    """How many elements a JSON array column holds (0 for anything else), counted by the
+    database: a list page that shows only the count need not read and decode the array."""
+
+    template = "coalesce(json_array_length(%(expressions)s), 0)"
+    output_field = models.IntegerField()
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        template = (
+            "(CASE WHEN jsonb_typeof(%(expressions)s) = 'array' "
+            "THEN jsonb_array_length(%(expressions)s) ELSE 0 END)"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra)

@@ -135,7 +135,7 @@ def project_page_context(
     if form.is_bound:
         form.is_valid()
     filters = form.filters()
-    items = selectors.item_list_rows(user=request.user, project=project, filters=filters)
+    items = selectors.item_table_rows(user=request.user, project=project, filters=filters)
     asked = str(query.get(f"{start}page") or "1")
     at_least = int(asked) * PAGE_SIZE + 1 if asked.isdigit() and len(asked) < 7 else 0
     counts = selectors.item_status_counts(user=request.user, project=project)
@@ -147,7 +147,7 @@ def project_page_context(
         page = CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
     else:  # a search: its matches' ids came with the count, the page's rows are read by id
         page = CountedPaginator(total.ids, PAGE_SIZE, count=total.n).get_page(asked)
-        page.object_list = selectors.item_list_rows_of(
+        page.object_list = selectors.item_table_rows_of(
             user=request.user, project=project, ids=list(page.object_list)
         )
     extra: dict[str, Any] = {}
