@@ -89,9 +89,9 @@ def test_no_rule_subquery_for_a_user_nothing_can_be_hidden_from(
     item = ItemFactory(project=project, expected_answer="The answer")
     client = clients["annotator"]
     pages = {
-        f"/projects/{project.pk}/": 9,
-        f"/projects/{project.pk}/?q=widget": 10,
-        f"/projects/{project.pk}/?status=draft&level=1": 10,
+        f"/projects/{project.pk}/": 8,
+        f"/projects/{project.pk}/?q=widget": 9,
+        f"/projects/{project.pk}/?status=draft&level=1": 9,
         f"/projects/{project.pk}/items/{item.pk}/": 10,
         f"/api/items/{item.pk}/": 4,
     }
