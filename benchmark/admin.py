@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.db import connection
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
@@ -180,12 +179,6 @@ class _AttachedAdmin(admin.ModelAdmin):
 @admin.register(Response)
 class ResponseAdmin(_AttachedAdmin):
     search_fields = [*_AttachedAdmin.search_fields, "text"]
-
-    def get_search_fields(self, request: HttpRequest) -> list[str]:
-        # SQLite keeps long answers compressed (PackedTextField): their text cannot be searched
-        # there, so the admin searches the other fields.
-        fields = list(super().get_search_fields(request))
-        return [f for f in fields if f != "text"] if connection.vendor == "sqlite" else fields
 
 
 @admin.register(Plan)

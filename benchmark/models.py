@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from benchmark.fields import ImageRefsField, JSONField, PackedTextField
+from benchmark.fields import ImageRefsField, JSONField
 
 
 class ProjectKind(models.TextChoices):
@@ -436,7 +436,7 @@ class AttachedRecord(models.Model):
 class Response(AttachedRecord):
     """An interleaved answer: text with tool tags."""
 
-    text = PackedTextField(blank=True)
+    text = models.TextField(blank=True)
     extra = JSONField(default=dict, blank=True)
 
     class Meta(AttachedRecord.Meta):

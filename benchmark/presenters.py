@@ -5,97 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-from html import escape
 from typing import Any
 
 import orjson
-from django.utils.safestring import mark_safe
-from django.utils.text import Truncator
 
-from benchmark.models import Image, Item, ItemStatus, Origin, Plan, Trajectory
+from benchmark.models import Image, Item, Origin, Plan, Trajectory
 
 TAG_RE = re.compile(r"<(tool|imgen)>(.*?)(</\1>|$)", re.S)
 TAG_NAME_RE = re.compile(r"""["']?(?:tool_name|source)["']?\s*:\s*["']([^"'\n]{1,60})["']""")
 NODE_RE = re.compile(r"<node-\d+>\.\w+")
-
-
-def truncated(text: str, length: int) -> str:
-    """What ``{{ text|truncatechars:length }}`` shows, without the filter's cost (Unicode
-    normalisation and a walk over every character) for short ASCII text, most of it."""
-    if text.isascii() and len(text) <= length:
-        return text
-    return Truncator(text).chars(length)
-
-
-QUERY_SHOWN = 140
-_STATUS_LABELS = dict(ItemStatus.choices)
-
-# One row of the item list's table (templates/benchmark/project_detail.html, ``item-list``):
-# 50 rows of a dozen template variables each cost the template engine ~4 ms a page, the same
-# markup filled in here ~0.5 ms. The template loops over the rows and prints ``row_html``.
-_ROW = (
-    "\n      <tr{tr}>\n        {bulk}\n"
-    '        <td class="nowrap"><a class="mono" href="{url}" hx-get="{url}" hx-target="#main"'
-    ' hx-push-url="true">{external_id}</a></td>\n'
-    '        <td class="query-cell">{query}</td>\n'
-    "        <td>{category}</td>\n"
-    "        <td>{intent}</td>\n"
-    '        <td class="num">{level}</td>\n'
-    "        <td>{modality}</td>\n"
-    '        <td class="num">{n_images}</td>\n'
-    '        <td><span class="badge status-{status}">{status_label}</span>\n</td>\n'
-    "      </tr>\n    "
-)
-_BULK_CELL = (
-    '<td class="bulk-cell"><input type="checkbox" class="bulk-check" name="ids"'
-    ' value="{pk}:{status}" form="bulk-form" aria-label="Select {external_id}"></td>'
-)
-
-
-def _escape(value: Any) -> str:
-    """What ``{{ value }}`` prints for a string or a number (``django.utils.html.escape``)."""
-    return escape(str(value))
-
-
-_IMAGE_CHIP = '<span class="chip">image</span>'
-_TEXT_CHIP = '<span class="chip chip-muted">text</span>'
-
-
-def item_table_rows(items: Any, *, item_url: str, bulk: bool) -> list[Item]:
-    """A page of the item list, each row with its table row's HTML in ``row_html`` (every
-    value escaped as the template engine escapes it; ``bulk``: with the bulk bar's
-    checkbox). ``item_url`` is the URL of item 0 of the project: each row's link puts the
-    item's id in place of the 0 rather than reversing the URL per row. The query is cut to
-    :data:`QUERY_SHOWN` characters as ``truncatechars`` cuts it."""
-    head, _, tail = item_url.rpartition("/0/")
-    rows = list(items)
-    for item in rows:
-        status = _escape(item.status)
-        external_id = _escape(item.external_id)
-        try:
-            n_images = len(item.image_refs)
-        except TypeError:
-            n_images = 0
-        html = _ROW.format(
-            tr=' data-bulk-row tabindex="0"' if bulk else "",
-            bulk=(
-                _BULK_CELL.format(pk=item.pk, status=status, external_id=external_id)
-                if bulk
-                else ""
-            ),
-            url=_escape(f"{head}/{item.pk}/{tail}"),
-            external_id=external_id,
-            query=_escape(truncated(item.query, QUERY_SHOWN)),
-            category=_escape(item.category or "—"),
-            intent=_escape(item.intent or "—"),
-            level=_escape(item.level or "—"),
-            modality=_IMAGE_CHIP if item.modality == "image" else _TEXT_CHIP,
-            n_images=n_images,
-            status=status,
-            status_label=_escape(_STATUS_LABELS.get(item.status, item.status)),
-        )
-        item.row_html = mark_safe(html)  # type: ignore[attr-defined]  # every value escaped
-    return rows
 
 
 def tag_segments(text: str) -> list[dict[str, Any]]:

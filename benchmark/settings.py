@@ -170,9 +170,9 @@ TEMPLATES = [
     },
 ]
 
-# Django's template renderer, with the common widgets filled in without the template engine
-# (same bytes; see benchmark.form_renderer).
-FORM_RENDERER = "benchmark.form_renderer.FormRenderer"
+# Forms render through Django's own widget templates (the default FORM_RENDERER); templates,
+# partials included, are compiled once per process by the cached loader that
+# django-template-partials puts around the filesystem and app loaders.
 
 WSGI_APPLICATION = "benchmark.wsgi.application"
 

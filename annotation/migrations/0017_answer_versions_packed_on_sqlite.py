@@ -11,21 +11,9 @@ read them as bytes, so go back only together with the code of this migration's r
 
 from django.db import migrations
 
-import benchmark.fields
-
-# As benchmark 0017 does for the answers themselves: only the state changes, and on SQLite the
-# long texts already stored are packed.
-_STATE = [
-    migrations.AlterField(
-        model_name="responseversion",
-        name="text",
-        field=benchmark.fields.PackedTextField(blank=True),
-    ),
-]
-
-
-def pack_existing(apps, schema_editor):
-    benchmark.fields.pack_stored_text(schema_editor.connection, "annotation_responseversion")
+# As benchmark 0017: this migration once made ResponseVersion.text compressed on SQLite
+# (PackedTextField, since removed). It changes nothing any more; 0018_unpack_response_version_text
+# turns the bytes it (and the field) wrote back into text.
 
 
 class Migration(migrations.Migration):
@@ -34,7 +22,4 @@ class Migration(migrations.Migration):
         ("benchmark", "0017_long_answer_text_packed_on_sqlite"),
     ]
 
-    operations = [
-        migrations.SeparateDatabaseAndState(state_operations=_STATE),
-        migrations.RunPython(pack_existing, migrations.RunPython.noop, elidable=True),
-    ]
+    operations = []

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.trajectories.models import TrajectoryVersion  # noqa: F401 - registers it
-from benchmark.fields import JSONField, PackedTextField
+from benchmark.fields import JSONField
 from benchmark.models import Response
 
 
@@ -18,7 +18,7 @@ class ResponseVersion(models.Model):
 
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
-    text = PackedTextField(blank=True)
+    text = models.TextField(blank=True)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

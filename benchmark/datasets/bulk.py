@@ -15,8 +15,6 @@ from django.db import connection, models
 from django.db.models import ForeignObjectRel
 from django.utils import timezone
 
-from benchmark.fields import PackedTextField, pack_text
-
 # PostgreSQL's type oids for jsonb, and for bytea, under which a ready-made jsonb value is sent.
 _JSONB_OID = 3802
 _BYTEA_OID = 17
@@ -89,10 +87,6 @@ def bulk_insert(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> in
     is_json = [isinstance(f, models.JSONField) for f in fields]
     # A JSON field's stored form, where it differs from its value (ImageRefsField's to_stored).
     json_at = [(i, getattr(fields[i], "to_stored", None)) for i, js in enumerate(is_json) if js]
-    # Long text SQLite keeps compressed (PostgreSQL compresses it itself: bulk_load_begin).
-    packed_at = (
-        [] if postgres else [i for i, f in enumerate(fields) if isinstance(f, PackedTextField)]
-    )
     dumps = orjson.dumps
     # Each JSON column's last value and its encoding: rows often hold the very same object
     # (a default, or a list of image references that items share), encoded once then.
@@ -113,8 +107,6 @@ def bulk_insert(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> in
             # jsonb's binary form is a version byte and the text; SQLite stores the text.
             out[i] = b"\x01" + dumps(stored) if postgres else dumps(stored).decode()
             last[i] = (value, out[i])
-        for i in packed_at:
-            out[i] = pack_text(out[i])
         return out
 
     table = model._meta.db_table

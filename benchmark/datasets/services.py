@@ -27,7 +27,7 @@ from benchmark import permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
 from benchmark.datasets.interop import interop_hook
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
-from benchmark.fields import PackedTextField, image_refs_expand, unpack_text
+from benchmark.fields import image_refs_expand
 from benchmark.formats import (
     AttachmentRecord,
     FormatError,
@@ -594,13 +594,12 @@ def _select(
         i for i, c in enumerate(cols) if isinstance(c, models.JSONField) and c.name not in as_text
     ]
     bool_at = [i for i, c in enumerate(cols) if isinstance(c, models.BooleanField)]
-    packed_at = [i for i, c in enumerate(cols) if isinstance(c, PackedTextField)]
     # A JSON field's value, where its stored form differs (ImageRefsField's from_stored).
     expand_at = [(i, getattr(cols[i], "from_stored", None)) for i in json_at]
     with conn.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    if not json_at and not bool_at and not packed_at:
+    if not json_at and not bool_at:
         return rows
     loads = orjson.loads
     out = []
@@ -613,8 +612,6 @@ def _select(
                 row[i] = from_stored(row[i])
         for i in bool_at:
             row[i] = bool(row[i])
-        for i in packed_at:
-            row[i] = unpack_text(row[i])
         out.append(tuple(row))
     return out
 

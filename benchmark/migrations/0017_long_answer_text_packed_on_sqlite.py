@@ -12,22 +12,10 @@ them as bytes, so go back only together with the code of this migration's releas
 
 from django.db import migrations
 
-import benchmark.fields
-
-# The column stays text (SQLite keeps each value's own type, so a compressed value can live in
-# it), so only the migration state changes: SQLite would otherwise rebuild the table. The long
-# answers already stored on SQLite are then packed as new ones will be.
-_STATE = [
-    migrations.AlterField(
-        model_name="response",
-        name="text",
-        field=benchmark.fields.PackedTextField(blank=True),
-    ),
-]
-
-
-def pack_existing(apps, schema_editor):
-    benchmark.fields.pack_stored_text(schema_editor.connection, "benchmark_response")
+# This migration once made Response.text a compressed column on SQLite (PackedTextField, since
+# removed): on SQLite it rewrote long answers as zstd-compressed bytes. It changes nothing any
+# more; it stays so that the migration history of databases that applied it holds together.
+# 0018_unpack_response_text turns the bytes it wrote back into text.
 
 
 class Migration(migrations.Migration):
@@ -35,7 +23,4 @@ class Migration(migrations.Migration):
         ("benchmark", "0016_image_refs_stored_compactly"),
     ]
 
-    operations = [
-        migrations.SeparateDatabaseAndState(state_operations=_STATE),
-        migrations.RunPython(pack_existing, migrations.RunPython.noop, elidable=True),
-    ]
+    operations = []

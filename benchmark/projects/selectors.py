@@ -11,6 +11,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import (
     BooleanField,
+    Case,
     Count,
     Exists,
     OuterRef,
@@ -19,13 +20,19 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    TextField,
+    Value,
+    When,
     prefetch_related_objects,
 )
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Concat, Left, Length
+from django.db.models.lookups import GreaterThan
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from benchmark import visibility
+from benchmark.fields import JSONArrayLength
 from benchmark.items import indexing
 from benchmark.models import (
     Item,
@@ -265,7 +272,7 @@ def item_count(
     items = _items(user=user, project=project, filters=f)
     if f.q:
         # A search reads its matches' ids, in the list's order, instead of counting them: the
-        # page then reads its rows by id (item_list_rows_of) and the text index is searched
+        # page then reads its rows by id (item_table_rows_of) and the text index is searched
         # once, not twice (a common word as a prefix costs SQLite's index ~25 ms at 1M items).
         ids = list(items.values_list("pk", flat=True)[: cap + 1])
         return ItemCount(min(len(ids), cap), capped=len(ids) > cap, ids=ids[:cap])
@@ -277,25 +284,63 @@ def item_list_rows(
     *, user: AnyUser, project: Project, filters: ItemFilters | None = None
 ) -> QuerySet[Item]:
     """Items for a list page: only the columns its table shows (:data:`LIST_COLUMNS`; the
-    heavy JSON and text columns, and those whose conversion costs, are left out)."""
-    return item_list(user=user, project=project, filters=filters, load_secrets=False).only(
-        *LIST_COLUMNS
+    heavy JSON and text columns, and those whose conversion costs, are left out), and
+    what the database works out for the table: ``query_shown`` (the query cut to
+    :data:`QUERY_SHOWN` characters), ``n_images`` and ``status_label``."""
+    rows = item_list(user=user, project=project, filters=filters, load_secrets=False)
+    return rows.only(*LIST_COLUMNS).annotate(
+        query_shown=_QUERY_SHOWN,
+        n_images=JSONArrayLength("image_refs"),
+        status_label=_STATUS_LABEL,
     )
 
 
-def item_list_rows_of(*, user: AnyUser, project: Project, ids: list[int]) -> list[Item]:
-    """The rows :func:`item_list_rows` reads, of the items ``ids`` of ``project`` (a page of
+def item_table_rows(
+    *, user: AnyUser, project: Project, filters: ItemFilters | None = None
+) -> QuerySet[Any]:
+    """The item list's table: per item a dict of :data:`TABLE_FIELDS` (``pk``, ``external_id``,
+    ``status``, ``modality``, ``category``, ``intent``, ``level``, ``query_shown``,
+    ``n_images``, ``status_label``), in the list's order. A read that cannot be saved, and a
+    template reads a dict's values with fewer steps than a model's attributes."""
+    return item_list_rows(user=user, project=project, filters=filters).values(*TABLE_FIELDS)
+
+
+def item_table_rows_of(*, user: AnyUser, project: Project, ids: list[int]) -> list[dict]:
+    """The rows :func:`item_table_rows` reads, of the items ``ids`` of ``project`` (a page of
     a search, from :attr:`ItemCount.ids`), in the order of ``ids``."""
-    rows = item_list_rows(user=user, project=project).filter(pk__in=ids).order_by()
-    by_id = {item.pk: item for item in rows}
+    rows = item_table_rows(user=user, project=project).filter(pk__in=ids).order_by()
+    by_id = {row["pk"]: row for row in rows}
     return [by_id[pk] for pk in ids if pk in by_id]
 
 
+TABLE_FIELDS = (
+    "pk", "external_id", "status", "modality", "category", "intent", "level", "query_shown",
+    "n_images", "status_label",
+)  # fmt: skip
+
+
 LIST_COLUMNS = (
-    "project_id", "external_id", "position", "query", "modality", "image_refs", "category",
-    "intent", "level", "status",
+    "project_id", "external_id", "position", "query", "modality", "category", "intent", "level",
+    "status",
 )  # fmt: skip
 """The item columns the item list shows (and orders by)."""
+
+QUERY_SHOWN = 140
+"""The item list shows this many characters of a query: a longer one is cut to one less and
+"…" (by the database, so no page cuts 50 texts in Python)."""
+_QUERY_SHOWN = Case(
+    When(
+        GreaterThan(Length("query"), QUERY_SHOWN),
+        then=Concat(Left("query", QUERY_SHOWN - 1), Value("…"), output_field=TextField()),
+    ),
+    default="query",
+    output_field=TextField(),
+)
+_STATUS_LABEL = Case(
+    *(When(status=value, then=Value(label)) for value, label in ItemStatus.choices),
+    default="status",
+    output_field=TextField(),
+)
 
 
 @dataclass

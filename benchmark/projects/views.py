@@ -36,7 +36,6 @@ from benchmark.people.selectors import project_for_members
 from benchmark.permissions import can_create_project
 from benchmark.presenters import (
     attachment_label,
-    item_table_rows,
     item_view,
     plan_view,
     pretty_json,
@@ -136,7 +135,7 @@ def project_page_context(
     if form.is_bound:
         form.is_valid()
     filters = form.filters()
-    items = selectors.item_list_rows(user=request.user, project=project, filters=filters)
+    items = selectors.item_table_rows(user=request.user, project=project, filters=filters)
     asked = str(query.get(f"{start}page") or "1")
     at_least = int(asked) * PAGE_SIZE + 1 if asked.isdigit() and len(asked) < 7 else 0
     counts = selectors.item_status_counts(user=request.user, project=project)
@@ -148,20 +147,17 @@ def project_page_context(
         page = CountedPaginator(items, PAGE_SIZE, count=total.n).get_page(asked)
     else:  # a search: its matches' ids came with the count, the page's rows are read by id
         page = CountedPaginator(total.ids, PAGE_SIZE, count=total.n).get_page(asked)
-        page.object_list = selectors.item_list_rows_of(
+        page.object_list = selectors.item_table_rows_of(
             user=request.user, project=project, ids=list(page.object_list)
         )
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
-    page.object_list = item_table_rows(
-        page.object_list,
-        item_url=reverse("benchmark:item_detail", args=[project.pk, 0]),
-        bulk=bool(extra.get("bulk_form")),
-    )
     return {
         **project_context(request, project),
         **extra,
+        # each row links to ``items_url<id>/``: one reverse a page, not one a row
+        "items_url": reverse("benchmark:item_detail", args=[project.pk, 0]).removesuffix("0/"),
         "form": form,
         "filters": filters,
         "filter_query": urlencode({k: v for k, v in bound.items() if v}),

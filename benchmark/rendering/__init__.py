@@ -1,7 +1,8 @@
 """Rendering interleaved answers as their reader sees them. Pure Python (no Django).
 
 * ``markup``: Markdown to sanitized HTML (markdown-it with raw HTML off, then nh3), tool calls
-  drawn in place by a caller's function;
+  drawn in place by a caller's function; the result is a ``SanitizedHtml``, which templates
+  print with the ``sanitized`` filter (``{% load sanitized %}``);
 * ``preview``: the tag editor's preview (nothing executed);
 * ``calls``: what each tool call asks for, the limits, and what became of it (``CallResult``:
   ``rendered``, ``placeholder`` or ``failed`` with a reason);
@@ -28,6 +29,7 @@ from benchmark.rendering.calls import (
 )
 from benchmark.rendering.document import data_url, document_html, standalone_html
 from benchmark.rendering.execute import AnswerInput, BatchRenderer, Outcome, run_task, task_for
+from benchmark.rendering.markup import SanitizedHtml
 from benchmark.rendering.providers import (
     Found,
     HttpImageSearch,
@@ -59,6 +61,7 @@ __all__ = [
     "ProviderError",
     "Providers",
     "SandboxCodeRunner",
+    "SanitizedHtml",
     "Source",
     "Task",
     "clean_code",

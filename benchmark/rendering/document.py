@@ -27,7 +27,7 @@ from benchmark.rendering.calls import (
     RENDERED,
     CallResult,
 )
-from benchmark.rendering.markup import interleave
+from benchmark.rendering.markup import SanitizedHtml, interleave
 from benchmark.rendering.providers import image_mime
 from benchmark.tags import ParsedText, ToolCall
 
@@ -151,7 +151,7 @@ def document_html(
     *,
     image_src: ImageSrc,
     data_images: bool = False,
-) -> str:
+) -> SanitizedHtml:
     """The answer as sanitized HTML with every call drawn (see the module docstring).
     ``data_images`` keeps ``data:`` image URLs (the standalone file)."""
 
@@ -159,7 +159,8 @@ def document_html(
         result = results[tool.index] if tool.index < len(results) else None
         return call_html(tool, result, image_src)
 
-    return f'<div class="rd-document">{interleave(parsed, card, data_images=data_images)}</div>'
+    body = interleave(parsed, card, data_images=data_images)
+    return SanitizedHtml(f'<div class="rd-document">{body}</div>')
 
 
 def data_url(data: bytes) -> str:
@@ -170,11 +171,19 @@ def data_url(data: bytes) -> str:
 
 
 def standalone_html(
-    *, title: str, body: str, css: str, facts: Sequence[tuple[str, str]] = ()
+    *,
+    title: str,
+    body: str,
+    css: str,
+    facts: Sequence[tuple[str, str]] = (),
+    error: str = "",
 ) -> str:
     """A complete HTML file: ``title`` as its heading, ``facts`` (label, value; plain text)
-    under it, then ``body`` (already sanitized HTML), with the CSS inlined. The file carries
-    its own Content-Security-Policy: no scripts, images only from ``data:``."""
+    under it, then ``body`` (already sanitized HTML), or, when the answer could not be
+    rendered, ``error`` (plain text) in its place; with the CSS inlined. The file carries its
+    own Content-Security-Policy: no scripts, images only from ``data:``."""
+    if error:
+        body = f"<p>Not rendered: {_e(error)}</p>"
     heading = f"<h1>{_e(title)}</h1>"
     if facts:
         heading += (

@@ -8,6 +8,10 @@ document is cleaned once more. ``data:`` URLs survive only as an ``<img src>`` h
 base64 PNG, JPEG, GIF or WebP image (``data_images=True``, the standalone file). No ``style``
 attribute survives (a table's column alignment is dropped): the site's Content-Security-Policy
 refuses inline styles.
+
+What comes out of :func:`sanitize` is a :class:`SanitizedHtml`: a ``str`` that says where it
+came from, so a template can print it as HTML (the ``sanitized`` filter,
+``benchmark/templatetags/sanitized.py``) while escaping any other text it is given.
 """
 
 from __future__ import annotations
@@ -25,7 +29,15 @@ from benchmark.tags import ParsedText, ToolCall
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-__all__ = ["CardFor", "interleave", "markdown_html", "sanitize"]
+__all__ = ["CardFor", "SanitizedHtml", "interleave", "markdown_html", "sanitize"]
+
+
+class SanitizedHtml(str):
+    """HTML that went through :func:`sanitize` (nh3 with the allowlist below). Joining it with
+    other text gives a plain ``str`` again."""
+
+    __slots__ = ()
+
 
 #: ``card(tool) -> html`` for one tool call; the HTML is the caller's own (escaped) markup.
 CardFor = Callable[[ToolCall], str]
@@ -61,9 +73,13 @@ def _data_images_only(tag: str, attribute: str, value: str) -> str | None:
     return None
 
 
-def sanitize(fragment: str, *, data_images: bool = False) -> str:
+def sanitize(fragment: str, *, data_images: bool = False) -> SanitizedHtml:
     """``fragment`` through nh3 with the allowlist (with ``data_images``: base64 images in
     ``<img src>`` too, no other ``data:`` URL)."""
+    return SanitizedHtml(_clean(fragment, data_images=data_images))
+
+
+def _clean(fragment: str, *, data_images: bool) -> str:
     if not data_images:
         return nh3.clean(
             fragment,
@@ -82,12 +98,12 @@ def sanitize(fragment: str, *, data_images: bool = False) -> str:
     )
 
 
-def markdown_html(text: str) -> str:
+def markdown_html(text: str) -> SanitizedHtml:
     """Markdown to sanitized HTML (raw HTML in ``text`` shows as text)."""
     return sanitize(_markdown().render(text))
 
 
-def interleave(parsed: ParsedText, card: CardFor, *, data_images: bool = False) -> str:
+def interleave(parsed: ParsedText, card: CardFor, *, data_images: bool = False) -> SanitizedHtml:
     """Sanitized HTML of an answer whose tool calls are drawn by ``card``. A call alone in
     its paragraph becomes a block (``<div class="pv-block">``); one inside running text stays
     inline."""

@@ -11,7 +11,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from benchmark.rendering.markup import interleave
+from benchmark.rendering.markup import SanitizedHtml, interleave
 from benchmark.tags import ParsedText, ToolCall, parse
 
 __all__ = ["ImageLookup", "render_answer"]
@@ -67,7 +67,7 @@ def render_answer(
     *,
     image: ImageLookup | None = None,
     parsed: ParsedText | None = None,
-) -> str:
+) -> SanitizedHtml:
     """Sanitized HTML for an answer. Each tool call becomes a figure (when ``image`` finds
     the image it shows) or a card naming the tool, its description and main parameter.
     ``parsed`` is ``parse(text, syntax)`` when the caller already has it."""

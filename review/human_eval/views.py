@@ -3,7 +3,7 @@ score one answer (or one pair of answers) at a time on its own page, blind to th
 
 The rating page is the unit's page (``annotation:judge_unit`` hands it here, see
 ``annotation.judging.units``): the query with its documents and images, the rendered answer
-(:func:`_answer_html`), the scale with its criteria, and keys for every score. Nothing on it
+(:func:`_answer_shown`), the scale with its criteria, and keys for every score. Nothing on it
 names a model: answers are read without their model (``selectors.unit_answers``), and the
 task's name is checked when the task is made.
 """
@@ -22,8 +22,6 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.html import format_html
-from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.judging import selectors as judging_selectors
@@ -110,19 +108,19 @@ def _image_lookup(item: Item, images: dict[str, Any], syntax: str) -> Callable[.
     return lookup
 
 
-def _answer_html(
+def _answer_shown(
     response: Response, *, syntax: str = "", image: Callable[..., Any] | None = None
-) -> SafeString:
-    """The answer as its reader sees it: the rendered document when the answer has been
-    rendered (``review.rendering``), else its markdown rendered and sanitised with each tool
-    call drawn in place (the referenced image, or a card naming the tool and its prompt)."""
-    html = rendered_document(response)
-    if html:
-        # As review/rendering/_document.html wraps it (the page links the stylesheet).
-        return format_html('<div class="rd-embed" data-rendered>{}</div>', html)
+) -> dict[str, Any]:
+    """The answer as its reader sees it (sanitized HTML, printed with ``|sanitized``): the
+    rendered ``document`` when the answer has been rendered (``review.rendering``), else a
+    ``preview``: its markdown rendered and sanitised with each tool call drawn in place (the
+    referenced image, or a card naming the tool and its prompt)."""
+    document = rendered_document(response)
+    if document:
+        return {"document": document}
     syntax = syntax or response.item.project.tag_syntax
     syntax = syntax if syntax in ("atp", "llmi") else "atp"
-    return mark_safe(render_answer(response.text, syntax, image=image))  # noqa: S308 - nh3
+    return {"preview": render_answer(response.text, syntax, image=image)}
 
 
 def _posted_value(scale: Scale, data: Any) -> Any:
@@ -218,7 +216,7 @@ def rate_unit(request: HttpRequest, *, task: JudgmentTask, unit: TaskUnit) -> Ht
         "view": item_view(item, images),
         "scale": scale,
         "answers": [
-            {"side": side, "html": _answer_html(answer, syntax=syntax, image=lookup)}
+            {"side": side, **_answer_shown(answer, syntax=syntax, image=lookup)}
             for side, answer in zip(sides, answers, strict=False)
         ],
         "missing": len(answers) < len(sides),

@@ -20,12 +20,16 @@ from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
-from django.utils.html import format_html
-from django.utils.safestring import SafeString, mark_safe
 
 from benchmark import permissions
 from benchmark.models import Image, Project, Response
-from benchmark.rendering import CallResult, data_url, document_html, standalone_html
+from benchmark.rendering import (
+    CallResult,
+    SanitizedHtml,
+    data_url,
+    document_html,
+    standalone_html,
+)
 from benchmark.tags import parse
 from benchmark.typing import AnyUser
 from benchmark.visibility import exclude_hidden_attachments, responses_visible
@@ -77,24 +81,25 @@ def rendering_html(
     *,
     image_src: Callable[[str], str] = site_image_src,
     data_images: bool = False,
-) -> str:
-    """The rendering's document as sanitized HTML (the text it rendered, each call drawn)."""
+) -> SanitizedHtml:
+    """The rendering's document as sanitized HTML (the text it rendered, each call drawn);
+    empty for a rendering that failed. Templates print it with ``|sanitized``."""
     if rendering.error:
-        return ""
+        return SanitizedHtml()
     parsed = parse(rendering.text, rendering.syntax)  # type: ignore[arg-type]
     return document_html(parsed, _results(rendering), image_src=image_src, data_images=data_images)
 
 
-def rendered_document(response: Response) -> SafeString | None:
-    """The answer's newest rendering as HTML for another page (images as site URLs, which
-    the image view shows to the project's members), or None when it was never rendered (or
-    could not be). Include it with ``{% include "review/rendering/_document.html" with
+def rendered_document(response: Response) -> SanitizedHtml | None:
+    """The answer's newest rendering as sanitized HTML for another page (images as site URLs,
+    which the image view shows to the project's members), or None when it was never rendered
+    (or could not be). Include it with ``{% include "review/rendering/_document.html" with
     document=... %}``, which adds the stylesheet. No permission check: see the module
     docstring."""
     rendering = rendering_newest(response=response)
     if rendering is None or rendering.error:
         return None
-    return mark_safe(rendering_html(rendering))  # noqa: S308 - sanitized by nh3
+    return rendering_html(rendering)
 
 
 def _css() -> str:
@@ -132,14 +137,12 @@ def rendering_standalone(*, rendering: RenderedAnswer, response: Response) -> st
         ("Query", item.query),
         ("Rendered", rendering.created_at.strftime("%Y-%m-%d %H:%M UTC")),
     ]
-    body = rendering_html(rendering, image_src=src, data_images=True)
-    if rendering.error:
-        body = format_html("<p>Not rendered: {}</p>", rendering.error)
     return standalone_html(
         title=f"{item.external_id} · {response.model_name or response.key}",
-        body=body,
+        body=rendering_html(rendering, image_src=src, data_images=True),
         css=_css(),
         facts=facts,
+        error=rendering.error,
     )
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from html import escape
 
 WIDTH, HEIGHT = 760, 220
 LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 26
@@ -23,6 +22,10 @@ class Series:
 
 @dataclass
 class Chart:
+    """What templates/review/team/team.html (partial ``throughput-chart``) draws: each tick a
+    grid line from ``axis_from`` to ``axis_to`` with its value at ``tick_label_x``; each bar a
+    rectangle with its title; each label a date at ``label_y``."""
+
     width: int = WIDTH
     height: int = HEIGHT
     unit: str = "day"
@@ -31,6 +34,10 @@ class Chart:
     ticks: list[dict] = field(default_factory=list)
     labels: list[dict] = field(default_factory=list)
     legend: list[dict] = field(default_factory=list)
+    axis_from: int = LEFT - 4
+    axis_to: int = WIDTH - RIGHT
+    tick_label_x: int = LEFT - 8
+    label_y: int = HEIGHT - 8
 
 
 def _nice(n: int) -> int:
@@ -106,30 +113,3 @@ def stacked_bars(*, first: date, last: date, series: list[Series]) -> Chart:
     ]
     chart.legend = [{"series": s, "label": one.label} for s, one in enumerate(series)]
     return chart
-
-
-def chart_svg(chart: Chart) -> str:
-    """The chart as SVG markup (text escaped; colours by class, no style attribute)."""
-    w, h = chart.width, chart.height
-    out = [
-        f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-        f'aria-label="Judgments per {chart.unit}, stacked by annotator" '
-        f'data-chart-unit="{chart.unit}">'
-    ]
-    for t in chart.ticks:
-        out.append(
-            f'<line class="axis" x1="{LEFT - 4}" x2="{w - RIGHT}" y1="{t["y"]}" y2="{t["y"]}"/>'
-            f'<text x="{LEFT - 8}" y="{t["y"]}" text-anchor="end" dominant-baseline="middle">'
-            f"{t['value']}</text>"
-        )
-    for b in chart.bars:
-        out.append(
-            f'<rect class="series-{b["series"]}" x="{b["x"]}" y="{b["y"]}" width="{b["w"]}" '
-            f'height="{b["h"]}"><title>{escape(b["title"])}</title></rect>'
-        )
-    for label in chart.labels:
-        out.append(
-            f'<text x="{label["x"]}" y="{h - 8}" text-anchor="middle">{escape(label["text"])}</text>'
-        )
-    out.append("</svg>")
-    return "".join(out)

@@ -103,6 +103,11 @@ class AnnotatorRow:
     total: Figures
     tasks: list[TaskFigures] = field(default_factory=list)
 
+    @property
+    def several(self) -> bool:
+        """Whether the row stands for several tasks (shown as "all tasks", then one per task)."""
+        return len(self.tasks) > 1
+
 
 @dataclass
 class TeamReport:

@@ -7,7 +7,6 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from annotation.model_drafts.selectors import drafting_figures
@@ -15,9 +14,7 @@ from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import request_user
 from review.pages import project_for_review
 from review.team import selectors
-from review.team.chart import chart_svg
 from review.team.forms import TeamFilterForm
-from review.team.presenters import team_rows
 
 
 @login_required
@@ -43,8 +40,6 @@ def team(request: HttpRequest, project_id: int) -> HttpResponse:
         **project_context(request, project),
         "form": form,
         "report": report,
-        "team_rows": team_rows(report),
-        "chart_svg": mark_safe(chart_svg(report.chart)),  # noqa: S308 - numbers and escaped text
         # Draft acceptance per kind (kept / edited / rejected) and tokens spent.
         "drafting_figures": drafting_figures(user=user, project=project),
     }

@@ -230,6 +230,33 @@ def test_preview_shows_referenced_image_and_escapes_html(atp: Project, clients: 
     assert "<script>alert" not in html
 
 
+def test_each_card_offers_its_menus_and_the_thumb_of_its_image(
+    flawed: Response, clients: dict[str, Client]
+):
+    page = clients["annotator"].get(url(flawed))
+    first = card(page.content, 0)
+    # the "change tool" menu selects the tool as written; the reasons come from edits.py
+    tools = re.search(r'<select name="tool-0">(.*?)</select>', first, re.S).group(1)  # type: ignore[union-attr]
+    assert '<option value="Reference" selected>Reference</option>' in tools
+    assert tools.count("<option") > 1 and tools.count(" selected") == 1
+    diffusion = re.search(r'<select name="tool-2">(.*?)</select>', card(page.content, 2), re.S)
+    assert '<option value="Diffusion" selected>Diffusion</option>' in diffusion.group(1)  # type: ignore[union-attr]
+    assert (
+        '<select name="reason-0"><option value="redundant">Redundant</option>'
+        '<option value="mismatched">Semantically mismatched</option>'
+    ) in first
+    assert '<option value="">(guess)</option><option value="malformed_syntax">' in first
+    # the referenced image as a thumb linking to the full image
+    sha = flawed.item.image_refs[0]["sha256"]
+    assert f'<a href="/images/{sha}/" data-lightbox' in first
+    assert f'<img src="/images/{sha}/thumb/"' in first
+    html = page.content.decode()
+    where = re.search(r'<select name="insert-at">(.*?)</select>', html, re.S).group(1)  # type: ignore[union-attr]
+    assert where.startswith('<option value="0">At the start</option>')
+    assert where.endswith(f'<option value="{len(FLAWED)}">At the end</option>')
+    assert "After “…The Brio 2 has three buttons on its front panel.”" in where
+
+
 # --------------------------------------------------------------------------- versions
 
 

@@ -9,13 +9,14 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 from annotation.judging.consensus import value_credit
 from annotation.judging.models import JudgmentTask
 from benchmark.models import Project, Role
 from review.team import selectors
-from review.team.chart import Series, chart_svg, stacked_bars
+from review.team.chart import Series, stacked_bars
 from tests.factories import (
     AssignmentFactory,
     DatedJudgmentFactory,
@@ -186,6 +187,18 @@ def test_the_page_shows_the_figures_and_filters(project, users, world, clients):
     html = page.content.decode()
     assert 'data-annotator="alice"' in html and "33.3%" in html
     assert "<svg" in html and 'class="series-0"' in html and "style=" not in html
+    # Carol judged two tasks: a row for all of them, then one per task
+    label, rate = world["tasks"][1], world["tasks"][2]
+    carol = re.findall(r'<tr class="team-[a-z]+" data-annotator="carol"[^>]*>.*?</tr>', html)
+    assert len(carol) == 3 and "<td>carol</td><td>all tasks</td>" in carol[0]
+    tasks = {t.pk: t.name for t in (label, rate)}
+    for row in carol[1:]:
+        pk = int(re.search(r'data-task="(\d+)"', row).group(1))  # type: ignore[union-attr]
+        assert f"<td></td><td>{tasks.pop(pk)}</td>" in row
+        assert re.search(r'<td class="num" data-done>\d+</td>', row)
+    assert not tasks
+    bob = re.search(r'<tr class="team-person" data-annotator="bob">.*?</tr>', html).group(0)  # type: ignore[union-attr]
+    assert "<td>bob</td><td>Keep?</td>" in bob and '<td class="num" data-in-progress>1</td>' in bob
     assert "data-model-draft-figures" in html
     filtered = clients["reviewer"].get(url(project, f"?task={keep.pk}&days=7")).content.decode()
     assert re.search(r"<strong data-total-done>4</strong>", filtered)  # alice 3, bob 1
@@ -298,8 +311,14 @@ def test_chart_weeks_and_svg():
     )
     assert chart.unit == "week" and len(chart.bars) == 1
     assert chart.bars[0]["title"].endswith("week of 2025-12-29: 5")
-    svg = chart_svg(chart)
+    svg = render_to_string("review/team/team.html#throughput-chart", {"c": chart})
     assert "<b>" not in svg and "&lt;b&gt;" in svg and "style" not in svg
+    (bar,) = chart.bars
+    assert (
+        f'<rect class="series-0" x="{bar["x"]}" y="{bar["y"]}" width="{bar["w"]}"'
+        f' height="{bar["h"]}"><title>&lt;b&gt;x&lt;/b&gt; · week of 2025-12-29: 5</title></rect>'
+    ) in svg
+    assert 'data-chart-unit="week"' in svg and svg.count('<line class="axis"') == 3
 
 
 def test_agreement_per_unit(project, users):
