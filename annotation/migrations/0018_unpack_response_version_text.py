@@ -1,9 +1,12 @@
 """Saved answer versions (ResponseVersion.text) are plain text on every database again.
 
-As benchmark 0018_unpack_response_text does for the answers: on SQLite, each version of 512
+As benchmark 0019_unpack_response_text does for the answers: on SQLite, each version of 512
 characters or more that annotation 0017's compressed field (PackedTextField, removed) stored as
 zstd-compressed bytes is rewritten as its text, 200 rows at a time; text rows and PostgreSQL are
-left as they are. Reversing it does nothing.
+left as they are.
+
+Old rows: a packed version becomes the same text, unpacked; every other row is unchanged.
+Reversing it does nothing.
 """
 
 from django.db import migrations

@@ -1,5 +1,5 @@
 """Unpacking long text that Benchwright once stored compressed on SQLite (PackedTextField,
-removed): shared by benchmark 0018_unpack_response_text and annotation
+removed): shared by benchmark 0019_unpack_response_text and annotation
 0018_unpack_response_version_text. Not a migration itself (its name starts with "_").
 
 From benchmark 0017 on, SQLite kept an answer of 512 characters or more as bytes: the tag

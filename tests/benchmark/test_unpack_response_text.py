@@ -1,6 +1,6 @@
 """Answer texts (Response.text, ResponseVersion.text) are plain text columns on every database:
 the compressed field SQLite once used (PackedTextField) is gone. The migrations
-benchmark 0018 and annotation 0018 turn the rows it stored compressed (bytes: the tag "Z" and a
+benchmark 0019 and annotation 0018 turn the rows it stored compressed (bytes: the tag "Z" and a
 zstd frame, written here as the old code wrote them) back into text; text searches work on
 SQLite (the ORM's ``contains`` and the admin's search); the bulk import and the export give the
 same bytes; subqueries over versions read the texts."""
@@ -39,7 +39,7 @@ BEFORE = [
     ("annotation", "0017_answer_versions_packed_on_sqlite"),
 ]
 UNPACK = [
-    ("benchmark", "0018_unpack_response_text"),
+    ("benchmark", "0019_unpack_response_text"),
     ("annotation", "0018_unpack_response_version_text"),
 ]
 

@@ -52,9 +52,9 @@ def test_every_data_migration_says_what_happens_to_old_rows() -> None:
     assert {
         "annotation.0015_judgment_team_indexes",
         "annotation.0016_judgment_agreement_and_day",
-        "annotation.0017_answer_versions_packed_on_sqlite",
+        "annotation.0018_unpack_response_version_text",
         "benchmark.0015_item_tally_and_search",
-        "benchmark.0017_long_answer_text_packed_on_sqlite",
+        "benchmark.0019_unpack_response_text",
     } <= names
     missing = []
     for name, migration, ops in found:

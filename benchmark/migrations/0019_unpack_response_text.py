@@ -3,7 +3,10 @@
 On SQLite, benchmark 0017 and the compressed field (PackedTextField, removed) stored an answer of
 512 characters or more as zstd-compressed bytes. This migration rewrites each such row as the
 text it holds, 200 rows at a time; rows that are already text, and every row on PostgreSQL,
-are left as they are. The database file grows by about the space the compression had saved
+are left as they are.
+
+Old rows: a packed answer becomes the same text, unpacked; every other row is unchanged. The
+database file grows by about the space the compression had saved
 (``VACUUM`` is not needed; SQLite reuses the pages). Reversing it does nothing: the rows stay
 plain text, which the older code also reads.
 """
@@ -19,7 +22,7 @@ def unpack(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("benchmark", "0017_long_answer_text_packed_on_sqlite"),
+        ("benchmark", "0018_api_tokens"),
     ]
 
     operations = [
