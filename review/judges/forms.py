@@ -93,15 +93,17 @@ class JudgeRunForm(forms.Form):
         assert isinstance(judge, forms.ChoiceField)
         judge.choices = [(spec.name, spec.label) for spec in judges]
         names = ", ".join(spec.name for spec in judges)
-        judge.error_messages["required"] = (
-            f"choose a judge: {names}" if judges else "no model judge runs over this project"
-        )
-        if len(judges) == 1:
+        if not judges:
+            none = "no model judge runs over this project"
+            judge.error_messages.update(required=none, invalid_choice=none)
+        elif len(judges) == 1:
             only = judges[0]
+            judge.error_messages["required"] = f"choose a judge: {names}"
             judge.error_messages["invalid_choice"] = (
                 f"this project's {subject.plural} are judged by {only.label} ({only.name}) only"
             )
         else:
+            judge.error_messages["required"] = f"choose a judge: {names}"
             judge.error_messages["invalid_choice"] = (
                 f"unknown judge %(value)s; choose one of {names}"
             )

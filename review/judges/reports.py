@@ -111,7 +111,7 @@ class JudgePage:
 
 def judge_page(project: Project) -> JudgePage:
     judges = judges_for(project)
-    elsewhere = [s for s in judge_specs(runnable=False) if project.data_format in s.formats]
+    elsewhere = judges_for(project, runnable=False)
     return JudgePage(judges=judges, subject=subject_of(judges), elsewhere=elsewhere)
 
 

@@ -110,7 +110,7 @@ def script(system: str, user: str, model: str) -> str:
 
 
 @pytest.fixture
-def project(server: ScriptedServer, users: dict[str, Any]) -> Project:
+def toy_project(server: ScriptedServer, users: dict[str, Any]) -> Project:
     project = ProjectFactory(name="Toy judged")
     for role in (Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR):
         MembershipFactory(project=project, user=users[str(role)], role=role)
@@ -153,11 +153,12 @@ def figure(html: str, model: str, name: str) -> str:
 
 def test_a_toy_judge_runs_end_to_end_from_its_spec_alone(
     toy: ToyJudge,
-    project: Project,
+    toy_project: Project,
     server: ScriptedServer,
     clients: dict[str, Client],
     django_capture_on_commit_callbacks: Any,
 ) -> None:
+    project = toy_project
     server.script = script
     client = clients["reviewer"]
     runs_page = reverse("review:judge_runs", args=[project.pk])
@@ -201,8 +202,9 @@ def test_a_toy_judge_runs_end_to_end_from_its_spec_alone(
 
 
 def test_a_toy_judge_needs_no_migration_and_its_template_is_editable(
-    toy: ToyJudge, project: Project, clients: dict[str, Client]
+    toy: ToyJudge, toy_project: Project, clients: dict[str, Client]
 ) -> None:
+    project = toy_project
     out = io.StringIO()
     call_command("makemigrations", "review", "--check", "--dry-run", stdout=out)
     assert "No changes detected" in out.getvalue()
@@ -211,7 +213,10 @@ def test_a_toy_judge_needs_no_migration_and_its_template_is_editable(
     assert 'data-judge="toy-length"' in html and TOY_TEMPLATE.id in html
 
 
-def test_a_judge_not_registered_is_refused_with_the_judges_there_are(project: Project) -> None:
+def test_a_judge_not_registered_is_refused_with_the_judges_there_are(
+    toy_project: Project,
+) -> None:
+    project = toy_project
     from benchmark.exceptions import ValidationFailed
 
     with pytest.raises(ValidationFailed, match="unknown judge 'toy-length'; choose one of"):
@@ -219,8 +224,9 @@ def test_a_judge_not_registered_is_refused_with_the_judges_there_are(project: Pr
 
 
 def test_a_run_of_a_judge_no_longer_installed_is_listed_and_its_page_is_404(
-    project: Project, clients: dict[str, Client]
+    toy_project: Project, clients: dict[str, Client]
 ) -> None:
+    project = toy_project
     run = JudgeRunFactory(project=project, judge="gone-judge")
     runs = clients["reviewer"].get(reverse("review:judge_runs", args=[project.pk]))
     assert runs.status_code == 200 and f'data-run="{run.pk}"' in runs.content.decode()
@@ -231,3 +237,23 @@ def test_a_run_of_a_judge_no_longer_installed_is_listed_and_its_page_is_404(
     )
     assert compare.status_code == 400
     assert "Unknown judge &#x27;gone-judge&#x27;" in compare.content.decode()
+
+
+def test_a_project_whose_judges_run_elsewhere_says_where(
+    users: dict[str, Any], clients: dict[str, Client]
+) -> None:
+    """Agentic-MME's S and V judges rate run checkpoints while runs are scored: its judge page
+    offers no judge run and says where they run."""
+    project = ProjectFactory(name="Trajectories", kind="trajectory", data_format="agentic-mme")
+    MembershipFactory(project=project, user=users["reviewer"], role=Role.REVIEWER)
+    page = clients["reviewer"].get(reverse("review:judge_runs", args=[project.pk]))
+    html = text(page.content.decode())
+    assert page.status_code == 200
+    assert "No judge run applies to a project in the Agentic-MME format." in html
+    assert "The Agentic-MME S judge (search checkpoints) runs when the runs" in html
+    assert "The Agentic-MME V judge (visual checkpoints) runs when the runs" in html
+    started = clients["reviewer"].post(
+        reverse("review:judge_runs", args=[project.pk]), {"judge": "llmi-rubric", "workers": 1}
+    )
+    assert started.status_code == 400
+    assert "no model judge runs over this project" in started.content.decode()

@@ -87,10 +87,10 @@ def judge_choices() -> list[tuple[str, str]]:
     return [(s.name, s.label) for s in judge_specs(runnable=True)]
 
 
-def judges_for(project: Project) -> list[JudgeSpec]:
-    """The judges a judge run of the project can use: those whose formats include the
-    project's."""
-    return [s for s in judge_specs(runnable=True) if project.data_format in s.formats]
+def judges_for(project: Project, *, runnable: bool = True) -> list[JudgeSpec]:
+    """The judges whose formats include the project's: those a judge run of the project can
+    use (``runnable``), or those that judge its data elsewhere (``runnable=False``)."""
+    return [s for s in judge_specs(runnable=runnable) if project.data_format in s.formats]
 
 
 # The built-in judges, one line each, in the order the pages list them.
