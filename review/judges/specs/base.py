@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchmark.judges import Call, JudgeOutputError, Judgment, Template
+from benchmark.judges import Attempt, Call, JudgeOutputError, Judgment, Template
 
 if TYPE_CHECKING:
     from annotation.judging.models import JudgmentTask
@@ -47,9 +47,7 @@ ANSWERS_COUNTS = (Column("n", "Answers"), Column("excluded", "Excluded"))
 
 def missing(label: str) -> Judgment[Any]:
     """The judgment of a call that was never made (or not stored)."""
-    from benchmark import judges
-
-    return Judgment(label=label, value=None, attempts=(judges.Attempt(raw="", error="not run"),))
+    return Judgment(label=label, value=None, attempts=(Attempt(raw="", error="not run"),))
 
 
 def _no_parser(label: str) -> Callable[[str], Any]:
