@@ -6,7 +6,9 @@ Human rating contexts and their judge sources:
 
 * a judgment task: its people's judgments (:func:`task_human_ratings`, the one place that
   reads them as ``(unit, rater, value)``) against a source from the registry
-  (:func:`judge_source_register`). A source gives the judge's value per unit. Built in:
+  (:func:`judge_source_register`). A source gives the judge's value per unit. Built in: the
+  finished runs of every judge whose spec rates the task's units on its scale
+  (``JudgeSpec.rates_task`` and ``rater_values``, ``review.judges.specs``), e.g.
 
   - an LLMI-Bench rubric judge run, for tasks whose unit is a criterion of an answer
     (``unit_kind`` "answer-criterion", ordinal 0/1/2): units ``response:<response id>:r<k>``;
@@ -25,7 +27,6 @@ out and counted.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -38,17 +39,14 @@ from benchmark import permissions
 from benchmark.exceptions import ValidationFailed
 from benchmark.typing import AnyUser
 from review.agreement.services import LEVELS
-from review.judges.models import JudgeName, JudgeRun
-from review.judges.plan_judge import plan_validity_by_item
-from review.judges.selectors import judgment_of
+from review.judges.models import JudgeRun
+from review.judges.specs import JudgeSpec, judge_label, judge_specs
 from review.runs.models import RunSet, VisualVerdict
 
 #: A task whose unit is one criterion of one answer (people score it 0/1/2), as the judge run's
 #: rubric calls are; its judgments carry the unit ``response:<response id>:r<k>``.
 UNIT_ANSWER_CRITERION = UnitKind.ANSWER_CRITERION
 ITEM_LEVEL = UnitKind.ITEM
-RUBRIC_SCALE = {0, 1, 2}
-CRITERION_LABEL = re.compile(r"^r\d+$")
 
 Row = tuple[str, str, Any]
 
@@ -133,59 +131,35 @@ def _finished_runs(task: JudgmentTask, judge: str) -> list[JudgeRun]:
 
 
 def _run_label(run: JudgeRun) -> str:
-    return f"{JudgeName(run.judge).label} · {run.model} (run #{run.pk}, {run.created_at:%Y-%m-%d})"
+    return f"{judge_label(run.judge)} · {run.model} (run #{run.pk}, {run.created_at:%Y-%m-%d})"
 
 
-def rubric_scores(*, run: JudgeRun) -> dict[str, Any]:
-    """``{"response:<id>:r<k>": score or None}`` of a rubric judge run."""
-    out: dict[str, Any] = {}
-    for row in run.calls.select_related("response").order_by("id"):
-        if not CRITERION_LABEL.match(row.label):
-            continue
-        value = judgment_of(row, row.response).value
-        out[f"response:{row.response_id}:{row.label}"] = None if value is None else value.score
-    return out
+def judge_run_values(*, run: JudgeRun) -> dict[str, Any]:
+    """``{unit key: value or None}`` of a judge run, as its judge rates units
+    (``JudgeSpec.rater_values``)."""
+    return run.spec.rater_values(run)
 
 
-@judge_source_register
-def rubric_runs(task: JudgmentTask) -> list[JudgeSource]:
-    if task_unit_kind(task) != UNIT_ANSWER_CRITERION or task.scheme != Scheme.ORDINAL:
-        return []
-    if set(task.label_values) != RUBRIC_SCALE:
+def _runs_of(spec: JudgeSpec, task: JudgmentTask) -> list[JudgeSource]:
+    if not spec.rates_task(task):
         return []
     return [
         JudgeSource(
             key=f"judge-run:{run.pk}",
             label=_run_label(run),
             kind=run.judge,
-            values=partial(rubric_scores, run=run),
+            values=partial(spec.rater_values, run),
             run=run,
         )
-        for run in _finished_runs(task, JudgeName.LLMI_RUBRIC)
+        for run in _finished_runs(task, spec.name)
+        if spec.rater_run(run)
     ]
-
-
-def plan_verdicts(*, run: JudgeRun) -> dict[str, Any]:
-    """``{"<item id>": 1 / 0 / None}``: a plan validity run's verdict on each item's
-    ground-truth plan."""
-    return {str(item): value for item, value in plan_validity_by_item(run=run).items()}
 
 
 @judge_source_register
-def plan_validity_runs(task: JudgmentTask) -> list[JudgeSource]:
-    if task_unit_kind(task) != ITEM_LEVEL or task.scheme != Scheme.BINARY:
-        return []
-    return [
-        JudgeSource(
-            key=f"judge-run:{run.pk}",
-            label=_run_label(run),
-            kind=run.judge,
-            values=partial(plan_verdicts, run=run),
-            run=run,
-        )
-        for run in _finished_runs(task, JudgeName.MMS_PLAN)
-        if not run.selection.get("models")  # ground-truth plans, the ones people vote on
-    ]
+def judge_runs(task: JudgmentTask) -> list[JudgeSource]:
+    """The finished runs of every judge that rates the task's units on its scale."""
+    return [source for spec in judge_specs(runnable=True) for source in _runs_of(spec, task)]
 
 
 def judge_sources_for(*, user: AnyUser, task: JudgmentTask) -> list[JudgeSource]:

@@ -39,8 +39,9 @@ from benchmark.models import JobStatus, Membership, Origin, Project, Response, R
 from benchmark.permissions import can
 from benchmark.typing import AnyUser
 from review.human_eval.scales import LIKERT, PAIR, Scale, scale_of
-from review.judges.models import JudgeName, JudgeRun
+from review.judges.models import JudgeRun
 from review.judges.selectors import judge_run_report
+from review.judges.specs import Column, judge_specs
 
 BOOTSTRAP = 1000
 
@@ -265,31 +266,23 @@ def human_eval_results(*, task: JudgmentTask, bootstrap: int = BOOTSTRAP) -> dic
 
 # =========================================================================== against a judge
 
-#: What each human figure is compared with, per kind of judge run: (the judge's per-model
-#: figure, the per-answer score in the run's report, or None: per model only).
-JUDGE_FIGURES: dict[str, dict[str, dict[str, tuple[str, str | None]]]] = {
-    "atp": {
-        "fs": {JudgeName.ATP_MAM: ("fs", "score")},
-        "mi": {JudgeName.ATP_MAM: ("mi", "missed")},
-    },
-    "likert": {
-        "score": {
-            JudgeName.LLMI_RUBRIC: ("rubric", "rate"),
-            JudgeName.LLMI_MLLM: ("r", "r"),
-            JudgeName.LLMI_LLM: ("r_llm", "r_llm"),
-        },
-    },
-    "pair": {
-        "bt": {
-            JudgeName.ATP_MAM: ("fs", None),
-            JudgeName.LLMI_RUBRIC: ("rubric", None),
-            JudgeName.LLMI_MLLM: ("r", None),
-            JudgeName.LLMI_LLM: ("r_llm", None),
-        },
-    },
-}
-JUDGE_LABELS = {"fs": "FS", "mi": "MI", "rubric": "Rubric", "r": "R", "r_llm": "R_llm"}
 LOWER_IS_BETTER = {"mi"}
+"""Human figures that rank lower first (MI: fewer missed images is better)."""
+
+
+def judge_figures(scale: str) -> dict[str, dict[str, tuple[str, str | None]]]:
+    """What each human figure of the scale is compared with, per judge (its spec's
+    ``human_eval``): ``{human figure: {judge name: (the judge's per-model figure, the
+    per-answer score in the run's report, or None: per model only)}}``."""
+    out: dict[str, dict[str, tuple[str, str | None]]] = {}
+    for spec in judge_specs(runnable=True):
+        for key, pair in (spec.human_eval.get(scale) or {}).items():
+            out.setdefault(key, {})[spec.name] = pair
+    return out
+
+
+def _judge_column(run: JudgeRun, name: str) -> Column | None:
+    return next((c for c in run.spec.columns if c.name == name), None)
 
 
 def comparable_runs(*, user: AnyUser, task: JudgmentTask) -> QuerySet[JudgeRun]:
@@ -298,7 +291,7 @@ def comparable_runs(*, user: AnyUser, task: JudgmentTask) -> QuerySet[JudgeRun]:
     scale = scale_of(task)
     if scale is None or not can(user=user, project=task.project, action="review"):
         return JudgeRun.objects.none()
-    judges = {j for by_judge in JUDGE_FIGURES[scale.key].values() for j in by_judge}
+    judges = {j for by_judge in judge_figures(scale.key).values() for j in by_judge}
     runs = JudgeRun.objects.filter(project=task.project, judge__in=judges).select_related("job")
     return runs.exclude(job__status__in=(JobStatus.QUEUED, JobStatus.RUNNING)).order_by("-id")
 
@@ -343,7 +336,7 @@ def judge_comparison(*, task: JudgmentTask, run: JudgeRun) -> dict[str, Any]:
     """People against a judge run on the answers both rated: per compared figure, both
     sides' per-model figures, rho over models (and over answers, for single answers)."""
     rated = _load(task)
-    figures = JUDGE_FIGURES[rated.scale.key]
+    figures = judge_figures(rated.scale.key)
     pairs = {key: by_judge[run.judge] for key, by_judge in figures.items() if run.judge in by_judge}
     if not pairs:
         raise ValidationFailed(
@@ -372,12 +365,14 @@ def judge_comparison(*, task: JudgmentTask, run: JudgeRun) -> dict[str, Any]:
             if (v := (figs or {}).get(judge_key)) is not None
         }
         lower = key in LOWER_IS_BETTER
+        column = _judge_column(run, judge_key)
+        judge_lower = column is not None and column.lower_is_better
         field_of = rated.scale.field_of(key)
         row: dict[str, Any] = {
             "human": field_of.label if field_of is not None else "Bradley-Terry strength",
             "key": key,
-            "judge": JUDGE_LABELS.get(judge_key, judge_key),
-            "models": _rho(human, judge, lower, judge_key in LOWER_IS_BETTER),
+            "judge": column.label if column is not None else judge_key,
+            "models": _rho(human, judge, lower, judge_lower),
             "table": [
                 (m, human.get(m), judge.get(m)) for m in rated.models if m in human or m in judge
             ],
@@ -389,7 +384,7 @@ def judge_comparison(*, task: JudgmentTask, run: JudgeRun) -> dict[str, Any]:
                 if isinstance(score := (scores or {}).get(answer_key), int | float)
             }
             mine = {str(pk): v for pk, v in answer_means.items()}
-            over_answers = _rho(mine, theirs, lower, judge_key in LOWER_IS_BETTER)
+            over_answers = _rho(mine, theirs, lower, judge_lower)
             over_answers["note"] = over_answers["note"].replace("model", "answer")
             row["answers"] = over_answers
         rows.append(row)

@@ -15,34 +15,31 @@ from typing import Any
 from django.db.models import OuterRef, Subquery
 
 from benchmark import permissions
-from benchmark.exceptions import DomainError, Forbidden, ValidationFailed
-from benchmark.judges import Template, mam, plan_validity
+from benchmark.exceptions import DomainError, Forbidden
+from benchmark.judges import Template
 from benchmark.judges import llmi as llmi_judge
-from benchmark.judges import rubric as rubric_judge
 from benchmark.models import Project
 from benchmark.typing import AnyUser
 from review.judge_settings.presenters import text_diff
-from review.judges.models import JudgeName, JudgeTemplateVersion, JudgeWeights
+from review.judges.models import JudgeTemplateVersion, JudgeWeights
+from review.judges.specs import JudgeSpec, judge_spec, judge_specs
 
-JUDGE_TEMPLATES: dict[str, tuple[Template, ...]] = {
-    JudgeName.LLMI_RUBRIC: (rubric_judge.RUBRIC_TEMPLATE,),
-    JudgeName.LLMI_LLM: (llmi_judge.LLM_TEMPLATE,),
-    JudgeName.LLMI_MLLM: (llmi_judge.LLM_TEMPLATE, llmi_judge.MLLM_TEMPLATE),
-    JudgeName.ATP_MAM: (mam.PRECISION_TEMPLATE, mam.RECALL_TEMPLATE, mam.CHIEF_TEMPLATE),
-    JudgeName.MMS_PLAN: (plan_validity.PLAN_VALIDITY_TEMPLATE,),
-}
-"""The built-in templates of each judge, in the order its calls use them."""
 
-BUILTIN: dict[str, Template] = {t.id: t for ts in JUDGE_TEMPLATES.values() for t in ts}
-"""Every template a project may edit, by id (a template shared by two judges is one text)."""
+def _editable() -> list[JudgeSpec]:
+    """The judges whose templates a project may edit, in the registry's order."""
+    return [spec for spec in judge_specs() if spec.project_templates]
 
-#: The system text of an ATP-Bench MAM agent must name the agent (issue 10: each agent is
-#: identified by its name in the system message).
-AGENT_NAMES = {
-    mam.PRECISION_TEMPLATE.id: "Precision Inspector",
-    mam.RECALL_TEMPLATE.id: "Recall Inspector",
-    mam.CHIEF_TEMPLATE.id: "Chief Judge",
-}
+
+def builtin_by_id() -> dict[str, Template]:
+    """Every template a project may edit, by id (a template shared by two judges is one
+    text), in the judges' order."""
+    return {t.id: t for spec in _editable() for t in spec.templates}
+
+
+def agent_names() -> dict[str, str]:
+    """Template id -> the agent its system text must name (each ATP-Bench MAM agent is
+    identified by its name in the system message, issue 10)."""
+    return {k: v for spec in _editable() for k, v in spec.agent_templates.items()}
 
 
 @dataclass(frozen=True)
@@ -73,12 +70,8 @@ WEIGHT_PRESETS: dict[str, WeightsPreset] = {
 
 
 def builtin_templates(judge: str) -> tuple[Template, ...]:
-    try:
-        return JUDGE_TEMPLATES[JudgeName(judge)]
-    except ValueError:
-        raise ValidationFailed(
-            f"unknown judge {judge!r}; choose one of {', '.join(JudgeName)}"
-        ) from None
+    """The built-in templates of a judge, in the order its calls use them."""
+    return judge_spec(judge).templates
 
 
 def _as_template(row: JudgeTemplateVersion | None, builtin: Template) -> Template:
@@ -237,7 +230,7 @@ class TemplateEntry:
 
     @property
     def agent_name(self) -> str:
-        return AGENT_NAMES.get(self.builtin.id, "")
+        return agent_names().get(self.builtin.id, "")
 
 
 @dataclass
@@ -259,8 +252,9 @@ def judge_settings_get(*, user: AnyUser, project: Project) -> JudgeSettings:
     (reviewers see it; admins edit it: ``can_edit``)."""
     if not permissions.can(user=user, project=project, action="review"):
         raise Forbidden("Only reviewers and admins see the judge settings.")
+    builtin_ids = builtin_by_id()
     rows = list(
-        JudgeTemplateVersion.objects.filter(project=project, template_id__in=list(BUILTIN))
+        JudgeTemplateVersion.objects.filter(project=project, template_id__in=list(builtin_ids))
         .select_related("created_by")
         .order_by("template_id", "number")
     )
@@ -269,14 +263,14 @@ def judge_settings_get(*, user: AnyUser, project: Project) -> JudgeSettings:
         by_id.setdefault(row.template_id, []).append(row)
     used_by: dict[str, list[str]] = {}
     judges = []
-    for judge, templates in JUDGE_TEMPLATES.items():
+    for spec in _editable():
         judges.append(
-            {"name": judge, "label": JudgeName(judge).label, "templates": [t.id for t in templates]}
+            {"name": spec.name, "label": spec.label, "templates": [t.id for t in spec.templates]}
         )
-        for t in templates:
-            used_by.setdefault(t.id, []).append(JudgeName(judge).label)
+        for t in spec.templates:
+            used_by.setdefault(t.id, []).append(spec.label)
     entries = []
-    for template_id, builtin in BUILTIN.items():
+    for template_id, builtin in builtin_ids.items():
         versions = by_id.get(template_id, [])
         history = []
         previous, previous_label = builtin, "the built-in text"

@@ -27,9 +27,9 @@ from benchmark.judges.base import placeholders
 from benchmark.models import Project
 from benchmark.typing import User
 from review.judge_settings.selectors import (
-    AGENT_NAMES,
-    BUILTIN,
     WEIGHT_PRESETS,
+    agent_names,
+    builtin_by_id,
     judge_weights_for,
     template_current,
 )
@@ -123,7 +123,7 @@ def template_check(*, template_id: str, system: str, user_text: str) -> Template
             + ", ".join(f"{{{n}}}" for n in sorted(wanted))
             + f" ({BRACES})"
         )
-    agent = AGENT_NAMES.get(template_id)
+    agent = agent_names().get(template_id)
     if agent and agent not in system:
         errors.setdefault("system", []).append(
             f"must name the agent, {agent!r}: the MAM agents are told apart by their name"
@@ -142,10 +142,11 @@ def template_check(*, template_id: str, system: str, user_text: str) -> Template
 
 
 def _builtin(template_id: str) -> Template:
-    builtin = BUILTIN.get(template_id)
+    builtins = builtin_by_id()
+    builtin = builtins.get(template_id)
     if builtin is None:
         raise ValidationFailed(
-            f"unknown judge template {template_id!r}; one of {', '.join(sorted(BUILTIN))}"
+            f"unknown judge template {template_id!r}; one of {', '.join(sorted(builtins))}"
         )
     return builtin
 

@@ -26,7 +26,7 @@ from benchmark.projects import selectors as project_selectors
 from benchmark.typing import request_user
 from review.judge_settings import services
 from review.judge_settings.forms import TemplateForm, WeightsForm
-from review.judge_settings.selectors import BUILTIN, judge_settings_get
+from review.judge_settings.selectors import builtin_by_id, judge_settings_get
 
 PAGE = "review/judge_settings.html"
 
@@ -87,11 +87,12 @@ def judge_template_save(request: HttpRequest, project_id: int) -> HttpResponse:
         "errors": {},
         "conflict": None,
     }
-    if not form.is_valid() or template_id not in BUILTIN:
+    known = template_id in builtin_by_id()
+    if not form.is_valid() or not known:
         # Shown next to the template, or on top when it is not one of the page's.
         errors = _form_errors(form) if form.errors else [_unknown(template_id)]
         edit["errors"] = {"": errors}
-        error = "" if template_id in BUILTIN else " ".join(errors)
+        error = "" if known else " ".join(errors)
         return _page(request, project, status=400, edit=edit, error=error)
     data = form.cleaned_data
     try:
@@ -132,7 +133,7 @@ def _anchor(template_id: str) -> str:
 
 
 def _unknown(template_id: str) -> str:
-    return f"unknown judge template {template_id!r}; one of {', '.join(sorted(BUILTIN))}"
+    return f"unknown judge template {template_id!r}; one of {', '.join(sorted(builtin_by_id()))}"
 
 
 @login_required

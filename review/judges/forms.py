@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
 
-from review.judges.models import JudgeName
 from review.judges.services import MAX_WORKERS
+from review.judges.specs import ANSWERS, JudgeSpec, Subject
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -31,25 +32,13 @@ class AnswerFilesField(forms.FileField):
         return [single(data, initial)]
 
 
-ANSWER_JUDGES = [(v, label) for v, label in JudgeName.choices if v != JudgeName.MMS_PLAN]
-PLAN_JUDGES = [(v, label) for v, label in JudgeName.choices if v == JudgeName.MMS_PLAN]
-JUDGES = ", ".join(v for v, _ in ANSWER_JUDGES)
-
-
 def model_choices(models: list[tuple[str, int]], noun: str = "answer") -> list[tuple[str, str]]:
     """``(model, count)`` as checkbox choices: "model-a (3 answers)"."""
     return [(name, f"{name} ({n} {noun}{'s' if n != 1 else ''})") for name, n in models]
 
 
 class JudgeRunForm(forms.Form):
-    judge = forms.ChoiceField(
-        choices=JudgeName.choices,
-        widget=forms.RadioSelect,
-        error_messages={
-            "required": f"choose a judge: {JUDGES}",
-            "invalid_choice": f"unknown judge %(value)s; choose one of {JUDGES}",
-        },
-    )
+    judge = forms.ChoiceField(widget=forms.RadioSelect)
     base_url = forms.URLField(
         required=False,
         assume_scheme="http",
@@ -89,31 +78,48 @@ class JudgeRunForm(forms.Form):
     def __init__(
         self,
         *args: Any,
+        judges: Sequence[JudgeSpec] = (),
+        subject: Subject = ANSWERS,
         models: list[tuple[str, int]] = (),  # type: ignore[assignment]
         plans: int | None = None,
         **kwargs: Any,
     ) -> None:
-        """``models``: ``(model, number of answers)``, or for an m&m's project (``plans``: its
-        number of ground-truth plans) ``(model, number of predicted plans)``: the only judge
-        is then the plan validity judge, it judges plans, and nothing is uploaded."""
+        """``judges``: the judges the project's runs may use (``review.judges.specs.
+        judges_for``), all rating ``subject``. ``models``: ``(model, number of answers)``, or
+        for judges of plans (``plans``: the project's number of ground-truth plans) ``(model,
+        number of predicted plans)``: plans are judged, and nothing is uploaded."""
         super().__init__(*args, **kwargs)
         judge = self.fields["judge"]
         assert isinstance(judge, forms.ChoiceField)
+        judge.choices = [(spec.name, spec.label) for spec in judges]
+        names = ", ".join(spec.name for spec in judges)
+        if not judges:
+            none = "no model judge runs over this project"
+            judge.error_messages.update(required=none, invalid_choice=none)
+        elif len(judges) == 1:
+            only = judges[0]
+            judge.error_messages["required"] = f"choose a judge: {names}"
+            judge.error_messages["invalid_choice"] = (
+                f"this project's {subject.plural} are judged by {only.label} ({only.name}) only"
+            )
+        else:
+            judge.error_messages["required"] = f"choose a judge: {names}"
+            judge.error_messages["invalid_choice"] = (
+                f"unknown judge %(value)s; choose one of {names}"
+            )
         field = self.fields["models"]
         assert isinstance(field, forms.MultipleChoiceField)
-        field.choices = model_choices(models, "answer" if plans is None else "plan")
-        if plans is None:
-            judge.choices = ANSWER_JUDGES
+        field.choices = model_choices(models, subject.noun)
+        if subject.uploads:
             return
-        judge.choices = PLAN_JUDGES
-        judge.error_messages["invalid_choice"] = (
-            f"an m&m's project is judged by {PLAN_JUDGES[0][1]} ({JudgeName.MMS_PLAN}) only"
+        field.label = f"Which {subject.plural}"
+        if plans is not None:
+            field.help_text = (
+                f"Tick one or several models to judge the {subject.plural} they predicted; none "
+                f"ticked: the project's {plans} ground-truth {subject.noun}"
+                f"{'s' if plans != 1 else ''} (each item's {subject.noun} and its alternatives)."
+            )
+        field.error_messages["invalid_choice"] = (
+            f"the project has no {subject.plural} predicted by %(value)s"
         )
-        field.label = "Which plans"
-        field.help_text = (
-            "Tick one or several models to judge the plans they predicted; none ticked: the "
-            f"project's {plans} ground-truth plan{'s' if plans != 1 else ''} (each item's plan "
-            "and its alternatives)."
-        )
-        field.error_messages["invalid_choice"] = "the project has no plans predicted by %(value)s"
         del self.fields["answers"]

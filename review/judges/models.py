@@ -8,9 +8,14 @@ tokens. ``key`` is the judges' ``Call.key`` (template version, model, inputs) ha
 endpoint; a finished call of any run of the project with the same key answers from the cache,
 and a resumed run skips the calls it already finished. The m&m's plan validity judge judges
 Plans, not Responses: its calls are ``PlanJudgeCall`` rows, the same record keyed by plan.
+
+Which judges there are is the registry's (``review.judges.specs``): ``JudgeRun.judge`` takes its
+choices from a callable, so adding a judge needs no migration.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -18,9 +23,11 @@ from django.db import models
 from benchmark.fields import JSONField
 from benchmark.models import Job, Plan, Project, Response
 
+if TYPE_CHECKING:
+    from review.judges.specs import JudgeSpec
+
 __all__ = [
     "JudgeCall",
-    "JudgeName",
     "JudgeRun",
     "JudgeTemplateVersion",
     "JudgeWeights",
@@ -28,17 +35,17 @@ __all__ = [
 ]
 
 
-class JudgeName(models.TextChoices):
-    LLMI_RUBRIC = "llmi-rubric", "LLMI-Bench rubric"
-    LLMI_LLM = "llmi-llm", "LLM-I LLM judge"
-    LLMI_MLLM = "llmi-mllm", "LLM-I MLLM judge (with the LLM judge: reward R)"
-    ATP_MAM = "atp-mam", "ATP-Bench MAM"
-    MMS_PLAN = "mms-plan", "m&m's plan validity"
+def judge_choices() -> list[tuple[str, str]]:
+    """The registered judges (``review.judges.specs``), read when asked: migrations record this
+    function, not the list."""
+    from review.judges.specs import judge_choices as registered
+
+    return registered()
 
 
 class JudgeRun(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="judge_runs")
-    judge = models.CharField(max_length=20, choices=JudgeName.choices)
+    judge = models.CharField(max_length=20, choices=judge_choices)
     base_url = models.CharField(max_length=500)
     model = models.CharField(max_length=200)
     #: ``{template id: version}`` of every template the run's calls use.
@@ -62,6 +69,13 @@ class JudgeRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge} with {self.model} (run #{self.pk})"
+
+    @property
+    def spec(self) -> JudgeSpec:
+        """The run's judge (``review.judges.specs``)."""
+        from review.judges.specs import judge_spec
+
+        return judge_spec(self.judge)
 
 
 class CallRecord(models.Model):
@@ -113,7 +127,7 @@ class JudgeCall(CallRecord):
 
 class PlanJudgeCall(CallRecord):
     """One call of an m&m's plan validity run (judge ``mms-plan``) for one plan: the same
-    record as a ``JudgeCall``, for a Plan instead of a Response (``review.judges.plan_judge``).
+    record as a ``JudgeCall``, for a Plan instead of a Response (``review.judges.specs.mms_plan``).
     """
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="plan_calls")

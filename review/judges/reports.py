@@ -4,10 +4,11 @@ beside the judge's, and the comparison of two sources of per-model figures over 
 answers (two judge runs, or a run and the tool-set F1 or the released scores of its answers)
 with Spearman's rho between their model rankings (ATP-Bench Table 8, §5.3).
 
-Lookups take ``user=`` and scope to the user's projects (another project's run answers 404);
-the pages add the reviewer check (403). Figures and their definitions are those of
-``review.judges.selectors`` and ``benchmark.judges``: a finished run's figures are the ones
-its job recorded; a run whose job failed has figures rebuilt from the calls it stored.
+Every judge-specific piece (columns, scores, the result of one answer or plan) is the run's
+judge spec's (``review.judges.specs``); nothing here names a judge. Lookups take ``user=`` and
+scope to the user's projects (another project's run answers 404); the pages add the reviewer
+check (403). A finished run's figures are the ones its job recorded; a run whose job failed has
+figures rebuilt from the calls it stored.
 """
 
 from __future__ import annotations
@@ -17,55 +18,57 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.core.paginator import Page, Paginator
-from django.db.models import Count, QuerySet
+from django.core.paginator import Page
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from benchmark import judges
 from benchmark.exceptions import ValidationFailed
-from benchmark.judges import Judgment, mam, rankings
-from benchmark.judges import llmi as llmi_judge
+from benchmark.judges import Judgment, rankings
 from benchmark.judges import rubric as rubric_judge
 from benchmark.metrics.tag_scores import AnswerRecord
-from benchmark.models import DataFormat, JobStatus, Project, Response
+from benchmark.models import JobStatus, Project, Response
 from benchmark.typing import AnyUser
-from review.judges import people, plan_judge
-from review.judges.models import JudgeCall, JudgeName, JudgeRun
+from review.judges import people
+from review.judges.calls import stored_judgment
+from review.judges.models import JudgeRun
 from review.judges.people import PeopleRubric
-from review.judges.selectors import image_num_of, judge_run_report, judgment_of
+from review.judges.selectors import judge_run_report
+from review.judges.specs import (
+    ANSWERS,
+    Column,
+    JudgeSpec,
+    Subject,
+    judge_spec_get,
+    judge_specs,
+    judges_for,
+    subject_of,
+)
+from review.judges.specs.llmi_reward import weights_shown as run_weights
+from review.judges.specs.llmi_rubric import released_from, released_of
+from review.judges.specs.subjects import model_answer_counts
+
+__all__ = [
+    "Column",
+    "JudgePage",
+    "judge_compare",
+    "judge_page",
+    "judge_run_answers",
+    "judge_run_failures",
+    "judge_run_figures",
+    "judge_run_models",
+    "judge_run_released",
+    "judge_runs_of",
+    "model_answer_counts",
+    "released_of",
+    "run_weights",
+]
 
 PER_PAGE = 20
 """Answers per page of a run's reports."""
 
 # =========================================================================== columns
 
-
-@dataclass(frozen=True)
-class Column:
-    """One per-model figure: its key in the summary, how the page names and prints it, and
-    which way it ranks (MI: fewer missed images is better)."""
-
-    name: str
-    label: str
-    unit: str = ""
-    digits: int = 2
-    lower_is_better: bool = False
-
-
-COLUMNS: dict[str, tuple[Column, ...]] = {
-    JudgeName.LLMI_RUBRIC: (Column("rubric", "Rubric", "%"),),
-    JudgeName.LLMI_LLM: (Column("r_llm", "R_llm", digits=3),),
-    JudgeName.LLMI_MLLM: (
-        Column("r", "R", digits=3),
-        Column("r_rule", "R_rule", digits=3),
-        Column("r_llm", "R_llm", digits=3),
-        Column("r_mllm", "R_mllm", digits=3),
-    ),
-    JudgeName.ATP_MAM: (
-        Column("fs", "FS"),
-        Column("sr", "SR", "%"),
-        Column("mi", "MI", lower_is_better=True),
-    ),
+SOURCE_COLUMNS: dict[str, tuple[Column, ...]] = {
     "f1": (
         Column("f1", "Tool-set F1", "%"),
         Column("precision", "Tool-set P", "%"),
@@ -73,32 +76,43 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
     ),
     "released": (Column("rubric", "Released rubric", "%"),),
     "people": (Column("rubric", "People's rubric", "%"),),
-    JudgeName.MMS_PLAN: (Column("valid", "Judged valid", "%"),),
 }
-"""The columns of each source, the headline figure first."""
-
-SUB_CHECK_COLUMNS = tuple(
-    Column(code, f"{code} {name.replace('_', ' ')}", "%")
-    for name, code in mam.SUB_CHECK_CODES.items()
-)
-"""ATP-Bench Table 10: per sub-check, the share of tool calls scored 2."""
-
-EQUAL_WEIGHTS = {"rule": 1 / 3, "llm": 1 / 3, "mllm": 1 / 3}
+"""The columns of the sources that are not judge runs, the headline figure first."""
 
 
-def run_weights(run: JudgeRun) -> dict[str, Any]:
-    """The weights of R = w_rule R_rule + w_llm R_llm + w_mllm R_mllm R_rule the run used:
-    the ones it recorded (``weights``, else ``selection["weights"]``), else equal weights.
-    ``default`` says the weights are the equal default; ``preset`` where they came from."""
-    raw = getattr(run, "weights", None) or (run.selection or {}).get("weights")
-    if isinstance(raw, Mapping) and all(
-        isinstance(raw.get(k), int | float) and not isinstance(raw.get(k), bool)
-        for k in EQUAL_WEIGHTS
-    ):
-        weights = {k: float(raw[k]) for k in EQUAL_WEIGHTS}
-        equal = all(abs(v - 1 / 3) < 1e-9 for v in weights.values())
-        return weights | {"default": equal, "preset": str(raw.get("preset") or "")}
-    return {**EQUAL_WEIGHTS, "default": True, "preset": ""}
+def figure_names() -> list[str]:
+    """Every figure a source may have, by name (the compare form's choices)."""
+    columns = [c for spec in judge_specs() for c in spec.columns]
+    columns += [c for cs in SOURCE_COLUMNS.values() for c in cs]
+    return sorted({c.name for c in columns})
+
+
+# =========================================================================== the page
+
+
+@dataclass(frozen=True)
+class JudgePage:
+    """A project's judge page: the judges a run can use (those of the project's format), what
+    they rate, and the judges of the format that run elsewhere (Agentic-MME's S and V)."""
+
+    judges: list[JudgeSpec]
+    subject: Subject
+    elsewhere: list[JudgeSpec]
+
+    @property
+    def name(self) -> str:
+        return f"Judge {self.subject.plural}"
+
+    @property
+    def plans(self) -> bool:
+        """The page judges plans, with the ground truth as one source."""
+        return self.subject.ground_truth_source
+
+
+def judge_page(project: Project) -> JudgePage:
+    judges = judges_for(project)
+    elsewhere = judges_for(project, runnable=False)
+    return JudgePage(judges=judges, subject=subject_of(judges), elsewhere=elsewhere)
 
 
 # =========================================================================== runs
@@ -125,17 +139,6 @@ def judge_run_for_member(*, user: AnyUser, pk: int) -> JudgeRun:
     return get_object_or_404(runs.select_related("project", "job", "created_by"), pk=pk)
 
 
-def model_answer_counts(*, project: Project) -> list[tuple[str, int]]:
-    """``(model, number of stored answers)`` of the project's model answers, by name."""
-    rows = (
-        Response.objects.filter(item__project=project, origin="model")
-        .values("model_name")
-        .annotate(n=Count("id"))
-        .order_by("model_name")
-    )
-    return [(r["model_name"], r["n"]) for r in rows]
-
-
 def _answers_of(run: JudgeRun) -> QuerySet[Response]:
     return Response.objects.filter(pk__in=run.calls.values("response_id"))
 
@@ -153,10 +156,13 @@ class Figures:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def figure_rows(judge: str, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per answering model (by name): the judge's columns, and for ATP-Bench MAM the
-    six sub-check shares."""
+def figure_rows(spec: JudgeSpec | None, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per answering model (or plan source), by name: the judge's columns, its counts
+    (answers, excluded...) and its extra columns (ATP-Bench MAM: the six sub-check shares)."""
     models = summary.get("models") or {}
+    columns = spec.columns if spec is not None else ()
+    counts = spec.count_columns if spec is not None else ()
+    sub_columns = spec.sub_columns if spec is not None else ()
     rows = []
     for name in sorted(models):
         figures = models[name] or {}
@@ -164,15 +170,14 @@ def figure_rows(judge: str, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "model": name,
-                "cells": [(c, figures.get(c.name)) for c in COLUMNS.get(judge, ())],
-                "sub_checks": [(c, shares.get(c.name)) for c in SUB_CHECK_COLUMNS]
-                if judge == JudgeName.ATP_MAM
-                else [],
+                "cells": [(c, figures.get(c.name)) for c in columns],
+                "counts": [
+                    (c, (figures.get(c.name) or 0) if c.name == "excluded" else figures.get(c.name))
+                    for c in counts
+                ],
+                "sub_checks": [(c, shares.get(c.name)) for c in sub_columns],
                 "n": figures.get("n"),
                 "excluded": figures.get("excluded") or 0,
-                "criteria_excluded": figures.get("criteria_excluded"),
-                "calls": figures.get("calls"),
-                "n_valid": figures.get("n_valid"),
             }
         )
     return rows
@@ -192,7 +197,7 @@ def judge_run_figures(*, run: JudgeRun) -> Figures | None:
         summary, partial = result["summary"], False
     else:
         summary, partial = judge_run_report(run=run)["summary"], True
-    return Figures(summary=summary, partial=partial, rows=figure_rows(run.judge, summary))
+    return Figures(summary=summary, partial=partial, rows=figure_rows(run.spec, summary))
 
 
 def _first_line(text: str) -> str:
@@ -204,7 +209,7 @@ def judge_run_failures(*, run: JudgeRun) -> dict[str, Any]:
     """Why judgments failed: ``unparsed`` (the output did not parse, twice), ``transport``
     (the endpoint gave no answer) and the most common reasons by call label."""
     counts: Counter[tuple[str, bool, str]] = Counter()
-    calls = run.plan_calls if run.judge == JudgeName.MMS_PLAN else run.calls
+    calls = run.spec.rates.calls(run)
     for label, transport, error in calls.filter(ok=False).values_list(
         "label", "transport_error", "error"
     ):
@@ -222,21 +227,6 @@ def judge_run_failures(*, run: JudgeRun) -> dict[str, Any]:
 
 
 # =========================================================================== released scores
-
-
-def released_of(response: Response) -> rubric_judge.AnswerRubric | None:
-    """The released rubric scores an imported answer carries (``extra["scores"]``), if any."""
-    extra = response.extra if isinstance(response.extra, Mapping) else {}
-    return _released(extra)
-
-
-def _released(extra: Any) -> rubric_judge.AnswerRubric | None:
-    if not isinstance(extra, Mapping):
-        return None
-    scores = extra.get("scores")
-    if not isinstance(scores, Mapping) or not scores:
-        return None
-    return rubric_judge.released_rubric(extra)
 
 
 def _mean(values: list[int] | list[float]) -> float | None:
@@ -316,11 +306,11 @@ def judge_run_released(*, run: JudgeRun) -> dict[str, Any] | None:
     """For a rubric run whose answers carry released scores: per model the released Rubric
     figure beside the judge's on the same answers, and per criterion the mean score of each
     and how often they agree exactly. None for other judges or when no answer carries any."""
-    if run.judge != JudgeName.LLMI_RUBRIC:
+    if not run.spec.released_scores:
         return None
     released: dict[int, tuple[str, rubric_judge.AnswerRubric]] = {}
     for pk, model, extra in _answers_of(run).values_list("pk", "model_name", "extra"):
-        value = _released(extra)
+        value = released_from(extra)
         if value is not None:
             released[pk] = (model, value)
     if not released:
@@ -341,110 +331,33 @@ def _criterion_order(key: str) -> tuple[int, str]:
 # =========================================================================== answers
 
 
-def _missing(label: str) -> Judgment[Any]:
-    return Judgment(label=label, value=None, attempts=(judges.Attempt(raw="", error="not run"),))
-
-
-def _answer(run: JudgeRun, response: Response, rows: list[JudgeCall]) -> dict[str, Any]:
+def _entry(run: JudgeRun, spec: JudgeSpec, thing: Any, rows: list[Any]) -> dict[str, Any]:
+    """What the run page shows of one answer (or plan): the thing, its calls, and what the
+    judge's result partial shows (``spec.result``)."""
     by_label = {row.label: row for row in rows}
-    judgments = {label: judgment_of(row, response) for label, row in by_label.items()}
-    entry: dict[str, Any] = {
-        "response": response,
-        "item": response.item,
-        "model": response.model_name,
-        "calls": rows,
-        "failed": [row for row in rows if not row.ok],
+    judgments: dict[str, Judgment[Any]] = {
+        label: stored_judgment(row, spec.parser(label, thing)) for label, row in by_label.items()
     }
-    if run.judge == JudgeName.LLMI_RUBRIC:
-        criteria = rubric_judge.criteria_of({"rubric": response.item.rubric or []})
-        for label in by_label:
-            criteria.setdefault(label, "")
-        answer = rubric_judge.answer_rubric([judgments.get(k) or _missing(k) for k in criteria])
-        released = released_of(response)
-        released_rate = released.rate if released is not None else None
-        entry["rate_pct"] = None if answer.rate is None else 100 * answer.rate
-        entry["released_pct"] = None if released_rate is None else 100 * released_rate
-        entry["has_released"] = released is not None
-        entry["criteria"] = [
-            {
-                "key": key,
-                "text": text,
-                "judge": answer.scores.get(key),
-                "call": by_label.get(key),
-                "released": released.scores.get(key) if released is not None else None,
-                "released_error": released.errors.get(key, "") if released is not None else "",
-            }
-            for key, text in criteria.items()
-        ]
-    elif run.judge in (JudgeName.LLMI_LLM, JudgeName.LLMI_MLLM):
-        weights = run_weights(run)
-        reward = llmi_judge.answer_reward(
-            llmi_judge.rule_reward(response.text, image_num_of(response)),
-            judgments.get("llm") or _missing("llm"),
-            judgments.get("mllm") or _missing("mllm"),
-            llmi_judge.Weights(rule=weights["rule"], llm=weights["llm"], mllm=weights["mllm"]),
-        )
-        entry.update(
-            llm=reward.llm.value,
-            mllm=reward.mllm.value,
-            r_rule=reward.r_rule,
-            r_llm=reward.r_llm,
-            r_mllm=reward.r_mllm,
-            r=reward.r if run.judge == JudgeName.LLMI_MLLM else None,
-        )
-    else:
-        tool_calls = mam.tool_calls_of(response.text)
-        precision = judgments.get("precision")
-        report = mam.AnswerReport(
-            precision=(precision or _missing("precision")) if tool_calls else None,
-            recall=judgments.get("recall") or _missing("recall"),
-            chief=judgments.get("chief"),
-        )
-        checks = report.precision_value.calls if report.precision_value else ()
-        entry.update(
-            tool_calls=[
-                {"raw": raw, "check": checks[i] if i < len(checks) else None}
-                for i, raw in enumerate(tool_calls)
-            ],
-            precision_ok=report.precision_value is not None,
-            recall=report.recall.value,
-            chief=report.chief.value if report.chief is not None else None,
-            valid=report.valid,
-        )
-    return entry
+    return {
+        **spec.rates.page_fields(thing, rows),
+        **spec.result(thing, judgments, by_label, run),
+    }
 
 
 def judge_run_models(*, run: JudgeRun) -> list[tuple[str, int]]:
-    """``(model, answers judged)`` of the run, by name; for a plan validity run ``(source,
+    """``(model, answers judged)`` of the run, by name; for a run over plans ``(source,
     plans judged)``, "ground truth" first."""
-    if run.judge == JudgeName.MMS_PLAN:
-        return plan_judge.plan_run_sources(run=run)
-    rows = _answers_of(run).values("model_name").annotate(n=Count("id")).order_by("model_name")
-    return [(r["model_name"], r["n"]) for r in rows]
+    return run.spec.rates.sources(run=run)
 
 
 def judge_run_answers(
     *, run: JudgeRun, model: str = "", page: Any = 1, per_page: int = PER_PAGE
 ) -> Page[Any]:
-    """One page of the run's answers in item order (of one answering model, or all), each
-    with its report: ``page.object_list`` holds dicts (see ``_answer``). A plan validity
-    run's page holds its plans (``plan_judge.plan_run_page``; ``model`` is the source)."""
-    if run.judge == JudgeName.MMS_PLAN:
-        return plan_judge.plan_run_page(run=run, source=model, page=page, per_page=per_page)
-    responses = (
-        _answers_of(run)
-        .select_related("item")
-        .order_by("item__position", "item_id", "model_name", "id")
-    )
-    if model:
-        responses = responses.filter(model_name=model)
-    current: Page[Any] = Paginator(responses, per_page).get_page(page)
-    chosen: list[Response] = list(current.object_list)
-    rows: dict[int, list[JudgeCall]] = defaultdict(list)
-    calls = run.calls.filter(response_id__in=[r.pk for r in chosen]).defer("messages")
-    for row in calls.order_by("id"):
-        rows[row.response_id].append(row)
-    current.object_list = [_answer(run, r, rows[r.pk]) for r in chosen]
+    """One page of the run's answers (or plans) in order (of one answering model or source,
+    or all), each with its report: ``page.object_list`` holds dicts (``_entry``)."""
+    spec = run.spec
+    current = spec.rates.page(run=run, source=model, page=page, per_page=per_page)
+    current.object_list = [_entry(run, spec, thing, rows) for thing, rows in current.object_list]
     return current
 
 
@@ -453,26 +366,25 @@ def judge_run_answers(
 
 @dataclass
 class Source:
-    """Per-model figures of one source over a set of answers."""
+    """Per-model figures of one source over a set of answers (or plans)."""
 
     key: str
     label: str
     kind: str
     figures: dict[str, dict[str, float | None]]
     answers: frozenset[int]
+    columns: tuple[Column, ...] = ()
+    subject: Subject = ANSWERS
+    rates_criteria: bool = False
     run: JudgeRun | None = None
     partial: bool = False
     note: str = ""
     people: PeopleRubric | None = None
 
     @property
-    def columns(self) -> tuple[Column, ...]:
-        return COLUMNS[self.kind]
-
-    @property
     def noun(self) -> str:
-        """What ``answers`` holds: model answers, or plans (a plan validity run)."""
-        return "plans" if self.kind == JudgeName.MMS_PLAN else "answers"
+        """What ``answers`` holds: model answers, or plans (a run over plans)."""
+        return self.subject.plural
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.columns if c.name == name), None)
@@ -484,22 +396,20 @@ DERIVED = {
 }
 
 
-def is_plan_project(project: Project) -> bool:
-    """An m&m's project: its judge runs judge plans (``mms-plan``), not model answers."""
-    return project.data_format == DataFormat.MMS
-
-
 def compare_choices(*, user: AnyUser, project: Project) -> list[tuple[str, str]]:
-    """What the compare form offers: every finished run of the project, the people of its
-    "score the criteria" tasks, then the sources derived from the other side's answers. An
-    m&m's project offers its plan validity runs only (they judge plans, not answers)."""
-    plans = is_plan_project(project)
+    """What the compare form offers: every finished run of the project over what its judges
+    rate, then (for answers) the people of its "score the criteria" tasks and the sources
+    derived from the other side's answers. A project whose judges rate plans offers its runs
+    over plans only."""
+    subject = judge_page(project).subject
     runs = [
         (f"run:{run.pk}", f"#{run.pk} {run.get_judge_display()} · {run.model}")
         for run in judge_runs_of(user=user, project=project)
-        if (run.job is None or run.job.done) and (run.judge == JudgeName.MMS_PLAN) == plans
+        if (run.job is None or run.job.done)
+        and (spec := judge_spec_get(run.judge)) is not None
+        and spec.rates is subject
     ]
-    if plans:
+    if subject is not ANSWERS:  # people and the derived sources are about answers
         return runs
     tasks = [
         (f"{people.PREFIX}{task.pk}", f"People: {task.name} (task #{task.pk})")
@@ -551,6 +461,7 @@ def _people_source(project: Project, pk: int) -> Source:
         key=f"{people.PREFIX}{task.pk}",
         label=f"People: {task.name}",
         kind="people",
+        columns=SOURCE_COLUMNS["people"],
         figures={m: {"rubric": f["rubric"]} for m, f in figures.items()},
         answers=scores.rated_answers,
         note=note,
@@ -579,6 +490,9 @@ def _judge_on_people_units(run_source: Source, people_source: Source) -> tuple[S
         key=run_source.key,
         label=f"{run_source.label} on the units people scored",
         kind=run_source.kind,
+        columns=run_source.columns,
+        subject=run_source.subject,
+        rates_criteria=run_source.rates_criteria,
         figures={m: {"rubric": f["rubric"]} for m, f in figures.items()},
         answers=frozenset(response for response, _ in shared),
         run=run,
@@ -596,19 +510,18 @@ def _run_source(run: JudgeRun) -> Source:
         raise ValidationFailed(
             f"judge run #{run.pk} has no figures yet: its job is {run.job.status if run.job else '—'}"
         )
+    spec = run.spec
     models = figures.summary.get("models") or {}
-    if run.judge == JudgeName.MMS_PLAN:  # plans, not answers: only compared with plan runs
-        answers = frozenset(run.plan_calls.values_list("plan_id", flat=True).distinct())
-    else:
-        answers = frozenset(run.calls.values_list("response_id", flat=True).distinct())
+    calls = spec.rates.calls(run)
     return Source(
         key=f"run:{run.pk}",
         label=f"#{run.pk} {run.get_judge_display()} ({run.model})",
         kind=run.judge,
-        figures={
-            m: {c.name: (models[m] or {}).get(c.name) for c in COLUMNS[run.judge]} for m in models
-        },
-        answers=answers,
+        columns=spec.columns,
+        subject=spec.rates,
+        rates_criteria=spec.rates_criteria,
+        figures={m: {c.name: (models[m] or {}).get(c.name) for c in spec.columns} for m in models},
+        answers=frozenset(calls.values_list(spec.rates.fk_id, flat=True).distinct()),
         run=run,
         partial=figures.partial,
     )
@@ -642,6 +555,7 @@ def _f1_source(project: Project, base: Source) -> Source:
         key="f1",
         label="Tool-set F1 (against the verified ground truth)",
         kind="f1",
+        columns=SOURCE_COLUMNS["f1"],
         figures=figures,
         answers=base.answers,
         note=f"Over the answers of {base.label}; {n_gt} verified item{'s' if n_gt != 1 else ''} "
@@ -654,7 +568,7 @@ def _released_source(base: Source) -> Source:
     for model, extra in Response.objects.filter(pk__in=base.answers).values_list(
         "model_name", "extra"
     ):
-        value = _released(extra)
+        value = released_from(extra)
         if value is not None:
             per_model[model].append(value)
     if not per_model:
@@ -665,6 +579,7 @@ def _released_source(base: Source) -> Source:
         key="released",
         label="Released rubric scores",
         kind="released",
+        columns=SOURCE_COLUMNS["released"],
         figures={
             m: {"rubric": rubric_judge.rubric_figure(v).percent} for m, v in per_model.items()
         },
@@ -760,12 +675,14 @@ def _answer_notes(a: Source, b: Source) -> list[str]:
     return notes
 
 
-def _plans_with_plans(plan_sides: list[Token]) -> None:
-    """A plan validity run judged plans, not answers: it compares with another one only."""
-    if plan_sides and len(plan_sides) != 2:
+def _same_things(sides: list[tuple[Token, Source]]) -> None:
+    """A run over plans (not answers) compares with another run over plans only."""
+    others = [(t, s) for t, s in sides if s.subject is not ANSWERS]
+    if others and len(others) != 2:
+        (_, pk), source = others[0]
         raise ValidationFailed(
-            f"judge run #{plan_sides[0][1]} judged plans, not answers: compare it with another "
-            "m&m's plan validity run"
+            f"judge run #{pk} judged {source.noun}, not answers: compare it with another run "
+            f"over {source.noun}"
         )
 
 
@@ -790,7 +707,7 @@ def _sources(user: AnyUser, project: Project, tokens: list[Token]) -> list[Sourc
             built[token] = _run_source(runs[pk])
         elif kind == "people":
             built[token] = _people_source(project, pk)
-    _plans_with_plans([t for t in tokens if t in built and built[t].kind == JudgeName.MMS_PLAN])
+    _same_things([(t, built[t]) for t in tokens if t in built])
     sources: list[Source] = []
     for n, token in enumerate(tokens):
         if token in built:
@@ -817,8 +734,9 @@ def judge_compare(
     sources = _sources(user, project, tokens)
     criteria = None
     kinds = [s.kind for s in sources]
-    if "people" in kinds and JudgeName.LLMI_RUBRIC in kinds:
-        j = kinds.index(JudgeName.LLMI_RUBRIC)
+    scorers = [n for n, s in enumerate(sources) if s.rates_criteria]
+    if "people" in kinds and scorers:
+        j = scorers[0]
         restricted, criteria = _judge_on_people_units(sources[j], sources[1 - j])
         sources[j] = restricted
     first, second = sources

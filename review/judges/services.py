@@ -1,27 +1,26 @@
-"""Judge runs: storing model answers, starting a run, and the "judge" job's runner.
+"""Judge runs: storing model answers, starting a run, and the "judge" job's runner, one for
+every judge (``review.judges.specs``: answers, plans).
 
-The runner builds every :class:`benchmark.judges.Call` of the run for the chosen answers,
-skips the calls this run already finished (a resumed run), answers from the cache the calls
-any run of the project finished with the same key (endpoint + template version + model +
+The runner asks the run's judge spec for the calls of each thing it rates (answers, or
+plans), skips the calls this run already finished (a resumed run), answers from the cache the
+calls any run of the project finished with the same key (endpoint + template version + model +
 inputs), sends the rest concurrently (``workers`` threads, bounded by the endpoint's limit),
-retries an unparseable output once, and stores every call. ATP-Bench MAM runs in two stages:
-the Precision and Recall Inspectors first, then the Chief Judge with their reports. Worker
-threads only talk to the model (and read image files); every database read and write happens
-on the runner's thread.
+retries an unparseable output once (``review.judges.calls``), and stores every call. A judge
+with a second stage (ATP-Bench MAM's Chief Judge) gets its later calls built from the first
+stage's stored judgments. Worker threads only talk to the model (and read image files); every
+database read and write happens on the runner's thread.
 
-Images: a call carries its images as ``sha256:`` references (stored as such in
-``JudgeCall.messages``, and part of its key); the runner looks them up among the project's
-images and a worker thread sends them as data URLs. The MAM agents get the item's images; the
-rubric and MLLM judges get a rendered answer's images (``rendered_images``). A call whose image
-is not stored, or with more than JUDGE_MAX_IMAGES images, fails with a message (and is made
-again by a later run or a resume). Rate limits: every thread passes the endpoint's shared
-``RateGate`` (a 429's Retry-After holds them all; the model's ``rpm`` caps requests a minute).
+Images: a call carries its images as ``sha256:`` references (stored as such in the call's
+``messages``, and part of its key); the runner looks them up among the project's images and a
+worker thread sends them as data URLs (``review.judges.inputs``). A call whose image is not
+stored, or with more than JUDGE_MAX_IMAGES images, fails with a message (and is made again by a
+later run or a resume). Rate limits: every thread passes the endpoint's shared ``RateGate`` (a
+429's Retry-After holds them all; the model's ``rpm`` caps requests a minute).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -31,26 +30,58 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Model, Q
 
-from benchmark import judges, permissions
+from benchmark import permissions
 from benchmark.exceptions import Conflict, DomainError, ValidationFailed
 from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
-from benchmark.judges import Call, Judgment, Template, mam
-from benchmark.judges import llmi as llmi_judge
-from benchmark.judges import rubric as rubric_judge
+from benchmark.judges import Call, Judgment, Template
 from benchmark.llm.client import ChatClient, ChatRequest, ModelConfig, ModelError
 from benchmark.llm.services import HOW_TO_CONFIGURE, image_input, model_resolve
 from benchmark.metrics.tag_scores import AnswerRecord, ItemIndex
 from benchmark.models import Image, Item, Job, Origin, Project, Response
-from benchmark.tags import parse as parse_tags
 from benchmark.typing import User
 from review import job_names
 from review.answers.services import read_uploads
-from review.judge_settings.selectors import judge_templates_for, judge_weights_for
-from review.judges.models import JudgeCall, JudgeName, JudgeRun
-from review.judges.selectors import judge_run_report, judgment_of, parser_for
+from review.judge_settings.selectors import judge_templates_for
+from review.judges.calls import (
+    Outcome,
+    call_ask,
+    call_failed,
+    call_key,
+    parsed_json,
+    stored_judgment,
+)
+from review.judges.inputs import (
+    IMAGE_REF_PREFIX,
+    RENDERED_IMAGES,
+    query_images,
+    rendered_answer,
+    rendered_images,
+)
+from review.judges.models import CallRecord, JudgeRun
+from review.judges.selectors import judge_run_report
+from review.judges.specs import JudgeSpec, judge_spec
+from review.judges.specs.subjects import answers_for
+
+__all__ = [
+    "IMAGE_REF_PREFIX",
+    "RENDERED_IMAGES",
+    "Outcome",
+    "answers_for",
+    "answers_import",
+    "call_key",
+    "first_calls",
+    "judge_run_create",
+    "judge_run_execute",
+    "judge_run_job",
+    "judge_run_resume",
+    "judge_run_start",
+    "query_images",
+    "rendered_answer",
+    "rendered_images",
+]
 
 log = logging.getLogger(__name__)
 
@@ -163,16 +194,6 @@ def answers_import(
     )
 
 
-def answers_for(*, project: Project, models: Sequence[str] = ()) -> list[Response]:
-    """The project's model answers (of the named models, or all), in item order."""
-    rows = Response.objects.filter(item__project=project, origin=Origin.MODEL).select_related(
-        "item"
-    )
-    if models:
-        rows = rows.filter(model_name__in=list(models))
-    return list(rows.order_by("item__position", "item_id", "model_name", "id"))
-
-
 # =========================================================================== starting
 
 
@@ -205,11 +226,9 @@ def _templates(project: Project, judge: str) -> dict[str, str]:
     return {t.id: t.version for t in chosen.values()}
 
 
-def _weights(project: Project, judge: str) -> dict[str, Any]:
-    """The LLM-I reward weights a new ``llmi-mllm`` run records (the project's, else equal)."""
-    if judge != JudgeName.LLMI_MLLM:
-        return {}
-    return judge_weights_for(project=project).as_record()
+def _check_workers(workers: int) -> None:
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ValidationFailed(f"workers must be between 1 and {MAX_WORKERS}, got {workers}")
 
 
 def judge_run_create(
@@ -223,39 +242,28 @@ def judge_run_create(
     workers: int = 4,
     enqueue: bool = False,
 ) -> tuple[JudgeRun, Job]:
-    """A JudgeRun and its job. With ``enqueue`` the job pipeline enqueues the job after
-    commit (a page); without, the caller runs it (``judge_run_execute``, the command line).
-    ``user`` None is the command line."""
-    if judge == JudgeName.MMS_PLAN:  # judges plans, not answers
-        from review.judges import plan_judge
-
-        return plan_judge.plan_judge_run_create(
-            project=project,
-            user=user,
-            base_url=base_url,
-            model=model,
-            models=models,
-            workers=workers,
-            enqueue=enqueue,
-        )
+    """A JudgeRun of any runnable judge and its job, over the things the judge rates (the
+    project's model answers, or its plans) of ``models`` (none: every model's answers, or the
+    ground-truth plans). With ``enqueue`` the job pipeline enqueues the job after commit (a
+    page); without, the caller runs it (``judge_run_execute``, the command line). ``user``
+    None is the command line."""
     if user is not None:
         permissions.require(user=user, project=project, action="review")
-    if judge not in JudgeName.values:
-        raise ValidationFailed(f"unknown judge {judge!r}; choose one of {', '.join(JudgeName)}")
-    if not 1 <= workers <= MAX_WORKERS:
-        raise ValidationFailed(f"workers must be between 1 and {MAX_WORKERS}, got {workers}")
+    spec = judge_spec(judge)
+    if not spec.runnable:
+        raise ValidationFailed(f"the {spec.label} is not run on its own: it runs {spec.runs_in}")
+    _check_workers(workers)
     config, _ = _config(project, base_url, model)
-    if not answers_for(project=project, models=models):
-        which = f" of {', '.join(models)}" if models else ""
-        raise ValidationFailed(f"the project has no model answers{which} to judge; import some")
+    if not spec.rates.to_judge(project=project, models=models):
+        raise ValidationFailed(spec.rates.nothing_to_judge(models))
     with transaction.atomic():
         run = JudgeRun.objects.create(
             project=project,
-            judge=judge,
+            judge=spec.name,
             base_url=config.base_url[:500],
             model=config.model[:200],
-            templates=_templates(project, judge),
-            weights=_weights(project, judge),
+            templates=_templates(project, spec.name),
+            weights=spec.run_settings(project),
             selection={"models": list(models)},
             created_by=user,
         )
@@ -320,8 +328,7 @@ def judge_run_resume(
     or running."""
     if user is not None:
         permissions.require(user=user, project=run.project, action="review")
-    if not 1 <= workers <= MAX_WORKERS:
-        raise ValidationFailed(f"workers must be between 1 and {MAX_WORKERS}, got {workers}")
+    _check_workers(workers)
     with transaction.atomic():
         run = (
             JudgeRun.objects.select_for_update(of=("self",))
@@ -338,9 +345,6 @@ def judge_run_resume(
 
 # =========================================================================== running
 
-#: Where a rendered answer's images live (see ``rendered_images``).
-RENDERED_IMAGES = "rendered_images"
-IMAGE_REF_PREFIX = "sha256:"
 #: Calls looked up together (finished by this run? answered by the cache?).
 CHUNK_CALLS = 500
 #: Results are stored, and progress reported, when this many wait or this often (seconds).
@@ -350,147 +354,17 @@ FLUSH_SECONDS = 1.0
 WINDOW_PER_WORKER = 4
 
 
-def rendered_images(response: Response) -> list[str | None] | None:
-    """A rendered answer's images: ``Response.extra["rendered_images"]``, one entry per image
-    tag of the answer (LLM-I ``<imgen>``, ATP-Bench ``<tool>``), in order: the sha256 of the
-    image that tag produced (an image of the project), or null where it produced none. None
-    when the answer has not been rendered (no such key). Rendering (issue 11) fills it, and so
-    may an answer import whose format carries the images. The rubric and MLLM judges attach
-    the produced images, in this order."""
-    value = (response.extra or {}).get(RENDERED_IMAGES)
-    if not isinstance(value, list):
-        return None
-    return [v if isinstance(v, str) and v else None for v in value]
-
-
-def rendered_answer(text: str, images: Sequence[str | None] | None = None) -> str:
-    """An LLM-I answer with each ``<imgen>`` tag replaced by ``[image k]``. With ``images``
-    (the answer's ``rendered_images``) k counts the images produced, which is the order they
-    are attached in, and a tag that produced none becomes ``[image not produced]``."""
-    tools = parse_tags(text, "llmi").tools
-    out, cursor, shown = [], 0, 0
-    for n, tool in enumerate(tools):
-        out.append(text[cursor : tool.start])
-        if images is None:
-            out.append(f"[image {n + 1}]")
-        elif n < len(images) and images[n]:
-            shown += 1
-            out.append(f"[image {shown}]")
-        else:
-            out.append("[image not produced]")
-        cursor = tool.end
-    out.append(text[cursor:])
-    return "".join(out)
-
-
-def _refs(shas: Sequence[str | None]) -> list[str]:
-    return [f"{IMAGE_REF_PREFIX}{sha}" for sha in shas if sha]
-
-
-def query_images(item: Item) -> tuple[list[str], str]:
-    """ATP-Bench MAM: the item's images as the item page shows them (the documents' images in
-    ``img_index`` order, then the query's own image) as references, and a line naming each
-    attached image, added to the query the agents read. ("", no images) for an item without
-    stored images."""
-    refs = [r for r in item.image_refs or [] if isinstance(r, dict) and r.get("sha256")]
-
-    def position(ref: dict[str, Any]) -> int:
-        value = ref.get("position", 0)
-        return value if isinstance(value, int) else 0
-
-    documents = sorted(
-        (r for r in refs if (r.get("role") or "document") == "document"), key=position
-    )
-    query = sorted((r for r in refs if r.get("role") == "query"), key=position)
-    names = [f"img_index {position(r)}" for r in documents] + ["the query's image"] * len(query)
-    if not names:
-        return [], ""
-    legend = "\n\n(Images attached, in order: " + "; ".join(
-        f"{n} = {name}" for n, name in enumerate(names, start=1)
-    )
-    return _refs([r["sha256"] for r in documents + query]), legend + ".)"
-
-
 def first_calls(
     judge: str,
-    response: Response,
+    subject: Any,
     model: str,
     templates: Mapping[str, Template] | None = None,
 ) -> list[Call]:
-    """The calls of one answer that need no other call's result, built with ``templates``
-    (by id; the built-in templates where one is not given)."""
-    t = dict(judges.TEMPLATES, **(templates or {}))
-    item = response.item
-    if judge == JudgeName.LLMI_RUBRIC:
-        criteria = rubric_judge.criteria_of({"rubric": item.rubric or []})
-        rendered = rendered_images(response)
-        return rubric_judge.rubric_calls(
-            prompt=item.query,
-            answer=response.text if rendered is None else rendered_answer(response.text, rendered),
-            criteria=criteria,
-            model=model,
-            images=_refs(rendered or []),
-            template=t[rubric_judge.RUBRIC_TEMPLATE.id],
-        )
-    llm = t[llmi_judge.LLM_TEMPLATE.id]
-    if judge == JudgeName.LLMI_LLM:
-        return [
-            llmi_judge.llm_call(prompt=item.query, answer=response.text, model=model, template=llm)
-        ]
-    if judge == JudgeName.LLMI_MLLM:
-        rendered = rendered_images(response)
-        return [
-            llmi_judge.llm_call(prompt=item.query, answer=response.text, model=model, template=llm),
-            llmi_judge.mllm_call(
-                prompt=item.query,
-                rendered_answer=rendered_answer(response.text, rendered),
-                images=_refs(rendered or []),
-                model=model,
-                template=t[llmi_judge.MLLM_TEMPLATE.id],
-            ),
-        ]
-    images, legend = query_images(item)
-    return mam.first_stage_calls(
-        query=item.query + legend,
-        answer=response.text,
-        model=model,
-        images=images,
-        precision_template=t[mam.PRECISION_TEMPLATE.id],
-        recall_template=t[mam.RECALL_TEMPLATE.id],
-    )
-
-
-def call_key(call: Call, base_url: str) -> str:
-    """The stored key: the judges' key (template version, model, inputs, image hashes) and
-    the endpoint."""
-    blob = f"{base_url.strip().rstrip('/')}\n{call.key}"
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-@dataclass
-class Outcome:
-    """What a worker thread brings back for one call."""
-
-    outputs: list[str]
-    judgment: Judgment[Any]
-    transport_error: str = ""
-    latency_ms: int | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-
-
-def _failed(call: Call, message: str, outputs: list[str] | None = None) -> Outcome:
-    """A call that got no answer (the endpoint failed, or an image could not be sent): a
-    later run or a resume makes it again."""
-    judgment: Judgment[Any] = Judgment(
-        label=call.label,
-        value=None,
-        attempts=(judges.Attempt(raw="", error=message),),
-        key=call.key,
-        template_id=call.template_id,
-        template_version=call.template_version,
-    )
-    return Outcome(outputs=outputs or [], judgment=judgment, transport_error=message)
+    """The calls of one thing the judge rates that need no other call's result, built with
+    ``templates`` (by id; the judge's built-in templates where one is not given)."""
+    spec = judge_spec(judge)
+    builtin = {t.id: t for t in spec.templates}
+    return spec.first_calls(subject, model, {**builtin, **(templates or {})})
 
 
 def _run_call(
@@ -502,43 +376,18 @@ def _run_call(
 ) -> Outcome:
     """In a worker thread: read the images, ask, parse, ask once more when the output did
     not parse. Touches no database."""
-    outputs: list[str] = []
-    latency = prompt_tokens = completion_tokens = 0
     try:
         request = ChatRequest.from_messages(
             call.messages, images=[image_input(image) for image in images], params=params
         )
-        while True:
-            result = client.complete(request)
-            outputs.append(result.text)
-            latency += result.latency_ms
-            prompt_tokens += result.prompt_tokens or 0
-            completion_tokens += result.completion_tokens or 0
-            judgment = judges.judgment_from_outputs(call, outputs, parse)
-            if not judges.should_retry(judgment):
-                break
+        return call_ask(client=client, call=call, parse=parse, request=request)
     except ModelError as exc:
-        return _failed(call, str(exc), outputs)
+        return call_failed(call, str(exc))
     finally:
         connection.close()
-    return Outcome(
-        outputs=outputs,
-        judgment=judgment,
-        latency_ms=latency,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-    )
 
 
-def _parsed_json(value: Any) -> Any:
-    if value is None:
-        return None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return value
-
-
-def _chunks(pairs: Iterable[tuple[Response, Call]], size: int) -> Iterator[list[Any]]:
+def _chunks(pairs: Iterable[tuple[Any, Call]], size: int) -> Iterator[list[Any]]:
     chunk: list[Any] = []
     for pair in pairs:
         chunk.append(pair)
@@ -577,18 +426,19 @@ _UPDATE_FIELDS = [
 ]
 
 
-#: A call to store: its answer, the call, its stored key and its place in the run's order.
-_Todo = tuple[Response, Call, str, int]
+#: A call to store: the thing it judges, the call, its stored key and its place in the run's
+#: order.
+_Todo = tuple[Model, Call, str, int]
 
 
 class _Runner:
     """Makes a run's calls: streams them in chunks (so memory holds one chunk, not the run),
     skips the ones this run finished, copies the cache's answers, hands the rest to a pool
     of worker threads a window at a time, and stores results in batches (an upsert on
-    run/response/key, which also replaces a call a resumed run made again). Progress is
-    reported with each batch, at most every FLUSH_SECONDS; any exception it raises (a
-    cancelled job) stops the run: nothing more is handed out, queued calls are dropped, and
-    what has finished is stored before the exception goes on."""
+    run/thing/key, which also replaces a call a resumed run made again). Progress is
+    reported with each batch, at most every FLUSH_SECONDS; any
+    exception it raises (a cancelled job) stops the run: nothing more is handed out, queued
+    calls are dropped, and what has finished is stored before the exception goes on."""
 
     def __init__(
         self,
@@ -596,9 +446,15 @@ class _Runner:
         run: JudgeRun,
         job: Job,
         progress: Progress,
+        spec: JudgeSpec,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.run = run
+        self.spec = spec
+        self.subject = spec.rates
+        call_model = self.subject.call_model
+        assert call_model is not None, f"{spec.name} stores no judge calls"
+        self.call_model: type[Any] = call_model
         self.progress = progress
         self.workers = int(job.params.get("workers") or 4)
         config, params = _config(run.project, run.base_url, run.model)
@@ -608,7 +464,7 @@ class _Runner:
         self.clock = clock
         self.started = clock()
         self.flushed_at = self.started
-        self.rows: list[tuple[int, JudgeCall]] = []
+        self.rows: list[tuple[int, CallRecord]] = []
         self.seq = 0  # the order calls are handed out in, which is the order rows are stored in
         self.images: dict[str, Image | None] = {}
         self.project_runs = set(
@@ -623,41 +479,42 @@ class _Runner:
     # ---------------------------------------------------------------- looking up
 
     def lookup(self, keys: list[str]) -> tuple[set[tuple[int, str]], dict[str, dict[str, Any]]]:
-        """For ``keys``: the (response, key) of the calls this run has finished, and the
-        newest finished call of the project made (not itself copied from the cache) with each
-        key, by any run. One query through the key's index; the runs are checked here, since
-        a join on the run leads SQLite to scan every call of the project."""
+        """For ``keys``: the (thing, key) of the calls this run has finished, and the newest
+        finished call of the project made (not itself copied from the cache) with each key,
+        by any run. One query through the key's index; the runs are checked here, since a
+        join on the run leads SQLite to scan every call of the project."""
+        fk_id = self.subject.fk_id
         rows = (
-            JudgeCall.objects.filter(key__in=keys, transport_error=False)
+            self.call_model._default_manager.filter(key__in=keys, transport_error=False)
             .filter(Q(cached=False) | Q(run=self.run))
             .order_by("id")
-            .values("run_id", "response_id", "key", *_CACHED_FIELDS)
+            .values("run_id", fk_id, "key", *_CACHED_FIELDS)
         )
         finished: set[tuple[int, str]] = set()
         hits: dict[str, dict[str, Any]] = {}
         for row in rows:
             if row["run_id"] == self.run.pk:
-                finished.add((row["response_id"], row["key"]))
+                finished.add((row[fk_id], row["key"]))
             if row["run_id"] in self.project_runs:
                 hits[row["key"]] = row
         return finished, hits
 
-    def triage(self, chunk: list[tuple[Response, Call]]) -> list[_Todo]:
+    def triage(self, chunk: list[tuple[Model, Call]]) -> list[_Todo]:
         """The chunk's calls still to make; finished ones are counted, cached ones stored."""
-        keyed = [(r, c, call_key(c, self.config.base_url)) for r, c in chunk]
+        keyed = [(t, c, call_key(c, self.config.base_url)) for t, c in chunk]
         finished, hits = self.lookup(list(dict.fromkeys(key for _, _, key in keyed)))
         todo = []
-        for response, call, key in keyed:
+        for thing, call, key in keyed:
             self.seq += 1
-            if (response.pk, key) in finished:
+            if (thing.pk, key) in finished:
                 self.reused += 1
                 self.done += 1
             elif key in hits:
-                self.store((response, call, key, self.seq), hit=hits[key])
+                self.store((thing, call, key, self.seq), hit=hits[key])
                 self.cached += 1
                 self.done += 1
             else:
-                todo.append((response, call, key, self.seq))
+                todo.append((thing, call, key, self.seq))
         self.resolve_images([call for _, call, _, _ in todo])
         return todo
 
@@ -704,8 +561,8 @@ class _Runner:
 
     # ---------------------------------------------------------------- running
 
-    def execute(self, pairs: Iterable[tuple[Response, Call]]) -> None:
-        """Store every (answer, call) of ``pairs``: finished ones are skipped, cached ones
+    def execute(self, pairs: Iterable[tuple[Model, Call]]) -> None:
+        """Store every (thing, call) of ``pairs``: finished ones are skipped, cached ones
         copied, the rest sent concurrently."""
         workers = max(1, min(self.workers, self.config.concurrency))
         window = workers * WINDOW_PER_WORKER
@@ -715,16 +572,16 @@ class _Runner:
         try:
             for chunk in _chunks(pairs, CHUNK_CALLS):
                 for todo in self.triage(chunk):
-                    response, call = todo[0], todo[1]
+                    thing, call = todo[0], todo[1]
                     images, problem = self.images_of(call)
                     if problem:
-                        self.store(todo, outcome=_failed(call, problem))
+                        self.store(todo, outcome=call_failed(call, problem))
                         self.made += 1
                         self.done += 1
                         continue
                     while len(inflight) >= window:
                         self.collect(inflight)
-                    parse = parser_for(call.label, response)
+                    parse = self.spec.parser(call.label, thing)
                     future = pool.submit(_run_call, client, call, parse, self.params, images)
                     inflight[future] = todo
                 self.maybe_flush()
@@ -767,7 +624,7 @@ class _Runner:
         outcome: Outcome | None = None,
         hit: dict[str, Any] | None = None,
     ) -> None:
-        response, call, key, seq = todo
+        thing, call, key, seq = todo
         fields: dict[str, Any] = {
             "label": call.label,
             "template_id": call.template_id,
@@ -782,7 +639,7 @@ class _Runner:
             judgment = outcome.judgment
             fields.update(
                 outputs=outcome.outputs,
-                parsed=_parsed_json(judgment.value),
+                parsed=parsed_json(judgment.value),
                 ok=judgment.ok,
                 error=outcome.transport_error or judgment.error or "",
                 transport_error=bool(outcome.transport_error),
@@ -791,7 +648,8 @@ class _Runner:
                 prompt_tokens=outcome.prompt_tokens,
                 completion_tokens=outcome.completion_tokens,
             )
-        self.rows.append((seq, JudgeCall(run=self.run, response=response, key=key, **fields)))
+        row = self.subject.call_row(run=self.run, thing=thing, key=key, **fields)
+        self.rows.append((seq, row))
 
     def maybe_flush(self) -> None:
         if len(self.rows) >= FLUSH_ROWS or self.clock() - self.flushed_at >= FLUSH_SECONDS:
@@ -803,17 +661,19 @@ class _Runner:
         self.flushed_at = self.clock()
         if not self.rows:
             return
+        fk_id = self.subject.fk_id
         rows = list(
             {
-                (r.response_id, r.key): r for _, r in sorted(self.rows, key=lambda pair: pair[0])
+                (getattr(r, fk_id), r.key): r
+                for _, r in sorted(self.rows, key=lambda pair: pair[0])
             }.values()
         )
         self.rows = []
-        JudgeCall.objects.bulk_create(
+        self.call_model._default_manager.bulk_create(
             rows,
             batch_size=FLUSH_ROWS,
             update_conflicts=True,
-            unique_fields=["run", "response", "key"],
+            unique_fields=["run", self.subject.fk, "key"],
             update_fields=_UPDATE_FIELDS,
         )
 
@@ -825,43 +685,47 @@ class _Runner:
             message += f", {_eta((self.total - done) * elapsed / self.made)}"
         self.progress(progress=done, total=self.total, message=message)
 
+    # ---------------------------------------------------------------- stages
 
-def first_call_count(judge: str, response: Response) -> int:
-    """How many calls ``first_calls`` makes for the answer, without building them (for the
-    progress total; building them twice would cost a second pass over every prompt)."""
-    if judge == JudgeName.LLMI_RUBRIC:
-        return len(rubric_judge.criteria_of({"rubric": response.item.rubric or []}))
-    if judge == JudgeName.LLMI_LLM:
-        return 1
-    if judge == JudgeName.LLMI_MLLM:
-        return 2
-    return 2 if mam.tool_calls_of(response.text) else 1
+    def later_pairs(
+        self, things: Sequence[Model], model: str, templates: Mapping[str, Template]
+    ) -> list[tuple[Model, Call]]:
+        """The second stage's calls, built from the first stage's stored judgments; a thing
+        whose first stage failed gets none (and the total drops by what it would have made)."""
+        fk_id = self.subject.fk_id
+        rows: dict[int, list[CallRecord]] = {}
+        for row in self.subject.calls(self.run).defer("messages").order_by("id"):
+            rows.setdefault(getattr(row, fk_id), []).append(row)
+        pairs: list[tuple[Model, Call]] = []
+        for thing in things:
+            judgments: dict[str, Judgment[Any]] = {
+                row.label: stored_judgment(row, self.spec.parser(row.label, thing))
+                for row in rows.get(thing.pk, [])
+            }
+            calls = self.spec.later_calls(thing, judgments, model, templates)
+            self.total -= self.spec.later_call_count - len(calls)
+            pairs += [(thing, call) for call in calls]
+        return pairs
 
 
 def _first_pairs(
-    judge: str,
-    answers: Sequence[Response],
-    model: str,
-    templates: Mapping[str, Template] | None = None,
-) -> Iterator[tuple[Response, Call]]:
-    for response in answers:
-        for call in first_calls(judge, response, model, templates):
-            yield response, call
+    spec: JudgeSpec, things: Sequence[Any], model: str, templates: Mapping[str, Template]
+) -> Iterator[tuple[Any, Call]]:
+    for thing in things:
+        for call in spec.first_calls(thing, model, templates):
+            yield thing, call
 
 
 def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
-    """The "judge" job's runner; the result is the run's summary
+    """The "judge" job's runner, for every judge; the result is the run's summary
     (``review.judges.selectors.judge_run_report``)."""
     run = JudgeRun.objects.select_related("project").get(pk=job.params["run_id"])
-    if run.judge == JudgeName.MMS_PLAN:  # judges plans, not answers
-        from review.judges import plan_judge
-
-        return plan_judge.plan_judge_job(job=job, progress=progress)
+    spec = judge_spec(run.judge)
     try:
-        runner = _Runner(run=run, job=job, progress=progress)
+        runner = _Runner(run=run, job=job, progress=progress, spec=spec)
     except ModelError as exc:
         raise DomainError(str(exc)) from exc
-    answers = answers_for(project=run.project, models=run.selection.get("models") or [])
+    things = spec.rates.to_judge(project=run.project, models=run.selection.get("models") or [])
     model = runner.config.model
     # The very template versions the run recorded when it was created (a resumed run makes
     # the calls it made before, even if the project's text changed since).
@@ -869,43 +733,12 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         project=run.project, judge=run.judge, versions=run.templates or None
     )
     # The calls are built as they are sent: memory holds one chunk of them, not the run.
-    runner.total = sum(first_call_count(run.judge, r) for r in answers)
-    if run.judge == JudgeName.ATP_MAM:
-        runner.total += len(answers)  # one Chief Judge call per answer at most
+    runner.total = sum(spec.first_call_count(t) + spec.later_call_count for t in things)
     started = time.monotonic()
-    runner.execute(_first_pairs(run.judge, answers, model, templates))
-    if run.judge == JudgeName.ATP_MAM:
-        rows = {(c.response_id, c.label): c for c in run.calls.defer("messages")}
-        chief: list[tuple[Response, Call]] = []
-        for response in answers:
-            recall = rows.get((response.pk, "recall"))
-            precision = rows.get((response.pk, "precision"))
-            recall_value = judgment_of(recall, response).value if recall else None
-            if mam.tool_calls_of(response.text):
-                precision_value = judgment_of(precision, response).value if precision else None
-            else:
-                precision_value = mam.PrecisionReport(calls=())
-            if recall_value is None or precision_value is None:
-                runner.total -= 1
-                continue
-            images, legend = query_images(response.item)
-            chief.append(
-                (
-                    response,
-                    mam.chief_call(
-                        query=response.item.query + legend,
-                        answer=response.text,
-                        precision=precision_value,
-                        recall=recall_value,
-                        model=model,
-                        template=templates[mam.CHIEF_TEMPLATE.id],
-                        images=images,
-                    ),
-                )
-            )
-        runner.execute(chief)
-    report = judge_run_report(run=run)
-    summary = report["summary"]
+    runner.execute(_first_pairs(spec, things, model, templates))
+    if spec.later_call_count:
+        runner.execute(runner.later_pairs(things, model, templates))
+    summary = judge_run_report(run=run)["summary"]
     summary["calls"] = {
         "total": runner.total,
         "made": runner.made,

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -23,10 +23,11 @@ from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 from review.answers import services as review_answers
-from review.judges import plan_judge, reports
+from review.judges import reports
 from review.judges import services as judge_services
 from review.judges.forms import JudgeRunForm
-from review.judges.models import JudgeName, JudgeRun
+from review.judges.models import JudgeRun
+from review.judges.specs import judge_spec_get
 from review.pages import project_for_review
 
 WHY = "Only reviewers and admins run model judges and read their reports."
@@ -34,14 +35,16 @@ RUNS_SHOWN = 50
 
 
 def page_name(project: Project) -> str:
-    """What the project's judge page is called: m&m's projects judge plans."""
-    return "Judge plans" if reports.is_plan_project(project) else "Judge answers"
+    """What the project's judge page is called, after what its judges rate ("Judge plans")."""
+    return reports.judge_page(project).name
 
 
 def _reviewable_run(request: HttpRequest, pk: int) -> JudgeRun:
     run = reports.judge_run_for_member(user=request.user, pk=pk)
     if not permissions.can(user=request.user, project=run.project, action="review"):
         raise PermissionDenied(WHY)
+    if judge_spec_get(run.judge) is None:
+        raise Http404(f"judge run #{run.pk} was made by the judge {run.judge!r}, not installed")
     return run
 
 
@@ -64,19 +67,22 @@ def judge_runs(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     imported first) and the workers; POST starts one job whose card the page polls. Below,
     the project's earlier runs. Bad input answers 400 with the form and what is wrong."""
     project = project_for_review(request, project_id, WHY)
-    plans = reports.is_plan_project(project)
-    ground_truth: int | None = None
-    if plans:
-        ground_truth, models = plan_judge.plan_counts(project=project)
-    else:
-        models = reports.model_answer_counts(project=project)
-    first_judge = JudgeName.MMS_PLAN if plans else JudgeName.LLMI_RUBRIC
+    page = reports.judge_page(project)
+    subject = page.subject
+    ground_truth, models = subject.counts(project=project)
+    first_judge = page.judges[0].name if page.judges else ""
     status = 200
     errors: list[str] = []
     job: Job | None = None
     run: JudgeRun | None = None
+
+    def form_for(*args: Any, **kwargs: Any) -> JudgeRunForm:
+        return JudgeRunForm(
+            *args, judges=page.judges, subject=subject, models=models, plans=ground_truth, **kwargs
+        )
+
     if request.method == "POST":
-        form = JudgeRunForm(request.POST, request.FILES, models=models, plans=ground_truth)
+        form = form_for(request.POST, request.FILES)
         if form.is_valid():
             data = form.cleaned_data
             try:
@@ -99,27 +105,26 @@ def judge_runs(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
             else:
                 if not request.htmx:
                     return redirect("review:judge_run", pk=run.pk)
-                if not plans:
-                    models = reports.model_answer_counts(project=project)
-                form = JudgeRunForm(
-                    models=models, plans=ground_truth, initial={"judge": data["judge"]}
-                )
+                ground_truth, models = subject.counts(project=project)
+                form = form_for(initial={"judge": data["judge"]})
         else:
             status = 400
     else:
-        form = JudgeRunForm(models=models, plans=ground_truth, initial={"judge": first_judge})
+        form = form_for(initial={"judge": first_judge})
     context = {
         **project_context(request, project),
         "form": form,
         "errors": errors,
-        "page_name": page_name(project),
+        "page_name": page.name,
+        "judge_page": page,
+        "subject": subject,
         "job": job,
         "run": run,
         "default": _default_model(project),
         "how_to": llm_services.HOW_TO_CONFIGURE,
         "runs": list(reports.judge_runs_of(user=request.user, project=project)[:RUNS_SHOWN]),
         "runs_shown": RUNS_SHOWN,
-        "plans": plans,
+        "plans": page.plans,
         "ground_truth_plans": ground_truth,
     }
     response = render_page(
@@ -130,8 +135,8 @@ def judge_runs(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
 
 
 def _run_context(request: HttpRequest, run: JudgeRun) -> dict[str, Any]:
+    spec = run.spec
     figures = reports.judge_run_figures(run=run)
-    plans = run.judge == JudgeName.MMS_PLAN
     released = reports.judge_run_released(run=run) if figures is not None else None
     if figures is not None and released is not None:
         for row in figures.rows:
@@ -140,15 +145,16 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict[str, Any]:
     return {
         **project_context(request, run.project),
         "run": run,
+        "judge": spec,
+        "subject": spec.rates,
         "job": run.job,
         "figures": figures,
         "failures": reports.judge_run_failures(run=run) if figures is not None else None,
         "released": released,
         "weights": reports.run_weights(run),
-        "columns": reports.COLUMNS[run.judge],
-        "plans": plans,
+        "columns": spec.columns,
+        "plans": spec.rates.ground_truth_source,
         "page_name": page_name(run.project),
-        "sub_check_columns": reports.SUB_CHECK_COLUMNS,
         "answer_models": reports.judge_run_models(run=run),
         "model": model,
         "page": reports.judge_run_answers(run=run, model=model, page=request.GET.get("page", 1)),
@@ -231,11 +237,11 @@ def judge_compare(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "b": b,
         "fa": fa,
         "fb": fb,
-        "figure_names": sorted({c.name for columns in reports.COLUMNS.values() for c in columns}),
+        "figure_names": reports.figure_names(),
         "comparison": comparison,
         "error": error,
         "page_name": page_name(project),
-        "plans": reports.is_plan_project(project),
+        "plans": reports.judge_page(project).plans,
     }
     response = render_page(
         request, "review/judges/compare.html", context, fragments={"judge-compare": "result"}
@@ -250,11 +256,13 @@ def job_result_context(*, job: Job) -> dict[str, Any]:
     recorded, as the run page shows them."""
     result = job.result if isinstance(job.result, dict) else {}
     summary = result.get("summary") if isinstance(result.get("summary"), dict) else {}
-    judge = str((summary or {}).get("judge") or "")
+    name = str((summary or {}).get("judge") or "")
+    spec = judge_spec_get(name)
     return {
         "judge_run_id": result.get("run_id") or (job.params or {}).get("run_id"),
-        "judge_plans": judge == JudgeName.MMS_PLAN,
+        "judge": spec,
+        "judge_plans": spec is not None and spec.rates.ground_truth_source,
         "judge_summary": summary,
-        "judge_columns": reports.COLUMNS.get(judge, ()),
-        "judge_rows": reports.figure_rows(judge, summary or {}),
+        "judge_columns": spec.columns if spec is not None else (),
+        "judge_rows": reports.figure_rows(spec, summary or {}),
     }

@@ -24,30 +24,32 @@ from benchmark.judges import rubric as rubric_judge
 from benchmark.models import Origin, Response
 from benchmark.presenters import tag_segments
 from benchmark.typing import AnyUser
-from review.judges.models import JudgeCall, JudgeName
+from review.judges.models import JudgeCall
+from review.judges.specs import judge_spec_get, judge_specs
 
-AGENT_NAMES = {
-    "precision": "Precision Inspector",
-    "recall": "Recall Inspector",
-    "chief": "Chief Judge",
-    "llm": "LLM judge",
-    "mllm": "MLLM judge",
-}
+
+def _agents() -> dict[str, str]:
+    """Call label -> agent name, of every judge (its spec's ``agents``), in the order the
+    judges' calls run."""
+    return {label: name for spec in judge_specs() for label, name in spec.agents.items()}
 
 
 def agent_name(label: str) -> str:
     """How the pages name an agent (a judge call's label): "Chief Judge", "Criterion r3"."""
-    if label in AGENT_NAMES:
-        return AGENT_NAMES[label]
+    agents = _agents()
+    if label in agents:
+        return agents[label]
     if label[:1] == "r" and label[1:].isdigit():
         return f"Criterion {label}"
     return label
 
 
 def label_order(label: str) -> tuple[int, int, str]:
-    """MAM agents in the order they run, then criteria by number, then the rest."""
-    if label in AGENT_NAMES:
-        return (0, list(AGENT_NAMES).index(label), label)
+    """Agents in the order their judge's calls run (MAM: Precision, Recall, Chief), then
+    criteria by number, then the rest."""
+    agents = list(_agents())
+    if label in agents:
+        return (0, agents.index(label), label)
     if label[:1] == "r" and label[1:].isdigit():
         return (1, int(label[1:]), label)
     return (2, 0, label)
@@ -155,7 +157,8 @@ def judge_report_describe(*, task: JudgmentTask, unit: TaskUnit, user: AnyUser) 
         view["criterion"] = _criterion(response, label)
     if call is None:
         return {**view, "missing": "The judge's report is gone (its run was deleted)."}
-    view["judge"] = JudgeName(call.run.judge).label if call.run.judge in JudgeName else ""
+    spec = judge_spec_get(call.run.judge)
+    view["judge"] = spec.label if spec is not None else ""
     view["report"] = report_view(call.parsed)
     return view
 

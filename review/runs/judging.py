@@ -11,8 +11,11 @@ proxy's result and says why. Each checkpoint records in ``detail["decided_by"]``
 it: "judge", "proxy", "person" (set by ``apply_visual_verdicts``) or "rule" (a deterministic
 check: a tool call, an answer check). Without a judge nothing changes: the proxies decide.
 
-Calls go through ``ChatClient`` with no cache of its own; this module reads and fills the cache
-itself so that only replies that parse are kept (a retry must reach the model, not the cache).
+The S and V judges are judge specs (``review.judges.specs.agentic_mme``: templates, calls,
+parsers, the any-pass rule) and each call goes through the judges' one call lifecycle
+(``review.judges.calls.call_ask``: ask, parse strictly, ask once more). Calls go through
+``ChatClient`` with no cache of its own; this module reads and fills the cache itself so that
+only replies that parse are kept (a retry must reach the model, not the cache).
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmark.judges import agentic_mme as judges
-from benchmark.judges.base import Call, Judgment, judgment_from_outputs, should_retry
+from benchmark.judges.base import Call, Judgment, judgment_from_outputs
 from benchmark.llm.cache import ResponseCache
-from benchmark.llm.client import ChatClient, ChatRequest, ImageInput, ModelConfig, ModelError
+from benchmark.llm.client import ChatClient, ChatRequest, ChatResult, ImageInput, ModelConfig
 from benchmark.metrics import agentic_mme as mme
+from review.judges.calls import call_ask
+from review.judges.specs.agentic_mme import S_JUDGE, V_JUDGE, SearchStep, VisualCheck
 
 T = TypeVar("T")
 
@@ -66,30 +70,34 @@ class RunJudge:
         client = self.client()
         request = _request(call, images, self.params)
         key = client.key(request)
-        raws: list[str] = []
         hit = self.cache.get(key) if self.cache is not None else None
-        if hit is not None:
-            raws.append(hit.text)
-        judgment = judgment_from_outputs(call, raws, parse) if raws else None
-        while judgment is None or should_retry(judgment):
+
+        def may_ask() -> bool:
             if self.broken:
-                break
+                return False
             if self.offline:
                 self.broken = "no recorded answer, and no model is asked while a person answers"
-                break
-            try:
-                result = client.complete(request)
-            except ModelError as exc:
-                self.broken = str(exc)
-                break
-            self.calls += 1
-            raws.append(result.text)
-            judgment = judgment_from_outputs(call, raws, parse)
+                return False
+            return True
+
+        def keep(result: ChatResult, judgment: Judgment[Any]) -> None:
             if judgment.ok and self.cache is not None:
                 self.cache.put(key, result.to_cache())
-        if judgment is None:
-            judgment = judgment_from_outputs(call, [], parse)
-        return judgment
+
+        outcome = call_ask(
+            client=client,
+            call=call,
+            parse=parse,
+            request=request,
+            outputs=[hit.text] if hit is not None else [],
+            may_ask=may_ask,
+            on_answer=keep,
+        )
+        self.calls += outcome.asked
+        if outcome.transport_error:
+            self.broken = outcome.transport_error
+            return judgment_from_outputs(call, outcome.outputs, parse)
+        return outcome.judgment
 
 
 def _request(call: Call, images: Sequence[ImageInput], params: Mapping[str, Any]) -> ChatRequest:
@@ -119,17 +127,18 @@ class SearchJudge:
         sc = cp.get("search_check") if isinstance(cp.get("search_check"), Mapping) else {}
         keywords = [str(k) for k in (sc or {}).get("keywords") or [] if str(k).strip()]
         expected = mme.expected_finding(cp) or ""
-        call = judges.s_call(
+        step = SearchStep(
             description=str(cp.get("description") or ""),
             keywords=keywords,
             expected=expected,
             queries=list(queries),
             results=list(contexts),
-            model=self.judge.model,
         )
-        judgment = self.judge.judge(call, judges.parse_s)
-        if judgment.value is not None:
-            return bool(judgment.value.passed)
+        (call,) = S_JUDGE.first_calls(step, self.judge.model, {})
+        judgment = self.judge.judge(call, S_JUDGE.parser(call.label, step))
+        passed, _ = S_JUDGE.scores(step, {call.label: judgment}, None)
+        if passed is not None:
+            return bool(passed)
         self.fallbacks[str(cp.get("id"))] = _failure(judgment, self.judge.broken)
         if not expected:
             return None
@@ -187,14 +196,15 @@ def _visual_judge(
         except OSError as exc:
             result.detail["judge_fallback"] = f"{path.name} cannot be read ({exc})"
             return
-    calls = judges.v_calls(
-        question=question, images=[f"sha256:{i.sha256}" for i in inputs], model=judge.model
+    check = VisualCheck(
+        question=question, expected=expected, images=[f"sha256:{i.sha256}" for i in inputs]
     )
+    calls = V_JUDGE.first_calls(check, judge.model, {})
     judgments = [
-        judge.judge(call, judges.parse_v, [image])
+        judge.judge(call, V_JUDGE.parser(call.label, check), [image])
         for call, image in zip(calls, inputs, strict=True)
     ]
-    outcome = judges.v_checkpoint(judgments, expected)
+    outcome, _ = V_JUDGE.scores(check, {j.label: j for j in judgments}, None)
     if outcome.passed is None:
         failed = next((j for j in judgments if not j.ok), None)
         result.detail["judge_fallback"] = (

@@ -20,8 +20,8 @@ from benchmark.models import Item, Job, JobStatus, Origin, Project
 from review.agreement import judge_sources
 from review.judges import services as judge_services
 from review.judges.models import JudgeCall, JudgeRun, PlanJudgeCall
-from review.judges.plan_judge import plan_validity_by_item
 from review.judges.selectors import judge_run_report
+from review.judges.specs.mms_plan import plan_validity_by_item
 from review.runs.models import AgentRun, RunSet, VisualVerdict
 from tests.factories import (
     AgentRunFactory,
@@ -426,7 +426,7 @@ def test_rubric_scores_are_keyed_by_answer_and_criterion(
 ) -> None:
     _, run, answers = rubric_run
     a, b = (r.pk for r in answers)
-    assert judge_sources.rubric_scores(run=run) == {
+    assert judge_sources.judge_run_values(run=run) == {
         f"response:{a}:r1": 2,
         f"response:{a}:r2": 1,
         f"response:{b}:r1": 0,

@@ -21,7 +21,6 @@ from django.utils import timezone
 
 from benchmark.jobs import services as job_services
 from benchmark.models import Item, Job, JobStatus, Project
-from review.judges import plan_judge
 from review.judges import services as judge_services
 from review.judges.models import PlanJudgeCall
 from review.oracle import services as oracle
@@ -112,11 +111,14 @@ def test_a_cancelled_plan_judge_run_sends_nothing_queued_and_resumes(
         project=project, user=None, judge="mms-plan", workers=1
     )
     gate = threading.Event()
-    gated_pool(monkeypatch, plan_judge, gate)
+    # The plan judge runs through the one judge runner: one call in flight at a time, and a
+    # report after every stored call.
+    gated_pool(monkeypatch, judge_services, gate)
+    monkeypatch.setattr(judge_services, "FLUSH_ROWS", 1)
+    monkeypatch.setattr(judge_services, "WINDOW_PER_WORKER", 1)
     hold_after(server, 1, gate)
-    # Report 1: nothing done yet (before the pool); report 2: the first plan is stored, the
-    # second is with the endpoint (or still queued) and three more are queued.
-    cancel_on_report(monkeypatch, 2, who)
+    # Report 1: the first plan is stored; the four others are not handed out yet.
+    cancel_on_report(monkeypatch, 1, who)
     job = judge_services.judge_run_execute(job=job)
     monkeypatch.undo()
     assert job.status == JobStatus.FAILED and job.cancelled, job.error

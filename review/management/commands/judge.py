@@ -1,12 +1,14 @@
-"""python manage.py judge --project NAME --judge {llmi-rubric,llmi-llm,llmi-mllm,atp-mam,mms-plan}
+"""python manage.py judge --project NAME --judge JUDGE
 [--answers FILE ...] [--model-answers MODEL ...] [--base-url URL] [--model NAME] [--workers N]
 
-Runs a model judge over a project's stored model answers as a judge job, in this process.
+Runs a model judge (any runnable judge of ``review.judges.specs``: ``--help`` lists them) over
+a project's stored model answers (or plans, for a judge of plans) as a judge job, in this
+process.
 ``--answers`` first imports answer files (the formats ``score_responses`` reads) as the
 project's model answers; it and ``--model-answers`` take several values and may be repeated. Prints one JSON object per judged answer (``item``, ``model``,
 ``scores``, ``failed``) and then one object ``{"summary": {...}}`` with the per-model figures
-(``rubric``, ``fs``, ``sr``, ``mi``, ``r_llm``, ``r_mllm``, ``r``; definitions in
-``review.judges.selectors``). The judge model is the project's (or the environment's) unless
+(``rubric``, ``fs``, ``sr``, ``mi``, ``r_llm``, ``r_mllm``, ``r``, ``valid``; each judge's
+are defined in its spec, ``review/judges/specs/``). The judge model is the project's (or the environment's) unless
 ``--base-url``/``--model`` name another. Bad input exits non-zero with a message.
 """
 
@@ -21,8 +23,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmark.exceptions import DomainError
 from benchmark.models import JobStatus, Project
 from review.judges import services as judge_services
-from review.judges.models import JudgeName
 from review.judges.selectors import judge_run_report
+from review.judges.specs import judge_specs
 from review.management.commands.score_responses import _files
 
 
@@ -32,7 +34,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's name")
-        parser.add_argument("--judge", required=True, choices=list(JudgeName.values))
+        parser.add_argument(
+            "--judge", required=True, choices=[s.name for s in judge_specs(runnable=True)]
+        )
         # Several values after one option, and more with the option repeated (a repeat used
         # to replace the values before it).
         parser.add_argument(

@@ -1,0 +1,136 @@
+"""The Agentic-MME judges (``benchmark.judges.agentic_mme``), which rate the checkpoints of an
+agent run while the run is scored (``review.runs.judging``), not as a judge run of their own:
+their verdicts become part of the run's score, with what decided each checkpoint.
+
+* ``agentic-mme-s`` (search checkpoints): one call per search checkpoint with its description,
+  keywords and expected finding, the agent's queries and the results; PASS or FAIL.
+* ``agentic-mme-v`` (visual checkpoints): the checkpoint's question about each image the run
+  produced from the checkpoint's match onwards, one call per image with the image attached;
+  the checkpoint passes when any answer shows the expected answer (the released any-pass
+  rule). Its answers stand beside reviewers' answers to the same visual checks (agreement on a
+  run set's page).
+
+Their calls go through the same call lifecycle as every judge (``review.judges.calls``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from benchmark.judges import Call, Judgment, Template
+from benchmark.judges import agentic_mme as mme_judges
+from benchmark.models import DataFormat
+from review.judges.specs.base import JudgeSpec
+from review.judges.specs.subjects import CHECKPOINTS
+
+if TYPE_CHECKING:
+    from review.judges.models import JudgeRun
+
+RUNS_IN = (
+    "when the runs of a trajectory project are scored with the project's model configured "
+    "(Runs page, manage.py score_runs)"
+)
+
+
+@dataclass(frozen=True)
+class SearchStep:
+    """A search checkpoint and what the run retrieved for it."""
+
+    description: str
+    keywords: Sequence[str]
+    expected: str
+    queries: Sequence[str]
+    results: Sequence[str]
+
+
+@dataclass(frozen=True)
+class VisualCheck:
+    """A visual checkpoint's question and expected answer, and the images to ask about
+    (``sha256:`` references or data URLs)."""
+
+    question: str
+    expected: str
+    images: Sequence[str]
+
+
+class SearchJudge(JudgeSpec):
+    name = "agentic-mme-s"
+    label = "Agentic-MME S judge (search checkpoints)"
+    rates = CHECKPOINTS
+    formats = (DataFormat.AGENTIC_MME,)
+    templates = (mme_judges.S_TEMPLATE,)
+    project_templates = False
+    runnable = False
+    runs_in = RUNS_IN
+    agents = {"search": "S judge"}
+
+    def parsers(self, subject: Any) -> Mapping[str, Callable[[str], Any]]:
+        return {"search": mme_judges.parse_s}
+
+    def first_call_count(self, subject: SearchStep) -> int:
+        return 1
+
+    def first_calls(
+        self, subject: SearchStep, model: str, templates: Mapping[str, Template]
+    ) -> list[Call]:
+        return [
+            mme_judges.s_call(
+                description=subject.description,
+                keywords=list(subject.keywords),
+                expected=subject.expected,
+                queries=list(subject.queries),
+                results=list(subject.results),
+                model=model,
+                template=templates.get(mme_judges.S_TEMPLATE.id, mme_judges.S_TEMPLATE),
+            )
+        ]
+
+    def scores(
+        self, subject: SearchStep, judgments: Mapping[str, Judgment[Any]], run: JudgeRun | None
+    ) -> tuple[Any, dict[str, Any]]:
+        """The checkpoint's verdict: passed (True/False), None when the judge gave none."""
+        judgment = judgments.get("search")
+        value = judgment.value if judgment is not None else None
+        passed = None if value is None else bool(value.passed)
+        return passed, {"passed": passed}
+
+
+class VisualJudge(JudgeSpec):
+    name = "agentic-mme-v"
+    label = "Agentic-MME V judge (visual checkpoints)"
+    rates = CHECKPOINTS
+    formats = (DataFormat.AGENTIC_MME,)
+    templates = (mme_judges.V_TEMPLATE,)
+    project_templates = False
+    runnable = False
+    runs_in = RUNS_IN
+
+    def label_parser(self, label: str) -> Callable[[str], Any] | None:
+        return mme_judges.parse_v if label.startswith("image ") else None
+
+    def first_call_count(self, subject: VisualCheck) -> int:
+        return len(subject.images)
+
+    def first_calls(
+        self, subject: VisualCheck, model: str, templates: Mapping[str, Template]
+    ) -> list[Call]:
+        """One call per image, labelled ``image 1``, ``image 2``..."""
+        return mme_judges.v_calls(
+            question=subject.question,
+            images=list(subject.images),
+            model=model,
+            template=templates.get(mme_judges.V_TEMPLATE.id, mme_judges.V_TEMPLATE),
+        )
+
+    def scores(
+        self, subject: VisualCheck, judgments: Mapping[str, Judgment[Any]], run: JudgeRun | None
+    ) -> tuple[Any, dict[str, Any]]:
+        """The any-pass rule over the per-image judgments (``VCheckpoint``)."""
+        outcome = mme_judges.v_checkpoint(list(judgments.values()), subject.expected)
+        return outcome, {"passed": outcome.passed, "excluded": outcome.excluded}
+
+
+S_JUDGE = SearchJudge()
+V_JUDGE = VisualJudge()
