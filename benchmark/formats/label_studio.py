@@ -492,6 +492,30 @@ class Reader:
 # ------------------------------------------------------------------------------ writing
 
 
+#: Keys written first, in this order, wherever they occur (a plan step reads ``id, name, args``
+#: as m&m's writes it); every other key follows in the order PostgreSQL's jsonb keeps.
+LEADING_KEYS = ("id", "name", "args")
+
+
+def canonical_keys(value: Any) -> Any:
+    """``value`` with every object's keys in one fixed order, so an export is the same bytes
+    whichever database held the JSON (SQLite keeps the order written, PostgreSQL's jsonb
+    orders keys by length, then bytes)."""
+    if isinstance(value, list):
+        return [canonical_keys(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+
+    def rank(key: Any) -> tuple[int, int, bytes]:
+        text = str(key)
+        if text in LEADING_KEYS:
+            return (0, LEADING_KEYS.index(text), b"")
+        raw = text.encode()
+        return (1, len(raw), raw)
+
+    return {k: canonical_keys(value[k]) for k in sorted(value, key=rank)}
+
+
 def field_value(rec: ItemRecord, name: str) -> Any:
     value = getattr(rec, name)
     if name == "images":
@@ -504,7 +528,7 @@ def field_value(rec: ItemRecord, name: str) -> Any:
                 **{
                     f: [dataclasses.asdict(r) for r in child.images]  # type: ignore[attr-defined]
                     if f == "images"
-                    else getattr(child, f)
+                    else canonical_keys(getattr(child, f))
                     for f in own
                 },
             }
@@ -577,7 +601,7 @@ def plan_paragraphs(plans: Iterable[PlanRecord]) -> list[dict[str, str]]:
             if plan.code:
                 out.append({"step": label, "text": plan.code})
             continue
-        for n, step in enumerate(plan.steps, 1):
+        for n, step in enumerate(canonical_keys(plan.steps), 1):
             if isinstance(step, dict):
                 name = step.get("name") or step.get("tool") or step.get("tool_name") or ""
                 text = f"{n}. {name}({_args_text(step.get('args'))})"

@@ -328,6 +328,9 @@ def world(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
         assert lease is not None
         judgment_submit(task=task, item=lease.item, user=user, value=value)
     (tmp_path / "readme").mkdir()
+    # A line that writes to a relative path (README's Label Studio folder) writes here, not
+    # into the checkout.
+    monkeypatch.chdir(tmp_path / "readme")
     try:
         yield World(tmp_path / "readme", server)
     finally:

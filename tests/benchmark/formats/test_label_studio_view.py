@@ -174,3 +174,18 @@ def test_items_with_nothing_to_show_where_others_have_get_placeholders(tmp_path:
     )  # the item's own fields stay as they are
     (back_vqa, back_plain, _), _ = ls.read_tasks(tmp_path / "t.json")
     assert back_plain.images == [] and back_plain.documents == [] and back_plain.responses == []
+
+
+def test_plan_steps_are_written_in_one_key_order_whatever_the_database_kept() -> None:
+    """SQLite keeps a JSON object's keys as written, PostgreSQL's jsonb by length then bytes:
+    the export must not depend on which one held the plan."""
+    as_written = {"id": 0, "name": "get weather", "args": {"lon": "x", "lat": "y"}}
+    as_jsonb = {"id": 0, "args": {"lat": "y", "lon": "x"}, "name": "get weather"}
+    plans = [
+        PlanRecord(item_id="1", key=f"p{n}", steps=[steps], origin="human")
+        for n, steps in enumerate((as_written, as_jsonb))
+    ]
+    written, jsonb = (json.dumps(ls.canonical_keys(p.steps)) for p in plans)
+    assert written == jsonb == '[{"id": 0, "name": "get weather", "args": {"lat": "y", "lon": "x"}}]'
+    first, second = (ls.plan_paragraphs([p]) for p in plans)
+    assert first == second == [{"step": "Ground truth", "text": '1. get weather(lat="y", lon="x")'}]
