@@ -41,12 +41,14 @@ AGENTIC = "Agentic-MME demo"
 @dataclass(frozen=True)
 class Shot:
     """One screenshot: the file under docs/img/, who takes it, the page (a function of the
-    demo's ids, since they differ between runs) and a heading the page must show first."""
+    demo's ids, since they differ between runs), a heading the page must show first (or "")
+    and whether to take the whole page."""
 
     name: str
     username: str
     path: Callable[[], str]
     heading: str
+    full_page: bool = False  # the whole page, not only the window
 
 
 def _project(name: str) -> Project:
@@ -83,7 +85,13 @@ SHOTS = [
     Shot(
         "reviewer-releases.png", "reviewer", lambda: f"/projects/{_project(ATP).pk}/releases/", ""
     ),
-    Shot("dataset-engineer-project.png", "admin", lambda: f"/projects/{_project(ATP).pk}/", ATP),
+    Shot(
+        "dataset-engineer-project.png",
+        "admin",
+        lambda: f"/projects/{_project(ATP).pk}/",
+        ATP,
+        full_page=True,  # the item list is below the project's buttons
+    ),
     Shot(
         "dataset-engineer-import.png", "admin", lambda: f"/projects/{_project(ATP).pk}/import/", ""
     ),
@@ -139,7 +147,7 @@ def test_each_role_guide_gets_its_screenshots(login_page, ready) -> None:  # typ
         page.wait_for_function("() => !document.querySelector('.htmx-request')")
         if shot.heading:
             expect(page.locator("h1").first).to_contain_text(shot.heading)
-        png = page.screenshot()
+        png = page.screenshot(full_page=shot.full_page)
         assert png[:8] == PNG_SIGNATURE, f"{shot.name} is not a PNG"
         assert len(png) > 5_000, f"{shot.name} is almost empty"
         # the committed image is replaced only by a good one (a failed run leaves it as it was)
