@@ -1,12 +1,13 @@
-"""The command lines README.md prints, found and expanded into concrete argument lists, for
-tests/benchmark/test_readme_commands.py (which gives the placeholders real values and runs them).
+"""The command lines README.md and the pages of docs/ print, found and expanded into concrete
+argument lists, for tests/benchmark/test_readme_commands.py (which gives the placeholders real
+values and runs them).
 
 Found: every line of a code block, and every inline code span, that starts with ``python
 manage.py`` (also inside a shell capture, ``KEY=$(python manage.py ...)``) (or ``.venv/bin/python manage.py``), ``.venv/bin/python tests/perf/<script>.py``,
 ``bin/<script>`` or ``.venv/bin/celery``; and inline spans that only name a command
 (``manage.py judge``). A ``#`` outside quotes starts a comment.
 
-The notation of a printed line, as README uses it:
+The notation of a printed line, as README and docs/reference/commands.md use it:
 
 - ``[...]`` an optional part (nested parts allowed);
 - ``{a,b,c}`` or ``a|b`` alternatives;
@@ -43,49 +44,51 @@ _BAR = re.compile(r"^[\w.-]+(?:\|[\w.-]+)+$")
 
 @dataclass(frozen=True)
 class Printed:
-    """One command line as README prints it."""
+    """One command line as README or a page of docs/ prints it."""
 
-    line: int  # 1-based line of README.md where it starts
+    line: int  # 1-based line of the file where it starts
     text: str  # as printed (an inline span that wraps is joined with spaces)
     kind: str  # "manage", "manage-name", "perf", "bin" or "celery"
     program: str  # the manage.py command's name, or the script's path
     rest: str  # what follows the command or script, comment included
+    source: str = "README.md"  # the file, relative to the checkout
 
     def __str__(self) -> str:
-        return f"README.md line {self.line}: {self.text}"
+        return f"{self.source} line {self.line}: {self.text}"
 
 
 _CAPTURED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\$\((?P<inner>.*)\)$")
 
 
-def _classify(line: int, text: str) -> Printed | None:
+def _classify(line: int, text: str, source: str = "README.md") -> Printed | None:
     text = " ".join(text.split())
     captured = _CAPTURED.match(text)  # KEY=$(python manage.py ...): the command inside
     if captured:
         text = captured["inner"].strip()
     named = _NAME_ONLY.match(text)
     if named:
-        return Printed(line, text, "manage-name", named["command"], "")
+        return Printed(line, text, "manage-name", named["command"], "", source)
     for kind, pattern in _PROGRAMS:
         found = pattern.match(text)
         if found is None:
             continue
         if kind == "manage":
             command, _, rest = found["rest"].partition(" ")
-            return Printed(line, text, kind, command, rest)
-        return Printed(line, text, kind, found["program"], found["rest"].strip())
+            return Printed(line, text, kind, command, rest, source)
+        return Printed(line, text, kind, found["program"], found["rest"].strip(), source)
     return None
 
 
-def printed_commands(markdown: str) -> list[Printed]:
-    """Every command line the markdown prints, in order (code blocks and inline code)."""
-    source = markdown.splitlines()
+def printed_commands(markdown: str, source: str = "README.md") -> list[Printed]:
+    """Every command line the markdown prints, in order (code blocks and inline code);
+    ``source`` names the file in what the lines say about themselves."""
+    lines = markdown.splitlines()
     out: list[Printed] = []
     for token in MarkdownIt("commonmark").parse(markdown):
         if token.type in ("fence", "code_block") and token.map:
             first = token.map[0] + (2 if token.type == "fence" else 1)
             for i, text in enumerate(token.content.splitlines()):
-                found = _classify(first + i, text.strip())
+                found = _classify(first + i, text.strip(), source)
                 if found is not None:
                     out.append(found)
         elif token.type == "inline" and token.map:
@@ -97,11 +100,11 @@ def printed_commands(markdown: str) -> list[Printed]:
                     (
                         n + 1
                         for n in range(token.map[0], token.map[1])
-                        if " ".join(start) in " ".join(source[n].split())
+                        if " ".join(start) in " ".join(lines[n].split())
                     ),
                     token.map[0] + 1,
                 )
-                found = _classify(line, child.content)
+                found = _classify(line, child.content, source)
                 if found is not None:
                     out.append(found)
     return out

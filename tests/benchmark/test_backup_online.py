@@ -1,7 +1,8 @@
 """``python manage.py backup OUT`` while another process keeps writing (rows and media files),
-then ``python manage.py restore IN`` into a new database and media folder, as README prints
-the commands: the backup does not fail, and what it restores is one instant of the database
-(the rows written before it, without a gap) with every file those rows name.
+then ``python manage.py restore IN`` into a new database and media folder, as
+docs/reference/running-for-a-team.md prints the commands: the backup does not fail, and what
+it restores is one instant of the database (the rows written before it, without a gap) with
+every file those rows name.
 
 On SQLite the databases are files; with DATABASE_URL on PostgreSQL, two databases of their
 own on the test database's server (named after it, dropped afterwards)."""

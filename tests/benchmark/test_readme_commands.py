@@ -1,13 +1,15 @@
-"""Every command line README.md prints works as printed (issue 22, item 14).
+"""Every command line README.md and the pages of docs/ print works as printed (issue 22, item
+14; issue 23 moved the reference, and its command lines, from README into docs/).
 
-Every ``python manage.py ...`` line of README (code blocks and inline code) is expanded
+Every ``python manage.py ...`` line of README and of each ``docs/**/*.md`` (code blocks and
+inline code; README first, then the pages by path) is expanded
 (``tests/readme_commands.py``: each alternative, with and without the optional parts), its
 placeholders get real values on the demo database from the table ``VALUES`` below, and it runs
 in this process through ``call_command`` and must succeed. A new line picks its values from the
-same table; a placeholder the table does not know fails with the README line named, and so
+same table; a placeholder the table does not know fails with the file and line named, and so
 does a line whose command is missing or whose arguments the command's parser refuses. Lines
-run in README's order, so a later line may use what an earlier one wrote (``release_verify
-DIR`` checks the folder the ``release`` line wrote). The ``bin/...``, ``tests/perf/...`` and
+run in that order, so a later line may use what an earlier one wrote (``release_verify DIR``
+checks the folder the ``release`` line of the same page wrote). The ``bin/...``, ``tests/perf/...`` and
 celery lines are checked without running them for real (``--help``, ``bash -n``, the usage).
 """
 
@@ -51,6 +53,13 @@ pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def documents() -> list[Path]:
+    """README.md, then every page of docs/ by path: the files whose command lines run."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
 
 PROJECT_OF_FORMAT = {spec.data_format: spec.name for spec in DEMO_PROJECTS}
 FOLDER_OF_FORMAT = {spec.data_format: spec.folder for spec in DEMO_PROJECTS}
@@ -77,9 +86,9 @@ PROJECT_OF_COMMAND = {
 }
 #: Words of prose in a printed line, and what they stand for.
 PHRASES = {"[create_project's options]": "[--admin USERNAME --description TEXT]"}
-#: Commands README shows with settings of their own: they run as ``python manage.py`` in a
-#: process with that environment, and their output must hold the text (README: "For production
-#: also set ...; `python manage.py check --deploy` is then clean").
+#: Commands the docs show with settings of their own: they run as ``python manage.py`` in a
+#: process with that environment, and their output must hold the text (docs/reference/
+#: settings.md: "For production also set ...; `python manage.py check --deploy` is then clean").
 IN_A_PROCESS: dict[str, tuple[dict[str, str], str]] = {
     "check": (
         {
@@ -244,7 +253,7 @@ def _name(c: Context, w: World) -> str:
     return by_option[c.option]()
 
 
-#: Every placeholder README uses, and its value on the demo database (``U``, ``IN`` and
+#: Every placeholder README and docs/ use, and its value on the demo database (``U``, ``IN`` and
 #: ``--expires-days N``: for the api_token, backup and restore lines of issue 22's other parts).
 VALUES: dict[str, Callable[[Context, World], str]] = {
     "NAME": _name,
@@ -328,7 +337,7 @@ def world(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
         assert lease is not None
         judgment_submit(task=task, item=lease.item, user=user, value=value)
     (tmp_path / "readme").mkdir()
-    # A line that writes to a relative path (README's Label Studio folder) writes here, not
+    # A line that writes to a relative path (the Label Studio page's folder) writes here, not
     # into the checkout.
     monkeypatch.chdir(tmp_path / "readme")
     try:
@@ -341,7 +350,13 @@ def world(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 def _printed() -> list[Printed]:
-    return printed_commands(README.read_text(encoding="utf-8"))
+    return [
+        printed
+        for path in documents()
+        for printed in printed_commands(
+            path.read_text(encoding="utf-8"), source=str(path.relative_to(ROOT))
+        )
+    ]
 
 
 def _parse(printed: Printed, argv: list[str]) -> None:
@@ -366,9 +381,11 @@ def _in_a_process(command: str, argv: list[str]) -> None:
 
 
 @pytest.mark.slow
-def test_every_manage_py_line_in_readme_runs_as_printed(world: World) -> None:
+def test_every_manage_py_line_in_readme_and_docs_runs_as_printed(world: World) -> None:
     lines = [p for p in _printed() if p.kind == "manage"]
-    assert len(lines) >= 24  # the Command line list, and the lines in the text
+    listed = [p for p in lines if p.source == "docs/reference/commands.md"]
+    assert len(listed) >= 24  # the list of commands
+    assert len(lines) >= 40  # and the lines in the text of the other pages
     failures: list[str] = []
     ran = 0
     commands = get_commands()
@@ -402,6 +419,24 @@ def test_every_manage_py_line_in_readme_runs_as_printed(world: World) -> None:
                 )
     assert failures == [], "\n\n".join(failures)
     assert ran >= 40
+
+
+def test_command_lines_are_read_from_readme_and_every_docs_page() -> None:
+    """The reference moved from README into docs/: its command lines are still found there,
+    each named by its file, and README's own lines (the two commands) still count."""
+    printed = _printed()
+    sources = {p.source for p in printed}
+    assert "README.md" in sources
+    assert {
+        "docs/reference/commands.md",
+        "docs/reference/running-for-a-team.md",
+        "docs/reference/releases.md",
+        "docs/reference/api.md",
+        "docs/reference/label-studio.md",
+    } <= sources
+    assert {p.program for p in printed if p.source == "README.md"} >= {"bin/run", "bin/test"}
+    found = printed_commands("Text\n\n```\npython manage.py jobs_sweep\n```\n", source="docs/x.md")
+    assert [str(p) for p in found] == ["docs/x.md line 4: python manage.py jobs_sweep"]
 
 
 def test_every_command_readme_names_exists() -> None:

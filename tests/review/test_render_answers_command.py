@@ -126,8 +126,9 @@ def test_bad_input_exits_with_a_message(
 def test_readme_order_answers_then_out_dir_and_repeated_options(
     project: Project, answers: dict[str, Any], tmp_path: Path
 ) -> None:
-    """README's order, ``--answers FILE OUT_DIR``: each --answers (and --model) takes one value
-    and may be repeated, so OUT_DIR is not taken for an answer file (issue 22, item 14)."""
+    """The order docs/reference/commands.md prints, ``--answers FILE OUT_DIR``: each --answers
+    (and --model) takes one value and may be repeated, so OUT_DIR is not taken for an answer
+    file (issue 22, item 14)."""
     files = []
     for model in ("gamma", "delta"):
         file = tmp_path / f"{model}.jsonl"
