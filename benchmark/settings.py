@@ -310,7 +310,7 @@ JUDGE_MAX_IMAGES = env("JUDGE_MAX_IMAGES")
 # Rendering answers (review.rendering): the endpoints that execute Diffusion (image
 # generation), Edit (image edit; both OpenAI-compatible images APIs) and Search (an HTTP JSON
 # image search). Empty: those calls are drawn as labelled placeholders. Code runs in
-# benchmark.sandbox. See README "Rendering answers".
+# benchmark.sandbox. See docs/reference/rendering.md.
 BENCHWRIGHT_IMAGE_GEN_BASE_URL = env("BENCHWRIGHT_IMAGE_GEN_BASE_URL")
 BENCHWRIGHT_IMAGE_GEN_MODEL = env("BENCHWRIGHT_IMAGE_GEN_MODEL")
 BENCHWRIGHT_IMAGE_GEN_API_KEY = env("BENCHWRIGHT_IMAGE_GEN_API_KEY")
@@ -333,8 +333,8 @@ BENCHWRIGHT_RENDER_WORKERS = env("BENCHWRIGHT_RENDER_WORKERS")
 # variable, BENCHWRIGHT_MODEL_API_KEY, only ever goes to BENCHWRIGHT_MODEL_BASE_URL.
 MODEL_API_KEY_ENV_ALLOWLIST = env("MODEL_API_KEY_ENV_ALLOWLIST")
 
-# Limits of one run of a Code tool call's program in the sandbox (benchmark/sandbox/; README,
-# "Code execution sandbox"); the caller passes them on: SandboxLimits(**SANDBOX_LIMITS).
+# Limits of one run of a Code tool call's program in the sandbox (benchmark/sandbox/;
+# docs/reference/sandbox.md); the caller passes them on: SandboxLimits(**SANDBOX_LIMITS).
 SANDBOX_LIMITS = {
     "wall_seconds": env("SANDBOX_WALL_SECONDS"),
     "cpu_seconds": env("SANDBOX_CPU_SECONDS"),

@@ -203,7 +203,7 @@ def landlock_restrict(abi: int, rules: list[tuple[str, int]]) -> None:
 # kernel interfaces with a history of exploits reachable without privileges (BPF,
 # userfaultfd, io_uring, keyrings); the machine itself (modules, kexec, reboot, clocks, the
 # kernel log, host name, raw I/O); and obsolete calls. A name this libseccomp does not know
-# (a call newer than it) is skipped: this is a deny-list, and README says what that leaves.
+# (a call newer than it) is skipped: this is a deny-list, and docs/reference/sandbox.md says what that leaves.
 SYSCALLS_REFUSED = (
     *("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp"),
     *("pidfd_getfd", "perf_event_open", "lookup_dcookie"),

@@ -119,7 +119,7 @@ class _Drain(threading.Thread):
 
 def run_code(code: str, *, limits: SandboxLimits | None = None) -> SandboxResult:
     """Run `code` as a Python program in the sandbox; the figures it shows or saves are the
-    result's images. See README, "Code execution sandbox", for what the sandbox isolates."""
+    result's images. See docs/reference/sandbox.md, for what the sandbox isolates."""
     limits = limits or SandboxLimits()
     if not isinstance(code, str):
         return SandboxResult(ok=False, kind="error", reason="the program is not text")

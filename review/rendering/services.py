@@ -76,7 +76,7 @@ HOW_TO_CONFIGURE = (
     "Set BENCHWRIGHT_IMAGE_GEN_BASE_URL and BENCHWRIGHT_IMAGE_GEN_MODEL (Diffusion), "
     "BENCHWRIGHT_IMAGE_EDIT_BASE_URL and BENCHWRIGHT_IMAGE_EDIT_MODEL (Edit), and "
     "BENCHWRIGHT_IMAGE_SEARCH_URL (Search), each with its _API_KEY if the service needs one, "
-    "in the environment of the web server and the worker; see README, Rendering answers."
+    "in the environment of the web server and the worker; see docs/reference/rendering.md."
 )
 
 
@@ -89,7 +89,7 @@ def code_runner() -> CodeRunner | None:
 
 
 def providers_configured() -> Providers:
-    """The providers the settings configure (see README, "Rendering answers")."""
+    """The providers the settings configure (see docs/reference/rendering.md)."""
     timeout = float(settings.BENCHWRIGHT_RENDER_TIMEOUT)
     generate = edit = search = None
     if settings.BENCHWRIGHT_IMAGE_GEN_BASE_URL and settings.BENCHWRIGHT_IMAGE_GEN_MODEL:

@@ -2,7 +2,7 @@
 [--workers N] OUT_DIR
 
 Renders a project's model answers (every tool call executed, or drawn as a labelled
-placeholder or failure card; see README, "Rendering answers") as a rendering job, in this
+placeholder or failure card; see docs/reference/rendering.md) as a rendering job, in this
 process, then writes one standalone HTML file per answer (images and CSS inlined) into
 OUT_DIR, and ``index.json``::
 
@@ -51,7 +51,7 @@ class Command(BaseCommand):
         parser.add_argument("out_dir", type=Path, help="folder for the HTML files and index.json")
         parser.add_argument("--project", required=True, help="the project's name")
         # One value per option, repeated for more: a list option before the positional OUT_DIR
-        # would take OUT_DIR for one of its values (`--answers F OUT_DIR`, README's order).
+        # would take OUT_DIR for one of its values (`--answers F OUT_DIR`, the order docs/reference/commands.md prints).
         parser.add_argument(
             "--model",
             action="append",
