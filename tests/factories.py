@@ -884,7 +884,7 @@ class JudgeTemplateVersionFactory(DjangoModelFactory):
     version = factory.LazyAttribute(
         lambda v: Template(id=v.template_id, system=v.system, user=v.user).version
     )
-    created_by = factory.SubFactory(UserFactory)
+    author = factory.SubFactory(UserFactory)
 
 
 class JudgeWeightsFactory(DjangoModelFactory):

@@ -15,50 +15,26 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from django.conf import settings
 from django.db import models
-from django.db.models import Q
-from django.utils import timezone
 
 from benchmark.models import Item, Plan
+from benchmark.versions import VersionRow, version_constraints
 
 __all__ = ["PlanVersion", "steps_text"]
 
 
-class PlanVersion(models.Model):
+class PlanVersion(VersionRow):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="plan_versions")
     plan = models.ForeignKey(
         Plan, null=True, blank=True, on_delete=models.SET_NULL, related_name="versions"
     )
     key = models.CharField(max_length=255, help_text="The plan's key on the item.")
-    number = models.PositiveIntegerField()
     steps = models.TextField(help_text="The steps as saved (JSON text, key order kept).")
     code = models.TextField(blank=True, help_text="The code form generated from the steps.")
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="plan_versions",
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    note = models.TextField(blank=True)
-    base_number = models.PositiveIntegerField(
-        null=True, blank=True, help_text="The version the editor was opened on."
-    )
 
     class Meta:
         ordering = ["item", "key", "number"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["item", "key", "number"], name="planversion_unique_number"
-            ),
-            models.CheckConstraint(condition=Q(number__gte=1), name="planversion_number_ge_1"),
-            models.CheckConstraint(
-                condition=Q(base_number__isnull=True) | Q(base_number__lt=models.F("number")),
-                name="planversion_base_before_number",
-            ),
-        ]
+        constraints = version_constraints("planversion", "item", "key")
 
     def __str__(self) -> str:
         return f"plan {self.key} of {self.item_id} v{self.number}"

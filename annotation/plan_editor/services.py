@@ -5,7 +5,7 @@ form generated from it (:func:`benchmark.plans.codegen.plan_to_code`), both on t
 (the export writes ``plan_str`` and ``code_str`` from them) and in a new
 :class:`~annotation.plan_editor.models.PlanVersion`. The first save first records the state
 before it as version 1 (as imported, without an author). A save names the version it was made
-on (``base_number``); when someone saved in between, :class:`PlanConflict` (409) carries
+on (``base_number``); when someone saved in between, :class:`~benchmark.versions.StaleVersion` (409) carries
 their version and nothing is written. A save that changes nothing is refused ("nothing to
 save"). A revert (:func:`plan_revert`) saves an old version's steps again as a new version.
 
@@ -22,16 +22,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Max
 
 from annotation.plan_editor.models import PlanVersion, steps_text
 from benchmark import permissions
-from benchmark.exceptions import Conflict, NotFound, ValidationFailed
+from benchmark.exceptions import NotFound, ValidationFailed
 from benchmark.models import Item, Origin, Plan, PlanSyntax, ProjectKind
 from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import PlanFormatError, parse_json_plan
 from benchmark.typing import User
+from benchmark.versions import StaleVersion, version_save
 
 #: The ground-truth plan's key, as m&m's reader and writer name it (``plan_str``).
 GOLD_KEY = "gold"
@@ -43,7 +44,6 @@ MAX_NOTE = 500
 
 __all__ = [
     "GOLD_KEY",
-    "PlanConflict",
     "plan_alternative_add",
     "plan_alternative_remove",
     "plan_revert",
@@ -51,18 +51,17 @@ __all__ = [
 ]
 
 
-class PlanConflict(Conflict):
+def _stale(current: PlanVersion, base_number: int | None) -> StaleVersion:
     """Someone saved the plan after the editor was opened; ``current`` is their version."""
-
-    def __init__(self, *, current: PlanVersion, base_number: int | None) -> None:
-        self.current = current
-        who = current.author.get_username() if current.author else "the import"
-        opened = f"version {base_number}" if base_number else "it"
-        super().__init__(
-            f"version {current.number} of this plan was saved by {who} after you opened "
-            f"{opened}; nothing of yours was saved. Their version is shown and your plan is "
-            "still in the editor: save again to put yours on top of theirs."
-        )
+    who = current.author.get_username() if current.author else "the import"
+    opened = f"version {base_number}" if base_number else "it"
+    return StaleVersion(
+        f"version {current.number} of this plan was saved by {who} after you opened "
+        f"{opened}; nothing of yours was saved. Their version is shown and your plan is "
+        "still in the editor: save again to put yours on top of theirs.",
+        current=current,
+        base_number=base_number,
+    )
 
 
 def canonical_key(key: str) -> str:
@@ -155,7 +154,7 @@ def plan_save(
 
     ``key`` "gt" is the ground-truth plan (m&m's "gold"). Raises :class:`ValidationFailed`
     naming the step for a plan that is not steps or that no code form can express, and
-    "nothing to save" for an unchanged plan; :class:`PlanConflict` (409) when ``base_number``
+    "nothing to save" for an unchanged plan; :class:`~benchmark.versions.StaleVersion` (409) when ``base_number``
     is not the newest version; ``Forbidden`` for who may not edit the item."""
     _require_plan_item(user, item)
     key = canonical_key(key)
@@ -164,46 +163,40 @@ def plan_save(
     steps, code = clean_steps(steps)
     note = _clean_note(note)
     text = steps_text(steps)
-    try:
-        with transaction.atomic():
-            locked = Item.objects.select_for_update().get(pk=item.pk)
-            plan = Plan.objects.filter(item=locked, key=key).first()
-            if plan is not None and plan.origin != Origin.GROUND_TRUTH:
-                raise ValidationFailed(
-                    f"key: {key!r} is a model's prediction, not a plan people edit"
-                )
-            latest = _latest(locked, key, plan)
-            if base_number is not None and (latest is None or base_number != latest.number):
-                if latest is None:
-                    raise NotFound(f"this item has no plan {key!r} yet (no version {base_number})")
-                raise PlanConflict(current=latest, base_number=base_number)
+    with transaction.atomic():
+        locked = Item.objects.select_for_update().get(pk=item.pk)
+        plan = Plan.objects.filter(item=locked, key=key).first()
+        if plan is not None and plan.origin != Origin.GROUND_TRUTH:
+            raise ValidationFailed(f"key: {key!r} is a model's prediction, not a plan people edit")
+        latest = _latest(locked, key, plan)
+
+        def write() -> Plan:
             if plan is not None and latest is not None and _same(latest, steps, text):
                 raise ValidationFailed("nothing to save: the plan is unchanged")
-            plan = _write_plan(locked, plan, key, steps, code, is_alternative)
-            number = latest.number + 1 if latest is not None else 1
-            PlanVersion.objects.create(
+            return _write_plan(locked, plan, key, steps, code, is_alternative)
+
+        version = version_save(
+            latest=latest,
+            versions=PlanVersion.objects.filter(item=locked, key=key).select_related("author"),
+            base_number=base_number,
+            stale=lambda current: _stale(current, base_number),
+            missing=lambda: NotFound(
+                f"this item has no plan {key!r} yet (no version {base_number})"
+            ),
+            before=write,
+            create=lambda number, base, written: PlanVersion.objects.create(
                 item=locked,
-                plan=plan,
+                plan=written,
                 key=key,
                 number=number,
                 steps=text,
                 code=code,
                 author=user,
                 note=note,
-                base_number=latest.number if latest is not None else None,
-            )
-    except IntegrityError:
-        # Another save took the same number between our read and our write.
-        current = (
-            PlanVersion.objects.filter(item=item, key=key)
-            .select_related("author")
-            .order_by("-number")
-            .first()
+                base_number=base,
+            ),
         )
-        if current is None:
-            raise Conflict("another save of this plan is under way; try again") from None
-        raise PlanConflict(current=current, base_number=base_number) from None
-    return plan
+    return version.plan  # type: ignore[return-value]
 
 
 def _write_plan(

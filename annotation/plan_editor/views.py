@@ -35,6 +35,7 @@ from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import PlanFormatError
 from benchmark.presenters import plan_input_files
 from benchmark.typing import HtmxHttpRequest, request_user
+from benchmark.versions import StaleVersion
 
 TEMPLATE = "annotation/plan_edit.html"
 MAX_JSON = 200_000
@@ -98,7 +99,7 @@ def _context(
     steps_json: str | None = None,
     base_number: int | None = None,
     error: str = "",
-    conflict: services.PlanConflict | None = None,
+    conflict: StaleVersion | None = None,
     note: str = "",
 ) -> dict[str, Any]:
     plan = selectors.plan_of(item, key)
@@ -181,7 +182,7 @@ def plan_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpRe
             base_number=base_number,
             note=note,
         )
-    except services.PlanConflict as exc:
+    except StaleVersion as exc:
         # Saving from here is a deliberate overwrite: the form now carries their number.
         context = _context(
             request, project, item, key, steps=_loads(steps_json), steps_json=steps_json,

@@ -2,46 +2,24 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
-from django.db.models import Q
-from django.utils import timezone
 
 from annotation.trajectories.models import TrajectoryVersion  # noqa: F401 - registers it
 from benchmark.fields import JSONField
 from benchmark.models import Response
+from benchmark.versions import VersionRow, version_constraints
 
 
-class ResponseVersion(models.Model):
+class ResponseVersion(VersionRow):
     """One saved state of an interleaved answer. Version 1 is the imported text (no author);
     each save adds the next number on top of ``base_number``, so nothing is overwritten."""
 
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="versions")
-    number = models.PositiveIntegerField()
     text = models.TextField(blank=True)
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="response_versions",
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    note = models.TextField(blank=True)
-    base_number = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["response", "number"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["response", "number"], name="responseversion_unique_number"
-            ),
-            models.CheckConstraint(condition=Q(number__gte=1), name="responseversion_number_ge_1"),
-            models.CheckConstraint(
-                condition=Q(base_number__isnull=True) | Q(base_number__lt=models.F("number")),
-                name="responseversion_base_before_number",
-            ),
-        ]
+        constraints = version_constraints("responseversion", "response")
 
     def __str__(self) -> str:
         return f"{self.response_id} v{self.number}"

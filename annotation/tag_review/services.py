@@ -3,7 +3,7 @@
 
 Every save adds a ``ResponseVersion``; nothing is overwritten. Version 1 is the imported text,
 created on the first save. A save names the version it was made on (``base_number``); if
-someone saved in between, ``VersionConflict`` (a 409 ``Conflict``) carries their version so
+someone saved in between, ``StaleVersion`` (a 409 ``Conflict``) carries their version so
 the reviewer can look at it and decide, and nothing is written.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
@@ -20,10 +20,10 @@ from benchmark.models import Item, ItemStatus, Project, Response
 from benchmark.permissions import can
 from benchmark.projects.services import item_status_set
 from benchmark.typing import User
+from benchmark.versions import StaleVersion, version_save
 
 __all__ = [
     "DISCARD_REASONS",
-    "VersionConflict",
     "can_edit",
     "discard_reason_text",
     "item_discard",
@@ -41,14 +41,6 @@ DISCARD_REASONS: tuple[tuple[str, str], ...] = (
 )
 
 MAX_DECISIONS = 2000
-
-
-class VersionConflict(Conflict):
-    """Someone saved a newer version; ``current`` is it."""
-
-    def __init__(self, message: str, *, current: ResponseVersion) -> None:
-        super().__init__(message)
-        self.current = current
 
 
 def can_edit(*, user: Any, project: Project) -> bool:
@@ -116,27 +108,24 @@ def response_save_version(
 ) -> ResponseVersion:
     """Save ``text`` as the next version of the answer, made on version ``base_number``.
 
-    Raises ``VersionConflict`` (carrying the current version) when ``base_number`` is not the
+    Raises ``StaleVersion`` (carrying the current version) when ``base_number`` is not the
     newest version, ``ValidationFailed`` when there is nothing to save, and
     ``Forbidden`` for users who may not review this project."""
     _require_editor(user, response.item.project)
     rows = _clean_decisions(decisions)
-    try:
-        with transaction.atomic():
-            locked = _lock(response)
-            latest = _latest(locked)
-            if base_number != latest.number:
-                raise _conflict(latest, base_number)
+    with transaction.atomic():
+        locked = _lock(response)
+        latest = _latest(locked)
+
+        def unchanged() -> None:
             if text == latest.text and not rows:
                 raise ValidationFailed("nothing to save: the text is unchanged and no tag decided")
+
+        def create(number: int, base: int | None, _written: Any) -> ResponseVersion:
             version = ResponseVersion(
-                response=locked,
-                number=latest.number + 1,
-                text=text,
-                author=user,
-                note=note.strip(),
-                base_number=latest.number,
+                response=locked, number=number, text=text, author=user, note=note.strip()
             )
+            version.base_number = base
             version.full_clean(exclude=["response"])
             version.save()
             TagDecision.objects.bulk_create(
@@ -144,23 +133,28 @@ def response_save_version(
             )
             locked.text = text
             locked.save(update_fields=["text"])
-    except IntegrityError:
-        # Another save took the same number between our read and our write.
-        current = ResponseVersion.objects.filter(response=response).order_by("-number").first()
-        if current is None:
-            raise Conflict("another save of this answer is under way; try again") from None
-        raise _conflict(current, base_number) from None
+            return version
+
+        version = version_save(
+            latest=latest,
+            versions=ResponseVersion.objects.filter(response=locked).select_related("author"),
+            base_number=base_number,
+            stale=lambda current: _conflict(current, base_number),
+            before=unchanged,
+            create=create,
+        )
     response.text = text
     return version
 
 
-def _conflict(current: ResponseVersion, base_number: int) -> VersionConflict:
+def _conflict(current: ResponseVersion, base_number: int) -> StaleVersion:
     who = current.author.get_username() if current.author else "the import"
-    return VersionConflict(
+    return StaleVersion(
         f"version {current.number} was saved by {who} after you opened version "
         f"{base_number}; nothing of yours was saved. Look at their change, then save again "
         "on top of it or start from their version.",
         current=current,
+        base_number=base_number,
     )
 
 

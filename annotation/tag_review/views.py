@@ -40,6 +40,7 @@ from benchmark.tags import ParsedText, ToolCall, builtin_toolset, parse, validat
 from benchmark.tags.model import ERROR, WARNING
 from benchmark.toolsets.specs import tag_toolset
 from benchmark.typing import HtmxHttpRequest, request_user
+from benchmark.versions import StaleVersion
 
 htmx_page = vary_on_headers("HX-Request")
 TEMPLATE = "annotation/tag_review.html"
@@ -459,7 +460,7 @@ def review(  # noqa: C901
                 decisions=decisions,
                 note=request.POST.get("note", ""),
             )
-        except tag_review.VersionConflict as exc:
+        except StaleVersion as exc:
             error, conflict, status = exc.message, exc.current, 409
         except DomainError as exc:
             error = exc.message
@@ -637,7 +638,7 @@ def version_revert(
     except DomainError as exc:
         if exc.status_code == 403:
             raise PermissionDenied(exc.message) from None
-        status = 409 if isinstance(exc, tag_review.VersionConflict) else 200
+        status = 409 if isinstance(exc, StaleVersion) else 200
         return _version_page(request, row, version, previous, error=exc.message, status=status)
     url = reverse(
         "annotation:tag_version", args=[row.item.project_id, row.item_id, row.pk, new.number]

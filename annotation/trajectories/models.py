@@ -16,46 +16,20 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from django.conf import settings
 from django.db import models
-from django.db.models import Q
-from django.utils import timezone
 
 from benchmark.models import Item
+from benchmark.versions import VersionRow, version_constraints
 
 
-class TrajectoryVersion(models.Model):
+class TrajectoryVersion(VersionRow):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="trajectory_versions")
-    number = models.PositiveIntegerField()
     document = models.TextField(help_text="The task document as saved (JSON text).")
     fingerprint = models.CharField(max_length=64)
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="trajectory_versions",
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    note = models.TextField(blank=True)
-    base_number = models.PositiveIntegerField(
-        null=True, blank=True, help_text="The version the editor was opened on."
-    )
 
     class Meta:
         ordering = ["item", "number"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["item", "number"], name="trajectoryversion_unique_number"
-            ),
-            models.CheckConstraint(
-                condition=Q(number__gte=1), name="trajectoryversion_number_ge_1"
-            ),
-            models.CheckConstraint(
-                condition=Q(base_number__isnull=True) | Q(base_number__lt=models.F("number")),
-                name="trajectoryversion_base_before_number",
-            ),
-        ]
+        constraints = version_constraints("trajectoryversion", "item")
 
     def __str__(self) -> str:
         return f"trajectory of {self.item_id} v{self.number}"

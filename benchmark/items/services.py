@@ -40,14 +40,14 @@ carries them as ``item.warnings`` (a list of ``"field: message"`` strings).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from benchmark.exceptions import Conflict, NotFound, ValidationFailed
+from benchmark.exceptions import NotFound, ValidationFailed
 from benchmark.formats.agentic_mme import FORMAT_LEADS, join_prompt, split_prompt
 from benchmark.formats.llmi import image_count
 from benchmark.images.selectors import image_name_sha, project_images_named
@@ -66,12 +66,12 @@ from benchmark.models import (
 )
 from benchmark.permissions import require
 from benchmark.typing import User
+from benchmark.versions import StaleVersion, version_save
 
 __all__ = [
     "EDITABLE_FIELDS",
     "MATCH_TYPES",
     "ItemInvalid",
-    "ItemVersionConflict",
     "criterion_warnings",
     "item_create",
     "item_form_data",
@@ -116,14 +116,6 @@ class ItemInvalid(ValidationFailed):
     def __init__(self, errors: Mapping[str, str]) -> None:
         self.errors = dict(errors)
         super().__init__("; ".join(f"{field}: {message}" for field, message in self.errors.items()))
-
-
-class ItemVersionConflict(Conflict):
-    """Someone saved a newer version; ``current`` is it."""
-
-    def __init__(self, message: str, *, current: ItemVersion) -> None:
-        super().__init__(message)
-        self.current = current
 
 
 # --------------------------------------------------------------------------- vague criteria
@@ -874,15 +866,16 @@ def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[
     return [name for name in EDITABLE_FIELDS if before.get(name) != after.get(name)]
 
 
-def _conflict(current: ItemVersion, base_version: int) -> ItemVersionConflict:
+def _conflict(current: ItemVersion, base_version: int) -> StaleVersion:
     who = current.author.get_username() if current.author else "someone"
     previous = current.item.versions.filter(number=current.number - 1).first()  # type: ignore[attr-defined]
     changed = changed_fields(previous.snapshot, current.snapshot) if previous else []
     what = f" (changed {', '.join(changed)})" if changed else ""
-    return ItemVersionConflict(
+    return StaleVersion(
         f"version {current.number} was saved by {who}{what} after you opened version "
         f"{base_version}; nothing of yours was saved. Look at their change, then save again.",
         current=current,
+        base_number=base_version,
     )
 
 
@@ -890,18 +883,33 @@ def _lock(item: Item) -> Item:
     return Item.objects.select_for_update().select_related("project").get(pk=item.pk)
 
 
-def _write_version(locked: Item, latest: ItemVersion, user: User, note: str) -> ItemVersion:
-    version = ItemVersion(
-        item=locked,
-        number=latest.number + 1,
-        fields=item_snapshot(locked),
-        author=user,
-        note=note.strip(),
-        base_number=latest.number,
+def _save_version(
+    locked: Item, user: User, note: str, base_version: int | None, write: Callable[[], None]
+) -> ItemVersion:
+    """The item's next version (version 1, the state before, first when none is written),
+    through the one versioned save; ``write`` changes the locked item first."""
+
+    def create(number: int, base: int | None, _written: Any) -> ItemVersion:
+        version = ItemVersion(
+            item=locked,
+            number=number,
+            fields=item_snapshot(locked),
+            author=user,
+            note=note.strip(),
+            base_number=base,
+        )
+        version.full_clean(exclude=["item"])
+        version.save()
+        return version
+
+    return version_save(
+        latest=_latest(locked),
+        versions=locked.versions.select_related("author", "item"),  # type: ignore[attr-defined]
+        base_number=base_version,
+        stale=lambda current: _conflict(current, base_version or 0),
+        before=write,
+        create=create,
     )
-    version.full_clean(exclude=["item"])
-    version.save()
-    return version
 
 
 _FORM_KEYS_OF = {
@@ -933,7 +941,7 @@ def item_update(
     """Change some fields (the field dict of the module docstring), made on version
     ``base_version`` (None: the caller does not know; no staleness check). Each save writes
     a new :class:`ItemVersion` (version 1, the state before, on the first save); provenance
-    stays. Raises :class:`ItemVersionConflict` (409) when someone saved after
+    stays. Raises :class:`~benchmark.versions.StaleVersion` (409) when someone saved after
     ``base_version``, :class:`ItemInvalid` for bad fields (only the fields changed are
     checked, so an imported item's other odd fields do not block an edit) and
     ``ValidationFailed`` when nothing changed. Returns the updated item with ``warnings``
@@ -950,18 +958,18 @@ def item_update(
     )
     with transaction.atomic():
         locked = _lock(item)
-        latest = _latest(locked)
-        if base_version is not None and base_version != latest.number:
-            raise _conflict(latest, base_version)
-        before = item_snapshot(locked)
-        for key, value in values.items():
-            if key in EDITABLE_FIELDS and (key in changes or _derived(key, changes)):
-                setattr(locked, key, value)
-        if not changed_fields(before, item_snapshot(locked)):
-            raise ValidationFailed("nothing to save: no field changed")
-        locked.full_clean(exclude=["project"])
-        locked.save()
-        version = _write_version(locked, latest, user, note)
+
+        def write() -> None:
+            before = item_snapshot(locked)
+            for key, value in values.items():
+                if key in EDITABLE_FIELDS and (key in changes or _derived(key, changes)):
+                    setattr(locked, key, value)
+            if not changed_fields(before, item_snapshot(locked)):
+                raise ValidationFailed("nothing to save: no field changed")
+            locked.full_clean(exclude=["project"])
+            locked.save()
+
+        version = _save_version(locked, user, note, base_version, write)
     locked.warnings = cleaner.warnings  # type: ignore[attr-defined]
     locked.version = version  # type: ignore[attr-defined]
     return locked
@@ -987,20 +995,22 @@ def item_revert(*, item: Item, user: User, number: int, base_version: int | None
     require(user=user, project=item.project, action="edit", item=item)
     with transaction.atomic():
         locked = _lock(item)
-        latest = _latest(locked)
-        if base_version is not None and base_version != latest.number:
-            raise _conflict(latest, base_version)
-        target = locked.versions.filter(number=number).first()  # type: ignore[attr-defined]
-        if target is None:
-            raise NotFound(f"this item has no version {number}")
-        if not changed_fields(item_snapshot(locked), target.snapshot):
-            raise ValidationFailed(f"version {latest.number} already is version {number}")
-        for key in EDITABLE_FIELDS:
-            if key in target.snapshot:
-                setattr(locked, key, target.snapshot[key])
-        locked.full_clean(exclude=["project"])
-        locked.save()
-        version = _write_version(locked, latest, user, f"Reverted to version {number}")
+
+        def write() -> None:
+            # looked up after the save read (and, before any edit, recorded) version 1
+            target = locked.versions.filter(number=number).first()  # type: ignore[attr-defined]
+            if target is None:
+                raise NotFound(f"this item has no version {number}")
+            if not changed_fields(item_snapshot(locked), target.snapshot):
+                current = latest_number(locked)
+                raise ValidationFailed(f"version {current} already is version {number}")
+            for key in EDITABLE_FIELDS:
+                if key in target.snapshot:
+                    setattr(locked, key, target.snapshot[key])
+            locked.full_clean(exclude=["project"])
+            locked.save()
+
+        version = _save_version(locked, user, f"Reverted to version {number}", base_version, write)
     locked.version = version  # type: ignore[attr-defined]
     return locked
 

@@ -21,11 +21,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from benchmark import permissions
 from benchmark.exceptions import DomainError
 from benchmark.items import forms, history, selectors, services
-from benchmark.items.services import COMMON_VERBS, VERB_SUFFIXES, ItemInvalid, ItemVersionConflict
+from benchmark.items.services import COMMON_VERBS, VERB_SUFFIXES, ItemInvalid
 from benchmark.models import DataFormat, Item, Project, Response
 from benchmark.pages import htmx_page, project_context, render_page, require_action
 from benchmark.projects import selectors as project_selectors
 from benchmark.typing import request_user
+from benchmark.versions import StaleVersion
 
 TEMPLATE = "benchmark/item_form.html"
 HISTORY_TEMPLATE = "benchmark/item_history.html"
@@ -148,7 +149,7 @@ def item_edit(request: HttpRequest, project_id: int, item_id: int) -> HttpRespon
             base_version=base_version,
             note=request.POST.get("note", ""),
         )
-    except ItemVersionConflict as exc:
+    except StaleVersion as exc:
         status = 409
         extra["conflict"] = exc.message
         extra["conflict_changes"] = selectors.version_changes(version=exc.current, item=item)

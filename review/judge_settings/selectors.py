@@ -94,7 +94,7 @@ def _newest(project: Project, ids: list[str]) -> dict[str, JudgeTemplateVersion]
     )
     rows = JudgeTemplateVersion.objects.filter(
         project=project, template_id__in=ids, number=Subquery(newest)
-    ).select_related("created_by")
+    ).select_related("author")
     return {row.template_id: row for row in rows}
 
 
@@ -255,7 +255,7 @@ def judge_settings_get(*, user: AnyUser, project: Project) -> JudgeSettings:
     builtin_ids = builtin_by_id()
     rows = list(
         JudgeTemplateVersion.objects.filter(project=project, template_id__in=list(builtin_ids))
-        .select_related("created_by")
+        .select_related("author")
         .order_by("template_id", "number")
     )
     by_id: dict[str, list[JudgeTemplateVersion]] = {}

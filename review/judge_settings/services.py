@@ -18,14 +18,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from benchmark import permissions
-from benchmark.exceptions import Conflict, ValidationFailed
+from benchmark.exceptions import ValidationFailed
 from benchmark.judges import Template, TemplateError, render
 from benchmark.judges.base import placeholders
 from benchmark.models import Project
 from benchmark.typing import User
+from benchmark.versions import StaleVersion, version_save
 from review.judge_settings.selectors import (
     WEIGHT_PRESETS,
     agent_names,
@@ -50,32 +51,30 @@ class TemplateInvalid(ValidationFailed):
         super().__init__("; ".join(parts))
 
 
-class TemplateConflict(Conflict):
+def _template_stale(
+    template_id: str, base_number: int, current: JudgeTemplateVersion
+) -> StaleVersion:
     """Someone saved a version of the template after ``base_number``; ``current`` is theirs."""
-
-    def __init__(self, *, template_id: str, base_number: int, current: JudgeTemplateVersion):
-        self.template_id = template_id
-        self.base_number = base_number
-        self.current = current
-        who = current.created_by.get_username() if current.created_by else "someone"
-        opened = f"version {base_number}" if base_number else "the built-in text"
-        super().__init__(
-            f"{who} saved version {current.number} of {template_id} after you opened {opened}; "
-            "your text was not saved. Their version is shown: apply your change to it and "
-            "save again."
-        )
+    who = current.author.get_username() if current.author else "someone"
+    opened = f"version {base_number}" if base_number else "the built-in text"
+    return StaleVersion(
+        f"{who} saved version {current.number} of {template_id} after you opened {opened}; "
+        "your text was not saved. Their version is shown: apply your change to it and "
+        "save again.",
+        current=current,
+        base_number=base_number,
+    )
 
 
-class WeightsConflict(Conflict):
-    def __init__(self, *, base_number: int, current: JudgeWeights) -> None:
-        self.base_number = base_number
-        self.current = current
-        who = current.created_by.get_username() if current.created_by else "someone"
-        super().__init__(
-            f"{who} saved weights version {current.number} (rule {current.rule:.3g}, llm "
-            f"{current.llm:.3g}, mllm {current.mllm:.3g}) after you opened version "
-            f"{base_number}; yours were not saved. Check theirs and save again."
-        )
+def _weights_stale(base_number: int, current: JudgeWeights) -> StaleVersion:
+    who = current.created_by.get_username() if current.created_by else "someone"
+    return StaleVersion(
+        f"{who} saved weights version {current.number} (rule {current.rule:.3g}, llm "
+        f"{current.llm:.3g}, mllm {current.mllm:.3g}) after you opened version "
+        f"{base_number}; yours were not saved. Check theirs and save again.",
+        current=current,
+        base_number=base_number,
+    )
 
 
 def _normalise_newlines(text: str) -> str:
@@ -154,33 +153,26 @@ def _builtin(template_id: str) -> Template:
 def _add_version(
     *, project: Project, template_id: str, base_number: int, fields: dict[str, Any]
 ) -> JudgeTemplateVersion:
-    """Add version base_number + 1, or raise TemplateConflict when base_number is stale."""
-    with transaction.atomic():
-        current = template_current(project=project, template_id=template_id)
-        if (current.number if current else 0) != base_number:
-            assert current is not None
-            raise TemplateConflict(
-                template_id=template_id, base_number=base_number, current=current
-            )
+    """Add version base_number + 1, or raise StaleVersion when base_number is stale."""
+
+    def create(number: int, base: int | None, _written: Any) -> JudgeTemplateVersion:
         row = JudgeTemplateVersion(
-            project=project,
-            template_id=template_id,
-            number=base_number + 1,
-            base_number=base_number,
-            **fields,
+            project=project, template_id=template_id, number=number, base_number=base or 0, **fields
         )
         row.full_clean(validate_constraints=False)
-        try:
-            with transaction.atomic():
-                row.save()
-        except IntegrityError:
-            # Someone saved the same number a moment ago.
-            current = template_current(project=project, template_id=template_id)
-            assert current is not None
-            raise TemplateConflict(
-                template_id=template_id, base_number=base_number, current=current
-            ) from None
-    return row
+        row.save()
+        return row
+
+    with transaction.atomic():
+        return version_save(
+            latest=template_current(project=project, template_id=template_id),
+            versions=JudgeTemplateVersion.objects.filter(
+                project=project, template_id=template_id
+            ).select_related("author"),
+            base_number=base_number,
+            stale=lambda current: _template_stale(template_id, base_number, current),
+            create=create,
+        )
 
 
 def _current_template(project: Project, template_id: str) -> tuple[Template, int]:
@@ -218,7 +210,7 @@ def judge_template_save(
 ) -> JudgeTemplateVersion:
     """Save the project's new text of a judge template as a new version (project admins).
     ValidationFailed (TemplateInvalid) for text the judge cannot use or no change;
-    TemplateConflict when someone saved after ``base_number``."""
+    StaleVersion when someone saved after ``base_number``."""
     permissions.require(user=user, project=project, action="manage")
     base_number = _check_base(base_number)
     note = _check_note(note)
@@ -244,7 +236,7 @@ def judge_template_save(
             "version": template.version,
             "is_default": False,
             "note": note,
-            "created_by": user,
+            "author": user,
         },
     )
 
@@ -271,7 +263,7 @@ def judge_template_reset(
             "version": builtin.version,
             "is_default": True,
             "note": note or "reset to the built-in text",
-            "created_by": user,
+            "author": user,
         },
     )
 
@@ -304,7 +296,7 @@ def judge_weights_save(
     """Save the project's LLM-I reward weights as a new version (project admins): the given
     values, or a preset's (``WEIGHT_PRESETS``: "equal", "paper"). Each must be 0 or more and
     their sum above 0; they are stored divided by their sum, so they sum to 1 (2, 5, 3 is
-    stored as 0.2, 0.5, 0.3). WeightsConflict when someone saved after ``base_number``."""
+    stored as 0.2, 0.5, 0.3). StaleVersion when someone saved after ``base_number``."""
     permissions.require(user=user, project=project, action="manage")
     base_number = _check_base(base_number)
     if preset:
@@ -321,30 +313,35 @@ def judge_weights_save(
     rule_n, llm_n, mllm_n = (v / total for v in values)
     with transaction.atomic():
         current = judge_weights_for(project=project)
-        if current.number != base_number:
-            assert current.row is not None
-            raise WeightsConflict(base_number=base_number, current=current.row)
-        now = current.weights
-        if all(
-            math.isclose(a, b, abs_tol=1e-9)
-            for a, b in ((rule_n, now.rule), (llm_n, now.llm), (mllm_n, now.mllm))
-        ):
-            raise ValidationFailed("these are the weights in use already; nothing was saved")
-        row = JudgeWeights(
-            project=project,
-            number=base_number + 1,
-            rule=rule_n,
-            llm=llm_n,
-            mllm=mllm_n,
-            preset=preset,
-            created_by=user,
+
+        def unchanged() -> None:
+            now = current.weights
+            if all(
+                math.isclose(a, b, abs_tol=1e-9)
+                for a, b in ((rule_n, now.rule), (llm_n, now.llm), (mllm_n, now.mllm))
+            ):
+                raise ValidationFailed("these are the weights in use already; nothing was saved")
+
+        def create(number: int, _base: int | None, _written: Any) -> JudgeWeights:
+            row = JudgeWeights(
+                project=project,
+                number=number,
+                rule=rule_n,
+                llm=llm_n,
+                mllm=mllm_n,
+                preset=preset,
+                created_by=user,
+            )
+            row.full_clean(validate_constraints=False)
+            row.save()
+            return row
+
+        row = version_save(
+            latest=current.row,
+            versions=JudgeWeights.objects.filter(project=project).select_related("created_by"),
+            base_number=base_number,
+            stale=lambda latest: _weights_stale(base_number, latest),
+            before=unchanged,
+            create=create,
         )
-        row.full_clean(validate_constraints=False)
-        try:
-            with transaction.atomic():
-                row.save()
-        except IntegrityError:
-            latest = judge_weights_for(project=project).row
-            assert latest is not None
-            raise WeightsConflict(base_number=base_number, current=latest) from None
     return row

@@ -24,6 +24,7 @@ from benchmark.models import Project
 from benchmark.pages import htmx_page, project_context, render_page, require_action
 from benchmark.projects import selectors as project_selectors
 from benchmark.typing import request_user
+from benchmark.versions import StaleVersion
 from review.judge_settings import services
 from review.judge_settings.forms import TemplateForm, WeightsForm
 from review.judge_settings.selectors import builtin_by_id, judge_settings_get
@@ -114,7 +115,7 @@ def judge_template_save(request: HttpRequest, project_id: int) -> HttpResponse:
                 base_number=data["base"],
                 note=data["note"],
             )
-    except services.TemplateConflict as exc:
+    except StaleVersion as exc:
         edit["conflict"] = exc.current
         edit["errors"] = {"": [exc.message]}
         edit["base"] = exc.current.number
@@ -159,7 +160,7 @@ def judge_weights_save(request: HttpRequest, project_id: int) -> HttpResponse:
             mllm=data["mllm"],
             preset=data["preset"] or "",
         )
-    except services.WeightsConflict as exc:
+    except StaleVersion as exc:
         edit["errors"] = [exc.message]
         edit["conflict"] = exc.current
         edit["base"] = exc.current.number

@@ -22,6 +22,7 @@ from django.db import models
 
 from benchmark.fields import JSONField
 from benchmark.models import Job, Plan, Project, Response
+from benchmark.versions import VersionRow
 
 if TYPE_CHECKING:
     from review.judges.specs import JudgeSpec
@@ -143,7 +144,7 @@ class PlanJudgeCall(CallRecord):
         return f"{self.label} of plan {self.plan_id} ({'ok' if self.ok else 'failed'})"
 
 
-class JudgeTemplateVersion(models.Model):
+class JudgeTemplateVersion(VersionRow):
     """One version of a project's text for one judge template (``benchmark.judges.TEMPLATES``
     id). Every edit adds a version, nothing is overwritten; the highest ``number`` is the
     project's current text, and a project with no version uses the built-in template.
@@ -158,17 +159,14 @@ class JudgeTemplateVersion(models.Model):
         Project, on_delete=models.CASCADE, related_name="judge_template_versions"
     )
     template_id = models.CharField(max_length=100)
-    number = models.PositiveIntegerField()
     system = models.TextField(blank=True)
     user = models.TextField()
     version = models.CharField(max_length=20)
     is_default = models.BooleanField(default=False)
-    base_number = models.PositiveIntegerField(default=0)
-    note = models.CharField(max_length=300, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    base_number = models.PositiveIntegerField(
+        default=0, help_text="The version the editor was opened on (0: the built-in text)."
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    note = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["project_id", "template_id", "-number"]

@@ -18,6 +18,7 @@ from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
 from benchmark.models import Item, Plan, PlanSyntax, Project
 from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import parse_code_plan
+from benchmark.versions import StaleVersion
 from tests.factories import ItemFactory, PlanFactory, PlanVersionFactory, ProjectFactory
 from tests.shared_data import MMS_DATA, needs_data
 
@@ -85,7 +86,7 @@ def test_key_order_of_arguments_is_kept_in_the_version(item: Item, users: dict[s
 
 def test_stale_save_answers_409_with_their_version(item: Item, users: dict[str, Any]) -> None:
     services.plan_save(item=item, user=users["reviewer"], steps=EDITED, base_number=1)
-    with pytest.raises(services.PlanConflict) as caught:
+    with pytest.raises(StaleVersion) as caught:
         services.plan_save(item=item, user=users["annotator"], steps=IMPORTED[:1], base_number=1)
     assert isinstance(caught.value, Conflict) and caught.value.status_code == 409
     assert caught.value.current.number == 2 and caught.value.current.step_list == EDITED
@@ -184,7 +185,7 @@ def test_revert_adds_a_version_with_the_old_steps(item: Item, users: dict[str, A
         "Reverted to version 1",
     )
     assert gold(item).steps == IMPORTED
-    with pytest.raises(services.PlanConflict):
+    with pytest.raises(StaleVersion):
         services.plan_revert(plan=gold(item), user=users["reviewer"], number=2, base_number=2)
     with pytest.raises(NotFound):
         services.plan_revert(plan=gold(item), user=users["reviewer"], number=9, base_number=3)
@@ -278,5 +279,5 @@ def test_history_rows_from_the_factory_are_what_the_editor_reads(
     steps, number = selectors.editor_state(user=users["annotator"], item=loaded, key="gt")
     assert number == 1 and steps == version.step_list
     assert parse_code_plan(version.code).to_json() == version.step_list
-    with pytest.raises(services.PlanConflict):
+    with pytest.raises(StaleVersion):
         services.plan_save(item=loaded, user=users["annotator"], steps=EDITED, base_number=0)

@@ -10,7 +10,6 @@ import pytest
 from annotation.tag_review import edits as tag_edits
 from annotation.tag_review.models import ResponseVersion, TagDecision
 from annotation.tag_review.services import (
-    VersionConflict,
     item_discard,
     response_revert,
     response_save_version,
@@ -18,6 +17,7 @@ from annotation.tag_review.services import (
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import ItemStatus, Project, Response
 from benchmark.tags import parse
+from benchmark.versions import StaleVersion
 from tests.factories import ItemFactory, ResponseFactory
 
 ORIGINAL = (
@@ -66,7 +66,7 @@ def test_stale_base_raises_conflict_with_the_current_version(
     response: Response, users: dict[str, Any]
 ):
     v2 = save(response, users["annotator"], "mine", 1)
-    with pytest.raises(VersionConflict) as caught:
+    with pytest.raises(StaleVersion) as caught:
         save(response, users["reviewer"], "theirs", 1)
     assert isinstance(caught.value, Conflict) and caught.value.status_code == 409
     assert caught.value.current == v2 and caught.value.current.text == "mine"
@@ -91,7 +91,7 @@ def test_revert_makes_a_new_version_and_keeps_all(response: Response, users: dic
     ]
     response.refresh_from_db()
     assert response.text == ORIGINAL
-    with pytest.raises(VersionConflict):
+    with pytest.raises(StaleVersion):
         response_revert(response=response, user=users["admin"], number=2, base_number=3)
     with pytest.raises(ValidationFailed):  # version 4 already has version 1's text
         response_revert(response=response, user=users["admin"], number=1)

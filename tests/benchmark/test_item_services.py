@@ -12,13 +12,13 @@ from benchmark.formats.agentic_mme import split_prompt
 from benchmark.items.models import ItemVersion
 from benchmark.items.services import (
     ItemInvalid,
-    ItemVersionConflict,
     criterion_warnings,
     item_create,
     item_revert,
     item_update,
 )
 from benchmark.models import Item, ItemStatus, ProjectKind, Response, Role, TermKind
+from benchmark.versions import StaleVersion
 from tests.factories import (
     ImageFactory,
     ItemFactory,
@@ -365,7 +365,7 @@ def test_stale_save_is_a_409_naming_who_saved_what(atp: Any) -> None:
     item = item_create(project=atp, user=_member(atp), data={"query": "Q?"})
     alice = _member(atp)
     item_update(item=item, user=alice, changes={"query": "Alice's?"}, base_version=1)
-    with pytest.raises(ItemVersionConflict) as info:
+    with pytest.raises(StaleVersion) as info:
         item_update(item=item, user=_member(atp), changes={"query": "Bob's?"}, base_version=1)
     assert isinstance(info.value, Conflict)
     assert alice.username in info.value.message and "query" in info.value.message
@@ -427,7 +427,7 @@ def test_revert_writes_a_new_version_equal_to_the_old(atp: Any) -> None:
         item_revert(item=item, user=user, number=1, base_version=3)
     with pytest.raises(NotFound):
         item_revert(item=item, user=user, number=9, base_version=3)
-    with pytest.raises(ItemVersionConflict):
+    with pytest.raises(StaleVersion):
         item_revert(item=item, user=user, number=2, base_version=2)
 
 

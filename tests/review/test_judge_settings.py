@@ -18,6 +18,7 @@ from benchmark.judges import llmi as llmi_judge
 from benchmark.judges import mam
 from benchmark.judges import rubric as rubric_judge
 from benchmark.models import Membership, Project, Role
+from benchmark.versions import StaleVersion
 from review.judge_settings import services
 from review.judge_settings.presenters import text_diff
 from review.judge_settings.selectors import (
@@ -216,7 +217,7 @@ def test_a_stale_edit_is_a_conflict_carrying_the_other_persons_version(
     other_admin = users["admin"]
     me = Membership.objects.create(project=project, user=users["outsider"], role=Role.ADMIN).user
     save(project, other_admin)  # version 1, while I still look at the built-in text
-    with pytest.raises(services.TemplateConflict) as caught:
+    with pytest.raises(StaleVersion) as caught:
         save(project, me, system=CUSTOM_SYSTEM + " mine", base_number=0)
     conflict = caught.value
     assert conflict.status_code == 409
@@ -224,7 +225,7 @@ def test_a_stale_edit_is_a_conflict_carrying_the_other_persons_version(
     assert "admin-user saved version 1 of llmi.llm_judge after you opened the built-in text" in (
         conflict.message
     )
-    with pytest.raises(services.TemplateConflict):
+    with pytest.raises(StaleVersion):
         services.judge_template_reset(project=project, user=me, template_id=LLM.id, base_number=0)
     assert JudgeTemplateVersion.objects.count() == 1
 
@@ -406,7 +407,7 @@ def test_bad_weights_are_refused_saying_why(
 
 def test_stale_weights_are_a_conflict(project: Project, users: dict[str, Any]) -> None:
     services.judge_weights_save(project=project, user=users["admin"], base_number=0, preset="paper")
-    with pytest.raises(services.WeightsConflict, match="admin-user saved weights version 1"):
+    with pytest.raises(StaleVersion, match="admin-user saved weights version 1"):
         services.judge_weights_save(
             project=project, user=users["admin"], base_number=0, rule=1, llm=1, mllm=2
         )
@@ -516,7 +517,7 @@ def test_saving_from_the_page(
     response = clients["admin"].post(save_url(project), data)
     assert response.status_code == 302
     assert response["Location"].endswith("?saved=llmi.llm_judge%20version%201#tpl-llmi-llm_judge")
-    assert JudgeTemplateVersion.objects.get().created_by == users["admin"]
+    assert JudgeTemplateVersion.objects.get().author == users["admin"]
     page = clients["admin"].get(response["Location"]).content.decode()
     assert "Saved llmi.llm_judge version 1." in page
     reset = clients["admin"].post(save_url(project), {**data, "base": "1", "op": "reset"})
