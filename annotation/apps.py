@@ -25,7 +25,7 @@ class AnnotationConfig(AppConfig):
             JobKind(
                 name="bulk_action",
                 runner="annotation.bulk_actions.services.bulk_action_job",
-                action="review",
+                action="set_status",
                 starter_sees=True,
                 result_template="annotation/bulk_action_result.html",
                 title="Bulk action",

@@ -20,8 +20,11 @@ from benchmark.models import Item, Membership, Project, Role
 from benchmark.typing import AnyUser
 
 EVERYONE = {Role.ADMIN, Role.REVIEWER, Role.ANNOTATOR}
+REVIEWERS = {Role.ADMIN, Role.REVIEWER}
 
-# What each role may do; a role listed may do the action.
+# What each role may do; a role listed may do the action. Services and selectors name the
+# action they guard, templates test it in ``actions``, the route x role matrix test reads its
+# expected answers from here: changing who may do something is one line.
 ACTIONS: dict[str, set[str]] = {
     "view": set(EVERYONE),
     # Change an item's content: its answer, reference trajectory, drafts, images.
@@ -30,11 +33,33 @@ ACTIONS: dict[str, set[str]] = {
     "ask_model": set(EVERYONE),
     # Take items from a judgment queue and judge them.
     "judge": set(EVERYONE),
-    "review": {Role.ADMIN, Role.REVIEWER},
+    # Change an item's status (verify, discard, restore), alone or in bulk.
+    "set_status": set(REVIEWERS),
+    # Settle disagreements: disputes, joint reviews, audits, discard proposals; see every
+    # rater's judgments of a task.
+    "adjudicate": set(REVIEWERS),
+    # Agreement studies and human evaluations: create them, read their figures and exports,
+    # the team's page.
+    "manage_studies": set(REVIEWERS),
+    # Run model judges and oracle tests, and set the judges' weights and templates in use.
+    "run_judges": set(REVIEWERS),
+    # Score model answers, plans and agent runs; render answers; label runs.
+    "score": set(REVIEWERS),
+    # Make, verify, compare and download releases; the tool-balanced subset.
+    "release": set(REVIEWERS),
+    # Watch and cancel other people's jobs in the project.
+    "watch_jobs": set(REVIEWERS),
     "import": {Role.ADMIN},
-    "export": {Role.ADMIN, Role.REVIEWER},
+    "export": set(REVIEWERS),
     "manage": {Role.ADMIN},
 }
+
+
+def roles_for(action: str) -> frozenset[str]:
+    """The project roles that may take ``action`` (for selectors that filter memberships in
+    SQL rather than asking :func:`can` per project)."""
+    return frozenset(ACTIONS[action])
+
 
 StateRule = Callable[..., "str | None"]
 """``rule(user=, item=, action=)``: why the item's state refuses the action, or None."""

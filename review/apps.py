@@ -25,7 +25,7 @@ class ReviewConfig(AppConfig):
             JobKind(
                 name=ANSWERS_KIND,
                 runner="review.answers.services.answers_score_job",
-                action="review",
+                action="score",
                 upload_area=ANSWERS_AREA,
                 result_template="review/jobs/score_answers_result.html",
                 result_context="review.answers.views.job_result_context",
@@ -37,7 +37,7 @@ class ReviewConfig(AppConfig):
             JobKind(
                 name=RUNS_KIND,
                 runner="review.runs.services.run_set_score_job",
-                action="review",
+                action="score",
                 upload_area=RUNS_AREA,
                 result_template="review/jobs/score_runs_result.html",
                 title="Scoring",
@@ -48,7 +48,7 @@ class ReviewConfig(AppConfig):
             JobKind(
                 name=RESCORE_KIND,
                 runner="review.runs.services.run_set_rescore",
-                action="review",
+                action="score",
                 result_template="review/jobs/score_runs_result.html",
                 title="Rescoring",
                 unit="runs rescored",
@@ -58,7 +58,7 @@ class ReviewConfig(AppConfig):
             JobKind(
                 name=AGREEMENT_KIND,
                 runner="review.agreement.services.agreement_job",
-                action="review",
+                action="manage_studies",
                 result_template="review/jobs/agreement_result.html",
                 title="Agreement",
             )
@@ -67,7 +67,7 @@ class ReviewConfig(AppConfig):
             JobKind(
                 name=RELEASE_KIND,
                 runner="review.releases.services.release_create_job",
-                action="review",
+                action="release",
                 result_template="review/jobs/release_result.html",
                 title="Release",
                 unit="items",
@@ -77,7 +77,7 @@ class ReviewConfig(AppConfig):
             JobKind(
                 name=JUDGE_KIND,
                 runner="review.judges.services.judge_run_job",
-                action="review",
+                action="run_judges",
                 title="Judge run",
                 unit="calls",
                 result_template="review/jobs/judge_result.html",
@@ -89,7 +89,7 @@ class ReviewConfig(AppConfig):
             JobKind(
                 name=ORACLE_KIND,
                 runner="review.oracle.services.oracle_run_job",
-                action="review",
+                action="run_judges",
                 result_template="review/jobs/oracle_result.html",
                 title="Oracle test",
                 unit="items",
@@ -99,7 +99,7 @@ class ReviewConfig(AppConfig):
             JobKind(
                 name=RENDER_KIND,
                 runner="review.rendering.services.render_job",
-                action="review",
+                action="score",
                 result_template="review/jobs/render_result.html",
                 title="Rendering",
                 unit="answers",

@@ -17,17 +17,25 @@ def task_for_review(
     request: HttpRequest,
     pk: int,
     why: str = "Only reviewers and admins see the disagreement queue.",
+    *,
+    action: str,
 ) -> JudgmentTask:
+    """The task ``pk`` when the user's role allows ``action`` in its project."""
     task = judging_selectors.task_get(user=request.user, pk=pk)
-    if not permissions.can(user=request.user, project=task.project, action="review"):
+    if not permissions.can(user=request.user, project=task.project, action=action):
         raise PermissionDenied(why)
     return task
 
 
 def project_for_review(
-    request: HttpRequest, pk: int, why: str = "Only reviewers and admins work on releases."
+    request: HttpRequest,
+    pk: int,
+    why: str = "Only reviewers and admins work on releases.",
+    *,
+    action: str,
 ) -> Project:
+    """The project ``pk`` when the user's role allows ``action`` in it."""
     project = project_selectors.project_get(user=request.user, pk=pk)
-    if not permissions.can(user=request.user, project=project, action="review"):
+    if not permissions.can(user=request.user, project=project, action=action):
         raise PermissionDenied(why)
     return project

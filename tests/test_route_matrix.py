@@ -59,6 +59,7 @@ from annotation.trajectories.services import task_document
 from benchmark.api_tokens.services import api_token_create
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Membership, Origin, Role
+from benchmark.permissions import ACTIONS
 from review.human_eval.scales import ATP_SCALE
 from review.releases.services import release_create
 from tests.factories import (
@@ -112,7 +113,10 @@ from tests.factories import (
 )
 
 ROLES = ("admin", "reviewer", "annotator", "blind_verifier", "outsider", "anonymous")
-MEMBER_RANK = {"admin": 3, "reviewer": 2, "annotator": 1, "blind_verifier": 1}
+# Each member role of the matrix and its role in the project (the blind verifier is an annotator
+# who verifies blind).
+MEMBER_ROLE = {"admin": "admin", "reviewer": "reviewer", "annotator": "annotator"}
+MEMBER_ROLE["blind_verifier"] = "annotator"
 LOGIN_URL = "/accounts/login/"
 
 # --------------------------------------------------------------------------- secrets
@@ -151,13 +155,12 @@ SECRETS: dict[str, frozenset[str]] = {
 
 
 class Access(Enum):
-    """The lowest role a case is meant for."""
+    """Who a case is meant for, when it is not a project action: a case that is names the
+    action (a key of ``benchmark.permissions.ACTIONS``) and its expected answers follow from
+    that table."""
 
     PUBLIC = "public"  # everyone, anonymous too
     LOGGED_IN = "logged in"  # any logged-in user (lists scoped to what they may see)
-    VIEW = "view"  # members: annotators and up
-    REVIEW = "review"  # reviewers and admins
-    MANAGE = "manage"  # admins (manage, import)
     OTHER = "other project"  # an object of other_project: only the outsider is a member
 
 
@@ -182,7 +185,7 @@ class Case:
 
     label: str
     kwargs: Callable[[Any], dict[str, Any]]
-    access: Access
+    access: Access | str  # or the project action the route needs (a key of ACTIONS)
     method: str = "get"
     data: Any = None
     json: bool = False
@@ -211,8 +214,8 @@ def expectation(case: Case, role: str, api: bool) -> Expect | int:
         return Expect.OK if role == "outsider" else Expect.HIDDEN
     if role == "outsider":
         return Expect.HIDDEN
-    needed = {Access.VIEW: 1, Access.REVIEW: 2, Access.MANAGE: 3}[access]
-    return Expect.OK if MEMBER_RANK[role] >= needed else case.refusal
+    assert isinstance(access, str), access
+    return Expect.OK if MEMBER_ROLE[role] in ACTIONS[access] else case.refusal
 
 
 # --------------------------------------------------------------------------- defects
@@ -253,47 +256,47 @@ def _job_cases(kwargs: Callable[[Any, Any], dict[str, Any]], *, page: str) -> tu
         Case(
             f"{page}: import job (started by an admin)",
             lambda w: kwargs(w, w.jobs.imported),
-            Access.MANAGE,
+            "import",
             refusal=Expect.REFUSED,
             shows={"admin": (ADMINS_ONLY,)},
         ),
         Case(
             f"{page}: answer scoring job",
             lambda w: kwargs(w, w.jobs.answer_scoring),
-            Access.REVIEW,
+            "score",
             refusal=Expect.REFUSED,
             shows={"reviewer": (REVIEWERS_ONLY,)},
         ),
         Case(
             f"{page}: run scoring job",
             lambda w: kwargs(w, w.jobs.run_scoring),
-            Access.REVIEW,
+            "score",
             refusal=Expect.REFUSED,
         ),
         Case(
             f"{page}: rescoring job",
             lambda w: kwargs(w, w.jobs.rescoring),
-            Access.REVIEW,
+            "score",
             refusal=Expect.REFUSED,
         ),
         Case(
             f"{page}: agreement job",
             lambda w: kwargs(w, w.jobs.agreement),
-            Access.REVIEW,
+            "manage_studies",
             refusal=Expect.REFUSED,
         ),
         Case(
             f"{page}: judge run job",
             lambda w: kwargs(w, w.jobs.judging),
-            Access.REVIEW,
+            "run_judges",
             refusal=Expect.REFUSED,
             shows={"reviewer": (REVIEWERS_ONLY,)},
         ),
-        Case(f"{page}: model call about an item", lambda w: kwargs(w, w.jobs.ask), Access.VIEW),
+        Case(f"{page}: model call about an item", lambda w: kwargs(w, w.jobs.ask), "view"),
         Case(
             f"{page}: the author's drafting call on the blind item",
             lambda w: kwargs(w, w.jobs.drafting),
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
             shows={"annotator": (SECRET_DRAFTING,)},
         ),
@@ -321,9 +324,9 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("project list fragment", lambda w: {}, Access.LOGGED_IN, headers=HX_MAIN),
     ),
     "benchmark:project_detail": (
-        Case("ATP project", lambda w: {"project_id": w.project.pk}, Access.VIEW),
-        Case("trajectory project", lambda w: {"project_id": w.tproject.pk}, Access.VIEW),
-        Case("plan project", lambda w: {"project_id": w.pproject.pk}, Access.VIEW),
+        Case("ATP project", lambda w: {"project_id": w.project.pk}, "view"),
+        Case("trajectory project", lambda w: {"project_id": w.tproject.pk}, "view"),
+        Case("plan project", lambda w: {"project_id": w.pproject.pk}, "view"),
         Case("other project", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
     ),
     "benchmark:item_detail": (
@@ -331,19 +334,19 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "ATP item",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
-            Access.VIEW,
+            "view",
             shows={"reviewer": (SECRET_MODEL,), "admin": (SECRET_MODEL,)},
         ),
         Case(
             "blind item",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             shows={"annotator": (SECRET_ANSWER, SECRET_VARIANT, SECRET_REFERENCE)},
         ),
         Case(
             "blind item fragment",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             headers=HX_MAIN,
         ),
         Case(
@@ -356,18 +359,18 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "restore a discarded item (this one is not: 409)",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
-            Access.REVIEW,
+            "set_status",
             method="post",
             data={"reason": "route matrix"},
         ),
     ),
     "benchmark:item_new": (
-        Case("new ATP item form", lambda w: {"project_id": w.project.pk}, Access.VIEW),
-        Case("new trajectory item form", lambda w: {"project_id": w.tproject.pk}, Access.VIEW),
+        Case("new ATP item form", lambda w: {"project_id": w.project.pk}, "view"),
+        Case("new trajectory item form", lambda w: {"project_id": w.tproject.pk}, "view"),
         Case(
             "create an item, empty form (re-rendered)",
             lambda w: {"project_id": w.project.pk},
-            Access.VIEW,
+            "view",
             method="post",
         ),
         Case("other project", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
@@ -376,25 +379,25 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "edit ATP item",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
-            Access.VIEW,
+            "view",
         ),
         Case(
             "edit the blind item",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             # Both annotators verify it: a verifier may not change what they verify.
             expect=_VERIFIERS_MAY_NOT_EDIT,
         ),
         Case(
             "save ATP item, empty form (re-rendered)",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
-            Access.VIEW,
+            "view",
             method="post",
         ),
         Case(
             "save the blind item, empty form",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             method="post",
             expect=_VERIFIERS_MAY_NOT_EDIT,
         ),
@@ -408,13 +411,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "ATP item history (with the model answer's versions)",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
-            Access.VIEW,
+            "view",
             shows={"reviewer": (SECRET_MODEL,)},
         ),
         Case(
             "blind item history",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.FORBIDDEN,
         ),
         Case(
@@ -427,33 +430,31 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "revert ATP item to version 1 (it is version 1: 400)",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk, "number": 1},
-            Access.VIEW,
+            "view",
             method="post",
         ),
         Case(
             "revert the blind item",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "number": 1},
-            Access.VIEW,
+            "view",
             method="post",
             expect=_VERIFIERS_MAY_NOT_EDIT,
         ),
     ),
     "benchmark:project_import": (
-        Case("import page", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
-        Case(
-            "import, no file", lambda w: {"project_id": w.project.pk}, Access.MANAGE, method="post"
-        ),
+        Case("import page", lambda w: {"project_id": w.project.pk}, "import"),
+        Case("import, no file", lambda w: {"project_id": w.project.pk}, "import", method="post"),
     ),
     "benchmark:project_export": (
-        Case("export ATP", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
-        Case("export trajectories", lambda w: {"project_id": w.tproject.pk}, Access.REVIEW),
+        Case("export ATP", lambda w: {"project_id": w.project.pk}, "export"),
+        Case("export trajectories", lambda w: {"project_id": w.tproject.pk}, "export"),
     ),
     "benchmark:job_detail": (
         *_job_cases(lambda w, job: {"pk": job.pk}, page="job page"),
         Case(
             "job page: polled fragment",
             lambda w: {"pk": w.jobs.ask.pk},
-            Access.VIEW,
+            "view",
             headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "job-1"},
         ),
     ),
@@ -462,28 +463,28 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "cancel a finished model call (started by the annotator)",
             lambda w: {"pk": w.jobs.ask.pk},
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.FORBIDDEN,  # sees the job, did not start it, does not review
         ),
         Case(
             "cancel an import job",
             lambda w: {"pk": w.jobs.imported.pk},
-            Access.MANAGE,
+            "import",
             method="post",
             refusal=Expect.REFUSED,
         ),
         Case(
             "cancel an answer scoring job",
             lambda w: {"pk": w.jobs.answer_scoring.pk},
-            Access.REVIEW,
+            "watch_jobs",
             method="post",
             refusal=Expect.REFUSED,
         ),
         Case(
             "cancel the author's drafting call",
             lambda w: {"pk": w.jobs.drafting.pk},
-            Access.REVIEW,
+            "watch_jobs",
             method="post",
             refusal=Expect.REFUSED,
         ),
@@ -498,20 +499,20 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "retry a failed model call",
             lambda w: {"pk": w.jobs.failed_ask.pk},
-            Access.VIEW,
+            "view",
             method="post",
         ),
         Case(
             "retry an import job",
             lambda w: {"pk": w.jobs.imported.pk},
-            Access.MANAGE,
+            "import",
             method="post",
             refusal=Expect.REFUSED,
         ),
         Case(
             "retry the author's drafting call",
             lambda w: {"pk": w.jobs.drafting.pk},
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.REFUSED,
         ),
@@ -520,25 +521,25 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "ask the model, ATP item",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
-            Access.VIEW,
+            "view",
         ),
         Case(
             "ask the model, no prompt",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
-            Access.VIEW,
+            "view",
             method="post",
         ),
         Case(
             "ask the model, blind item (lists the item's model calls)",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.SAFE,
             shows={"annotator": (SECRET_DRAFTING,)},
         ),
         Case(
             "ask the model, blind item, no prompt",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.SAFE,
         ),
@@ -557,18 +558,18 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "benchmark:project_edit": (
-        Case("edit page", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
+        Case("edit page", lambda w: {"project_id": w.project.pk}, "manage"),
         Case(
             "edit guidelines",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
             data={"description": "", "guidelines": "Read the *whole* document."},
         ),
         Case(
             "edit model settings",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
             data={"section": "model", "model-model": "local-model", "model-cache": "use"},
         ),
@@ -577,17 +578,17 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "benchmark:members": (
-        Case("members page", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
+        Case("members page", lambda w: {"project_id": w.project.pk}, "manage"),
         Case(
             "members page fragment",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             headers=HX_MAIN,
         ),
         Case(
             "add a member, unknown user",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
             data={"username": "nobody-at-all", "role": "annotator"},
         ),
@@ -597,7 +598,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "change a role (to the same)",
             lambda w: {"project_id": w.project.pk, "membership_id": w.annotator_membership.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
             data={"role": "annotator"},
         ),
@@ -606,7 +607,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "remove a member",
             lambda w: {"project_id": w.project.pk, "membership_id": w.annotator_membership.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
         ),
     ),
@@ -614,7 +615,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "make an invitation link",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
             data={"role": "annotator", "days": "7"},
         ),
@@ -623,7 +624,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "revoke an invitation link",
             lambda w: {"project_id": w.project.pk, "invitation_id": w.invitation.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
         ),
     ),
@@ -692,128 +693,118 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "benchmark:toolset": (
-        Case("toolset page", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case("toolset page", lambda w: {"project_id": w.project.pk}, "view"),
         Case(
             "toolset edit, invalid",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
         ),
     ),
     "benchmark:images": (
-        Case("images page", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case("images page", lambda w: {"project_id": w.project.pk}, "view"),
         Case(
             "image upload, no file",
             lambda w: {"project_id": w.project.pk},
-            Access.VIEW,
+            "view",
             method="post",
         ),
     ),
     "benchmark:image_preview": (
-        Case(
-            "preview, no recipe", lambda w: {"project_id": w.project.pk}, Access.VIEW, method="post"
-        ),
+        Case("preview, no recipe", lambda w: {"project_id": w.project.pk}, "view", method="post"),
     ),
     "benchmark:image_derive": (
-        Case(
-            "derive, no recipe", lambda w: {"project_id": w.project.pk}, Access.VIEW, method="post"
-        ),
+        Case("derive, no recipe", lambda w: {"project_id": w.project.pk}, "view", method="post"),
     ),
     "benchmark:image_edit": (
         Case(
             "image editor",
             lambda w: {"project_id": w.project.pk, "sha256": w.image.sha256},
-            Access.VIEW,
+            "view",
         ),
         Case(
             "image editor save, no recipe",
             lambda w: {"project_id": w.project.pk, "sha256": w.image.sha256},
-            Access.VIEW,
+            "view",
             method="post",
         ),
     ),
     "benchmark:image": (
-        Case("image file", lambda w: {"sha256": w.image.sha256}, Access.VIEW),
+        Case("image file", lambda w: {"sha256": w.image.sha256}, "view"),
         Case("other project's image", lambda w: {"sha256": w.other_image.sha256}, Access.OTHER),
     ),
-    "benchmark:image_thumb": (
-        Case("thumbnail", lambda w: {"sha256": w.image.sha256}, Access.VIEW),
-    ),
+    "benchmark:image_thumb": (Case("thumbnail", lambda w: {"sha256": w.image.sha256}, "view"),),
     # ------------------------------------------------------------------ judging
     "annotation:task_list": (
-        Case("judging, ATP project", lambda w: {"project_id": w.project.pk}, Access.VIEW),
-        Case("judging, trajectory project", lambda w: {"project_id": w.tproject.pk}, Access.VIEW),
+        Case("judging, ATP project", lambda w: {"project_id": w.project.pk}, "view"),
+        Case("judging, trajectory project", lambda w: {"project_id": w.tproject.pk}, "view"),
     ),
     "annotation:task_new": (
-        Case("new task form", lambda w: {"project_id": w.project.pk}, Access.MANAGE),
-        Case(
-            "new task, empty", lambda w: {"project_id": w.project.pk}, Access.MANAGE, method="post"
-        ),
+        Case("new task form", lambda w: {"project_id": w.project.pk}, "manage"),
+        Case("new task, empty", lambda w: {"project_id": w.project.pk}, "manage", method="post"),
     ),
     "annotation:bulk_action": (
         # An empty bar re-renders the item list with its message, for every member.
         Case(
             "bulk bar, nothing chosen",
             lambda w: {"project_id": w.project.pk},
-            Access.VIEW,
+            "view",
             method="post",
         ),
         Case(
             "set status of the selection",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "set_status",
             method="post",
             data=lambda w: {"action": "status", "status": "in_review", "ids": [w.item.pk]},
         ),
         Case(
             "export the selection",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "set_status",
             method="post",
             data=lambda w: {"action": "export", "ids": [w.item.pk]},
         ),
     ),  # fmt: skip
     "annotation:task_defaults": (
-        Case("default tasks", lambda w: {"project_id": w.project.pk}, Access.MANAGE, method="post"),
+        Case("default tasks", lambda w: {"project_id": w.project.pk}, "manage", method="post"),
     ),
     "annotation:task_edit": (
-        Case(
-            "edit task form", lambda w: {"project_id": w.project.pk, "pk": w.task.pk}, Access.MANAGE
-        ),
+        Case("edit task form", lambda w: {"project_id": w.project.pk, "pk": w.task.pk}, "manage"),
         Case(
             "edit task, empty",
             lambda w: {"project_id": w.project.pk, "pk": w.task.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
         ),
     ),
     "annotation:task_next": (
-        Case("next item", lambda w: {"pk": w.task.pk}, Access.VIEW, method="post"),
-        Case("next item to solve blind", lambda w: {"pk": w.vtask.pk}, Access.VIEW, method="post"),
+        Case("next item", lambda w: {"pk": w.task.pk}, "view", method="post"),
+        Case("next item to solve blind", lambda w: {"pk": w.vtask.pk}, "view", method="post"),
     ),
     "annotation:judge": (
         # Annotators reach the judge page through a lease; reviewers may look at any item.
         Case(
             "judge page, not leased",
             lambda w: {"pk": w.task.pk, "item_id": w.item.pk},
-            Access.REVIEW,
+            "adjudicate",
         ),
         Case(
             "judge, not leased, empty",
             lambda w: {"pk": w.task.pk, "item_id": w.item.pk},
-            Access.REVIEW,
+            "adjudicate",
             method="post",
         ),
         Case(
             "solve screen",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             shows={"annotator": (SECRET_OTHER_RATER,)},  # their own answer
         ),
         Case(
             "solve, empty answer",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             method="post",
         ),
     ),
@@ -823,13 +814,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "rate a judge report, leased",
             lambda w: {"pk": w.utask.pk, "unit": w.unit},
-            Access.VIEW,
+            "view",
             expect={"blind_verifier": Expect.FORBIDDEN},
         ),
         Case(
             "rate a judge report, no rating",
             lambda w: {"pk": w.utask.pk, "unit": w.unit},
-            Access.VIEW,
+            "view",
             method="post",
             expect={"blind_verifier": Expect.FORBIDDEN},
         ),
@@ -837,14 +828,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "rate an answer (human evaluation), leased",
             lambda w: {"pk": w.htask.pk, "unit": w.hunit},
-            Access.VIEW,
+            "view",
             expect={"blind_verifier": Expect.FORBIDDEN},
         ),
         Case(
             # Only the leaseholder rates (400: no scores); reviewers may look, not rate.
             "rate an answer (human evaluation), no rating",
             lambda w: {"pk": w.htask.pk, "unit": w.hunit},
-            Access.VIEW,
+            "view",
             method="post",
             expect={
                 "annotator": 400,
@@ -859,14 +850,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "audit checklist",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
             shows={"annotator": (SECRET_ANSWER, SECRET_REFERENCE)},
         ),
         Case(
             "audit save, stale",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             method="post",
             # Only the item's verifiers audit it; the annotator's audit is at version 1.
             expect={"admin": Expect.FORBIDDEN, "reviewer": Expect.FORBIDDEN, "annotator": 409},
@@ -874,7 +865,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "annotation:verification_audits": (
-        Case("audits overview", lambda w: {"pk": w.vtask.pk}, Access.REVIEW),
+        Case("audits overview", lambda w: {"pk": w.vtask.pk}, "adjudicate"),
     ),
     # ------------------------------------------------------------------ tag review
     "annotation:tag_review": (
@@ -885,7 +876,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "item_id": w.item.pk,
                 "response_id": w.response.pk,
             },
-            Access.VIEW,
+            "view",
         ),
         Case(
             "tag review, keep a call",
@@ -894,7 +885,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "item_id": w.item.pk,
                 "response_id": w.response.pk,
             },
-            Access.VIEW,
+            "view",
             method="post",
             data={"base": "2", "op": "keep:0"},
         ),
@@ -905,7 +896,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "item_id": w.item.pk,
                 "response_id": w.model_answer.pk,
             },
-            Access.VIEW,
+            "view",
             shows={"reviewer": (SECRET_MODEL,)},
         ),
     ),
@@ -919,7 +910,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             },
             # Reviewers discard; an annotator's post becomes a proposal a reviewer decides
             # (tests/annotation/test_discarding.py checks that it discards nothing).
-            Access.VIEW,
+            "view",
             method="post",
             data={"reason": "other", "detail": "route matrix"},
         ),
@@ -932,7 +923,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "item_id": w.item.pk,
                 "response_id": w.response.pk,
             },
-            Access.VIEW,
+            "view",
         ),
     ),
     "annotation:tag_version": (
@@ -944,7 +935,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "response_id": w.response.pk,
                 "number": 1,
             },
-            Access.VIEW,
+            "view",
         ),
     ),
     "annotation:tag_version_revert": (
@@ -956,13 +947,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "response_id": w.response.pk,
                 "number": 1,
             },
-            Access.VIEW,
+            "view",
             method="post",
             data={"base": "2"},
         ),
     ),
     "annotation:tag_stats": (
-        Case("tag decisions per tool", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case("tag decisions per tool", lambda w: {"project_id": w.project.pk}, "view"),
     ),
     # ------------------------------------------------------------------ backward drafting
     # It shows the item's reference: refused to a blind verifier who has not answered yet.
@@ -970,13 +961,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "drafting sessions",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
         ),
         Case(
             "drafting start, no model",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.REFUSED,
         ),
@@ -985,7 +976,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "drafting session",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
             shows={"annotator": (SECRET_DRAFTING, SECRET_CROP_TRUTH)},
         ),
@@ -994,7 +985,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "describe, empty",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.REFUSED,
         ),
@@ -1003,7 +994,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "crop, empty",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.REFUSED,
         ),
@@ -1017,7 +1008,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "pk": w.session.pk,
                 "call": w.drafting_call.pk,
             },
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.REFUSED,
         ),
@@ -1026,14 +1017,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "draft, empty",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.REFUSED,
         ),
         Case(
             "draft a new question and answer",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "pk": w.session.pk},
-            Access.VIEW,
+            "view",
             method="post",
             data=lambda w: w.drafting_draft,
             # The same rule as the trajectory editor's: a verifier may not rewrite the answer
@@ -1044,19 +1035,19 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     # ------------------------------------------------------------------ model drafting
     "annotation:model_drafts": (
-        Case("model drafts and figures", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case("model drafts and figures", lambda w: {"project_id": w.project.pk}, "view"),
         Case(
             "model drafts of the trajectory project",
             lambda w: {"project_id": w.tproject.pk},
-            Access.VIEW,
+            "view",
         ),
     ),
     "annotation:model_draft_queries": (
-        Case("draft queries form", lambda w: {"project_id": w.project.pk}, Access.VIEW),
+        Case("draft queries form", lambda w: {"project_id": w.project.pk}, "view"),
         Case(
             "draft queries, empty",
             lambda w: {"project_id": w.project.pk},
-            Access.VIEW,
+            "view",
             method="post",
         ),
     ),
@@ -1064,13 +1055,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "drafted queries",
             lambda w: {"project_id": w.project.pk, "pk": w.model_draft.pk},
-            Access.VIEW,
+            "view",
         ),
         # A drafted answer of the blind item gives its answer away.
         Case(
             "drafted answer of the blind item",
             lambda w: {"project_id": w.tproject.pk, "pk": w.blind_draft.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.HIDDEN,
             shows={"annotator": (SECRET_ANSWER,)},
         ),
@@ -1083,7 +1074,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "pk": w.model_draft.pk,
                 "candidate": w.model_candidate.pk,
             },
-            Access.VIEW,
+            "view",
             method="post",
         ),
         Case(
@@ -1093,7 +1084,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
                 "pk": w.blind_draft.pk,
                 "candidate": w.blind_candidate.pk,
             },
-            Access.VIEW,
+            "view",
             method="post",
             blind=Expect.HIDDEN,
         ),
@@ -1102,12 +1093,12 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "draft an answer",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk, "kind": "answer"},
-            Access.VIEW,
+            "view",
         ),
         Case(
             "draft an answer, no model",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk, "kind": "answer"},
-            Access.VIEW,
+            "view",
             method="post",
         ),
     ),
@@ -1116,14 +1107,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "trajectory editor",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
             shows={"annotator": (SECRET_ANSWER, SECRET_VARIANT, SECRET_REFERENCE)},
         ),
         Case(
             "trajectory editor, re-check",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             method="post",
             data={"op": "refresh"},
             blind=Expect.REFUSED,
@@ -1131,7 +1122,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "trajectory editor, save a new expected answer",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             method="post",
             data=lambda w: w.trajectory_save,
             # A verifier of an item under verification may not edit what they verify: the
@@ -1144,7 +1135,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "trajectory history",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
         ),
     ),
@@ -1152,7 +1143,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "trajectory version 1",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "number": 1},
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
         ),
     ),
@@ -1160,7 +1151,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "revert to version 1 (changes the reference)",
             lambda w: {"project_id": w.tproject.pk, "item_id": w.titem.pk, "number": 1},
-            Access.VIEW,
+            "view",
             method="post",
             data={"base": "2"},
             expect={"annotator": Expect.REFUSED},
@@ -1169,24 +1160,24 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     # ------------------------------------------------------------------ plan editor (m&m's)
     "annotation:plan_edit": (
-        Case("plan editor", lambda w: _plan_kwargs(w), Access.VIEW),
+        Case("plan editor", lambda w: _plan_kwargs(w), "view"),
         Case(
             "plan editor, an alternative",
             lambda w: _plan_kwargs(w),
-            Access.VIEW,
+            "view",
             query=lambda w: "?key=alt:0",
         ),
         Case(
             "plan editor, save a changed plan",
             lambda w: _plan_kwargs(w),
-            Access.VIEW,
+            "view",
             method="post",
             data={"steps": json.dumps(PLAN_EDITED), "base_number": "1", "key": "gold"},
         ),
         Case(
             "plan editor, save bad JSON",
             lambda w: _plan_kwargs(w),
-            Access.VIEW,
+            "view",
             method="post",
             data={"steps": "[{", "base_number": "1"},
         ),
@@ -1195,84 +1186,84 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "plan editor's live findings",
             lambda w: _plan_kwargs(w),
-            Access.VIEW,
+            "view",
             method="post",
             data={"steps": json.dumps(PLAN_EDITED)},
         ),
     ),
     "annotation:plan_alternative_add": (
-        Case("add an alternative plan", lambda w: _plan_kwargs(w), Access.VIEW, method="post"),
+        Case("add an alternative plan", lambda w: _plan_kwargs(w), "view", method="post"),
     ),
     "annotation:plan_alternative_remove": (
         Case(
             "remove an alternative plan",
             lambda w: _plan_kwargs(w),
-            Access.VIEW,
+            "view",
             method="post",
             data={"key": "alt:0"},
         ),
     ),
-    "annotation:plan_versions": (Case("plan history", lambda w: _plan_kwargs(w), Access.VIEW),),
+    "annotation:plan_versions": (Case("plan history", lambda w: _plan_kwargs(w), "view"),),
     "annotation:plan_version": (
-        Case("plan version 1", lambda w: {**_plan_kwargs(w), "number": 1}, Access.VIEW),
+        Case("plan version 1", lambda w: {**_plan_kwargs(w), "number": 1}, "view"),
     ),
     "annotation:plan_version_revert": (
         Case(
             "revert the plan to version 1 (nothing to revert yet: 400)",
             lambda w: {**_plan_kwargs(w), "number": 1},
-            Access.VIEW,
+            "view",
             method="post",
             data={"base": "1"},
         ),
     ),
     # ------------------------------------------------------------------ review
     "review:discard_proposals": (
-        Case("discard proposals", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("discard proposals", lambda w: {"project_id": w.project.pk}, "adjudicate"),
     ),
     "review:discard_proposal_decide": (
         Case(
             "decide a discard proposal, no decision",
             lambda w: {"project_id": w.project.pk, "pk": w.proposal.pk},
-            Access.REVIEW,
+            "adjudicate",
             method="post",
         ),
     ),
     "review:dispute_list": (
-        Case("disputes", lambda w: {"pk": w.task.pk}, Access.REVIEW),
-        Case("joint review queue", lambda w: {"pk": w.vtask.pk}, Access.REVIEW),
+        Case("disputes", lambda w: {"pk": w.task.pk}, "adjudicate"),
+        Case("joint review queue", lambda w: {"pk": w.vtask.pk}, "adjudicate"),
     ),
     "review:adjudicate": (
-        Case("adjudicate", lambda w: {"pk": w.task.pk, "item_id": w.item.pk}, Access.REVIEW),
+        Case("adjudicate", lambda w: {"pk": w.task.pk, "item_id": w.item.pk}, "adjudicate"),
         Case(
             "adjudicate: discard",
             lambda w: {"pk": w.task.pk, "item_id": w.item.pk},
-            Access.REVIEW,
+            "adjudicate",
             method="post",
             data={"verdict": "discarded", "reason": "route matrix"},
         ),
         Case(
             "joint review",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.REVIEW,
+            "adjudicate",
             shows={"reviewer": (SECRET_ANSWER, SECRET_OTHER_RATER)},
         ),
         Case(
             "joint review: discard",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.REVIEW,
+            "adjudicate",
             method="post",
             data={"verdict": "discarded", "reason": "route matrix"},
         ),
     ),
     "review:agreement": (
-        Case("agreement", lambda w: {"pk": w.task.pk}, Access.REVIEW),
-        Case("agreement, recompute", lambda w: {"pk": w.task.pk}, Access.REVIEW, method="post"),
+        Case("agreement", lambda w: {"pk": w.task.pk}, "manage_studies"),
+        Case("agreement, recompute", lambda w: {"pk": w.task.pk}, "manage_studies", method="post"),
     ),
     "review:agreement_pair": (
         Case(
             "agreement: one pair's confusion",
             lambda w: {"pk": w.pair_task.pk},
-            Access.REVIEW,
+            "manage_studies",
             query=lambda w: (
                 f"?a={w.users['author'].username}&b={w.users['blind_verifier'].username}"
             ),
@@ -1280,91 +1271,93 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "review:judgments_export": (
-        Case("judgments csv", lambda w: {"pk": w.task.pk, "fmt": "csv"}, Access.REVIEW),
-        Case("blind answers jsonl", lambda w: {"pk": w.vtask.pk, "fmt": "jsonl"}, Access.REVIEW),
+        Case("judgments csv", lambda w: {"pk": w.task.pk, "fmt": "csv"}, "manage_studies"),
+        Case("blind answers jsonl", lambda w: {"pk": w.vtask.pk, "fmt": "jsonl"}, "manage_studies"),
     ),
     "review:rate_judge_new": (
-        Case("rate the judge: choose a run", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case(
+            "rate the judge: choose a run", lambda w: {"project_id": w.project.pk}, "manage_studies"
+        ),
         Case(
             "rate the judge: a run's agents",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "manage_studies",
             query=lambda w: f"?run={w.judge_run.pk}",
         ),
         Case(
             "rate the judge, no agents",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "manage_studies",
             method="post",
             data=lambda w: {"run": w.judge_run.pk},
         ),
     ),
     "review:criterion_task_new": (
-        Case("score criteria form", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("score criteria form", lambda w: {"project_id": w.project.pk}, "manage_studies"),
         Case(
             "score criteria, no answers",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "manage_studies",
             method="post",
         ),
     ),
     "review:human_eval_new": (
-        Case("human evaluation form", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("human evaluation form", lambda w: {"project_id": w.project.pk}, "manage_studies"),
         Case(
             "human evaluation, no models",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "manage_studies",
             method="post",
         ),
     ),
     "review:human_eval_results": (
-        Case("human evaluation results", lambda w: {"pk": w.htask.pk}, Access.REVIEW),
+        Case("human evaluation results", lambda w: {"pk": w.htask.pk}, "manage_studies"),
         Case(
             "human evaluation results against a judge run",
             lambda w: {"pk": w.htask.pk},
-            Access.REVIEW,
+            "manage_studies",
             query=lambda w: f"?run={w.judge_run.pk}",
         ),
     ),
     "review:human_eval_export": (
-        Case("human ratings csv", lambda w: {"pk": w.htask.pk, "fmt": "csv"}, Access.REVIEW),
-        Case("human ratings jsonl", lambda w: {"pk": w.htask.pk, "fmt": "jsonl"}, Access.REVIEW),
+        Case("human ratings csv", lambda w: {"pk": w.htask.pk, "fmt": "csv"}, "manage_studies"),
+        Case("human ratings jsonl", lambda w: {"pk": w.htask.pk, "fmt": "jsonl"}, "manage_studies"),
     ),
     "review:team": (
-        Case("team page", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("team page", lambda w: {"project_id": w.project.pk}, "manage_studies"),
         Case(
             "team page, filtered (a bad task named)",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "manage_studies",
             query=lambda w: "?days=7&task=nope",
         ),
     ),
     "review:release_list": (
-        Case("releases", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("releases", lambda w: {"project_id": w.project.pk}, "release"),
         Case(
             "new release (empty form)",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "release",
             method="post",
         ),
     ),
     "review:release_detail": (
-        Case("release", lambda w: {"project_id": w.project.pk, "pk": w.release.pk}, Access.REVIEW),
+        Case("release", lambda w: {"project_id": w.project.pk, "pk": w.release.pk}, "release"),
     ),
     "review:release_verify": (
         Case(
             "verify release",
             lambda w: {"project_id": w.project.pk, "pk": w.release.pk},
-            Access.REVIEW,
+            "release",
             method="post",
         ),
     ),
     "review:release_compare": (
-        Case("compare releases (form)", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("compare releases (form)", lambda w: {"project_id": w.project.pk}, "release"),
         Case(
             "compare a release with itself",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "release",
             query=lambda w: f"?old={w.release.pk}&new={w.release.pk}",
         ),
     ),
@@ -1372,70 +1365,70 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "item changed since release",
             lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
-            Access.REVIEW,
+            "release",
         ),
     ),
     "review:release_download": (
         Case(
             "release zip",
             lambda w: {"project_id": w.project.pk, "pk": w.release.pk},
-            Access.REVIEW,
+            "release",
         ),
     ),
     "review:balance": (
-        Case("balanced subset", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
+        Case("balanced subset", lambda w: {"project_id": w.pproject.pk}, "release"),
     ),
     "review:score_plans": (
-        Case("score plans", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
+        Case("score plans", lambda w: {"project_id": w.pproject.pk}, "score"),
         Case(
             "score plans, no file",
             lambda w: {"project_id": w.pproject.pk},
-            Access.REVIEW,
+            "score",
             method="post",
         ),
     ),
     "review:score_answers": (
-        Case("score answers", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("score answers", lambda w: {"project_id": w.project.pk}, "score"),
         Case(
             "score answers, no file",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "score",
             method="post",
         ),
     ),
     "review:runs": (
-        Case("agent runs", lambda w: {"project_id": w.tproject.pk}, Access.REVIEW),
+        Case("agent runs", lambda w: {"project_id": w.tproject.pk}, "score"),
         Case(
             "agent runs, no file",
             lambda w: {"project_id": w.tproject.pk},
-            Access.REVIEW,
+            "score",
             method="post",
         ),
     ),
-    "review:run_set": (Case("run set results", lambda w: {"pk": w.run_set.pk}, Access.REVIEW),),
+    "review:run_set": (Case("run set results", lambda w: {"pk": w.run_set.pk}, "score"),),
     "review:run_set_rescore": (
-        Case("rescore", lambda w: {"pk": w.run_set.pk}, Access.REVIEW, method="post"),
+        Case("rescore", lambda w: {"pk": w.run_set.pk}, "score", method="post"),
     ),
-    "review:run_detail": (Case("agent run", lambda w: {"pk": w.run.pk}, Access.REVIEW),),
+    "review:run_detail": (Case("agent run", lambda w: {"pk": w.run.pk}, "score"),),
     "review:run_visual": (
-        Case("visual check, empty", lambda w: {"pk": w.run.pk}, Access.REVIEW, method="post"),
+        Case("visual check, empty", lambda w: {"pk": w.run.pk}, "score", method="post"),
     ),
     "review:run_label": (
-        Case("failure label, empty", lambda w: {"pk": w.run.pk}, Access.REVIEW, method="post"),
+        Case("failure label, empty", lambda w: {"pk": w.run.pk}, "score", method="post"),
     ),
     "review:oracle": (
-        Case("oracle testing", lambda w: {"project_id": w.tproject.pk}, Access.REVIEW),
+        Case("oracle testing", lambda w: {"project_id": w.tproject.pk}, "run_judges"),
         Case(
             "oracle testing fragment",
             lambda w: {"project_id": w.tproject.pk},
-            Access.REVIEW,
+            "run_judges",
             headers=HX_MAIN,
         ),
-        Case("oracle testing, ATP project", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("oracle testing, ATP project", lambda w: {"project_id": w.project.pk}, "run_judges"),
         Case(
             "start an oracle test, no model configured",
             lambda w: {"project_id": w.tproject.pk},
-            Access.REVIEW,
+            "run_judges",
             method="post",
         ),
     ),
@@ -1443,37 +1436,37 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "oracle run (the blind item failed)",
             lambda w: {"pk": w.oracle_run.pk},
-            Access.REVIEW,
+            "run_judges",
             shows={"reviewer": (SECRET_VARIANT,)},
         ),
     ),
     "review:oracle_run_resume": (
         Case(
-            "resume an oracle run", lambda w: {"pk": w.oracle_run.pk}, Access.REVIEW, method="post"
+            "resume an oracle run", lambda w: {"pk": w.oracle_run.pk}, "run_judges", method="post"
         ),
     ),
     "review:oracle_result": (
         Case(
             "oracle test of the blind item",
             lambda w: {"pk": w.oracle_result.pk},
-            Access.REVIEW,
+            "run_judges",
             shows={"reviewer": (SECRET_REFERENCE, SECRET_VARIANT)},
         ),
     ),
     "review:judge_runs": (
-        Case("judge answers", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
-        Case("judge plans (m&m's)", lambda w: {"project_id": w.pproject.pk}, Access.REVIEW),
+        Case("judge answers", lambda w: {"project_id": w.project.pk}, "run_judges"),
+        Case("judge plans (m&m's)", lambda w: {"project_id": w.pproject.pk}, "run_judges"),
         Case(
             "judge plans, a judge for answers (400)",
             lambda w: {"project_id": w.pproject.pk},
-            Access.REVIEW,
+            "run_judges",
             method="post",
             data={"judge": "llmi-rubric", "workers": "1"},
         ),
         Case(
             "judge answers, no judge",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "run_judges",
             method="post",
         ),
     ),
@@ -1481,14 +1474,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "judge run results",
             lambda w: {"pk": w.rubric_run.pk},
-            Access.REVIEW,
+            "run_judges",
             shows={"reviewer": (REVIEWERS_ONLY,)},
         ),
-        Case("plan judge run results", lambda w: {"pk": w.plan_run.pk}, Access.REVIEW),
+        Case("plan judge run results", lambda w: {"pk": w.plan_run.pk}, "run_judges"),
         Case(
             "judge run answers fragment",
             lambda w: {"pk": w.rubric_run.pk},
-            Access.REVIEW,
+            "run_judges",
             headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "judge-answers"},
         ),
     ),
@@ -1496,37 +1489,37 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "resume a failed judge run",
             lambda w: {"pk": w.rubric_run.pk},
-            Access.REVIEW,
+            "run_judges",
             method="post",
         ),
     ),
     "review:judge_compare": (
-        Case("compare judge runs", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("compare judge runs", lambda w: {"project_id": w.project.pk}, "run_judges"),
         Case(
             "compare a judge run with itself",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "run_judges",
             query=lambda w: f"?a=run:{w.rubric_run.pk}&b=run:{w.rubric_run.pk}",
         ),
         Case(
             "compare a rubric run with people's scores of the criteria",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "run_judges",
             query=lambda w: f"?a=run:{w.rubric_run.pk}&b=people:{w.ctask.pk}",
         ),
         Case(
             "compare two plan judge runs",
             lambda w: {"project_id": w.pproject.pk},
-            Access.REVIEW,
+            "run_judges",
             query=lambda w: f"?a=run:{w.plan_run.pk}&b=run:{w.plan_run.pk}",
         ),
     ),
     "review:judge_settings": (
-        Case("judge settings", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("judge settings", lambda w: {"project_id": w.project.pk}, "run_judges"),
         Case(
             "judge settings fragment",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "run_judges",
             headers=HX_MAIN,
         ),
     ),
@@ -1534,13 +1527,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "judge template save, empty",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
         ),
         Case(
             "judge template reset, already the built-in (400)",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
             data={"template": "llmi.llm_judge", "base": "0", "op": "reset"},
         ),
@@ -1549,17 +1542,17 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "LLM-I weights, the paper's preset",
             lambda w: {"project_id": w.project.pk},
-            Access.MANAGE,
+            "manage",
             method="post",
             data={"base": "0", "preset": "paper"},
         ),
     ),
     "review:render_answers": (
-        Case("render answers", lambda w: {"project_id": w.project.pk}, Access.REVIEW),
+        Case("render answers", lambda w: {"project_id": w.project.pk}, "score"),
         Case(
             "render answers, unknown model (400)",
             lambda w: {"project_id": w.project.pk},
-            Access.REVIEW,
+            "score",
             method="post",
             data={"models": ["nobody"]},
         ),
@@ -1568,19 +1561,19 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "a rendered model answer",
             lambda w: {"pk": w.model_answer.pk},
-            Access.REVIEW,
+            "score",
             shows={"reviewer": (SECRET_MODEL,)},
         ),
         Case(
             "render a model answer again",
             lambda w: {"pk": w.model_answer.pk},
-            Access.REVIEW,
+            "score",
             method="post",
         ),
         Case("another project's answer", lambda w: {"pk": w.other_answer.pk}, Access.OTHER),
     ),
     "review:rendered_answer_download": (
-        Case("a rendered answer as a file", lambda w: {"pk": w.model_answer.pk}, Access.REVIEW),
+        Case("a rendered answer as a file", lambda w: {"pk": w.model_answer.pk}, "score"),
     ),
     # ------------------------------------------------------------------ API
     "api-root": (Case("API root", lambda w: {}, Access.LOGGED_IN),),
@@ -1588,14 +1581,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "api-docs": (Case("API docs", lambda w: {}, Access.LOGGED_IN),),
     "project-list": (Case("projects", lambda w: {}, Access.LOGGED_IN),),
     "project-detail": (
-        Case("project", lambda w: {"pk": w.project.pk}, Access.VIEW),
+        Case("project", lambda w: {"pk": w.project.pk}, "view"),
         Case("other project", lambda w: {"pk": w.other_project.pk}, Access.OTHER),
     ),
     "project-import-data": (
-        Case("import, no file", lambda w: {"pk": w.project.pk}, Access.MANAGE, method="post"),
+        Case("import, no file", lambda w: {"pk": w.project.pk}, "import", method="post"),
     ),
     "project-items": (
-        Case("new item, no query", lambda w: {"pk": w.project.pk}, Access.VIEW, method="post"),
+        Case("new item, no query", lambda w: {"pk": w.project.pk}, "view", method="post"),
         Case(
             "new item in another project",
             lambda w: {"pk": w.other_project.pk},
@@ -1604,7 +1597,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "project-images": (
-        Case("store an image, no file", lambda w: {"pk": w.project.pk}, Access.VIEW, "post"),
+        Case("store an image, no file", lambda w: {"pk": w.project.pk}, "view", "post"),
         Case(
             "store an image in another project",
             lambda w: {"pk": w.other_project.pk},
@@ -1622,11 +1615,11 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "item-detail": (
-        Case("ATP item", lambda w: {"pk": w.item.pk}, Access.VIEW),
+        Case("ATP item", lambda w: {"pk": w.item.pk}, "view"),
         Case(
             "blind item",
             lambda w: {"pk": w.titem.pk},
-            Access.VIEW,
+            "view",
             shows={"annotator": (SECRET_ANSWER, SECRET_VARIANT)},
         ),
         Case("other project's item", lambda w: {"pk": w.other_item.pk}, Access.OTHER),
@@ -1642,16 +1635,16 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "response-detail": (
-        Case("response", lambda w: {"pk": w.response.pk}, Access.VIEW),
+        Case("response", lambda w: {"pk": w.response.pk}, "view"),
         Case(
             "the answer under human evaluation",
             lambda w: {"pk": w.model_answer.pk},
-            Access.VIEW,
+            "view",
             shows={"reviewer": (SECRET_MODEL,)},
         ),
     ),
     "plan-list": (Case("plans", lambda w: {}, Access.LOGGED_IN),),
-    "plan-detail": (Case("plan", lambda w: {"pk": w.plan.pk}, Access.VIEW),),
+    "plan-detail": (Case("plan", lambda w: {"pk": w.plan.pk}, "view"),),
     "trajectory-list": (
         Case("trajectories", lambda w: {}, Access.LOGGED_IN),
         Case(
@@ -1663,17 +1656,17 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         ),
     ),
     "trajectory-detail": (
-        Case("ATP item's trajectory", lambda w: {"pk": w.trajectory.pk}, Access.VIEW),
+        Case("ATP item's trajectory", lambda w: {"pk": w.trajectory.pk}, "view"),
         Case(
             "blind item's reference",
             lambda w: {"pk": w.reference.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
             shows={"annotator": (SECRET_REFERENCE,)},
         ),
     ),
     "image-list": (Case("images", lambda w: {}, Access.LOGGED_IN),),
-    "image-detail": (Case("image", lambda w: {"sha256": w.image.sha256}, Access.VIEW),),
+    "image-detail": (Case("image", lambda w: {"sha256": w.image.sha256}, "view"),),
     "job-list": (
         Case(
             "jobs",
@@ -1686,28 +1679,26 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     "job-detail": _job_cases(lambda w, job: {"pk": job.pk}, page="API job"),
     "judgment-task-list": (Case("judgment tasks", lambda w: {}, Access.LOGGED_IN),),
-    "judgment-task-detail": (Case("judgment task", lambda w: {"pk": w.task.pk}, Access.VIEW),),
-    "judgment-task-next": (
-        Case("next item", lambda w: {"pk": w.task.pk}, Access.VIEW, method="post"),
-    ),
+    "judgment-task-detail": (Case("judgment task", lambda w: {"pk": w.task.pk}, "view"),),
+    "judgment-task-next": (Case("next item", lambda w: {"pk": w.task.pk}, "view", method="post"),),
     "judgment-task-judgments": (
-        Case("judgments", lambda w: {"pk": w.task.pk}, Access.VIEW),
+        Case("judgments", lambda w: {"pk": w.task.pk}, "view"),
         Case(
             "blind answers",
             lambda w: {"pk": w.vtask.pk},
-            Access.VIEW,
+            "view",
             shows={"reviewer": (SECRET_OTHER_RATER,), "annotator": (SECRET_OTHER_RATER,)},
         ),
-        Case("judge, empty", lambda w: {"pk": w.task.pk}, Access.VIEW, method="post"),
+        Case("judge, empty", lambda w: {"pk": w.task.pk}, "view", method="post"),
     ),
     "judgment-task-agreement": (
-        Case("agreement figures", lambda w: {"pk": w.task.pk}, Access.REVIEW),
+        Case("agreement figures", lambda w: {"pk": w.task.pk}, "manage_studies"),
     ),
     "verification-blind-item": (
         Case(
             "blind view",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             shows={"annotator": (SECRET_OTHER_RATER,)},  # their own answer
         ),
     ),
@@ -1715,13 +1706,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case(
             "audit",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             blind=Expect.REFUSED,
         ),
         Case(
             "audit save, stale",
             lambda w: {"pk": w.vtask.pk, "item_id": w.titem.pk},
-            Access.VIEW,
+            "view",
             method="post",
             data={"base": 0, "steps": {}},
             json=True,
@@ -1764,6 +1755,14 @@ def test_every_route_is_in_the_table() -> None:
     gone = sorted(set(ROUTES) - found)
     assert not missing, f"routes without an entry in ROUTES (tests/test_route_matrix.py): {missing}"
     assert not gone, f"entries of ROUTES whose route no longer exists: {gone}"
+
+
+def test_every_case_names_a_known_action_and_every_action_guards_a_route() -> None:
+    """The table's expected answers come from ACTIONS: a case names an action that exists, and
+    no action is left that no route exercises (a finer action nobody checks is a typo)."""
+    named = {c.access for cases in ROUTES.values() for c in cases if isinstance(c.access, str)}
+    assert named - set(ACTIONS) == set()
+    assert set(ACTIONS) - named - {"ask_model", "judge", "edit"} == set()
 
 
 def test_every_route_has_a_case() -> None:

@@ -127,7 +127,7 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
                 )
             return Response(JudgmentSerializer(judgment).data, status=status.HTTP_201_CREATED)
         rows = Judgment.objects.filter(task=task).select_related("user").order_by("item_id", "id")
-        if not can(user=request.user, project=task.project, action="review"):
+        if not can(user=request.user, project=task.project, action="adjudicate"):
             rows = rows.filter(user=request_user(request))
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(JudgmentSerializer(page, many=True).data)

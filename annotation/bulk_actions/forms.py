@@ -45,7 +45,7 @@ class BulkActionForm(forms.Form):
         kwargs.setdefault("auto_id", "bulk_%s")  # the filter form on the page has id_status
         super().__init__(*args, **kwargs)
         self.project = project
-        if user is not None and not can(user=user, project=project, action="review"):
+        if user is not None and not can(user=user, project=project, action="set_status"):
             # Offered to annotators: proposing discards (and exporting where allowed); the
             # other actions still answer 403 saying why when posted.
             offered = {"discard"} | (

@@ -118,7 +118,7 @@ def _check(*, project: Project, user: User, action: str, params: dict[str, Any])
         if not reason:
             raise ValidationFailed("reason: say why the items are discarded")
         return {"reason": reason}
-    if not can(user=user, project=project, action="review"):
+    if not can(user=user, project=project, action="set_status"):
         raise Forbidden(
             f"{BULK_ACTIONS[action].lower()}: only reviewers and admins may; an annotator may "
             "propose discarding items"
@@ -320,7 +320,7 @@ def _discard(
     progress: Progress,
     reason: str,
 ) -> BulkResult:
-    if can(user=user, project=project, action="review"):
+    if can(user=user, project=project, action="set_status"):
         return _set_status(
             project=project,
             user=user,

@@ -20,8 +20,8 @@ from annotation.judging.models import (
 )
 from annotation.judging.units import unit_source
 from benchmark.exceptions import ValidationFailed
-from benchmark.models import Item, Membership, Project, Role
-from benchmark.permissions import can, role_known
+from benchmark.models import Item, Membership, Project
+from benchmark.permissions import can, role_known, roles_for
 from benchmark.projects import selectors as item_selectors
 from benchmark.typing import AnyUser
 
@@ -119,7 +119,7 @@ def judgments_visible(
     """Everyone's judgments of the item (or of one unit of it) for reviewers and admins;
     only one's own for annotators."""
     rows = Judgment.objects.filter(task=task, item=item, unit=unit).select_related("user")
-    if not can(user=user, project=task.project, action="review"):
+    if not can(user=user, project=task.project, action="adjudicate"):
         rows = rows.filter(user=user)  # type: ignore[misc]
     return list(rows.order_by("created_at"))
 
@@ -205,5 +205,5 @@ def tasks_below_reviewer_exist(*, user: AnyUser, tasks: QuerySet[JudgmentTask]) 
     """Whether any of ``tasks`` sits in a project where ``user`` is below reviewer (not a
     reviewer nor an admin there): the small query a hiding rule asks first, since a rule can
     hide nothing from ``user`` without such a task."""
-    reviewed = Membership.objects.filter(user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER))
+    reviewed = Membership.objects.filter(user=user.pk, role__in=roles_for("adjudicate"))
     return tasks.exclude(project_id__in=reviewed.values("project_id")).exists()

@@ -896,7 +896,7 @@ def unit_task_create(
     others bring their ``scale``: ``{"scheme", "labels", "consensus"}``. The units are listed
     now by the unit source registered for the kind, from ``unit_params``, and kept as
     ``TaskUnit`` rows in the order given."""
-    require(user=user, project=project, action="review")
+    require(user=user, project=project, action="manage_studies")
     kind, scale = _unit_kind_scale(unit_kind, scale)
     name = (name or "").strip()
     if not name:

@@ -54,8 +54,7 @@ def task_list(request: HttpRequest, project_id: int) -> HttpResponse:
         {
             "project": project,
             "tasks": tasks,
-            "can_review": permissions.can(user=request.user, project=project, action="review"),
-            "can_manage": permissions.can(user=request.user, project=project, action="manage"),
+            "actions": permissions.allowed_actions(user=request.user, project=project),
         },
     )
 
@@ -94,7 +93,7 @@ def _toolset_for(item: Item) -> Any:
 def _judge_context(
     request: HttpRequest, task: JudgmentTask, item: Item, unit: str = ""
 ) -> dict[str, Any]:
-    reviewer = permissions.can(user=request.user, project=task.project, action="review")
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     context: dict[str, Any] = {
         "task": task,
         "project": task.project,
@@ -110,7 +109,7 @@ def _judge_context(
             user=request.user, task=task, item=item, unit=unit
         ),
         "outcome": selectors.outcome_for(task=task, item=item, unit=unit) if reviewer else None,
-        "can_review": reviewer,
+        "can_adjudicate": reviewer,
     }
     if task.project.data_format == "mms" and not unit:
         context["plans"] = _plan_panel(item)
@@ -169,7 +168,7 @@ def _judge_page(
     unit = task_unit.key if task_unit is not None else ""
     what = "unit" if unit else "item"
     assignment = selectors.assignment_for(user=request.user, task=task, item=item, unit=unit)
-    reviewer = permissions.can(user=request.user, project=task.project, action="review")
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     if assignment is None and not reviewer:
         raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
     status = 200

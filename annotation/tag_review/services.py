@@ -208,7 +208,7 @@ def item_discard(*, item: Item, user: User, reason: str, detail: str = "") -> It
     """Discard the whole sample (errors too systemic to fix tag by tag), recorded as a status
     change. Reviewers and admins only: an annotator proposes it instead
     (``annotation.discarding.services.discard_propose``)."""
-    if not can(user=user, project=item.project, action="review"):
+    if not can(user=user, project=item.project, action="set_status"):
         raise Forbidden("only reviewers and admins discard a sample; propose discarding it instead")
     text = discard_reason_text(reason, detail)
     with transaction.atomic():

@@ -328,7 +328,7 @@ def _review_context(
         "error": error,
         "conflict": conflict,
         "can_edit": tag_review.can_edit(user=request.user, project=answer.project),
-        "can_discard": can(user=request.user, project=answer.project, action="review"),
+        "can_discard": can(user=request.user, project=answer.project, action="set_status"),
         "discard_form": DiscardForm(),
         # Lazy: only the full page (not the #review fragment) shows them.
         "discard_proposals": discard_selectors.open_proposals(user=request.user, item=item),
@@ -507,7 +507,7 @@ def discard(
         reason, detail = form.cleaned_data["reason"], form.cleaned_data["detail"]
         done = _urls(row)["review_url"]
         try:
-            if can(user=user, project=row.item.project, action="review"):
+            if can(user=user, project=row.item.project, action="set_status"):
                 tag_review.item_discard(item=row.item, user=user, reason=reason, detail=detail)
             else:
                 discard_services.discard_propose(

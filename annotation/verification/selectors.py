@@ -20,8 +20,8 @@ from annotation.verification.rules import (
 )
 from benchmark import visibility
 from benchmark.exceptions import Forbidden
-from benchmark.models import Item, ItemStatus, Membership, Role
-from benchmark.permissions import can
+from benchmark.models import Item, ItemStatus, Membership
+from benchmark.permissions import can, roles_for
 from benchmark.typing import AnyUser
 
 
@@ -72,7 +72,7 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
         return Q(Exists(tasks.filter(author_may_judge=True))) | (Q(Exists(tasks)) & ~author)
 
     reviewer = Membership.objects.filter(
-        project_id=OuterRef("project_id"), user=user.pk, role__in=(Role.ADMIN, Role.REVIEWER)
+        project_id=OuterRef("project_id"), user=user.pk, role__in=roles_for("adjudicate")
     )
     return Item.objects.filter(
         ~Q(Exists(reviewer)),
@@ -97,7 +97,7 @@ def answers_for(*, user: AnyUser, task: JudgmentTask, item: Item) -> list[Answer
     """Every verifier's answer to the item (reviewers), or only one's own (verifiers), each
     compared with the answer the verification is decided against."""
     rows = Judgment.objects.filter(task=task, item=item).select_related("user")
-    if not can(user=user, project=task.project, action="review"):
+    if not can(user=user, project=task.project, action="adjudicate"):
         rows = rows.filter(user=user) if user.is_authenticated else rows.none()  # type: ignore[misc]
     golden = decided_against(Outcome.objects.filter(task=task, item=item).first(), item)
     return [AnswerRow(j, answer_matches(golden, j.value)) for j in rows.order_by("created_at")]
@@ -174,7 +174,7 @@ def audit_table(
 def audit_overview(*, user: AnyUser, task: JudgmentTask) -> list[dict[str, Any]]:
     """Reviewers: each audited item with its verifiers, the number of checks they left
     unconfirmed, the steps concerned and the comments; the most doubtful first. Two queries."""
-    if not can(user=user, project=task.project, action="review"):
+    if not can(user=user, project=task.project, action="adjudicate"):
         raise Forbidden("only reviewers and admins see the audits")
     latest: dict[tuple[int, int], TrajectoryAudit] = {}
     for audit in (

@@ -85,7 +85,7 @@ def solve(request: HtmxHttpRequest, *, task: JudgmentTask, item_id: int) -> Http
     answers without the expected answer, the reference trajectory or others' answers."""
     item = selectors.task_item_get(user=request.user, task=task, pk=item_id)
     assignment = selectors.assignment_for(user=request.user, task=task, item=item)
-    reviewer = permissions.can(user=request.user, project=task.project, action="review")
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     if assignment is None and not reviewer:
         raise PermissionDenied("This item is not assigned to you. Ask for the next item.")
     mine = verification_selectors.my_judgment(user=request.user, task=task, item=item)
@@ -119,7 +119,7 @@ def solve(request: HtmxHttpRequest, *, task: JudgmentTask, item_id: int) -> Http
         "assignment": assignment,
         "mine": mine,
         "form": form,
-        "can_review": reviewer,
+        "can_adjudicate": reviewer,
     }
     return render(request, "annotation/verification_solve.html", context, status=status)
 
@@ -211,7 +211,7 @@ def audit(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
     if not verification_rules.is_solve_task(task):
         raise Http404("This task has no audit checklist.")
     item = selectors.task_item_get(user=request.user, task=task, pk=item_id)
-    reviewer = permissions.can(user=request.user, project=task.project, action="review")
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     mine = verification_selectors.my_judgment(user=request.user, task=task, item=item)
     if mine is None and not reviewer:
         raise PermissionDenied("Answer the item blind first; then its reference opens for audit.")
@@ -251,7 +251,7 @@ def audit(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
         "table": verification_selectors.audit_table(units, audits) if reviewer else [],
         "audits": audits,
         "outcome": selectors.outcome_for(task=task, item=item) if reviewer else None,
-        "can_review": reviewer,
+        "can_adjudicate": reviewer,
         "error": error,
         "saved": request.GET.get("saved") == "1" and not error,
         "checks": checklist.CHECKS,
@@ -267,7 +267,7 @@ def audit_list(request: HttpRequest, pk: int) -> HttpResponse:
     task = selectors.task_get(user=request.user, pk=pk)
     if not verification_rules.is_solve_task(task):
         raise Http404("This task has no audit checklist.")
-    if not permissions.can(user=request.user, project=task.project, action="review"):
+    if not permissions.can(user=request.user, project=task.project, action="adjudicate"):
         raise PermissionDenied("Only reviewers and admins see the audits.")
     rows = verification_selectors.audit_overview(user=request.user, task=task)
     return render(
@@ -298,7 +298,7 @@ def _api_task_item(request: Request, pk: int, item_id: int) -> tuple[JudgmentTas
 @api_view(["GET"])
 def api_blind_item(request: Request, pk: int, item_id: int) -> Response:
     task, item = _api_task_item(request, pk, item_id)
-    reviewer = permissions.can(user=request.user, project=task.project, action="review")
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     assignment = selectors.assignment_for(user=request.user, task=task, item=item)
     if assignment is None and not reviewer:
         raise Forbidden("this item is not assigned to you; ask for the next item")
@@ -348,7 +348,7 @@ class AuditIn(serializers.Serializer):
 @api_view(["GET", "POST"])
 def api_audit(request: Request, pk: int, item_id: int) -> Response:
     task, item = _api_task_item(request, pk, item_id)
-    reviewer = permissions.can(user=request.user, project=task.project, action="review")
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     mine = verification_selectors.my_judgment(user=request.user, task=task, item=item)
     if mine is None and not reviewer:
         raise Forbidden("answer the item blind before you audit it")

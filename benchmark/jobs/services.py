@@ -387,7 +387,7 @@ def job_can_cancel(*, user: Any, job: Job) -> bool:
     if job.created_by_id is not None and job.created_by_id == user.pk:
         return True
     project = job.project
-    return project is not None and permissions.can(user=user, project=project, action="review")
+    return project is not None and permissions.can(user=user, project=project, action="watch_jobs")
 
 
 def _cancelled_text(user: Any, *, queued: bool) -> str:

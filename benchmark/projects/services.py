@@ -338,7 +338,7 @@ def item_status_set(
     if user is None:
         if not rule:
             raise ValidationFailed("an automatic status change must name its rule")
-    elif not can(user=user, project=item.project, action="review"):
+    elif not can(user=user, project=item.project, action="set_status"):
         raise Forbidden(
             "only reviewers and admins change an item's status; an annotator may propose "
             "discarding it"
@@ -389,7 +389,7 @@ def status_before_discard(changes: Iterable[ItemStatusChange]) -> str:
 def item_restore(*, item: Item, user: User, reason: str = "") -> ItemStatusChange:
     """Undo a discard: the item goes back to the status it had before, recorded. Reviewers
     and admins only; an item that is not discarded answers 409."""
-    if not can(user=user, project=item.project, action="review"):
+    if not can(user=user, project=item.project, action="set_status"):
         raise Forbidden("only reviewers and admins restore a discarded item")
     with transaction.atomic():
         locked = Item.objects.select_for_update().select_related("project").get(pk=item.pk)

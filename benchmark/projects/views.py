@@ -269,7 +269,7 @@ def item_restore(request: HttpRequest, project_id: int, item_id: int) -> HttpRes
     and the change is recorded with the optional reason."""
     project = selectors.project_get(user=request.user, pk=project_id)
     item = selectors.item_get_detailed(user=request.user, project=project, pk=item_id)
-    require_action(request, project, "review")
+    require_action(request, project, "set_status")
     form = RestoreForm(request.POST)
     error, status = "", 400
     if form.is_valid():

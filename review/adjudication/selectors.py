@@ -29,7 +29,7 @@ class ReviewRow:
 def joint_review_queue(*, user: AnyUser, task: JudgmentTask) -> list[ReviewRow]:
     """Items whose verifiers diverged (disputed), each with all answers and whether each one
     matches the answer the verification is decided against. Reviewers and admins only; two queries."""
-    if not can(user=user, project=task.project, action="review"):
+    if not can(user=user, project=task.project, action="adjudicate"):
         raise Forbidden("only reviewers and admins see the joint-review queue")
     outcomes = list(
         Outcome.objects.filter(task=task, verdict=Verdict.DISPUTED)

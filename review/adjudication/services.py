@@ -36,7 +36,7 @@ def outcome_decide(
     reason: str = "",
 ) -> Outcome:
     """Accept, reject, or discard with a reason; the item's status follows."""
-    if not can(user=reviewer, project=task.project, action="review"):
+    if not can(user=reviewer, project=task.project, action="adjudicate"):
         raise Forbidden("only reviewers and admins decide disputed items")
     if item.project_id != task.project_id:
         raise ValidationFailed("the item is not in this task's project")
@@ -99,7 +99,7 @@ def answer_revise(  # noqa: C901, PLR0915
     from annotation.judging.services import outcome_recompute
     from review.adjudication.models import Decision
 
-    if not can(user=reviewer, project=task.project, action="review"):
+    if not can(user=reviewer, project=task.project, action="adjudicate"):
         raise Forbidden("only reviewers and admins revise answers in joint review")
     # (No item state rule here: in joint review a reviewer revises the answer on purpose.)
     if not is_solve_task(task):
@@ -183,7 +183,7 @@ def discard_proposal_decide(
     an item. Either way the proposal keeps who decided, when and the note. Reviewers and
     admins only; a proposal already decided answers 409. Accepting a proposal for an item
     that is already discarded closes it without another status change."""
-    if not can(user=reviewer, project=proposal.item.project, action="review"):
+    if not can(user=reviewer, project=proposal.item.project, action="adjudicate"):
         raise Forbidden("only reviewers and admins decide on proposals to discard an item")
     note = (note or "").strip()
     with transaction.atomic():

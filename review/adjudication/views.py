@@ -36,7 +36,7 @@ from review.pages import project_for_review, task_for_review
 @login_required
 @require_GET
 def dispute_list(request: HttpRequest, pk: int) -> HttpResponse:
-    task = task_for_review(request, pk)
+    task = task_for_review(request, pk, action="adjudicate")
     if verification_rules.is_solve_task(task):  # blind solving: the joint-review queue
         return joint_review_list(request, task)
     outcomes = judging_selectors.disputes(user=request.user, task=task)
@@ -50,7 +50,7 @@ def dispute_list(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def adjudicate(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
-    task = task_for_review(request, pk)
+    task = task_for_review(request, pk, action="adjudicate")
     if verification_rules.is_solve_task(task):  # blind solving: joint review of the answers
         return joint_review(request, task, item_id)
     item = judging_selectors.task_item_get(user=request.user, task=task, pk=item_id)
@@ -194,7 +194,7 @@ def _render_proposals(
 def discard_proposals(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     """Open proposals to discard an item of the project, oldest first, each with accept and
     reject; below them the latest decisions."""
-    project = project_for_review(request, project_id, _PROPOSALS_WHY)
+    project = project_for_review(request, project_id, _PROPOSALS_WHY, action="adjudicate")
     return _render_proposals(request, _proposals_context(request, project))
 
 
@@ -203,7 +203,7 @@ def discard_proposals(request: HtmxHttpRequest, project_id: int) -> HttpResponse
 @vary_on_headers("HX-Request")
 def discard_proposal_decide(request: HtmxHttpRequest, project_id: int, pk: int) -> HttpResponse:
     """Accept (the item is discarded, recorded) or reject (recorded) one proposal."""
-    project = project_for_review(request, project_id, _PROPOSALS_WHY)
+    project = project_for_review(request, project_id, _PROPOSALS_WHY, action="adjudicate")
     proposal = discard_selectors.discard_proposal_get(user=request.user, project=project, pk=pk)
     form = DiscardProposalDecisionForm(request.POST)
     error, status = "", 400

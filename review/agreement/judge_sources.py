@@ -164,7 +164,7 @@ def judge_runs(task: JudgmentTask) -> list[JudgeSource]:
 
 def judge_sources_for(*, user: AnyUser, task: JudgmentTask) -> list[JudgeSource]:
     """The judge sources that can rate alongside the task's people (reviewers and admins)."""
-    permissions.require(user=user, project=task.project, action="review")
+    permissions.require(user=user, project=task.project, action="manage_studies")
     return [source for provider in _PROVIDERS for source in provider(task)]
 
 
@@ -254,7 +254,7 @@ def run_set_judge_rater(
     """The V judge against the people who answered visual checks of the upload's runs
     (reviewers and admins); None when no run has a judge answer. ``scores``: the runs'
     ``(id, score)`` when the caller has read them already."""
-    permissions.require(user=user, project=run_set.project, action="review")
+    permissions.require(user=user, project=run_set.project, action="manage_studies")
     if scores is None:
         scores = run_set.runs.values_list("id", "score").iterator(500)
     judge, models = _judge_answers(scores)

@@ -85,7 +85,7 @@ def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str,
 
 def agreement_start(*, task: JudgmentTask, user: User) -> Job:
     """Compute a large task's agreement figures as a job (reviewers and admins)."""
-    permissions.require(user=user, project=task.project, action="review")
+    permissions.require(user=user, project=task.project, action="manage_studies")
     return job_services.job_start(
         kind=AGREEMENT_KIND, user=user, project=task.project, params={"task_id": task.pk}
     )

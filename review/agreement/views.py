@@ -99,7 +99,7 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
     recomputes them (once in a few seconds per reviewer). Large tasks are computed by a
     Job. With ``?judge=<key>`` a model judge joins as one more rater (htmx target
     ``judge-rater`` gets that section alone)."""
-    task = task_for_review(request, pk)
+    task = task_for_review(request, pk, action="manage_studies")
     user = request_user(request)
     htmx = getattr(request, "htmx", None)
     target = htmx.target if htmx and not htmx.history_restore_request else None
@@ -151,7 +151,7 @@ def agreement_pair(request: HttpRequest, pk: int) -> HttpResponse:
     """One pair of annotators (``?a=<name>&b=<name>``): their figures and confusion matrix,
     the fragment the pair table loads on demand (a whole page without htmx). Same access as
     the agreement page."""
-    task = task_for_review(request, pk)
+    task = task_for_review(request, pk, action="manage_studies")
     a, b = request.GET.get("a", "").strip(), request.GET.get("b", "").strip()
     try:
         pair = agreement_selectors.agreement_pair(user=request_user(request), task=task, a=a, b=b)
@@ -172,7 +172,7 @@ def agreement_pair(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def judgments_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponseBase:
-    task = task_for_review(request, pk)
+    task = task_for_review(request, pk, action="manage_studies")
     if fmt == "csv":
         response = StreamingHttpResponse(
             agreement_module.judgments_csv(task=task), content_type="text/csv"

@@ -231,7 +231,7 @@ def max_score_bytes() -> int:
 
 
 def _require_scorable(project: Project, user: AnyUser) -> User:
-    permissions.require(user=user, project=project, action="review")
+    permissions.require(user=user, project=project, action="score")
     if not isinstance(user, User):
         raise Forbidden("log in to score answers")
     if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:

@@ -100,7 +100,10 @@ def score_answers(request: HttpRequest, project_id: int) -> HttpResponse:
     INLINE_BYTES the figures come in this response; larger uploads start a scoring job whose
     progress the page polls, and whose figures appear in its place when it is done."""
     project = project_for_review(
-        request, project_id, "Only reviewers and admins score model answers."
+        request,
+        project_id,
+        "Only reviewers and admins score model answers.",
+        action="score",
     )
     interleaved = project.kind == ProjectKind.INTERLEAVED and bool(project.tag_syntax)
     form = (

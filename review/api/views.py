@@ -34,7 +34,7 @@ def task_agreement(request: Request, pk: int) -> Response:
     not fit the task). A "rate the judge" task adds ``judge_rates``: the agreement rate per
     agent (mean rating / 2, in percent) with its bootstrap interval, and per annotator."""
     task = judging_selectors.task_get(user=request.user, pk=pk)
-    if not can(user=request.user, project=task.project, action="review"):
+    if not can(user=request.user, project=task.project, action="manage_studies"):
         raise Forbidden("only reviewers and admins see agreement figures")
     report = agreement_report(user=request.user, task=task)  # a copy: safe to add to
     report["judge_sources"] = [

@@ -35,8 +35,8 @@ from benchmark import visibility
 from benchmark.exceptions import ValidationFailed
 from benchmark.judges import rankings
 from benchmark.metrics.human_eval import bradley_terry, group_means, win_rates
-from benchmark.models import JobStatus, Membership, Origin, Project, Response, Role
-from benchmark.permissions import can
+from benchmark.models import JobStatus, Membership, Origin, Project, Response
+from benchmark.permissions import can, roles_for
 from benchmark.typing import AnyUser
 from review.human_eval.scales import LIKERT, PAIR, Scale, scale_of
 from review.judges.models import JudgeRun
@@ -86,7 +86,7 @@ def identity_hidden(*, user: AnyUser) -> QuerySet[Response]:
     reviewer = Membership.objects.filter(
         project_id=OuterRef("item__project_id"),
         user=user.pk,
-        role__in=(Role.ADMIN, Role.REVIEWER),
+        role__in=roles_for("adjudicate"),
     )
     return Response.objects.filter(Exists(units), ~Exists(reviewer))
 
@@ -289,7 +289,7 @@ def comparable_runs(*, user: AnyUser, task: JudgmentTask) -> QuerySet[JudgeRun]:
     """The project's finished judge runs whose figures the task's scale compares with
     (reviewers only; none for anyone else)."""
     scale = scale_of(task)
-    if scale is None or not can(user=user, project=task.project, action="review"):
+    if scale is None or not can(user=user, project=task.project, action="manage_studies"):
         return JudgeRun.objects.none()
     judges = {j for by_judge in judge_figures(scale.key).values() for j in by_judge}
     runs = JudgeRun.objects.filter(project=task.project, judge__in=judges).select_related("job")

@@ -133,7 +133,7 @@ def human_eval_task_create(
     of ``models`` (None: all; for ``pair``: that many items, each giving one pair per two
     models that answered it), drawn with ``seed``, each rated blind on ``scale`` ("atp",
     "likert" or "pair") by ``overlap`` people."""
-    require(user=user, project=project, action="review")
+    require(user=user, project=project, action="manage_studies")
     chosen = SCALES.get(scale)
     if chosen is None:
         raise ValidationFailed(f"scale: {scale!r} is not one of {', '.join(SCALES)}")

@@ -54,7 +54,7 @@ IMAGE_TOOLS = ("reference", "edit")
 @require_http_methods(["GET", "POST"])
 def human_eval_new(request: HttpRequest, project_id: int) -> HttpResponse:
     """Pick the scale, the models, how many answers, the seed and k."""
-    project = project_for_review(request, project_id, WHY)
+    project = project_for_review(request, project_id, WHY, action="manage_studies")
     models = selectors.project_models(project=project)
     data = request.POST if request.method == "POST" else None
     form = HumanEvalForm(data, models=models)
@@ -175,7 +175,7 @@ def rate_unit(request: HttpRequest, *, task: JudgmentTask, unit: TaskUnit) -> Ht
         raise Http404("This task is not a human evaluation of answers.")
     item = unit.item
     user = request_user(request)
-    reviewer = can(user=user, project=task.project, action="review")
+    reviewer = can(user=user, project=task.project, action="adjudicate")
     assignment = judging_selectors.assignment_for(user=user, task=task, item=item, unit=unit.key)
     if assignment is None and not reviewer:
         raise PermissionDenied("This answer is not assigned to you. Ask for the next one.")
@@ -223,7 +223,7 @@ def rate_unit(request: HttpRequest, *, task: JudgmentTask, unit: TaskUnit) -> Ht
         "assignment": assignment,
         "mine": mine,
         "judgments": judgments if reviewer else [],
-        "can_review": reviewer,
+        "can_adjudicate": reviewer,
         "error": error,
         "fields": _form_fields(scale, entered),
     }
@@ -234,7 +234,7 @@ def rate_unit(request: HttpRequest, *, task: JudgmentTask, unit: TaskUnit) -> Ht
 
 
 def _results_task(request: HttpRequest, pk: int) -> JudgmentTask:
-    task = task_for_review(request, pk, WHY)
+    task = task_for_review(request, pk, WHY, action="manage_studies")
     if scale_of(task) is None:
         raise Http404("This task is not a human evaluation of answers.")
     return task

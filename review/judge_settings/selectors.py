@@ -250,7 +250,7 @@ class JudgeSettings:
 def judge_settings_get(*, user: AnyUser, project: Project) -> JudgeSettings:
     """Everything the settings page shows. Forbidden unless the user may review the project
     (reviewers see it; admins edit it: ``can_edit``)."""
-    if not permissions.can(user=user, project=project, action="review"):
+    if not permissions.can(user=user, project=project, action="run_judges"):
         raise Forbidden("Only reviewers and admins see the judge settings.")
     builtin_ids = builtin_by_id()
     rows = list(

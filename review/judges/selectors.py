@@ -28,7 +28,7 @@ __all__ = ["judge_run_get", "judge_run_report", "stored_judgment"]
 def judge_run_get(*, user: AnyUser, pk: int) -> JudgeRun:
     """A run of a project where the user may review; NotFound otherwise."""
     run = JudgeRun.objects.select_related("project", "job").filter(pk=pk).first()
-    if run is None or not permissions.can(user=user, project=run.project, action="review"):
+    if run is None or not permissions.can(user=user, project=run.project, action="run_judges"):
         raise NotFound("no such judge run")
     return run
 

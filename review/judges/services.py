@@ -122,7 +122,7 @@ def answers_import(
     file and line; answers naming items the project does not have are counted in
     ``unknown``."""
     if user is not None:
-        permissions.require(user=user, project=project, action="review")
+        permissions.require(user=user, project=project, action="run_judges")
     records = read_uploads(files, max_files=None)
     items = list(
         Item.objects.filter(project=project)
@@ -248,7 +248,7 @@ def judge_run_create(
     page); without, the caller runs it (``judge_run_execute``, the command line). ``user``
     None is the command line."""
     if user is not None:
-        permissions.require(user=user, project=project, action="review")
+        permissions.require(user=user, project=project, action="run_judges")
     spec = judge_spec(judge)
     if not spec.runnable:
         raise ValidationFailed(f"the {spec.label} is not run on its own: it runs {spec.runs_in}")
@@ -296,7 +296,7 @@ def judge_run_start(
     """The "Judge answers" page: import the uploaded answer files (if any), then start a run
     as a job (enqueued after commit), all or nothing. With files and no ``models`` named, the
     run judges the uploaded files' models."""
-    permissions.require(user=user, project=project, action="review")
+    permissions.require(user=user, project=project, action="run_judges")
     with transaction.atomic():
         if files:
             imported = answers_import(project=project, files=files, user=user)
@@ -327,7 +327,7 @@ def judge_run_resume(
     with the template versions the run recorded. Conflict while the run's job is still queued
     or running."""
     if user is not None:
-        permissions.require(user=user, project=run.project, action="review")
+        permissions.require(user=user, project=run.project, action="run_judges")
     _check_workers(workers)
     with transaction.atomic():
         run = (

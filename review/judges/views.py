@@ -41,7 +41,7 @@ def page_name(project: Project) -> str:
 
 def _reviewable_run(request: HttpRequest, pk: int) -> JudgeRun:
     run = reports.judge_run_for_member(user=request.user, pk=pk)
-    if not permissions.can(user=request.user, project=run.project, action="review"):
+    if not permissions.can(user=request.user, project=run.project, action="run_judges"):
         raise PermissionDenied(WHY)
     if judge_spec_get(run.judge) is None:
         raise Http404(f"judge run #{run.pk} was made by the judge {run.judge!r}, not installed")
@@ -66,7 +66,7 @@ def judge_runs(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     """Pick a judge, the endpoint and model, which answers (stored models, or an upload
     imported first) and the workers; POST starts one job whose card the page polls. Below,
     the project's earlier runs. Bad input answers 400 with the form and what is wrong."""
-    project = project_for_review(request, project_id, WHY)
+    project = project_for_review(request, project_id, WHY, action="run_judges")
     page = reports.judge_page(project)
     subject = page.subject
     ground_truth, models = subject.counts(project=project)
@@ -218,7 +218,7 @@ def judge_compare(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     rankings (``?a=run:<id>&b=run:<id>``, or ``b=f1`` / ``b=released`` for the tool-set F1
     or the released scores of run a's answers; ``fa``/``fb`` pick the figures). A request
     that cannot be compared answers 400 saying why."""
-    project = project_for_review(request, project_id, WHY)
+    project = project_for_review(request, project_id, WHY, action="run_judges")
     a, b = request.GET.get("a", ""), request.GET.get("b", "")
     fa, fb = request.GET.get("fa", ""), request.GET.get("fb", "")
     comparison = None

@@ -241,7 +241,7 @@ def item_oracle_notices(*, user: AnyUser, project: Project, item: Item) -> list[
         .defer("messages", "output")
         .order_by("run__model")
     )
-    reviewer = permissions.can(user=user, project=project, action="review")
+    reviewer = permissions.can(user=user, project=project, action="run_judges")
     current = ""
     reference = reference_of(item)
     if reference is not None:

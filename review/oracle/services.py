@@ -162,7 +162,7 @@ def oracle_items(*, project: Project, ids: Sequence[str] = ()) -> list[Item]:
 def _require(user: User | None, project: Project, model: OracleModel, base_url: str) -> None:
     if user is None:
         return
-    permissions.require(user=user, project=project, action="review")
+    permissions.require(user=user, project=project, action="run_judges")
     if base_url.strip():
         try:
             resolved = model_resolve(project=project)
@@ -232,7 +232,7 @@ def oracle_run_resume(*, run: OracleRun, user: User | None, enqueue: bool = Fals
     untested): only the items without a solved or failed result are tested. Conflict while
     the run's job is still queued or running."""
     if user is not None:
-        permissions.require(user=user, project=run.project, action="review")
+        permissions.require(user=user, project=run.project, action="run_judges")
     with transaction.atomic():
         run = (
             OracleRun.objects.select_for_update(of=("self",))

@@ -30,7 +30,7 @@ REFUSED = "Only reviewers and admins run and read oracle tests."
 
 
 def _require_review(request: HttpRequest, project: Project) -> None:
-    if not permissions.can(user=request.user, project=project, action="review"):
+    if not permissions.can(user=request.user, project=project, action="run_judges"):
         raise PermissionDenied(REFUSED)
 
 

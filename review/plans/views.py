@@ -31,7 +31,7 @@ def _bars(counts: dict[str, int]) -> list[dict[str, Any]]:
 def balance(request: HttpRequest, project_id: int) -> HttpResponse:
     """A seeded tool-balanced subset of the verified items, with the tool distribution before
     and after."""
-    project = project_for_review(request, project_id)
+    project = project_for_review(request, project_id, action="release")
     form = BalanceForm(request.GET or None)
     context: dict[str, Any] = {"project": project, "form": form}
     if form.is_bound and form.is_valid():
@@ -71,7 +71,7 @@ def balance(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def score_plans(request: HttpRequest, project_id: int) -> HttpResponse:
     """Upload predictions; get m&m's metrics against the project's ground-truth plans."""
-    project = project_for_review(request, project_id)
+    project = project_for_review(request, project_id, action="score")
     form = ScorePlansForm(request.POST or None, request.FILES or None)
     result = None
     if request.method == "POST" and form.is_valid():

@@ -20,7 +20,7 @@ from review.rate_judge.units import agent_name
 
 def judge_runs(*, user: AnyUser, project: Project) -> QuerySet[JudgeRun]:
     """The project's judge runs, for reviewers and admins (none for anyone else)."""
-    if not can(user=user, project=project, action="review"):
+    if not can(user=user, project=project, action="manage_studies"):
         return JudgeRun.objects.none()
     return JudgeRun.objects.filter(project=project).select_related("job").order_by("-id")
 

@@ -68,7 +68,7 @@ def rate_judge_task_create(
     and chosen agent the run reported on successfully (``response:<answer id>:<label>``);
     annotators rate their agreement with that one report 0-2. ``sample``: rate only that many
     answers, drawn at random with ``seed`` (every chosen agent's report on each)."""
-    require(user=user, project=run.project, action="review")
+    require(user=user, project=run.project, action="manage_studies")
     available = run_labels(run=run)
     labels = [str(label) for label in dict.fromkeys(labels)]
     if not labels:
@@ -122,7 +122,7 @@ def criterion_task_create(
     answers of ``models``. ``criteria``: only these (e.g. ["r1", "r3"]); empty: all of each
     item's criteria. The same keys as the rubric judge's calls, so the judge can be compared
     with people as one more rater."""
-    require(user=user, project=project, action="review")
+    require(user=user, project=project, action="manage_studies")
     if run is not None and run.project_id != project.pk:
         raise ValidationFailed("run: that judge run belongs to another project")
     if (run is None) == (not models):

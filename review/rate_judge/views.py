@@ -26,7 +26,7 @@ def _int(value: str | None) -> int | None:
 @require_http_methods(["GET", "POST"])
 def rate_judge_new(request: HttpRequest, project_id: int) -> HttpResponse:
     """Pick a judge run (``?run=`` preselects one), its agents, k and a sample of answers."""
-    project = project_for_review(request, project_id, WHY)
+    project = project_for_review(request, project_id, WHY, action="manage_studies")
     runs = selectors.judge_runs(user=request.user, project=project)
     data = request.POST if request.method == "POST" else None
     run_id = _int((data or request.GET).get("run"))
@@ -61,7 +61,7 @@ def rate_judge_new(request: HttpRequest, project_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def criterion_task_new(request: HttpRequest, project_id: int) -> HttpResponse:
     """Pick the answers (a judge run's, or models') and criteria people score 0-2."""
-    project = project_for_review(request, project_id, WHY)
+    project = project_for_review(request, project_id, WHY, action="manage_studies")
     runs = selectors.judge_runs(user=request.user, project=project)
     models = sorted(
         set(

@@ -24,7 +24,7 @@ from review.releases.services import (
 
 def release_list(*, user: AnyUser, project: Project) -> QuerySet[Release]:
     """The project's releases, newest first; the fingerprints (large) are left unread."""
-    if not permissions.can(user=user, project=project, action="review"):
+    if not permissions.can(user=user, project=project, action="release"):
         raise Forbidden("Only reviewers and admins see releases.")
     return (
         Release.objects.filter(project=project)

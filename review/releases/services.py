@@ -692,7 +692,7 @@ def release_create(
     ValidationFailed (bad name, status or subset, folder not empty), Conflict (the name is
     taken), Forbidden (the user's role may not release)."""
     if user is not None:
-        permissions.require(user=user, project=project, action="review")
+        permissions.require(user=user, project=project, action="release")
     if status and status not in ItemStatus.values:
         raise ValidationFailed(
             f"status: unknown {status!r}; choose one of {', '.join(ItemStatus.values)}"
@@ -869,7 +869,7 @@ def release_start(
 ) -> Job:
     """Check the request now (so the form names what is wrong) and write the release as a
     "release" job through the job pipeline."""
-    permissions.require(user=user, project=project, action="review")
+    permissions.require(user=user, project=project, action="release")
     if status and status not in ItemStatus.values:
         raise ValidationFailed(f"status: unknown {status!r}")
     _check_subset(project, status, subset, cap)

@@ -33,7 +33,7 @@ from review.releases.models import Release
 @require_http_methods(["GET", "POST"])
 @htmx_page
 def release_list(request: HttpRequest, project_id: int) -> HttpResponse:
-    project = project_for_review(request, project_id)
+    project = project_for_review(request, project_id, action="release")
     form = ReleaseForm(request.POST if request.method == "POST" else None, project=project)
     if request.method == "POST":
         made, _ = form_submit(form, lambda cleaned: _make(project, request_user(request), cleaned))
@@ -84,7 +84,7 @@ def _make(project: Project, user: User, cleaned: dict[str, Any]) -> Release | Jo
 
 
 def _release(request: HttpRequest, project_id: int, pk: int) -> Any:
-    project = project_for_review(request, project_id)
+    project = project_for_review(request, project_id, action="release")
     return project, selectors.release_get(user=request.user, project=project, pk=pk)
 
 
@@ -136,7 +136,7 @@ def release_download(request: HttpRequest, project_id: int, pk: int) -> FileResp
 @require_GET
 def item_release_state(request: HttpRequest, project_id: int, item_id: int) -> HttpResponse:
     """The item page's "Releases" card: changed since release vN, or not released yet."""
-    project = project_for_review(request, project_id)
+    project = project_for_review(request, project_id, action="release")
     item = project_selectors.item_get(user=request.user, project=project, pk=item_id)
     state = selectors.item_release_state(user=request.user, project=project, item=item)
     context = {**project_context(request, project), "item": item, "state": state}
@@ -148,7 +148,7 @@ def item_release_state(request: HttpRequest, project_id: int, item_id: int) -> H
 @htmx_page
 def release_compare(request: HttpRequest, project_id: int) -> HttpResponse:
     """Compare two releases (``?old=<id>&new=<id>``): items added, removed and changed."""
-    project = project_for_review(request, project_id)
+    project = project_for_review(request, project_id, action="release")
     releases = selectors.release_list(user=request.user, project=project)
     form = CompareForm(request.GET or None, releases=releases)
     comparison = None

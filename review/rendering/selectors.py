@@ -51,7 +51,7 @@ def response_for_rendering(*, user: AnyUser, pk: int) -> Response:
     response = rows.first()
     if response is None:
         raise Http404("no such answer")
-    if not permissions.can(user=user, project=response.item.project, action="review"):
+    if not permissions.can(user=user, project=response.item.project, action="score"):
         raise PermissionDenied(WHY)
     return response
 
@@ -148,7 +148,7 @@ def rendering_standalone(*, rendering: RenderedAnswer, response: Response) -> st
 
 def renderings_recent(*, user: AnyUser, project: Project, limit: int = 50) -> QuerySet[Any]:
     """The project's newest renderings (any answer), for reviewers."""
-    if not permissions.can(user=user, project=project, action="review"):
+    if not permissions.can(user=user, project=project, action="score"):
         return RenderedAnswer.objects.none()
     return (
         RenderedAnswer.objects.filter(response__item__project=project)

@@ -213,7 +213,7 @@ def rendering_start(
     it (``rendering_execute``: the command line). ``user`` None is the command line.
     Conflict while another rendering job of the project is queued or running."""
     if user is not None:
-        permissions.require(user=user, project=project, action="review")
+        permissions.require(user=user, project=project, action="score")
     _interleaved(project)
     if workers is not None and not 1 <= workers <= 64:
         raise ValidationFailed(f"workers must be between 1 and 64, got {workers}")

@@ -39,7 +39,7 @@ def render_answers(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     rendering job whose card the page polls. Below: what executes each tool, and the
     project's recent renderings. Bad input answers 400 (409 while a rendering job of the
     project is running) with the form and what is wrong."""
-    project = project_for_review(request, project_id, WHY)
+    project = project_for_review(request, project_id, WHY, action="score")
     if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:
         raise Http404("This project's answers have no tool tags to render.")
     models = model_answer_counts(project=project)

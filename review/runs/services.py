@@ -250,7 +250,7 @@ def run_judge_for(
 
 
 def _require_review(user: AnyUser, project: Project) -> User:
-    permissions.require(user=user, project=project, action="review")
+    permissions.require(user=user, project=project, action="score")
     if not isinstance(user, User):
         raise Forbidden("log in to score runs")
     return user

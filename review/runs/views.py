@@ -74,13 +74,13 @@ class LabelForm(forms.Form):
 
 def _reviewable_project(request: HttpRequest, pk: int) -> Project:
     project = selectors.project_get(user=request.user, pk=pk)
-    if not permissions.can(user=request.user, project=project, action="review"):
+    if not permissions.can(user=request.user, project=project, action="score"):
         raise PermissionDenied("Only reviewers and admins score agent runs.")
     return project
 
 
 def _require_review(request: HttpRequest, project: Project) -> None:
-    if not permissions.can(user=request.user, project=project, action="review"):
+    if not permissions.can(user=request.user, project=project, action="score"):
         raise PermissionDenied("Only reviewers and admins score agent runs.")
 
 

@@ -123,7 +123,7 @@ class TeamReport:
 
 def team_tasks(*, user: AnyUser, project: Project) -> list[JudgmentTask]:
     """The project's judgment tasks, for reviewers and admins."""
-    permissions.require(user=user, project=project, action="review")
+    permissions.require(user=user, project=project, action="manage_studies")
     return list(JudgmentTask.objects.filter(project=project).order_by("name", "pk"))
 
 
@@ -147,7 +147,7 @@ def team_report(
 ) -> TeamReport:
     """The team page's figures for ``tasks`` (the project's, from :func:`team_tasks`), or for
     the one ``task``, over the last ``days`` days (all days when None)."""
-    permissions.require(user=user, project=project, action="review")
+    permissions.require(user=user, project=project, action="manage_studies")
     now = now or timezone.now()
     chosen = [task] if task else tasks
     ids = [t.pk for t in chosen]

@@ -23,7 +23,10 @@ from review.team.forms import TeamFilterForm
 def team(request: HttpRequest, project_id: int) -> HttpResponse:
     """The figures, filtered by task and date range; a bad filter is named and ignored."""
     project = project_for_review(
-        request, project_id, "Only reviewers and admins see the team's figures."
+        request,
+        project_id,
+        "Only reviewers and admins see the team's figures.",
+        action="manage_studies",
     )
     user = request_user(request)
     tasks = selectors.team_tasks(user=user, project=project)

@@ -137,7 +137,7 @@ def test_answers_import_refuses_a_second_answer_naming_both_places(llmi: Project
 
 def test_the_judge_job_kind_is_registered() -> None:
     kind = job_kind("judge")
-    assert kind is not None and kind.action == "review"
+    assert kind is not None and kind.action == "run_judges"
 
 
 # --------------------------------------------------------------------------- the judges
