@@ -8,9 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark.items.models import ItemVersion
 from benchmark.items.services import EDITABLE_FIELDS, changed_fields, item_snapshot
-from benchmark.models import Item
+from benchmark.models import Item, ItemVersion
 from benchmark.typing import AnyUser
 
 MAX_SHOWN = 400

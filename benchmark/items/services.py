@@ -51,12 +51,12 @@ from benchmark.exceptions import Conflict, NotFound, ValidationFailed
 from benchmark.formats.agentic_mme import FORMAT_LEADS, join_prompt, split_prompt
 from benchmark.formats.llmi import image_count
 from benchmark.images.selectors import image_name_sha, project_images_named
-from benchmark.items.models import ItemVersion
 from benchmark.models import (
     DataFormat,
     Image,
     Item,
     ItemStatus,
+    ItemVersion,
     Modality,
     Origin,
     Project,
