@@ -21,12 +21,12 @@ from annotation.judging.units import unit_source
 from annotation.verification import rules as verification
 from annotation.verification import views as verification_views
 from benchmark import permissions
+from benchmark import selectors as project_selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Item
 from benchmark.plans.verify import verify_plan
 from benchmark.presenters import item_view, plan_input_files, plan_view
-from benchmark.projects import selectors as project_selectors
 from benchmark.toolsets.specs import plan_toolset
 from benchmark.typing import HtmxHttpRequest, request_user
 

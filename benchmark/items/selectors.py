@@ -1,6 +1,6 @@
 """Reads for the item editor and history: versions with what each changed, scoped to the user
 (an item of another project answers 404, one whose answer is hidden from the user 403, through
-``benchmark.projects.selectors.item_get_revealed``)."""
+``benchmark.selectors.item_get_revealed``)."""
 
 from __future__ import annotations
 

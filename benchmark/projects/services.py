@@ -30,7 +30,7 @@ from benchmark.models import (
 )
 from benchmark.people.services import audit_record
 from benchmark.permissions import can
-from benchmark.projects.selectors import taxonomies_usable, toolsets_usable
+from benchmark.selectors import taxonomies_usable, toolsets_usable
 from benchmark.toolsets.services import taxonomy_copy, toolset_copy
 from benchmark.typing import User
 

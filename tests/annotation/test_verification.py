@@ -24,11 +24,11 @@ from annotation.verification import rules as verification_rules
 from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from annotation.verification.models import TrajectoryAudit
+from benchmark import selectors as item_selectors
 from benchmark import visibility
 from benchmark.datasets import services as benchmark_services
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus, Project, Role, Toolset
-from benchmark.projects import selectors as item_selectors
 from review.adjudication import selectors as adjudication_selectors
 from review.adjudication import services as adjudication
 from review.adjudication.models import Decision
