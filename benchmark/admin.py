@@ -1,9 +1,14 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
 from benchmark.api_tokens import services as api_token_services
 from benchmark.exceptions import DomainError
+from benchmark.llm.client import ModelNotConfigured
+from benchmark.llm.services import model_resolve
 from benchmark.models import (
     ApiToken,
     Image,
@@ -90,8 +95,40 @@ class MembershipInline(admin.TabularInline):
     raw_id_fields = ["user"]
 
 
+class ProjectAdminForm(forms.ModelForm):
+    """The admin's project form: a project's own model settings must resolve, and the reason
+    they do not (a key variable that is not allow-listed, a cache mode, a number) is shown on
+    "settings". The check lives here, where settings are edited by hand, and in
+    ``project_model_set``, so that the model itself imports no service."""
+
+    class Meta:
+        model = Project
+        fields = [
+            "name",
+            "kind",
+            "tag_syntax",
+            "data_format",
+            "toolset",
+            "taxonomy",
+            "description",
+            "guidelines",
+            "settings",
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        project_settings = cleaned.get("settings") or {}
+        if isinstance(project_settings, dict) and project_settings.get("model"):
+            try:
+                model_resolve(project=Project(settings=project_settings))
+            except ModelNotConfigured as exc:
+                self.add_error("settings", str(exc))
+        return cleaned
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
+    form = ProjectAdminForm
     list_display = ["name", "kind", "data_format", "tag_syntax", "toolset", "n_items", "created_at"]
     list_filter = ["kind", "data_format"]
     search_fields = ["name", "description"]

@@ -53,6 +53,6 @@ def _item_indexes_ensure(sender: AppConfig, using: str = "default", **kwargs: ob
     (SQLite rebuilds a table it alters, without its triggers)."""
     from django.db import connections
 
-    from benchmark.items import indexing
+    from benchmark.models import indexing
 
     indexing.ensure(connections[using])

@@ -1,13 +1,13 @@
 """What the page views of every app share: the htmx ``Vary`` decorator, rendering a page or the
 fragment an htmx target asks for, the context every project page gets (project, role, allowed
-actions), the permission check that answers 403, and for the model pages the project's model
-and an item's stored images."""
+actions) and the permission check that answers 403. It imports no feature, so every feature's views
+may use it (the model pages' helpers are ``benchmark.llm.selectors.model_context`` and
+``benchmark.images.selectors.item_images``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from django import forms
 from django.core.exceptions import PermissionDenied
@@ -18,12 +18,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from benchmark import permissions
 from benchmark.exceptions import DomainError
-from benchmark.images import selectors
-from benchmark.llm import services as llm_services
-from benchmark.llm.client import ModelNotConfigured
-from benchmark.models import Item, Project
-from benchmark.presenters import image_entries
-from benchmark.typing import AnyUser
+from benchmark.models import Project
 
 htmx_page = vary_on_headers("HX-Request", "HX-Target")
 """For views that answer an htmx request with a fragment chosen by its target."""
@@ -85,29 +80,3 @@ def project_context(request: HttpRequest, project: Project) -> dict[str, Any]:
         "role": permissions.role_in(user=request.user, project=project),
         "actions": permissions.allowed_actions(user=request.user, project=project),
     }
-
-
-def model_context(project: Project) -> dict[str, Any]:
-    """The project's model (``model``), or why there is none (``model_error``), and how to
-    configure one (``how_to``); ``model_host`` is the host of its endpoint."""
-    try:
-        resolved = llm_services.model_resolve(project=project)
-    except ModelNotConfigured as exc:
-        return {"model": None, "model_error": str(exc), "how_to": llm_services.HOW_TO_CONFIGURE}
-    host = urlsplit(resolved.config.base_url).netloc if resolved is not None else ""
-    return {
-        "model": resolved,
-        "model_host": host,
-        "model_error": "",
-        "how_to": llm_services.HOW_TO_CONFIGURE,
-    }
-
-
-def item_images(
-    *, user: AnyUser, item: Item, index_name: str = "img_index"
-) -> list[dict[str, Any]]:
-    """The item's stored images, labelled by ``index_name`` (ones missing from storage cannot
-    be sent to a model)."""
-    refs = item.image_refs or []
-    images = selectors.images_by_sha(user=user, shas=[r.get("sha256") for r in refs])
-    return [e for e in image_entries(refs, images, index_name) if e["image"]]

@@ -9,8 +9,8 @@ from django.http import HttpRequest
 from annotation.judging import selectors as judging_selectors
 from annotation.judging.models import JudgmentTask
 from benchmark import permissions
+from benchmark import selectors as project_selectors
 from benchmark.models import Project
-from benchmark.projects import selectors as project_selectors
 
 
 def task_for_review(

@@ -14,7 +14,6 @@ from factory.django import DjangoModelFactory
 from PIL import Image as PILImage
 
 from benchmark.images import services
-from benchmark.items.models import ItemVersion
 from benchmark.items.services import item_snapshot
 from benchmark.judges import Template
 from benchmark.models import (
@@ -24,6 +23,7 @@ from benchmark.models import (
     Invitation,
     Item,
     ItemStatus,
+    ItemVersion,
     Job,
     JobStatus,
     Membership,

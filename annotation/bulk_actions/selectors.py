@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from benchmark.models import Project
-from benchmark.projects.selectors import ItemFilters, item_list
+from benchmark.selectors import ItemFilters, item_list
 from benchmark.typing import AnyUser
 
 __all__ = ["bulk_selection"]

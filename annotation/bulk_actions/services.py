@@ -39,10 +39,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.discarding.services import discard_propose
+from annotation.judging import solving
 from annotation.judging.consensus import Verdict
 from annotation.judging.models import ItemPush, JudgmentTask, Outcome, TaskItem
 from annotation.judging.services import assignments_live
-from annotation.verification import rules as verification_rules
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.jobs.services import job_start
 from benchmark.models import Item, ItemStatus, Job, Project
@@ -439,7 +439,7 @@ def _requeue(
 
 def _authors(user_ids: list[int]) -> dict[int, tuple[list[str], list[str]]]:
     names = get_user_model().objects.filter(pk__in=user_ids).values_list("pk", "username")
-    return {pk: verification_rules.author_provenance(name) for pk, name in names}
+    return {pk: solving.author_provenance(name) for pk, name in names}
 
 
 def _is_author(provenance: str, names: tuple[list[str], list[str]]) -> bool:

@@ -15,10 +15,10 @@ from django.views.decorators.http import require_POST
 
 from annotation.bulk_actions import selectors, services
 from annotation.bulk_actions.forms import BulkActionForm
+from benchmark import selectors as project_selectors
 from benchmark.datasets.services import dataset_export_file
 from benchmark.exceptions import DomainError
 from benchmark.models import Project
-from benchmark.projects import selectors as project_selectors
 from benchmark.projects.views import project_page_context
 from benchmark.typing import request_user
 

@@ -22,10 +22,12 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.drafting import selectors, services
 from annotation.drafting.forms import CropForm, DescribeForm, DraftForm, MarkForm, StartForm
 from annotation.drafting.models import DraftingSession, DraftingStep
+from benchmark import selectors as benchmark_selectors
 from benchmark.exceptions import Conflict, DomainError, Forbidden
+from benchmark.images.selectors import item_images
+from benchmark.llm.selectors import model_context
 from benchmark.models import Item, Project, ProjectKind
-from benchmark.pages import htmx_page, item_images, model_context, project_context, render_page
-from benchmark.projects import selectors as benchmark_selectors
+from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 
 TEMPLATE = "annotation/drafting_session.html"

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from annotation.judging.models import Assignment, Judgment, JudgmentTask, Scheme, TaskItem
 from annotation.judging.services import judgment_submit_once
-from annotation.verification.rules import is_author
+from annotation.judging.solving import is_author
 from benchmark.exceptions import ValidationFailed
 from benchmark.formats.label_studio import Annotation, JudgmentOut
 from benchmark.models import Membership, Project

@@ -7,7 +7,6 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.judging.consensus import Rule, Verdict
-from annotation.trajectories.models import TrajectoryVersion  # noqa: F401 - registers it
 from benchmark.fields import JSONField, UTCDay
 from benchmark.models import Item, Project
 

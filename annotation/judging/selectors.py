@@ -19,10 +19,10 @@ from annotation.judging.models import (
     TaskUnit,
 )
 from annotation.judging.units import unit_source
+from benchmark import selectors as item_selectors
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import Item, Membership, Project
 from benchmark.permissions import can, role_known, roles_for
-from benchmark.projects import selectors as item_selectors
 from benchmark.typing import AnyUser
 
 

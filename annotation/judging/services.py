@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from annotation.judging import solving
 from annotation.judging.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
 from annotation.judging.models import (
     Assignment,
@@ -29,8 +30,6 @@ from annotation.judging.models import (
     UnitKind,
 )
 from annotation.judging.units import RATING_LABELS, unit_source
-from annotation.verification import rules as verification_rules
-from annotation.verification import services as verification
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus
 from benchmark.permissions import require
@@ -202,7 +201,7 @@ def _candidate(
     if not task.author_may_judge:
         # Not the item's author: "user:<name>", "drafted by <name>" or "written by <name>",
         # maybe with more words.
-        whole, prefixes = verification_rules.author_provenance(user.get_username())
+        whole, prefixes = solving.author_provenance(user.get_username())
         where.append(f"i.provenance NOT IN ({', '.join(['%s'] * len(whole))})")
         params += whole
         for prefix in prefixes:
@@ -313,6 +312,19 @@ def _shuffled_unit_candidate(
     return None
 
 
+def verification_begin(*, task: JudgmentTask, item_id: int) -> Outcome | None:
+    """Inside a transaction, when an item is leased for a solve task: record the answer the
+    verification is decided against, once (the item is read again here, never taken from a
+    caller, whose copy may have the answer hidden). Other tasks: nothing."""
+    if not solving.is_solve_task(task):
+        return None
+    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item_id=item_id)
+    if outcome.answer_snapshot is None:
+        outcome.answer_snapshot = solving.golden_answer(Item.objects.get(pk=item_id))
+        outcome.save(update_fields=["answer_snapshot", "updated_at"])
+    return outcome
+
+
 def _lease(
     *, task: JudgmentTask, user: User, item_id: int, now: datetime, unit: str = ""
 ) -> Assignment:
@@ -340,7 +352,7 @@ def _lease(
         ItemPush.objects.filter(
             task=task, item_id=item_id, user=user, taken_at__isnull=True
         ).update(taken_at=now)
-    verification.verification_begin(task=task, item_id=item_id)
+    verification_begin(task=task, item_id=item_id)
     return lease
 
 
@@ -608,13 +620,13 @@ def _outcome_recompute(
     values = [r[3] for r in rows]
     matches_author = None
     author_value: Any = None
-    if verification_rules.is_solve_task(task):
+    if solving.is_solve_task(task):
         # Blind solving: compare as the benchmark scores (answer, variants, match type), with
         # the answer recorded when verification began (not the caller's copy of the item,
         # whose answer may be hidden from the user, nor a later edit).
         if outcome.answer_snapshot is None:
-            outcome.answer_snapshot = verification_rules.golden_answer(Item.objects.get(pk=item.pk))
-        matches_author = partial(verification_rules.answer_matches, outcome.answer_snapshot)
+            outcome.answer_snapshot = solving.golden_answer(Item.objects.get(pk=item.pk))
+        matches_author = partial(solving.answer_matches, outcome.answer_snapshot)
         author_value = outcome.answer_snapshot.get("value")
     elif task.consensus == Rule.AUTHOR_PLUS_TWO:
         author_value = Item.objects.values_list("expected_answer", flat=True).get(pk=item.pk)
@@ -730,7 +742,7 @@ def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
             }
         )
     elif project.kind == "trajectory":
-        specs.append({"name": "Solve blind", **verification.SOLVE_TASK_DEFAULTS})
+        specs.append({"name": "Solve blind", **solving.SOLVE_TASK_DEFAULTS})
     tasks = []
     for spec in specs:
         task, _ = JudgmentTask.objects.get_or_create(

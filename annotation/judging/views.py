@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -9,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
@@ -18,15 +20,13 @@ from annotation.judging.forms import JudgmentForm, TaskForm
 from annotation.judging.models import JudgmentTask, TaskUnit
 from annotation.judging.plan_graph import layout
 from annotation.judging.units import unit_source
-from annotation.verification import rules as verification
-from annotation.verification import views as verification_views
 from benchmark import permissions
+from benchmark import selectors as project_selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Item
 from benchmark.plans.verify import verify_plan
 from benchmark.presenters import item_view, plan_input_files, plan_view
-from benchmark.projects import selectors as project_selectors
 from benchmark.toolsets.specs import plan_toolset
 from benchmark.typing import HtmxHttpRequest, request_user
 
@@ -117,6 +117,19 @@ def _judge_context(
     return context
 
 
+TaskApplies = Callable[[JudgmentTask], bool]
+_TASK_SCREENS: list[tuple[TaskApplies, str]] = []
+
+
+def task_screen_register(applies: TaskApplies, screen: str) -> None:
+    """Judge the tasks for which ``applies(task)`` holds on another screen: ``screen`` is the
+    dotted path of a view called as ``view(request, task=..., item_id=...)``. Registered from
+    an app's ``ready()`` by the features built on judging (blind verification's solve
+    screen), which judging does not import."""
+    if (applies, screen) not in _TASK_SCREENS:
+        _TASK_SCREENS.append((applies, screen))
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 @htmx_page
@@ -124,8 +137,9 @@ def judge(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
     """The judge page. Annotators reach it through a lease; reviewers may look at any item.
     Nobody sees another person's judgment here unless they may review."""
     task = selectors.task_get(user=request.user, pk=pk)
-    if verification.is_solve_task(task):  # blind solving has its own screen
-        return verification_views.solve(request, task=task, item_id=item_id)
+    for applies, screen in _TASK_SCREENS:  # e.g. blind solving has its own screen
+        if applies(task):
+            return import_string(screen)(request, task=task, item_id=item_id)
     if task.has_units:
         raise Http404("This task is judged unit by unit; ask for the next unit.")
     if request.method == "POST":  # a submit shows the item only if it fails (read again then)

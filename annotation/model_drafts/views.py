@@ -18,10 +18,11 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.model_drafts import selectors, services
 from annotation.model_drafts.forms import DecideForm, QueriesForm
 from annotation.model_drafts.models import DraftCandidate, DraftKind, ModelDraft
+from benchmark import selectors as benchmark_selectors
 from benchmark.exceptions import Conflict, DomainError, Forbidden
+from benchmark.llm.selectors import model_context
 from benchmark.models import Project
-from benchmark.pages import htmx_page, model_context, project_context, render_page
-from benchmark.projects import selectors as benchmark_selectors
+from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 
 LIST_SIZE = 100

@@ -12,10 +12,10 @@ from django.http import Http404
 
 from annotation.plan_editor.models import PlanVersion, steps_text
 from annotation.plan_editor.services import GOLD_KEY, canonical_key
+from benchmark import selectors
 from benchmark.models import Item, Origin, Plan, Project, ProjectKind
 from benchmark.plans.parse import Finding, parse_code_plan, parse_json_plan
 from benchmark.plans.verify import toolset_from_mapping, verify_parsed
-from benchmark.projects import selectors
 from benchmark.typing import AnyUser
 
 PAGE = "The plan editor"

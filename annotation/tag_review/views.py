@@ -29,12 +29,12 @@ from annotation.tag_review import edits as tag_edits
 from annotation.tag_review import selectors as tag_selectors
 from annotation.tag_review import services as tag_review
 from annotation.tag_review.forms import DiscardForm, WorkingStateForm
+from benchmark import selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Image, Item, Project, ProjectKind, Response
 from benchmark.permissions import can
 from benchmark.presenters import attachment_label, item_view
-from benchmark.projects import selectors
 from benchmark.rendering.preview import render_answer
 from benchmark.tags import ParsedText, ToolCall, builtin_toolset, parse, validate
 from benchmark.tags.model import ERROR, WARNING

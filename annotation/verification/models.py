@@ -9,7 +9,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.judging.models import JudgmentTask
-from annotation.trajectories.models import TrajectoryVersion  # noqa: F401 - registers it
 from benchmark.fields import JSONField
 from benchmark.models import Item
 

@@ -11,13 +11,13 @@ from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 from annotation.judging.consensus import Rule, Verdict
 from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
 from annotation.judging.selectors import tasks_below_reviewer_exist
-from annotation.verification.checklist import CHECK_SHORT, CHECKS
-from annotation.verification.models import TrajectoryAudit
-from annotation.verification.rules import (
+from annotation.judging.solving import (
     answer_matches,
     author_provenance,
     decided_against,
 )
+from annotation.verification.checklist import CHECK_SHORT, CHECKS
+from annotation.verification.models import TrajectoryAudit
 from benchmark import visibility
 from benchmark.exceptions import Forbidden
 from benchmark.models import Item, ItemStatus, Membership

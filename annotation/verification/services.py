@@ -21,7 +21,7 @@ Here that is a judgment task with free-text answers and the author rule (a *solv
 * after answering, each verifier ticks a checklist for every step of the reference trajectory
   (:data:`CHECKS`); reviewers see the ticks of all verifiers per step.
 
-The answer verification is decided against (:func:`verification_begin`): when an item is first
+The answer verification is decided against (``annotation.judging.services.verification_begin``): when an item is first
 leased for a solve task, its answer, accepted variants, match type and tolerance are recorded
 on the task's Outcome (``answer_snapshot``); every verifier's answer is compared with that
 record, never with the item as it is at the moment of comparison. While verification is open
@@ -58,9 +58,9 @@ from django.utils.dateparse import parse_datetime
 
 from annotation.judging.consensus import Rule, Verdict
 from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome, Scheme
+from annotation.judging.solving import golden_answer, is_solve_task, reference_trajectory
 from annotation.verification.checklist import MAX_COMMENT, audit_steps
 from annotation.verification.models import TrajectoryAudit, VerificationRound
-from annotation.verification.rules import golden_answer, is_solve_task, reference_trajectory
 from annotation.verification.selectors import hidden_items
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus
@@ -77,18 +77,6 @@ followed by more words), the drafting page's ``drafted by <name> with <model>``,
 written in the app, ``written by <name>``."""
 
 
-SOLVE_TASK_DEFAULTS: dict[str, Any] = {
-    "question": "Solve the task without the reference: look at the images, answer in the "
-    "requested format. Your answer is compared with the author's answer and its accepted "
-    "variants; then audit the reference trajectory step by step.",
-    "scheme": Scheme.TEXT,
-    "overlap": 2,
-    "consensus": Rule.AUTHOR_PLUS_TWO,
-    "updates_item_status": True,
-    "author_may_judge": False,
-}
-
-
 # --------------------------------------------------------------------------- selectors
 
 
@@ -103,19 +91,6 @@ def _solve_tasks(project_id: int) -> QuerySet[JudgmentTask]:
     return JudgmentTask.objects.filter(
         project_id=project_id, active=True, scheme=Scheme.TEXT, consensus=Rule.AUTHOR_PLUS_TWO
     )
-
-
-def verification_begin(*, task: JudgmentTask, item_id: int) -> Outcome | None:
-    """Inside a transaction, when an item is leased for a solve task: record the answer the
-    verification is decided against, once (the item is read again here, never taken from a
-    caller, whose copy may have the answer hidden). Other tasks: nothing."""
-    if not is_solve_task(task):
-        return None
-    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item_id=item_id)
-    if outcome.answer_snapshot is None:
-        outcome.answer_snapshot = golden_answer(Item.objects.get(pk=item_id))
-        outcome.save(update_fields=["answer_snapshot", "updated_at"])
-    return outcome
 
 
 def verifier_may_not_edit(*, user: AnyUser, item: Any, action: str) -> str | None:

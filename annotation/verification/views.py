@@ -22,15 +22,14 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation.judging import selectors, services
+from annotation.judging import selectors, services, solving
 from annotation.judging.models import JudgmentTask
-from annotation.trajectories.document import split_prompt
 from annotation.verification import checklist
-from annotation.verification import rules as verification_rules
 from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from benchmark import permissions
 from benchmark.exceptions import DomainError, Forbidden
+from benchmark.formats.agentic_mme import split_prompt
 from benchmark.images import selectors as benchmark_selectors
 from benchmark.models import Item
 from benchmark.presenters import checkpoint_view, item_view
@@ -128,7 +127,7 @@ def solve(request: HtmxHttpRequest, *, task: JudgmentTask, item_id: int) -> Http
 
 
 def reference_units(item: Item) -> tuple[Any, list[dict[str, Any]]]:
-    reference = verification_rules.reference_trajectory(item)
+    reference = solving.reference_trajectory(item)
     if reference is None:
         return None, []
     units = checklist.audit_steps(reference.checkpoints or [], reference.steps or [])
@@ -154,7 +153,7 @@ def audited_item_context(
         "item": item,
         "view": item_view(item, images, "image_index"),
         "question_and_format": question_and_format(item),
-        "golden": verification_rules.golden_answer(item),
+        "golden": solving.golden_answer(item),
         "reference": reference,
         "answers": verification_selectors.answers_for(user=request.user, task=task, item=item),
     }
@@ -208,7 +207,7 @@ def audit(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
     """After answering, the verifier sees the reference (answer, variants, trajectory) and
     ticks each step's checklist. Reviewers see every verifier's ticks per step."""
     task = selectors.task_get(user=request.user, pk=pk)
-    if not verification_rules.is_solve_task(task):
+    if not solving.is_solve_task(task):
         raise Http404("This task has no audit checklist.")
     item = selectors.task_item_get(user=request.user, task=task, pk=item_id)
     reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
@@ -265,7 +264,7 @@ def audit_list(request: HttpRequest, pk: int) -> HttpResponse:
     """Reviewers: every item of the task that verifiers have audited, with the number of
     audits and of unconfirmed checks; the doubtful first."""
     task = selectors.task_get(user=request.user, pk=pk)
-    if not verification_rules.is_solve_task(task):
+    if not solving.is_solve_task(task):
         raise Http404("This task has no audit checklist.")
     if not permissions.can(user=request.user, project=task.project, action="adjudicate"):
         raise PermissionDenied("Only reviewers and admins see the audits.")
@@ -285,7 +284,7 @@ def audit_list(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _api_task_item(request: Request, pk: int, item_id: int) -> tuple[JudgmentTask, Item]:
     task = selectors.task_get(user=request.user, pk=pk)
-    if not verification_rules.is_solve_task(task):
+    if not solving.is_solve_task(task):
         raise Http404("This task is not a blind solve task.")
     return task, selectors.task_item_get(user=request.user, task=task, pk=item_id)
 
@@ -324,8 +323,8 @@ def api_blind_item(request: Request, pk: int, item_id: int) -> Response:
     if mine is not None:
         data["your_answer"] = mine.value
         outcome = selectors.outcome_for(task=task, item=item)
-        golden = verification_rules.decided_against(outcome, item)
-        data["matches"] = verification_rules.answer_matches(golden, mine.value)
+        golden = solving.decided_against(outcome, item)
+        data["matches"] = solving.answer_matches(golden, mine.value)
     return Response(data)
 
 

@@ -25,7 +25,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from benchmark import permissions, visibility
+from benchmark import permissions, selectors, visibility
 from benchmark.api.item_inputs import ItemFieldsInput, ItemRecordInput
 from benchmark.api.schema import CountedPagination, QueryIntegerField, id_filter
 from benchmark.api.serializers import (
@@ -61,8 +61,7 @@ from benchmark.models import (
     Trajectory,
 )
 from benchmark.models import Response as ResponseModel
-from benchmark.projects import selectors
-from benchmark.projects.selectors import ItemFilters
+from benchmark.selectors import ItemFilters
 from benchmark.typing import User
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet, Sum
 from django.shortcuts import get_object_or_404
 
-from benchmark.api_tokens.models import ApiToken
+from benchmark.models import ApiToken
 from benchmark.typing import AnyUser
 
 

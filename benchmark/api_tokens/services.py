@@ -13,9 +13,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchmark import permissions
-from benchmark.api_tokens.models import ApiToken, ApiTokenUse
 from benchmark.exceptions import Conflict, DomainError, ValidationFailed
-from benchmark.people.models import AuditAction
+from benchmark.models import ApiToken, ApiTokenUse, AuditAction
 from benchmark.people.services import audit_record
 from benchmark.typing import User
 

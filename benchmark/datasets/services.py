@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import threading
 import zipfile
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -43,7 +43,6 @@ from benchmark.formats import (
 from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.images.selectors import project_images_named
 from benchmark.images.services import image_store
-from benchmark.items import indexing
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
@@ -53,10 +52,12 @@ from benchmark.models import (
     Item,
     ItemStatus,
     Job,
+    Modality,
     Plan,
     Project,
     Response,
     Trajectory,
+    indexing,
 )
 from benchmark.typing import AnyUser, User
 
@@ -350,19 +351,38 @@ def dataset_import(
     return result
 
 
+def item_source_file(project: Project, values: Mapping[str, Any], external_id: str) -> str:
+    """The file of its benchmark's layout that an item with ``values`` is written to on
+    export: per item for Agentic-MME, per modality for LLM-I, else the file the project's
+    last item came from (or the format's default file)."""
+    fmt = project.data_format
+    if fmt == DataFormat.AGENTIC_MME:
+        return f"json/{external_id}.json" if external_id else "json/"
+    if fmt == DataFormat.LLMI:
+        if (values.get("constraints") or {}).get("image_count"):
+            return "train_sample.json"
+        return "mm_input.json" if values.get("modality") == Modality.IMAGE else "text_only.json"
+    last = (
+        Item.objects.filter(project=project)
+        .exclude(source_file="")
+        .order_by("-position", "-id")
+        .values_list("source_file", flat=True)
+        .first()
+    )
+    return last or {DataFormat.ATP: "data.jsonl"}.get(fmt, "tasks.json")  # type: ignore[call-overload]
+
+
 def _as_native(row: dict[str, Any], project: Project, files: dict[str, str]) -> None:
     """An item read from an interchange format (Label Studio, JSONL/CSV) is stored as an item
     written in the project's own format would be: no raw source record (its format is not
     the project's, and the project's export builds the record from the fields) and the file
     the project's format keeps such an item in."""
-    from benchmark.items.services import _source_file
-
     row["raw"], row["raw_holes"] = "", []
     if project.data_format in (DataFormat.AGENTIC_MME, DataFormat.LLMI):
-        row["source_file"] = _source_file(project, row, row["external_id"])
+        row["source_file"] = item_source_file(project, row, row["external_id"])
     else:  # one file for all: computed once per import
         if "" not in files:
-            files[""] = _source_file(project, row, row["external_id"])
+            files[""] = item_source_file(project, row, row["external_id"])
         row["source_file"] = files[""]
 
 

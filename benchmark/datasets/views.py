@@ -16,12 +16,12 @@ from django.shortcuts import redirect
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
+from benchmark import selectors
 from benchmark.datasets import services
 from benchmark.datasets.forms import ExportForm, ImportForm
 from benchmark.exceptions import DomainError
 from benchmark.jobs import selectors as job_selectors
 from benchmark.pages import htmx_page, project_context, render_page, require_action
-from benchmark.projects import selectors
 from benchmark.typing import HtmxHttpRequest
 
 

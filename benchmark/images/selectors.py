@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
+from typing import Any
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from benchmark.models import (
-    Image,
-    Project,
-)
+from benchmark.models import Image, Item, Project
+from benchmark.presenters import image_entries
 from benchmark.typing import AnyUser
 
 
@@ -84,3 +83,13 @@ def _project_images(project: Project, shas: set[str]) -> dict[str, Image]:
     if not shas:
         return {}
     return {i.sha256: i for i in Image.objects.filter(projects=project, sha256__in=shas)}
+
+
+def item_images(
+    *, user: AnyUser, item: Item, index_name: str = "img_index"
+) -> list[dict[str, Any]]:
+    """The item's stored images, labelled by ``index_name`` (ones missing from storage cannot
+    be sent to a model)."""
+    refs = item.image_refs or []
+    images = images_by_sha(user=user, shas=[r.get("sha256") for r in refs])
+    return [e for e in image_entries(refs, images, index_name) if e["image"]]

@@ -25,12 +25,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from benchmark import selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.images import services as image_services
 from benchmark.models import Image, Project
 from benchmark.pages import htmx_page, project_context, render_page, require_action
-from benchmark.projects import selectors
 
 PAGE_SIZE = 60
 

@@ -1,6 +1,6 @@
 """Reads for the item editor and history: versions with what each changed, scoped to the user
 (an item of another project answers 404, one whose answer is hidden from the user 403, through
-``benchmark.projects.selectors.item_get_revealed``)."""
+``benchmark.selectors.item_get_revealed``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark.items.models import ItemVersion
 from benchmark.items.services import EDITABLE_FIELDS, changed_fields, item_snapshot
-from benchmark.models import Item
+from benchmark.models import Item, ItemVersion
 from benchmark.typing import AnyUser
 
 MAX_SHOWN = 400

@@ -47,16 +47,17 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from benchmark.datasets.services import item_source_file
 from benchmark.exceptions import NotFound, ValidationFailed
 from benchmark.formats.agentic_mme import FORMAT_LEADS, join_prompt, split_prompt
 from benchmark.formats.llmi import image_count
 from benchmark.images.selectors import image_name_sha, project_images_named
-from benchmark.items.models import ItemVersion
 from benchmark.models import (
     DataFormat,
     Image,
     Item,
     ItemStatus,
+    ItemVersion,
     Modality,
     Origin,
     Project,
@@ -716,24 +717,6 @@ def _next_external_id(project: Project, source_file: str) -> str:
     return f"{prefix}{max(numbers, default=0) + 1:0{width}d}"
 
 
-def _source_file(project: Project, values: Mapping[str, Any], external_id: str) -> str:
-    fmt = project.data_format
-    if fmt == DataFormat.AGENTIC_MME:
-        return f"json/{external_id}.json" if external_id else "json/"
-    if fmt == DataFormat.LLMI:
-        if (values.get("constraints") or {}).get("image_count"):
-            return "train_sample.json"
-        return "mm_input.json" if values.get("modality") == Modality.IMAGE else "text_only.json"
-    last = (
-        Item.objects.filter(project=project)
-        .exclude(source_file="")
-        .order_by("-position", "-id")
-        .values_list("source_file", flat=True)
-        .first()
-    )
-    return last or {DataFormat.ATP: "data.jsonl"}.get(fmt, "tasks.json")  # type: ignore[call-overload]
-
-
 # --------------------------------------------------------------------------- create
 
 
@@ -761,11 +744,11 @@ def item_create(
             raise ItemInvalid(
                 {"external_id": f"{external_id!r} is already an item of this project"}
             )
-        source_file = _source_file(project, values, str(external_id or ""))
+        source_file = item_source_file(project, values, str(external_id or ""))
         if not external_id:
             external_id = _next_external_id(project, source_file)
             if project.data_format == DataFormat.AGENTIC_MME:
-                source_file = _source_file(project, values, external_id)
+                source_file = item_source_file(project, values, external_id)
         position = (
             Item.objects.filter(project=project).aggregate(top=Max("position"))["top"] or 0
         ) + 1

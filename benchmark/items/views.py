@@ -19,12 +19,12 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from benchmark import permissions
+from benchmark import selectors as project_selectors
 from benchmark.exceptions import DomainError
 from benchmark.items import forms, history, selectors, services
 from benchmark.items.services import COMMON_VERBS, VERB_SUFFIXES, ItemInvalid
 from benchmark.models import DataFormat, Item, Project, Response
 from benchmark.pages import htmx_page, project_context, render_page, require_action
-from benchmark.projects import selectors as project_selectors
 from benchmark.typing import request_user
 from benchmark.versions import StaleVersion
 

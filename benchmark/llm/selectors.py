@@ -4,12 +4,18 @@ calls (and model-call jobs) about an item whose answer is hidden from the user
 
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import urlsplit
+
 from django.db.models import BigIntegerField, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from benchmark import visibility
-from benchmark.models import Item, Job, ModelCall
+from benchmark.llm.client import ModelNotConfigured
+from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
+from benchmark.models import Item, Job, ModelCall, Project
+from benchmark.selectors import item_list
 from benchmark.typing import AnyUser
 
 
@@ -31,12 +37,10 @@ def model_call_jobs_visible(*, user: AnyUser, jobs: QuerySet[Job]) -> QuerySet[J
 
     This is the one hook for the item-visibility rules (a blind verifier must not see what
     the author asked about the item): item visibility is decided by the items selector
-    ``benchmark.projects.selectors.item_list``; when it (or ``benchmark.visibility``) hides
+    ``benchmark.selectors.item_list``; when it (or ``benchmark.visibility``) hides
     an item from a user, that user's view of the item's model-call jobs follows here, and so
     does ``benchmark.visibility``'s rule: a call about an item whose answer is hidden from the
     user (a blind verifier) is not theirs to see."""
-    from benchmark.projects.selectors import item_list
-
     visible_items = item_list(user=user).values("pk")
     jobs = visibility.exclude_hidden_jobs(jobs, user=user)
     return jobs.annotate(
@@ -46,3 +50,19 @@ def model_call_jobs_visible(*, user: AnyUser, jobs: QuerySet[Job]) -> QuerySet[J
         | Q(params__item_id__isnull=True)  # no such key
         | Q(about_item__in=visible_items)
     )
+
+
+def model_context(project: Project) -> dict[str, Any]:
+    """The project's model (``model``), or why there is none (``model_error``), and how to
+    configure one (``how_to``); ``model_host`` is the host of its endpoint."""
+    try:
+        resolved = model_resolve(project=project)
+    except ModelNotConfigured as exc:
+        return {"model": None, "model_error": str(exc), "how_to": HOW_TO_CONFIGURE}
+    host = urlsplit(resolved.config.base_url).netloc if resolved is not None else ""
+    return {
+        "model": resolved,
+        "model_host": host,
+        "model_error": "",
+        "how_to": HOW_TO_CONFIGURE,
+    }

@@ -9,13 +9,15 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from benchmark import selectors
 from benchmark.exceptions import DomainError
+from benchmark.images.selectors import item_images
 from benchmark.jobs import selectors as job_selectors
 from benchmark.llm import selectors as llm_selectors
 from benchmark.llm import services as llm_services
 from benchmark.llm.forms import AskModelForm
-from benchmark.pages import htmx_page, item_images, model_context, project_context, render_page
-from benchmark.projects import selectors
+from benchmark.llm.selectors import model_context
+from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 
 HISTORY_SIZE = 50

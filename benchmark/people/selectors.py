@@ -11,9 +11,8 @@ from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
 
 from benchmark import permissions
-from benchmark.models import Membership, Project
-from benchmark.people.models import AuditEvent, Invitation
-from benchmark.projects import selectors as project_selectors
+from benchmark import selectors as project_selectors
+from benchmark.models import AuditEvent, Invitation, Membership, Project
 from benchmark.typing import AnyUser, User
 
 EVENTS_SHOWN = 100

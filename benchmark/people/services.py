@@ -18,8 +18,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from benchmark import permissions
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
-from benchmark.models import Membership, Project, Role
-from benchmark.people.models import AuditAction, AuditEvent, Invitation
+from benchmark.models import AuditAction, AuditEvent, Invitation, Membership, Project, Role
 from benchmark.typing import User
 
 INVITATION_DAYS = 7

@@ -7,7 +7,7 @@ from typing import Any, cast
 from django import forms
 
 from benchmark.models import ItemStatus, Modality
-from benchmark.projects.selectors import ItemFacets, ItemFilters
+from benchmark.selectors import ItemFacets, ItemFilters
 
 ANY = [("", "Any")]
 

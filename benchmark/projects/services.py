@@ -15,6 +15,7 @@ from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.llm import services as llm_services
 from benchmark.llm.client import CACHE_MODES, ModelNotConfigured
 from benchmark.models import (
+    AuditAction,
     DataFormat,
     Item,
     ItemStatus,
@@ -27,10 +28,9 @@ from benchmark.models import (
     Taxonomy,
     Toolset,
 )
-from benchmark.people.models import AuditAction
 from benchmark.people.services import audit_record
 from benchmark.permissions import can
-from benchmark.projects.selectors import taxonomies_usable, toolsets_usable
+from benchmark.selectors import taxonomies_usable, toolsets_usable
 from benchmark.toolsets.services import taxonomy_copy, toolset_copy
 from benchmark.typing import User
 

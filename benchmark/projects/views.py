@@ -16,21 +16,15 @@ from django.urls import reverse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from benchmark import permissions
+from benchmark import permissions, selectors
 from benchmark.datasets.forms import ExportForm
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
+from benchmark.llm.selectors import model_context
 from benchmark.llm.services import api_key_env_allowed
 from benchmark.models import Item, ItemStatus, Project, ProjectKind
 from benchmark.notices import item_notices
-from benchmark.pages import (
-    form_submit,
-    htmx_page,
-    model_context,
-    project_context,
-    render_page,
-    require_action,
-)
+from benchmark.pages import form_submit, htmx_page, project_context, render_page, require_action
 from benchmark.pagination import CountedPaginator
 from benchmark.people.selectors import project_for_members
 from benchmark.permissions import can_create_project
@@ -42,7 +36,7 @@ from benchmark.presenters import (
     tag_segments,
     trajectory_view,
 )
-from benchmark.projects import selectors, services
+from benchmark.projects import services
 from benchmark.projects.forms import (
     ItemFilterForm,
     ProjectCreateForm,

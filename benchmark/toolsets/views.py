@@ -12,9 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from benchmark import permissions
+from benchmark import permissions, selectors
 from benchmark.exceptions import DomainError
-from benchmark.projects import selectors
 from benchmark.toolsets import services as toolset_services
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from annotation.judging.consensus import Verdict
 from annotation.judging.models import Judgment, JudgmentTask, Outcome
-from annotation.verification.rules import answer_matches, decided_against
+from annotation.judging.solving import answer_matches, decided_against
 from annotation.verification.selectors import AnswerRow
 from benchmark.exceptions import Forbidden
 from benchmark.models import Item

@@ -14,7 +14,7 @@ from annotation.discarding.models import DiscardProposal, ProposalStatus
 from annotation.judging.consensus import Verdict
 from annotation.judging.models import JudgmentTask, Outcome
 from annotation.judging.services import item_follows_outcome, judgment_agreement_sync
-from annotation.verification.rules import is_solve_task
+from annotation.judging.solving import is_solve_task
 from annotation.verification.services import verification_reopen_if_changed
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus

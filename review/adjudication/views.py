@@ -13,9 +13,9 @@ from django.views.decorators.vary import vary_on_headers
 from annotation.discarding import selectors as discard_selectors
 from annotation.discarding.models import ProposalStatus
 from annotation.judging import selectors as judging_selectors
+from annotation.judging import solving
 from annotation.judging.models import JudgmentTask
 from annotation.judging.views import _judge_context
-from annotation.verification import rules as verification_rules
 from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from annotation.verification.views import audited_item_context, reference_units
@@ -37,7 +37,7 @@ from review.pages import project_for_review, task_for_review
 @require_GET
 def dispute_list(request: HttpRequest, pk: int) -> HttpResponse:
     task = task_for_review(request, pk, action="adjudicate")
-    if verification_rules.is_solve_task(task):  # blind solving: the joint-review queue
+    if solving.is_solve_task(task):  # blind solving: the joint-review queue
         return joint_review_list(request, task)
     outcomes = judging_selectors.disputes(user=request.user, task=task)
     return render(
@@ -51,7 +51,7 @@ def dispute_list(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def adjudicate(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
     task = task_for_review(request, pk, action="adjudicate")
-    if verification_rules.is_solve_task(task):  # blind solving: joint review of the answers
+    if solving.is_solve_task(task):  # blind solving: joint review of the answers
         return joint_review(request, task, item_id)
     item = judging_selectors.task_item_get(user=request.user, task=task, pk=item_id)
     form = DecisionForm(task=task)
@@ -81,13 +81,13 @@ def joint_review_list(request: HttpRequest, task: JudgmentTask) -> HttpResponse:
             "task": task,
             "project": task.project,
             "rows": rows,
-            "golden": {r.item.pk: verification_rules.golden_answer(r.item) for r in rows},
+            "golden": {r.item.pk: solving.golden_answer(r.item) for r in rows},
         },
     )
 
 
 def _revise_initial(item: Item) -> dict[str, Any]:
-    golden = verification_rules.golden_answer(item)
+    golden = solving.golden_answer(item)
     return {
         "expected_answer": item.expected_answer,
         "accepted_variants": "\n".join(golden["accepted_answers"]),

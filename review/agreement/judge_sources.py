@@ -15,7 +15,8 @@ Human rating contexts and their judge sources:
   - an m&m's plan validity judge run, for item-level binary tasks (plan votes): unit
     ``<item id>``, value 1 when the judge found the item's ground-truth plan valid, else 0.
 
-* an upload of Agentic-MME runs (:func:`run_set_judge_rater`): people's answers to visual
+* an upload of Agentic-MME runs (``review.runs.selectors.run_set_judge_rater``, which the
+  runs feature owns, since it reads the runs' models): people's answers to visual
   checks (each reviewer's newest ``VisualVerdict`` per run and checkpoint) against the V
   judge's answer recorded in the run's score (``detail["visual"]`` when the judge decided the
   check, ``detail["judge"]`` once a person's answer replaced it); units
@@ -27,7 +28,7 @@ out and counted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -41,7 +42,6 @@ from benchmark.typing import AnyUser
 from review.agreement.services import LEVELS
 from review.judges.models import JudgeRun
 from review.judges.specs import JudgeSpec, judge_label, judge_specs
-from review.runs.models import RunSet, VisualVerdict
 
 #: A task whose unit is one criterion of one answer (people score it 0/1/2), as the judge run's
 #: rubric calls are; its judgments carry the unit ``response:<response id>:r<k>``.
@@ -189,79 +189,4 @@ def judge_rater_report(*, user: AnyUser, task: JudgmentTask, key: str) -> dict[s
     except ValueError as exc:
         raise ValidationFailed(f"judge {source.key}: {exc}") from None
     report["source"] = {"key": source.key, "label": source.label, "kind": source.kind}
-    return report
-
-
-# =========================================================================== agent runs
-
-
-def _judge_visual(cp: dict[str, Any]) -> tuple[bool, int | None]:
-    """Whether the V judge answered this checkpoint, and its answer (1 / 0 / None)."""
-    if cp.get("kind") != "visual" or not cp.get("has_visual_check"):
-        return False, None
-    detail = cp.get("detail") or {}
-    decided = detail.get("decided_by")
-    if decided == "judge":
-        answer = detail.get("visual")
-    elif decided == "person":
-        answer = detail.get("judge")  # the judge's answer a person's replaced
-    else:
-        return False, None
-    if not isinstance(answer, dict) or answer.get("method") != "judge":
-        return False, None
-    passed = answer.get("passed")
-    return True, None if passed is None else int(bool(passed))
-
-
-def _judge_answers(scores: Iterable[tuple[int, Any]]) -> tuple[dict[str, Any], list[str]]:
-    """The V judge's recorded answers in runs' scores, keyed ``run:<run id>:<checkpoint
-    id>``, and the judge models the runs were scored with."""
-    judge: dict[str, Any] = {}
-    models: set[str] = set()
-    for run_id, score in scores:
-        score = score if isinstance(score, dict) else {}
-        if score.get("judge_model"):
-            models.add(str(score["judge_model"]))
-        for cp in score.get("checkpoints") or []:
-            if not isinstance(cp, dict):
-                continue
-            answered, value = _judge_visual(cp)
-            if answered:
-                judge[f"run:{run_id}:{cp.get('id')}"] = value
-    return judge, sorted(models)
-
-
-def run_set_visual_verdicts(*, run_set: RunSet) -> list[Row]:
-    """People's answers to the upload's visual checks as ``(run:<run id>:<checkpoint id>,
-    reviewer, 1 / 0)``: each reviewer's newest answer per run and checkpoint."""
-    newest: dict[tuple[int, str, str], bool] = {}
-    verdicts = (
-        VisualVerdict.objects.filter(run__run_set=run_set)
-        .order_by("id")
-        .values_list("run_id", "checkpoint_id", "reviewer__username", "passed")
-    )
-    for run_id, checkpoint, reviewer, passed in verdicts.iterator(2000):
-        newest[(run_id, checkpoint, reviewer)] = passed
-    return [
-        (f"run:{run_id}:{checkpoint}", reviewer, int(passed))
-        for (run_id, checkpoint, reviewer), passed in newest.items()
-    ]
-
-
-def run_set_judge_rater(
-    *, user: AnyUser, run_set: RunSet, scores: Iterable[tuple[int, Any]] | None = None
-) -> dict[str, Any] | None:
-    """The V judge against the people who answered visual checks of the upload's runs
-    (reviewers and admins); None when no run has a judge answer. ``scores``: the runs'
-    ``(id, score)`` when the caller has read them already."""
-    permissions.require(user=user, project=run_set.project, action="manage_studies")
-    if scores is None:
-        scores = run_set.runs.values_list("id", "score").iterator(500)
-    judge, models = _judge_answers(scores)
-    if not judge:
-        return None
-    from benchmark.metrics.judge_rater import judge_as_rater  # lazy: NumPy, ~0.1 s
-
-    report = judge_as_rater(run_set_visual_verdicts(run_set=run_set), judge, "nominal", [0, 1])
-    report["source"] = {"key": "v-judge", "label": ", ".join(models) or "V judge", "kind": "v"}
     return report

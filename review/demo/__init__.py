@@ -11,7 +11,7 @@ where the repository is all there is:
 
 Every record was written for Benchwright; none is a benchmark row, so never report results
 on them. Some are flawed on purpose, for the review features to find (see README.md here).
-``make_images.py`` draws the images; the PNGs are committed.
+``bin/make_demo_images.py`` draws the images; the PNGs are committed.
 
 ``demo_load()`` is idempotent: it creates only the users, projects, memberships and items that
 are missing (and scores the recorded agent runs once, for the run-scoring page), and never

@@ -27,14 +27,9 @@ from benchmark.judges.base import placeholders
 from benchmark.models import Project
 from benchmark.typing import User
 from benchmark.versions import StaleVersion, version_save
-from review.judge_settings.selectors import (
-    WEIGHT_PRESETS,
-    agent_names,
-    builtin_by_id,
-    judge_weights_for,
-    template_current,
-)
+from review.judge_settings.selectors import WEIGHT_PRESETS, agent_names, builtin_by_id
 from review.judges.models import JudgeTemplateVersion, JudgeWeights
+from review.judges.run_settings import judge_weights_for, template_current
 
 MAX_TEMPLATE_CHARS = 20_000
 MAX_NOTE_CHARS = 300

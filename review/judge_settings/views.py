@@ -19,10 +19,10 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from benchmark import selectors as project_selectors
 from benchmark.exceptions import DomainError, Forbidden
 from benchmark.models import Project
 from benchmark.pages import htmx_page, project_context, render_page, require_action
-from benchmark.projects import selectors as project_selectors
 from benchmark.typing import request_user
 from benchmark.versions import StaleVersion
 from review.judge_settings import services

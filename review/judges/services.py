@@ -44,7 +44,6 @@ from benchmark.models import Image, Item, Job, Origin, Project, Response
 from benchmark.typing import User
 from review import job_names
 from review.answers.services import read_uploads
-from review.judge_settings.selectors import judge_templates_for
 from review.judges.calls import (
     Outcome,
     call_ask,
@@ -61,6 +60,7 @@ from review.judges.inputs import (
     rendered_images,
 )
 from review.judges.models import CallRecord, JudgeRun
+from review.judges.run_settings import judge_templates_for
 from review.judges.selectors import judge_run_report
 from review.judges.specs import JudgeSpec, judge_spec
 from review.judges.specs.subjects import answers_for

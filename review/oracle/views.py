@@ -13,12 +13,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from benchmark import permissions
+from benchmark import permissions, selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
+from benchmark.llm.selectors import model_context
 from benchmark.models import Job, Project, ProjectKind
-from benchmark.pages import htmx_page, model_context, project_context, render_page
-from benchmark.projects import selectors
+from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 from review.oracle import selectors as oracle_selectors
 from review.oracle import services as oracle

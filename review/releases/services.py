@@ -39,7 +39,6 @@ from benchmark import permissions
 from benchmark.datasets.services import dataset_export
 from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.formats import FormatError, ItemRecord, get_format
-from benchmark.items.models import ItemVersion
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.models import (
@@ -47,6 +46,7 @@ from benchmark.models import (
     Item,
     ItemStatus,
     ItemStatusChange,
+    ItemVersion,
     Job,
     Plan,
     Project,

@@ -19,9 +19,9 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from benchmark import selectors as project_selectors
 from benchmark.models import Job, Project
 from benchmark.pages import form_submit, htmx_page, project_context, render_page
-from benchmark.projects import selectors as project_selectors
 from benchmark.typing import User, request_user
 from review.pages import project_for_review
 from review.releases import selectors, services

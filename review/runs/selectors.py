@@ -11,11 +11,12 @@ from typing import Any
 from django.db.models import Count, Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
+from benchmark import permissions
 from benchmark.jobs import selectors as job_selectors
 from benchmark.metrics import agentic_mme as mme
 from benchmark.models import Job, Project, Trajectory
 from benchmark.typing import AnyUser
-from review.runs.models import AgentRun, FailureLabel, RunSet
+from review.runs.models import AgentRun, FailureLabel, RunSet, VisualVerdict
 from review.runs.services import (
     SCORE_KIND,
     _latest_verdicts,
@@ -293,3 +294,78 @@ def project_runs_overview(*, user: AnyUser, project: Project) -> list[dict[str, 
         {"set": s, "summary": figures(scores[s.pk])["overall"] if scores[s.pk] else None}
         for s in sets
     ]
+
+
+# --------------------------------------------------------------------------- the V judge as a rater
+
+
+def _judge_visual(cp: dict[str, Any]) -> tuple[bool, int | None]:
+    """Whether the V judge answered this checkpoint, and its answer (1 / 0 / None)."""
+    if cp.get("kind") != "visual" or not cp.get("has_visual_check"):
+        return False, None
+    detail = cp.get("detail") or {}
+    decided = detail.get("decided_by")
+    if decided == "judge":
+        answer = detail.get("visual")
+    elif decided == "person":
+        answer = detail.get("judge")  # the judge's answer a person's replaced
+    else:
+        return False, None
+    if not isinstance(answer, dict) or answer.get("method") != "judge":
+        return False, None
+    passed = answer.get("passed")
+    return True, None if passed is None else int(bool(passed))
+
+
+def _judge_answers(scores: Iterable[tuple[int, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """The V judge's recorded answers in runs' scores, keyed ``run:<run id>:<checkpoint
+    id>``, and the judge models the runs were scored with."""
+    judge: dict[str, Any] = {}
+    models: set[str] = set()
+    for run_id, score in scores:
+        score = score if isinstance(score, dict) else {}
+        if score.get("judge_model"):
+            models.add(str(score["judge_model"]))
+        for cp in score.get("checkpoints") or []:
+            if not isinstance(cp, dict):
+                continue
+            answered, value = _judge_visual(cp)
+            if answered:
+                judge[f"run:{run_id}:{cp.get('id')}"] = value
+    return judge, sorted(models)
+
+
+def run_set_visual_verdicts(*, run_set: RunSet) -> list[tuple[str, str, Any]]:
+    """People's answers to the upload's visual checks as ``(run:<run id>:<checkpoint id>,
+    reviewer, 1 / 0)``: each reviewer's newest answer per run and checkpoint."""
+    newest: dict[tuple[int, str, str], bool] = {}
+    verdicts = (
+        VisualVerdict.objects.filter(run__run_set=run_set)
+        .order_by("id")
+        .values_list("run_id", "checkpoint_id", "reviewer__username", "passed")
+    )
+    for run_id, checkpoint, reviewer, passed in verdicts.iterator(2000):
+        newest[(run_id, checkpoint, reviewer)] = passed
+    return [
+        (f"run:{run_id}:{checkpoint}", reviewer, int(passed))
+        for (run_id, checkpoint, reviewer), passed in newest.items()
+    ]
+
+
+def run_set_judge_rater(
+    *, user: AnyUser, run_set: RunSet, scores: Iterable[tuple[int, Any]] | None = None
+) -> dict[str, Any] | None:
+    """The V judge against the people who answered visual checks of the upload's runs
+    (reviewers and admins); None when no run has a judge answer. ``scores``: the runs'
+    ``(id, score)`` when the caller has read them already."""
+    permissions.require(user=user, project=run_set.project, action="manage_studies")
+    if scores is None:
+        scores = run_set.runs.values_list("id", "score").iterator(500)
+    judge, models = _judge_answers(scores)
+    if not judge:
+        return None
+    from benchmark.metrics.judge_rater import judge_as_rater  # lazy: NumPy, ~0.1 s
+
+    report = judge_as_rater(run_set_visual_verdicts(run_set=run_set), judge, "nominal", [0, 1])
+    report["source"] = {"key": "v-judge", "label": ", ".join(models) or "V judge", "kind": "v"}
+    return report

@@ -15,15 +15,13 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from benchmark import permissions
+from benchmark import permissions, selectors
 from benchmark.exceptions import Conflict, DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.metrics.agentic_mme import FailureMode
 from benchmark.models import Job, Project, ProjectKind
 from benchmark.pages import htmx_page, project_context, render_page
-from benchmark.projects import selectors
 from benchmark.typing import HtmxHttpRequest
-from review.agreement.judge_sources import run_set_judge_rater
 from review.agreement.presenters import judge_rater_view
 from review.runs import selectors as run_selectors
 from review.runs import services as runs
@@ -130,7 +128,7 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     run_set = run_selectors.run_set_get(user=request.user, pk=pk)
     _require_review(request, run_set.project)
     results = run_selectors.run_set_results(run_set=run_set)
-    judge_vs_people = run_set_judge_rater(
+    judge_vs_people = run_selectors.run_set_judge_rater(
         user=request.user,
         run_set=run_set,
         scores=[(row["run"].pk, row["data"]) for row in results["runs"]],

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from annotation.judging import solving
 from annotation.judging.models import Judgment, JudgmentTask, Outcome
 from annotation.judging.services import (
     _lease,
@@ -20,15 +21,14 @@ from annotation.judging.services import (
     judgment_task_ensure_defaults,
 )
 from annotation.verification import checklist
-from annotation.verification import rules as verification_rules
 from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from annotation.verification.models import TrajectoryAudit
+from benchmark import selectors as item_selectors
 from benchmark import visibility
 from benchmark.datasets import services as benchmark_services
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus, Project, Role, Toolset
-from benchmark.projects import selectors as item_selectors
 from review.adjudication import selectors as adjudication_selectors
 from review.adjudication import services as adjudication
 from review.adjudication.models import Decision
@@ -86,7 +86,7 @@ def test_trajectory_projects_get_the_solve_blind_task(world: dict[str, Any]) -> 
     assert task.name == "Solve blind"
     assert (task.scheme, task.consensus, task.overlap) == ("text", "author_plus_two", 2)
     assert task.updates_item_status and not task.author_may_judge
-    assert verification_rules.is_solve_task(task)
+    assert solving.is_solve_task(task)
     # Idempotent: asking again adds nothing.
     assert judgment_task_ensure_defaults(project=world["project"]) == [task]
     assert JudgmentTask.objects.filter(project=world["project"]).count() == 1
@@ -96,7 +96,7 @@ def test_interleaved_projects_do_not_get_it(db: None) -> None:
     project = ProjectFactory()
     tasks = judgment_task_ensure_defaults(project=project)
     assert [t.name for t in tasks] == ["Query verification"]
-    assert not verification_rules.is_solve_task(tasks[0])
+    assert not solving.is_solve_task(tasks[0])
 
 
 # --------------------------------------------------------------------------- comparing answers
@@ -124,20 +124,20 @@ def test_interleaved_projects_do_not_get_it(db: None) -> None:
 def test_answers_are_compared_as_the_benchmark_scores(
     world: dict[str, Any], task_id: str, answer: str, matches: bool
 ) -> None:
-    assert verification_rules.answer_matches_item(world["items"][task_id], answer) is matches
+    assert solving.answer_matches_item(world["items"][task_id], answer) is matches
 
 
 @needs_samples
 def test_accepted_variants_count(world: dict[str, Any]) -> None:
     item = world["items"]["0006"]
-    assert not verification_rules.answer_matches_item(item, "Copper")
+    assert not solving.answer_matches_item(item, "Copper")
     item.accepted_variants = ["Copper"]
-    assert verification_rules.answer_matches_item(item, "Copper")
+    assert solving.answer_matches_item(item, "Copper")
 
 
 def test_an_item_without_an_answer_matches_nothing(db: None) -> None:
     item = Item(expected_answer="  ", match_type="contains")
-    assert not verification_rules.answer_matches_item(item, "anything")
+    assert not solving.answer_matches_item(item, "anything")
 
 
 # --------------------------------------------------------------------------- consensus
@@ -202,13 +202,11 @@ def test_the_author_never_verifies_their_own_item(world: dict[str, Any], provena
 
 
 def test_author_username_reads_provenance() -> None:
-    assert verification_rules.author_username(Item(provenance="user:ann")) == "ann"
-    assert verification_rules.author_username(Item(provenance="user:ann model:x")) == "ann"
-    assert (
-        verification_rules.author_username(Item(provenance="drafted by ann with gpt-4o")) == "ann"
-    )
-    assert verification_rules.author_username(Item(provenance="imported:agentic-mme")) == ""
-    assert verification_rules.author_username(Item(provenance="user:")) == ""
+    assert solving.author_username(Item(provenance="user:ann")) == "ann"
+    assert solving.author_username(Item(provenance="user:ann model:x")) == "ann"
+    assert solving.author_username(Item(provenance="drafted by ann with gpt-4o")) == "ann"
+    assert solving.author_username(Item(provenance="imported:agentic-mme")) == ""
+    assert solving.author_username(Item(provenance="user:")) == ""
 
 
 # --------------------------------------------------------------------------- joint review
@@ -448,7 +446,7 @@ def test_reviewers_see_ticks_per_step_across_verifiers(world: dict[str, Any]) ->
             steps={"C1": {"checks": {"intent": True, "tool": ok, "checkpoint": True}}},
             base_number=0,
         )
-    reference = verification_rules.reference_trajectory(item)
+    reference = solving.reference_trajectory(item)
     assert reference is not None
     units = checklist.audit_steps(reference.checkpoints)
     table = verification_selectors.audit_table(
@@ -550,7 +548,7 @@ def test_a_revised_tolerance_is_kept_where_the_task_file_has_it(
     item.refresh_from_db()
     assert outcome.verdict == "accepted"
     assert item.raw_record["golden_answer"]["tolerance"] == 0.5
-    assert verification_rules.golden_answer(item)["tolerance"] == 0.5
+    assert solving.golden_answer(item)["tolerance"] == 0.5
     # The export writes it into the task file.
     benchmark_services.dataset_export(project=world["project"], out=tmp_path / "out")
     exported = json.loads((tmp_path / "out" / "json" / "0002.json").read_text())

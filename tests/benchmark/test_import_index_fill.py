@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from benchmark import selectors
 from benchmark.datasets.services import dataset_import
 from benchmark.formats import FormatError
 from benchmark.models import Item, Project
-from benchmark.projects import selectors
-from benchmark.projects.selectors import ItemFilters
+from benchmark.selectors import ItemFilters
 from tests.factories import ItemFactory
 
 

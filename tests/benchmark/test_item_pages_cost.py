@@ -13,9 +13,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from pytest_django.asserts import assertContains
 
-from benchmark import visibility
+from benchmark import selectors, visibility
 from benchmark.models import Project
-from benchmark.projects import selectors
 from tests.annotation.test_blind_answer_edits import world as world  # noqa: F401 - fixture
 from tests.factories import ItemFactory
 

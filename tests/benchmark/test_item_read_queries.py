@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from benchmark import visibility
-from benchmark.projects.selectors import item_get
+from benchmark.selectors import item_get
 from tests.annotation.test_blind_answer_edits import world as world  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db

@@ -14,11 +14,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from benchmark import selectors
 from benchmark.datasets.services import dataset_import
 from benchmark.models import Item, ItemStatus, Project
-from benchmark.projects import selectors
-from benchmark.projects.selectors import ItemFilters
 from benchmark.projects.services import item_restore, item_status_set
+from benchmark.selectors import ItemFilters
 from tests.factories import ItemFactory, ProjectFactory
 
 
@@ -166,7 +166,7 @@ def test_lost_triggers_come_back_with_exact_counts_and_index(
 ) -> None:
     """SQLite drops a table's triggers when a migration rebuilds it; ``ensure`` (run after
     every migrate) puts them back and recounts."""
-    from benchmark.items import indexing
+    from benchmark.models import indexing
 
     ItemFactory(project=project, external_id="kept", query="Kept framework")
     indexing.drop(connection)

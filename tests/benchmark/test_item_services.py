@@ -9,7 +9,6 @@ import pytest
 
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
 from benchmark.formats.agentic_mme import split_prompt
-from benchmark.items.models import ItemVersion
 from benchmark.items.services import (
     ItemInvalid,
     criterion_warnings,
@@ -17,7 +16,7 @@ from benchmark.items.services import (
     item_revert,
     item_update,
 )
-from benchmark.models import Item, ItemStatus, ProjectKind, Response, Role, TermKind
+from benchmark.models import Item, ItemStatus, ItemVersion, ProjectKind, Response, Role, TermKind
 from benchmark.versions import StaleVersion
 from tests.factories import (
     ImageFactory,

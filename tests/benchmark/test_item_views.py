@@ -10,9 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from benchmark.items.models import ItemVersion
 from benchmark.items.services import item_update
-from benchmark.models import Item, ProjectKind, Response, Role
+from benchmark.models import Item, ItemVersion, ProjectKind, Response, Role
 from tests.factories import (
     ItemFactory,
     MembershipFactory,

@@ -110,7 +110,7 @@ def test_a_model_call_is_visible_to_whoever_may_view_its_item(
     project: Project, users: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The hook for the blind rule: model-call jobs follow the item selector."""
-    from benchmark.projects import selectors as project_selectors
+    from benchmark import selectors as project_selectors
 
     job = make_job(project, "model_call", created_by=users["admin"])
     item_id = job.params["item_id"]

@@ -8,12 +8,11 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.http import Http404
 
-from benchmark import permissions
+from benchmark import permissions, selectors
 from benchmark.images import selectors as image_selectors
 from benchmark.jobs import selectors as job_selectors
 from benchmark.models import Project
-from benchmark.projects import selectors
-from benchmark.projects.selectors import ItemFilters
+from benchmark.selectors import ItemFilters
 from tests.factories import (
     ImageFactory,
     ItemFactory,

@@ -13,7 +13,7 @@ from django.apps import apps
 from django.db import IntegrityError
 
 from benchmark.exceptions import Conflict, ValidationFailed
-from benchmark.items.models import ItemVersion
+from benchmark.models import ItemVersion
 from benchmark.versions import StaleVersion, VersionRow, version_save
 from tests.factories import ItemFactory, UserFactory
 

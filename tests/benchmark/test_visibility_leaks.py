@@ -13,10 +13,10 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.judging.models import JudgmentTask
+from benchmark import selectors as item_selectors
 from benchmark.images import services as image_services
 from benchmark.llm import selectors as llm_selectors
 from benchmark.models import Job, JobStatus
-from benchmark.projects import selectors as item_selectors
 from tests.annotation.test_blind_answer_edits import _answer
 from tests.annotation.test_blind_answer_edits import world as world  # noqa: F401 - fixture
 from tests.factories import (

@@ -21,14 +21,10 @@ from benchmark.models import Membership, Project, Role
 from benchmark.versions import StaleVersion
 from review.judge_settings import services
 from review.judge_settings.presenters import text_diff
-from review.judge_settings.selectors import (
-    WEIGHT_PRESETS,
-    judge_settings_get,
-    judge_templates_for,
-    judge_weights_for,
-)
+from review.judge_settings.selectors import WEIGHT_PRESETS, judge_settings_get
 from review.judges import services as judge_services
 from review.judges.models import JudgeCall, JudgeTemplateVersion, JudgeWeights
+from review.judges.run_settings import judge_templates_for, judge_weights_for
 from review.judges.selectors import judge_run_report
 from tests.factories import ItemFactory, ProjectFactory
 from tests.llm_server import point_at

@@ -22,6 +22,7 @@ from review.judges import services as judge_services
 from review.judges.models import JudgeCall, JudgeRun, PlanJudgeCall
 from review.judges.selectors import judge_run_report
 from review.judges.specs.mms_plan import plan_validity_by_item
+from review.runs import selectors as run_selectors
 from review.runs.models import AgentRun, RunSet, VisualVerdict
 from tests.factories import (
     AgentRunFactory,
@@ -538,7 +539,7 @@ def runs(users: dict[str, Any]) -> RunSet:
 
 
 def test_v_judge_against_people_hand_computed(runs: RunSet, users: dict[str, Any]) -> None:
-    report = judge_sources.run_set_judge_rater(user=users["reviewer"], run_set=runs)
+    report = run_selectors.run_set_judge_rater(user=users["reviewer"], run_set=runs)
     assert report is not None
     # Judge: r1 1, r2 0, r3 1, r5 1. Majority: r1 1, r2 1, r3 0, r4 1 (r4: no judge).
     # (1,1) (0,1) (1,0): [[0, 1], [1, 1]], po 1/3, pe 5/9, kappa -1/2.
@@ -554,7 +555,7 @@ def test_v_judge_against_people_hand_computed(runs: RunSet, users: dict[str, Any
     assert report["judge"]["n_units"] == 4 and report["judge"]["n_units_rated_by_people"] == 3
     assert report["source"]["label"] == "v-judge-m"
     with pytest.raises(Forbidden):
-        judge_sources.run_set_judge_rater(user=users["annotator"], run_set=runs)
+        run_selectors.run_set_judge_rater(user=users["annotator"], run_set=runs)
 
 
 def test_run_set_page_has_a_judge_vs_people_section(
@@ -576,7 +577,7 @@ def test_run_set_without_judge_answers_has_no_such_section(
     AgentRunFactory(run_set=run_set)
     page = clients["reviewer"].get(f"/runs/{run_set.pk}/").content.decode()
     assert "judge-vs-people" not in page
-    assert judge_sources.run_set_judge_rater(user=users["reviewer"], run_set=run_set) is None
+    assert run_selectors.run_set_judge_rater(user=users["reviewer"], run_set=run_set) is None
 
 
 def test_plan_judge_call_factory(db: None) -> None:

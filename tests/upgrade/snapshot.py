@@ -47,7 +47,7 @@ EXPORTS = "exports"
 #: are loaded after every other table, replacing what the triggers wrote meanwhile, and are
 #: compared by content: their ids are the database's own (a recount gives new ones).
 KEPT_BY_DATABASE = {
-    "benchmark.itemtally": "benchmark.items.indexing (triggers on benchmark_item)",
+    "benchmark.itemtally": "benchmark.models.indexing (triggers on benchmark_item)",
 }
 
 #: What an upgrade may do to the release's rows on purpose, each with the reason; anything

@@ -11,8 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from benchmark.api_tokens import services
-from benchmark.api_tokens.models import ApiToken
 from benchmark.exceptions import DomainError
+from benchmark.models import ApiToken
 from benchmark.typing import User
 
 

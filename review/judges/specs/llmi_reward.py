@@ -54,7 +54,7 @@ def reward(
 
 def run_weights(run: JudgeRun) -> llmi_judge.Weights:
     """The weights the run recorded; the default (equal) for a run that recorded none."""
-    from review.judge_settings.selectors import weights_of_run
+    from review.judges.run_settings import weights_of_run  # lazy: it imports the spec registry
 
     return weights_of_run(run.weights)
 
@@ -186,7 +186,7 @@ class MllmJudge(LlmJudge):
 
     def run_settings(self, project: Project) -> dict[str, Any]:
         """The project's reward weights (else equal), recorded as ``JudgeRun.weights``."""
-        from review.judge_settings.selectors import judge_weights_for
+        from review.judges.run_settings import judge_weights_for  # lazy: as run_weights
 
         return judge_weights_for(project=project).as_record()
 

@@ -22,8 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from benchmark.api_tokens import services
-from benchmark.api_tokens.models import ApiToken, ApiTokenUse
-from benchmark.models import AuditAction, AuditEvent
+from benchmark.models import ApiToken, ApiTokenUse, AuditAction, AuditEvent
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,10 +1,12 @@
 """Draw the demo datasets' images with Pillow, replay the demo agent run, and check the result.
 
-    python review/demo/make_images.py          # (re)draw every PNG, then check
-    python review/demo/make_images.py --check  # only check the committed files
+    python bin/make_demo_images.py          # (re)draw every PNG, then check
+    python bin/make_demo_images.py --check  # only check the committed files
 
-The PNGs are committed, so loading the demo never needs this script. Re-run it after changing a
-drawing or a logged tool call. Pure Pillow: no Django.
+It writes into the demo datasets' folder, ``review/demo/`` (what ``manage.py load_demo``
+reads). The PNGs are committed, so loading the demo never needs this script, and it is not
+part of the shipped apps. Re-run it after changing a drawing or a logged tool call. Pure
+Pillow: no Django.
 
 The check makes sure that every image a record names exists, that each Agentic-MME crop box
 (0-1000 scale) really contains the detail its checkpoint asks about, that every image in the
@@ -25,7 +27,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter, ImageFont, ImageOps
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1] / "review" / "demo"
 MAX_IMAGE_BYTES = 30 * 1024
 MAX_TOTAL_BYTES = int(1.5 * 1024 * 1024)
 

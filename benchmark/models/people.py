@@ -9,7 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from benchmark.fields import JSONField
-from benchmark.models import Role  # loaded first: benchmark.models imports this module last
+from benchmark.models.core import Role
 
 __all__ = ["AuditAction", "AuditEvent", "Invitation"]
 

@@ -281,7 +281,7 @@ def search_sql(vendor: str, terms: list[str], project_id: int | None) -> tuple[s
     """A condition on ``benchmark_item`` true for the items holding every term (the last as a
     prefix), with its parameters; ``terms`` must not be empty. On SQLite the condition joins
     ``benchmark_item_fts`` (the caller adds the table to the query, see
-    ``benchmark.projects.selectors.item_search``), so the index drives the query in rowid
+    ``benchmark.selectors.item_search``), so the index drives the query in rowid
     order and stops at the page's last row."""
     if vendor == "postgresql":
         tsquery = " & ".join(terms[:-1] + [f"{terms[-1]}:*"])

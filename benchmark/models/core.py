@@ -10,7 +10,6 @@ from typing import Any
 
 import orjson
 from django.conf import settings as django_settings
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
@@ -188,19 +187,6 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def clean(self) -> None:
-        """A project's own model settings must resolve: the admin's form shows the reason
-        (a key variable that is not allow-listed, a cache mode, a number) on "settings"."""
-        if not (self.settings or {}).get("model"):
-            return
-        from benchmark.llm.client import ModelNotConfigured
-        from benchmark.llm.services import model_resolve
-
-        try:
-            model_resolve(project=self)
-        except ModelNotConfigured as exc:
-            raise ValidationError({"settings": str(exc)}) from exc
 
 
 class Membership(models.Model):
@@ -607,9 +593,3 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} call {self.request_key[:12]}"
-
-
-# Feature packages' models (registered with Django by being imported here).
-from benchmark.api_tokens.models import *  # noqa: E402, F403
-from benchmark.items.models import ItemVersion  # noqa: E402, F401
-from benchmark.people.models import *  # noqa: E402, F403

@@ -1,4 +1,8 @@
-"""The rules of blind verification that reads and writes share: which tasks are solve tasks, who authored an item, and whether an answer matches the item's answer the way the benchmark scores a final answer."""
+"""Blind solving, the judgment task that verifies an Agentic-MME item: the rules that judging,
+blind verification (``annotation.verification``) and joint review share. Which tasks are solve
+tasks, who authored an item, and whether an answer matches the item's answer the way the
+benchmark scores a final answer. Judging applies them itself (when it leases and decides an
+item); the verification feature, built on judging, adds the blind screens and the audit."""
 
 from __future__ import annotations
 
@@ -95,3 +99,16 @@ def reference_trajectory(item: Item) -> Trajectory | None:
         .order_by("position", "id")
         .first()
     )
+
+
+#: The blind solve task a trajectory project starts with.
+SOLVE_TASK_DEFAULTS: dict[str, Any] = {
+    "question": "Solve the task without the reference: look at the images, answer in the "
+    "requested format. Your answer is compared with the author's answer and its accepted "
+    "variants; then audit the reference trajectory step by step.",
+    "scheme": Scheme.TEXT,
+    "overlap": 2,
+    "consensus": Rule.AUTHOR_PLUS_TWO,
+    "updates_item_status": True,
+    "author_may_judge": False,
+}
