@@ -169,7 +169,7 @@ def checkpoint_view(cp: Any) -> dict[str, Any]:
     }
 
 
-def trajectory_view(traj: Trajectory, images: dict[str, Image]) -> dict[str, Any]:  # noqa: C901
+def trajectory_view(traj: Trajectory, images: dict[str, Image]) -> dict[str, Any]:
     entries = image_entries(traj.image_refs or [], images, "image_index")
     by_path = {e["path"]: e for e in entries if e["path"]}
 

@@ -17,7 +17,7 @@ blind-verification rule's tree took ~20 ms of CPU per page to build and compile)
 question is asked once per user object, i.e. once per request (:func:`decided`), and asked
 again after any write of this process.
 
-How the rule is applied (by the selectors in ``benchmark.projects.selectors``,
+How the rule is applied (by the selectors in ``benchmark.selectors``,
 ``benchmark.llm.selectors`` and every selector built on them; views, API views and templates
 never decide it):
 
@@ -55,7 +55,7 @@ are is decided by **identity-hiding rules**, ``rule(user=...) -> QuerySet[Respon
 ``identity_hidden`` and selects the identity columns (:data:`IDENTITY_FIELDS`) through
 ``CASE``, so a hidden response reads ``model_name == "hidden"``, ``key == "answer-<id>"``
 and empty ``source_file``, ``raw`` and ``extra``. Every selector that returns responses to
-show applies it (:func:`benchmark.projects.selectors.response_list` and
+show applies it (:func:`benchmark.selectors.response_list` and
 ``item_get_detailed``, the tag review and rendering selectors); reviewers see everything.
 """
 

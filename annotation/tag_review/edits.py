@@ -230,7 +230,7 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", ""}
 
 
-def convert_value(raw: str, type_name: str) -> Any:  # noqa: C901
+def convert_value(raw: str, type_name: str) -> Any:
     """A form value as the parameter's type (``int``, ``float``, ``bool``, ``str``; anything
     else is read as JSON, or kept as text when it is not JSON)."""
     name = (type_name or "").strip().lower()

@@ -355,7 +355,7 @@ def _render_review(
 # --------------------------------------------------------------------------- edits
 
 
-def _apply(  # noqa: C901
+def _apply(
     op: str, arg: str, post: Any, answer: _Answer, parsed: ParsedText, marks: list[str]
 ) -> tag_edits.Edit:
     if op == "insert":
@@ -419,7 +419,7 @@ def _apply(  # noqa: C901
 @login_required
 @require_http_methods(["GET", "POST"])
 @htmx_page
-def review(  # noqa: C901
+def review(
     request: HtmxHttpRequest, project_id: int, item_id: int, response_id: int
 ) -> HttpResponse:
     """The review screen. GET opens the current version; each POST applies one action (``op``

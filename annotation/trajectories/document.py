@@ -29,8 +29,9 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -124,7 +125,7 @@ class FieldError:
         return f"{self.where} · {self.field}: {self.message}"
 
 
-# --------------------------------------------------------------------------- reading
+# --------------------------------------------------------------------------- values
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -165,28 +166,384 @@ def args_text(args: Mapping[str, Any]) -> str:
     return json.dumps(dict(args), ensure_ascii=False) if args else ""
 
 
+class _Errors:
+    def __init__(self) -> None:
+        self.items: list[FieldError] = []
+
+    def add(
+        self,
+        where: str,
+        name: str,
+        message: str,
+        *,
+        step: int | None = None,
+        ordering: int | None = None,
+    ) -> None:
+        self.items.append(FieldError(where, name, message, step, ordering))
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text.strip().replace(",", "")) if text.strip() else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _integer(text: str) -> int | None:
+    text = text.strip()
+    if not re.fullmatch(r"[+-]?\d{1,12}", text):
+        return None
+    return int(text)
+
+
+def _split_lines(text: str, *, commas: bool = False) -> list[str]:
+    parts = re.split(r"[\n\r]+" + (r"|," if commas else ""), text or "")
+    return [p.strip() for p in parts if p.strip()]
+
+
+split_lines = _split_lines
+
+
+def _keep_number(new: float, old: Any) -> Any:
+    """``new`` in the stored number's type when equal (an int stays an int); whole numbers
+    otherwise as ints."""
+    if isinstance(old, int | float) and not isinstance(old, bool) and float(old) == new:
+        return old
+    return int(new) if new.is_integer() else new
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` is not an http(s) URL the editor stores, or None."""
+    if any(c.isspace() for c in url):
+        return f"{url!r} contains spaces"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"{url!r} is not a valid URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"{url!r} must start with http:// or https://"
+    host = parts.hostname or ""
+    if not host or not _HOST_RE.match(host) or (host.count(".") == 0 and host != "localhost"):
+        return f"{url!r} has no valid host name"
+    if port == 0:
+        return f"{url!r} has an invalid port"
+    if len(url) > 2000:
+        return "a URL longer than 2000 characters"
+    return None
+
+
+# --------------------------------------------------------------------------- the table
+#
+# Every plain form field is one row: the draft attribute (the form field), its path in the
+# document, the name messages give it, and how its text is read, checked and stored back. Reading
+# a document into a draft and laying a draft over a document both walk these rows, so adding a
+# checkpoint field is one row in STEP_ROWS (and its attribute on StepDraft). What is not a plain
+# field (the prompt, a step's id and axis, its operation check and its ground-truth image, an
+# ordering's id) has its own handler below.
+
+
+class _Invalid(ValueError):
+    """The typed text is not a value the field takes; the message says why."""
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What a changed value must come from: the project's tools and domains, and the step ids an
+    ordering constraint may name."""
+
+    tools: frozenset[str] = frozenset()
+    domains: frozenset[str] = frozenset()
+    step_ids: frozenset[str] = frozenset()
+
+
+class Kind:
+    """How a stored value reads as the form's text, and how posted text is stored back. Text is
+    compared stripped with what reading the stored value gives; unchanged text keeps the stored
+    value as it is (its type and spelling)."""
+
+    def read(self, stored: Any) -> str:
+        return _text(stored)
+
+    def same(self, raw: str, stored: Any) -> bool:
+        return raw.strip() == self.read(stored)
+
+    def parse(self, text: str, stored: Any) -> Any:
+        return text
+
+
+class AsTyped(Kind):
+    """Free text compared as typed (an imported value with spaces around it stays as it is)."""
+
+    def same(self, raw: str, stored: Any) -> bool:
+        return raw == self.read(stored)
+
+
+class Lines(Kind):
+    """One entry a line; compared as the list of entries."""
+
+    def read(self, stored: Any) -> str:
+        return _lines(stored)
+
+    def same(self, raw: str, stored: Any) -> bool:
+        return self.parse(raw, stored) == _split_lines(self.read(stored))
+
+    def parse(self, text: str, stored: Any) -> Any:
+        return _split_lines(text)
+
+
+class StepIds(Kind):
+    """Step ids separated by commas, arrows or lines; compared with the stored list."""
+
+    def read(self, stored: Any) -> str:
+        return ", ".join(str(s) for s in _list(stored))
+
+    def same(self, raw: str, stored: Any) -> bool:
+        return bool(self.parse(raw, stored) == stored)
+
+    def parse(self, text: str, stored: Any) -> Any:
+        return _split_lines(text.replace("→", ","), commas=True)
+
+
+class FirstOf(Kind):
+    """A one-element list (a checkpoint's ``tools``), empty when the text is."""
+
+    def read(self, stored: Any) -> str:
+        items = _list(stored)
+        return _text(items[0]) if items else ""
+
+    def parse(self, text: str, stored: Any) -> Any:
+        return [text] if text else []
+
+
+class Whole(Kind):
+    def __init__(self, least: int) -> None:
+        self.least = least
+
+    def parse(self, text: str, stored: Any) -> Any:
+        value = _integer(text)
+        if value is None or value < self.least:
+            raise _Invalid(f"{text!r} is not a whole number ≥ {self.least}")
+        return value
+
+
+class Number(Kind):
+    """A number within ``low``..``high``, kept in the stored number's type when equal."""
+
+    def __init__(self, low: float, high: float | None, wording: str) -> None:
+        self.low, self.high, self.wording = low, high, wording
+
+    def parse(self, text: str, stored: Any) -> Any:
+        number = _number(text)
+        if number is None or number < self.low or (self.high is not None and number > self.high):
+            raise _Invalid(f"{text!r} is not a number {self.wording}")
+        return _keep_number(number, stored)
+
+
+class Level(Kind):
+    def parse(self, text: str, stored: Any) -> Any:
+        level = _integer(text)
+        if level not in LEVELS:
+            raise _Invalid("choose level 1, 2 or 3")
+        return level
+
+
+TEXT, AS_TYPED, LINES, SEQUENCE, FIRST = Kind(), AsTyped(), Lines(), StepIds(), FirstOf()
+AT_LEAST_0 = Number(0, None, "≥ 0")
+
+Rule = Callable[[str, Any, Choices], list[str]]
+"""A check that runs on every save: (posted text, the draft object it belongs to, choices) →
+messages."""
+Allowed = Callable[[str, Choices], str | None]
+"""A check that runs when the value changes (imported values are kept as they are)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    field: str
+    path: tuple[str, ...]
+    label: str
+    kind: Kind = TEXT
+    required: str = ""
+    """The message when the field is left empty (empty required fields are never stored)."""
+    optional: bool = False
+    """Emptying the field removes the key."""
+    allowed: Allowed | None = None
+    rule: Rule | None = None
+    rewrite_blank: bool = False
+    """Store the text even unchanged when the stored value reads empty (or is missing)."""
+
+
+def _one_of(choices: Iterable[str]) -> Allowed:
+    options = tuple(choices)
+    return lambda text, _: None if text in options else f"choose one of {', '.join(options)}"
+
+
+def _in_toolset(tool: str, choices: Choices) -> str | None:
+    if tool and tool not in choices.tools:
+        return f"{tool!r} is not in the project's toolset"
+    return None
+
+
+def _in_taxonomy(domain: str, choices: Choices) -> str | None:
+    if choices.domains and domain and domain not in choices.domains:
+        return f"{domain!r} is not a domain of the project's taxonomy"
+    return None
+
+
+def _final_answer_numeric(raw: str, draft: Any, _: Choices) -> list[str]:
+    if draft.match_type.strip() == "numeric" and _number(raw) is None:
+        return [f"{raw!r} is not a number (match: numeric)"]
+    return []
+
+
+def _target_numeric(raw: str, step: Any, _: Choices) -> list[str]:
+    target = raw.strip()
+    if step.ans_match.strip() == "numeric" and _number(target) is None:
+        return [f"{target!r} is not a number"]
+    return []
+
+
+def _needs(other: str, missing: str) -> Rule:
+    """A visual check is a question and its expected answer: one without the other is missing."""
+
+    def rule(raw: str, step: Any, _: Choices) -> list[str]:
+        if not raw.strip() and getattr(step, other).strip():
+            return [f"a visual check needs its {missing}"]
+        return []
+
+    return rule
+
+
+def _urls(raw: str, step: Any, _: Choices) -> list[str]:
+    return [problem for url in _split_lines(raw) if (problem := url_problem(url))]
+
+
+def _sequence(raw: str, ordering: Any, choices: Choices) -> list[str]:
+    sequence = SEQUENCE.parse(raw, None)
+    messages = [] if len(sequence) >= 2 else ["name at least two step ids, e.g. C1, C2"]
+    unknown = [s for s in sequence if s not in choices.step_ids]
+    if unknown:
+        messages.append(f"no step has the id {', '.join(unknown)}")
+    return messages
+
+
+GOLDEN, META = "golden_answer", "meta"
+TASK_ROWS = (
+    Row("match_type", (GOLDEN, "match_type"), "match type", allowed=_one_of(MATCH_TYPES)),
+    Row(
+        "expected",
+        (GOLDEN, "value"),
+        "final answer",
+        AS_TYPED,
+        required="write the expected final answer",
+        rule=_final_answer_numeric,
+    ),
+    Row("tolerance", (GOLDEN, "tolerance"), "tolerance", AT_LEAST_0, optional=True),
+    Row("variants", (GOLDEN, "accepted_variants"), "accepted variants", LINES),
+    Row("level", (META, "level"), "level", Level()),
+    Row("domain", (META, "domain"), "domain", allowed=_in_taxonomy),
+)
+"""The task's fields, from the document's top (the prompt has its own handler)."""
+
+EFFICIENCY = ("process_evaluation", "efficiency")
+EFFICIENCY_ROWS = (
+    Row("reference_tool_calls", ("reference_tool_calls",), "reference tool calls", Whole(0),
+        optional=True),
+    Row("penalty_per_extra_call", ("penalty_per_extra_call",), "penalty per extra call",
+        Number(0, 1, "from 0 to 1"), optional=True),
+    Row("max_tool_calls", ("max_tool_calls",), "max tool calls", Whole(0), optional=True),
+)  # fmt: skip
+"""The task's efficiency budget, from ``process_evaluation.efficiency``."""
+
+STEP_ROWS = (
+    Row("intent", ("description",), "intent", AS_TYPED,
+        required="say in words what this step does"),
+    Row("tool", ("tools",), "tool", FIRST, allowed=_in_toolset),
+    Row("question", ("visual_check", "question"), "question",
+        rule=_needs("expected", "question")),
+    Row("expected", ("visual_check", "expected_answer"), "expected answer",
+        rule=_needs("question", "expected answer")),
+    Row("keywords", ("search_check", "keywords"), "keywords", LINES,
+        required="a search step needs at least one keyword"),
+    Row("search_expected", ("search_check", "expected"), "expected answer",
+        required="say what the search is expected to find"),
+    Row("urls", ("search_check", "urls"), "reference URLs", LINES, optional=True, rule=_urls),
+    Row("ans_match", ("answer_check", "match_type"), "answer match",
+        allowed=_one_of(MATCH_TYPES), rewrite_blank=True),
+    Row("ans_target", ("answer_check", "target"), "answer target",
+        required="write the answer this step checks", rule=_target_numeric, rewrite_blank=True),
+    Row("ans_tol", ("answer_check", "tolerance"), "answer tolerance", AT_LEAST_0, optional=True),
+)  # fmt: skip
+"""A step's fields, from its checkpoint. A two-key path is a field of one of the step's checks
+(see CHECKS)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One kind of check a step carries, stored under ``key`` in its checkpoint: its fields are
+    the STEP_ROWS under that key. ``axis`` limits it to V or S steps. An ``optional`` check is
+    there while any of its fields is filled in and goes when all are emptied; a required one is
+    always there on its axis."""
+
+    key: str
+    axis: str | None
+    optional: bool
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return tuple(row for row in STEP_ROWS if row.path[0] == self.key)
+
+
+CHECKS = (
+    Check("visual_check", axis="V", optional=True),
+    Check("search_check", axis="S", optional=False),
+    Check("answer_check", axis=None, optional=True),
+)
+CHECKPOINT_ROWS = tuple(row for row in STEP_ROWS if len(row.path) == 1)
+
+ORDERING_ROWS = (
+    Row("sequence", ("sequence",), "sequence", SEQUENCE, rule=_sequence),
+    Row("max_gap", ("max_gap",), "max gap", Whole(1), optional=True),
+)
+"""An ordering constraint's fields (its id has its own handler)."""
+
+
+def _get(node: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
+def _put(node: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+
+
+def _pop(node: dict[str, Any], path: tuple[str, ...]) -> None:
+    parent = _get(node, path[:-1])
+    if isinstance(parent, dict):
+        parent.pop(path[-1], None)
+
+
+def _read(node: Mapping[str, Any], rows: Iterable[Row]) -> dict[str, Any]:
+    return {row.field: row.kind.read(_get(node, row.path)) for row in rows}
+
+
+# --------------------------------------------------------------------------- reading
+
+
 def step_draft(cp: Mapping[str, Any]) -> StepDraft:
-    tools = _list(cp.get("tools"))
-    visual = _obj(cp.get("visual_check"))
-    search = _obj(cp.get("search_check"))
-    answer = _obj(cp.get("answer_check"))
     image = _obj(cp.get("reference_image"))
     recipe = image.get("recipe")
     return StepDraft(
         id=_text(cp.get("id")),
         axis=_text(cp.get("axis")) or "V",
-        intent=_text(cp.get("description")),
-        tool=_text(tools[0]) if tools else "",
+        **_read(cp, STEP_ROWS),
         args=args_text(checkpoint_args(cp)),
         check_op="code_check" in cp,
-        question=_text(visual.get("question")),
-        expected=_text(visual.get("expected_answer")),
-        keywords=_lines(search.get("keywords")),
-        urls=_lines(search.get("urls")),
-        search_expected=_text(search.get("expected")),
-        ans_match=_text(answer.get("match_type")) if answer else "",
-        ans_target=_text(answer.get("target")),
-        ans_tol=_text(answer.get("tolerance")),
         source=_text(_obj(recipe).get("source_sha256")),
         recipe=json.dumps(recipe, sort_keys=True) if isinstance(recipe, dict) else "",
         box_px=json.dumps(image.get("box_px")) if image.get("box_px") is not None else "",
@@ -194,34 +551,17 @@ def step_draft(cp: Mapping[str, Any]) -> StepDraft:
 
 
 def draft_from_document(doc: Mapping[str, Any]) -> Draft:
-    meta = _obj(doc.get("meta"))
-    prompt = _text(_obj(doc.get("input")).get("prompt"))
-    question, instruction = split_prompt(prompt)
-    golden = _obj(doc.get("golden_answer"))
+    question, instruction = split_prompt(_text(_get(doc, ("input", "prompt"))))
     process = _obj(doc.get("process_evaluation"))
-    efficiency = _obj(process.get("efficiency"))
-    checkpoints = _list(process.get("checkpoints"))
-    orderings = process.get("ordering_constraints")
     return Draft(
         question=question,
         format_instruction=instruction,
-        expected=_text(golden.get("value")),
-        match_type=_text(golden.get("match_type")),
-        tolerance=_text(golden.get("tolerance")),
-        variants=_lines(golden.get("accepted_variants")),
-        level=_text(meta.get("level")),
-        domain=_text(meta.get("domain")),
-        reference_tool_calls=_text(efficiency.get("reference_tool_calls")),
-        penalty_per_extra_call=_text(efficiency.get("penalty_per_extra_call")),
-        max_tool_calls=_text(efficiency.get("max_tool_calls")),
-        steps=[step_draft(cp) for cp in checkpoints if isinstance(cp, dict)],
+        **_read(doc, TASK_ROWS),
+        **_read(_obj(_get(doc, EFFICIENCY)), EFFICIENCY_ROWS),
+        steps=[step_draft(cp) for cp in _list(process.get("checkpoints")) if isinstance(cp, dict)],
         orderings=[
-            OrderingDraft(
-                id=_text(o.get("id")),
-                sequence=", ".join(str(s) for s in o.get("sequence") or []),
-                max_gap=_text(o.get("max_gap")),
-            )
-            for o in (orderings if isinstance(orderings, list) else [])
+            OrderingDraft(id=_text(o.get("id")), **_read(o, ORDERING_ROWS))
+            for o in _list(process.get("ordering_constraints"))
             if isinstance(o, dict)
         ],
     )
@@ -272,110 +612,6 @@ def draft_edit(draft: Draft, op: str) -> Draft:
 # --------------------------------------------------------------------------- applying
 
 
-class _Errors:
-    def __init__(self) -> None:
-        self.items: list[FieldError] = []
-
-    def add(
-        self,
-        where: str,
-        name: str,
-        message: str,
-        *,
-        step: int | None = None,
-        ordering: int | None = None,
-    ) -> None:
-        self.items.append(FieldError(where, name, message, step, ordering))
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text.strip().replace(",", "")) if text.strip() else None
-    except ValueError:
-        return None
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _integer(text: str) -> int | None:
-    text = text.strip()
-    if not re.fullmatch(r"[+-]?\d{1,12}", text):
-        return None
-    return int(text)
-
-
-def _split_lines(text: str, *, commas: bool = False) -> list[str]:
-    parts = re.split(r"[\n\r]+" + (r"|," if commas else ""), text or "")
-    return [p.strip() for p in parts if p.strip()]
-
-
-split_lines = _split_lines
-
-
-def _set(node: dict[str, Any], key: str, new: Any, old: Any) -> None:
-    """Overlay one key: write only when the value differs from what is stored."""
-    if new != old:
-        node[key] = new
-
-
-def _keep_number(new: float, old: Any) -> Any:
-    """``new`` in the stored number's type when equal (an int stays an int); whole numbers
-    otherwise as ints."""
-    if isinstance(old, int | float) and not isinstance(old, bool) and float(old) == new:
-        return old
-    return int(new) if new.is_integer() else new
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` is not an http(s) URL the editor stores, or None."""
-    if any(c.isspace() for c in url):
-        return f"{url!r} contains spaces"
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        return f"{url!r} is not a valid URL ({exc})"
-    if parts.scheme.lower() not in ("http", "https"):
-        return f"{url!r} must start with http:// or https://"
-    host = parts.hostname or ""
-    if not host or not _HOST_RE.match(host) or (host.count(".") == 0 and host != "localhost"):
-        return f"{url!r} has no valid host name"
-    if port == 0:
-        return f"{url!r} has an invalid port"
-    if len(url) > 2000:
-        return "a URL longer than 2000 characters"
-    return None
-
-
-def _check_args(tool: str, args: dict[str, Any], errors: _Errors, where: str, i: int) -> None:
-    index = args.get("image_index")
-    if "image_index" in args and (
-        isinstance(index, bool) or not isinstance(index, int) or index < 0
-    ):
-        errors.add(where, "arguments", "image_index must be a whole number, 0 or more", step=i)
-    spec = ops.OPS.get(tool)
-    if spec is None:
-        return
-    params = {k: v for k, v in args.items() if k != "image_index"}
-    known = {p.name for p in spec.params}
-    unknown = sorted(k for k in params if k not in known)
-    if unknown:
-        expected = ", ".join(["image_index", *sorted(known)])
-        errors.add(
-            where,
-            "arguments",
-            f"{tool} has no argument {', '.join(unknown)} (expected: {expected})",
-            step=i,
-        )
-        return
-    try:
-        ops.validate_params(tool, params)
-    except ops.OpError as exc:
-        # With no arguments at all, the check is the verifier alone (the crop box may come
-        # from the image editor, an enhance may be any enhance).
-        if exc.param is not None or params:
-            errors.add(where, "arguments", str(exc), step=i)
-
-
 def _recipe_of(text: str) -> dict[str, Any] | None:
     """A posted recipe, normalized; None when empty or without steps."""
     if not text or not text.strip():
@@ -422,7 +658,61 @@ class Applied:
     image_changes: list[ImageChange]
 
 
-def apply_draft(  # noqa: C901, PLR0915
+Report = Callable[[str, str], None]
+"""Records a message about one field (its label, the message) at the place being applied."""
+
+
+def _overlay(
+    node: dict[str, Any],
+    rows: Iterable[Row],
+    draft: Any,
+    choices: Choices,
+    report: Report,
+    *,
+    depth: int = 0,
+    force: bool = False,
+) -> None:
+    """Lay the rows' fields of ``draft`` over ``node`` (the rows' paths start ``depth`` keys
+    above it); ``force`` stores every field, as for a new checkpoint."""
+    for row in rows:
+        _overlay_row(node, row, draft, choices, report, row.path[depth:], force)
+
+
+def _overlay_row(
+    node: dict[str, Any],
+    row: Row,
+    draft: Any,
+    choices: Choices,
+    report: Report,
+    path: tuple[str, ...],
+    force: bool,
+) -> None:
+    raw: str = getattr(draft, row.field)
+    text = raw.strip()
+    if row.required and not text:
+        report(row.label, row.required)
+        return
+    for message in row.rule(raw, draft, choices) if row.rule else ():
+        report(row.label, message)
+    stored = _get(node, path)
+    changed = force or not row.kind.same(raw, stored)
+    if not changed and not (row.rewrite_blank and not row.kind.read(stored)):
+        return
+    if row.optional and not text:
+        _pop(node, path)
+        return
+    try:
+        value = row.kind.parse(text, stored)
+    except _Invalid as exc:
+        report(row.label, str(exc))
+        return
+    problem = row.allowed(text, choices) if changed and row.allowed else None
+    if problem:
+        report(row.label, problem)
+    _put(node, path, value)
+
+
+def apply_draft(
     doc: Mapping[str, Any],
     draft: Draft,
     *,
@@ -436,308 +726,265 @@ def apply_draft(  # noqa: C901, PLR0915
     image (a posted recipe equal to it is not a change)."""
     errors = _Errors()
     out: dict[str, Any] = copy.deepcopy(dict(doc))
-    old = draft_from_document(doc)
-    allowed_tools = set(tools) | set(ops.OPS)
-    allowed_domains = set(domains)
-
-    # ---- the task
-    missing = [key for key in ("meta", "input", "golden_answer") if key not in out]
-    for key in ("meta", "input", "golden_answer"):
-        if not isinstance(out.get(key), dict):
-            out[key] = {}
-    meta, task_input, golden = out["meta"], out["input"], out["golden_answer"]
-    if not draft.question.strip():
-        errors.add("task", "question", "write the final question")
-    if join_prompt(draft.question, draft.format_instruction) != join_prompt(
-        old.question, old.format_instruction
-    ):
-        task_input["prompt"] = join_prompt(draft.question.strip(), draft.format_instruction.strip())
-
-    match_type = draft.match_type.strip()
-    if match_type != old.match_type:
-        if match_type not in MATCH_TYPES:
-            errors.add("task", "match type", f"choose one of {', '.join(MATCH_TYPES)}")
-        golden["match_type"] = match_type
-    if not draft.expected.strip():
-        errors.add("task", "final answer", "write the expected final answer")
-    elif draft.expected != old.expected:
-        golden["value"] = draft.expected.strip()
-    if match_type == "numeric" and draft.expected.strip() and _number(draft.expected) is None:
-        errors.add("task", "final answer", f"{draft.expected!r} is not a number (match: numeric)")
-    if draft.tolerance.strip() != old.tolerance:
-        if not draft.tolerance.strip():
-            golden.pop("tolerance", None)
-        else:
-            tol = _number(draft.tolerance)
-            if tol is None or tol < 0:
-                errors.add("task", "tolerance", f"{draft.tolerance!r} is not a number ≥ 0")
-            else:
-                golden["tolerance"] = _keep_number(tol, golden.get("tolerance"))
-    variants = _split_lines(draft.variants)
-    if variants != _split_lines(old.variants) and (variants or "accepted_variants" in golden):
-        golden["accepted_variants"] = variants
-
-    level = _integer(draft.level)
-    if draft.level.strip() != old.level:
-        if level not in LEVELS:
-            errors.add("task", "level", "choose level 1, 2 or 3")
-        else:
-            meta["level"] = level
-    domain = draft.domain.strip()
-    if domain != old.domain:
-        if allowed_domains and domain and domain not in allowed_domains:
-            errors.add("task", "domain", f"{domain!r} is not a domain of the project's taxonomy")
-        meta["domain"] = domain
-
-    # ---- steps
+    choices = Choices(
+        tools=frozenset(tools) | frozenset(ops.OPS),
+        domains=frozenset(domains),
+        step_ids=frozenset(s.id for s in draft.steps),
+    )
+    missing = _apply_task(out, doc, draft, choices, errors)
     process = out.get("process_evaluation")
     if not isinstance(process, dict):
         process = out["process_evaluation"] = {}
-    old_cps = [cp for cp in (process.get("checkpoints") or []) if isinstance(cp, dict)]
-    by_id = {str(cp.get("id")): cp for cp in old_cps if cp.get("id") is not None}
-    seen: dict[str, int] = {}
-    new_cps: list[dict[str, Any]] = []
-    image_changes: list[ImageChange] = []
-    for i, step in enumerate(draft.steps):
-        label = f"step {i + 1}" + (f" ({step.id})" if step.id else "")
-        if not _ID_RE.match(step.id or ""):
-            errors.add(label, "id", "an id of letters, digits, _ . - (e.g. C3)", step=i)
-        elif step.id in seen:
-            errors.add(label, "id", f"{step.id} is also step {seen[step.id] + 1}'s id", step=i)
-        seen.setdefault(step.id, i)
-        base = by_id.get(step.id, {})
-        cp, change = _apply_step(base, step, i, label, errors, allowed_tools, prefill or {})
-        new_cps.append(cp)
-        if change is not None:
-            image_changes.append(change)
-    if new_cps != old_cps:
-        process["checkpoints"] = new_cps
-
-    # ---- ordering constraints
-    ids = {s.id for s in draft.steps}
-    old_orders = [o for o in (process.get("ordering_constraints") or []) if isinstance(o, dict)]
-    orders_by_id = {str(o.get("id")): o for o in old_orders}
-    new_orders: list[dict[str, Any]] = []
-    for j, od in enumerate(draft.orderings):
-        where = f"ordering {j + 1}" + (f" ({od.id})" if od.id else "")
-        base = orders_by_id.get(od.id, {})
-        o = copy.deepcopy(base) if base else {"id": od.id}
-        if not _ID_RE.match(od.id or ""):
-            errors.add(where, "id", "an id of letters, digits, _ . - (e.g. O1)", ordering=j)
-        o["id"] = base.get("id", od.id) if str(base.get("id")) == od.id else od.id
-        sequence = _split_lines(od.sequence.replace("→", ","), commas=True)
-        if len(sequence) < 2:
-            errors.add(where, "sequence", "name at least two step ids, e.g. C1, C2", ordering=j)
-        unknown = [s for s in sequence if s not in ids]
-        if unknown:
-            errors.add(where, "sequence", f"no step has the id {', '.join(unknown)}", ordering=j)
-        _set(o, "sequence", sequence, base.get("sequence"))
-        gap_text = od.max_gap.strip()
-        if gap_text != _text(base.get("max_gap")):
-            gap = _integer(gap_text)
-            if not gap_text:
-                o.pop("max_gap", None)
-            elif gap is None or gap < 1:
-                errors.add(where, "max gap", f"{gap_text!r} is not a whole number ≥ 1", ordering=j)
-            else:
-                o["max_gap"] = gap
-        new_orders.append(o)
-    if new_orders != old_orders:
-        process["ordering_constraints"] = new_orders
-
-    # ---- efficiency
-    efficiency = process.get("efficiency")
-    eff: dict[str, Any] = copy.deepcopy(efficiency) if isinstance(efficiency, dict) else {}
-    for name, kind in (
-        ("reference_tool_calls", "int"),
-        ("penalty_per_extra_call", "float"),
-        ("max_tool_calls", "int"),
-    ):
-        text = getattr(draft, name).strip()
-        label = name.replace("_", " ")
-        if text == _text(eff.get(name)):
-            continue
-        if not text:
-            eff.pop(name, None)
-            continue
-        if kind == "int":
-            value = _integer(text)
-            if value is None or value < 0:
-                errors.add("efficiency", label, f"{text!r} is not a whole number ≥ 0")
-                continue
-            eff[name] = value
-        else:
-            number = _number(text)
-            if number is None or not 0 <= number <= 1:
-                errors.add("efficiency", label, f"{text!r} is not a number from 0 to 1")
-                continue
-            eff[name] = _keep_number(number, eff.get(name))
-    ref, most = eff.get("reference_tool_calls"), eff.get("max_tool_calls")
-    if isinstance(ref, int) and isinstance(most, int) and most < ref:
-        errors.add(
-            "efficiency",
-            "max tool calls",
-            f"{most} is below the reference tool calls ({ref})",
-        )
-    if "reference_tool_calls" not in eff:
-        errors.add("efficiency", "reference tool calls", "required: the human trajectory's calls")
-    if eff != (efficiency if isinstance(efficiency, dict) else {}):
-        process["efficiency"] = eff
+    image_changes = _apply_steps(process, draft.steps, choices, errors, prefill or {})
+    _apply_orderings(process, draft.orderings, choices, errors)
+    _apply_efficiency(process, draft, choices, errors)
     for key in missing:
         if out.get(key) == {}:
             del out[key]
     return Applied(out, errors.items, image_changes)
 
 
-def _apply_step(  # noqa: C901, PLR0915
+TASK_OBJECTS = ("meta", "input", "golden_answer")
+
+
+def _apply_task(
+    out: dict[str, Any], doc: Mapping[str, Any], draft: Draft, choices: Choices, errors: _Errors
+) -> list[str]:
+    """The question and the task's fields; the objects the document lacked (removed again when
+    they stay empty)."""
+    missing = [key for key in TASK_OBJECTS if key not in out]
+    for key in TASK_OBJECTS:
+        if not isinstance(out.get(key), dict):
+            out[key] = {}
+    report = partial(errors.add, "task")
+    if not draft.question.strip():
+        report("question", "write the final question")
+    old = split_prompt(_text(_get(doc, ("input", "prompt"))))
+    if join_prompt(draft.question, draft.format_instruction) != join_prompt(*old):
+        prompt = join_prompt(draft.question.strip(), draft.format_instruction.strip())
+        out["input"]["prompt"] = prompt
+    _overlay(out, TASK_ROWS, draft, choices, report)
+    return missing
+
+
+def _apply_steps(
+    process: dict[str, Any],
+    steps: list[StepDraft],
+    choices: Choices,
+    errors: _Errors,
+    prefill: Mapping[str, Mapping[str, Any]],
+) -> list[ImageChange]:
+    old_cps = [cp for cp in _list(process.get("checkpoints")) if isinstance(cp, dict)]
+    by_id = {str(cp.get("id")): cp for cp in old_cps if cp.get("id") is not None}
+    seen: dict[str, int] = {}
+    new_cps: list[dict[str, Any]] = []
+    image_changes: list[ImageChange] = []
+    for i, step in enumerate(steps):
+        where = f"step {i + 1}" + (f" ({step.id})" if step.id else "")
+        report: Report = partial(errors.add, where, step=i)
+        if not _ID_RE.match(step.id or ""):
+            report("id", "an id of letters, digits, _ . - (e.g. C3)")
+        elif step.id in seen:
+            report("id", f"{step.id} is also step {seen[step.id] + 1}'s id")
+        seen.setdefault(step.id, i)
+        cp, change = _apply_step(by_id.get(step.id, {}), step, i, report, choices, prefill)
+        new_cps.append(cp)
+        if change is not None:
+            image_changes.append(change)
+    if new_cps != old_cps:
+        process["checkpoints"] = new_cps
+    return image_changes
+
+
+def _apply_step(
     base: Mapping[str, Any],
     step: StepDraft,
     i: int,
-    label: str,
-    errors: _Errors,
-    allowed_tools: set[str],
+    report: Report,
+    choices: Choices,
     prefill: Mapping[str, Mapping[str, Any]],
 ) -> tuple[dict[str, Any], ImageChange | None]:
-    old = step_draft(base) if base else StepDraft()
-    cp: dict[str, Any] = copy.deepcopy(dict(base)) if base else {}
-    if not base:
-        cp["id"] = step.id
+    """One checkpoint: ``base`` is the stored one with the step's id ({} for a new step)."""
+    cp: dict[str, Any] = copy.deepcopy(dict(base)) if base else {"id": step.id}
+    axis = _apply_axis(cp, base, step, report)
+    _overlay(cp, CHECKPOINT_ROWS, step, choices, report, force=not base)
+    _apply_operation(cp, base, step, report)
+    for check in CHECKS:
+        if check.axis in (None, axis):
+            _apply_check(cp, check, step, choices, report, new=not base)
+    return cp, _apply_image(cp, step, i, axis, report, prefill)
+
+
+DROPPED_WITH_AXIS = {"S": ("visual_check", "reference_image"), "V": ("search_check",)}
+"""What a step that changes to this axis no longer carries."""
+
+
+def _apply_axis(
+    cp: dict[str, Any], base: Mapping[str, Any], step: StepDraft, report: Report
+) -> str:
     axis = step.axis.strip().upper()
     if axis not in AXES:
-        errors.add(label, "checkpoint", "choose V (visual) or S (search)", step=i)
-    if not base or axis != old.axis:
+        report("checkpoint", "choose V (visual) or S (search)")
+    if not base or axis != (_text(base.get("axis")) or "V"):
         cp["axis"] = axis
-        if base and axis == "S":
-            cp.pop("visual_check", None)
-            cp.pop("reference_image", None)
-        elif base and axis == "V":
-            cp.pop("search_check", None)
-    if not step.intent.strip():
-        errors.add(label, "intent", "say in words what this step does", step=i)
-    if not base or step.intent != old.intent:
-        cp["description"] = step.intent.strip()
+        for key in DROPPED_WITH_AXIS.get(axis, ()) if base else ():
+            cp.pop(key, None)
+    return axis
 
+
+def _apply_check(
+    cp: dict[str, Any], check: Check, step: StepDraft, choices: Choices, report: Report, *,
+    new: bool,
+) -> None:  # fmt: skip
+    stored = _obj(cp.get(check.key))
+    if check.optional:
+        if all(row.kind.same(getattr(step, row.field), _get(stored, row.path[1:]))
+               for row in check.rows):  # fmt: skip
+            return
+        if not any(getattr(step, row.field).strip() for row in check.rows):
+            cp.pop(check.key, None)
+            return
+    node = dict(stored)
+    _overlay(node, check.rows, step, choices, report, depth=1, force=new and not check.optional)
+    if node != stored or check.key not in cp:
+        cp[check.key] = node
+
+
+KEEP_ARGUMENTS = "tick 'check the operation' to keep its arguments"
+
+
+def _apply_operation(
+    cp: dict[str, Any], base: Mapping[str, Any], step: StepDraft, report: Report
+) -> None:
+    """The tool's arguments and the operation check (``code_check``: the arguments and, for an
+    image operation, its verifier)."""
     tool = step.tool.strip()
-    if not base or tool != old.tool:
-        if tool and tool not in allowed_tools:
-            errors.add(label, "tool", f"{tool!r} is not in the project's toolset", step=i)
-        cp["tools"] = [tool] if tool else []
-
-    # arguments and the operation check (code_check)
-    try:
-        args = json.loads(step.args) if step.args.strip() else {}
-        if not isinstance(args, dict):
-            raise ValueError("not an object")
-    except ValueError:
-        errors.add(label, "arguments", 'write a JSON object, e.g. {"angle": 90}', step=i)
-        args = checkpoint_args(base)
+    old_tool = FIRST.read(base.get("tools"))
+    args = _posted_args(step, base, report)
     args_changed = args != checkpoint_args(base)
-    if args_changed or tool != old.tool:
-        _check_args(tool, args, errors, label, i)
+    if args_changed or tool != old_tool:
+        _check_args(tool, args, report)
     if step.check_op:
-        code = cp.get("code_check") if isinstance(cp.get("code_check"), dict) else None
-        tool_changed = bool(base) and tool != old.tool
-        if code is None or tool_changed:
-            verifier = f"verify_{tool}_ast" if tool in ops.OPS else ""
-            code = {"verifier": verifier} if verifier else {}
-        if args_changed or tool_changed or "code_check" not in cp:
-            verifier_part = {"verifier": code["verifier"]} if "verifier" in code else {}
-            code = {**verifier_part, **args}
-        cp["code_check"] = code
+        retooled = bool(base) and tool != old_tool
+        cp["code_check"] = _code_check(cp, tool, args, retooled, args_changed)
     elif "code_check" in cp:
         if args and args_changed:
-            errors.add(
-                label, "arguments", "tick 'check the operation' to keep its arguments", step=i
-            )
+            report("arguments", KEEP_ARGUMENTS)
         cp.pop("code_check")
     elif args:
-        errors.add(label, "arguments", "tick 'check the operation' to keep its arguments", step=i)
+        report("arguments", KEEP_ARGUMENTS)
 
-    # V: visual check
-    if axis == "V":
-        question, expected = step.question.strip(), step.expected.strip()
-        if (question, expected) != (old.question, old.expected):
-            if bool(question) != bool(expected):
-                missing = "expected answer" if question else "question"
-                errors.add(label, missing, f"a visual check needs its {missing}", step=i)
-            if question or expected:
-                visual = dict(cp.get("visual_check") or {})
-                visual["question"] = question
-                visual["expected_answer"] = expected
-                cp["visual_check"] = visual
-            else:
-                cp.pop("visual_check", None)
 
-    # S: search check
-    if axis == "S":
-        keywords = _split_lines(step.keywords)
-        urls = _split_lines(step.urls)
-        found = step.search_expected.strip()
-        search = dict(cp.get("search_check") or {})
-        if not keywords:
-            errors.add(label, "keywords", "a search step needs at least one keyword", step=i)
-        if not found:
-            errors.add(label, "expected answer", "say what the search is expected to find", step=i)
-        for url in urls:
-            problem = url_problem(url)
-            if problem:
-                errors.add(label, "reference URLs", problem, step=i)
-        _set(search, "keywords", keywords, _split_lines(old.keywords) if base else None)
-        if urls != _split_lines(old.urls):
-            if urls:
-                search["urls"] = urls
-            else:
-                search.pop("urls", None)
-        _set(search, "expected", found, old.search_expected if base else None)
-        if search != (cp.get("search_check") or {}) or "search_check" not in cp:
-            cp["search_check"] = search
+def _posted_args(step: StepDraft, base: Mapping[str, Any], report: Report) -> dict[str, Any]:
+    try:
+        args = json.loads(step.args) if step.args.strip() else {}
+    except ValueError:
+        args = None
+    if not isinstance(args, dict):
+        report("arguments", 'write a JSON object, e.g. {"angle": 90}')
+        return checkpoint_args(base)
+    return args
 
-    # answer check
-    answer_fields = (step.ans_match.strip(), step.ans_target.strip(), step.ans_tol.strip())
-    if answer_fields != (old.ans_match, old.ans_target, old.ans_tol):
-        match, target, tol_text = answer_fields
-        if not target and not match and not tol_text:
-            cp.pop("answer_check", None)
-        else:
-            answer = dict(cp.get("answer_check") or {})
-            if match not in MATCH_TYPES and match != old.ans_match:
-                errors.add(label, "answer match", f"choose one of {', '.join(MATCH_TYPES)}", step=i)
-            if not target:
-                errors.add(label, "answer target", "write the answer this step checks", step=i)
-            if match == "numeric" and target and _number(target) is None:
-                errors.add(label, "answer target", f"{target!r} is not a number", step=i)
-            _set(answer, "match_type", match, old.ans_match or None)
-            _set(answer, "target", target, old.ans_target or None)
-            if tol_text != old.ans_tol:
-                tol = _number(tol_text)
-                if not tol_text:
-                    answer.pop("tolerance", None)
-                elif tol is None or tol < 0:
-                    errors.add(
-                        label, "answer tolerance", f"{tol_text!r} is not a number ≥ 0", step=i
-                    )
-                else:
-                    answer["tolerance"] = _keep_number(tol, answer.get("tolerance"))
-            cp["answer_check"] = answer
 
-    # the ground-truth intermediate image
-    change: ImageChange | None = None
+def _code_check(
+    cp: Mapping[str, Any], tool: str, args: dict[str, Any], retooled: bool, args_changed: bool
+) -> dict[str, Any]:
+    code = cp.get("code_check") if isinstance(cp.get("code_check"), dict) else None
+    if code is None or retooled:
+        code = {"verifier": f"verify_{tool}_ast"} if tool in ops.OPS else {}
+    if args_changed or retooled or "code_check" not in cp:
+        code = {**({"verifier": code["verifier"]} if "verifier" in code else {}), **args}
+    return code
+
+
+def _check_args(tool: str, args: dict[str, Any], report: Report) -> None:
+    index = args.get("image_index")
+    if "image_index" in args and (
+        isinstance(index, bool) or not isinstance(index, int) or index < 0
+    ):
+        report("arguments", "image_index must be a whole number, 0 or more")
+    spec = ops.OPS.get(tool)
+    if spec is None:
+        return
+    params = {k: v for k, v in args.items() if k != "image_index"}
+    known = {p.name for p in spec.params}
+    unknown = sorted(k for k in params if k not in known)
+    if unknown:
+        expected = ", ".join(["image_index", *sorted(known)])
+        report("arguments", f"{tool} has no argument {', '.join(unknown)} (expected: {expected})")
+        return
+    try:
+        ops.validate_params(tool, params)
+    except ops.OpError as exc:
+        # With no arguments at all, the check is the verifier alone (the crop box may come
+        # from the image editor, an enhance may be any enhance).
+        if exc.param is not None or params:
+            report("arguments", str(exc))
+
+
+def _apply_image(
+    cp: dict[str, Any],
+    step: StepDraft,
+    i: int,
+    axis: str,
+    report: Report,
+    prefill: Mapping[str, Mapping[str, Any]],
+) -> ImageChange | None:
+    """The ground-truth intermediate image: cleared, or a posted recipe that differs from the
+    one stored (or shown) becomes an image to derive on save."""
     if step.clear_image and "reference_image" in cp:
         cp.pop("reference_image")
-    elif axis == "V" and step.recipe.strip():
-        try:
-            posted = _recipe_of(step.recipe)
-        except (ValueError, RecipeError) as exc:
-            errors.add(label, "image", f"the image edit cannot be read: {exc}", step=i)
-            posted = None
-        stored = normalized_recipe(_obj(cp.get("reference_image")).get("recipe"))
-        shown = stored or normalized_recipe(prefill.get(step.id))
-        if posted is not None and posted != shown:
-            change = ImageChange(i, step.id, posted, _box(step.box_px))
-            box = crop_bbox(posted)
-            if box is not None and step.check_op and tool == "crop":
-                cp["code_check"] = {**_obj(cp.get("code_check")), "bbox_2d": box}
-    return cp, change
+        return None
+    if axis != "V" or not step.recipe.strip():
+        return None
+    try:
+        posted = _recipe_of(step.recipe)
+    except (ValueError, RecipeError) as exc:
+        report("image", f"the image edit cannot be read: {exc}")
+        return None
+    stored = normalized_recipe(_obj(cp.get("reference_image")).get("recipe"))
+    if posted is None or posted == (stored or normalized_recipe(prefill.get(step.id))):
+        return None
+    box = crop_bbox(posted)
+    if box is not None and step.check_op and step.tool.strip() == "crop":
+        cp["code_check"] = {**_obj(cp.get("code_check")), "bbox_2d": box}
+    return ImageChange(i, step.id, posted, _box(step.box_px))
+
+
+def _apply_orderings(
+    process: dict[str, Any], orderings: list[OrderingDraft], choices: Choices, errors: _Errors
+) -> None:
+    old = [o for o in _list(process.get("ordering_constraints")) if isinstance(o, dict)]
+    by_id = {str(o.get("id")): o for o in old}
+    new = []
+    for j, od in enumerate(orderings):
+        where = f"ordering {j + 1}" + (f" ({od.id})" if od.id else "")
+        report: Report = partial(errors.add, where, ordering=j)
+        base = by_id.get(od.id, {})
+        o = copy.deepcopy(base) if base else {"id": od.id}
+        if not _ID_RE.match(od.id or ""):
+            report("id", "an id of letters, digits, _ . - (e.g. O1)")
+        o["id"] = base.get("id", od.id) if str(base.get("id")) == od.id else od.id
+        _overlay(o, ORDERING_ROWS, od, choices, report)
+        new.append(o)
+    if new != old:
+        process["ordering_constraints"] = new
+
+
+def _apply_efficiency(
+    process: dict[str, Any], draft: Draft, choices: Choices, errors: _Errors
+) -> None:
+    stored = process.get("efficiency")
+    eff: dict[str, Any] = copy.deepcopy(stored) if isinstance(stored, dict) else {}
+    report = partial(errors.add, "efficiency")
+    _overlay(eff, EFFICIENCY_ROWS, draft, choices, report)
+    ref, most = eff.get("reference_tool_calls"), eff.get("max_tool_calls")
+    if isinstance(ref, int) and isinstance(most, int) and most < ref:
+        report("max tool calls", f"{most} is below the reference tool calls ({ref})")
+    if "reference_tool_calls" not in eff:
+        report("reference tool calls", "required: the human trajectory's calls")
+    if eff != (stored if isinstance(stored, dict) else {}):
+        process["efficiency"] = eff
 
 
 def _box(text: str) -> list[int] | None:
@@ -782,66 +1029,94 @@ def step_tools(checkpoints: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def level_warnings(doc: Mapping[str, Any]) -> list[str]:  # noqa: C901
+def level_warnings(doc: Mapping[str, Any]) -> list[str]:
     """Where the steps do not fit the level (Agentic-MME §2.2): Level 1 is one visual
     operation (a crop, optionally cleaned up by an enhancement) and no search; Level 2 a short,
     mostly linear chain of a few operations, possibly with a search; Level 3 an intertwined,
     multi-round use of visual and search tools, or advanced CV analysis."""
     level = _obj(doc.get("meta")).get("level")
     process = _obj(doc.get("process_evaluation"))
-    cps = [cp for cp in (process.get("checkpoints") or []) if isinstance(cp, dict)]
-    tools = step_tools(cps)
-    searches = [t for t in tools if t in SEARCH_TOOLS]
-    visual = [t for t in tools if t not in SEARCH_TOOLS]
-    main_visual = [t for t in visual if t not in PHOTOMETRIC_OPS]
-    warnings: list[str] = []
-    if level == 1:
-        if searches:
-            warnings.append(
-                f"Level 1 uses no search, but {len(searches)} step(s) search "
-                f"({', '.join(searches)}); consider Level 2."
-            )
-        if not visual:
-            warnings.append("Level 1 is one visual operation, but no step uses an image tool.")
-        elif len(main_visual) > 1:
-            warnings.append(
-                f"Level 1 is one visual operation, but the steps use {len(main_visual)} "
-                f"({', '.join(main_visual)}); consider Level 2."
-            )
-    elif level == 2:
-        if len(tools) <= 1 and not searches:
-            warnings.append("Level 2 needs more than one action; one visual operation is Level 1.")
-        if len(tools) > 4:
-            warnings.append(
-                f"Level 2 is a short chain (usually within three rounds), but the steps make "
-                f"{len(tools)} tool calls; consider Level 3."
-            )
-        if _interleaved(tools):
-            warnings.append(
-                "Visual steps come both before and after a search (a hypothesis-verification "
-                "loop), which is Level 3's pattern."
-            )
-    elif level == 3:
-        if len(tools) < 3:
-            warnings.append(
-                f"Level 3 needs intertwined, multi-round work, but the steps make only "
-                f"{len(tools)} tool call(s)."
-            )
-        if not searches and not any(t in ADVANCED_OPS for t in visual) and len(tools) >= 1:
-            warnings.append(
-                "Level 3 couples visual operations with search, or needs advanced CV analysis "
-                "(edge detection, thresholding, ...); these steps do neither."
-            )
-    elif level is None:
-        warnings.append("No level set.")
-    efficiency = _obj(process.get("efficiency"))
-    ref = efficiency.get("reference_tool_calls")
+    tools = step_tools([cp for cp in _list(process.get("checkpoints")) if isinstance(cp, dict)])
+    if level is None:
+        warnings = ["No level set."]
+    else:
+        rule = LEVEL_RULES.get(level) if isinstance(level, int | float) else None
+        warnings = rule(tools) if rule is not None else []
+    ref = _obj(process.get("efficiency")).get("reference_tool_calls")
     if isinstance(ref, int) and not isinstance(ref, bool) and tools and ref != len(tools):
         warnings.append(
             f"Reference tool calls is {ref}, but {len(tools)} step(s) use a tool; overthinking "
             "is measured against this number."
         )
     return warnings
+
+
+def _searches(tools: Sequence[str]) -> list[str]:
+    return [t for t in tools if t in SEARCH_TOOLS]
+
+
+def _visual(tools: Sequence[str]) -> list[str]:
+    return [t for t in tools if t not in SEARCH_TOOLS]
+
+
+def _level_1(tools: Sequence[str]) -> list[str]:
+    searches, visual = _searches(tools), _visual(tools)
+    main_visual = [t for t in visual if t not in PHOTOMETRIC_OPS]
+    warnings: list[str] = []
+    if searches:
+        warnings.append(
+            f"Level 1 uses no search, but {len(searches)} step(s) search "
+            f"({', '.join(searches)}); consider Level 2."
+        )
+    if not visual:
+        warnings.append("Level 1 is one visual operation, but no step uses an image tool.")
+    elif len(main_visual) > 1:
+        warnings.append(
+            f"Level 1 is one visual operation, but the steps use {len(main_visual)} "
+            f"({', '.join(main_visual)}); consider Level 2."
+        )
+    return warnings
+
+
+def _level_2(tools: Sequence[str]) -> list[str]:
+    warnings: list[str] = []
+    if len(tools) <= 1 and not _searches(tools):
+        warnings.append("Level 2 needs more than one action; one visual operation is Level 1.")
+    if len(tools) > 4:
+        warnings.append(
+            f"Level 2 is a short chain (usually within three rounds), but the steps make "
+            f"{len(tools)} tool calls; consider Level 3."
+        )
+    if _interleaved(tools):
+        warnings.append(
+            "Visual steps come both before and after a search (a hypothesis-verification "
+            "loop), which is Level 3's pattern."
+        )
+    return warnings
+
+
+def _level_3(tools: Sequence[str]) -> list[str]:
+    warnings: list[str] = []
+    if len(tools) < 3:
+        warnings.append(
+            f"Level 3 needs intertwined, multi-round work, but the steps make only "
+            f"{len(tools)} tool call(s)."
+        )
+    advanced = any(t in ADVANCED_OPS for t in _visual(tools))
+    if not _searches(tools) and not advanced and len(tools) >= 1:
+        warnings.append(
+            "Level 3 couples visual operations with search, or needs advanced CV analysis "
+            "(edge detection, thresholding, ...); these steps do neither."
+        )
+    return warnings
+
+
+LEVEL_RULES: dict[Any, Callable[[Sequence[str]], list[str]]] = {
+    1: _level_1,
+    2: _level_2,
+    3: _level_3,
+}
+"""What each level's steps should look like; a level outside these gets no warning."""
 
 
 def _interleaved(tools: Sequence[str]) -> bool:

@@ -13,11 +13,10 @@ from django.http import Http404
 from annotation.trajectories import document as td
 from annotation.trajectories.diff import DocumentDiff, document_diff
 from annotation.trajectories.models import TrajectoryVersion, document_text
-from benchmark import visibility
+from benchmark import selectors, visibility
 from benchmark.images import selectors as image_selectors
 from benchmark.imaging import ops
 from benchmark.models import Image, Item, Project, ProjectKind, TermKind, Trajectory
-from benchmark.projects import selectors
 from benchmark.typing import AnyUser
 
 REFERENCE_KEY = "reference"

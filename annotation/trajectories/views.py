@@ -28,7 +28,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.trajectories import document as td
 from annotation.trajectories import selectors
-from annotation.trajectories.forms import base_from_post, draft_from_post, op_from_post
+from annotation.trajectories.forms import editor_post
 from annotation.trajectories.services import (
     SaveResult,
     TrajectoryConflict,
@@ -95,39 +95,14 @@ def _context(
     )
     shown_errors = errors if errors is not None else []
     places = _errors_by_place(shown_errors)
-    # A new step starts from the item's first image, else the latest upload.
-    default_sha = (choices.item_shas or list(choices.images) or [""])[0]
-    steps = []
-    for i, (step, recipe) in enumerate(zip(draft.steps, recipes, strict=True)):
-        sha = step.source or (recipe or {}).get("source_sha256") or default_sha
-        image = choices.images.get(sha)
-        if image is not None and recipe and recipe.get("source_sha256") != image.sha256:
-            recipe = None
-        steps.append(
-            {
-                "i": i,
-                "number": i + 1,
-                "prefix": f"steps-{i}-",
-                "d": step,
-                "errors": places["steps"].get(i, {}),
-                "image": image,
-                "recipe": recipe,
-                "stored_image": _stored_image(document, step.id),
-                "first": i == 0,
-                "last": i == len(draft.steps) - 1,
-            }
-        )
+    steps = _step_rows(document, draft, recipes, choices, places["steps"])
     orderings = [
         {"j": j, "d": o, "errors": places["orderings"].get(j, {})}
         for j, o in enumerate(draft.orderings)
     ]
-    tools = list(choices.tools)
-    for step in draft.steps:
-        if step.tool and step.tool not in tools:
-            tools.append(step.tool)
-    domains = list(choices.domains)
-    if draft.domain and draft.domain not in domains:
-        domains.append(draft.domain)
+    # An imported value outside the project's choices is offered too, so it shows as chosen.
+    tools = _with(list(choices.tools), [step.tool for step in draft.steps])
+    domains = _with(list(choices.domains), [draft.domain])
     return {
         "project": project,
         "item": item,
@@ -156,6 +131,46 @@ def _context(
         "export_url": reverse("benchmark:project_export", args=[project.pk]),
         "images_url": _images_url(project),
     }
+
+
+def _with(options: list[str], values: list[str]) -> list[str]:
+    for value in values:
+        if value and value not in options:
+            options.append(value)
+    return options
+
+
+def _step_rows(
+    document: dict[str, Any],
+    draft: td.Draft,
+    recipes: list[dict[str, Any] | None],
+    choices: selectors.EditorChoices,
+    errors: dict[int, dict[str, list[str]]],
+) -> list[dict[str, Any]]:
+    """What the editor shows of each step: its draft, messages, source image and recipe."""
+    # A new step starts from the item's first image, else the latest upload.
+    default_sha = (choices.item_shas or list(choices.images) or [""])[0]
+    steps = []
+    for i, (step, recipe) in enumerate(zip(draft.steps, recipes, strict=True)):
+        sha = step.source or (recipe or {}).get("source_sha256") or default_sha
+        image = choices.images.get(sha)
+        if image is not None and recipe and recipe.get("source_sha256") != image.sha256:
+            recipe = None
+        steps.append(
+            {
+                "i": i,
+                "number": i + 1,
+                "prefix": f"steps-{i}-",
+                "d": step,
+                "errors": errors.get(i, {}),
+                "image": image,
+                "recipe": recipe,
+                "stored_image": _stored_image(document, step.id),
+                "first": i == 0,
+                "last": i == len(draft.steps) - 1,
+            }
+        )
+    return steps
 
 
 def _images_url(project: Project) -> str:
@@ -206,12 +221,11 @@ def trajectory_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> 
         return _render(request, context)
 
     try:
-        draft = draft_from_post(request.POST)
-        op = op_from_post(request.POST)
-        base_number, base_fingerprint = base_from_post(request.POST)
+        post = editor_post(request.POST)
     except ValidationFailed as exc:
         return HttpResponse(exc.message, status=400, content_type="text/plain; charset=utf-8")
-    note = request.POST.get("note", "")
+    draft, op, note = post.draft, post.op, post.note
+    base_number, base_fingerprint = post.base_number, post.base_fingerprint
     if op != "save":
         draft = td.draft_edit(draft, op)
         context = _context(

@@ -750,7 +750,7 @@ def _read_ahead(make: Callable[[Any], Iterator[Any]]) -> Iterator[Any]:
         conn.dec_thread_sharing()
 
 
-def _export_items(  # noqa: C901
+def _export_items(
     project: Project,
     status: str | None,
     image_paths: dict[str, str],

@@ -317,7 +317,7 @@ def _strip_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def _tool_images(  # noqa: C901
+def _tool_images(
     steps: list[dict[str, Any]], folder: Path, root: Path, where: Where
 ) -> list[ImageRef]:
     """Images the run produced: each event's ``output.output_path`` in order (an absolute path

@@ -252,7 +252,7 @@ def _train_images(value: Any, where: Where) -> list[str]:
     return paths
 
 
-def image_count(value: Any, where: Where | None = None) -> dict[str, Any]:  # noqa: C901
+def image_count(value: Any, where: Where | None = None) -> dict[str, Any]:
     """LLM-I's image-number constraint in plain words (see the module docstring)."""
     number: Any = value
     if isinstance(value, str):
@@ -304,7 +304,7 @@ class _RowIndex:
             if item.source_file not in self.bench_files:
                 self.bench_files.append(item.source_file)
 
-    def resolve(  # noqa: C901
+    def resolve(
         self, input_file: str | None, number: int | None, prompt: str | None, where: Where
     ) -> str:
         if input_file:

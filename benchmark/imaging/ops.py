@@ -197,7 +197,7 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def _coerce(op: str, spec: ParamSpec, value: Any) -> Any:  # noqa: C901, PLR0915
+def _coerce(op: str, spec: ParamSpec, value: Any) -> Any:  # noqa: PLR0915
     """Check one value against its spec and return it in canonical form."""
     where = f"{op}: {spec.name}"
 
@@ -261,7 +261,7 @@ def _coerce(op: str, spec: ParamSpec, value: Any) -> Any:  # noqa: C901, PLR0915
     raise AssertionError(f"unknown parameter type {spec.type}")  # pragma: no cover
 
 
-def validate_params(op_name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:  # noqa: C901
+def validate_params(op_name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Check ``params`` for ``op_name`` without an image; return them complete and canonical:
     defaults filled in, numbers as float or int, strings lower-cased with aliases resolved,
     boxes as tuples. Raises :class:`OpError` naming the operation and the parameter."""

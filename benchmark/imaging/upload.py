@@ -43,7 +43,7 @@ class PreparedUpload:
     """What was changed, for the user ("EXIF orientation applied", "converted from TIFF")."""
 
 
-def prepare_upload(data: bytes, *, max_pixels: int, max_bytes: int | None = None) -> PreparedUpload:  # noqa: C901
+def prepare_upload(data: bytes, *, max_pixels: int, max_bytes: int | None = None) -> PreparedUpload:
     """Check ``data`` and return the bytes to store. Raises :class:`ImageRejected` with a
     message that says what is wrong (the caller adds the file name)."""
     try:

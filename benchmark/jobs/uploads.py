@@ -255,7 +255,7 @@ def _member_chunks(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> It
         ) from None
 
 
-def zip_extract(  # noqa: C901
+def zip_extract(
     upload: IO[bytes],
     root: Path,
     budget: UploadBudget | int | None = None,

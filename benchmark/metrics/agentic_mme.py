@@ -740,7 +740,7 @@ class _Scorer:
 
     # ---- V_tool
 
-    def tool_check(self, cp: JSON, result: CheckpointResult) -> None:  # noqa: C901
+    def tool_check(self, cp: JSON, result: CheckpointResult) -> None:
         result.has_tool_check = True
         verifier = str((cp.get("code_check") or {}).get("verifier") or "").strip()
         low = verifier.lower()
@@ -852,7 +852,7 @@ class _Scorer:
         return False, detail
 
 
-def score_run(  # noqa: C901, PLR0915
+def score_run(  # noqa: PLR0915
     task: JSON,
     run: RunRecord,
     *,
@@ -1276,7 +1276,7 @@ def dominant_failure_mode(observations: Iterable[FailureObservation]) -> Failure
     return best.mode
 
 
-def suggest_failure_observations(  # noqa: C901
+def suggest_failure_observations(
     task: JSON, run: RunRecord, score: RunScore
 ) -> list[FailureObservation]:
     """Failure modes the scores point at, for an annotator to confirm (nothing for a correct

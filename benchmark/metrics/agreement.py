@@ -156,7 +156,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool | np.bool_)
 
 
-def encode(  # noqa: C901
+def encode(
     rows: Iterable[Row], level: Level = "nominal", categories: Sequence[Any] | None = None
 ) -> Judgments:
     """Code ``(item_id, rater_id, label)`` rows as integer matrices.

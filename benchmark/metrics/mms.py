@@ -328,7 +328,7 @@ def _key(item_id: Any) -> str:
     return str(item_id)
 
 
-def score_plans(  # noqa: C901, PLR0915
+def score_plans(  # noqa: PLR0915
     gold: Mapping[Any, Any],
     predictions: Mapping[Any, Any],
     tool_names: Sequence[str] | Toolset,

@@ -348,7 +348,7 @@ def _decode(name: str, data: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _rows(name: str, text: str) -> tuple[list[Any], list[str] | None]:  # noqa: C901
+def _rows(name: str, text: str) -> tuple[list[Any], list[str] | None]:
     """The records of a JSON array, of a JSON object holding a list of records (``answers``,
     ``results`` or ``responses``, with an optional ``model`` for all), of a single JSON
     object, or of JSONL. Returns ``(values, where)`` with ``where`` naming each JSONL line,
@@ -437,7 +437,7 @@ def read_answer_file(name: str, data: bytes) -> list[AnswerRecord]:
     return out
 
 
-def _record(value: Any, name: str, where: str, default_model: str) -> AnswerRecord:  # noqa: C901
+def _record(value: Any, name: str, where: str, default_model: str) -> AnswerRecord:
     if not isinstance(value, dict):
         kind = "null" if value is None else type(value).__name__
         raise FormatError(f"{where}: must be an answer object, not {kind}", file=name)

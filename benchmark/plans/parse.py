@@ -180,7 +180,7 @@ def _as_step_id(value: Any) -> int | None:
     return None
 
 
-def parse_json_plan(obj: Any) -> ParsedPlan:  # noqa: C901
+def parse_json_plan(obj: Any) -> ParsedPlan:
     """Read a plan given as Python objects: a list of steps, or ``{"nodes": [...]}`` as m&m's
     multi-step agent answers. Malformed steps yield ``parse_error`` findings."""
     if isinstance(obj, dict) and "nodes" in obj:
@@ -228,7 +228,7 @@ def parse_json_plan(obj: Any) -> ParsedPlan:  # noqa: C901
     return ParsedPlan(steps, "json", findings)
 
 
-def decode_plan_text(text: str) -> tuple[Any, Finding | None]:  # noqa: C901
+def decode_plan_text(text: str) -> tuple[Any, Finding | None]:
     """Decode JSON or a Python literal (m&m's ``plan_str``). A model answer such as
     ``# RESULT #: {"nodes": [...]}`` is also accepted, the way m&m's agent parser reads it:
     what follows ``RESULT #:``, from the first bracket to the last closing one."""
@@ -391,7 +391,7 @@ class _CodeReader:
             target = var
         return f"<node-{target}>" + (f".{key}" if key is not None else "")
 
-    def value(self, node: ast.expr) -> Any:  # noqa: C901
+    def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):

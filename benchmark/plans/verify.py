@@ -151,7 +151,7 @@ def _position(step: Step, arg: str | None = None) -> tuple[int | None, int | Non
     return step.line, step.column
 
 
-def _check_step(  # noqa: C901
+def _check_step(
     step: Step, toolset: Toolset, earlier: Mapping[int, Step], later: Iterable[int]
 ) -> list[Finding]:
     findings: list[Finding] = []

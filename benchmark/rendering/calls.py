@@ -257,7 +257,7 @@ class _Planner:
             self.closed_tags.append(tool.index)
         return plan
 
-    def _plan(self, tool: ToolCall) -> CallPlan:  # noqa: C901
+    def _plan(self, tool: ToolCall) -> CallPlan:
         label = tool.tool_name or ""
 
         def make(

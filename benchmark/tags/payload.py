@@ -110,7 +110,7 @@ def _string(token: str) -> Any:
     return value if isinstance(value, str) else _NO_VALUE
 
 
-def read_literal_fast(text: str) -> Any:  # noqa: C901, PLR0915
+def read_literal_fast(text: str) -> Any:  # noqa: PLR0915
     """Read ``text`` as a Python literal if it is in the simple subset (dicts, lists, strings
     without prefixes, decimal ints, True/False/None), else return ``_NO_VALUE`` (compare with
     ``is``). One regex tokenizes the text; a small state machine builds the value. Never

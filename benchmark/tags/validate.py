@@ -322,7 +322,7 @@ _FIGURE_KEYWORDS = (
 )  # fmt: skip
 
 
-def _figure_phrases(text: str, start: int, end: int) -> list[tuple[int, int]]:  # noqa: C901
+def _figure_phrases(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Spans of figure-introducing phrases in ``text[start:end]``.
 
     The full pattern only runs on the stretches around keyword hits (found with ``str.find``),
@@ -389,7 +389,7 @@ def _first_break_start(text: str, lo: int, hi: int) -> int | None:
     return None
 
 
-def paragraph_sides(parsed: ParsedText) -> tuple[list[tuple[bool, bool]], list[tuple[bool, bool]]]:  # noqa: C901
+def paragraph_sides(parsed: ParsedText) -> tuple[list[tuple[bool, bool]], list[tuple[bool, bool]]]:
     """Per tag, for its before side and its after side: (at a paragraph boundary, separated
     from the neighbouring text by at least a line break). See the module docstring."""
     segments, tools = parsed.segments, parsed.tools
@@ -547,7 +547,7 @@ class _Checker:
     def add(self, code: str, message: str, span: tuple[int, int], tool: ToolCall) -> None:
         self.out.append(Finding(code, message, span[0], span[1], tool.index))
 
-    def check(self, tool: ToolCall) -> None:  # noqa: C901
+    def check(self, tool: ToolCall) -> None:
         data = tool.data
         k = self.closed_before
         if tool.closed:
@@ -636,7 +636,7 @@ class _Checker:
         assert isinstance(name, str)
         self.check_params(tool, name, params, specs, k)
 
-    def check_params(  # noqa: C901
+    def check_params(
         self,
         tool: ToolCall,
         name: str,

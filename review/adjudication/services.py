@@ -79,7 +79,7 @@ def _clean_variants(values: Iterable[Any]) -> list[str]:
 MATCH_TYPES = ("exact", "contains", "numeric")
 
 
-def answer_revise(  # noqa: C901, PLR0915
+def answer_revise(
     *,
     task: JudgmentTask,
     item: Item,
@@ -102,25 +102,10 @@ def answer_revise(  # noqa: C901, PLR0915
     if not can(user=reviewer, project=task.project, action="adjudicate"):
         raise Forbidden("only reviewers and admins revise answers in joint review")
     # (No item state rule here: in joint review a reviewer revises the answer on purpose.)
-    if not is_solve_task(task):
-        raise ValidationFailed("this task does not compare answers with the author's answer")
-    if item.project_id != task.project_id:
-        raise ValidationFailed("the item is not in this task's project")
-    expected_answer = (expected_answer or "").strip()
-    if not expected_answer:
-        raise ValidationFailed("expected answer: give the answer the item should have")
-    if match_type not in MATCH_TYPES:
-        raise ValidationFailed(f"match type: choose one of {', '.join(MATCH_TYPES)}")
-    if match_type == "numeric":
-        try:
-            float(expected_answer)
-        except ValueError:
-            raise ValidationFailed(
-                f"expected answer: {expected_answer!r} is not a number, and the match type "
-                "is numeric"
-            ) from None
-    if tolerance is not None and (tolerance < 0 or tolerance != tolerance):
-        raise ValidationFailed("tolerance: give a number of at least 0")
+    expected_answer = _revision_check(
+        task=task, item=item, expected_answer=expected_answer, match_type=match_type,
+        tolerance=tolerance,
+    )  # fmt: skip
     variants = [v for v in _clean_variants(accepted_variants) if v != expected_answer]
     with transaction.atomic():
         locked = Item.objects.select_for_update().get(pk=item.pk)
@@ -144,18 +129,7 @@ def answer_revise(  # noqa: C901, PLR0915
         after = {k: getattr(locked, k) for k in ("expected_answer", "accepted_variants")}
         after["match_type"] = match_type
         if tolerance is not None:
-            # Where the task file keeps it (golden_answer.tolerance), so the export carries it.
-            record = locked.raw_record if locked.raw else None
-            if isinstance(record, dict) and isinstance(record.get("golden_answer", {}), dict):
-                record.setdefault("golden_answer", {})["tolerance"] = tolerance
-                locked.raw = orjson.dumps(record).decode()
-                fields.append("raw")
-                if getattr(locked, "raw_holes", None):  # the whole record is in raw again
-                    locked.raw_holes = []
-                    fields.append("raw_holes")
-            else:
-                locked.constraints = {**(locked.constraints or {}), "tolerance": tolerance}
-                fields.append("constraints")
+            fields.extend(_tolerance_set(locked, tolerance))
             after["tolerance"] = tolerance
         locked.full_clean()
         locked.save(update_fields=fields)
@@ -173,6 +147,48 @@ def answer_revise(  # noqa: C901, PLR0915
             item=locked, user=reviewer, where="in joint review", revised_by_review=task
         )
         return outcome_recompute(task=task, item=locked)
+
+
+def _revision_check(
+    *, task: JudgmentTask, item: Item, expected_answer: str, match_type: str,
+    tolerance: float | None,
+) -> str:  # fmt: skip
+    """The revised answer, stripped; a revision that cannot be made raises ValidationFailed."""
+    if not is_solve_task(task):
+        raise ValidationFailed("this task does not compare answers with the author's answer")
+    if item.project_id != task.project_id:
+        raise ValidationFailed("the item is not in this task's project")
+    expected_answer = (expected_answer or "").strip()
+    if not expected_answer:
+        raise ValidationFailed("expected answer: give the answer the item should have")
+    if match_type not in MATCH_TYPES:
+        raise ValidationFailed(f"match type: choose one of {', '.join(MATCH_TYPES)}")
+    if match_type == "numeric":
+        try:
+            float(expected_answer)
+        except ValueError:
+            raise ValidationFailed(
+                f"expected answer: {expected_answer!r} is not a number, and the match type "
+                "is numeric"
+            ) from None
+    if tolerance is not None and (tolerance < 0 or tolerance != tolerance):
+        raise ValidationFailed("tolerance: give a number of at least 0")
+    return expected_answer
+
+
+def _tolerance_set(locked: Item, tolerance: float) -> list[str]:
+    """Store the tolerance where the task file keeps it (``golden_answer.tolerance``, so the
+    export carries it), else in the item's constraints; the fields written."""
+    record = locked.raw_record if locked.raw else None
+    if isinstance(record, dict) and isinstance(record.get("golden_answer", {}), dict):
+        record.setdefault("golden_answer", {})["tolerance"] = tolerance
+        locked.raw = orjson.dumps(record).decode()
+        if getattr(locked, "raw_holes", None):  # the whole record is in raw again
+            locked.raw_holes = []
+            return ["raw", "raw_holes"]
+        return ["raw"]
+    locked.constraints = {**(locked.constraints or {}), "tolerance": tolerance}
+    return ["constraints"]
 
 
 def discard_proposal_decide(

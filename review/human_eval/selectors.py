@@ -355,39 +355,10 @@ def judge_comparison(*, task: JudgmentTask, run: JudgeRun) -> dict[str, Any]:
     report = judge_run_report(run=run, responses=judged)
     judge_models = report["summary"].get("models") or {}
     per_answer = {a["response"]: a["scores"] for a in report["answers"]}
-    rows = []
-    for key, (judge_key, answer_key) in pairs.items():
-        answer_means = _human_answer_means(rated, key, judged) if answer_key is not None else {}
-        human = _human_model_figure(rated, key, judged)
-        judge = {
-            m: float(v)
-            for m, figs in judge_models.items()
-            if (v := (figs or {}).get(judge_key)) is not None
-        }
-        lower = key in LOWER_IS_BETTER
-        column = _judge_column(run, judge_key)
-        judge_lower = column is not None and column.lower_is_better
-        field_of = rated.scale.field_of(key)
-        row: dict[str, Any] = {
-            "human": field_of.label if field_of is not None else "Bradley-Terry strength",
-            "key": key,
-            "judge": column.label if column is not None else judge_key,
-            "models": _rho(human, judge, lower, judge_lower),
-            "table": [
-                (m, human.get(m), judge.get(m)) for m in rated.models if m in human or m in judge
-            ],
-        }
-        if answer_key is not None:
-            theirs = {
-                str(pk): float(score)
-                for pk, scores in per_answer.items()
-                if isinstance(score := (scores or {}).get(answer_key), int | float)
-            }
-            mine = {str(pk): v for pk, v in answer_means.items()}
-            over_answers = _rho(mine, theirs, lower, judge_lower)
-            over_answers["note"] = over_answers["note"].replace("model", "answer")
-            row["answers"] = over_answers
-        rows.append(row)
+    rows = [
+        _comparison_row(rated, run, key, judge_key, answer_key, judged, judge_models, per_answer)
+        for key, (judge_key, answer_key) in pairs.items()
+    ]
     out["rows"] = rows
     if len(judged) < len(rated_answers):
         out["note"] = (
@@ -395,6 +366,51 @@ def judge_comparison(*, task: JudgmentTask, run: JudgeRun) -> dict[str, Any]:
             "people rated; both sides are taken over those answers."
         )
     return out
+
+
+def _comparison_row(
+    rated: _Rated,
+    run: JudgeRun,
+    key: str,
+    judge_key: str,
+    answer_key: str | None,
+    judged: set[int],
+    judge_models: dict[str, Any],
+    per_answer: dict[Any, Any],
+) -> dict[str, Any]:
+    """One compared figure: both sides per model with rho over models, and over answers when
+    the judge scores single answers."""
+    answer_means = _human_answer_means(rated, key, judged) if answer_key is not None else {}
+    human = _human_model_figure(rated, key, judged)
+    judge = {
+        m: float(v)
+        for m, figs in judge_models.items()
+        if (v := (figs or {}).get(judge_key)) is not None
+    }
+    lower = key in LOWER_IS_BETTER
+    column = _judge_column(run, judge_key)
+    judge_lower = column is not None and column.lower_is_better
+    field_of = rated.scale.field_of(key)
+    row: dict[str, Any] = {
+        "human": field_of.label if field_of is not None else "Bradley-Terry strength",
+        "key": key,
+        "judge": column.label if column is not None else judge_key,
+        "models": _rho(human, judge, lower, judge_lower),
+        "table": [
+            (m, human.get(m), judge.get(m)) for m in rated.models if m in human or m in judge
+        ],
+    }
+    if answer_key is not None:
+        theirs = {
+            str(pk): float(score)
+            for pk, scores in per_answer.items()
+            if isinstance(score := (scores or {}).get(answer_key), int | float)
+        }
+        mine = {str(pk): v for pk, v in answer_means.items()}
+        over_answers = _rho(mine, theirs, lower, judge_lower)
+        over_answers["note"] = over_answers["note"].replace("model", "answer")
+        row["answers"] = over_answers
+    return row
 
 
 # =========================================================================== raw ratings

@@ -114,7 +114,7 @@ def _read_json(path: Path, name: str) -> tuple[str, Any]:
         ) from None
 
 
-def read_run_folder(path: Path, root: Path) -> RunFolder:  # noqa: C901
+def read_run_folder(path: Path, root: Path) -> RunFolder:
     """Read and check one run folder; ValidationFailed names the folder and the file."""
     rel = path.relative_to(root).as_posix() if path != root else path.name
     name = rel if rel not in ("", ".") else path.name
@@ -177,7 +177,7 @@ def read_run_folders(root: Path, progress: Callable[[int], None] | None = None) 
     return runs
 
 
-def read_tasks(tasks_dir: Path) -> dict[str, tuple[Path, dict[str, Any]]]:  # noqa: C901
+def read_tasks(tasks_dir: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
     """Task configs by ``task_id`` (and by file stem, when it differs) from a folder of
     ``*.json`` task files, or from a dataset folder holding ``json/``."""
     if not tasks_dir.is_dir():

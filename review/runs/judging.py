@@ -242,18 +242,10 @@ def recompute(score: mme.RunScore) -> mme.RunScore:
     visual_checked = [r for r in visual if r.has_visual_check]
     search = [r for r in score.checkpoints if r.kind == "search"]
     for r in visual:
-        r.passed = (
-            (not r.has_tool_check or bool(r.tool_passed))
-            and (not r.has_visual_check or r.visual_passed is True)
-            and (r.has_tool_check or r.has_visual_check)
-        )
-    score.V = sum(r.passed for r in visual) / len(visual) if visual else None
-    score.S = sum(r.passed for r in search) / len(search) if search else None
-    score.V_true = (
-        sum(r.visual_passed is True for r in visual_checked) / len(visual_checked)
-        if visual_checked
-        else None
-    )
+        r.passed = _visual_passed(r)
+    score.V = _share([bool(r.passed) for r in visual])
+    score.S = _share([bool(r.passed) for r in search])
+    score.V_true = _share([r.visual_passed is True for r in visual_checked])
     score.undetermined = sum(1 for r in visual_checked if r.visual_passed is None) + sum(
         1 for r in search if r.detail.get("undetermined")
     )
@@ -261,6 +253,19 @@ def recompute(score: mme.RunScore) -> mme.RunScore:
     score.base = sum(valid) / len(valid) if valid else 0.0
     score.pqs = score.base * (1.0 - score.penalty)
     return score
+
+
+def _visual_passed(r: mme.CheckpointResult) -> bool:
+    """A visual checkpoint passes when every check it has passed, and it has at least one."""
+    return (
+        (not r.has_tool_check or bool(r.tool_passed))
+        and (not r.has_visual_check or r.visual_passed is True)
+        and (r.has_tool_check or r.has_visual_check)
+    )
+
+
+def _share(passed: Sequence[bool]) -> float | None:
+    return sum(passed) / len(passed) if passed else None
 
 
 def _mark_decided(score: mme.RunScore) -> None:

@@ -266,7 +266,7 @@ def _safe_relative(name: str) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
-def run_upload_start(  # noqa: C901
+def run_upload_start(
     *,
     project: Project,
     user: AnyUser,
@@ -343,7 +343,7 @@ class _Prepared:
     images: list[Path]
 
 
-def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> RunSet:  # noqa: C901, PLR0915
+def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> RunSet:
     """The scoring job's work: read and check every run folder under the job's upload, match
     each to the project's item by task id, score it, then store the run set, the runs and
     their images in one transaction. Any problem raises ValidationFailed naming the run
@@ -353,6 +353,48 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
     label = str(job.params.get("name") or "upload")
     tick = progress or (lambda *a, **k: None)
     sources = job.params.get("sources") or [["", str(root)]]
+    folders, models = _run_folders_read(sources, label, tick)
+    items = _items_with_reference(project, (f.task_id for f in folders))
+    judge = run_judge_for(project=project, user_id=job.created_by_id)
+    _check_tasks_known(project, folders, items)
+    prepared = _runs_score(folders, models, items, judge, tick)
+    tick(progress=0, message="storing images")
+    with transaction.atomic():
+        run_set = RunSet.objects.create(
+            project=project,
+            name=label[:200],
+            filename=str(job.params.get("filename") or "")[:255],
+            job=job,
+            created_by=job.created_by,
+        )
+        rows = [
+            AgentRun(
+                run_set=run_set,
+                item=p.item,
+                folder=p.folder.name[:500],
+                model_name=p.model,
+                events=p.folder.events,
+                events_raw=p.folder.events_raw,
+                final_answer=p.folder.answer,
+                meta=p.folder.meta,
+                images=_run_images_store(p, project),
+                score=score_to_dict(p.score, judge_model=judge.model if judge else ""),
+                level=p.score.level,
+                acc=p.score.acc,
+                position=position,
+            )
+            for position, p in enumerate(prepared)
+        ]
+        AgentRun.objects.bulk_create(rows, batch_size=500)
+    return run_set
+
+
+def _run_folders_read(
+    sources: list[list[str]], label: str, tick: Callable[..., None]
+) -> tuple[list[RunFolder], dict[int, str]]:
+    """Every run folder of every uploaded source, and the model of each (keyed by ``id``): the
+    folder's own, else its parent folder's name (unless that is ``runs``), else the source's
+    prefix, else the upload's label."""
     folders: list[RunFolder] = []
     models: dict[int, str] = {}
     for prefix, path in sources:
@@ -368,8 +410,10 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
                 folder.name = f"{prefix}/{folder.name}"
             folders.append(folder)
             tick(progress=0, message=f"read {len(folders)} run folders")
-    items = _items_with_reference(project, (f.task_id for f in folders))
-    judge = run_judge_for(project=project, user_id=job.created_by_id)
+    return folders, models
+
+
+def _check_tasks_known(project: Project, folders: list[RunFolder], items: dict[str, Item]) -> None:
     unknown = [f for f in folders if f.task_id not in items]
     if unknown:
         shown = "; ".join(f"{f.name!r} (task {f.task_id!r})" for f in unknown[:5])
@@ -378,6 +422,16 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
             f"{len(unknown)} run folder{'s' if len(unknown) != 1 else ''} name a task that is "
             f"not an item of {project.name!r}: {shown}{more}"
         )
+
+
+def _runs_score(
+    folders: list[RunFolder],
+    models: dict[int, str],
+    items: dict[str, Item],
+    judge: judging.RunJudge | None,
+    tick: Callable[..., None],
+) -> list[_Prepared]:
+    """Score every run (one run per task and model) and list the images it produced."""
     seen: dict[tuple[str, str], str] = {}
     prepared: list[_Prepared] = []
     tick(progress=0, total=len(folders), message="scoring")
@@ -402,51 +456,24 @@ def run_set_score(*, job: Job, progress: Callable[..., None] | None = None) -> R
             )
         prepared.append(_Prepared(folder, item, model, score, images))
         tick(progress=n)
-    tick(progress=0, message="storing images")
-    with transaction.atomic():
-        run_set = RunSet.objects.create(
-            project=project,
-            name=label[:200],
-            filename=str(job.params.get("filename") or "")[:255],
-            job=job,
-            created_by=job.created_by,
-        )
-        rows = []
-        for position, p in enumerate(prepared):
-            stored = []
-            for i, path in enumerate(p.images):
-                try:
-                    data = path.read_bytes()
-                except OSError as exc:
-                    raise ValidationFailed(
-                        f"{_where(p.folder.name, path.name)}: cannot be read ({exc})"
-                    ) from None
-                try:
-                    image = image_services.image_store(data=data, name=path.name, project=project)
-                except ValidationFailed as exc:
-                    raise ValidationFailed(
-                        f"{_where(p.folder.name, path.name)}: {exc.message}"
-                    ) from None
-                stored.append({"sha256": image.sha256, "name": path.name, "position": i})
-            rows.append(
-                AgentRun(
-                    run_set=run_set,
-                    item=p.item,
-                    folder=p.folder.name[:500],
-                    model_name=p.model,
-                    events=p.folder.events,
-                    events_raw=p.folder.events_raw,
-                    final_answer=p.folder.answer,
-                    meta=p.folder.meta,
-                    images=stored,
-                    score=score_to_dict(p.score, judge_model=judge.model if judge else ""),
-                    level=p.score.level,
-                    acc=p.score.acc,
-                    position=position,
-                )
-            )
-        AgentRun.objects.bulk_create(rows, batch_size=500)
-    return run_set
+    return prepared
+
+
+def _run_images_store(p: _Prepared, project: Project) -> list[dict[str, Any]]:
+    stored = []
+    for i, path in enumerate(p.images):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ValidationFailed(
+                f"{_where(p.folder.name, path.name)}: cannot be read ({exc})"
+            ) from None
+        try:
+            image = image_services.image_store(data=data, name=path.name, project=project)
+        except ValidationFailed as exc:
+            raise ValidationFailed(f"{_where(p.folder.name, path.name)}: {exc.message}") from None
+        stored.append({"sha256": image.sha256, "name": path.name, "position": i})
+    return stored
 
 
 def run_set_score_job(*, job: Job, progress: Callable[..., None]) -> dict[str, Any]:

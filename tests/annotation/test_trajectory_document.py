@@ -223,3 +223,105 @@ def test_a_changed_crop_box_asks_for_a_new_image_and_moves_bbox_2d() -> None:
 
     draft.steps[0].recipe = '{"version": 1, "source_sha256": "nope", "steps": []}'
     assert any("image" in m for m in _messages(td.apply_draft(doc, draft)))
+
+
+# --------------------------------------------------------------------------- the field table
+
+_SAMPLE_TEXT = {
+    "tool": "google_lens_search",
+    "keywords": "first\nsecond",
+    "urls": "https://example.org/a",
+    "ans_match": "contains",
+    "ans_tol": "0.25",
+    "ans_target": "Willow",
+}
+
+
+def _table_doc() -> dict[str, Any]:
+    return {
+        "meta": {"level": 2, "domain": "Life"},
+        "input": {"prompt": "What is it?"},
+        "golden_answer": {"value": "x", "match_type": "exact"},
+        "process_evaluation": {
+            "checkpoints": [
+                {"id": "C1", "axis": "V", "description": "Look.", "tools": ["crop"]},
+                {
+                    "id": "C2",
+                    "axis": "S",
+                    "description": "Search.",
+                    "tools": ["google_search"],
+                    "search_check": {"keywords": ["k"], "expected": "e"},
+                },
+            ],
+            "efficiency": {"reference_tool_calls": 2},
+        },
+    }
+
+
+@pytest.mark.parametrize("row", td.STEP_ROWS, ids=lambda row: row.field)
+def test_each_step_field_lands_at_its_path_in_the_table_and_reads_back(row: td.Row) -> None:
+    """Reading and writing a step field both go through its one row: the value typed lands at
+    the row's path in the checkpoint, and reading the document gives the text back."""
+    doc = _table_doc()
+    draft = td.draft_from_document(doc)
+    step = draft.steps[1] if row.path[0] == "search_check" else draft.steps[0]
+    text = _SAMPLE_TEXT.get(row.field, "typed text")
+    setattr(step, row.field, text)
+    if row.path[0] == "answer_check":  # an answer check is its match, target and tolerance
+        step.ans_match, step.ans_target = "contains", "Willow"
+    if row.path[0] == "visual_check":  # a visual check is a question and its answer
+        step.question, step.expected = step.question or "q", step.expected or "a"
+    applied = td.apply_draft(doc, draft, tools=["google_lens_search"])
+    assert applied.errors == []
+    index = 1 if row.path[0] == "search_check" else 0
+    cp = applied.document["process_evaluation"]["checkpoints"][index]
+    stored = cp
+    for key in row.path:
+        stored = stored[key]
+    assert stored == row.kind.parse(text, None)
+    assert getattr(td.draft_from_document(applied.document).steps[index], row.field) == text
+
+
+def test_every_step_field_is_in_the_table_or_has_its_own_handler() -> None:
+    own_handler = {"id", "axis", "args", "check_op", "source", "recipe", "box_px", "clear_image"}
+    in_table = {row.field for row in td.STEP_ROWS}
+    assert in_table | own_handler == set(td.STEP_FIELDS)
+    assert not in_table & own_handler
+    assert {row.path[0] for row in td.STEP_ROWS if len(row.path) == 2} == {
+        check.key for check in td.CHECKS
+    }
+
+
+def test_a_check_that_is_not_an_object_reads_as_empty_instead_of_failing() -> None:
+    """An imported checkpoint whose search check is not an object used to stop the editor with
+    a ValueError (a server error on every view of the item); now the check reads as empty and
+    the annotator is asked for its fields."""
+    doc = _table_doc()
+    doc["process_evaluation"]["checkpoints"][1]["search_check"] = "see notes"
+    draft = td.draft_from_document(doc)
+    assert draft.steps[1].keywords == ""
+    messages = _messages(td.apply_draft(doc, draft))
+    assert "step 2 (C2) · keywords: a search step needs at least one keyword" in messages
+    draft.steps[1].keywords, draft.steps[1].search_expected = "k", "e"
+    applied = td.apply_draft(doc, draft)
+    assert applied.errors == []
+    assert applied.document["process_evaluation"]["checkpoints"][1]["search_check"] == {
+        "keywords": ["k"],
+        "expected": "e",
+    }
+
+
+def test_an_unchanged_field_keeps_its_stored_type_when_its_neighbour_changes() -> None:
+    doc = _table_doc()
+    doc["process_evaluation"]["checkpoints"][0]["visual_check"] = {
+        "question": "How many?",
+        "expected_answer": 5,
+    }
+    draft = td.draft_from_document(doc)
+    draft.steps[0].question = "How many rings?"
+    applied = td.apply_draft(doc, draft)
+    assert applied.errors == []
+    assert applied.document["process_evaluation"]["checkpoints"][0]["visual_check"] == {
+        "question": "How many rings?",
+        "expected_answer": 5,
+    }

@@ -265,3 +265,13 @@ def test_other_projects_and_other_kinds_answer_404(world: dict[str, Any], projec
     assert other.post(_url(item), {"op": "save"}).status_code == 404
     doc = task_document(item=item, reference=Trajectory.objects.get(item=item))
     assert td.fingerprint(doc)  # untouched
+
+
+def test_a_malformed_post_answers_400_naming_the_field(world: dict[str, Any]) -> None:
+    item = world["make"](2)
+    client = world["client"]
+    data = _form(client.get(_url(item)).content.decode())
+    response = client.post(_url(item), {**data, "ord-count": "101", "op": "save"}, **HX)
+    assert response.status_code == 400
+    assert response.content.decode() == "ord-count: at most 100 entries (101 posted)"
+    assert client.post(_url(item), {**data, "op": "explode"}).status_code == 400
