@@ -17,7 +17,7 @@ adds a version with the old document.
 
 Concurrency: a save names the version number it was made on and the fingerprint of the
 document the editor was opened with (which also catches changes made outside the editor); if
-either is not current, :class:`TrajectoryConflict` (409) carries the current document and
+either is not current, :class:`~benchmark.versions.StaleVersion` (409) carries the current document and
 nothing is written.
 """
 
@@ -45,13 +45,14 @@ from annotation.trajectories.selectors import (
 )
 from annotation.verification import services as verification
 from benchmark import permissions
-from benchmark.exceptions import Conflict, DomainError, NotFound, ValidationFailed
+from benchmark.exceptions import DomainError, NotFound, ValidationFailed
 from benchmark.formats._jsonio import Overlay, Where
 from benchmark.formats.agentic_mme import _overlay_task, _skeleton
 from benchmark.formats.base import ImageRef, ItemRecord, TrajectoryRecord
 from benchmark.imaging import ops
 from benchmark.models import Image, Item, Origin, Project, Trajectory
 from benchmark.typing import AnyUser
+from benchmark.versions import StaleVersion
 
 
 class TrajectoryInvalid(ValidationFailed):
@@ -65,37 +66,35 @@ class TrajectoryInvalid(ValidationFailed):
 MAX_NOTE = 500
 
 
-class TrajectoryConflict(Conflict):
-    """Someone saved the trajectory (or changed it elsewhere) after the editor was opened;
-    ``document``, ``number`` and ``fingerprint`` are the current state, ``author`` who saved
-    it (None for a change made outside the editor)."""
+@dataclass(frozen=True)
+class TrajectoryState:
+    """The trajectory as it stands, which a stale save is shown: its document, version number
+    and fingerprint, who saved it (None for a change made outside the editor) and whether the
+    change is a recorded version."""
 
-    def __init__(
-        self,
-        *,
-        document: dict[str, Any],
-        number: int,
-        fingerprint: str,
-        base_number: int | None,
-        author: str | None,
-        recorded: bool,
-    ) -> None:
-        self.document = document
-        self.number = number
-        self.fingerprint = fingerprint
-        self.author = author
-        self.recorded = recorded
-        opened = f"version {base_number}" if base_number else "it"
-        if recorded and author:
-            who = f"version {number} was saved by {author} after you opened {opened}"
-        elif number != base_number:
-            who = f"this trajectory was changed outside the editor after you opened {opened}"
-        else:
-            who = f"this trajectory was changed after you opened {opened}"
-        super().__init__(
-            f"{who}; their version is shown, your edits are still in the form and nothing of "
-            "yours was saved"
-        )
+    document: dict[str, Any]
+    number: int
+    fingerprint: str
+    author: str | None
+    recorded: bool
+
+
+def trajectory_stale(current: TrajectoryState, base_number: int | None) -> StaleVersion:
+    """Someone saved the trajectory (or changed it elsewhere) after the editor was opened on
+    ``base_number``: the one 409 of every versioned thing, carrying ``current``."""
+    opened = f"version {base_number}" if base_number else "it"
+    if current.recorded and current.author:
+        who = f"version {current.number} was saved by {current.author} after you opened {opened}"
+    elif current.number != base_number:
+        who = f"this trajectory was changed outside the editor after you opened {opened}"
+    else:
+        who = f"this trajectory was changed after you opened {opened}"
+    return StaleVersion(
+        f"{who}; their version is shown, your edits are still in the form and nothing of "
+        "yours was saved",
+        current=current,
+        base_number=base_number,
+    )
 
 
 @dataclass
@@ -234,17 +233,17 @@ def _box_px(image: Image, source: Image | None, recipe: dict[str, Any]) -> list[
 
 def _conflict(
     document: dict[str, Any], state: VersionState, base_number: int | None
-) -> TrajectoryConflict:
+) -> StaleVersion:
     latest = state.latest
     author = latest.author.get_username() if latest is not None and latest.author else None
-    return TrajectoryConflict(
+    current = TrajectoryState(
         document=document,
         number=state.number,
         fingerprint=state.fingerprint,
-        base_number=base_number,
         author=author if state.recorded else None,
         recorded=state.recorded,
     )
+    return trajectory_stale(current, base_number)
 
 
 def _is_current(state: VersionState, base_number: int | None, base_fingerprint: str) -> bool:
@@ -278,7 +277,7 @@ def trajectory_save(
     """Save ``draft`` as the item's reference trajectory, made on version ``base_number``
     (and, when given, the document with fingerprint ``base_fingerprint``), as a new version.
 
-    Raises :class:`TrajectoryInvalid` naming every bad field, :class:`TrajectoryConflict` when
+    Raises :class:`TrajectoryInvalid` naming every bad field, :class:`~benchmark.versions.StaleVersion` when
     the item is no longer at that version; in both cases nothing is written. An unchanged
     draft writes nothing and adds no version. ``restore`` (a revert) is the document to store
     once ``draft`` (made from it) has passed the same checks."""

@@ -31,7 +31,6 @@ from annotation.trajectories import selectors
 from annotation.trajectories.forms import editor_post
 from annotation.trajectories.services import (
     SaveResult,
-    TrajectoryConflict,
     TrajectoryInvalid,
     prefill_recipes,
     task_document,
@@ -41,6 +40,7 @@ from annotation.trajectories.services import (
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.models import Item, Project
 from benchmark.typing import HtmxHttpRequest
+from benchmark.versions import StaleVersion
 
 TEMPLATE = "annotation/trajectory_edit.html"
 OP_LABELS = {"V": "Visual (V)", "S": "Search (S)"}
@@ -78,7 +78,7 @@ def _context(
     fingerprint: str,
     *,
     errors: list[td.FieldError] | None = None,
-    conflict: TrajectoryConflict | None = None,
+    conflict: StaleVersion | None = None,
     saved: int | None = None,
     unchanged: bool = False,
     note: str = "",
@@ -121,7 +121,9 @@ def _context(
         "match_types": td.MATCH_TYPES,
         "levels": td.LEVELS,
         "axes": OP_LABELS,
-        "conflict": td.draft_from_document(conflict.document) if conflict is not None else None,
+        "conflict": td.draft_from_document(conflict.current.document)
+        if conflict is not None
+        else None,
         "conflict_error": conflict,
         "saved": saved,
         "unchanged": unchanged,
@@ -242,10 +244,10 @@ def trajectory_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> 
             errors=exc.errors, note=note,
         )  # fmt: skip
         return _render(request, context, status=200 if request.htmx else 400)
-    except TrajectoryConflict as exc:
+    except StaleVersion as exc:
         # Saving from here is a deliberate overwrite: the form now carries their version.
         context = _context(
-            request, project_obj, item_obj, document, draft, exc.number, exc.fingerprint,
+            request, project_obj, item_obj, document, draft, exc.current.number, exc.current.fingerprint,
             conflict=exc, note=note,
         )  # fmt: skip
         return _render(request, context, status=409)
@@ -397,7 +399,7 @@ def trajectory_version_revert(
     except TrajectoryInvalid as exc:
         messages = [f"{e.where.capitalize()} · {e.field}: {e.message}" for e in exc.errors]
         return _version_page(request, project_obj, item_obj, number, errors=messages, status=400)
-    except TrajectoryConflict as exc:
+    except StaleVersion as exc:
         return _version_page(
             request, project_obj, item_obj, number, errors=[exc.message], conflict=True,
             status=409,

@@ -19,7 +19,6 @@ from annotation.trajectories.selectors import (
     version_state,
 )
 from annotation.trajectories.services import (
-    TrajectoryConflict,
     TrajectoryInvalid,
     task_document,
     trajectory_save,
@@ -27,6 +26,7 @@ from annotation.trajectories.services import (
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.datasets import services
 from benchmark.models import Image, Item, Project, Role
+from benchmark.versions import StaleVersion
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -178,10 +178,10 @@ def test_a_stale_save_is_a_conflict_and_writes_nothing(mme: dict[str, Any]) -> N
     def mine(draft: td.Draft) -> None:
         draft.domain = "Life"
 
-    with pytest.raises(TrajectoryConflict) as caught:
+    with pytest.raises(StaleVersion) as caught:
         _save(mme, "0003", mine, version=old_version)
     assert caught.value.status_code == 409
-    assert caught.value.document["golden_answer"]["value"] == "318"
+    assert caught.value.current.document["golden_answer"]["value"] == "318"
     item.refresh_from_db()
     assert item.expected_answer == "318"
     assert item.domain == "Society"

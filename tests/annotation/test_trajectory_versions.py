@@ -27,7 +27,6 @@ from annotation.trajectories.selectors import (
     version_state,
 )
 from annotation.trajectories.services import (
-    TrajectoryConflict,
     TrajectoryInvalid,
     task_document,
     trajectory_revert,
@@ -35,6 +34,7 @@ from annotation.trajectories.services import (
 from benchmark.datasets import services
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import Item, Role, Trajectory
+from benchmark.versions import StaleVersion
 from tests.annotation.test_trajectory_services import SOURCE, _save, mme, needs_data
 from tests.annotation.test_trajectory_views import HX, _form, _url, world
 from tests.factories import MembershipFactory, TrajectoryVersionFactory, UserFactory
@@ -219,9 +219,9 @@ def test_a_stale_save_names_who_saved_and_writes_no_version(mme: dict[str, Any])
     def mine(draft: td.Draft) -> None:
         draft.domain = "Life"
 
-    with pytest.raises(TrajectoryConflict) as caught:
+    with pytest.raises(StaleVersion) as caught:
         _save(mme, "0003", mine, version=opened)
-    assert caught.value.number == 2 and caught.value.author == "annotator-f"
+    assert caught.value.current.number == 2 and caught.value.current.author == "annotator-f"
     assert "version 2 was saved by annotator-f after you opened version 1" in str(caught.value)
     assert [v.author for v in _versions(item)] == [None, other]
 
@@ -262,7 +262,7 @@ def test_revert_restores_the_task_file_byte_for_byte_as_a_new_version(
             user=user, project=project, item=item, number=1, base_number=3, tools=[], domains=[]
         )
     # On an outdated page: 409, nothing written.
-    with pytest.raises(TrajectoryConflict):
+    with pytest.raises(StaleVersion):
         trajectory_revert(
             user=user, project=project, item=item, number=2, base_number=2, tools=[], domains=[]
         )

@@ -143,8 +143,7 @@ def test_every_version_table_is_a_version_row() -> None:
 
 def test_a_stale_save_has_one_exception_class() -> None:
     """No module defines its own version conflict any more: ``StaleVersion`` is the only
-    subclass of ``Conflict`` in the apps (the trajectory editor's is listed until its
-    save moves over)."""
+    subclass of ``Conflict`` in the apps."""
     found = []
     for app in APPS:
         for path in sorted((ROOT / app).rglob("*.py")):
@@ -153,7 +152,4 @@ def test_a_stale_save_has_one_exception_class() -> None:
                     isinstance(b, ast.Name) and b.id == "Conflict" for b in node.bases
                 ):
                     found.append(f"{path.relative_to(ROOT)}:{node.name}")
-    assert sorted(found) == [
-        "annotation/trajectories/services.py:TrajectoryConflict",
-        "benchmark/versions.py:StaleVersion",
-    ]
+    assert sorted(found) == ["benchmark/versions.py:StaleVersion"]
