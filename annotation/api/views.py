@@ -10,12 +10,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation.judging import selectors, services
 from annotation.judging.models import Judgment, JudgmentTask
+from benchmark.api.parsers import LimitedJSONParser
 from benchmark.permissions import can
 from benchmark.typing import request_user
 
@@ -100,7 +100,7 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
         "``already_recorded`` when you had already judged the item (nothing changes).",
     )
     # JSON only: ``value`` is any JSON value, which form data cannot carry.
-    @action(detail=True, methods=["get", "post"], parser_classes=[JSONParser])
+    @action(detail=True, methods=["get", "post"], parser_classes=[LimitedJSONParser])
     def judgments(self, request: Request, pk: Any = None) -> Response:
         task = self.get_object()
         if request.method == "POST":

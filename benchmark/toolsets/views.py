@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from benchmark import permissions
+from benchmark import limits, permissions
 from benchmark.exceptions import DomainError
 from benchmark.projects import selectors
 from benchmark.toolsets import services as toolset_services
@@ -31,7 +31,7 @@ class ToolForm(forms.Form):
 
     def clean_parameters(self) -> object:
         try:
-            return json.loads(self.cleaned_data["parameters"])
+            return limits.json_loads(self.cleaned_data["parameters"])
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(
                 f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
