@@ -112,33 +112,44 @@ def json_text_nul_path(text: str | bytes, value: Any, path: str = "") -> str | N
 # --------------------------------------------------------------------------- JSON depth
 
 # A JSON string (unrolled: no backtracking), or one bracket.
-_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-_TOKENS_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-# How each token changes the depth (a string: 0).
-_KIND = {"[": 1, "{": 1, "]": -1, "}": -1}
-_KIND_B = {b"[": 1, b"{": 1, b"]": -1, b"}": -1}
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_STEP = {b"[": 1, b"{": 1, b"]": -1, b"}": -1}
+
+
+def _first_too_deep(data: bytes, limit: int) -> int | None:
+    """The offset of the first bracket past ``limit`` levels (a token by token scan)."""
+    depth = 0
+    for match in _TOKENS.finditer(data):
+        depth += _STEP.get(match.group(), 0)
+        if depth > limit:
+            return match.start()
+    return None
 
 
 def json_too_deep(text: str | bytes, limit: int = JSON_DEPTH.limit) -> int | None:
-    """The offset of the first bracket that opens level ``limit + 1`` of the JSON ``text``,
-    or None. Brackets inside strings do not count. Cheap for ordinary input: only text with
-    more than ``limit`` opening brackets is scanned."""
-    if isinstance(text, bytes):
-        if text.count(b"[") + text.count(b"{") <= limit:
+    """The offset (in UTF-8 bytes) of the first bracket that opens level ``limit + 1`` of the
+    JSON ``text``, or None. Brackets inside strings do not count. Cheap: text with at most
+    ``limit`` opening brackets is not looked at further; otherwise the strings are cut out and
+    the other characters dropped (C speed), and each pass removes the innermost pairs, at
+    most ``limit`` passes (ordinary JSON, a few levels deep, is empty after a few). Only too
+    deep text is then scanned token by token, to say where."""
+    data = text.encode() if isinstance(text, str) else text
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return None
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    if re.search(rb"[\[{]{%d}" % (limit + 1), brackets):  # that many opened in a row
+        return _first_too_deep(data, limit)
+    for _ in range(limit):
+        if not brackets:
             return None
-        found: Iterator[tuple[int, int]] = (
-            (m.start(), _KIND_B.get(m.group(), 0)) for m in _TOKENS_B.finditer(text)
-        )
-    else:
-        if text.count("[") + text.count("{") <= limit:
-            return None
-        found = ((m.start(), _KIND.get(m.group(), 0)) for m in _TOKENS.finditer(text))
-    depth = 0
-    for start, step in found:
-        depth += step
-        if depth > limit:
-            return start
-    return None
+        shorter = _INNERMOST.sub(b"", brackets)
+        if len(shorter) == len(brackets):  # unbalanced, so not JSON: the parser says so,
+            return _first_too_deep(data, limit)  # unless it would recurse too deep first
+        brackets = shorter
+    return _first_too_deep(data, limit) if brackets else None
 
 
 class JsonTooDeep(json.JSONDecodeError):
@@ -150,9 +161,12 @@ def json_check_depth(text: str | bytes) -> None:
     """Raise JsonTooDeep when ``text`` nests deeper than ``JSON_DEPTH``."""
     at = json_too_deep(text)
     if at is not None:
-        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        if isinstance(text, bytes):
+            doc = text[: at + 1].decode("utf-8", "replace")
+        else:
+            doc = text.encode()[: at + 1].decode("utf-8", "replace")
         raise JsonTooDeep(
-            f"JSON nested deeper than {JSON_DEPTH.limit} levels (the limit)", doc[: at + 1], at
+            f"JSON nested deeper than {JSON_DEPTH.limit} levels (the limit)", doc, len(doc) - 1
         )
 
 
@@ -165,7 +179,10 @@ def json_loads(text: str | bytes, **kwargs: Any) -> Any:
     JsonTooDeep (instead of exhausting the stack), a NUL character in a string JsonHasNul
     naming where it is. Both are JSONDecodeErrors."""
     json_check_depth(text)
-    value = json.loads(text, **kwargs)
+    try:
+        value = json.loads(text, **kwargs)
+    except RecursionError:  # not reached after the check; kept as a last guard
+        raise JsonTooDeep(f"JSON nested deeper than {JSON_DEPTH.limit} levels", "", 0) from None
     where = json_text_nul_path(text, value)
     if where is not None:
         doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text

@@ -24,14 +24,19 @@ class LimitedJSONParser(JSONParser):
                 f"request body: larger than {limits.RECORD_BYTES.limit:,} bytes (the limit)"
             )
         encoding = (parser_context or {}).get("encoding") or "utf-8"
+        utf8 = encoding.lower().replace("-", "") == "utf8"
         try:
             text = raw.decode(encoding)
-            limits.json_check_depth(text)
+            limits.json_check_depth(raw if utf8 else text)
             parse_constant = drf_json.strict_constant if self.strict else None
             data = drf_json.loads(text, parse_constant=parse_constant)
         except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, JsonTooDeep
             raise ParseError(f"request body: JSON parse error - {exc}") from None
-        where = limits.json_text_nul_path(text, data)
+        except RecursionError:  # not reached after the depth check; kept as a last guard
+            raise ParseError(
+                f"request body: JSON nested deeper than {limits.JSON_DEPTH.limit} levels"
+            ) from None
+        where = limits.json_text_nul_path(raw if utf8 else text, data)
         if where is not None:
             raise ParseError({where: [limits.NUL_MESSAGE]})
         return data
