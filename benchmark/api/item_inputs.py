@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from benchmark import limits
-from benchmark.models import Modality
+from benchmark.models import DataFormat, Modality
 
 ROLES = ("query", "document", "input")
 
@@ -60,6 +61,7 @@ class ItemFieldsInput(serializers.Serializer):
         max_length=limits.EXTERNAL_ID.limit, required=False, help_text="Default: a new unique id."
     )
     query = serializers.CharField(
+        min_length=1,
         max_length=limits.QUERY.limit,
         help_text="ATP-Bench query, LLM-I prompt, m&m's user request, Agentic-MME question.",
     )
@@ -102,10 +104,22 @@ class ItemFieldsInput(serializers.Serializer):
         return attrs
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "object", "minProperties": 1, "additionalProperties": True},
+            {"type": "string", "minLength": 2, "maxLength": limits.RECORD_BYTES.limit},
+        ]
+    }
+)
+class RecordField(serializers.JSONField):
+    """A record: a JSON object, or its JSON text (never null, never empty)."""
+
+
 class ItemRecordInput(serializers.Serializer):
     """One record in the benchmark's own format."""
 
-    record = serializers.JSONField(
+    record = RecordField(
         help_text="One record as import_dataset reads it: an ATP-Bench data.jsonl line "
         "{trace_id, query, image_query, doc, images, gt, category, intent}, an LLM-I row "
         "{prompt, r1..r10[, images]} or training row {prompt, data_source, extra_info}, an "
@@ -114,14 +128,14 @@ class ItemRecordInput(serializers.Serializer):
         "as a JSON object or as its JSON text. The project's format decides which."
     )
 
-    format = serializers.CharField(
+    format = serializers.ChoiceField(
+        choices=DataFormat.values,
         required=False,
-        allow_blank=True,
-        help_text="Optional: the project's format (atp, llmi, mms, agentic-mme).",
+        help_text="Optional: the project's format (another answers 400).",
     )
 
     def validate_record(self, value: Any) -> Any:
-        if not isinstance(value, dict | str):
+        if not isinstance(value, dict | str) or not value:
             raise serializers.ValidationError("must be a JSON object (or its JSON text)")
         if isinstance(value, str):
             size = len(value.encode())
