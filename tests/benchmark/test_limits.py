@@ -252,3 +252,26 @@ def test_the_api_refuses_a_body_over_the_record_size(monkeypatch: pytest.MonkeyP
     assert _api_post(project, {"query": "q" * 1_900}) == ""
     refusal = _api_post(project, {"query": "q" * 2_100})
     assert "request body: larger than 2,000 bytes" in refusal
+
+
+def test_an_answer_edit_takes_the_answer_limit_and_refuses_one_more(project: Project) -> None:
+    """Editing an answer (the tag review page) keeps the same limit as importing one."""
+    from annotation.tag_review.services import response_save_version
+    from tests.factories import ItemFactory, ResponseFactory
+
+    response = ResponseFactory(item=ItemFactory(project=project), text="first")
+    user = _member(project)
+    at = "x" * limits.ANSWER.limit
+    version = response_save_version(
+        response=response, user=user, text=at, base_number=1, decisions=[]
+    )
+    assert version.number == 2
+    with pytest.raises(ValidationFailed) as exc:
+        response_save_version(
+            response=response, user=user, text=at + "x", base_number=2, decisions=[]
+        )
+    assert exc.value.message.startswith("text: is longer than 1,000,000 characters")
+    with pytest.raises(ValidationFailed, match="NUL character"):
+        response_save_version(
+            response=response, user=user, text="a\x00b", base_number=2, decisions=[]
+        )
