@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,19 +187,3 @@ def json_loads(text: str | bytes, **kwargs: Any) -> Any:
         doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
         raise JsonHasNul(f"{where} {NUL_MESSAGE}", doc, max(doc.find("\\u0000"), 0))
     return value
-
-
-def iter_strings(value: Any) -> Iterator[str]:
-    """Every string in ``value`` (keys included), iteratively."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            yield node
-        elif isinstance(node, dict):
-            for key, child in node.items():
-                if isinstance(key, str):
-                    yield key
-                stack.append(child)
-        elif isinstance(node, list | tuple):
-            stack.extend(node)
