@@ -7,15 +7,16 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation.judging import selectors, services
 from annotation.judging.models import Judgment, JudgmentTask
+from benchmark.api.parsers import LimitedJSONParser
+from benchmark.api.schema import ID_MAX
 from benchmark.permissions import can
 from benchmark.typing import request_user
 
@@ -47,9 +48,29 @@ class JudgmentSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"type": "integer"},
+            {"type": "number"},
+            {"type": "string"},
+            {"type": "boolean"},
+            {"type": "array", "items": {}},
+            {"type": "object", "additionalProperties": True},
+        ],
+        "description": "The judgment: a value of the task's scheme (never null).",
+    }
+)
+class JudgmentValueField(serializers.JSONField):
+    """Any JSON value but null; which values fit is the task's scheme (checked on submit)."""
+
+
 class JudgmentInSerializer(serializers.Serializer):
     item = serializers.IntegerField(
-        required=False, help_text="The item; may be left out when ``unit`` is given."
+        required=False,
+        min_value=1,
+        max_value=ID_MAX,
+        help_text="The item; may be left out when ``unit`` is given.",
     )
     unit = serializers.CharField(
         required=False,
@@ -58,7 +79,7 @@ class JudgmentInSerializer(serializers.Serializer):
         help_text="For a task with units: the unit key, response:<answer id>:<label> "
         "(pair:<answer id>:<answer id> for a preference between two answers).",
     )
-    value = serializers.JSONField()
+    value = JudgmentValueField()
     reason = serializers.CharField(required=False, allow_blank=True, max_length=100)
     comment = serializers.CharField(required=False, allow_blank=True)
     relabel = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
@@ -100,7 +121,7 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
         "``already_recorded`` when you had already judged the item (nothing changes).",
     )
     # JSON only: ``value`` is any JSON value, which form data cannot carry.
-    @action(detail=True, methods=["get", "post"], parser_classes=[JSONParser])
+    @action(detail=True, methods=["get", "post"], parser_classes=[LimitedJSONParser])
     def judgments(self, request: Request, pk: Any = None) -> Response:
         task = self.get_object()
         if request.method == "POST":

@@ -8,7 +8,6 @@ JavaScript it redirects back to the session page. A stale draft answers 409 with
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -22,6 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.drafting import selectors, services
 from annotation.drafting.forms import CropForm, DescribeForm, DraftForm, MarkForm, StartForm
 from annotation.drafting.models import DraftingSession, DraftingStep
+from benchmark import limits
 from benchmark import selectors as benchmark_selectors
 from benchmark.exceptions import Conflict, DomainError, Forbidden
 from benchmark.images.selectors import item_images
@@ -114,7 +114,7 @@ def drafting_list(request: HtmxHttpRequest, project_id: int, item_id: int) -> Ht
 
 def _recipe_value(raw: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw)
+        value = limits.json_loads(raw)
     except (TypeError, ValueError):
         return None
     return value if isinstance(value, dict) else None

@@ -6,6 +6,7 @@ from typing import Any
 from django import forms
 
 from annotation.judging.models import JudgmentTask, Scheme
+from benchmark import limits
 from benchmark.models import Item, TaxonomyTerm
 
 
@@ -48,7 +49,7 @@ class JudgmentForm(forms.Form):
             value = int(value)
         elif self.task.scheme in (Scheme.NOMINAL, Scheme.ORDINAL):
             try:
-                value = json.loads(value)
+                value = limits.json_loads(value)
             except ValueError:
                 pass
         return {

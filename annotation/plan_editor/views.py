@@ -28,7 +28,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.plan_editor import selectors, services
 from annotation.plan_editor.diff import diff_summary, step_diff
-from benchmark import permissions
+from benchmark import limits, permissions
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.models import Item, Project
 from benchmark.plans.codegen import plan_to_code
@@ -65,7 +65,7 @@ def _steps_from_post(request: HttpRequest) -> Any:
     if not text.strip():
         raise ValidationFailed("steps: the plan is empty (a JSON list of steps)")
     try:
-        return json.loads(text)
+        return limits.json_loads(text)
     except ValueError as exc:
         raise ValidationFailed(f"steps: not valid JSON ({exc})") from None
 
@@ -205,7 +205,7 @@ def plan_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpRe
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
+        return limits.json_loads(text)
     except ValueError:
         return []
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
 
 from annotation.tag_review.services import DISCARD_REASONS
+from benchmark import limits
 
 
 class WorkingStateForm(forms.Form):
@@ -23,7 +23,7 @@ class WorkingStateForm(forms.Form):
     def _json_list(self, name: str) -> list[Any]:
         raw = self.cleaned_data.get(name) or "[]"
         try:
-            value = json.loads(raw)
+            value = limits.json_loads(raw)
         except ValueError:
             raise forms.ValidationError(f"{name} is not valid JSON") from None
         if not isinstance(value, list):

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
+from benchmark import limits
 from benchmark.exceptions import Conflict, Forbidden, NotFound, ValidationFailed
 from benchmark.models import Item, ItemStatus, Project, Response
 from benchmark.permissions import can
@@ -112,6 +113,9 @@ def response_save_version(
     newest version, ``ValidationFailed`` when there is nothing to save, and
     ``Forbidden`` for users who may not review this project."""
     _require_editor(user, response.item.project)
+    problem = limits.over(limits.ANSWER, text) or ("\x00" in text and limits.NUL_MESSAGE)
+    if problem:
+        raise ValidationFailed(f"text: {problem}")
     rows = _clean_decisions(decisions)
     with transaction.atomic():
         locked = _lock(response)

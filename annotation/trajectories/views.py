@@ -15,7 +15,6 @@ document again as a new version, through the same save service.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -37,6 +36,7 @@ from annotation.trajectories.services import (
     trajectory_revert,
     trajectory_save,
 )
+from benchmark import limits
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.models import Item, Project
 from benchmark.typing import HtmxHttpRequest
@@ -62,7 +62,7 @@ def _errors_by_place(errors: list[td.FieldError]) -> dict[str, Any]:
 
 def _recipe(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text) if text and text.strip() else None
+        value = limits.json_loads(text) if text and text.strip() else None
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

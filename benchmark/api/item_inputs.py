@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from benchmark.models import Modality
+from benchmark import limits
+from benchmark.models import DataFormat, Modality
 
 ROLES = ("query", "document", "input")
 
 
 class DocumentInput(serializers.Serializer):
-    text = serializers.CharField(allow_blank=True)
+    text = serializers.CharField(allow_blank=True, max_length=limits.DOCUMENT.limit)
     images = serializers.ListField(
         child=serializers.CharField(max_length=500),
         required=False,
@@ -41,7 +43,7 @@ class ImageInput(serializers.Serializer):
 
 class CriterionInput(serializers.Serializer):
     key = serializers.RegexField(r"^r[1-9][0-9]*$", help_text="r1 .. r10")
-    text = serializers.CharField()
+    text = serializers.CharField(max_length=limits.CRITERION.limit)
 
 
 class PlanStepInput(serializers.Serializer):
@@ -56,9 +58,11 @@ class ItemFieldsInput(serializers.Serializer):
     """The item's fields, as the "New item" form has them."""
 
     external_id = serializers.CharField(
-        max_length=255, required=False, help_text="Default: a new unique id."
+        max_length=limits.EXTERNAL_ID.limit, required=False, help_text="Default: a new unique id."
     )
     query = serializers.CharField(
+        min_length=1,
+        max_length=limits.QUERY.limit,
         help_text="ATP-Bench query, LLM-I prompt, m&m's user request, Agentic-MME question.",
     )
     modality = serializers.ChoiceField(
@@ -69,17 +73,24 @@ class ItemFieldsInput(serializers.Serializer):
     constraints = serializers.DictField(
         required=False, help_text='LLM-I: {"image_num": -1|0|n|99, "tools": [...]}.'
     )
-    expected_answer = serializers.CharField(allow_blank=True, required=False)
-    accepted_variants = serializers.ListField(child=serializers.CharField(), required=False)
+    expected_answer = serializers.CharField(
+        allow_blank=True, required=False, max_length=limits.EXPECTED_ANSWER.limit
+    )
+    accepted_variants = serializers.ListField(
+        child=serializers.CharField(max_length=limits.ACCEPTED_VARIANT.limit), required=False
+    )
     match_type = serializers.CharField(allow_blank=True, required=False, max_length=30)
     rubric = CriterionInput(many=True, required=False)
-    category = serializers.CharField(allow_blank=True, required=False, max_length=200)
-    intent = serializers.CharField(allow_blank=True, required=False, max_length=200)
-    domain = serializers.CharField(allow_blank=True, required=False, max_length=200)
+    category = serializers.CharField(
+        allow_blank=True, required=False, max_length=limits.LABEL.limit
+    )
+    intent = serializers.CharField(allow_blank=True, required=False, max_length=limits.LABEL.limit)
+    domain = serializers.CharField(allow_blank=True, required=False, max_length=limits.LABEL.limit)
     level = serializers.IntegerField(min_value=1, max_value=3, required=False, allow_null=True)
     answer = serializers.CharField(
         allow_blank=True,
         required=False,
+        max_length=limits.ANSWER.limit,
         help_text="ATP-Bench and LLM-I: the ground-truth answer text (a Response 'gt').",
     )
     plan = PlanStepInput(
@@ -93,10 +104,22 @@ class ItemFieldsInput(serializers.Serializer):
         return attrs
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "object", "minProperties": 1, "additionalProperties": True},
+            {"type": "string", "minLength": 2, "maxLength": limits.RECORD_BYTES.limit},
+        ]
+    }
+)
+class RecordField(serializers.JSONField):
+    """A record: a JSON object, or its JSON text (never null, never empty)."""
+
+
 class ItemRecordInput(serializers.Serializer):
     """One record in the benchmark's own format."""
 
-    record = serializers.JSONField(
+    record = RecordField(
         help_text="One record as import_dataset reads it: an ATP-Bench data.jsonl line "
         "{trace_id, query, image_query, doc, images, gt, category, intent}, an LLM-I row "
         "{prompt, r1..r10[, images]} or training row {prompt, data_source, extra_info}, an "
@@ -105,15 +128,26 @@ class ItemRecordInput(serializers.Serializer):
         "as a JSON object or as its JSON text. The project's format decides which."
     )
 
-    format = serializers.CharField(
+    format = serializers.ChoiceField(
+        choices=DataFormat.values,
         required=False,
-        allow_blank=True,
-        help_text="Optional: the project's format (atp, llmi, mms, agentic-mme).",
+        help_text="Optional: the project's format (another answers 400).",
     )
 
     def validate_record(self, value: Any) -> Any:
-        if not isinstance(value, dict | str):
+        if not isinstance(value, dict | str) or not value:
             raise serializers.ValidationError("must be a JSON object (or its JSON text)")
+        if isinstance(value, str):
+            size = len(value.encode())
+            if size > limits.RECORD_BYTES.limit:
+                raise serializers.ValidationError(
+                    f"is larger than {limits.RECORD_BYTES.limit:,} bytes ({size:,})"
+                )
+            at = limits.json_too_deep(value)
+            if at is not None:
+                raise serializers.ValidationError(
+                    f"JSON nested deeper than {limits.JSON_DEPTH.limit} levels (char {at})"
+                )
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -97,6 +97,10 @@ _DESCRIPTIONS = {
 _WRITES = {"post", "put", "patch", "delete"}
 
 
+#: A string without NUL characters (which PostgreSQL text cannot hold).
+NO_NUL = "^[^\\u0000]*$"
+
+
 def _bound_integer_path_parameters(operation: dict[str, Any]) -> None:
     for param in operation.get("parameters", []):
         schema = param.get("schema", {})
@@ -111,12 +115,29 @@ def _no_null_characters(operation: dict[str, Any]) -> None:
     for param in operation.get("parameters", []):
         schema = param.get("schema", {})
         if param.get("in") == "query" and schema.get("type") == "string" and "enum" not in schema:
-            schema.setdefault("pattern", "^[^\\u0000]*$")
+            schema.setdefault("pattern", NO_NUL)
+
+
+def _no_null_characters_in_bodies(schemas: dict[str, Any]) -> None:
+    """Every text field says what the API enforces (benchmark.limits): no NUL characters."""
+    for component in schemas.values():
+        for prop in (component.get("properties") or {}).values():
+            if prop.get("type") == "string" and not ({"enum", "format"} & set(prop)):
+                prop.setdefault("pattern", NO_NUL)
+
+
+def _bodies_required(operation: dict[str, Any]) -> None:
+    """A write that takes a body needs one (every such serializer has a required field)."""
+    body = operation.get("requestBody")
+    if body is not None:
+        body["required"] = True
 
 
 def error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> Any:
-    """drf-spectacular postprocessing hook: error answers for every operation."""
+    """drf-spectacular postprocessing hook: error answers for every operation, and what the
+    API enforces beyond the serializers' fields (a body, no NUL characters)."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    _no_null_characters_in_bodies(schemas)
     schemas["Error"] = ERROR
     schemas["ValidationError"] = VALIDATION_ERROR
     for path_item in result.get("paths", {}).values():
@@ -125,6 +146,7 @@ def error_responses(result: dict[str, Any], generator: Any, request: Any, public
                 continue
             _bound_integer_path_parameters(operation)
             _no_null_characters(operation)
+            _bodies_required(operation)
             codes = ["400", "401", "403", "404"]
             if method in _WRITES:
                 codes += ["409", "415"]

@@ -21,12 +21,13 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from benchmark import permissions, selectors, visibility
 from benchmark.api.item_inputs import ItemFieldsInput, ItemRecordInput
+from benchmark.api.parsers import LimitedJSONParser
 from benchmark.api.schema import CountedPagination, QueryIntegerField, id_filter
 from benchmark.api.serializers import (
     ImageSerializer,
@@ -140,7 +141,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         methods=["post"],
         url_path="items",
         # JSON only: nested fields and a native record have no form encoding.
-        parser_classes=[JSONParser],
+        parser_classes=[LimitedJSONParser],
         serializer_class=ItemFieldsInput,
     )
     def items(self, request: Request, pk: str | None = None) -> Response:

@@ -12,7 +12,7 @@ import tempfile
 import threading
 import zipfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,7 +23,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models, transaction
 from django.utils.text import slugify
 
-from benchmark import permissions
+from benchmark import limits, permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
 from benchmark.datasets.interop import interop_hook
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
@@ -165,6 +165,7 @@ AttachmentModel = type[Response | Plan | Trajectory]
 def _attachment_row(
     rec: AttachmentRecord, item_id: int, images: _ImageResolver | ProjectImages
 ) -> tuple[AttachmentModel, dict[str, Any]]:
+    record_within_limits(rec)
     row = {"item_id": item_id, **_attachment_fields(rec)}
     if isinstance(rec, ResponseRecord):
         return Response, {**row, "text": rec.text, "extra": rec.extra}
@@ -195,6 +196,54 @@ _STATUSES = frozenset(ItemStatus.values)
 RawFields = Callable[[ItemRecord], list[tuple[tuple[str | int, ...], str, Any]]]
 
 
+def _texts(rec: ItemRecord | AttachmentRecord) -> Iterator[tuple[limits.Limit, str, Any]]:
+    """(limit, field, value) for each text of ``rec`` that ``benchmark.limits`` bounds."""
+    if isinstance(rec, ItemRecord):
+        yield limits.EXTERNAL_ID, "id", rec.external_id
+        yield limits.QUERY, "query", rec.query
+        yield limits.EXPECTED_ANSWER, "expected_answer", rec.expected_answer
+        for name in ("category", "intent", "domain"):
+            yield limits.LABEL, name, getattr(rec, name)
+        for i, variant in enumerate(rec.accepted_variants):
+            yield limits.ACCEPTED_VARIANT, f"accepted_variants[{i}]", variant
+        for i, criterion in enumerate(rec.rubric):
+            yield limits.CRITERION, f"rubric[{i}].text", criterion.get("text")
+        for i, document in enumerate(rec.documents):
+            yield limits.DOCUMENT, f"documents[{i}].text", document.get("text")
+        for i, answer in enumerate(rec.responses):
+            yield limits.ANSWER, f"responses[{i}].text", answer.text
+    elif isinstance(rec, ResponseRecord):
+        yield limits.ANSWER, "text", rec.text
+    yield limits.RECORD_BYTES, "record", rec.raw
+
+
+def record_within_limits(rec: ItemRecord | AttachmentRecord) -> None:
+    """Raise FormatError naming the file, record and field when a value of ``rec`` is over its
+    limit (``benchmark.limits``) or holds a NUL character, which no column can store. The raw
+    source text may hold the escape ``\\u0000``: it is stored as that text."""
+    item_id = rec.external_id if isinstance(rec, ItemRecord) else f"{rec.item_id}/{rec.key}"
+
+    def refuse(message: str, field: str) -> FormatError:
+        return FormatError(message, file=rec.source_file or None, record=item_id, field=field)
+
+    for limit, name, value in _texts(rec):
+        if isinstance(value, str):
+            if name == "record":
+                size = len(value) if len(value) * 4 <= limit.limit else len(value.encode())
+                if size > limit.limit:
+                    raise refuse(f"is larger than {limit.limit:,} bytes ({size:,})", name)
+                continue
+            problem = limits.over(limit, value)
+            if problem is not None:
+                raise refuse(problem, name)
+    parsed = {f.name: getattr(rec, f.name) for f in fields(rec) if f.name != "raw"}
+    text = orjson.dumps(parsed, default=str)
+    if b"\\u0000" in text:
+        where = limits.nul_path(orjson.loads(text))
+        if where is not None:
+            raise refuse(limits.NUL_MESSAGE, where)
+
+
 def _item_row(
     rec: ItemRecord,
     project: Project,
@@ -202,8 +251,13 @@ def _item_row(
     position: int,
     raw_fields: RawFields | None = None,
 ) -> dict[str, Any]:
-    if len(rec.external_id) > 255:
-        raise FormatError("id is longer than 255 characters", record=rec.external_id[:40])
+    if len(rec.external_id) > limits.EXTERNAL_ID.limit:
+        raise FormatError(
+            f"id is longer than {limits.EXTERNAL_ID.limit} characters",
+            file=rec.source_file or None,
+            record=rec.external_id[:40],
+        )
+    record_within_limits(rec)
     status = rec.status if rec.status in _STATUSES else ItemStatus.DRAFT
     if status == ItemStatus.DISCARDED:  # a discard needs a reason, which records do not carry
         status = ItemStatus.DRAFT
@@ -228,9 +282,9 @@ def _item_row(
         "accepted_variants": rec.accepted_variants,
         "match_type": rec.match_type[:30],
         "rubric": rec.rubric,
-        "category": rec.category[:200],
-        "intent": rec.intent[:200],
-        "domain": rec.domain[:200],
+        "category": rec.category,
+        "intent": rec.intent,
+        "domain": rec.domain,
         "level": level,
         "status": status,
         "discard_reason": "",

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from .. import limits
 from ._jsonio import Where, dataset_root, dumps, existing, iter_jsonl, read_text, write_file
 from .base import FormatError, ItemRecord
 from .csv_safe import FORMULA_STARTS, csv_row
@@ -42,6 +43,45 @@ def _uncell(value: str) -> str:
     if value.startswith("'") and value[1:].startswith(FORMULA_STARTS):
         return value[1:]
     return value
+
+
+def _csv_rows(text: str, name: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """The rows of a CSV file as (index, JSON text, cells). A cell may be as long as
+    ``limits.CSV_CELL``; a longer one, or text the csv module cannot read, is a FormatError
+    naming the file, the row (its line) and the column."""
+    # The csv module's own cap (131,072 characters by default, process-wide) is raised to the
+    # length of the text, which no cell can pass: the limit is checked below instead, per
+    # cell, where the column is known.
+    if csv.field_size_limit() <= len(text):
+        csv.field_size_limit(len(text) + 1)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    index = -1
+    try:
+        header = next(reader, None)
+        if not header:
+            raise FormatError("no header row", file=name)
+        for cells in reader:
+            if not cells:  # a blank line, skipped as csv.DictReader skips it
+                continue
+            index += 1
+            row = {}
+            for column, value in zip(header, cells, strict=False):
+                if len(value) > limits.CSV_CELL.limit:
+                    raise FormatError(
+                        f"cell is longer than {limits.CSV_CELL.limit:,} characters "
+                        f"({len(value):,})",
+                        file=name,
+                        record=f"row {index + 1} (line {reader.line_num})",
+                        field=column,
+                    )
+                row[column] = _uncell(value)
+            for column in header[len(cells) :]:
+                row[column] = ""
+            yield index, orjson.dumps(row).decode(), row
+    except csv.Error as exc:
+        raise FormatError(
+            f"not readable as CSV: {exc}", file=name, record=f"line {reader.line_num}"
+        ) from None
 
 
 class Table:
@@ -71,12 +111,7 @@ class Table:
                     raise FormatError("expected a JSON object", file=name, record=f"line {lineno}")
                 yield index, raw, value
             return
-        reader = csv.DictReader(io.StringIO(read_text(path, name), newline=""))
-        if not reader.fieldnames:
-            raise FormatError("no header row", file=name)
-        for index, row in enumerate(reader):
-            cells = {k: _uncell(v or "") for k, v in row.items() if k is not None}
-            yield index, orjson.dumps(cells).decode(), cells
+        yield from _csv_rows(read_text(path, name), name)
 
     def _values(self, row: dict[str, Any], where: Where) -> dict[str, Any]:
         """The item fields of one row, by the mapping (absent columns are left out)."""

@@ -25,7 +25,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from benchmark import selectors
+from benchmark import limits, selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.images import services as image_services
@@ -66,7 +66,7 @@ def _recipe_from(request: HttpRequest) -> Any:
     """The recipe sent as a form field ``recipe`` (JSON text) or as a JSON body."""
     if request.content_type == "application/json":
         try:
-            body = json.loads(request.body or b"null")
+            body = limits.json_loads(request.body or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _BadJson(f"request body: not valid JSON ({exc})")
         if isinstance(body, dict) and "recipe" in body and "steps" not in body:
@@ -227,7 +227,7 @@ def _restorable(submitted: str, editor_image: Image) -> Any:
     """The submitted recipe as a dict the editor can restore, when it is one (so a refused
     save keeps the user's box and steps)."""
     try:
-        data = json.loads(submitted)
+        data = limits.json_loads(submitted)
     except (json.JSONDecodeError, TypeError):
         return None
     if isinstance(data, dict) and data.get("source_sha256") == editor_image.sha256:

@@ -47,6 +47,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from benchmark import limits
 from benchmark.datasets.services import item_source_file
 from benchmark.exceptions import NotFound, ValidationFailed
 from benchmark.formats.agentic_mme import FORMAT_LEADS, join_prompt, split_prompt
@@ -104,7 +105,6 @@ EDITABLE_FIELDS = (
 MATCH_TYPES = ("exact", "contains", "numeric")
 LEVELS = (1, 2, 3)
 MAX_CRITERIA = 10
-MAX_TEXT = 100_000
 AT_LEAST_ONE = "at_least_one"
 _ID_RE = re.compile(r"^(.*?)(\d+)$")
 
@@ -269,7 +269,22 @@ class _Cleaner:
 
     # ---- simple fields
 
-    def text(self, key: str, *, required: bool = False, label: str = "") -> str:
+    def fits(self, key: str, value: str, limit: limits.Limit) -> None:
+        """Refuse a value over its limit (``benchmark.limits``) or holding a NUL character."""
+        problem = limits.over(limit, value)
+        if problem is None and "\x00" in value:
+            problem = limits.NUL_MESSAGE
+        if problem is not None:
+            self.error(key, problem)
+
+    def text(
+        self,
+        key: str,
+        *,
+        required: bool = False,
+        label: str = "",
+        limit: limits.Limit = limits.QUERY,
+    ) -> str:
         value = self.data.get(key)
         if value is None:
             value = ""
@@ -277,17 +292,13 @@ class _Cleaner:
             self.error(key, "must be text")
             return ""
         value = value.replace("\r\n", "\n")
-        if len(value) > MAX_TEXT:
-            self.error(key, f"is longer than {MAX_TEXT} characters")
+        self.fits(key, value, limit)
         if required and not value.strip():
             self.error(key, f"write the {label or key}")
         return value
 
-    def short(self, key: str, limit: int = 200) -> str:
-        value = self.text(key).strip()
-        if len(value) > limit:
-            self.error(key, f"is longer than {limit} characters")
-        return value
+    def short(self, key: str, limit: limits.Limit = limits.LABEL) -> str:
+        return self.text(key, limit=limit).strip()
 
     def term(self, key: str, kind: str, parent: str = "") -> str:
         value = self.short(key)
@@ -506,6 +517,7 @@ def _clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
         if not isinstance(text, str):
             c.error(f"{field}.text", "must be text")
             text = ""
+        c.fits(f"{field}.text", text, limits.DOCUMENT)
         images = doc.get("images") or []
         if not text.strip() and not images:
             c.error(
@@ -518,7 +530,7 @@ def _clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
         c.image_list("documents[0].images", "document", by_role["document"], 0)
     c.values["documents"] = cleaned
     if "gt" in c.data:
-        c.gt = c.text("gt")
+        c.gt = c.text("gt", limit=limits.ANSWER)
 
 
 def _clean_llmi(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
@@ -587,6 +599,7 @@ def _rubric_texts(c: _Cleaner) -> list[str]:
         if not isinstance(text, str):
             c.error(f"rubric.r{i + 1}", "must be text")
             text = ""
+        c.fits(f"rubric.r{i + 1}", text, limits.CRITERION)
         texts.append(text.strip())
     while texts and not texts[-1]:
         texts.pop()
@@ -628,7 +641,9 @@ def _clean_agentic(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
     if not images:
         c.error("images", "upload the task's image")
     c.image_list("images", "input", images)
-    c.values["expected_answer"] = c.text("expected_answer", required=True, label="answer").strip()
+    c.values["expected_answer"] = c.text(
+        "expected_answer", required=True, label="answer", limit=limits.EXPECTED_ANSWER
+    ).strip()
     match_type = c.short("match_type")
     if match_type not in MATCH_TYPES:
         c.error("match_type", f"choose one of {', '.join(MATCH_TYPES)}")
@@ -639,6 +654,8 @@ def _clean_agentic(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
     if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
         c.error("accepted_variants", "must be a list of answers")
         variants = []
+    for i, variant in enumerate(variants):
+        c.fits(f"accepted_variants[{i}]", variant, limits.ACCEPTED_VARIANT)
     c.values["accepted_variants"] = [v.strip() for v in variants if v.strip()]
     level = c.data.get("level")
     if isinstance(level, str) and level.strip().isdigit():
@@ -737,8 +754,10 @@ def item_create(
     external_id = data.get("external_id")
     if external_id not in (None, ""):
         external_id = str(external_id).strip()
-        if not external_id or len(external_id) > 255:
-            raise ItemInvalid({"external_id": "must be 1 to 255 characters"})
+        if not external_id or len(external_id) > limits.EXTERNAL_ID.limit:
+            raise ItemInvalid(
+                {"external_id": f"must be 1 to {limits.EXTERNAL_ID.limit} characters"}
+            )
     with transaction.atomic():
         if external_id and Item.objects.filter(project=project, external_id=external_id).exists():
             raise ItemInvalid(

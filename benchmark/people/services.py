@@ -82,6 +82,11 @@ def member_add(*, project: Project, actor: User, username: str, role: str) -> Me
 
 
 def _membership_locked(project: Project, membership_id: int) -> Membership:
+    """The membership, locked for the rest of the transaction. The project's row is locked
+    first: every change of a role or a member takes the locks in that one order (project,
+    then memberships), so two admins changing each other's role at once wait for one another
+    instead of deadlocking."""
+    Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
     membership = (
         Membership.objects.select_for_update()
         .select_related("user")

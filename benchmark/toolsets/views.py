@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from benchmark import permissions, selectors
+from benchmark import limits, permissions, selectors
 from benchmark.exceptions import DomainError
 from benchmark.toolsets import services as toolset_services
 
@@ -30,7 +30,7 @@ class ToolForm(forms.Form):
 
     def clean_parameters(self) -> object:
         try:
-            return json.loads(self.cleaned_data["parameters"])
+            return limits.json_loads(self.cleaned_data["parameters"])
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(
                 f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"

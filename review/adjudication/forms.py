@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
 
 from annotation.judging.models import JudgmentTask, Scheme
+from benchmark import limits
 
 
 class DecisionForm(forms.Form):
@@ -31,7 +31,7 @@ class DecisionForm(forms.Form):
         value: Any = data.get("value") or None
         if value is not None and self.task.scheme != Scheme.TEXT:
             try:
-                value = json.loads(value)
+                value = limits.json_loads(value)
             except ValueError:
                 pass
         if value is None and self.task.scheme == Scheme.BINARY:

@@ -193,3 +193,63 @@ def test_whitenoise_start_asks_the_storage_for_no_guessed_name(
         "/static/css/LICENSE.0123456789ab": True,
         "/static/css/LICENSE": False,
     }
+
+
+# --------------------------------------------------------------------------- issue 22, item 6
+# The schema tells the truth: a body the API refuses for its shape is one the schema refuses.
+
+
+def _request_schema(path: str, method: str = "post") -> tuple[dict[str, Any], dict[str, Any]]:
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    body = schema["paths"][path][method]["requestBody"]
+    return schema, body
+
+
+def _valid(schema: dict[str, Any], body_schema: dict[str, Any], value: Any) -> bool:
+    import jsonschema
+
+    # The body's schema with the components beside it, so its "#/components/..." refs resolve.
+    rooted = {**body_schema, "components": schema["components"]}
+    try:
+        jsonschema.Draft4Validator(rooted).validate(value)
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+SHAPES_REFUSED = [
+    ("/api/judgment-tasks/{id}/judgments/", {"item": 1, "value": None}),
+    ("/api/judgment-tasks/{id}/judgments/", {"item": 0, "value": 1}),
+    ("/api/judgment-tasks/{id}/judgments/", {"item": 1, "value": 1, "comment": "a\u0000"}),
+    ("/api/projects/{id}/items/", {"record": {}}),
+    ("/api/projects/{id}/items/", {"record": ""}),
+    ("/api/projects/{id}/items/", {"record": {"trace_id": "a"}, "format": "nonsense"}),
+    ("/api/projects/{id}/items/", {"query": ""}),
+    ("/api/projects/{id}/items/", {"query": "a\u0000b"}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), SHAPES_REFUSED)
+def test_the_schema_refuses_what_the_api_refuses_for_its_shape(
+    admin_client: Client, project: Project, path: str, body: dict[str, Any]
+) -> None:
+    from tests.factories import JudgmentTaskFactory
+
+    task = JudgmentTaskFactory(project=project)
+    url = path.replace("{id}", str(task.pk if "judgment" in path else project.pk))
+    answer = admin_client.post(url, body, content_type="application/json")
+    assert answer.status_code == 400, answer.content
+    schema, request_body = _request_schema(path)
+    assert not _valid(schema, request_body["content"]["application/json"]["schema"], body)
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/projects/{id}/items/", "/api/judgment-tasks/{id}/judgments/"]
+)
+def test_a_write_that_needs_a_body_says_so(
+    admin_client: Client, project: Project, path: str
+) -> None:
+    _, request_body = _request_schema(path)
+    assert request_body.get("required") is True
