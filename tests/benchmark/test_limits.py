@@ -55,10 +55,10 @@ def test_the_table_lists_every_limit_once() -> None:
     )
 
 
-def test_readme_states_the_table() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_the_docs_state_the_table() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs/reference/api.md").read_text()
     for limit in limits.TABLE:
-        assert f"| {limit.field} | {limit.limit:,} {limit.unit} |" in readme, limit.field
+        assert f"| {limit.field} | {limit.limit:,} {limit.unit} |" in page, limit.field
 
 
 # --------------------------------------------------------------------------- the paths
