@@ -13,8 +13,10 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.functional import cached_property
 
 from benchmark.fields import ImageRefsField, JSONField
+from benchmark.kinds import BenchmarkKind, kind_choices, kind_for
 
 
 class ProjectKind(models.TextChoices):
@@ -161,7 +163,9 @@ class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=ProjectKind.choices)
     tag_syntax = models.CharField(max_length=10, choices=TagSyntax.choices, blank=True)
-    data_format = models.CharField(max_length=20, choices=DataFormat.choices)
+    #: The benchmark kind's name (``benchmark.kinds``): choices from the registry, through a
+    #: callable so that a new kind needs no migration.
+    data_format = models.CharField(max_length=20, choices=kind_choices)
     toolset = models.ForeignKey(Toolset, on_delete=models.PROTECT, related_name="projects")
     taxonomy = models.ForeignKey(
         Taxonomy, null=True, blank=True, on_delete=models.PROTECT, related_name="projects"
@@ -188,6 +192,12 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @cached_property
+    def benchmark(self) -> BenchmarkKind:
+        """The project's benchmark kind: what its pages, forms, formats and features are
+        (``benchmark.kinds``); ask it instead of comparing ``kind`` or ``data_format``."""
+        return kind_for(self)
 
     def clean(self) -> None:
         """A project's own model settings must resolve: the admin's form shows the reason

@@ -48,7 +48,6 @@ from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
 from benchmark.models import (
-    DataFormat,
     Image,
     Item,
     ItemStatus,
@@ -358,7 +357,7 @@ def _as_native(row: dict[str, Any], project: Project, files: dict[str, str]) -> 
     from benchmark.items.services import _source_file
 
     row["raw"], row["raw_holes"] = "", []
-    if project.data_format in (DataFormat.AGENTIC_MME, DataFormat.LLMI):
+    if project.benchmark.source_file_from_fields:
         row["source_file"] = _source_file(project, row, row["external_id"])
     else:  # one file for all: computed once per import
         if "" not in files:

@@ -186,6 +186,8 @@ def test_plan_steps_are_written_in_one_key_order_whatever_the_database_kept() ->
         for n, steps in enumerate((as_written, as_jsonb))
     ]
     written, jsonb = (json.dumps(ls.canonical_keys(p.steps)) for p in plans)
-    assert written == jsonb == '[{"id": 0, "name": "get weather", "args": {"lat": "y", "lon": "x"}}]'
+    assert (
+        written == jsonb == '[{"id": 0, "name": "get weather", "args": {"lat": "y", "lon": "x"}}]'
+    )
     first, second = (ls.plan_paragraphs([p]) for p in plans)
     assert first == second == [{"step": "Ground truth", "text": '1. get weather(lat="y", lon="x")'}]
