@@ -77,18 +77,6 @@ followed by more words), the drafting page's ``drafted by <name> with <model>``,
 written in the app, ``written by <name>``."""
 
 
-SOLVE_TASK_DEFAULTS: dict[str, Any] = {
-    "question": "Solve the task without the reference: look at the images, answer in the "
-    "requested format. Your answer is compared with the author's answer and its accepted "
-    "variants; then audit the reference trajectory step by step.",
-    "scheme": Scheme.TEXT,
-    "overlap": 2,
-    "consensus": Rule.AUTHOR_PLUS_TWO,
-    "updates_item_status": True,
-    "author_may_judge": False,
-}
-
-
 # --------------------------------------------------------------------------- selectors
 
 
