@@ -21,7 +21,7 @@ from benchmark.datasets.forms import ExportForm
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.llm.services import api_key_env_allowed
-from benchmark.models import Item, ItemStatus, Project, ProjectKind
+from benchmark.models import Item, ItemStatus, Project
 from benchmark.notices import item_notices
 from benchmark.pages import (
     form_submit,
@@ -240,9 +240,7 @@ def _item_context(request: HttpRequest, project: Project, item: Item) -> dict[st
     return {
         **project_context(request, project),
         "item": item,
-        "view": item_view(
-            item, images, "image_index" if project.kind == ProjectKind.TRAJECTORY else "img_index"
-        ),
+        "view": item_view(item, images, project.benchmark.image_index_key),
         "responses": [
             {
                 "obj": r,
