@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from benchmark import permissions
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
-from benchmark.models import Job, Project, ProjectKind
+from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, model_context, project_context, render_page
 from benchmark.projects import selectors
 from benchmark.typing import HtmxHttpRequest, request_user
@@ -74,7 +74,7 @@ def oracle_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "form": form,
         "errors": errors,
         "job": job,
-        "trajectory": project.kind == ProjectKind.TRAJECTORY,
+        "trajectory": project.benchmark.trajectories,
         "models": models,
         "flagged_count": sum(len(m.flagged) for m in models),
         "runs": oracle_selectors.oracle_runs(user=request.user, project=project),
