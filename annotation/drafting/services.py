@@ -30,7 +30,7 @@ from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.images.services import box_pixels, image_derive, recipe_parse
 from benchmark.llm import services as llm_services
 from benchmark.llm.client import ModelNotConfigured
-from benchmark.models import Image, Item, Job, ModelCall, Origin, Project, ProjectKind, Trajectory
+from benchmark.models import Image, Item, Job, ModelCall, Origin, Project, Trajectory
 from benchmark.typing import User
 
 DEFAULT_DESCRIBE_PROMPT = (
@@ -63,7 +63,7 @@ def _text(value: str | None, *, name: str, limit: int = MAX_TEXT, required: bool
 def _require_drafting(*, user: User, item: Item) -> Project:
     project = item.project
     permissions.require(user=user, project=project, action="edit")
-    if project.kind != ProjectKind.TRAJECTORY:
+    if not project.benchmark.offers.backward_drafting:
         raise ValidationFailed("backward drafting is for items of trajectory projects")
     return project
 

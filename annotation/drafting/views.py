@@ -26,7 +26,7 @@ from benchmark import selectors as benchmark_selectors
 from benchmark.exceptions import Conflict, DomainError, Forbidden
 from benchmark.images.selectors import item_images
 from benchmark.llm.selectors import model_context
-from benchmark.models import Item, Project, ProjectKind
+from benchmark.models import Item, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 
@@ -45,7 +45,7 @@ FRAGMENTS = {
 
 def _objects(request: HttpRequest, project_id: int, item_id: int) -> tuple[Project, Item]:
     project_obj = benchmark_selectors.project_get(user=request.user, pk=project_id)
-    if project_obj.kind != ProjectKind.TRAJECTORY:
+    if not project_obj.benchmark.offers.backward_drafting:
         raise Http404("Backward drafting is for items of trajectory projects.")
     item_obj = benchmark_selectors.item_get_revealed(
         user=request.user, project=project_obj, pk=item_id, page="Backward drafting"

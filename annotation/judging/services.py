@@ -702,54 +702,17 @@ def item_follows_outcome(
     )
 
 
-ATP_QUERY_LABELS = [
-    {"value": "keep", "label": "Keep", "accept": True},
-    {"value": "remove_ambiguous", "label": "Remove: ambiguous or unnatural", "accept": False},
-    {"value": "remove_not_grounded", "label": "Remove: not grounded in the image", "accept": False},
-    {"value": "remove_not_visual", "label": "Remove: not visual-critical", "accept": False},
-]
-
-
 def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
-    """The default judgment task of each benchmark kind, created once per project:
-    m&m's "is this plan valid?" (binary, k = 3, all three rate 1), ATP-Bench query
-    verification (keep / remove with a reason, relabel category and intent) and Agentic-MME's
-    blind solving (free answers of two verifiers compared with the author's answer and its
-    variants, see ``annotation.verification``)."""
-    specs: list[dict[str, Any]] = []
-    if project.data_format == "mms":
-        specs.append(
-            {
-                "name": "Plan validity",
-                "question": "Does this plan solve the query?",
-                "scheme": Scheme.BINARY,
-                "overlap": 3,
-                "consensus": Rule.ALL_REQUIRED,
-                "required_value": 1,
-            }
-        )
-    elif project.data_format == "atp":
-        specs.append(
-            {
-                "name": "Query verification",
-                "question": "Keep this query? Remove it if it is ambiguous or unnatural, not "
-                "grounded in its image (VQA), or not visual-critical; fix its category and intent.",
-                "scheme": Scheme.NOMINAL,
-                "labels": ATP_QUERY_LABELS,
-                "relabel_fields": ["category", "intent"],
-                "overlap": 3,
-                "consensus": Rule.MAJORITY,
-            }
-        )
-    elif project.kind == "trajectory":
-        specs.append({"name": "Solve blind", **solving.SOLVE_TASK_DEFAULTS})
-    tasks = []
-    for spec in specs:
-        task, _ = JudgmentTask.objects.get_or_create(
-            project=project, name=spec.pop("name"), defaults=spec
-        )
-        tasks.append(task)
-    return tasks
+    """The judgment task the project's benchmark prescribes (``project.benchmark
+    .default_task``: m&m's plan validity, ATP-Bench query verification, Agentic-MME's blind
+    solving), created once per project."""
+    task = project.benchmark.default_task
+    if task is None:
+        return []
+    made, _ = JudgmentTask.objects.get_or_create(
+        project=project, name=task.name, defaults=dict(task.settings)
+    )
+    return [made]
 
 
 def _keep_unit_scale(task: JudgmentTask) -> None:

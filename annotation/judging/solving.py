@@ -99,16 +99,3 @@ def reference_trajectory(item: Item) -> Trajectory | None:
         .order_by("position", "id")
         .first()
     )
-
-
-#: The blind solve task a trajectory project starts with.
-SOLVE_TASK_DEFAULTS: dict[str, Any] = {
-    "question": "Solve the task without the reference: look at the images, answer in the "
-    "requested format. Your answer is compared with the author's answer and its accepted "
-    "variants; then audit the reference trajectory step by step.",
-    "scheme": Scheme.TEXT,
-    "overlap": 2,
-    "consensus": Rule.AUTHOR_PLUS_TWO,
-    "updates_item_status": True,
-    "author_may_judge": False,
-}

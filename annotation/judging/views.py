@@ -103,7 +103,7 @@ def _judge_context(
             image_selectors.images_by_sha(
                 user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
             ),
-            "image_index" if task.project.kind == "trajectory" else "img_index",
+            task.project.benchmark.image_index_key,
         ),
         "judgments": selectors.judgments_visible(
             user=request.user, task=task, item=item, unit=unit
@@ -111,7 +111,7 @@ def _judge_context(
         "outcome": selectors.outcome_for(task=task, item=item, unit=unit) if reviewer else None,
         "can_adjudicate": reviewer,
     }
-    if task.project.data_format == "mms" and not unit:
+    if task.project.benchmark.plans and not unit:
         context["plans"] = _plan_panel(item)
         context["input_files"] = plan_input_files([p["obj"] for p in context["plans"]])
     return context

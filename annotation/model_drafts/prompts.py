@@ -13,13 +13,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-ATP_TAG = (
-    '<tool>{"tool_name": "<Tool>", "description": "<what the image shows>", "params": {...}}</tool>'
-)
-LLMI_TAG = (
-    "<imgen>{'source': '<tool>', 'description': '<what the image shows>', 'params': {...}}</imgen>"
-)
-
 
 def tool_lines(tools: Iterable[Mapping[str, Any]], *, with_io: bool = False) -> str:
     """One line per tool: name, what it does, its parameters (and, for plans, its inputs and
@@ -67,13 +60,13 @@ def queries_prompt(
 
 def answer_prompt(
     *,
-    syntax: str,
+    tag: str,
     query: str,
     documents: Sequence[Mapping[str, Any]],
     tools: str,
     image_constraint: str = "",
 ) -> str:
-    tag = ATP_TAG if syntax == "atp" else LLMI_TAG
+    """``tag``: the form of a tool call in the benchmark's syntax (``answer_tag_form``)."""
     parts = [
         "Write the ground-truth answer to the user's query as interleaved text and images. "
         "Where an image materially improves understanding, put a tool call right after the "

@@ -47,13 +47,11 @@ from benchmark.jobs.kinds import Progress
 from benchmark.llm import services as llm_services
 from benchmark.llm.client import ModelNotConfigured
 from benchmark.models import (
-    DataFormat,
     Item,
     Job,
     Origin,
     Plan,
     Project,
-    ProjectKind,
     Response,
     TaxonomyTerm,
     TermKind,
@@ -68,12 +66,12 @@ MAX_QUERIES = 20
 GT_KEY = "gt"
 MAX_EXAMPLES = 5
 ACTIONS = ("keep", "edit", "reject")
-#: What each kind of draft is for: the project's data format (None: any interleaved project).
-KIND_FORMATS: dict[str, str | None] = {
-    DraftKind.QUERIES: DataFormat.ATP,
-    DraftKind.ANSWER: None,
-    DraftKind.RUBRIC: DataFormat.LLMI,
-    DraftKind.PLAN: DataFormat.MMS,
+#: Which of a benchmark kind's offers each kind of draft is (``BenchmarkKind.offers``).
+KIND_OFFERS: dict[str, str] = {
+    DraftKind.QUERIES: "draft_queries",
+    DraftKind.ANSWER: "draft_answer",
+    DraftKind.RUBRIC: "draft_rubric",
+    DraftKind.PLAN: "draft_plan",
 }
 
 
@@ -82,11 +80,8 @@ KIND_FORMATS: dict[str, str | None] = {
 
 def draft_kind_fits(*, project: Project, kind: str) -> bool:
     """Whether ``kind`` of draft is offered for the project's benchmark."""
-    if kind not in KIND_FORMATS:
-        return False
-    if kind == DraftKind.ANSWER:
-        return project.kind == ProjectKind.INTERLEAVED
-    return project.data_format == KIND_FORMATS[kind]
+    offer = KIND_OFFERS.get(kind)
+    return offer is not None and bool(getattr(project.benchmark.offers, offer))
 
 
 def _require_fit(project: Project, kind: str) -> None:
@@ -223,7 +218,7 @@ def draft_item_start(*, item: Item, user: User, kind: str) -> ModelDraft:
         raise ValidationFailed("query: the item has no query to draft from; write it first")
     if kind == DraftKind.ANSWER:
         prompt = prompts.answer_prompt(
-            syntax=project.tag_syntax,
+            tag=project.benchmark.answer_tag_form,
             query=query,
             documents=[d for d in item.documents or [] if isinstance(d, dict)],
             tools=prompts.tool_lines(_tools(project)),

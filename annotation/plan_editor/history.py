@@ -12,7 +12,7 @@ from annotation.plan_editor.diff import diff_summary
 from annotation.plan_editor.models import PlanVersion
 from annotation.plan_editor.services import GOLD_KEY
 from benchmark.items.history import HistoryEntry
-from benchmark.models import Item, Project, ProjectKind
+from benchmark.models import Item, Project
 from benchmark.typing import AnyUser
 
 
@@ -24,7 +24,7 @@ def plan_entries(
     *, user: AnyUser, project: Project, item: Item, may_edit: bool
 ) -> list[HistoryEntry]:
     """One query, whatever the number of plans and versions."""
-    if project.kind != ProjectKind.PLAN:
+    if not project.benchmark.plans:
         return []
     rows = list(
         PlanVersion.objects.filter(item=item, item__project__memberships__user=user.pk)

@@ -13,7 +13,7 @@ from django.http import Http404
 from annotation.plan_editor.models import PlanVersion, steps_text
 from annotation.plan_editor.services import GOLD_KEY, canonical_key
 from benchmark import selectors
-from benchmark.models import Item, Origin, Plan, Project, ProjectKind
+from benchmark.models import Item, Origin, Plan, Project
 from benchmark.plans.parse import Finding, parse_code_plan, parse_json_plan
 from benchmark.plans.verify import toolset_from_mapping, verify_parsed
 from benchmark.typing import AnyUser
@@ -23,7 +23,7 @@ PAGE = "The plan editor"
 
 def plan_project_get(*, user: AnyUser, pk: int) -> Project:
     project = selectors.project_get(user=user, pk=pk)
-    if project.kind != ProjectKind.PLAN:
+    if not project.benchmark.plans:
         raise Http404("This project's items have no plans (not an m&m's project).")
     return project
 

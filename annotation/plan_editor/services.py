@@ -28,7 +28,7 @@ from django.db.models import Max
 from annotation.plan_editor.models import PlanVersion, steps_text
 from benchmark import permissions
 from benchmark.exceptions import NotFound, ValidationFailed
-from benchmark.models import Item, Origin, Plan, PlanSyntax, ProjectKind
+from benchmark.models import Item, Origin, Plan, PlanSyntax
 from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import PlanFormatError, parse_json_plan
 from benchmark.typing import User
@@ -135,7 +135,7 @@ def _same(latest: PlanVersion, steps: list[dict[str, Any]], text: str) -> bool:
 
 def _require_plan_item(user: User, item: Item) -> None:
     permissions.require(user=user, project=item.project, action="edit", item=item)
-    if item.project.kind != ProjectKind.PLAN:
+    if not item.project.benchmark.plans:
         raise ValidationFailed("this project's items have no plans (not an m&m's project)")
 
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from annotation.tag_review.models import ResponseVersion
 from benchmark import visibility
 from benchmark.items.history import HistoryEntry
-from benchmark.models import Item, Project, ProjectKind, Response
+from benchmark.models import Item, Project, Response
 from benchmark.presenters import attachment_label
 from benchmark.typing import AnyUser
 
@@ -33,7 +33,7 @@ def response_entries(
 ) -> list[HistoryEntry]:
     """Two queries (the responses with versions, their versions), whatever their number.
     Only where the tag review applies (interleaved answers with tool tags), as its pages."""
-    if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:
+    if not project.benchmark.offers.tag_answers:
         return []
     versions = ResponseVersion.objects.select_related("author").order_by("number")
     rows = visibility.responses_visible(

@@ -18,7 +18,6 @@ from benchmark.models import (
     Origin,
     Project,
     Response,
-    TagSyntax,
     TaxonomyTerm,
     TermKind,
 )
@@ -154,10 +153,6 @@ class _JsonArrayLength(_JsonFunc):
         )
 
 
-#: The images an answer's ``img_index`` counts over: ATP-Bench's document images, LLM-I's input
-#: images. A VQA query image (role "query") is the user's question, not a document image.
-INDEXED_IMAGE_ROLE = {TagSyntax.ATP: "document", TagSyntax.LLMI: "input"}
-
 #: How the table is computed, shown under it.
 DATASET_STATS_DEFINITIONS = (
     ("#Query", "verified items (a verified item is one query)."),
@@ -211,7 +206,9 @@ def dataset_stats(*, user: AnyUser, project: Project) -> dict[str, Any]:
     from benchmark.datastats import atp_summary
 
     empty: dict[str, Any] = {"categories": [], "intents": [], "overall": _row(_zero())}
-    if not user.is_authenticated or project.tag_syntax not in INDEXED_IMAGE_ROLE:
+    # The images an answer's ``img_index`` counts over are the kind's (ATP-Bench's document
+    # images, LLM-I's input images; a VQA query image is the question, not a document image).
+    if not user.is_authenticated or not project.benchmark.offers.tag_answers:
         return empty
     scope = {"project": project, "project__memberships__user": user.pk}
     latest = ResponseVersion.objects.filter(response=OuterRef("pk")).order_by("-number")
@@ -254,10 +251,9 @@ def dataset_stats(*, user: AnyUser, project: Project) -> dict[str, Any]:
             .order_by("position", "name")
             .values_list("name", flat=True)
         )
-    syntax = TagSyntax(project.tag_syntax)
     return atp_summary(
         records,
-        syntax=syntax.value,  # type: ignore[arg-type]
-        image_role=INDEXED_IMAGE_ROLE[syntax],
+        syntax=project.tag_syntax,  # type: ignore[arg-type]
+        image_role=project.benchmark.indexed_image_role,
         category_order=order,
     )

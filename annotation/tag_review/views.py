@@ -32,7 +32,7 @@ from annotation.tag_review.forms import DiscardForm, WorkingStateForm
 from benchmark import selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
-from benchmark.models import Image, Item, Project, ProjectKind, Response
+from benchmark.models import Image, Item, Project, Response
 from benchmark.permissions import can
 from benchmark.presenters import attachment_label, item_view
 from benchmark.rendering.preview import render_answer
@@ -52,7 +52,7 @@ IMAGE_TOOLS = ("reference", "edit")
 
 def _objects(request: HttpRequest, project_id: int, item_id: int, response_id: int) -> Response:
     project_obj = selectors.project_get(user=request.user, pk=project_id)
-    if project_obj.kind != ProjectKind.INTERLEAVED or not project_obj.tag_syntax:
+    if not project_obj.benchmark.offers.tag_answers:
         raise Http404("This project's answers have no tool tags.")
     return tag_selectors.response_get(
         user=request.user, project=project_obj, item_pk=item_id, pk=response_id
@@ -94,21 +94,18 @@ class _Answer:
             user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
         )
         self.view = item_view(item, images)
-        role = "document" if self.syntax == "atp" else "input"
-        self.indexed = [e for e in self.view["images"] if e["role"] == role]
+        kind = self.benchmark = project.benchmark
+        self.indexed = [e for e in self.view["images"] if e["role"] == kind.indexed_image_role]
         self.image_num = (
-            (item.constraints or {}).get("image_num") if self.syntax == "llmi" else None
+            (item.constraints or {}).get("image_num") if kind.image_count_rule else None
         )
 
     def parse(self, text: str) -> ParsedText:
         return parse(text, self.syntax)  # type: ignore[arg-type]
 
     def validate(self, parsed: ParsedText) -> list[Any]:
-        kwargs: dict[str, Any] = {}
-        if self.syntax == "atp":
-            kwargs["image_count"] = len(self.indexed)
-        else:
-            kwargs["input_images"] = len(self.indexed)
+        kwargs: dict[str, Any] = {self.benchmark.indexed_images_arg: len(self.indexed)}
+        if self.benchmark.image_count_rule:
             kwargs["image_num"] = self.image_num
         try:
             return validate(parsed, self.toolset, **kwargs)

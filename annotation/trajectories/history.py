@@ -8,7 +8,7 @@ from django.urls import reverse
 from annotation.trajectories import selectors
 from annotation.trajectories.services import task_document
 from benchmark.items.history import HistoryEntry
-from benchmark.models import Item, Project, ProjectKind
+from benchmark.models import Item, Project
 from benchmark.typing import AnyUser
 
 
@@ -17,7 +17,7 @@ def trajectory_entries(
 ) -> list[HistoryEntry]:
     """Two queries (the reference, the versions), whatever the number of versions. Nothing
     before the first save: the item's field history shows how it was imported."""
-    if project.kind != ProjectKind.TRAJECTORY:
+    if not project.benchmark.trajectories:
         return []
     document = task_document(item=item, reference=selectors.reference_of(item))
     rows = selectors.version_list(user=user, item=item, document=document)

@@ -16,7 +16,7 @@ from annotation.trajectories.models import TrajectoryVersion, document_text
 from benchmark import selectors, visibility
 from benchmark.images import selectors as image_selectors
 from benchmark.imaging import ops
-from benchmark.models import Image, Item, Project, ProjectKind, TermKind, Trajectory
+from benchmark.models import Image, Item, Project, TermKind, Trajectory
 from benchmark.typing import AnyUser
 
 REFERENCE_KEY = "reference"
@@ -25,7 +25,7 @@ RECENT_IMAGES = 60
 
 def trajectory_project_get(*, user: AnyUser, pk: int) -> Project:
     project = selectors.project_get(user=user, pk=pk)
-    if project.kind != ProjectKind.TRAJECTORY:
+    if not project.benchmark.trajectories:
         raise Http404("This project's items have no reference trajectories.")
     return project
 

@@ -47,12 +47,10 @@ from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
 from benchmark.models import (
-    DataFormat,
     Image,
     Item,
     ItemStatus,
     Job,
-    Modality,
     Plan,
     Project,
     Response,
@@ -407,15 +405,11 @@ def dataset_import(
 
 def item_source_file(project: Project, values: Mapping[str, Any], external_id: str) -> str:
     """The file of its benchmark's layout that an item with ``values`` is written to on
-    export: per item for Agentic-MME, per modality for LLM-I, else the file the project's
-    last item came from (or the format's default file)."""
-    fmt = project.data_format
-    if fmt == DataFormat.AGENTIC_MME:
-        return f"json/{external_id}.json" if external_id else "json/"
-    if fmt == DataFormat.LLMI:
-        if (values.get("constraints") or {}).get("image_count"):
-            return "train_sample.json"
-        return "mm_input.json" if values.get("modality") == Modality.IMAGE else "text_only.json"
+    export: the kind's own rule (per item for Agentic-MME, per modality for LLM-I), else the
+    file the project's last item came from (or the kind's default file)."""
+    kind = project.benchmark
+    if kind.source_file is not None:
+        return kind.source_file(values, external_id)
     last = (
         Item.objects.filter(project=project)
         .exclude(source_file="")
@@ -423,7 +417,7 @@ def item_source_file(project: Project, values: Mapping[str, Any], external_id: s
         .values_list("source_file", flat=True)
         .first()
     )
-    return last or {DataFormat.ATP: "data.jsonl"}.get(fmt, "tasks.json")  # type: ignore[call-overload]
+    return last or kind.default_file
 
 
 def _as_native(row: dict[str, Any], project: Project, files: dict[str, str]) -> None:
@@ -432,7 +426,7 @@ def _as_native(row: dict[str, Any], project: Project, files: dict[str, str]) -> 
     the project's, and the project's export builds the record from the fields) and the file
     the project's format keeps such an item in."""
     row["raw"], row["raw_holes"] = "", []
-    if project.data_format in (DataFormat.AGENTIC_MME, DataFormat.LLMI):
+    if project.benchmark.source_file_from_fields:
         row["source_file"] = item_source_file(project, row, row["external_id"])
     else:  # one file for all: computed once per import
         if "" not in files:

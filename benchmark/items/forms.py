@@ -16,7 +16,8 @@ from django.http import QueryDict
 from django.utils.datastructures import MultiValueDict
 
 from benchmark.items.services import MATCH_TYPES, MAX_CRITERIA
-from benchmark.models import DataFormat, Project
+from benchmark.kinds.base import resolve
+from benchmark.models import Project
 
 IMAGE_NUM_CHOICES = (
     ("", "Not set (LLMI-Bench rows)"),
@@ -105,43 +106,12 @@ def data_from_post(
     project: Project, post: QueryDict, files: MultiValueDict[str, Any]
 ) -> tuple[dict[str, Any], ItemFormState]:
     """The field dict for the service, and the state to show the form again with."""
-    fmt = project.data_format
     data: dict[str, Any] = {"query": post.get("query", "")}
     external_id = str(post.get("external_id") or "").strip()
     if external_id:
         data["external_id"] = external_id
     docs: list[DocumentRow] = []
-    if fmt == DataFormat.ATP:
-        data["category"] = post.get("category", "")
-        data["intent"] = post.get("intent", "")
-        data["modality"] = post.get("modality", "")
-        data["query_images"] = [*post.getlist("keep_query_images"), *files.getlist("query_images")]
-        data["gt"] = post.get("gt", "")
-        data["documents"] = []
-        for key, text in zip(post.getlist("doc_key"), post.getlist("doc_text"), strict=False):
-            keep = post.getlist(f"doc_keep_{key}")
-            docs.append(DocumentRow(key=key, text=text, keep=keep))
-            data["documents"].append(
-                {"text": text, "images": [*keep, *files.getlist(f"doc_images_{key}")]}
-            )
-    else:
-        data["images"] = [*post.getlist("keep_images"), *files.getlist("images")]
-    if fmt == DataFormat.LLMI:
-        data["rubric"] = [post.get(f"r{i + 1}", "") for i in range(MAX_CRITERIA)]
-        kind = post.get("image_num_kind", "")
-        data["image_num"] = post.get("image_num_n", "").strip() if kind == "n" else kind
-        if kind == "n" and not data["image_num"]:
-            data["image_num"] = "n"  # the service names the field
-        data["tools"] = post.getlist("tools")
-    if fmt == DataFormat.AGENTIC_MME:
-        data["format_instruction"] = post.get("format_instruction", "")
-        data["expected_answer"] = post.get("expected_answer", "")
-        data["match_type"] = post.get("match_type", "")
-        data["accepted_variants"] = post.get("accepted_variants", "").splitlines()
-        data["level"] = post.get("level", "")
-        data["domain"] = post.get("domain", "")
-    if fmt == DataFormat.MMS:
-        data["input_files"] = post.get("input_files", "").splitlines()
+    resolve(project.benchmark.item_form_fields)(post, files, data, docs)
     values = {
         **DEFAULTS,
         **{k: v for k, v in data.items() if k not in ("documents", "query_images", "images")},
@@ -218,3 +188,59 @@ def same_value(key: str, posted: Any, current: Any) -> bool:
     if key in ("accepted_variants", "input_files"):
         return [v.strip() for v in posted or [] if v.strip()] == list(current or [])
     return bool(posted == current)
+
+
+# The kinds' own item fields (``BenchmarkKind.item_form_fields``): each adds its fields from
+# the POST to ``data`` (and the document rows to show again to ``docs``).
+
+
+def atp_fields(
+    post: QueryDict, files: MultiValueDict[str, Any], data: dict[str, Any], docs: list[DocumentRow]
+) -> None:
+    data["category"] = post.get("category", "")
+    data["intent"] = post.get("intent", "")
+    data["modality"] = post.get("modality", "")
+    data["query_images"] = [*post.getlist("keep_query_images"), *files.getlist("query_images")]
+    data["gt"] = post.get("gt", "")
+    data["documents"] = []
+    for key, text in zip(post.getlist("doc_key"), post.getlist("doc_text"), strict=False):
+        keep = post.getlist(f"doc_keep_{key}")
+        docs.append(DocumentRow(key=key, text=text, keep=keep))
+        data["documents"].append(
+            {"text": text, "images": [*keep, *files.getlist(f"doc_images_{key}")]}
+        )
+
+
+def _input_images(post: QueryDict, files: MultiValueDict[str, Any], data: dict[str, Any]) -> None:
+    data["images"] = [*post.getlist("keep_images"), *files.getlist("images")]
+
+
+def llmi_fields(
+    post: QueryDict, files: MultiValueDict[str, Any], data: dict[str, Any], docs: list[DocumentRow]
+) -> None:
+    _input_images(post, files, data)
+    data["rubric"] = [post.get(f"r{i + 1}", "") for i in range(MAX_CRITERIA)]
+    kind = post.get("image_num_kind", "")
+    data["image_num"] = post.get("image_num_n", "").strip() if kind == "n" else kind
+    if kind == "n" and not data["image_num"]:
+        data["image_num"] = "n"  # the service names the field
+    data["tools"] = post.getlist("tools")
+
+
+def agentic_mme_fields(
+    post: QueryDict, files: MultiValueDict[str, Any], data: dict[str, Any], docs: list[DocumentRow]
+) -> None:
+    _input_images(post, files, data)
+    data["format_instruction"] = post.get("format_instruction", "")
+    data["expected_answer"] = post.get("expected_answer", "")
+    data["match_type"] = post.get("match_type", "")
+    data["accepted_variants"] = post.get("accepted_variants", "").splitlines()
+    data["level"] = post.get("level", "")
+    data["domain"] = post.get("domain", "")
+
+
+def mms_fields(
+    post: QueryDict, files: MultiValueDict[str, Any], data: dict[str, Any], docs: list[DocumentRow]
+) -> None:
+    _input_images(post, files, data)
+    data["input_files"] = post.get("input_files", "").splitlines()

@@ -21,20 +21,15 @@ from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.formats import PlanRecord, ResponseRecord, get_format
 from benchmark.formats.mms import GOLD_PLAN_KEY
 from benchmark.items.services import ItemInvalid, item_create
-from benchmark.models import DataFormat, Item, Origin, Project
+from benchmark.kinds import BenchmarkKind
+from benchmark.models import Item, Origin, Project
 from benchmark.plans.parse import plan_to_solve_code
 from benchmark.typing import User
 
-#: Formats whose items carry a ground-truth answer text, and those whose items carry a plan.
-ANSWER_FORMATS = frozenset({"atp", "llmi"})
-PLAN_FORMATS = frozenset({"mms"})
 ANSWER_KEY = "gt"
 #: The gold plan's key: the one m&m's importer gives a task's plan_str (plan_save's default
 #: key is another).
 PLAN_KEY = GOLD_PLAN_KEY
-#: The image roles of each format's items, the default first.
-IMAGE_ROLES = {"atp": ("document", "query")}
-OTHER_ROLES = ("input",)
 # The API's name of the fields item_create names otherwise.
 _API_FIELDS = {
     "gt": "answer",
@@ -42,12 +37,6 @@ _API_FIELDS = {
     "image_num": "constraints.image_num",
     "tools": "constraints.tools",
     "input_files": "constraints.input_files",
-}
-# Where each format's records name their images, by role: the field an unknown path is in.
-_IMAGE_FIELDS = {
-    "atp": {"query": "image_query", "document": "images"},
-    "llmi": {"input": "images"},
-    "agentic-mme": {"input": "input.image"},
 }
 
 
@@ -66,21 +55,22 @@ def item_create_with_records(
     names them; ATP-Bench document images belong to the documents that name them). Errors
     name the API's fields (``images[i].path``, ``constraints.tools``, ``answer``)."""
     permissions.require(user=user, project=project, action="edit")
-    kind = project.data_format
-    if answer and kind not in ANSWER_FORMATS:
+    benchmark = project.benchmark
+    kind = benchmark.name
+    if answer and not benchmark.answer_text:
         raise ValidationFailed(
             f"answer: {kind} items have no answer text; use expected_answer"
-            if kind == "agentic-mme"
+            if benchmark.trajectories
             else f"answer: {kind} items have no answer text; give the plan"
         )
-    if plan is not None and kind not in PLAN_FORMATS:
+    if plan is not None and not benchmark.plans:
         raise ValidationFailed(f"plan: only m&m's items have a plan, not {kind} items")
     steps = _plan_steps(plan) if plan is not None else None
     external_id = str(data.get("external_id") or "")
     if external_id and project.items.filter(external_id=external_id).exists():
         raise Conflict(f"external_id: the project already has an item {external_id!r}")
-    fields, names = _item_fields(data, images or [], kind)
-    if answer and kind == DataFormat.ATP:
+    fields, names = _item_fields(data, images or [], benchmark)
+    if answer and benchmark.answer_in_item:
         fields["gt"] = answer  # item_create stores ATP-Bench's "gt" (and warns on its tags)
     with transaction.atomic():
         try:
@@ -94,7 +84,7 @@ def item_create_with_records(
             raise ValidationFailed(f"{field}: {' '.join(messages)}") from None
         records: list[ResponseRecord | PlanRecord] = []
         common: dict[str, Any] = {"item_id": item.external_id, "origin": Origin.GROUND_TRUTH}
-        if answer and kind != DataFormat.ATP:
+        if answer and not benchmark.answer_in_item:
             records.append(ResponseRecord(key=ANSWER_KEY, text=answer, **common))
         if steps:
             code = plan_to_solve_code(steps)
@@ -118,14 +108,14 @@ def item_create_from_record(
         )
     fmt = get_format(project.data_format)
     parsed = fmt.parse_record(record)
-    if project.data_format == "llmi":  # LLM-I ids name their row: the next row of its file
+    if project.benchmark.ids_by_row:  # (LLM-I) ids name their row: the next row of its file
         rows = project.items.filter(source_file=parsed.source_file).count()
         parsed = fmt.parse_record(record, source_file=parsed.source_file, position=rows)
-    if project.data_format == "agentic-mme" and (
+    if project.benchmark.one_file_per_item and (
         project.items.filter(source_file=parsed.source_file).exists()
     ):  # one file per task
         raise Conflict(f"task_id: the project already has a task file {parsed.source_file}")
-    where = _IMAGE_FIELDS.get(project.data_format, {})
+    where = project.benchmark.record_image_fields
     fields = {ref.path: where.get(ref.role, "images") for ref in parsed.images}
     images = ProjectImages(project, fields=fields)
     return record_create(project=project, user=user, record=parsed, images=images)
@@ -153,13 +143,14 @@ def _plan_steps(plan: Any) -> list[dict[str, Any]]:
 
 
 def _item_fields(
-    data: dict[str, Any], images: list[dict[str, Any]], kind: str
+    data: dict[str, Any], images: list[dict[str, Any]], benchmark: BenchmarkKind
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """``item_create``'s field dict for the API's fields and ``images``, and the API's name of
     each image field ``item_create`` may name in an error (``images[0]`` -> ``images[2].path``).
     Query images go to ``query_images``, input images to ``images``; an ATP-Bench document
     image belongs to the document naming it (with no documents, to one document of its own)."""
-    roles = IMAGE_ROLES.get(kind, OTHER_ROLES)
+    kind = benchmark.name
+    roles = benchmark.image_roles
     by_role: dict[str, list[tuple[int, int, str]]] = {}
     for i, image in enumerate(images):
         role = image.get("role") or roles[0]

@@ -53,8 +53,8 @@ from benchmark.exceptions import NotFound, ValidationFailed
 from benchmark.formats.agentic_mme import FORMAT_LEADS, join_prompt, split_prompt
 from benchmark.formats.llmi import image_count
 from benchmark.images.selectors import image_name_sha, project_images_named
+from benchmark.kinds.base import resolve
 from benchmark.models import (
-    DataFormat,
     Image,
     Item,
     ItemStatus,
@@ -439,16 +439,8 @@ def _clean(
     """Column values for ``data`` (see the module docstring), or ``ItemInvalid``. With
     ``touched`` (an edit), only errors of those fields refuse."""
     c = _Cleaner(project, data, item)
-    fmt = project.data_format
     by_role = _refs_by_role(data)
-    kinds = {
-        DataFormat.ATP: _clean_atp,
-        DataFormat.LLMI: _clean_llmi,
-        DataFormat.AGENTIC_MME: _clean_agentic,
-        DataFormat.MMS: _clean_mms,
-    }
-    clean_kind = kinds.get(fmt, _clean_mms)  # type: ignore[call-overload]
-    clean_kind(c, by_role)
+    resolve(project.benchmark.item_checks)(c, by_role)
     _refuse(c, touched)
     resolved = c.resolve_images(user)
     _refuse(c, touched)
@@ -484,16 +476,17 @@ def _place_images(c: _Cleaner, resolved: dict[tuple[str, int], list[dict[str, st
     input_images = [r for r in refs if r["role"] == "input"]
     has_images = bool(query_images or input_images)
     modality = c.data.get("modality") or ""
+    matches = c.project.benchmark.query_image_matches_modality
     if modality not in ("", *Modality.values):
         c.error("modality", "choose text or image")
-    elif c.project.data_format == DataFormat.ATP and modality == Modality.IMAGE and not has_images:
+    elif matches and modality == Modality.IMAGE and not has_images:
         c.error("query_images", "an image query needs an uploaded query image")
-    elif modality == Modality.TEXT and has_images and c.project.data_format == DataFormat.ATP:
+    elif matches and modality == Modality.TEXT and has_images:
         c.error("modality", "a text query has no query image: choose image, or remove the image")
     c.values["modality"] = Modality.IMAGE if has_images else Modality.TEXT
 
 
-def _clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+def clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
     c.values["query"] = c.text("query", required=True)
     category = c.term("category", TermKind.CATEGORY)
     c.values["category"] = category
@@ -533,7 +526,7 @@ def _clean_atp(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
         c.gt = c.text("gt", limit=limits.ANSWER)
 
 
-def _clean_llmi(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+def clean_llmi(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
     """A LLMI-Bench row (prompt, criteria r1..r10, images) or, with an image-number
     constraint or tools, a training row (whose format has no criteria: optional there)."""
     c.values["query"] = c.text("query", required=True, label="prompt")
@@ -626,7 +619,7 @@ def _rubric(c: _Cleaner, *, required: bool) -> list[dict[str, str]]:
     return [{"key": f"r{i + 1}", "text": t} for i, t in enumerate(texts)]
 
 
-def _clean_agentic(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+def clean_agentic_mme(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
     question = c.text("query", required=True, label="question").strip()
     instruction = c.text("format_instruction").strip()
     if instruction and not instruction.startswith(FORMAT_LEADS):
@@ -667,7 +660,7 @@ def _clean_agentic(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
     c.values["domain"] = c.short("domain")
 
 
-def _clean_mms(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
+def clean_mms(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
     c.values["query"] = c.text("query", required=True, label="user request")
     c.image_list("images", "input", c.data.get("images", by_role.get("input")))
     files = c.data.get("input_files", (c.data.get("constraints") or {}).get("input_files"))
@@ -686,7 +679,7 @@ def _clean_mms(c: _Cleaner, by_role: dict[str, list[Any]]) -> None:
 
 def _gt_findings(project: Project, item: Item, text: str) -> list[str]:
     """The ground truth's tag findings, as warnings (``gt: ...``)."""
-    if not text.strip() or project.tag_syntax not in ("atp", "llmi"):
+    if not text.strip() or not project.benchmark.offers.tag_answers:
         return []
     from benchmark.tags import parse, validate
     from benchmark.toolsets.specs import tag_toolset
@@ -709,17 +702,14 @@ def _next_external_id(project: Project, source_file: str) -> str:
     newest id's prefix and zero padding with the next free number (ATP-Bench ``atp_0031``,
     Agentic-MME ``0031``, m&m's ``9003``)."""
     items = Item.objects.filter(project=project)
-    if project.data_format == DataFormat.LLMI:
+    kind = project.benchmark
+    if kind.ids_by_row:
         stem = PurePosixPath(source_file).stem
         n = items.filter(source_file=source_file).count() + 1
         while items.filter(external_id=f"{stem}#{n}").exists():
             n += 1
         return f"{stem}#{n}"
-    default = {DataFormat.ATP: ("new_", 4), DataFormat.AGENTIC_MME: ("", 4)}.get(
-        project.data_format,  # type: ignore[call-overload]
-        ("", 1),
-    )
-    prefix, width = default
+    prefix, width = kind.id_prefix, kind.id_width
     newest = items.order_by("-position", "-id").values_list("external_id", flat=True)[:50]
     for external_id in newest:
         match = _ID_RE.match(external_id)
@@ -766,7 +756,7 @@ def item_create(
         source_file = item_source_file(project, values, str(external_id or ""))
         if not external_id:
             external_id = _next_external_id(project, source_file)
-            if project.data_format == DataFormat.AGENTIC_MME:
+            if project.benchmark.one_file_per_item:  # its file is named by its id
                 source_file = item_source_file(project, values, external_id)
         position = (
             Item.objects.filter(project=project).aggregate(top=Max("position"))["top"] or 0
@@ -788,7 +778,7 @@ def item_create(
             raise ItemInvalid(
                 {"external_id": f"{external_id!r} is already an item of this project"}
             ) from None
-        if project.data_format == DataFormat.ATP:
+        if project.benchmark.answer_in_item:
             Response.objects.create(
                 item=item,
                 key="gt",
@@ -842,7 +832,7 @@ def item_form_data(item: Item) -> dict[str, Any]:
         "input_files": list(constraints.get("input_files") or []),
         "format_instruction": "",
     }
-    if item.project.data_format == DataFormat.AGENTIC_MME:
+    if item.project.benchmark.query_has_format_instruction:
         data["query"], data["format_instruction"] = split_prompt(item.query)
     return data
 

@@ -23,7 +23,7 @@ from benchmark import selectors as project_selectors
 from benchmark.exceptions import DomainError
 from benchmark.items import forms, history, selectors, services
 from benchmark.items.services import COMMON_VERBS, VERB_SUFFIXES, ItemInvalid
-from benchmark.models import DataFormat, Item, Project, Response
+from benchmark.models import Item, Project, Response
 from benchmark.pages import htmx_page, project_context, render_page, require_action
 from benchmark.typing import request_user
 from benchmark.versions import StaleVersion
@@ -63,7 +63,6 @@ def _context(
         "state": state,
         "values": state.values,
         "errors": state.errors,
-        "fmt": project.data_format,
         "choices": forms.choices(project),
         "verbs": " ".join(sorted(COMMON_VERBS)),
         "verb_suffixes": " ".join(VERB_SUFFIXES),
@@ -72,14 +71,11 @@ def _context(
 
 
 def _after_create(project: Project, item: Item) -> str:
-    if project.data_format == DataFormat.AGENTIC_MME:
-        return reverse("annotation:trajectory_edit", args=[project.pk, item.pk])
-    if project.data_format == DataFormat.MMS:
+    after = project.benchmark.after_create
+    if after:
         try:
-            return reverse(
-                "annotation:plan_edit", kwargs={"project_id": project.pk, "item_id": item.pk}
-            )
-        except NoReverseMatch:  # the plan editor is another feature; until it is there
+            return reverse(after, kwargs={"project_id": project.pk, "item_id": item.pk})
+        except NoReverseMatch:  # the editor is another feature; until it is there
             return reverse("benchmark:item_detail", args=[project.pk, item.pk])
     return reverse("benchmark:item_edit", args=[project.pk, item.pk]) + "?created=1"
 

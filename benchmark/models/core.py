@@ -12,8 +12,10 @@ import orjson
 from django.conf import settings as django_settings
 from django.db import models
 from django.db.models import Q
+from django.utils.functional import cached_property
 
 from benchmark.fields import ImageRefsField, JSONField
+from benchmark.kinds import BenchmarkKind, kind_choices, kind_for
 
 
 class ProjectKind(models.TextChoices):
@@ -160,7 +162,9 @@ class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=ProjectKind.choices)
     tag_syntax = models.CharField(max_length=10, choices=TagSyntax.choices, blank=True)
-    data_format = models.CharField(max_length=20, choices=DataFormat.choices)
+    #: The benchmark kind's name (``benchmark.kinds``): choices from the registry, through a
+    #: callable so that a new kind needs no migration.
+    data_format = models.CharField(max_length=20, choices=kind_choices)
     toolset = models.ForeignKey(Toolset, on_delete=models.PROTECT, related_name="projects")
     taxonomy = models.ForeignKey(
         Taxonomy, null=True, blank=True, on_delete=models.PROTECT, related_name="projects"
@@ -187,6 +191,12 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @cached_property
+    def benchmark(self) -> BenchmarkKind:
+        """The project's benchmark kind: what its pages, forms, formats and features are
+        (``benchmark.kinds``); ask it instead of comparing ``kind`` or ``data_format``."""
+        return kind_for(self)
 
 
 class Membership(models.Model):

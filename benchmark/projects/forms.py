@@ -6,6 +6,7 @@ from typing import Any, cast
 
 from django import forms
 
+from benchmark.kinds import KINDS
 from benchmark.models import ItemStatus, Modality
 from benchmark.selectors import ItemFacets, ItemFilters
 
@@ -74,12 +75,9 @@ class RestoreForm(forms.Form):
     )
 
 
-BENCHMARK_CHOICES = [
-    ("atp", "ATP-Bench (interleaved answers, <tool> tags)"),
-    ("llmi", "LLM-I / LLMI-Bench (interleaved answers, <imgen> tags)"),
-    ("agentic-mme", "Agentic-MME (agent trajectories)"),
-    ("mms", "m&m's (tool plans)"),
-]
+def benchmark_choices() -> list[tuple[str, str]]:
+    """The registered benchmark kinds, as the new-project form offers them."""
+    return [(kind.name, kind.choice_label) for kind in KINDS]
 
 
 def _source_choices(rows: Any, kind: str) -> list[tuple[str, str]]:
@@ -97,7 +95,7 @@ def _source_choices(rows: Any, kind: str) -> list[tuple[str, str]]:
 
 class ProjectCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
-    data_format = forms.ChoiceField(label="Benchmark", choices=BENCHMARK_CHOICES)
+    data_format = forms.ChoiceField(label="Benchmark", choices=benchmark_choices)
     toolset = forms.ChoiceField(
         required=False,
         help_text="A built-in toolset is shared until the project first edits it; a copy is "

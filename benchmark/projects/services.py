@@ -12,19 +12,17 @@ from django.db.models import QuerySet
 from benchmark import permissions
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
+from benchmark.kinds import KINDS, kind_named
 from benchmark.llm import services as llm_services
 from benchmark.llm.client import CACHE_MODES, ModelNotConfigured
 from benchmark.models import (
     AuditAction,
-    DataFormat,
     Item,
     ItemStatus,
     ItemStatusChange,
     Membership,
     Project,
-    ProjectKind,
     Role,
-    TagSyntax,
     Taxonomy,
     Toolset,
 )
@@ -34,13 +32,12 @@ from benchmark.selectors import taxonomies_usable, toolsets_usable
 from benchmark.toolsets.services import taxonomy_copy, toolset_copy
 from benchmark.typing import User
 
-#: Each benchmark (its data format) with the project kind and tag syntax it needs.
-BENCHMARKS: dict[str, tuple[str, str]] = {
-    DataFormat.ATP: (ProjectKind.INTERLEAVED, TagSyntax.ATP),
-    DataFormat.LLMI: (ProjectKind.INTERLEAVED, TagSyntax.LLMI),
-    DataFormat.AGENTIC_MME: (ProjectKind.TRAJECTORY, TagSyntax.NONE),
-    DataFormat.MMS: (ProjectKind.PLAN, TagSyntax.NONE),
-}
+
+def _builtin(rows: dict[str, Any], name: str | None, what: str, benchmark: str) -> Any:
+    """The built-in toolset or taxonomy ``name`` a benchmark's projects start from."""
+    if name is None or name not in rows:
+        raise ValidationFailed(f"{what}: {benchmark} has no built-in {what}; choose one")
+    return rows[name]
 
 
 def _new_project_checked(*, user: User | None, name: str, data_format: str) -> str:
@@ -52,10 +49,9 @@ def _new_project_checked(*, user: User | None, name: str, data_format: str) -> s
         raise ValidationFailed("name: the project needs a name")
     if len(name) > 200:
         raise ValidationFailed("name: at most 200 characters")
-    if data_format not in BENCHMARKS:
-        raise ValidationFailed(
-            f"benchmark: choose one of {', '.join(BENCHMARKS)}, not {data_format!r}"
-        )
+    names = [kind.name for kind in KINDS]
+    if data_format not in names:
+        raise ValidationFailed(f"benchmark: choose one of {', '.join(names)}, not {data_format!r}")
     return name
 
 
@@ -99,13 +95,14 @@ def project_create(
     admin = admin or user
     if admin is not None and not admin.is_active:
         raise ValidationFailed(f"admin: {admin.get_username()!r} is deactivated")
-    kind, tag_syntax = BENCHMARKS[data_format]
+    benchmark = kind_named(data_format)
+    kind, tag_syntax = benchmark.project_kind, benchmark.tag_syntax
     with transaction.atomic():
         if Project.objects.filter(name__iexact=name).exists():
             raise ValidationFailed(f"name: a project named {name!r} exists already")
         toolset = _starting_point(
             user=user,
-            row=toolset or toolsets_ensure()[data_format],
+            row=toolset or _builtin(toolsets_ensure(), benchmark.toolset, "toolset", data_format),
             usable=toolsets_usable,
             copy=copy_toolset,
             copier=lambda row: toolset_copy(toolset=row, name=f"{row.name} · {name}"),
@@ -113,7 +110,8 @@ def project_create(
         )
         taxonomy = _starting_point(
             user=user,
-            row=taxonomy or taxonomies_ensure()[data_format],
+            row=taxonomy
+            or _builtin(taxonomies_ensure(), benchmark.taxonomy, "taxonomy", data_format),
             usable=taxonomies_usable,
             copy=copy_taxonomy,
             copier=lambda row: taxonomy_copy(taxonomy=row, name=f"{row.name} · {name}"),

@@ -22,7 +22,7 @@ from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.llm.selectors import model_context
 from benchmark.llm.services import api_key_env_allowed
-from benchmark.models import Item, ItemStatus, Project, ProjectKind
+from benchmark.models import Item, ItemStatus, Project
 from benchmark.notices import item_notices
 from benchmark.pages import form_submit, htmx_page, project_context, render_page, require_action
 from benchmark.pagination import CountedPaginator
@@ -234,9 +234,7 @@ def _item_context(request: HttpRequest, project: Project, item: Item) -> dict[st
     return {
         **project_context(request, project),
         "item": item,
-        "view": item_view(
-            item, images, "image_index" if project.kind == ProjectKind.TRAJECTORY else "img_index"
-        ),
+        "view": item_view(item, images, project.benchmark.image_index_key),
         "responses": [
             {
                 "obj": r,

@@ -33,7 +33,7 @@ from benchmark.metrics.tag_scores import (
     read_answer_file,
     score_answers,
 )
-from benchmark.models import Item, ItemStatus, Job, Origin, Project, ProjectKind, Response
+from benchmark.models import Item, ItemStatus, Job, Origin, Project, Response
 from benchmark.tags import Syntax, builtin_toolset, parse_image_num
 from benchmark.toolsets.specs import tag_toolset
 from benchmark.typing import AnyUser, User
@@ -91,7 +91,7 @@ def _items(project: Project, *, only_verified: bool) -> tuple[ItemIndex, dict[st
         )
     )
     gold = ground_truth_texts(project=project)
-    llmi = project.tag_syntax == "llmi"
+    llmi = project.benchmark.image_count_rule
     infos: dict[str, ItemInfo] = {}
     for external_id, _, _, constraints, refs in values:
         infos[external_id] = ItemInfo(
@@ -142,7 +142,7 @@ def answers_score(
     ``read_uploads``, plus what could not be matched: answers naming items the project does
     not have (or, with ``only_verified``, items that are not verified). A model answering
     the same item twice raises ValidationFailed naming both places."""
-    if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:
+    if not project.benchmark.offers.score_answers:
         raise ValidationFailed(
             "only interleaved projects (ATP-Bench, LLM-I) have tool tags to score"
         )
@@ -234,7 +234,7 @@ def _require_scorable(project: Project, user: AnyUser) -> User:
     permissions.require(user=user, project=project, action="score")
     if not isinstance(user, User):
         raise Forbidden("log in to score answers")
-    if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:
+    if not project.benchmark.offers.score_answers:
         raise ValidationFailed(
             "only interleaved projects (ATP-Bench, LLM-I) have tool tags to score"
         )

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from benchmark.exceptions import DomainError
-from benchmark.models import Job, ProjectKind
+from benchmark.models import Job
 from review.answers import services as review_answers
 from review.answers.services import answers_result_ordered
 from review.pages import project_for_review
@@ -105,7 +105,7 @@ def score_answers(request: HttpRequest, project_id: int) -> HttpResponse:
         "Only reviewers and admins score model answers.",
         action="score",
     )
-    interleaved = project.kind == ProjectKind.INTERLEAVED and bool(project.tag_syntax)
+    interleaved = project.benchmark.offers.score_answers
     form = (
         ScoreAnswersForm(request.POST, request.FILES)
         if request.method == "POST"

@@ -34,16 +34,8 @@ from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.datasets.services import dataset_import
 from benchmark.exceptions import DomainError
 from benchmark.jobs.services import job_claim, job_create, job_finish
-from benchmark.models import (
-    DataFormat,
-    Membership,
-    Project,
-    ProjectKind,
-    Role,
-    TagSyntax,
-    Taxonomy,
-    Toolset,
-)
+from benchmark.kinds import KINDS, BenchmarkKind
+from benchmark.models import Membership, Project, Role, Taxonomy, Toolset
 from benchmark.projects.services import membership_set
 from benchmark.typing import User
 
@@ -71,6 +63,24 @@ class DemoProject:
     taxonomy: str
     folder: str
     description: str
+    #: The folder holds recorded agent runs, scored once for the run-scoring page.
+    runs: bool = False
+
+    @classmethod
+    def of(cls, kind: BenchmarkKind) -> DemoProject:
+        demo = kind.demo
+        assert demo is not None
+        return cls(
+            name=demo.name,
+            kind=kind.project_kind,
+            tag_syntax=kind.tag_syntax,
+            data_format=kind.name,
+            toolset=kind.toolset or "",
+            taxonomy=kind.taxonomy or "",
+            folder=demo.folder,
+            description=demo.description,
+            runs=demo.runs,
+        )
 
 
 DEMO_USERS = [
@@ -81,65 +91,8 @@ DEMO_USERS = [
     DemoUser("annotator3", Role.ANNOTATOR),
 ]
 
-DEMO_PROJECTS = [
-    DemoProject(
-        name="ATP-Bench demo",
-        kind=ProjectKind.INTERLEAVED,
-        tag_syntax=TagSyntax.ATP,
-        data_format=DataFormat.ATP,
-        toolset="atp",
-        taxonomy="atp",
-        folder="atp",
-        description=(
-            "Eight authored queries with documents and ground-truth interleaved answers, one "
-            "per ATP-Bench category. Three answers are flawed on purpose: atp_demo_02 has a "
-            "tool tag in the middle of a sentence, a redundant Search call and a malformed "
-            "payload; atp_demo_04 a malformed payload; atp_demo_06 an img_index past the last "
-            "document image."
-        ),
-    ),
-    DemoProject(
-        name="LLM-I demo",
-        kind=ProjectKind.INTERLEAVED,
-        tag_syntax=TagSyntax.LLMI,
-        data_format=DataFormat.LLMI,
-        toolset="llmi",
-        taxonomy="llmi",
-        folder="llmi",
-        description=(
-            "Authored LLMI-Bench-style prompts with ten rubric criteria each, model answers "
-            "with <imgen> tags and judge scores, and verl-style training rows covering every "
-            "image-number constraint (-1, 0, n and 99)."
-        ),
-    ),
-    DemoProject(
-        name="Agentic-MME demo",
-        kind=ProjectKind.TRAJECTORY,
-        tag_syntax=TagSyntax.NONE,
-        data_format=DataFormat.AGENTIC_MME,
-        toolset="agentic-mme",
-        taxonomy="agentic-mme",
-        folder="agentic-mme",
-        description=(
-            "Four authored tasks at levels 1, 2 and 3 with step-wise checkpoints, and one "
-            "recorded agent run (demo03) whose tool images were produced by the logged "
-            "operations."
-        ),
-    ),
-    DemoProject(
-        name="m&m's demo",
-        kind=ProjectKind.PLAN,
-        tag_syntax=TagSyntax.NONE,
-        data_format=DataFormat.MMS,
-        toolset="mms",
-        taxonomy="mms",
-        folder="mms",
-        description=(
-            "Eight authored requests with gold tool plans (one with an alternative plan; "
-            "7007 and 7008 are invalid on purpose) and one prediction per request."
-        ),
-    ),
-]
+#: One demo project per benchmark kind that has demo data (``BenchmarkKind.demo``).
+DEMO_PROJECTS = [DemoProject.of(kind) for kind in KINDS if kind.demo is not None]
 
 
 class Writer(Protocol):
@@ -273,7 +226,7 @@ def demo_load(*, stdout: Writer | None = None) -> dict[str, Any]:
             summary.update(result.as_dict())
         summary["items"] = project.items.count()
         summary["judgment_tasks"] = [t.name for t in judgment_task_ensure_defaults(project=project)]
-        if project.kind == ProjectKind.TRAJECTORY and project.data_format == spec.data_format:
+        if spec.runs and project.data_format == spec.data_format:
             summary["runs_created"] = _ensure_demo_runs(project, users["admin"], say)
         projects[spec.name] = summary
         say(

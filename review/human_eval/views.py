@@ -35,7 +35,7 @@ from benchmark.pages import form_submit, htmx_page
 from benchmark.permissions import can
 from benchmark.presenters import item_view
 from benchmark.rendering.preview import render_answer
-from benchmark.tags import ToolCall
+from benchmark.tags import SYNTAXES, ToolCall
 from benchmark.typing import request_user
 from review.human_eval import selectors, services
 from review.human_eval.forms import HumanEvalForm
@@ -87,11 +87,10 @@ def human_eval_new(request: HttpRequest, project_id: int) -> HttpResponse:
 # =========================================================================== rating
 
 
-def _image_lookup(item: Item, images: dict[str, Any], syntax: str) -> Callable[..., Any]:
+def _image_lookup(item: Item, images: dict[str, Any], role: str) -> Callable[..., Any]:
     """Reference (and Edit) calls shown as the item's image at ``img_index``, counted as the
     tag validator counts them (document images for ATP-Bench, input images for LLM-I)."""
     view = item_view(item, images)
-    role = "document" if syntax == "atp" else "input"
     indexed = [e for e in view["images"] if e["role"] == role]
 
     def lookup(tool: ToolCall) -> tuple[str, str] | None:
@@ -119,7 +118,7 @@ def _answer_shown(
     if document:
         return {"document": document}
     syntax = syntax or response.item.project.tag_syntax
-    syntax = syntax if syntax in ("atp", "llmi") else "atp"
+    syntax = syntax if syntax in SYNTAXES else SYNTAXES[0]
     return {"preview": render_answer(response.text, syntax, image=image)}
 
 
@@ -205,8 +204,8 @@ def rate_unit(request: HttpRequest, *, task: JudgmentTask, unit: TaskUnit) -> Ht
     images = image_selectors.images_by_sha(
         user=user, shas=[r.get("sha256") for r in item.image_refs or []]
     )
-    syntax = task.project.tag_syntax if task.project.tag_syntax in ("atp", "llmi") else "atp"
-    lookup = _image_lookup(item, images, syntax)
+    syntax = task.project.tag_syntax if task.project.tag_syntax in SYNTAXES else SYNTAXES[0]
+    lookup = _image_lookup(item, images, task.project.benchmark.indexed_image_role)
     answers = selectors.unit_answers(task=task, unit=unit)
     sides = ("A", "B") if scale.key == PAIR else ("",)
     context = {

@@ -26,7 +26,7 @@ from annotation.trajectories import document as td
 from annotation.trajectories.selectors import REFERENCE_KEY, reference_of
 from annotation.trajectories.services import task_document
 from benchmark import permissions, visibility
-from benchmark.models import Item, ItemStatus, Project, ProjectKind, Trajectory
+from benchmark.models import Item, ItemStatus, Project, Trajectory
 from benchmark.notices import ItemNotice
 from benchmark.typing import AnyUser
 from review.oracle.models import OracleOutcome, OracleResult, OracleRun
@@ -216,7 +216,7 @@ def item_oracle_notices(*, user: AnyUser, project: Project, item: Item) -> list[
     """For each model whose newest tested result on ``item`` failed: "the oracle test with
     model X failed: answer ...". Nothing for an item hidden from the user, nor outside
     trajectory projects (no query there)."""
-    if project.kind != ProjectKind.TRAJECTORY or not user.is_authenticated:
+    if not project.benchmark.offers.oracle_testing or not user.is_authenticated:
         return []
     hidden = getattr(item, "answer_hidden", None)
     if hidden is None:

@@ -58,7 +58,6 @@ from benchmark.models import (
     Job,
     ModelCall,
     Project,
-    ProjectKind,
     Trajectory,
 )
 from benchmark.typing import User
@@ -186,7 +185,7 @@ def oracle_run_create(
     commit (a page); without, the caller runs it (``oracle_run_execute``, the command line).
     ``user`` None is the command line. Reviewers and admins start runs; another endpoint
     than the project's configured one only admins (the server would send requests there)."""
-    if project.kind != ProjectKind.TRAJECTORY:
+    if not project.benchmark.offers.oracle_testing:
         raise ValidationFailed(
             "oracle testing walks a model through reference trajectories: only trajectory "
             f"(Agentic-MME) projects have them, and {project.name!r} holds "

@@ -17,7 +17,7 @@ from benchmark import permissions, selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.llm.selectors import model_context
-from benchmark.models import Job, Project, ProjectKind
+from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 from review.oracle import selectors as oracle_selectors
@@ -74,7 +74,7 @@ def oracle_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "form": form,
         "errors": errors,
         "job": job,
-        "trajectory": project.kind == ProjectKind.TRAJECTORY,
+        "trajectory": project.benchmark.trajectories,
         "models": models,
         "flagged_count": sum(len(m.flagged) for m in models),
         "runs": oracle_selectors.oracle_runs(user=request.user, project=project),

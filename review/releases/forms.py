@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
-from benchmark.models import DataFormat, ItemStatus, Project
+from benchmark.models import ItemStatus, Project
 from review.releases.models import Release
 from review.releases.services import BALANCED, DEFAULT_BALANCE_CAP
 
@@ -50,7 +50,7 @@ class ReleaseForm(forms.Form):
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if project.data_format != DataFormat.MMS:
+        if not project.benchmark.offers.balanced_subset:
             for name in ("subset", "cap", "seed"):
                 del self.fields[name]
 

@@ -42,7 +42,6 @@ from benchmark.formats import FormatError, ItemRecord, get_format
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.models import (
-    DataFormat,
     Item,
     ItemStatus,
     ItemStatusChange,
@@ -123,10 +122,10 @@ def _check_subset(project: Project, status: str | None, subset: str | None, cap:
         return
     if subset != BALANCED:
         raise ValidationFailed(f"subset: unknown {subset!r}; the one subset is {BALANCED!r}")
-    if project.data_format != DataFormat.MMS:
+    if not project.benchmark.offers.balanced_subset:
         raise ValidationFailed(
             f"subset: the tool-balanced subset is m&m's; project {project.name!r} is "
-            f"{DataFormat(project.data_format).label}, so release it without a subset"
+            f"{project.benchmark.label}, so release it without a subset"
         )
     if status != ItemStatus.VERIFIED:
         raise ValidationFailed(
@@ -268,7 +267,6 @@ def _release_stats(
     ``subset_of`` (the released items' ids) says the records are m&m's tool-balanced subset:
     Table 2 then counts the project's raw and verified items too, and its other rows the
     released (verified & balanced) ones."""
-    from benchmark.datastats import tables_for
 
     if subset_of is not None:
         released = set(subset_of)
@@ -283,7 +281,7 @@ def _release_stats(
         for name, category in project.toolset.tools.values_list("name", "category")
         if category
     }
-    return list(tables_for(project.data_format, items, tool_kinds=tool_kinds))
+    return list(project.benchmark.stats(items, tool_kinds=tool_kinds))
 
 
 # --------------------------------------------------------------------------- provenance
@@ -494,14 +492,6 @@ def _size_category(n: int) -> str:
     return "100K<n<1M"
 
 
-_TASK_CATEGORIES = {
-    "atp": ["visual-question-answering", "text-generation"],
-    "mms": ["text-generation"],
-    "agentic_mme": ["visual-question-answering"],
-    "llmi": ["text-generation"],
-}
-
-
 def _readme(
     project: Project,
     name: str,
@@ -517,7 +507,7 @@ def _readme(
         f"pretty_name: {orjson.dumps(f'{project.name} {name}').decode()}",
         "license: other  # to fill in by the project's admin",
         "task_categories:",
-        *(f"- {c}" for c in _TASK_CATEGORIES.get(project.data_format, ["text-generation"])),
+        *(f"- {c}" for c in project.benchmark.task_categories),
         "size_categories:",
         f"- {_size_category(count)}",
         *(yaml_lines(card_header(parquet, base=PARQUET_DIR)) if parquet is not None else []),

@@ -36,7 +36,7 @@ from benchmark.images.services import image_store_inspected
 from benchmark.imaging import ImageRejected, inspect_image
 from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
-from benchmark.models import Image, Item, Job, JobStatus, Origin, Project, ProjectKind, Response
+from benchmark.models import Image, Item, Job, JobStatus, Origin, Project, Response
 from benchmark.presenters import image_entries
 from benchmark.rendering import (
     AnswerInput,
@@ -147,7 +147,7 @@ def providers_summary() -> list[dict[str, str]]:
 
 
 def _interleaved(project: Project) -> Syntax:
-    if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:
+    if not project.benchmark.offers.render_answers:
         raise ValidationFailed(
             "only interleaved projects (ATP-Bench, LLM-I) have answers with tool calls to render"
         )

@@ -16,7 +16,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods
 
 from benchmark.exceptions import DomainError
-from benchmark.models import Job, ProjectKind
+from benchmark.models import Job
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.rendering import LABELS
 from benchmark.typing import HtmxHttpRequest, request_user
@@ -40,7 +40,7 @@ def render_answers(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     project's recent renderings. Bad input answers 400 (409 while a rendering job of the
     project is running) with the form and what is wrong."""
     project = project_for_review(request, project_id, WHY, action="score")
-    if project.kind != ProjectKind.INTERLEAVED or not project.tag_syntax:
+    if not project.benchmark.offers.render_answers:
         raise Http404("This project's answers have no tool tags to render.")
     models = model_answer_counts(project=project)
     status = 200

@@ -55,7 +55,6 @@ from benchmark.models import (
     JobStatus,
     ModelCall,
     Project,
-    ProjectKind,
     Trajectory,
 )
 from benchmark.typing import AnyUser, User
@@ -279,7 +278,7 @@ def run_upload_start(
     job (enqueued after commit by the job pipeline). Nothing is stored for the runs until the
     job has checked all of them."""
     reviewer = _require_review(user, project)
-    if project.kind != ProjectKind.TRAJECTORY:
+    if not project.benchmark.offers.score_runs:
         raise ValidationFailed("agent runs are scored in trajectory (Agentic-MME) projects")
     files = [f for f in files if f is not None]
     if not files:

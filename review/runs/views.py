@@ -19,7 +19,7 @@ from benchmark import permissions, selectors
 from benchmark.exceptions import Conflict, DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.metrics.agentic_mme import FailureMode
-from benchmark.models import Job, Project, ProjectKind
+from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest
 from review.agreement.presenters import judge_rater_view
@@ -111,7 +111,7 @@ def runs_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "form": form,
         "errors": errors,
         "job": job,
-        "trajectory": project.kind == ProjectKind.TRAJECTORY,
+        "trajectory": project.benchmark.trajectories,
         "overview": run_selectors.project_runs_overview(user=request.user, project=project),
         "pending": run_selectors.score_jobs(user=request.user, project=project)[:5],
         "max_upload_mb": settings.BENCHWRIGHT_MAX_UPLOAD_BYTES // (1024 * 1024),

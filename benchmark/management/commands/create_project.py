@@ -10,7 +10,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.exceptions import DomainError
-from benchmark.models import DataFormat, Project, Taxonomy, Toolset
+from benchmark.kinds import KINDS
+from benchmark.models import Project, Taxonomy, Toolset
 from benchmark.projects.services import project_create
 
 
@@ -25,7 +26,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         add_project_arguments(parser)
         parser.add_argument("--name", required=True, help="project name")
-        parser.add_argument("--format", required=True, choices=DataFormat.values)
+        parser.add_argument("--format", required=True, choices=[kind.name for kind in KINDS])
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = create_from_options(options["name"], options["format"], options)

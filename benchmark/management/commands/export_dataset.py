@@ -19,8 +19,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmark.datasets.services import dataset_export, label_studio_writer
 from benchmark.exceptions import DomainError
 from benchmark.formats import FormatError, label_studio, tabular
+from benchmark.kinds import KINDS
 from benchmark.management.commands.import_dataset import _project
-from benchmark.models import DataFormat, ItemStatus, Project
+from benchmark.models import ItemStatus, Project
 
 
 class Command(BaseCommand):
@@ -32,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--format",
             required=True,
-            choices=[*DataFormat.values, label_studio.NAME, *tabular.NAMES],
+            choices=[*(kind.name for kind in KINDS), label_studio.NAME, *tabular.NAMES],
         )
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument("--status", choices=ItemStatus.values)

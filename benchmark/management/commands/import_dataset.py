@@ -30,11 +30,12 @@ from benchmark.datasets.interop import interop_hook
 from benchmark.datasets.services import dataset_import
 from benchmark.exceptions import DomainError
 from benchmark.formats import FormatError, label_studio, tabular
+from benchmark.kinds import KINDS
 from benchmark.management.commands.create_project import (
     add_project_arguments,
     create_from_options,
 )
-from benchmark.models import DataFormat, Project
+from benchmark.models import Project
 
 
 class Command(BaseCommand):
@@ -49,7 +50,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--format",
             required=True,
-            choices=[*DataFormat.values, label_studio.NAME, *tabular.NAMES],
+            choices=[*(kind.name for kind in KINDS), label_studio.NAME, *tabular.NAMES],
         )
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument(

@@ -12,7 +12,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('benchmark', '0019_unpack_response_text'),
+        ('benchmark', '0020_data_format_choices_from_kinds'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
