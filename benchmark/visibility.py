@@ -188,18 +188,19 @@ def items_visible(
     if not _RULES or not user.is_authenticated:
         # nothing can be hidden: the flag is a constant false
         return items.annotate(answer_hidden=Value(False))
+    if not load_secrets:
+        # Rows for a list: the flag is decided after the rows are read, for those rows only
+        # (items_flag; a list read as values() never asks the rules). An EXISTS per row in
+        # the list's own query let PostgreSQL plan the rules as a hashed subplan over every
+        # item of every project (hundreds of milliseconds at 100,000 items) though the page
+        # shows 50.
+        return items.defer(*SECRET_FIELDS).annotate(
+            answer_hidden=Value(None, output_field=BooleanField())
+        )
     hidden = hidden_items(user=user)
     if hidden.query.is_empty():
         # the rules decided in Python that nothing is hidden from this user
         return items.annotate(answer_hidden=Value(False))
-    if not load_secrets:
-        # Rows for a list: the flag is decided after the rows are read, for those rows only
-        # (items_flag). An EXISTS per row in the list's own query let PostgreSQL plan the
-        # rules as a hashed subplan over every item of every project (hundreds of
-        # milliseconds at 100,000 items) though the page shows 50.
-        return items.defer(*SECRET_FIELDS).annotate(
-            answer_hidden=Value(None, output_field=BooleanField())
-        )
     items = items.defer(*SECRET_FIELDS).annotate(
         answer_hidden=Exists(hidden.filter(pk=OuterRef("pk")))
     )
