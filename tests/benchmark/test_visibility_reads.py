@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from annotation.judging import selectors as judging_selectors
+from annotation.judging import services as judging_services
 from annotation.judging.models import JudgmentTask
 from benchmark import visibility
 from benchmark.models import Item, Response
 from benchmark.projects import selectors as item_selectors
 from benchmark.reads import WithheldRead
 from tests.annotation.test_blind_answer_edits import world as world  # noqa: F401 - fixture
+from tests.factories import ItemFactory, MembershipFactory, ProjectFactory, UserFactory
 from tests.review.test_human_eval_blindness import MODELS, World
 
 pytestmark = pytest.mark.django_db
@@ -146,3 +149,30 @@ def test_the_rules_are_asked_once_per_request(
         list(item_selectors.item_list(user=verifier, project=project))
         with django_assert_num_queries(1):  # the list itself, not the rule's question
             list(item_selectors.item_list(user=verifier, project=project))
+
+
+def test_a_relabel_decided_by_a_submit_saves_the_row_not_the_submitters_read(db: None) -> None:
+    """The judge page submits with an item read as hidden (it shows nothing of it); a
+    relabel the judgments decide is saved on the row read again under a lock."""
+    project = ProjectFactory(name="relabel", data_format="atp")
+    item = ItemFactory(project=project, external_id="r1", category="Old", expected_answer="Kept")
+    task = JudgmentTask.objects.create(
+        project=project,
+        name="t",
+        question="ok?",
+        scheme="binary",
+        overlap=1,
+        consensus="unanimous",
+        relabel_fields=["category"],
+    )
+    user = UserFactory(username="relabeller")
+    MembershipFactory(project=project, user=user, role="annotator")
+    lease = judging_services.assignment_next_for_user(task=task, user=user)
+    assert lease is not None and lease.item_id == item.pk
+    read = judging_selectors.task_item_for_submit(user=user, task=task, pk=item.pk)
+    judging_services.judgment_submit(
+        task=task, item=read, user=user, value=1, relabel={"category": "New"}
+    )
+    stored = Item.objects.get(pk=item.pk)
+    assert (stored.category, stored.expected_answer) == ("New", "Kept")
+    assert read.category == "New"
