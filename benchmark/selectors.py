@@ -184,6 +184,12 @@ def item_list(
     return visibility.items_visible(items, user=user, load_secrets=load_secrets)
 
 
+def item_rows_flag(*, user: AnyUser, rows: list[Item]) -> None:
+    """Decide ``answer_hidden`` for the rows of :func:`item_list` with ``load_secrets=False``
+    that a page shows (one query; until then the rows read as hidden)."""
+    visibility.items_flag(rows, user=user)
+
+
 def _items(
     *,
     user: AnyUser,
@@ -383,13 +389,9 @@ def item_get_for_write(*, user: AnyUser, project: Project, pk: int) -> Item:
     them; a service that needs the answer reads it itself. A page shows items read by
     :func:`item_get`."""
     try:
-        item = _items(user=user, project=project).defer(*visibility.SECRET_FIELDS).get(pk=pk)
+        return visibility.item_read_hidden(_items(user=user, project=project), pk=pk)
     except Item.DoesNotExist:
         raise Http404("No Item matches the given query.") from None
-    item.answer_hidden = True  # type: ignore[attr-defined]
-    for name, empty in visibility.SECRET_FIELDS.items():
-        item.__dict__[name] = empty()
-    return item
 
 
 def item_get_revealed(*, user: AnyUser, project: Project, pk: int, page: str) -> Item:
@@ -407,11 +409,18 @@ def item_get_detailed(*, user: AnyUser, project: Project, pk: int) -> Item:
     the user, :func:`benchmark.visibility.responses_visible`)."""
     item = item_get(user=user, project=project, pk=pk)
     if item.answer_hidden:  # type: ignore[attr-defined]
-        item._prefetched_objects_cache = {  # type: ignore[attr-defined]
-            "responses": Response.objects.none(),
-            "plans": Plan.objects.none(),
-            "trajectories": Trajectory.objects.none(),
-        }
+        # nothing of them is shown: empty querysets, which the database is not asked
+        prefetch_related_objects(
+            [item],
+            *(
+                Prefetch(name, queryset=model.objects.none())
+                for name, model in (
+                    ("responses", Response),
+                    ("plans", Plan),
+                    ("trajectories", Trajectory),
+                )
+            ),
+        )
         return item
     responses = visibility.responses_visible(Response.objects.all(), user=user)
     prefetch_related_objects(

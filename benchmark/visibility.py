@@ -14,22 +14,23 @@ hidden when any registered rule hides it. A rule that can tell in Python (one sm
 that it hides nothing from ``user`` answers ``Item.objects.none()``; the selectors then add no
 condition at all rather than build and compile its subqueries on every request (the
 blind-verification rule's tree took ~20 ms of CPU per page to build and compile). That first
-question is asked once per user object, i.e. once per request (:func:`decided`), and asked
-again after any write of this process.
+question is remembered for one request (:func:`decided`; :class:`DecisionsMiddleware` opens
+the request's memo, :func:`decisions_remembered` any other unit of work); outside one it is
+asked every time, so nothing remembered outlives the request that asked it.
 
 How the rule is applied (by the selectors in ``benchmark.selectors``,
 ``benchmark.llm.selectors`` and every selector built on them; views, API views and templates
-never decide it):
+never decide it), with public QuerySet API only:
 
 * :func:`items_visible` takes a queryset of items and annotates ``answer_hidden`` (an
   ``EXISTS`` over the rules) on every row. The secret columns (:data:`SECRET_FIELDS`) are
-  deferred and selected again through ``CASE WHEN NOT hidden THEN column END``, so for a
-  hidden item the database returns NULL and the secret never leaves it; the queryset's
-  iterable then puts the value (or, for a hidden item, the empty value) in place of the
-  deferred field. A hidden item therefore reads ``""``/``[]`` for its secrets without any
-  further query, and no later attribute access can load them. With ``load_secrets=False``
-  (list pages, which do not show them) the secret columns stay deferred for visible items
-  and are set empty on hidden ones.
+  deferred and selected again as ``shown_<column>`` through ``CASE WHEN NOT hidden THEN
+  column END``, so for a hidden item the database returns NULL and the secret never leaves
+  it. The rows are *reads* (:mod:`benchmark.reads`): a deferred secret is loaded from its
+  ``shown_`` annotation without a query (the empty value for a hidden item), and a hidden
+  item cannot be saved. With ``load_secrets=False`` (list pages, which do not show them)
+  the secret columns stay deferred and ``answer_hidden`` is ``None`` (not decided, read as
+  hidden) until :func:`items_flag` decides it for the rows a page shows.
 * :func:`item_visible_get` reads *one* item (the item, judge and adjudication pages): it asks
   the rules first (one small query) and then reads the row, its secret columns deferred when
   the item is hidden. Two statements, but the rules' subquery is built once instead of once
@@ -41,7 +42,8 @@ never decide it):
   model about an item, a model call's page) refuse a hidden item with a 403 that says why
   (:func:`refuse_hidden`), using the flag the selector annotated.
 
-Writes never use these instances: services read the item again under a row lock.
+Writes never use these instances: services read the item again under a row lock, and a
+hidden item read for a user raises :class:`benchmark.reads.WithheldRead` if saved.
 
 Model identity
 --------------
@@ -52,21 +54,25 @@ source file and its source record (which names the model) are hidden. Which resp
 are is decided by **identity-hiding rules**, ``rule(user=...) -> QuerySet[Response]``
 (``review`` registers the human-evaluation rule in its ``AppConfig.ready()``).
 :func:`responses_visible` applies them as :func:`items_visible` does: it annotates
-``identity_hidden`` and selects the identity columns (:data:`IDENTITY_FIELDS`) through
-``CASE``, so a hidden response reads ``model_name == "hidden"``, ``key == "answer-<id>"``
-and empty ``source_file``, ``raw`` and ``extra``. Every selector that returns responses to
-show applies it (:func:`benchmark.selectors.response_list` and
-``item_get_detailed``, the tag review and rendering selectors); reviewers see everything.
+``identity_hidden`` and selects the identity columns (:data:`IDENTITY_FIELDS`) as
+``shown_<column>`` through ``CASE``, so a hidden response reads ``model_name == "hidden"``,
+``key == "answer-<id>"`` and empty ``source_file``, ``raw`` and ``extra``, and cannot be
+saved. Every selector that returns responses to show applies it
+(:func:`benchmark.selectors.response_list` and ``item_get_detailed``, the tag review
+and rendering selectors); reviewers see everything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import (
     BigIntegerField,
+    BooleanField,
     Case,
     CharField,
     Exists,
@@ -80,11 +86,11 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Concat
-from django.db.models.query import ModelIterable
-from django.db.models.signals import post_delete, post_save
+from django.http import HttpRequest, HttpResponse
 from django.utils.module_loading import import_string
 
 from benchmark.models import Item, Job, Response
+from benchmark.reads import SHOWN
 from benchmark.typing import AnyUser
 
 AnswerHidingRule = Callable[..., QuerySet[Item]]
@@ -92,42 +98,52 @@ AnswerHidingRule = Callable[..., QuerySet[Item]]
 
 _RULES: list[AnswerHidingRule] = []
 
-SECRET_FIELDS: dict[str, Callable[[], Any]] = {
-    "expected_answer": str,
-    "accepted_variants": list,
-    "raw": str,
-}
+SECRET_FIELDS: dict[str, Callable[[], Any]] = Item.guarded_columns
 """The item columns that hold the answer, with the empty value a hidden item reads."""
 
-_SHOWN = "_shown_"
+
+_decisions: ContextVar[dict[tuple[Any, str], bool] | None] = ContextVar(
+    "benchmark.visibility.decisions", default=None
+)
+"""The decisions remembered in the current request (or other unit of work), if any."""
 
 
-_writes = 0
-"""Bumped by every save and delete of this process (signals): a remembered decision (see
-:func:`decided`) does not outlive a write."""
+@contextmanager
+def decisions_remembered() -> Iterator[None]:
+    """Remember :func:`decided`'s answers until the block ends (one request: see
+    :class:`DecisionsMiddleware`); a new block starts with nothing remembered."""
+    token = _decisions.set({})
+    try:
+        yield
+    finally:
+        _decisions.reset(token)
 
 
-def _written(**kwargs: Any) -> None:
-    global _writes
-    _writes += 1
+class DecisionsMiddleware:
+    """Opens one :func:`decisions_remembered` block per request: the pages that read several
+    lists (items, answers, plans, jobs) ask the rules once, and the next request asks again,
+    so a change made meanwhile (by this process or another, by ``save()``, ``update()`` or
+    ``bulk_create``) is seen."""
 
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
 
-post_save.connect(_written, weak=False, dispatch_uid="benchmark.visibility.written")
-post_delete.connect(_written, weak=False, dispatch_uid="benchmark.visibility.deleted")
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with decisions_remembered():
+            return self.get_response(request)
 
 
 def decided(user: AnyUser, key: str, decide: Callable[[], bool]) -> bool:
     """``decide()`` (a small query a rule asks first, e.g. whether any task could hide
-    anything from ``user``), asked once per ``user`` object, which is one request's, and
-    ``key``, until this process writes anything: the pages that read several lists (items,
-    answers, plans, jobs) ask the rules several times per request."""
-    memo: tuple[int, dict[str, bool]] | None = getattr(user, "_visibility_decisions", None)
-    if memo is None or memo[0] != _writes:
-        memo = (_writes, {})
-        user._visibility_decisions = memo  # type: ignore[union-attr]
-    if key not in memo[1]:
-        memo[1][key] = decide()
-    return memo[1][key]
+    anything from ``user``), remembered per ``user`` and ``key`` for the current request
+    (:func:`decisions_remembered`); outside one, asked every time."""
+    memo = _decisions.get()
+    if memo is None:
+        return decide()
+    remembered = (user.pk, key)
+    if remembered not in memo:
+        memo[remembered] = decide()
+    return memo[remembered]
 
 
 def register_answer_hiding_rule(rule: AnswerHidingRule) -> None:
@@ -164,24 +180,6 @@ def hidden_item_ids(*, user: AnyUser, items: Iterable[Item | int]) -> set[int]:
     return set(hidden.filter(pk__in=ids).values_list("pk", flat=True))
 
 
-class _VisibleItemIterable(ModelIterable):
-    """Puts each secret (selected as ``_shown_<field>``) in place of its deferred field, or
-    the empty value for a hidden item."""
-
-    def __iter__(self) -> Iterator[Any]:
-        for obj in super().__iter__():
-            values = obj.__dict__
-            hidden = bool(values.get("answer_hidden"))
-            for name, empty in SECRET_FIELDS.items():
-                key = _SHOWN + name
-                if key in values:
-                    shown = values.pop(key)
-                    values[name] = empty() if hidden or shown is None else shown
-                elif hidden:
-                    values[name] = empty()
-            yield obj
-
-
 def items_visible(
     items: QuerySet[Item], *, user: AnyUser, load_secrets: bool = True
 ) -> QuerySet[Item]:
@@ -191,12 +189,14 @@ def items_visible(
         # nothing can be hidden: the flag is a constant false
         return items.annotate(answer_hidden=Value(False))
     if not load_secrets:
-        items = items.defer(*SECRET_FIELDS)
-        # Rows for a list: the flag is decided after the rows are read, for those rows only.
-        items._iterable_class = type(  # type: ignore[attr-defined]
-            "_FlaggedItemIterable", (_FlaggedItemIterable,), {"user": user}
+        # Rows for a list: the flag is decided after the rows are read, for those rows only
+        # (items_flag; a list read as values() never asks the rules). An EXISTS per row in
+        # the list's own query let PostgreSQL plan the rules as a hashed subplan over every
+        # item of every project (hundreds of milliseconds at 100,000 items) though the page
+        # shows 50.
+        return items.defer(*SECRET_FIELDS).annotate(
+            answer_hidden=Value(None, output_field=BooleanField())
         )
-        return items
     hidden = hidden_items(user=user)
     if hidden.query.is_empty():
         # the rules decided in Python that nothing is hidden from this user
@@ -205,9 +205,9 @@ def items_visible(
         answer_hidden=Exists(hidden.filter(pk=OuterRef("pk")))
     )
     model_fields = {f.name: f for f in Item._meta.get_fields()}
-    items = items.annotate(
+    return items.annotate(
         **{
-            _SHOWN + name: Case(
+            SHOWN + name: Case(
                 When(answer_hidden=False, then=F(name)),
                 default=None,
                 output_field=model_fields[name],  # type: ignore[arg-type]
@@ -215,8 +215,16 @@ def items_visible(
             for name in SECRET_FIELDS
         }
     )
-    items._iterable_class = _VisibleItemIterable  # type: ignore[attr-defined]
-    return items
+
+
+def items_flag(rows: Iterable[Item], *, user: AnyUser) -> None:
+    """Decide ``answer_hidden`` for rows read by :func:`items_visible` with
+    ``load_secrets=False`` whose flag is not decided yet (``None``): one query for all of
+    them (a page of a list)."""
+    undecided = [row for row in rows if getattr(row, "answer_hidden", False) is None]
+    hidden = hidden_item_ids(user=user, items=undecided)
+    for row in undecided:
+        row.answer_hidden = row.pk in hidden  # type: ignore[attr-defined]
 
 
 def item_visible_get(items: QuerySet[Item], *, user: AnyUser, pk: int) -> Item:
@@ -227,39 +235,14 @@ def item_visible_get(items: QuerySet[Item], *, user: AnyUser, pk: int) -> Item:
     rows = items.filter(pk=pk)
     if hidden:
         rows = rows.defer(*SECRET_FIELDS)
-    item = rows.get()
-    item.answer_hidden = hidden  # type: ignore[attr-defined]
-    if hidden:
-        for name, empty in SECRET_FIELDS.items():
-            item.__dict__[name] = empty()
-    return item
+    return rows.annotate(answer_hidden=Value(hidden)).get()
 
 
-class _FlaggedItemIterable(ModelIterable):
-    """Rows of a list (``load_secrets=False``): read first, then one query per 500 rows asks
-    the rules which of *those* ids are hidden (:func:`hidden_item_ids`). An ``EXISTS`` per row
-    in the list's own query let PostgreSQL plan the rules as a hashed subplan over every item
-    of every project (hundreds of milliseconds at 100,000 items) though the page shows 50."""
-
-    user: AnyUser  # set on the subclass items_visible makes
-
-    def __iter__(self) -> Iterator[Any]:
-        rows: list[Any] = []
-        for obj in super().__iter__():
-            rows.append(obj)
-            if len(rows) == 500:
-                yield from self._flagged(rows)
-                rows = []
-        yield from self._flagged(rows)
-
-    def _flagged(self, rows: list[Any]) -> Iterator[Any]:
-        hidden = hidden_item_ids(user=self.user, items=rows) if rows else set()
-        for obj in rows:
-            obj.answer_hidden = obj.pk in hidden
-            if obj.answer_hidden:
-                for name, empty in SECRET_FIELDS.items():
-                    obj.__dict__[name] = empty()
-            yield obj
+def item_read_hidden(items: QuerySet[Item], *, pk: int) -> Item:
+    """The item ``pk`` of ``items`` read as hidden without asking the rules (a write that
+    shows nothing of it): its secrets read empty and are not loaded, and it cannot be
+    saved. Raises ``Item.DoesNotExist`` when ``items`` has no such item."""
+    return items.defer(*SECRET_FIELDS).annotate(answer_hidden=Value(True)).get(pk=pk)
 
 
 def exclude_hidden_attachments(rows: QuerySet[Any], *, user: AnyUser) -> QuerySet[Any]:
@@ -305,7 +288,7 @@ _IDENTITY_RULES: list[IdentityHidingRule | str] = []
 HIDDEN_MODEL = "hidden"
 """What ``model_name`` reads on a response whose model is hidden."""
 
-IDENTITY_FIELDS = ("model_name", "key", "source_file", "raw", "extra")
+IDENTITY_FIELDS = tuple(Response.guarded_columns)
 """The response columns that name (or give away) the model that wrote it: ``raw`` is its
 source record and ``extra`` the record's other fields (an LLM-I answer file's released
 scores and justifications, a judge run's released fields), which a blind rater must not read
@@ -348,20 +331,6 @@ def _masked(name: str) -> Any:
     return Value("")
 
 
-class _VisibleResponseIterable(ModelIterable):
-    """Puts each identity column (selected as ``_shown_<field>``) in place of its deferred
-    field."""
-
-    def __iter__(self) -> Iterator[Any]:
-        for obj in super().__iter__():
-            values = obj.__dict__
-            for name in IDENTITY_FIELDS:
-                key = _SHOWN + name
-                if key in values:
-                    values[name] = values.pop(key)
-            yield obj
-
-
 def responses_visible(rows: QuerySet[Response], *, user: AnyUser) -> QuerySet[Response]:
     """``rows`` with ``identity_hidden`` on each row and, for a response whose model is hidden
     from ``user``, the model's name, key, source file and record masked in the database (see
@@ -376,9 +345,9 @@ def responses_visible(rows: QuerySet[Response], *, user: AnyUser) -> QuerySet[Re
     hidden = hiding.filter(pk=OuterRef("pk"))
     rows = rows.annotate(identity_hidden=Exists(hidden)).defer(*IDENTITY_FIELDS)
     fields = {f.name: f for f in Response._meta.get_fields()}
-    rows = rows.annotate(
+    return rows.annotate(
         **{
-            _SHOWN + name: Case(
+            SHOWN + name: Case(
                 When(identity_hidden=True, then=_masked(name)),
                 default=F(name),
                 output_field=fields[name],  # type: ignore[arg-type]
@@ -386,5 +355,3 @@ def responses_visible(rows: QuerySet[Response], *, user: AnyUser) -> QuerySet[Re
             for name in IDENTITY_FIELDS
         }
     )
-    rows._iterable_class = _VisibleResponseIterable  # type: ignore[attr-defined]
-    return rows

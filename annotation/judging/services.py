@@ -654,7 +654,8 @@ def _apply_relabels(
 ) -> dict[str, dict[str, str]]:
     """Where more than half of the judgments (their ``relabel`` ``proposals``) propose the
     same new value for a field (category, intent), the item takes it; returns what
-    changed."""
+    changed. The row is read again under a lock and saved (``item`` is the caller's read,
+    which may be one that cannot be saved); ``item`` shows the new values too."""
     changed: dict[str, dict[str, str]] = {}
     for field in task.relabel_fields:
         votes = Counter(p.get(field) for p in proposals if p.get(field))
@@ -664,9 +665,12 @@ def _apply_relabels(
         current = getattr(item, field, "")
         if n * 2 > len(proposals) and value != current:
             changed[field] = {"from": current, "to": value}
-            setattr(item, field, value)
     if changed:
-        item.save(update_fields=[*changed, "updated_at"])
+        locked = Item.objects.select_for_update().get(pk=item.pk)
+        for field, change in changed.items():
+            setattr(locked, field, change["to"])
+            setattr(item, field, change["to"])
+        locked.save(update_fields=[*changed, "updated_at"])
     return changed
 
 

@@ -269,6 +269,13 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
             user=user, project=project, filters=filters, load_secrets=False
         ).defer("raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer")
 
+    def paginate_queryset(self, queryset: Any) -> list[Any] | None:
+        """A page of the list, each row's ``answer_hidden`` decided for the rows shown."""
+        page = super().paginate_queryset(queryset)
+        if page is not None:
+            selectors.item_rows_flag(user=self.request.user, rows=page)
+        return page
+
     def known_count(self) -> int | None:
         """The number of items the list pages through, from the kept tallies when it is one
         project's items filtered by status, category or intent at most (exact, no scan of

@@ -6,7 +6,8 @@ so export can be lossless and fields nobody has verified yet still round-trip.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import orjson
 from django.conf import settings as django_settings
@@ -16,6 +17,7 @@ from django.utils.functional import cached_property
 
 from benchmark.fields import ImageRefsField, JSONField
 from benchmark.kinds import BenchmarkKind, kind_choices, kind_for
+from benchmark.reads import GuardedColumns
 
 
 class ProjectKind(models.TextChoices):
@@ -247,8 +249,20 @@ class Image(models.Model):
 _TEXT_SOURCES = frozenset({"query", "expected_answer"})
 
 
-class Item(models.Model):
-    """One benchmark record: a query with its documents, images, constraints and answer."""
+class Item(GuardedColumns, models.Model):
+    """One benchmark record: a query with its documents, images, constraints and answer.
+
+    Read for a user by the item selectors (:mod:`benchmark.visibility`), an item whose answer
+    is hidden from that user (``answer_hidden``) reads its answer, variants and source record
+    empty without loading them, and cannot be saved (:mod:`benchmark.reads`)."""
+
+    hidden_flag = "answer_hidden"
+    guarded_columns: ClassVar[dict[str, Callable[[], Any]]] = {
+        "expected_answer": str,
+        "accepted_variants": list,
+        "raw": str,
+    }
+    """The columns that hold the answer, with the empty value a hidden item reads."""
 
     # No index of its own: the unique (project, external_id) index serves lookups by project.
     project = models.ForeignKey(
@@ -429,8 +443,23 @@ class AttachedRecord(models.Model):
         return orjson.loads(self.raw) if self.raw else None
 
 
-class Response(AttachedRecord):
-    """An interleaved answer: text with tool tags."""
+class Response(GuardedColumns, AttachedRecord):
+    """An interleaved answer: text with tool tags.
+
+    Read for a user by the response selectors (:mod:`benchmark.visibility`), a response whose
+    model is hidden from that user (``identity_hidden``) reads its model masked and cannot be
+    saved (:mod:`benchmark.reads`)."""
+
+    hidden_flag = "identity_hidden"
+    guarded_columns: ClassVar[dict[str, Callable[[], Any]]] = {
+        "model_name": lambda: "hidden",
+        "key": str,
+        "source_file": str,
+        "raw": str,
+        "extra": dict,
+    }
+    """The columns that name (or give away) the model that wrote the answer, with what a
+    response whose model is hidden reads when the selector did not mask the column itself."""
 
     text = models.TextField(blank=True)
     extra = JSONField(default=dict, blank=True)

@@ -13,6 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from pytest_django.asserts import assertContains
 
+from annotation.judging.models import JudgmentTask
 from benchmark import selectors, visibility
 from benchmark.models import Project
 from tests.annotation.test_blind_answer_edits import world as world  # noqa: F401 - fixture
@@ -116,6 +117,7 @@ def test_a_blind_verifier_still_gets_the_rule_and_an_empty_answer(
     assert any("annotation_outcome" in sql for sql in sqls)
     assert client.get(f"/api/items/{item.pk}/").json()["expected_answer"] == ""
     (row,) = selectors.item_list_rows(user=verifier, project=world["project"])
+    selectors.item_rows_flag(user=verifier, rows=[row])  # for the rows a page shows
     assert row.answer_hidden  # type: ignore[attr-defined]
     reviewer = world["c"]["reviewer"]
     assert reviewer.get(f"/api/items/{item.pk}/").json()["expected_answer"] == "Pack order"
@@ -141,19 +143,21 @@ def test_a_search_reads_the_text_index_once_and_pages_in_order(
     assert "Something else" not in first + second
 
 
-def test_a_remembered_decision_does_not_outlive_a_write(
+def test_a_remembered_decision_does_not_outlive_its_request(
     world: dict[str, Any],  # noqa: F811
     django_assert_num_queries: Any,
 ) -> None:
     verifier, task = world["u"]["annotator1"], world["task"]
     task.active = False
     task.save(update_fields=["active"])
-    assert visibility.hidden_items(user=verifier).query.is_empty()
-    with django_assert_num_queries(0):  # asked once per user object (one request's)
+    with visibility.decisions_remembered():  # one request
         assert visibility.hidden_items(user=verifier).query.is_empty()
-    task.active = True
-    task.save(update_fields=["active"])
-    assert not visibility.hidden_items(user=verifier).query.is_empty()
-    assert selectors.item_get(
-        user=verifier, project=world["project"], pk=world["item"].pk
-    ).answer_hidden  # type: ignore[attr-defined]
+        with django_assert_num_queries(0):  # asked once per request
+            assert visibility.hidden_items(user=verifier).query.is_empty()
+    # a write that sends no signal (another process, update(), bulk_create)
+    JudgmentTask.objects.filter(pk=task.pk).update(active=True)
+    with visibility.decisions_remembered():  # the next request
+        assert not visibility.hidden_items(user=verifier).query.is_empty()
+        assert selectors.item_get(
+            user=verifier, project=world["project"], pk=world["item"].pk
+        ).answer_hidden  # type: ignore[attr-defined]

@@ -27,12 +27,13 @@ def _read(user: Any, world: dict[str, Any]) -> tuple[Any, list[str]]:  # noqa: F
 
 def test_one_item_read_asks_the_hiding_rules_once(world: dict[str, Any]) -> None:  # noqa: F811
     verifier = world["u"]["annotator1"]
-    rules_sql = str(visibility.hidden_items(user=verifier).query)
-    per_rule = rules_sql.count("annotation_judgmenttask")
-    assert per_rule > 0
-    item, sqls = _read(verifier, world)
+    with visibility.decisions_remembered():  # one request
+        rules_sql = str(visibility.hidden_items(user=verifier).query)
+        per_rule = rules_sql.count("annotation_judgmenttask")
+        assert per_rule > 0
+        item, sqls = _read(verifier, world)
     # the rule (its check for blind tasks ran once, to build rules_sql above, and is
-    # remembered for this user object), then the row
+    # remembered for this request), then the row
     assert sum(sql.count("annotation_judgmenttask") for sql in sqls) == per_rule
     assert len(sqls) == 2
     # blind: the answer reads empty and was not selected

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from annotation.judging.models import JudgmentTask
 from benchmark import selectors as item_selectors
+from benchmark import visibility
 from benchmark.images import services as image_services
 from benchmark.llm import selectors as llm_selectors
 from benchmark.models import Job, JobStatus
@@ -115,10 +116,16 @@ def test_list_rows_of_a_hidden_item_load_no_answer_later(
     django_assert_num_queries: Any,
 ) -> None:
     """The list selector defers the answer columns; a hidden row reads them empty without a
-    query (no deferred load can fetch them)."""
+    query (no deferred load can fetch them), before its flag is decided for the page (it
+    reads as hidden until then) and after."""
     verifier = world["u"]["annotator1"]
-    (row,) = item_selectors.item_list_rows(user=verifier, project=world["project"])
-    assert row.answer_hidden
+    with visibility.decisions_remembered():  # one request: the rules' first question once
+        (row,) = item_selectors.item_list_rows(user=verifier, project=world["project"])
+        with django_assert_num_queries(0):
+            assert (row.expected_answer, row.accepted_variants, row.raw) == ("", [], "")
+        with django_assert_num_queries(2):  # could a task hide anything? which of these?
+            item_selectors.item_rows_flag(user=verifier, rows=[row])
+    assert row.answer_hidden is True
     with django_assert_num_queries(0):
         assert (row.expected_answer, row.accepted_variants, row.raw) == ("", [], "")
 
