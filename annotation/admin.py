@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome, TaskUnit
+from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Outcome, TaskUnit
 
 
 @admin.register(JudgmentTask)

@@ -15,8 +15,8 @@ class AnnotationConfig(AppConfig):
         visibility.register_answer_hiding_rule(selectors.hidden_items)
         permissions.register_state_rule(services.verifier_may_not_edit)
         # ... and its blind solve screen, which is the judge page of a solve task.
-        from annotation.judging.solving import is_solve_task
-        from annotation.judging.views import task_screen_register
+        from annotation.judgment_tasks.solving import is_solve_task
+        from annotation.judgment_tasks.views import task_screen_register
 
         task_screen_register(is_solve_task, "annotation.verification.views.solve")
 

@@ -309,7 +309,7 @@ BENCHWRIGHT_MODEL_CONCURRENCY = env("BENCHWRIGHT_MODEL_CONCURRENCY")
 BENCHWRIGHT_MODEL_RPM = env("BENCHWRIGHT_MODEL_RPM")
 # At most this many images in one judge call; a call with more fails with a message.
 JUDGE_MAX_IMAGES = env("JUDGE_MAX_IMAGES")
-# Rendering answers (review.rendering): the endpoints that execute Diffusion (image
+# Rendering answers (review.answer_rendering): the endpoints that execute Diffusion (image
 # generation), Edit (image edit; both OpenAI-compatible images APIs) and Search (an HTTP JSON
 # image search). Empty: those calls are drawn as labelled placeholders. Code runs in
 # benchmark.sandbox. See docs/reference/rendering.md.

@@ -6,7 +6,7 @@ class ReviewConfig(AppConfig):
     name = "review"
 
     def ready(self) -> None:
-        from annotation.judging.units import UnitSource, unit_source_register
+        from annotation.judgment_tasks.units import UnitSource, unit_source_register
         from benchmark.jobs.kinds import JobKind, job_kind_register
         from review.job_names import (
             AGREEMENT_KIND,
@@ -98,7 +98,7 @@ class ReviewConfig(AppConfig):
         job_kind_register(
             JobKind(
                 name=RENDER_KIND,
-                runner="review.rendering.services.render_job",
+                runner="review.answer_rendering.services.render_job",
                 action="score",
                 result_template="review/jobs/render_result.html",
                 title="Rendering",
@@ -113,7 +113,7 @@ class ReviewConfig(AppConfig):
         register_item_notice_source("review.oracle.selectors.item_oracle_notices")
         # The units of the judgment tasks that rate a judge's reports or score criteria of
         # answers come from judge runs, which annotation may not import (see
-        # annotation.judging.units).
+        # annotation.judgment_tasks.units).
         unit_source_register(
             UnitSource(
                 kind="judge-report",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
-from annotation.judging import selectors as judging_selectors
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks import selectors as judging_selectors
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark import permissions
 from benchmark import selectors as project_selectors
 from benchmark.models import Project

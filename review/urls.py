@@ -7,7 +7,7 @@ app_name = "review"
 urlpatterns = [
     path("", include("review.adjudication.urls")),
     path("", include("review.agreement.urls")),
-    path("", include("review.plans.urls")),
+    path("", include("review.plan_scoring.urls")),
     path("", include("review.answers.urls")),
     path("", include("review.runs.urls")),
     path("", include("review.oracle.urls")),
@@ -15,7 +15,7 @@ urlpatterns = [
     path("", include("review.judges.urls")),
     path("", include("review.judge_settings.urls")),
     path("", include("review.human_eval.urls")),
-    path("", include("review.rendering.urls")),
+    path("", include("review.answer_rendering.urls")),
     path("", include("review.team.urls")),
     path("", include("review.releases.urls")),
 ]

@@ -53,7 +53,7 @@ def _no_model_from_environment(settings: Any) -> None:
     settings.BENCHWRIGHT_MODEL_BASE_URL = ""
     settings.BENCHWRIGHT_MODEL_NAME = ""
     settings.BENCHWRIGHT_MODEL_API_KEY = ""
-    # Rendering providers (review.rendering): none unless a test configures one.
+    # Rendering providers (review.answer_rendering): none unless a test configures one.
     settings.BENCHWRIGHT_IMAGE_GEN_BASE_URL = ""
     settings.BENCHWRIGHT_IMAGE_EDIT_BASE_URL = ""
     settings.BENCHWRIGHT_IMAGE_SEARCH_URL = ""

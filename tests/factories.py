@@ -15,7 +15,7 @@ from PIL import Image as PILImage
 
 from benchmark.images import services
 from benchmark.items.services import item_snapshot
-from benchmark.judges import Template
+from benchmark.judge_prompts import Template
 from benchmark.models import (
     AuditAction,
     AuditEvent,
@@ -526,7 +526,7 @@ class ItemPushFactory(DjangoModelFactory):
 
 
 def _agreement_sync(obj: Any) -> None:
-    from annotation.judging.services import judgment_agreement_sync
+    from annotation.judgment_tasks.services import judgment_agreement_sync
 
     judgment_agreement_sync(task=obj.task, item_ids=[obj.item_id], unit=obj.unit)
 
@@ -903,7 +903,7 @@ def mam_judgment(run: Any, response: Response, *, score: int, missed: int = 0) -
     """An ATP-Bench MAM run's valid judgment of one answer, as JudgeCallFactory rows: the
     Chief Judge's ``score`` (in its tier), the Recall Inspector's ``missed`` images, and for
     an answer with tool calls a Precision Inspector report scoring each call 2 everywhere."""
-    from benchmark.judges import mam
+    from benchmark.judge_prompts import mam
 
     tier = next(name for name, (low, high) in mam.TIERS.items() if low <= score <= high)
     reports: dict[str, Any] = {

@@ -50,9 +50,9 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from annotation.drafting.services import item_draft_token
-from annotation.judging.models import TaskUnit
-from annotation.judging.units import RATING_LABELS
+from annotation.backward_drafting.services import item_draft_token
+from annotation.judgment_tasks.models import TaskUnit
+from annotation.judgment_tasks.units import RATING_LABELS
 from annotation.trajectories.document import ITEM_FIELDS, STEP_FIELDS, draft_from_document
 from annotation.trajectories.selectors import reference_of, version_state
 from annotation.trajectories.services import task_document

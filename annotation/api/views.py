@@ -13,8 +13,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation.judging import selectors, services
-from annotation.judging.models import Judgment, JudgmentTask
+from annotation.judgment_tasks import selectors, services
+from annotation.judgment_tasks.models import Judgment, JudgmentTask
 from benchmark.api.parsers import LimitedJSONParser
 from benchmark.api.schema import ID_MAX
 from benchmark.permissions import can

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.bulk_actions.selectors import MAX_HAND_SELECTED
 from annotation.bulk_actions.services import BULK_ACTIONS
-from annotation.judging.models import JudgmentTask, UnitKind
+from annotation.judgment_tasks.models import JudgmentTask, UnitKind
 from benchmark.models import ItemStatus, Project
 from benchmark.permissions import can
 from benchmark.typing import AnyUser

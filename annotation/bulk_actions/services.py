@@ -8,7 +8,7 @@ The actions (``BULK_ACTIONS``):
 * ``discard``: discard with a reason (reviewers and admins, the same path as ``status``);
   an annotator proposes discarding instead (``annotation.discarding``), a reviewer decides.
 * ``task``: add the items to the item set of a judgment task that takes only listed items
-  (``JudgmentTask.items_listed``, :class:`~annotation.judging.models.TaskItem`).
+  (``JudgmentTask.items_listed``, :class:`~annotation.judgment_tasks.models.TaskItem`).
 * ``requeue``: return the items to a task's pool. Precisely: their open leases for the task
   are ended (the lease expires now, so it stops counting towards the overlap and the queue
   offers the item again; the annotator's unsubmitted work on it is lost) and their untaken
@@ -39,10 +39,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.discarding.services import discard_propose
-from annotation.judging import solving
-from annotation.judging.consensus import Verdict
-from annotation.judging.models import ItemPush, JudgmentTask, Outcome, TaskItem
-from annotation.judging.services import assignments_live
+from annotation.judgment_tasks import solving
+from annotation.judgment_tasks.consensus import Verdict
+from annotation.judgment_tasks.models import ItemPush, JudgmentTask, Outcome, TaskItem
+from annotation.judgment_tasks.services import assignments_live
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.jobs.services import job_start
 from benchmark.models import Item, ItemStatus, Job, Project

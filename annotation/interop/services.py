@@ -21,9 +21,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Scheme, TaskItem
-from annotation.judging.services import judgment_submit_once
-from annotation.judging.solving import is_author
+from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Scheme, TaskItem
+from annotation.judgment_tasks.services import judgment_submit_once
+from annotation.judgment_tasks.solving import is_author
 from benchmark.exceptions import ValidationFailed
 from benchmark.formats.label_studio import Annotation, JudgmentOut
 from benchmark.models import Membership, Project

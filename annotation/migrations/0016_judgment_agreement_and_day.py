@@ -7,7 +7,7 @@ replaced by three that hold the new columns.
 Old rows: no judgment, outcome or assignment is added, removed or changed in any value it
 had. Every old judgment gets its ``day`` (a stored column the database computes from
 ``created_at``) and its ``agrees`` credit, computed as the services keep it
-(``annotation.judging.consensus.agreement_credits``): for a judgment whose item (or unit) has
+(``annotation.judgment_tasks.consensus.agreement_credits``): for a judgment whose item (or unit) has
 an accepted or rejected outcome with a value, 1 or 0 for a matching value (for the
 ``scores`` scheme, the share of the outcome's fields scored the same); NULL when the outcome
 is pending, disputed or missing. Migrating back drops the two columns (the credits are
@@ -19,7 +19,7 @@ import benchmark.fields
 from django.conf import settings
 from django.db import migrations, models
 
-from annotation.judging.consensus import SETTLED, agreement_credits
+from annotation.judgment_tasks.consensus import SETTLED, agreement_credits
 
 
 def sqlite_agreement_indexes_drop(apps, schema_editor):
@@ -32,7 +32,7 @@ def sqlite_agreement_indexes_drop(apps, schema_editor):
 
 def agreement_fill(apps, schema_editor):
     """Store every judgment's credit for agreeing with its settled outcome, task by task (the
-    rule of annotation.judging.consensus.value_credit, as judgment_agreement_sync keeps it)."""
+    rule of annotation.judgment_tasks.consensus.value_credit, as judgment_agreement_sync keeps it)."""
     JudgmentTask = apps.get_model("annotation", "JudgmentTask")
     Judgment = apps.get_model("annotation", "Judgment")
     Outcome = apps.get_model("annotation", "Outcome")

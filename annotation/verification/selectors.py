@@ -8,10 +8,10 @@ from typing import Any
 
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 
-from annotation.judging.consensus import Rule, Verdict
-from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
-from annotation.judging.selectors import tasks_below_reviewer_exist
-from annotation.judging.solving import (
+from annotation.judgment_tasks.consensus import Rule, Verdict
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome, Scheme
+from annotation.judgment_tasks.selectors import tasks_below_reviewer_exist
+from annotation.judgment_tasks.solving import (
     answer_matches,
     author_provenance,
     decided_against,

@@ -21,7 +21,7 @@ Here that is a judgment task with free-text answers and the author rule (a *solv
 * after answering, each verifier ticks a checklist for every step of the reference trajectory
   (:data:`CHECKS`); reviewers see the ticks of all verifiers per step.
 
-The answer verification is decided against (``annotation.judging.services.verification_begin``): when an item is first
+The answer verification is decided against (``annotation.judgment_tasks.services.verification_begin``): when an item is first
 leased for a solve task, its answer, accepted variants, match type and tolerance are recorded
 on the task's Outcome (``answer_snapshot``); every verifier's answer is compared with that
 record, never with the item as it is at the moment of comparison. While verification is open
@@ -56,9 +56,9 @@ from django.db.models import Exists, Max, OuterRef, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from annotation.judging.consensus import Rule, Verdict
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome, Scheme
-from annotation.judging.solving import golden_answer, is_solve_task, reference_trajectory
+from annotation.judgment_tasks.consensus import Rule, Verdict
+from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Outcome, Scheme
+from annotation.judgment_tasks.solving import golden_answer, is_solve_task, reference_trajectory
 from annotation.verification.checklist import MAX_COMMENT, audit_steps
 from annotation.verification.models import TrajectoryAudit, VerificationRound
 from annotation.verification.selectors import hidden_items

@@ -22,8 +22,8 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation.judging import selectors, services, solving
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks import selectors, services, solving
+from annotation.judgment_tasks.models import JudgmentTask
 from annotation.verification import checklist
 from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification

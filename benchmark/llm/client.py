@@ -178,7 +178,7 @@ class ChatRequest:
         images: tuple[ImageInput, ...] | list[ImageInput] = (),
         params: dict[str, Any] | None = None,
     ) -> ChatRequest:
-        """A request from OpenAI chat messages as a judge builds them (``benchmark.judges``):
+        """A request from OpenAI chat messages as a judge builds them (``benchmark.judge_prompts``):
         the system message's text and the last user message's text parts; its image parts
         are references the caller resolves, and ``images`` are sent in their place, in
         order."""

@@ -11,7 +11,7 @@
 * ``execute``: executing the calls of many answers concurrently, with a cache;
 * ``document``: the rendered document as HTML, and as a standalone file.
 
-The Django side (models, the cache table, the job and the pages) is ``review.rendering``.
+The Django side (models, the cache table, the job and the pages) is ``review.answer_rendering``.
 """
 
 from benchmark.rendering.calls import (

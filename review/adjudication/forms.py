@@ -4,7 +4,7 @@ from typing import Any
 
 from django import forms
 
-from annotation.judging.models import JudgmentTask, Scheme
+from annotation.judgment_tasks.models import JudgmentTask, Scheme
 from benchmark import limits
 
 

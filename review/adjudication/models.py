@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.fields import JSONField
 from benchmark.models import Item
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from annotation.judging.consensus import Verdict
-from annotation.judging.models import Judgment, JudgmentTask, Outcome
-from annotation.judging.solving import answer_matches, decided_against
+from annotation.judgment_tasks.consensus import Verdict
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome
+from annotation.judgment_tasks.solving import answer_matches, decided_against
 from annotation.verification.selectors import AnswerRow
 from benchmark.exceptions import Forbidden
 from benchmark.models import Item

@@ -11,10 +11,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.discarding.models import DiscardProposal, ProposalStatus
-from annotation.judging.consensus import Verdict
-from annotation.judging.models import JudgmentTask, Outcome
-from annotation.judging.services import item_follows_outcome, judgment_agreement_sync
-from annotation.judging.solving import is_solve_task
+from annotation.judgment_tasks.consensus import Verdict
+from annotation.judgment_tasks.models import JudgmentTask, Outcome
+from annotation.judgment_tasks.services import item_follows_outcome, judgment_agreement_sync
+from annotation.judgment_tasks.solving import is_solve_task
 from annotation.verification.services import verification_reopen_if_changed
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus
@@ -96,7 +96,7 @@ def answer_revise(
     otherwise it stays in the queue with the new count. The change is recorded as a review
     decision (``revised``, with the answer before and after). A stale form (the item changed
     since ``base_updated_at``) answers 409 and writes nothing."""
-    from annotation.judging.services import outcome_recompute
+    from annotation.judgment_tasks.services import outcome_recompute
     from review.adjudication.models import Decision
 
     if not can(user=reviewer, project=task.project, action="adjudicate"):

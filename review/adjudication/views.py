@@ -12,10 +12,10 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.discarding import selectors as discard_selectors
 from annotation.discarding.models import ProposalStatus
-from annotation.judging import selectors as judging_selectors
-from annotation.judging import solving
-from annotation.judging.models import JudgmentTask
-from annotation.judging.views import _judge_context
+from annotation.judgment_tasks import selectors as judging_selectors
+from annotation.judgment_tasks import solving
+from annotation.judgment_tasks.models import JudgmentTask
+from annotation.judgment_tasks.views import _judge_context
 from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from annotation.verification.views import audited_item_context, reference_units

@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from annotation.judging.models import Judgment, JudgmentTask, Scheme, UnitKind
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, Scheme, UnitKind
 from benchmark import permissions
 from benchmark.exceptions import ValidationFailed
 from benchmark.typing import AnyUser

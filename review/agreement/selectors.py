@@ -28,7 +28,7 @@ from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Q
 
-from annotation.judging.models import Judgment, JudgmentTask, Outcome
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome
 from benchmark.exceptions import NotFound
 from benchmark.jobs import selectors as job_selectors
 from benchmark.models import Job

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from annotation.judging.models import Judgment, JudgmentTask, Outcome, Scheme
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome, Scheme
 from benchmark import permissions
 from benchmark.exceptions import NotFound
 from benchmark.formats.csv_safe import csv_row
@@ -70,7 +70,7 @@ def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str,
         categories = task.label_values
     level = LEVELS[Scheme(task.scheme)]
     if task.scheme == Scheme.TEXT:
-        from annotation.judging.consensus import normalize_answer
+        from annotation.judgment_tasks.consensus import normalize_answer
 
         rows = [(i, r, normalize_answer(v)) for i, r, v in rows]
         final = {i: normalize_answer(v) for i, v in final.items()}

@@ -11,7 +11,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.exceptions import DomainError, NotFound
 from benchmark.pages import htmx_page
 from benchmark.typing import request_user

@@ -8,7 +8,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from annotation.judging import selectors as judging_selectors
+from annotation.judgment_tasks import selectors as judging_selectors
 from benchmark.exceptions import Forbidden
 from benchmark.permissions import can
 from review.agreement.judge_sources import judge_rater_report, judge_sources_for

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.datasets.services import dataset_import
 from benchmark.exceptions import DomainError

@@ -28,12 +28,12 @@ from typing import Any
 from django.db.models import CharField, Count, Exists, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Cast, Concat
 
-from annotation.judging.models import Judgment, JudgmentTask, TaskUnit, UnitKind
-from annotation.judging.selectors import tasks_below_reviewer_exist
-from annotation.judging.units import unit_responses
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, TaskUnit, UnitKind
+from annotation.judgment_tasks.selectors import tasks_below_reviewer_exist
+from annotation.judgment_tasks.units import unit_responses
 from benchmark import visibility
 from benchmark.exceptions import ValidationFailed
-from benchmark.judges import rankings
+from benchmark.judge_prompts import rankings
 from benchmark.metrics.human_eval import bradley_terry, group_means, win_rates
 from benchmark.models import JobStatus, Membership, Origin, Project, Response
 from benchmark.permissions import can, roles_for

@@ -1,7 +1,7 @@
 """Creating a response-level human evaluation (ATP-Bench App. B.2, LLM-I App. C, pairwise
 preference): which answers, on which scale, rated by how many people.
 
-It is an ordinary judgment task with units (``annotation.judging.services.unit_task_create``):
+It is an ordinary judgment task with units (``annotation.judgment_tasks.services.unit_task_create``):
 overlap k, leases, blind judgments and outcomes work as for any other task. What is specific
 here is the sample. Each chosen model contributes at most one answer per item (its first
 stored one); discarded items are left out. With ``same_items`` (the default) the sample is
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
-from annotation.judging.models import JudgmentTask
-from annotation.judging.services import unit_task_create
+from annotation.judgment_tasks.models import JudgmentTask
+from annotation.judgment_tasks.services import unit_task_create
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import ItemStatus, Origin, Project, Response
 from benchmark.permissions import require

@@ -1,5 +1,5 @@
 """The unit sources of response-level human evaluation (registered in ``review.apps``; see
-``annotation.judging.units``):
+``annotation.judgment_tasks.units``):
 
 * ``answer-eval``: one unit per chosen answer, ``response:<answer id>:<scale>`` ("atp" or
   "likert"). ``unit_params["responses"]``: the answer ids, fixed when the task is made.
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation.judging.models import JudgmentTask, TaskUnit
-from annotation.judging.units import pair_key, unit_key
+from annotation.judgment_tasks.models import JudgmentTask, TaskUnit
+from annotation.judgment_tasks.units import pair_key, unit_key
 from benchmark.models import Response
 from benchmark.typing import AnyUser
 

@@ -2,7 +2,7 @@
 score one answer (or one pair of answers) at a time on its own page, blind to the models.
 
 The rating page is the unit's page (``annotation:judge_unit`` hands it here, see
-``annotation.judging.units``): the query with its documents and images, the rendered answer
+``annotation.judgment_tasks.units``): the query with its documents and images, the rendered answer
 (:func:`_answer_shown`), the scale with its criteria, and keys for every score. Nothing on it
 names a model: answers are read without their model (``selectors.unit_answers``), and the
 task's name is checked when the task is made.
@@ -24,9 +24,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.judging import selectors as judging_selectors
-from annotation.judging.models import JudgmentTask, TaskUnit
-from annotation.judging.services import judgment_submit
+from annotation.judgment_tasks import selectors as judging_selectors
+from annotation.judgment_tasks.models import JudgmentTask, TaskUnit
+from annotation.judgment_tasks.services import judgment_submit
 from benchmark.exceptions import DomainError
 from benchmark.formats.csv_safe import csv_row
 from benchmark.images import selectors as image_selectors
@@ -37,11 +37,11 @@ from benchmark.presenters import item_view
 from benchmark.rendering.preview import render_answer
 from benchmark.tags import SYNTAXES, ToolCall
 from benchmark.typing import request_user
+from review.answer_rendering.selectors import rendered_document
 from review.human_eval import selectors, services
 from review.human_eval.forms import HumanEvalForm
 from review.human_eval.scales import ATP, PAIR, Scale, scale_of
 from review.pages import project_for_review, task_for_review
-from review.rendering.selectors import rendered_document
 
 WHY = "Only reviewers and admins create human evaluations and read their results."
 IMAGE_TOOLS = ("reference", "edit")
@@ -111,7 +111,7 @@ def _answer_shown(
     response: Response, *, syntax: str = "", image: Callable[..., Any] | None = None
 ) -> dict[str, Any]:
     """The answer as its reader sees it (sanitized HTML, printed with ``|sanitized``): the
-    rendered ``document`` when the answer has been rendered (``review.rendering``), else a
+    rendered ``document`` when the answer has been rendered (``review.answer_rendering``), else a
     ``preview``: its markdown rendered and sanitised with each tool call drawn in place (the
     referenced image, or a card naming the tool and its prompt)."""
     document = rendered_document(response)

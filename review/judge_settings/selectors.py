@@ -10,8 +10,8 @@ from typing import Any
 
 from benchmark import permissions
 from benchmark.exceptions import Forbidden
-from benchmark.judges import Template
-from benchmark.judges import llmi as llmi_judge
+from benchmark.judge_prompts import Template
+from benchmark.judge_prompts import llmi as llmi_judge
 from benchmark.models import Project
 from benchmark.typing import AnyUser
 from review.judge_settings.presenters import text_diff

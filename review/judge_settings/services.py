@@ -6,7 +6,7 @@ Every save adds a version; nothing is overwritten. A save names the version it w
 it raises a Conflict carrying their version (409 with the other person's change), and a
 database constraint (one number per template and project) catches two saves at once.
 
-A template's text must render (``benchmark.judges.base``: ``{name}`` placeholders, ``{{``
+A template's text must render (``benchmark.judge_prompts.base``: ``{name}`` placeholders, ``{{``
 and ``}}`` for a literal brace), use exactly the placeholders of the built-in template (the
 judge fills in those and no others), stay under ``MAX_TEMPLATE_CHARS`` per part, and for an
 ATP-Bench MAM agent keep the agent's name in the system text. Weights must be numbers of 0
@@ -22,8 +22,8 @@ from django.db import transaction
 
 from benchmark import permissions
 from benchmark.exceptions import ValidationFailed
-from benchmark.judges import Template, TemplateError, render
-from benchmark.judges.base import placeholders
+from benchmark.judge_prompts import Template, TemplateError, render
+from benchmark.judge_prompts.base import placeholders
 from benchmark.models import Project
 from benchmark.typing import User
 from benchmark.versions import StaleVersion, version_save

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from benchmark import judges
-from benchmark.judges import Call, Judgment
+from benchmark import judge_prompts as judges
+from benchmark.judge_prompts import Call, Judgment
 from benchmark.llm.client import ChatClient, ChatRequest, ChatResult, ModelError
 
 if TYPE_CHECKING:

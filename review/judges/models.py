@@ -145,7 +145,7 @@ class PlanJudgeCall(CallRecord):
 
 
 class JudgeTemplateVersion(VersionRow):
-    """One version of a project's text for one judge template (``benchmark.judges.TEMPLATES``
+    """One version of a project's text for one judge template (``benchmark.judge_prompts.TEMPLATES``
     id). Every edit adds a version, nothing is overwritten; the highest ``number`` is the
     project's current text, and a project with no version uses the built-in template.
 

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.judging.consensus import Verdict
-from annotation.judging.models import Judgment, JudgmentTask, Outcome, TaskUnit, UnitKind
-from annotation.judging.units import UNIT_KEY
+from annotation.judgment_tasks.consensus import Verdict
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome, TaskUnit, UnitKind
+from annotation.judgment_tasks.units import UNIT_KEY
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import Project, Response
 

@@ -23,8 +23,8 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from benchmark.exceptions import ValidationFailed
-from benchmark.judges import Judgment, rankings
-from benchmark.judges import rubric as rubric_judge
+from benchmark.judge_prompts import Judgment, rankings
+from benchmark.judge_prompts import rubric as rubric_judge
 from benchmark.metrics.tag_scores import AnswerRecord
 from benchmark.models import JobStatus, Project, Response
 from benchmark.typing import AnyUser

@@ -13,8 +13,8 @@ from typing import Any
 from django.db.models import OuterRef, Subquery
 
 from benchmark.exceptions import DomainError
-from benchmark.judges import Template
-from benchmark.judges import llmi as llmi_judge
+from benchmark.judge_prompts import Template
+from benchmark.judge_prompts import llmi as llmi_judge
 from benchmark.models import Project
 from review.judges.models import JudgeTemplateVersion, JudgeWeights
 from review.judges.specs import judge_spec

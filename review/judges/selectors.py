@@ -2,7 +2,7 @@
 per-model figures), rebuilt from the stored calls by the judge's own parsers and aggregations
 (its spec, ``review.judges.specs``), so a report always says what the stored outputs say.
 
-The figures of each judge are defined in its spec module and in ``benchmark.judges``; the run
+The figures of each judge are defined in its spec module and in ``benchmark.judge_prompts``; the run
 page shows their definitions (the spec's ``definitions_template``). ``n`` counts the things in
 the figures and ``excluded`` the things left out because a judgment failed (unparseable after a
 retry, or no answer from the endpoint).
@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmark import permissions
 from benchmark.exceptions import NotFound
-from benchmark.judges import Judgment
+from benchmark.judge_prompts import Judgment
 from benchmark.typing import AnyUser
 from review.judges.calls import stored_judgment
 from review.judges.models import JudgeRun

@@ -36,7 +36,7 @@ from benchmark import permissions
 from benchmark.exceptions import Conflict, DomainError, ValidationFailed
 from benchmark.jobs import services as job_services
 from benchmark.jobs.kinds import Progress
-from benchmark.judges import Call, Judgment, Template
+from benchmark.judge_prompts import Call, Judgment, Template
 from benchmark.llm.client import ChatClient, ChatRequest, ModelConfig, ModelError
 from benchmark.llm.services import HOW_TO_CONFIGURE, image_input, model_resolve
 from benchmark.metrics.tag_scores import AnswerRecord, ItemIndex

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from annotation.judging.models import Judgment, JudgmentTask, UnitKind
-from annotation.judging.units import unit_parse
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, UnitKind
+from annotation.judgment_tasks.units import unit_parse
 from benchmark.exceptions import ValidationFailed
 from benchmark.metrics.rating_rate import rating_rates
 from benchmark.models import Project

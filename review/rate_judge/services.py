@@ -1,7 +1,7 @@
 """Creating the judgment tasks in which people rate a judge's reports (ATP-Bench §6) or score
 rubric criteria of answers themselves, from a judge run or from chosen models' answers.
 
-Both are ordinary judgment tasks with units (``annotation.judging.services.unit_task_create``):
+Both are ordinary judgment tasks with units (``annotation.judgment_tasks.services.unit_task_create``):
 overlap k, leases, blind judgments and outcomes work as for items. What is specific here is
 choosing the units: which run, which agents or criteria, and optionally a seeded random
 sample of the answers (ATP-Bench sampled 400 answers from all models)."""
@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from annotation.judging.models import JudgmentTask, UnitKind
-from annotation.judging.services import unit_task_create
+from annotation.judgment_tasks.models import JudgmentTask, UnitKind
+from annotation.judgment_tasks.services import unit_task_create
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import Origin, Project, Response
 from benchmark.permissions import require

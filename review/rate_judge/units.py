@@ -1,5 +1,5 @@
 """The unit sources of the two unit kinds (registered in ``review.apps``; see
-``annotation.judging.units``): which units a task has, and what the judge page shows of one.
+``annotation.judgment_tasks.units``): which units a task has, and what the judge page shows of one.
 
 * ``judge-report`` (rate the judge): one unit per answer and agent that the judge run reported
   on successfully, ``response:<answer id>:<label>`` with the JudgeCall's label ("precision",
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation.judging.models import JudgmentTask, TaskUnit
-from annotation.judging.units import unit_key, unit_parse
-from benchmark.judges import rubric as rubric_judge
+from annotation.judgment_tasks.models import JudgmentTask, TaskUnit
+from annotation.judgment_tasks.units import unit_key, unit_parse
+from benchmark.judge_prompts import rubric as rubric_judge
 from benchmark.models import Origin, Response
 from benchmark.presenters import tag_segments
 from benchmark.typing import AnyUser

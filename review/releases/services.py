@@ -29,8 +29,8 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count
 
-from annotation.drafting.models import DraftingSession
-from annotation.judging.models import Judgment, Outcome
+from annotation.backward_drafting.models import DraftingSession
+from annotation.judgment_tasks.models import Judgment, Outcome
 from annotation.model_drafts.models import ModelDraft
 from annotation.plan_editor.models import PlanVersion
 from annotation.tag_review.models import ResponseVersion, TagDecision
@@ -138,10 +138,10 @@ def _check_subset(project: Project, status: str | None, subset: str | None, cap:
 
 def _subset_ids(project: Project, subset: str | None, cap: float, seed: int) -> list[str] | None:
     """The external ids of the subset's items (None: no subset), as the balance page
-    chooses them (``review.plans.services.project_balanced_subset``)."""
+    chooses them (``review.plan_scoring.services.project_balanced_subset``)."""
     if not subset:
         return None
-    from review.plans.services import project_balanced_subset
+    from review.plan_scoring.services import project_balanced_subset
 
     chosen, _ = project_balanced_subset(project=project, cap=cap, seed=seed)
     return [str(i) for i in chosen.ids]

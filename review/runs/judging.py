@@ -5,7 +5,7 @@ the S judge as its ``search_check`` hook; then every visual checkpoint with a vi
 put to the V judge: the checkpoint's question about each image the run produced from the
 checkpoint's match (the tool call its code check matched) onwards, one call per image with the
 image attached, and the checkpoint passes when any answer shows the expected answer (the
-released any-pass rule, ``benchmark.judges.agentic_mme``). A reply that does not parse is asked
+released any-pass rule, ``benchmark.judge_prompts.agentic_mme``). A reply that does not parse is asked
 again once; if it still does not parse (or the endpoint fails), that checkpoint keeps the
 proxy's result and says why. Each checkpoint records in ``detail["decided_by"]`` what decided
 it: "judge", "proxy", "person" (set by ``apply_visual_verdicts``) or "rule" (a deterministic
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmark.judges.base import Call, Judgment, judgment_from_outputs
+from benchmark.judge_prompts.base import Call, Judgment, judgment_from_outputs
 from benchmark.llm.cache import ResponseCache
 from benchmark.llm.client import ChatClient, ChatRequest, ChatResult, ImageInput, ModelConfig
 from benchmark.metrics import agentic_mme as mme

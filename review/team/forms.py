@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 
 DAYS = [("all", "All days"), ("30", "Last 30 days"), ("7", "Last 7 days")]
 

@@ -23,7 +23,7 @@ Speed: everything is computed on every request (no cache), from indexes alone, i
 of queries that does not grow with the annotators: one grouped read of the judgments per
 (task, annotator, day) gives the counts, the throughput and the agreement, because each
 judgment stores its credit (``Judgment.agrees``, written by the services that write outcomes,
-``annotation.judging.services.judgment_agreement_sync``) and its UTC day (``Judgment.day``, a
+``annotation.judgment_tasks.services.judgment_agreement_sync``) and its UTC day (``Judgment.day``, a
 column the database derives); one more query reads each median at its rank from an index
 ordered by time.
 """
@@ -39,7 +39,7 @@ from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
-from annotation.judging.models import (
+from annotation.judgment_tasks.models import (
     Assignment,
     AssignmentStatus,
     Judgment,

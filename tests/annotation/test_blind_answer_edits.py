@@ -12,9 +12,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.drafting.services import drafting_draft_save, item_draft_token
-from annotation.judging.models import Assignment, Judgment, Outcome
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.backward_drafting.services import drafting_draft_save, item_draft_token
+from annotation.judgment_tasks.models import Assignment, Judgment, Outcome
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from annotation.trajectories import document as td
 from annotation.trajectories.services import task_document, trajectory_save
 from annotation.verification.models import VerificationRound

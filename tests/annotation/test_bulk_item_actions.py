@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from annotation.bulk_actions import services
 from annotation.discarding.models import DiscardProposal
-from annotation.judging import services as judging
-from annotation.judging.models import Assignment, ItemPush, JudgmentTask, Outcome, TaskItem
+from annotation.judgment_tasks import services as judging
+from annotation.judgment_tasks.models import Assignment, ItemPush, JudgmentTask, Outcome, TaskItem
 from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus, ItemStatusChange, Job, JobStatus, Project, Role
 from tests.factories import (

@@ -1,4 +1,4 @@
-from annotation.judging.consensus import Rule, Verdict, decide, normalize_answer
+from annotation.judgment_tasks.consensus import Rule, Verdict, decide, normalize_answer
 
 
 def accept_one(v: object) -> bool:

@@ -12,8 +12,8 @@ from django.test import Client
 
 from annotation.discarding.models import DiscardProposal, ProposalStatus
 from annotation.discarding.services import discard_propose
-from annotation.judging import services as judging
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks import services as judging
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.builtin import toolsets_ensure
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus, ItemStatusChange, Membership, Project, Response

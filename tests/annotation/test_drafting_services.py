@@ -9,8 +9,13 @@ from typing import Any
 
 import pytest
 
-from annotation.drafting import services
-from annotation.drafting.models import DraftingCrop, DraftingDraft, DraftingMark, DraftingSession
+from annotation.backward_drafting import services
+from annotation.backward_drafting.models import (
+    DraftingCrop,
+    DraftingDraft,
+    DraftingMark,
+    DraftingSession,
+)
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Image, Item, Job, ModelCall, Project, ProjectKind, Trajectory
 from tests.factories import (

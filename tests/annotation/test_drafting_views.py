@@ -12,8 +12,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from annotation.drafting.models import DraftingCrop, DraftingMark, DraftingSession
-from annotation.drafting.services import item_draft_token
+from annotation.backward_drafting.models import DraftingCrop, DraftingMark, DraftingSession
+from annotation.backward_drafting.services import item_draft_token
 from benchmark.models import Item, Job, ModelCall, Project, ProjectKind, Trajectory
 from tests.factories import (
     DraftingMarkFactory,

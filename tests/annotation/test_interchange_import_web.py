@@ -11,7 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from annotation.judging.models import Judgment
+from annotation.judgment_tasks.models import Judgment
 from benchmark.models import Job, Project
 from tests.benchmark.formats.test_label_studio_format import EXPORT
 from tests.factories import JudgmentTaskFactory, MembershipFactory, UserFactory

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from annotation.judging.models import Judgment, JudgmentTask, Outcome
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from benchmark.models import Item, Toolset
 from tests.factories import ItemFactory, MembershipFactory, PlanFactory, ProjectFactory, UserFactory
 

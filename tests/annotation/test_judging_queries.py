@@ -12,9 +12,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.judging import selectors, services
-from annotation.judging.models import Judgment, Outcome
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.judgment_tasks import selectors, services
+from annotation.judgment_tasks.models import Judgment, Outcome
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from benchmark.models import Item, Toolset
 from tests.factories import (
     ItemFactory,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from tests.factories import ItemFactory, MembershipFactory, ProjectFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -21,7 +21,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.judging.models import Judgment
+from annotation.judgment_tasks.models import Judgment
 from benchmark.formats import FormatError
 from benchmark.formats import label_studio as ls
 from benchmark.models import Role

@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from annotation.judging.models import Judgment
+from annotation.judgment_tasks.models import Judgment
 from benchmark.models import Job, Project, Role
 from tests.annotation.label_studio_export import choice, normal_export
 from tests.factories import JudgmentTaskFactory, MembershipFactory, UserFactory

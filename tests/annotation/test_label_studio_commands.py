@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.judging.models import Judgment
+from annotation.judgment_tasks.models import Judgment
 from benchmark.models import ProjectKind
 from tests.benchmark.formats.test_label_studio_format import EXPORT
 from tests.factories import (

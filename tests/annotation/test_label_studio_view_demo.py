@@ -20,8 +20,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from annotation.judging.models import JudgmentTask
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.judgment_tasks.models import JudgmentTask
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from benchmark.datasets.services import dataset_import
 from benchmark.formats import label_studio as ls
 from benchmark.models import Project, ProjectKind, Role

@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.judging.models import Judgment
+from annotation.judgment_tasks.models import Judgment
 from benchmark.formats import ImageRef, ItemRecord, ResponseRecord, TrajectoryRecord
 from benchmark.formats import label_studio as ls
 from benchmark.formats.tabular import Table

@@ -1,4 +1,4 @@
-from annotation.judging.plan_graph import layout
+from annotation.judgment_tasks.plan_graph import layout
 
 
 def test_references_become_edges_in_plan_order() -> None:

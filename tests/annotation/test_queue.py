@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.judging import services
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
+from annotation.judgment_tasks import services
+from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Outcome
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, Membership, Project, Toolset
 from review.adjudication import services as review_services

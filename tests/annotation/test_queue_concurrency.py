@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, connections
 
-from annotation.judging import services
-from annotation.judging.models import Assignment, JudgmentTask
+from annotation.judgment_tasks import services
+from annotation.judgment_tasks.models import Assignment, JudgmentTask
 from benchmark.models import Item, Membership, Project, Toolset
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -69,7 +69,7 @@ def test_parallel_requests_respect_the_overlap_of_units() -> None:
     """The same for a task with units: several units of one item, each with its own k."""
     if connection.vendor != "postgresql":
         pytest.skip("row-level locking is proven on PostgreSQL")
-    from annotation.judging.models import TaskUnit
+    from annotation.judgment_tasks.models import TaskUnit
 
     toolset = Toolset.objects.create(name="atp-c")
     project = Project.objects.create(name="u", kind="interleaved", data_format="atp",
@@ -121,7 +121,7 @@ def test_parallel_requests_respect_the_overlap_in_each_raters_own_order() -> Non
     evaluation): the open units are ranked per rater, then locked one by one."""
     if connection.vendor != "postgresql":
         pytest.skip("row-level locking is proven on PostgreSQL")
-    from annotation.judging.models import TaskUnit
+    from annotation.judgment_tasks.models import TaskUnit
 
     toolset = Toolset.objects.create(name="atp-o")
     project = Project.objects.create(name="o", kind="interleaved", data_format="atp",

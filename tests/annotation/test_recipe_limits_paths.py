@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from annotation.drafting import services as drafting_services
-from annotation.drafting.models import DraftingCrop, DraftingSession
+from annotation.backward_drafting import services as drafting_services
+from annotation.backward_drafting.models import DraftingCrop, DraftingSession
 from annotation.trajectories import document as td
 from annotation.trajectories.selectors import (
     editor_choices,

@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from annotation.trajectories import document as td
 from annotation.trajectories.diff import document_diff
 from annotation.trajectories.models import TrajectoryVersion

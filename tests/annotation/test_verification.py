@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from annotation.judging import solving
-from annotation.judging.models import Judgment, JudgmentTask, Outcome
-from annotation.judging.services import (
+from annotation.judgment_tasks import solving
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome
+from annotation.judgment_tasks.services import (
     _lease,
     assignment_next_for_user,
     judgment_submit,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from annotation.judging.models import JudgmentTask, Outcome
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.judgment_tasks.models import JudgmentTask, Outcome
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from annotation.verification.models import TrajectoryAudit
 from benchmark.models import Item, ItemStatus, Role
 from review.adjudication.models import Decision

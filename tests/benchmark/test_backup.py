@@ -22,7 +22,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.backup import databases
 from benchmark.backup.manifest import CHECKSUM, MANIFEST, manifest_read, manifest_write
 from benchmark.datasets.services import dataset_export

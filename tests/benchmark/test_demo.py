@@ -264,7 +264,7 @@ def test_demo_items_use_terms_of_their_projects_taxonomy() -> None:
 def test_demo_gives_every_new_feature_something_to_show(client) -> None:  # type: ignore[no-untyped-def]
     """The run-scoring page lists the demo's scored agent run, the Agentic-MME demo has its
     "Solve blind" task, and a second load scores nothing again."""
-    from annotation.judging.models import JudgmentTask
+    from annotation.judgment_tasks.models import JudgmentTask
     from review.demo import DEMO_RUNS_NAME
     from review.runs.models import AgentRun, RunSet
 

@@ -13,7 +13,7 @@ from django.template import engines
 from django.template.loaders.cached import Loader as CachedLoader
 from django.test import Client
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.models import Project
 from tests.factories import ItemFactory
 

@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from pytest_django.asserts import assertContains
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark import selectors, visibility
 from benchmark.models import Project
 from tests.annotation.test_blind_answer_edits import world as world  # noqa: F401 - fixture

@@ -50,7 +50,7 @@ PURE = tuple(
         "benchmark/imaging",
         "benchmark/tags",
         "benchmark/plans",
-        "benchmark/judges",
+        "benchmark/judge_prompts",
         "benchmark/sandbox",
         "benchmark/rendering",
     )

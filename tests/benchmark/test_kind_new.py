@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.datastructures import MultiValueDict
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.items.forms import DocumentRow
 from benchmark.kinds import BenchmarkKind, DefaultTask, Offers, kind_for, register, unregister
 from benchmark.models import Item, Project, Role

@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.judging import services
-from annotation.judging.models import Assignment, JudgmentTask
+from annotation.judgment_tasks import services
+from annotation.judgment_tasks.models import Assignment, JudgmentTask
 from benchmark.models import Item
 from tests.perf.load import check_database, percentile, setup_data, summarise
 

@@ -30,13 +30,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands, load_command_class
 
-from annotation.judging.models import JudgmentTask
-from annotation.judging.services import assignment_next_for_user, judgment_submit
+from annotation.judgment_tasks.models import JudgmentTask
+from annotation.judgment_tasks.services import assignment_next_for_user, judgment_submit
 from benchmark.models import ItemStatus, Origin, Project, Response
 from benchmark.projects.services import item_status_set
 from benchmark.rendering import SandboxCodeRunner
+from review.answer_rendering import services as rendering_services
 from review.demo import DEMO_PROJECTS, DEMO_ROOT, demo_load
-from review.rendering import services as rendering_services
 from tests.image_server import fake_run_code
 from tests.llm_server import MODEL, FakeModelServer, point_at
 from tests.readme_commands import (

@@ -16,7 +16,7 @@ LAZY = [
     "review.judges.services",
     "review.oracle.services",
     "review.oracle.selectors",
-    "review.rendering.services",
+    "review.answer_rendering.services",
     "review.answers.services",
     "review.human_eval.selectors",
 ]

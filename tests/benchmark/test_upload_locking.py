@@ -19,8 +19,8 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, connections
 
-from annotation.judging import services as judging
-from annotation.judging.models import Judgment, JudgmentTask
+from annotation.judgment_tasks import services as judging
+from annotation.judgment_tasks.models import Judgment, JudgmentTask
 from benchmark.datasets import services as dataset_services
 from benchmark.models import Item, Job, Membership, Project, ProjectKind, Toolset
 from review.answers import services as answer_services

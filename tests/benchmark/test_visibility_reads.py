@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from annotation.judging import selectors as judging_selectors
-from annotation.judging import services as judging_services
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks import selectors as judging_selectors
+from annotation.judgment_tasks import services as judging_services
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark import selectors as item_selectors
 from benchmark import visibility
 from benchmark.models import Item, Response

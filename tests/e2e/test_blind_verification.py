@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from annotation.verification.models import TrajectoryAudit
 from benchmark.models import Item, ItemStatus, Role
 from tests.annotation.test_verification import SAMPLES, agentic_project

@@ -23,8 +23,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from annotation.judging.models import JudgmentTask
-from annotation.judging.services import assignment_next_for_user, judgment_submit
+from annotation.judgment_tasks.models import JudgmentTask
+from annotation.judgment_tasks.services import assignment_next_for_user, judgment_submit
 from benchmark.models import ItemStatus, Project
 from benchmark.projects.services import item_status_set
 from review.demo import demo_load

@@ -14,7 +14,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.drafting.models import DraftingCrop, DraftingMark
+from annotation.backward_drafting.models import DraftingCrop, DraftingMark
 from benchmark.images import services
 from benchmark.models import Item, ModelCall, ProjectKind, Role, Trajectory
 from tests.factories import ItemFactory, MembershipFactory, ProjectFactory, UserFactory

@@ -14,10 +14,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.judging.models import Judgment, JudgmentTask
-from annotation.judging.units import unit_responses
+from annotation.judgment_tasks.models import Judgment, JudgmentTask
+from annotation.judgment_tasks.units import unit_responses
 from benchmark.models import Origin
-from review.rendering.models import RenderedAnswer
+from review.answer_rendering.models import RenderedAnswer
 from tests.factories import (
     ImageFactory,
     ItemFactory,

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from annotation.judging.models import JudgmentTask, Outcome
+from annotation.judgment_tasks.models import JudgmentTask, Outcome
 from benchmark.models import Project
 from review.demo import demo_load
 

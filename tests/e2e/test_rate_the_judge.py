@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation.judging.models import Judgment, JudgmentTask
+from annotation.judgment_tasks.models import Judgment, JudgmentTask
 from benchmark.models import Origin
 from tests.factories import (
     ItemFactory,

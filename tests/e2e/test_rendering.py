@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from benchmark.models import Origin, Role
 from benchmark.rendering import SandboxCodeRunner
-from review.rendering import services
+from review.answer_rendering import services
 from tests.factories import (
     ImageFactory,
     ItemFactory,

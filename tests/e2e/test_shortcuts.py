@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from annotation.tag_review.models import ResponseVersion
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Item, Project, Role

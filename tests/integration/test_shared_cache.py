@@ -97,7 +97,7 @@ FIGURES = """
 import json
 from unittest import mock
 from django.contrib.auth import get_user_model
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from review.agreement import selectors, services
 
 def refuse(**kwargs):

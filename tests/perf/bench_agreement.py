@@ -92,7 +92,7 @@ def page_setup(args: argparse.Namespace) -> dict:
 
     from django.utils import timezone
 
-    from annotation.judging.models import Assignment, Judgment, JudgmentTask
+    from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask
     from benchmark.models import Item
 
     project, reviewer, people = atp_project_with_people(PAGE_PROJECT, args.annotators)
@@ -145,7 +145,7 @@ def page_time(args: argparse.Namespace) -> dict:
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
-    from annotation.judging.models import JudgmentTask
+    from annotation.judgment_tasks.models import JudgmentTask
     from benchmark.typing import User
 
     client = Client()
@@ -156,7 +156,7 @@ def page_time(args: argparse.Namespace) -> dict:
 
     def changed(n: int) -> None:
         """An outcome written (as when a judgment settles one): the figures' inputs change."""
-        from annotation.judging.models import Judgment, Outcome
+        from annotation.judgment_tasks.models import Judgment, Outcome
 
         first = Judgment.objects.filter(task=task).order_by("pk").first()
         Outcome.objects.update_or_create(

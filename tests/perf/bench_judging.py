@@ -65,8 +65,8 @@ def main() -> None:
         setup_db(args.db, Path(tmp))
         from django.contrib.auth import get_user_model
 
-        from annotation.judging import services
-        from annotation.judging.models import Assignment, JudgmentTask
+        from annotation.judgment_tasks import services
+        from annotation.judgment_tasks.models import Assignment, JudgmentTask
         from benchmark.datasets.bulk import bulk_insert
         from benchmark.models import Item, Membership, Project, Toolset
         from review.agreement.services import agreement_compute
@@ -127,7 +127,7 @@ def main() -> None:
         print(f"{Assignment.objects.count()} leases")
 
         # agreement: 10,000 items x 3 annotators
-        from annotation.judging.models import Judgment
+        from annotation.judgment_tasks.models import Judgment
 
         rng = random.Random(1)
         raters = users[:3]

@@ -53,7 +53,7 @@ def setup(items: int, data: Path) -> None:
     from django.db import transaction
     from django.utils import timezone
 
-    from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
+    from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Outcome
     from annotation.tag_review.models import ResponseVersion, TagDecision
     from benchmark.datasets.services import dataset_import
     from benchmark.models import Item, ItemStatusChange, Project, Response, Toolset

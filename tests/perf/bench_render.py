@@ -85,7 +85,7 @@ def install_fake_sandbox() -> None:
     from PIL import Image
 
     from benchmark.rendering import SandboxCodeRunner
-    from review.rendering import services
+    from review.answer_rendering import services
 
     def run(code: str, *, limits: object = None) -> SimpleNamespace:
         digest = hashlib.sha256(code.encode()).digest()
@@ -166,7 +166,7 @@ def setup(args: argparse.Namespace) -> dict:
 
 def render(args: argparse.Namespace) -> dict:
     from benchmark.models import Project
-    from review.rendering import services
+    from review.answer_rendering import services
 
     real = sandbox_available()
     if not real:

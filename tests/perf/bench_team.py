@@ -45,7 +45,7 @@ def setup(args: argparse.Namespace) -> dict:
 
     from django.utils import timezone
 
-    from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
+    from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Outcome
     from benchmark.models import Item
 
     project, reviewer, people = atp_project_with_people(PROJECT, args.annotators)
@@ -117,7 +117,7 @@ def setup(args: argparse.Namespace) -> dict:
         j.assignment_id = j.assignment.pk
     Judgment.objects.bulk_create(judgments, batch_size=5000)
     Outcome.objects.bulk_create(outcomes, batch_size=5000)
-    from annotation.judging.services import judgment_agreement_sync
+    from annotation.judgment_tasks.services import judgment_agreement_sync
 
     for task in (binary, nominal):  # as the services that write outcomes do, item by item
         judgment_agreement_sync(task=task)
@@ -142,7 +142,7 @@ def page(args: argparse.Namespace) -> dict:
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
-    from annotation.judging.models import JudgmentTask
+    from annotation.judgment_tasks.models import JudgmentTask
     from benchmark.models import Project
     from benchmark.typing import User
 

@@ -105,8 +105,8 @@ def check_database(*, task_id: int, accepted: Iterable[tuple[str, int]]) -> list
     from django.db.models import Count
     from django.utils import timezone
 
-    from annotation.judging.models import Judgment, JudgmentTask
-    from annotation.judging.services import assignments_live
+    from annotation.judgment_tasks.models import Judgment, JudgmentTask
+    from annotation.judgment_tasks.services import assignments_live
 
     task = JudgmentTask.objects.get(pk=task_id)
     problems = []
@@ -154,7 +154,7 @@ def setup_data(*, items: int, annotators: int, reviewers: int) -> dict[str, Any]
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
 
-    from annotation.judging.services import judgment_task_ensure_defaults
+    from annotation.judgment_tasks.services import judgment_task_ensure_defaults
     from benchmark.datasets.bulk import bulk_insert
     from benchmark.models import Item, Membership, Project, Toolset
 
@@ -471,7 +471,7 @@ def main() -> int:
         )
 
     problems = check_database(task_id=data["task"], accepted=figures["accepted"])
-    from annotation.judging.models import Judgment
+    from annotation.judgment_tasks.models import Judgment
 
     stored = Judgment.objects.filter(task_id=data["task"]).count()
     print(

@@ -18,8 +18,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome
-from annotation.judging.services import judgment_submit
+from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Outcome
+from annotation.judgment_tasks.services import judgment_submit
 from benchmark.models import Project
 from review.agreement import selectors as agreement_selectors
 from review.agreement import services as agreement_services

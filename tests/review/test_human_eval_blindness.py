@@ -16,14 +16,14 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from annotation.tag_review.selectors import response_get
 from benchmark import selectors as project_selectors
 from benchmark import visibility
 from benchmark.models import Origin, Response
+from review.answer_rendering.selectors import response_for_rendering
 from review.human_eval.selectors import identity_hidden
 from review.human_eval.services import human_eval_task_create
-from review.rendering.selectors import response_for_rendering
 from tests.factories import (
     ItemFactory,
     MembershipFactory,

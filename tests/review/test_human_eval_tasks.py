@@ -19,10 +19,16 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.judging import services as judging
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome, TaskUnit
-from annotation.judging.services import rater_rank
-from annotation.judging.units import pair_key, pair_parse, unit_key, unit_parse, unit_responses
+from annotation.judgment_tasks import services as judging
+from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Outcome, TaskUnit
+from annotation.judgment_tasks.services import rater_rank
+from annotation.judgment_tasks.units import (
+    pair_key,
+    pair_parse,
+    unit_key,
+    unit_parse,
+    unit_responses,
+)
 from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.models import Origin, Response
 from review.human_eval import selectors

@@ -17,8 +17,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from benchmark.judges import Call, JudgeOutputError, Judgment, Template, build_call
-from benchmark.judges.base import output_text
+from benchmark.judge_prompts import Call, JudgeOutputError, Judgment, Template, build_call
+from benchmark.judge_prompts.base import output_text
 from benchmark.models import DataFormat, JobStatus, Project, Role
 from review.judges import services as judge_services
 from review.judges.models import JudgeRun

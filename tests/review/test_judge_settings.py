@@ -14,9 +14,9 @@ from django.test import Client
 from django.urls import reverse
 
 from benchmark.exceptions import DomainError, Forbidden, ValidationFailed
-from benchmark.judges import llmi as llmi_judge
-from benchmark.judges import mam
-from benchmark.judges import rubric as rubric_judge
+from benchmark.judge_prompts import llmi as llmi_judge
+from benchmark.judge_prompts import mam
+from benchmark.judge_prompts import rubric as rubric_judge
 from benchmark.models import Membership, Project, Role
 from benchmark.versions import StaleVersion
 from review.judge_settings import services

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.models import Item, Job, JobStatus, Origin, Project
 from review.agreement import judge_sources

@@ -22,8 +22,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.judging import services as judging
-from annotation.judging.models import JudgmentTask, Outcome
+from annotation.judgment_tasks import services as judging
+from annotation.judgment_tasks.models import JudgmentTask, Outcome
 from benchmark.models import JobStatus, Role
 from review.agreement.judge_sources import judge_rater_report, judge_sources_for
 from review.judges import reports

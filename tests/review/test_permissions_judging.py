@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.utils.timezone import now
 
-from annotation.judging.models import Assignment, Judgment, JudgmentTask
+from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask
 from tests.conftest import ROLES
 from tests.factories import (
     AgentRunFactory,

@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation.judging import selectors, services
-from annotation.judging.models import Assignment, Judgment, JudgmentTask, Outcome, TaskUnit
-from annotation.judging.units import unit_key, unit_parse
+from annotation.judgment_tasks import selectors, services
+from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask, Outcome, TaskUnit
+from annotation.judgment_tasks.units import unit_key, unit_parse
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import ItemStatus, Origin
 from review.agreement.services import agreement_compute, judgments_csv

@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import Item, ItemStatus, Plan, Project
-from review.plans.services import project_balanced_subset
+from review.plan_scoring.services import project_balanced_subset
 from review.releases import selectors
 from review.releases.models import Release
 from review.releases.services import release_create

@@ -13,8 +13,8 @@ from django.core.management import CommandError, call_command
 
 from benchmark.models import Origin, Project
 from benchmark.rendering import SandboxCodeRunner
-from review.rendering import services
-from review.rendering.models import RenderedAnswer
+from review.answer_rendering import services
+from review.answer_rendering.models import RenderedAnswer
 from tests.factories import ImageFactory, ItemFactory, ResponseFactory, image_ref
 from tests.image_server import fake_run_code, png_for
 

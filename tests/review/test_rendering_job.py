@@ -1,4 +1,4 @@
-"""The rendering job (review.rendering): answers rendered through the one job pipeline, the
+"""The rendering job (review.answer_rendering): answers rendered through the one job pipeline, the
 per-call cache, ``extra["rendered_images"]`` for the judges, progress, cancel and resume,
 idempotence, and answers imported from files. Providers are a local fake server and a fake
 sandbox; never the network."""
@@ -17,9 +17,9 @@ from django.utils import timezone
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Image, Job, JobStatus, Origin, Project, Response
 from benchmark.rendering import SandboxCodeRunner
+from review.answer_rendering import services
+from review.answer_rendering.models import RenderedAnswer, ToolCallCache
 from review.judges import services as judge_services
-from review.rendering import services
-from review.rendering.models import RenderedAnswer, ToolCallCache
 from tests.factories import ImageFactory, ItemFactory, ProjectFactory, ResponseFactory, image_ref
 from tests.image_server import FakeImageServer, fake_run_code, png_for
 from tests.required import missing

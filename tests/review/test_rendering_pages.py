@@ -1,4 +1,4 @@
-"""The rendering pages (review.rendering): "Render answers" starts a job, a rendered answer's
+"""The rendering pages (review.answer_rendering): "Render answers" starts a job, a rendered answer's
 page (bounded queries whatever the number of calls), its standalone HTML file, the include
 for other pages, permissions, and bad input answered with a clear 400/409."""
 
@@ -16,8 +16,8 @@ from django.urls import reverse
 
 from benchmark.models import Job, JobStatus, Origin, Project, Response
 from benchmark.rendering import SandboxCodeRunner
-from review.rendering import selectors, services
-from review.rendering.models import RenderedAnswer
+from review.answer_rendering import selectors, services
+from review.answer_rendering.models import RenderedAnswer
 from tests.factories import ImageFactory, ItemFactory, ResponseFactory, image_ref
 from tests.image_server import fake_run_code
 
@@ -250,9 +250,9 @@ def test_rendered_document_for_other_pages(project: Project, answers: list[Respo
     document = selectors.rendered_document(answers[0])
     assert document is not None and document.startswith('<div class="rd-document">')
     assert "alpha" not in document  # the model's name is not part of the document
-    html = render_to_string("review/rendering/_document.html", {"document": document})
+    html = render_to_string("review/answer_rendering/_document.html", {"document": document})
     assert "css/rendering.css" in html and "data-rendered" in html
-    empty = render_to_string("review/rendering/_document.html", {"document": None})
+    empty = render_to_string("review/answer_rendering/_document.html", {"document": None})
     assert "not been rendered yet" in empty
     assert re.search(r'data-status="rendered"', document)
 

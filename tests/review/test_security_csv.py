@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from annotation.judging.models import JudgmentTask
-from annotation.judging.services import judgment_task_ensure_defaults
+from annotation.judgment_tasks.models import JudgmentTask
+from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from benchmark.models import Toolset
 from tests.factories import ItemFactory, MembershipFactory, PlanFactory, ProjectFactory, UserFactory
 

@@ -12,8 +12,8 @@ import pytest
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from annotation.judging.consensus import value_credit
-from annotation.judging.models import JudgmentTask
+from annotation.judgment_tasks.consensus import value_credit
+from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.models import Project, Role
 from review.team import selectors
 from review.team.chart import Series, stacked_bars

@@ -113,7 +113,7 @@ def _value_for(task: Any, item: Any, turn: int) -> Any:
 
 def _judge_queue(task: Any, people: list[Any], limit: int) -> int:
     """Each person takes leases from the queue and judges, ``limit`` judgments each at most."""
-    from annotation.judging.services import assignment_next_for_user, judgment_submit
+    from annotation.judgment_tasks.services import assignment_next_for_user, judgment_submit
     from benchmark.models import Item
 
     made = 0
@@ -145,8 +145,8 @@ def _judge_queue(task: Any, people: list[Any], limit: int) -> int:
 def _judge_everything(projects: dict[str, Any], users: dict[str, Any]) -> dict[str, Any]:
     """Every default task judged by the annotators (one lease left open), the disputes
     settled by the reviewer, and a human evaluation task on LLM-I's model answers."""
-    from annotation.judging.models import JudgmentTask, Outcome
-    from annotation.judging.services import assignment_next_for_user
+    from annotation.judgment_tasks.models import JudgmentTask, Outcome
+    from annotation.judgment_tasks.services import assignment_next_for_user
     from review.adjudication.services import outcome_decide
     from review.human_eval.services import human_eval_task_create
 
@@ -340,7 +340,7 @@ def _discard(projects: dict[str, Any], users: dict[str, Any]) -> dict[str, Any]:
 def _judges(projects: dict[str, Any], users: dict[str, Any]) -> dict[str, Any]:
     """LLM-I's judge settings changed (its model, a template, the reward weights), then its
     rubric judge run against a local fake model server (judge calls and their cache)."""
-    from benchmark.judges.rubric import RUBRIC_TEMPLATE
+    from benchmark.judge_prompts.rubric import RUBRIC_TEMPLATE
     from benchmark.models import JobStatus
     from benchmark.projects.services import project_model_set
     from review.judge_settings.services import judge_template_save, judge_weights_save
@@ -407,7 +407,7 @@ def _bulk(projects: dict[str, Any], users: dict[str, Any]) -> dict[str, Any]:
     """Bulk actions on m&m's item list: two items pushed to an annotator's queue, two put
     back in review."""
     from annotation.bulk_actions.services import bulk_action_start
-    from annotation.judging.models import JudgmentTask
+    from annotation.judgment_tasks.models import JudgmentTask
 
     mms, reviewer = projects["mms"], users["reviewer"]
     task = JudgmentTask.objects.get(project=mms, name="Plan validity")
@@ -437,7 +437,7 @@ def _jobs(projects: dict[str, Any], users: dict[str, Any]) -> dict[str, Any]:
     import that failed on a bad record (the job keeps its error)."""
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from annotation.judging.models import JudgmentTask
+    from annotation.judgment_tasks.models import JudgmentTask
     from benchmark.datasets.services import import_upload_start
     from benchmark.models import Job
     from review.agreement.services import agreement_start

@@ -480,7 +480,7 @@ def export_specs() -> list[dict[str, Any]]:
     from django.urls import reverse
     from django.utils.text import slugify
 
-    from annotation.judging.models import Judgment
+    from annotation.judgment_tasks.models import Judgment
     from benchmark.models import Project
 
     specs: list[dict[str, Any]] = []

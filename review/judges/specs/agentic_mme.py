@@ -1,4 +1,4 @@
-"""The Agentic-MME judges (``benchmark.judges.agentic_mme``), which rate the checkpoints of an
+"""The Agentic-MME judges (``benchmark.judge_prompts.agentic_mme``), which rate the checkpoints of an
 agent run while the run is scored (``review.runs.judging``), not as a judge run of their own:
 their verdicts become part of the run's score, with what decided each checkpoint.
 
@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from benchmark.judges import Call, Judgment, Template
-from benchmark.judges import agentic_mme as mme_judges
+from benchmark.judge_prompts import Call, Judgment, Template
+from benchmark.judge_prompts import agentic_mme as mme_judges
 from benchmark.models import DataFormat
 from review.judges.specs.base import JudgeSpec
 from review.judges.specs.subjects import CHECKPOINTS

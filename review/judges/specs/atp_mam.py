@@ -1,4 +1,4 @@
-"""ATP-Bench's three-agent judge (``atp-mam``, ``benchmark.judges.mam``), in two stages: the
+"""ATP-Bench's three-agent judge (``atp-mam``, ``benchmark.judge_prompts.mam``), in two stages: the
 Precision Inspector (six 0-2 sub-checks per tool call; no call for an answer without tool
 calls) and the Recall Inspector (missed images) first, then the Chief Judge (0-100 in five
 tiers) with both reports; it is not asked when an inspector's report failed. The agents read
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchmark.judges import Call, Judgment, Template, mam
+from benchmark.judge_prompts import Call, Judgment, Template, mam
 from benchmark.models import DataFormat, Response
 from review.judges.inputs import query_images
 from review.judges.specs.base import ANSWERS_COUNTS, Column, JudgeSpec, missing

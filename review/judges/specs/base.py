@@ -3,7 +3,7 @@
 A judge is one spec object (a module in this package and a line in ``__init__``): its name and
 label; what it rates (a :class:`~review.judges.specs.subjects.Subject`: model answers, plans,
 or Agentic-MME run checkpoints); the benchmark formats it applies to; its prompt templates
-(``benchmark.judges``); how it calls the model (the calls of one thing it rates, in one or two
+(``benchmark.judge_prompts``); how it calls the model (the calls of one thing it rates, in one or two
 stages, and the parser of each call's label); how its judgments aggregate into one thing's
 scores and per-model figures; its report columns; its partials (the result of one thing, the
 definitions of its figures, extra figure tables); and how its figures meet people's (human
@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchmark.judges import Attempt, Call, JudgeOutputError, Judgment, Template
+from benchmark.judge_prompts import Attempt, Call, JudgeOutputError, Judgment, Template
 
 if TYPE_CHECKING:
-    from annotation.judging.models import JudgmentTask
+    from annotation.judgment_tasks.models import JudgmentTask
     from benchmark.models import Project
     from review.judges.models import JudgeRun
     from review.judges.specs.subjects import Subject

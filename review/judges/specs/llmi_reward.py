@@ -1,4 +1,4 @@
-"""The LLM-I judges (``benchmark.judges.llmi``):
+"""The LLM-I judges (``benchmark.judge_prompts.llmi``):
 
 * ``llmi-llm``: one call per answer, text quality and tag quality 1-5 each, normalised as
   (s - 1) / 4; per model ``r_llm`` = the mean of their mean.
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchmark.judges import Call, Judgment, Template
-from benchmark.judges import llmi as llmi_judge
-from benchmark.judges.base import mean
+from benchmark.judge_prompts import Call, Judgment, Template
+from benchmark.judge_prompts import llmi as llmi_judge
+from benchmark.judge_prompts.base import mean
 from benchmark.models import DataFormat, Project, Response
 from benchmark.tags import parse_image_num
 from review.judges.inputs import image_refs, rendered_answer, rendered_images

@@ -1,7 +1,7 @@
 """The LLMI-Bench rubric judge (``llmi-rubric``): one call per criterion r1..r10 of the answer's
 item, each scored 0 not met, 1 partially, 2 fully met. Per answer: the sum of the valid scores /
 (2 x number of valid scores); per model ``rubric`` = 100 x the mean over answers
-(``benchmark.judges.rubric``). An answer's released scores (LLM-I's result format) are shown
+(``benchmark.judge_prompts.rubric``). An answer's released scores (LLM-I's result format) are shown
 beside the judge's; people's "score the criteria" tasks rate the same units."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchmark.judges import Call, Judgment, Template
-from benchmark.judges import rubric as rubric_judge
+from benchmark.judge_prompts import Call, Judgment, Template
+from benchmark.judge_prompts import rubric as rubric_judge
 from benchmark.models import DataFormat, Response
 from review.judges.calls import stored_judgment
 from review.judges.inputs import image_refs, rendered_answer, rendered_images
@@ -18,7 +18,7 @@ from review.judges.specs.base import ANSWERS_COUNTS, Column, JudgeSpec, missing
 from review.judges.specs.subjects import ANSWERS
 
 if TYPE_CHECKING:
-    from annotation.judging.models import JudgmentTask
+    from annotation.judgment_tasks.models import JudgmentTask
     from review.judges.models import JudgeRun
 
 #: People's unit kind and scale that match the judge's calls (``response:<id>:r<k>``, 0/1/2).
@@ -133,7 +133,7 @@ class RubricJudge(JudgeSpec):
     # ------------------------------------------------------------------ people
 
     def rates_task(self, task: JudgmentTask) -> bool:
-        from annotation.judging.models import Scheme, UnitKind
+        from annotation.judgment_tasks.models import Scheme, UnitKind
 
         return (
             str(task.unit_kind) == UnitKind.ANSWER_CRITERION

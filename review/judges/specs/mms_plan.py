@@ -1,4 +1,4 @@
-"""m&m's plan validity judge (``mms-plan``, ``benchmark.judges.plan_validity``): it judges Plans,
+"""m&m's plan validity judge (``mms-plan``, ``benchmark.judge_prompts.plan_validity``): it judges Plans,
 not model answers. A run judges the project's ground-truth plans (each item's plan and its
 alternatives) or, with models chosen, the plans those models predicted; one call per plan, the
 judge answers VALID or INVALID and one line why. Figures: the share of plans judged valid,
@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchmark.judges import Call, Judgment, Template
-from benchmark.judges import plan_validity as validity
+from benchmark.judge_prompts import Call, Judgment, Template
+from benchmark.judge_prompts import plan_validity as validity
 from benchmark.models import DataFormat, Origin, Plan
 from review.judges.calls import stored_judgment
 from review.judges.specs.base import Column, JudgeSpec, missing
 from review.judges.specs.subjects import PLANS
 
 if TYPE_CHECKING:
-    from annotation.judging.models import JudgmentTask
+    from annotation.judgment_tasks.models import JudgmentTask
     from review.judges.models import JudgeRun
 
 
@@ -101,7 +101,7 @@ class PlanValidityJudge(JudgeSpec):
     # ------------------------------------------------------------------ people
 
     def rates_task(self, task: JudgmentTask) -> bool:
-        from annotation.judging.models import Scheme, UnitKind
+        from annotation.judgment_tasks.models import Scheme, UnitKind
 
         return str(task.unit_kind) == UnitKind.ITEM and task.scheme == Scheme.BINARY
 

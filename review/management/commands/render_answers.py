@@ -32,9 +32,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmark.exceptions import DomainError
 from benchmark.models import JobStatus, Project, Response
+from review.answer_rendering import selectors
+from review.answer_rendering import services as rendering_services
 from review.management.commands.score_responses import _files
-from review.rendering import selectors
-from review.rendering import services as rendering_services
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -1,0 +1,927 @@
+"""The judgment queue: leases, blind submissions and outcomes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Collection
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from annotation.judgment_tasks import solving
+from annotation.judgment_tasks.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
+from annotation.judgment_tasks.models import (
+    Assignment,
+    AssignmentStatus,
+    ItemPush,
+    Judgment,
+    JudgmentTask,
+    Outcome,
+    Scheme,
+    TaskItem,
+    TaskUnit,
+    UnitKind,
+)
+from annotation.judgment_tasks.units import RATING_LABELS, unit_source
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
+from benchmark.models import Item, ItemStatus
+from benchmark.permissions import require
+from benchmark.projects.services import item_status_set
+from benchmark.typing import User
+
+
+def _live(task: JudgmentTask, now: datetime) -> Q:
+    """Assignments that count towards the overlap: submitted, or leased and not expired."""
+    return Q(task=task) & (
+        Q(status=AssignmentStatus.SUBMITTED) | Q(status=AssignmentStatus.ACTIVE, expires_at__gt=now)
+    )
+
+
+def assignment_next_for_user(
+    *, task: JudgmentTask, user: User, now: datetime | None = None
+) -> Assignment | None:
+    """Lease the next item (or unit, for a task with units) this user has not judged and that
+    still needs judgments.
+
+    Under concurrent requests nothing gets more than ``task.overlap`` live assignments: each
+    candidate row (the item, or the task's ``TaskUnit``) is locked (``FOR UPDATE SKIP LOCKED``
+    on PostgreSQL; SQLite serialises writers) and its live assignments are counted again after
+    the lock is held.
+    """
+    require(user=user, project=task.project, action="judge")
+    if not task.active:
+        raise ValidationFailed("this judgment task is closed")
+    now = now or timezone.now()
+    with transaction.atomic():
+        mine_id, pushed = _open_lease_and_pushes(task, user, now)
+        if mine_id is not None:
+            return Assignment.objects.select_related("item").get(pk=mine_id)
+        finders: list[Any] = [_unit_candidate if task.has_units else _candidate]
+        if task.has_units and rater_order_seed(task) is not None:
+            finders = [_shuffled_unit_candidate]
+        if not task.has_units and pushed:
+            # Items pushed to this user come first, then the pull queue.
+            finders.insert(0, partial(_candidate, pushed=True))
+        for find in finders:
+            lease = _lease_first(task, user, now, find)
+            if lease is not None:
+                return lease
+        return None
+
+
+def _open_lease_and_pushes(
+    task: JudgmentTask, user: User, now: datetime
+) -> tuple[int | None, bool]:
+    """(the id of this user's oldest unexpired lease in the task, or None; whether items are
+    pushed to this user and not taken yet), in one statement: "next" asks both every time."""
+    q = connection.ops.quote_name
+    assignment, push = (q(m._meta.db_table) for m in (Assignment, ItemPush))
+    sql = (
+        f"SELECT (SELECT a.id FROM {assignment} a WHERE a.task_id = %s AND a.user_id = %s "
+        "AND a.status = %s AND a.expires_at > %s ORDER BY a.leased_at, a.id LIMIT 1), "
+        f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.user_id = %s "
+        "AND p.taken_at IS NULL)"
+    )
+    params: list[Any] = [task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        mine_id, pushed = cursor.fetchone()
+    return mine_id, bool(pushed)
+
+
+def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignment]:
+    """The task's assignments that count towards the overlap (submitted, or leased and not
+    expired)."""
+    return Assignment.objects.filter(_live(task, now))
+
+
+def _lease_first(task: JudgmentTask, user: User, now: datetime, find: Any) -> Assignment | None:
+    """Lease the first candidate ``find`` answers that still has a free place once locked."""
+    skip: list[int] = []
+    while True:
+        # Prefer one nobody else is locking; if every candidate is locked right now,
+        # wait for the first one instead of answering "nothing left".
+        found = find(task, user, now, skip, skip_locked=True)
+        if found is None:
+            found = find(task, user, now, skip, skip_locked=False)
+        if found is None:
+            return None
+        row_id, item_id, unit = found
+        # Counted again once the row lock is held, in a fresh statement.
+        if _places_taken(task, user, item_id, unit, now) < task.overlap:
+            return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now)
+        skip.append(row_id)
+
+
+def _places_taken(task: JudgmentTask, user: User, item_id: int, unit: str, now: datetime) -> int:
+    """The places of an item (or unit) taken: its live assignments, plus (for an item) the
+    places held by untaken pushes of it to people other than ``user``; one statement."""
+    q = connection.ops.quote_name
+    assignment, push = (q(m._meta.db_table) for m in (Assignment, ItemPush))
+    sql = (
+        f"SELECT (SELECT COUNT(*) FROM {assignment} a WHERE a.task_id = %s AND a.item_id = %s "
+        "AND a.unit = %s AND (a.status = %s OR (a.status = %s AND a.expires_at > %s)))"
+    )
+    params: list[Any] = [
+        task.pk, item_id, unit, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now,
+    ]  # fmt: skip
+    if not task.has_units:
+        sql += (
+            f" + (SELECT COUNT(*) FROM {push} p WHERE p.task_id = %s AND p.item_id = %s "
+            "AND p.taken_at IS NULL AND p.user_id <> %s)"
+        )
+        params += [task.pk, item_id, user.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.fetchone()[0])
+
+
+def _candidate(
+    task: JudgmentTask,
+    user: User,
+    now: datetime,
+    skip: list[int],
+    *,
+    skip_locked: bool,
+    pushed: bool = False,
+) -> tuple[int, int, str] | None:
+    """The first item (in position order) that this user has not judged, that the task has
+    not settled and that has fewer than ``overlap`` live assignments plus places held by
+    untaken pushes to other people; its row stays locked. Answers ``(item id, item id, "")``.
+    A task that takes only listed items offers only those; ``pushed``: only the items pushed
+    to this user and not yet taken.
+
+    Plain SQL: this runs on every "next item", and building the same query through the ORM
+    cost more than the database took to answer it."""
+    q = connection.ops.quote_name
+    item, assignment, outcome, push, listed = (
+        q(m._meta.db_table) for m in (Item, Assignment, Outcome, ItemPush, TaskItem)
+    )
+    where = [
+        "i.project_id = %s",
+        "i.status <> %s",
+        f"NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.task_id = %s AND a.item_id = i.id "
+        "AND a.user_id = %s AND a.status = %s)",
+        f"NOT EXISTS (SELECT 1 FROM {outcome} o WHERE o.task_id = %s AND o.item_id = i.id "
+        "AND o.verdict <> %s)",
+        f"(SELECT COUNT(*) FROM {assignment} a WHERE a.task_id = %s AND a.item_id = i.id "
+        "AND (a.status = %s OR (a.status = %s AND a.expires_at > %s))) "
+        f"+ (SELECT COUNT(*) FROM {push} p WHERE p.task_id = %s AND p.item_id = i.id "
+        "AND p.taken_at IS NULL AND p.user_id <> %s) < %s",
+    ]
+    params: list[Any] = [
+        task.project_id, ItemStatus.DISCARDED,
+        task.pk, user.pk, AssignmentStatus.SUBMITTED,
+        task.pk, Verdict.PENDING,
+        task.pk, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now,
+        task.pk, user.pk, task.overlap,
+    ]  # fmt: skip
+    if task.items_listed:
+        where.append(f"EXISTS (SELECT 1 FROM {listed} t WHERE t.task_id = %s AND t.item_id = i.id)")
+        params.append(task.pk)
+    if pushed:
+        where.append(
+            f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.item_id = i.id "
+            "AND p.user_id = %s AND p.taken_at IS NULL)"
+        )
+        params += [task.pk, user.pk]
+    if task.updates_item_status:
+        # A task that decides item status verifies drafts: items it (or anything else) has
+        # already verified, disputed or discarded are not offered again. This also keeps
+        # "next item" fast late in a project, when most items are settled.
+        where.append("i.status = %s")
+        params.append(ItemStatus.DRAFT)
+    if not task.author_may_judge:
+        # Not the item's author: "user:<name>", "drafted by <name>" or "written by <name>",
+        # maybe with more words.
+        whole, prefixes = solving.author_provenance(user.get_username())
+        where.append(f"i.provenance NOT IN ({', '.join(['%s'] * len(whole))})")
+        params += whole
+        for prefix in prefixes:
+            where.append("i.provenance NOT LIKE %s ESCAPE '!'")
+            params.append(re.sub(r"([!%_])", r"!\1", prefix) + "%")
+    if skip:
+        where.append(f"i.id NOT IN ({', '.join(['%s'] * len(skip))})")
+        params.extend(skip)
+    sql = f"SELECT i.id FROM {item} i WHERE {' AND '.join(where)} ORDER BY i.position, i.id LIMIT 1"
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE OF i" + (" SKIP LOCKED" if skip_locked else "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return (row[0], row[0], "") if row else None
+
+
+def _unit_where(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int]
+) -> tuple[list[str], list[Any]]:
+    """The conditions on a task's units ``u`` that :func:`_unit_candidate` offers."""
+    q = connection.ops.quote_name
+    assignment, outcome = (q(m._meta.db_table) for m in (Assignment, Outcome))
+    where = [
+        "u.task_id = %s",
+        f"NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.task_id = %s AND a.item_id = u.item_id "
+        "AND a.unit = u.key AND a.user_id = %s AND a.status = %s)",
+        f"NOT EXISTS (SELECT 1 FROM {outcome} o WHERE o.task_id = %s AND o.item_id = u.item_id "
+        "AND o.unit = u.key AND o.verdict <> %s)",
+        f"(SELECT COUNT(*) FROM {assignment} a WHERE a.task_id = %s AND a.item_id = u.item_id "
+        "AND a.unit = u.key AND (a.status = %s OR (a.status = %s AND a.expires_at > %s))) < %s",
+    ]
+    params: list[Any] = [
+        task.pk,
+        task.pk, user.pk, AssignmentStatus.SUBMITTED,
+        task.pk, Verdict.PENDING,
+        task.pk, AssignmentStatus.SUBMITTED, AssignmentStatus.ACTIVE, now, task.overlap,
+    ]  # fmt: skip
+    if skip:
+        where.append(f"u.id NOT IN ({', '.join(['%s'] * len(skip))})")
+        params.extend(skip)
+    return where, params
+
+
+def _unit_candidate(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+) -> tuple[int, int, str] | None:
+    """:func:`_candidate` for a task with units: the first of the task's units (in position
+    order) that this user has not judged, that is not settled and that has fewer than
+    ``overlap`` live assignments; its ``TaskUnit`` row stays locked. Answers ``(TaskUnit id,
+    item id, unit key)``. Units are rated whatever their item's status or author: the task
+    rates answers and judge reports, it does not verify items."""
+    q = connection.ops.quote_name
+    unit = q(TaskUnit._meta.db_table)
+    where, params = _unit_where(task, user, now, skip)
+    sql = (
+        f"SELECT u.id, u.item_id, u.{q('key')} FROM {unit} u WHERE {' AND '.join(where)} "
+        "ORDER BY u.position, u.id LIMIT 1"
+    )
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE OF u" + (" SKIP LOCKED" if skip_locked else "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return (row[0], row[1], row[2]) if row else None
+
+
+def rater_order_seed(task: JudgmentTask) -> int | None:
+    """The seed of a task whose units each rater meets in an order of their own
+    (``unit_params["rater_order_seed"]``, response-level evaluation); None: position order."""
+    seed = (task.unit_params or {}).get("rater_order_seed") if task.has_units else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def rater_rank(*, seed: int, user_id: int, key: str) -> int:
+    """Where a unit comes in one rater's order: a hash of (task seed, rater, unit key), so the
+    order is random-looking, differs between raters, and is the same every time for one rater
+    (it does not depend on which units are still open)."""
+    digest = hashlib.blake2b(f"{seed}:{user_id}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def _shuffled_unit_candidate(
+    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+) -> tuple[int, int, str] | None:
+    """:func:`_unit_candidate` in the rater's own order (:func:`rater_rank`) instead of the
+    units' positions: the open units are read, ranked here, and the first one that can be
+    locked is answered, its row locked."""
+    q = connection.ops.quote_name
+    unit = q(TaskUnit._meta.db_table)
+    where, params = _unit_where(task, user, now, skip)
+    sql = f"SELECT u.id, u.item_id, u.{q('key')} FROM {unit} u WHERE {' AND '.join(where)}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    seed = rater_order_seed(task) or 0
+    rows.sort(key=lambda row: (rater_rank(seed=seed, user_id=user.pk, key=row[2]), row[0]))
+    if not connection.features.has_select_for_update:
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+    lock = f"SELECT u.id FROM {unit} u WHERE u.id = %s FOR UPDATE OF u" + (
+        " SKIP LOCKED" if skip_locked else ""
+    )
+    with connection.cursor() as cursor:
+        for row in rows:
+            cursor.execute(lock, [row[0]])
+            if cursor.fetchone() is not None:
+                return (row[0], row[1], row[2])
+    return None
+
+
+def verification_begin(*, task: JudgmentTask, item_id: int) -> Outcome | None:
+    """Inside a transaction, when an item is leased for a solve task: record the answer the
+    verification is decided against, once (the item is read again here, never taken from a
+    caller, whose copy may have the answer hidden). Other tasks: nothing."""
+    if not solving.is_solve_task(task):
+        return None
+    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item_id=item_id)
+    if outcome.answer_snapshot is None:
+        outcome.answer_snapshot = solving.golden_answer(Item.objects.get(pk=item_id))
+        outcome.save(update_fields=["answer_snapshot", "updated_at"])
+    return outcome
+
+
+def _lease(
+    *, task: JudgmentTask, user: User, item_id: int, now: datetime, unit: str = ""
+) -> Assignment:
+    """One statement: a new lease, or the renewal of this user's own expired one. The first
+    lease of an item for a blind solve task records the answer its verification is decided
+    against (``verification_begin``)."""
+    lease = Assignment(
+        task=task,
+        user=user,
+        item_id=item_id,
+        unit=unit,
+        status=AssignmentStatus.ACTIVE,
+        leased_at=now,
+        expires_at=now + timedelta(minutes=task.lease_minutes),
+    )
+    Assignment.objects.bulk_create(
+        [lease],
+        update_conflicts=True,
+        unique_fields=["task", "item", "unit", "user"],
+        update_fields=["status", "leased_at", "expires_at"],
+    )
+    if lease.pk is None:  # a backend that does not return ids on conflict
+        lease = Assignment.objects.get(task=task, item_id=item_id, unit=unit, user=user)
+    if not unit:  # a push of this item to this user is taken now
+        ItemPush.objects.filter(
+            task=task, item_id=item_id, user=user, taken_at__isnull=True
+        ).update(taken_at=now)
+    verification_begin(task=task, item_id=item_id)
+    return lease
+
+
+def _score_field(entry: dict[str, Any], raw: Any) -> int:
+    """One field of a ``scores`` judgment: a whole number within the field's bounds."""
+    name = entry.get("label") or entry["value"]
+    low, high = entry.get("min"), entry.get("max")
+    bounds = f"{low} to {high}" if high is not None else f"{low} or more"
+    value = raw
+    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+\s*", raw):
+        value = int(raw)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationFailed(f"{name}: {raw!r} is not a whole number ({bounds})")
+    if low is not None and value < low:
+        raise ValidationFailed(f"{name}: {value} is below {low} (give {bounds})")
+    if high is not None and value > high:
+        raise ValidationFailed(f"{name}: {value} is above {high} (give {bounds})")
+    return value
+
+
+def _check_scores(task: JudgmentTask, value: Any) -> dict[str, int]:
+    """A ``scores`` judgment: an object with exactly the task's fields, each a whole number
+    within its bounds (a JSON text of one is read)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    names = [e["value"] for e in task.labels]
+    if not isinstance(value, dict):
+        raise ValidationFailed(f"give one score for each of {', '.join(names)} (an object)")
+    unknown = [k for k in value if k not in names]
+    if unknown:
+        raise ValidationFailed(
+            f"unknown score {', '.join(map(repr, unknown))}; the scores are {', '.join(names)}"
+        )
+    missing = [
+        e.get("label") or e["value"] for e in task.labels if value.get(e["value"]) in (None, "")
+    ]
+    if missing:
+        raise ValidationFailed(f"missing score: {', '.join(missing)}")
+    return {e["value"]: _score_field(e, value[e["value"]]) for e in task.labels}
+
+
+def _check_value(task: JudgmentTask, value: Any, reason: str) -> Any:
+    if task.scheme == Scheme.SCORES:
+        return _check_scores(task, value)
+    if task.scheme == Scheme.NUMBER:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValidationFailed(f"{value!r} is not a number") from None
+        return value
+    if task.scheme == Scheme.TEXT:
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationFailed("the answer is empty")
+        return value.strip()
+    return _check_label(task, value, reason)
+
+
+def _check_label(task: JudgmentTask, value: Any, reason: str) -> Any:
+    """A value of a binary, nominal or ordinal scale: one of the labels (a number may come
+    as its text), with a reason where the label asks for one."""
+    allowed = task.label_values
+    for candidate in allowed:
+        if value == candidate or (isinstance(candidate, int) and str(value) == str(candidate)):
+            value = candidate
+            break
+    else:
+        raise ValidationFailed(
+            f"{value!r} is not one of the labels: {', '.join(map(str, allowed))}"
+        )
+    if task.scheme == Scheme.NOMINAL:
+        entry = next(e for e in task.labels if e["value"] == value)
+        reasons = entry.get("reasons") or []
+        if reasons and reason not in reasons:
+            raise ValidationFailed(f"choose a reason for {value!r}: {', '.join(reasons)}")
+    return value
+
+
+def judgment_submit(
+    *,
+    task: JudgmentTask,
+    item: Item,
+    user: User,
+    value: Any,
+    reason: str = "",
+    comment: str = "",
+    relabel: dict[str, str] | None = None,
+    seconds: float = 0,
+    unit: str = "",
+) -> Judgment:
+    """Record one annotator's judgment of an item (or of one ``unit`` of it, for a task with
+    units). Submitting the same judgment twice is harmless (the first stands); judging an
+    item or unit not leased to you is refused."""
+    return judgment_submit_once(
+        task=task,
+        item=item,
+        user=user,
+        value=value,
+        reason=reason,
+        comment=comment,
+        relabel=relabel,
+        seconds=seconds,
+        unit=unit,
+    )[0]
+
+
+def _check_unit(task: JudgmentTask, item: Item, unit: str) -> None:
+    """A task with units is judged unit by unit, and only its own units; an item-level task
+    has none."""
+    if not task.has_units:
+        if unit:
+            raise ValidationFailed(
+                f"task {task.name!r} judges whole items; it has no unit {unit!r}"
+            )
+        return
+    if not unit:
+        raise ValidationFailed(
+            f"task {task.name!r} is judged unit by unit: say which unit (response:<id>:<label>)"
+        )
+    if not TaskUnit.objects.filter(task=task, item=item, key=unit).exists():
+        raise ValidationFailed(f"unit {unit!r} of item {item.pk} is not part of task {task.name!r}")
+
+
+def judgment_submit_once(
+    *,
+    task: JudgmentTask,
+    item: Item,
+    user: User,
+    value: Any,
+    reason: str = "",
+    comment: str = "",
+    relabel: dict[str, str] | None = None,
+    seconds: float = 0,
+    unit: str = "",
+) -> tuple[Judgment, bool]:
+    """:func:`judgment_submit`, also saying whether this call recorded the judgment (False:
+    one was already recorded, and it stands unchanged)."""
+    relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
+    unknown = set(relabel) - set(task.relabel_fields)
+    if unknown:
+        raise ValidationFailed(f"this task does not relabel {', '.join(sorted(unknown))}")
+    _check_unit(task, item, unit)
+    with transaction.atomic():
+        assignment = (
+            Assignment.objects.select_for_update()
+            .filter(task=task, item=item, unit=unit, user=user)
+            .first()
+        )
+        if assignment is None:
+            raise Forbidden(f"this {'unit' if unit else 'item'} is not assigned to you")
+        # A judgment is only ever stored with its assignment marked submitted (below, in one
+        # transaction, the assignment row locked), so an active lease has none to look for.
+        if assignment.status == AssignmentStatus.SUBMITTED:
+            existing = Judgment.objects.filter(assignment=assignment).first()
+            if existing is not None:
+                return existing, False
+        value = _check_value(task, value, reason)
+        now = timezone.now()
+        if assignment.expires_at <= now:
+            taken = (
+                Assignment.objects.filter(_live(task, now), item=item, unit=unit).exclude(
+                    pk=assignment.pk
+                )
+            ).count()
+            if taken >= task.overlap:
+                raise Conflict(
+                    f"your lease expired and the {'unit' if unit else 'item'} was judged by "
+                    "others meanwhile"
+                )
+        try:
+            judgment = Judgment.objects.create(
+                task=task,
+                item=item,
+                unit=unit,
+                user=user,
+                assignment=assignment,
+                value=value,
+                reason=reason,
+                comment=comment,
+                relabel=relabel,
+                seconds=max(0.0, float(seconds or 0)),
+            )
+        except IntegrityError:
+            raise Conflict("a judgment of yours for this item already exists") from None
+        assignment.status = AssignmentStatus.SUBMITTED
+        assignment.submitted_at = now
+        assignment.save(update_fields=["status", "submitted_at"])
+        outcome_recompute(task=task, item=item, unit=unit)
+    return judgment, True
+
+
+def judgment_agreement_sync(
+    *, task: JudgmentTask, item_ids: Collection[int] | None = None, unit: str | None = None
+) -> int:
+    """Store on the judgments of ``task`` (of ``item_ids`` and ``unit`` when given, else all)
+    their credit for agreeing with the settled outcome (``Judgment.agrees``, None while it is
+    not settled), in bulk: every writer of an outcome calls it in its transaction, so the team
+    page sums the credits. Answers the number of judgments changed."""
+    outcomes = Outcome.objects.filter(task=task, verdict__in=SETTLED)
+    judgments = Judgment.objects.filter(task=task)
+    if item_ids is not None:
+        outcomes, judgments = (
+            outcomes.filter(item_id__in=item_ids),
+            judgments.filter(item_id__in=item_ids),
+        )
+    if unit is not None:
+        outcomes, judgments = outcomes.filter(unit=unit), judgments.filter(unit=unit)
+    settled = {
+        (item_id, u): (verdict, value)
+        for item_id, u, verdict, value in outcomes.values_list(
+            "item_id", "unit", "verdict", "value"
+        )
+    }
+    rows = list(judgments.order_by().values_list("pk", "item_id", "unit", "value", "agrees"))
+    changed = 0
+    for credit, ids in agreement_credits(task.scheme, settled, rows).items():
+        for start in range(0, len(ids), 900):
+            changed += Judgment.objects.filter(pk__in=ids[start : start + 900]).update(
+                agrees=credit
+            )
+    return changed
+
+
+def outcome_recompute(*, task: JudgmentTask, item: Item, unit: str = "") -> Outcome:
+    """Apply the consensus rule once ``overlap`` judgments are in; a reviewer's decision stands.
+    The item's judgments follow with their agreement credit (``judgment_agreement_sync``)."""
+    outcome, rows = _outcome_recompute(task=task, item=item, unit=unit)
+    if rows is None:
+        judgment_agreement_sync(task=task, item_ids=[item.pk], unit=unit)
+    else:  # the item's judgments were read already: their credits from those rows
+        _agreement_sync_rows(task, outcome, [r[:5] for r in rows])
+    return outcome
+
+
+def _agreement_sync_rows(
+    task: JudgmentTask, outcome: Outcome, rows: list[tuple[int, int, str, Any, float | None]]
+) -> None:
+    """:func:`judgment_agreement_sync` of one outcome's judgments, given as (id, item id,
+    unit, value, stored credit) rows read in the same transaction (the outcome row locked)."""
+    settled = {}
+    if outcome.verdict in SETTLED:
+        settled[(outcome.item_id, outcome.unit)] = (outcome.verdict, outcome.value)
+    for credit, ids in agreement_credits(task.scheme, settled, rows).items():
+        Judgment.objects.filter(pk__in=ids).update(agrees=credit)
+
+
+def _outcome_recompute(
+    *, task: JudgmentTask, item: Item, unit: str = ""
+) -> tuple[Outcome, list[tuple[Any, ...]] | None]:
+    """(the outcome, the judgments it was decided from as (id, item id, unit, value, stored
+    credit, relabel) rows; None when a decision stands and they were not read)."""
+    outcome, _ = Outcome.objects.select_for_update().get_or_create(task=task, item=item, unit=unit)
+    if outcome.decided_by_id is not None or outcome.verdict == "discarded":
+        return outcome, None
+    rows = list(
+        Judgment.objects.filter(task=task, item=item, unit=unit)
+        .order_by("created_at")
+        .values_list("pk", "item_id", "unit", "value", "agrees", "relabel")
+    )
+    values = [r[3] for r in rows]
+    matches_author = None
+    author_value: Any = None
+    if solving.is_solve_task(task):
+        # Blind solving: compare as the benchmark scores (answer, variants, match type), with
+        # the answer recorded when verification began (not the caller's copy of the item,
+        # whose answer may be hidden from the user, nor a later edit).
+        if outcome.answer_snapshot is None:
+            outcome.answer_snapshot = solving.golden_answer(Item.objects.get(pk=item.pk))
+        matches_author = partial(solving.answer_matches, outcome.answer_snapshot)
+        author_value = outcome.answer_snapshot.get("value")
+    elif task.consensus == Rule.AUTHOR_PLUS_TWO:
+        author_value = Item.objects.values_list("expected_answer", flat=True).get(pk=item.pk)
+    result = decide(
+        Rule(task.consensus),
+        values,
+        needed=task.overlap,
+        accept=task.accepts,
+        required=task.required_value,
+        author_value=author_value,
+        matches_author=matches_author,
+    )
+    outcome.verdict, outcome.value, outcome.reason = result.verdict, result.value, result.reason
+    outcome.decided_at = timezone.now() if result.verdict != Verdict.PENDING else None
+    if result.verdict == Verdict.ACCEPTED and task.relabel_fields:
+        outcome.relabel = _apply_relabels(task, item, [r[5] for r in rows])
+    outcome.save()
+    if task.updates_item_status and not task.has_units:
+        item_follows_outcome(item, outcome.verdict, outcome.reason, task=task)
+    return outcome, rows
+
+
+def _apply_relabels(
+    task: JudgmentTask, item: Item, proposals: list[Any]
+) -> dict[str, dict[str, str]]:
+    """Where more than half of the judgments (their ``relabel`` ``proposals``) propose the
+    same new value for a field (category, intent), the item takes it; returns what
+    changed. The row is read again under a lock and saved (``item`` is the caller's read,
+    which may be one that cannot be saved); ``item`` shows the new values too."""
+    changed: dict[str, dict[str, str]] = {}
+    for field in task.relabel_fields:
+        votes = Counter(p.get(field) for p in proposals if p.get(field))
+        if not votes:
+            continue
+        value, n = votes.most_common(1)[0]
+        current = getattr(item, field, "")
+        if n * 2 > len(proposals) and value != current:
+            changed[field] = {"from": current, "to": value}
+    if changed:
+        locked = Item.objects.select_for_update().get(pk=item.pk)
+        for field, change in changed.items():
+            setattr(locked, field, change["to"])
+            setattr(item, field, change["to"])
+        locked.save(update_fields=[*changed, "updated_at"])
+    return changed
+
+
+def item_follows_outcome(
+    item: Item,
+    verdict: str,
+    reason: str,
+    *,
+    task: JudgmentTask | None = None,
+    reviewer: User | None = None,
+) -> None:
+    """Set the item's status from an outcome, recorded as a status change: by ``reviewer``
+    when one decided, else by the consensus rule of ``task``."""
+    status = {
+        Verdict.ACCEPTED: ItemStatus.VERIFIED,
+        Verdict.REJECTED: ItemStatus.DISCARDED,
+        Verdict.DISPUTED: ItemStatus.IN_REVIEW,
+        "discarded": ItemStatus.DISCARDED,
+    }.get(verdict)
+    if status is None:
+        return
+    rule = (
+        f"consensus ({task.consensus}) of judgment task {task.name!r}"
+        if task is not None
+        else "judgment outcome"
+    )
+    item_status_set(
+        item=item,
+        user=reviewer,
+        status=status,
+        reason=(reason or verdict) if status == ItemStatus.DISCARDED else reason,
+        rule=rule,
+    )
+
+
+def judgment_task_ensure_defaults(*, project: Any) -> list[JudgmentTask]:
+    """The judgment task the project's benchmark prescribes (``project.benchmark
+    .default_task``: m&m's plan validity, ATP-Bench query verification, Agentic-MME's blind
+    solving), created once per project."""
+    task = project.benchmark.default_task
+    if task is None:
+        return []
+    made, _ = JudgmentTask.objects.get_or_create(
+        project=project, name=task.name, defaults=dict(task.settings)
+    )
+    return [made]
+
+
+def _keep_unit_scale(task: JudgmentTask) -> None:
+    """A task with units never sets items' status (an item has many units). Rating a judge
+    or a criterion is on the 0-2 scale (its ratings are compared with the judge's); any other
+    unit task keeps the scale, labels and rule it was created with (a response-level
+    evaluation's scale is what its results are computed from), and its name and question
+    never name the models it evaluates (``unit_params["models"]``): raters read both."""
+    task.updates_item_status = False
+    if task.unit_kind in RATING_LABELS:
+        if task.scheme != Scheme.ORDINAL or task.label_values != [0, 1, 2]:
+            raise ValidationFailed(
+                "this task rates units on the 0-2 scale (ordinal labels 0, 1, 2); keep it"
+            )
+        return
+    hidden = [
+        m for m in (task.unit_params or {}).get("models") or []
+        if isinstance(m, str) and m.strip() and m.lower() in f"{task.name} {task.question}".lower()
+    ]  # fmt: skip
+    if hidden:
+        raise ValidationFailed(
+            f"name and question: raters see them and must not know the models under "
+            f"evaluation; leave {', '.join(map(repr, hidden))} out"
+        )
+    stored = JudgmentTask.objects.filter(pk=task.pk).values("scheme", "labels", "consensus").first()
+    if stored is not None and (
+        stored["scheme"] != task.scheme
+        or stored["labels"] != task.labels
+        or stored["consensus"] != task.consensus
+    ):
+        raise ValidationFailed(
+            "this task's scale, labels and rule were set when it was created (its results are "
+            "computed from them); keep them, or create a new task"
+        )
+
+
+def _check_rule_fits_scheme(task: JudgmentTask) -> None:
+    """The median rule takes numbers (ordinal values, numbers, several scores); several
+    scores per judgment are decided by the median alone, and only tasks with units have them."""
+    scheme, rule = Scheme(task.scheme), Rule(task.consensus)
+    if scheme is Scheme.SCORES and not task.has_units:
+        raise ValidationFailed(
+            "scheme: several scores per judgment are for response-level evaluation tasks "
+            "(Human evaluation on the judging page)"
+        )
+    if scheme is Scheme.SCORES and rule is not Rule.MEDIAN:
+        raise ValidationFailed("rule: several scores per judgment are decided by their median")
+    if rule is Rule.MEDIAN:
+        numeric = scheme in (Scheme.NUMBER, Scheme.SCORES) or (
+            scheme is Scheme.ORDINAL
+            and all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in task.label_values
+            )
+        )
+        if not numeric:
+            raise ValidationFailed(
+                "rule: the median needs numeric ratings (an ordinal scale of numbers, numbers, "
+                "or several scores)"
+            )
+
+
+def judgment_task_save(
+    *, project: Any, user: Any, task: JudgmentTask | None, **fields: Any
+) -> JudgmentTask:
+    """Create or change a judgment task (project admins). The label scheme and the consensus
+    rule are checked together, so a task can always decide its items."""
+    require(user=user, project=project, action="manage")
+    task = task or JudgmentTask(project=project)
+    scheme_before = task.scheme if task.pk else None
+    for name, value in fields.items():
+        setattr(task, name, value)
+    scheme, rule = Scheme(task.scheme), Rule(task.consensus)
+    if scheme in (Scheme.NOMINAL, Scheme.ORDINAL):
+        labels = task.labels
+        if (
+            not isinstance(labels, list)
+            or len(labels) < 2
+            or not all(isinstance(e, dict) and "value" in e for e in labels)
+        ):
+            raise ValidationFailed('labels: give at least two, as [{"value": ..., "label": ...}]')
+        values = [e["value"] for e in labels]
+        if len(set(map(repr, values))) != len(values):
+            raise ValidationFailed("labels: each value may appear once")
+    if rule is Rule.ALL_REQUIRED:
+        allowed = task.label_values if scheme not in (Scheme.NUMBER, Scheme.TEXT) else None
+        if task.required_value is None or (
+            allowed is not None and task.required_value not in allowed
+        ):
+            raise ValidationFailed("the rule 'all required' needs a required value from the labels")
+    if rule is Rule.AUTHOR_PLUS_TWO and task.overlap < 2:
+        raise ValidationFailed("author plus two verifiers needs an overlap of at least 2")
+    if task.overlap < 1 or task.overlap > 50:
+        raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
+    _check_rule_fits_scheme(task)
+    if task.has_units:
+        _keep_unit_scale(task)
+    task.full_clean()
+    return _task_store(task, scheme_before=scheme_before)
+
+
+def _task_store(task: JudgmentTask, *, scheme_before: str | None) -> JudgmentTask:
+    with transaction.atomic():
+        task.save()
+        if scheme_before is not None and scheme_before != task.scheme:
+            # Values compare by the scheme: the stored agreement credits follow.
+            judgment_agreement_sync(task=task)
+    return task
+
+
+UNIT_QUESTIONS = {
+    UnitKind.JUDGE_REPORT: "Do you agree with this report of the judge on this answer? "
+    "0 disagree, 1 partly agree, 2 agree.",
+    UnitKind.ANSWER_CRITERION: "How well does this answer meet this criterion? "
+    "0 not met, 1 partially met, 2 fully met.",
+}
+MAX_UNITS = 100_000
+
+
+def _unit_kind_scale(
+    unit_kind: str, scale: dict[str, Any] | None
+) -> tuple[UnitKind, dict[str, Any]]:
+    """The kind of a new unit task and its scale: the 0-2 scale for rating a judge or a
+    criterion, else the ``scale`` the caller brings."""
+    try:
+        kind = UnitKind(unit_kind)
+    except ValueError:
+        kinds = ", ".join(k.value for k in UnitKind if k is not UnitKind.ITEM)
+        raise ValidationFailed(f"unit kind: {unit_kind!r} is not one of {kinds}") from None
+    if kind is UnitKind.ITEM:
+        raise ValidationFailed("unit kind: item-level tasks are made with 'New judgment task'")
+    if kind in RATING_LABELS:
+        return kind, {"scheme": Scheme.ORDINAL, "labels": RATING_LABELS[kind],
+                      "consensus": Rule.MAJORITY}  # fmt: skip
+    if not (isinstance(scale, dict) and {"scheme", "labels", "consensus"} <= set(scale)):
+        raise ValidationFailed(f"unit kind {kind.value!r}: say the scale (scheme, labels, rule)")
+    return kind, scale
+
+
+def unit_task_create(
+    *,
+    project: Any,
+    user: User,
+    unit_kind: str,
+    name: str,
+    unit_params: dict[str, Any],
+    overlap: int = 3,
+    question: str = "",
+    lease_minutes: int = 30,
+    scale: dict[str, Any] | None = None,
+) -> JudgmentTask:
+    """Create a task whose judgments are about units rather than items (reviewers and
+    admins): rate a judge's agent reports (``judge-report``), score rubric criteria of
+    answers (``answer-criterion``), or evaluate answers (``answer-eval``, ``answer-pair``).
+    k = ``overlap`` people rate each unit blind and item status is left alone. The first two
+    kinds rate on the 0-2 scale (ordinal) and the majority decides a unit's outcome; the
+    others bring their ``scale``: ``{"scheme", "labels", "consensus"}``. The units are listed
+    now by the unit source registered for the kind, from ``unit_params``, and kept as
+    ``TaskUnit`` rows in the order given."""
+    require(user=user, project=project, action="manage_studies")
+    kind, scale = _unit_kind_scale(unit_kind, scale)
+    name = (name or "").strip()
+    if not name:
+        raise ValidationFailed("name: give the task a name")
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or not 1 <= overlap <= 50:
+        raise ValidationFailed("overlap: the number of people who rate each unit, 1 to 50")
+    if JudgmentTask.objects.filter(project=project, name=name).exists():
+        raise ValidationFailed(f"name: this project already has a judgment task {name!r}")
+    source = unit_source(kind)
+    with transaction.atomic():
+        task = JudgmentTask(
+            project=project,
+            name=name,
+            question=question.strip() or UNIT_QUESTIONS.get(kind, ""),
+            scheme=scale["scheme"],
+            labels=scale["labels"],
+            overlap=overlap,
+            consensus=scale["consensus"],
+            updates_item_status=False,
+            author_may_judge=True,
+            lease_minutes=lease_minutes,
+            unit_kind=kind,
+            unit_params=unit_params,
+        )
+        _check_rule_fits_scheme(task)
+        task.full_clean()
+        task.save()
+        units = source.units(task=task)
+        if not units:
+            raise ValidationFailed("nothing to rate: the chosen answers have no such units")
+        if len(units) > MAX_UNITS:
+            raise ValidationFailed(
+                f"{len(units)} units is too many for one task (at most {MAX_UNITS}); "
+                "rate a sample of the answers"
+            )
+        keys = [key for _, key in units]
+        if len(set(keys)) != len(keys):
+            raise ValidationFailed("the unit source listed a unit twice")
+        item_ids = {item_id for item_id, _ in units}
+        if Item.objects.filter(pk__in=item_ids, project=project).count() != len(item_ids):
+            raise ValidationFailed("every unit must belong to an item of this project")
+        TaskUnit.objects.bulk_create(
+            [
+                TaskUnit(task=task, item_id=item_id, key=key, position=n)
+                for n, (item_id, key) in enumerate(units)
+            ],
+            batch_size=2000,
+        )
+    return task

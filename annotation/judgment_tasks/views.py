@@ -1,0 +1,252 @@
+"""Judging: the task list, "next item", and the judge page (blind)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.module_loading import import_string
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotation.judgment_tasks import selectors, services
+from annotation.judgment_tasks.forms import JudgmentForm, TaskForm
+from annotation.judgment_tasks.models import JudgmentTask, TaskUnit
+from annotation.judgment_tasks.plan_graph import layout
+from annotation.judgment_tasks.units import unit_source
+from benchmark import permissions
+from benchmark import selectors as project_selectors
+from benchmark.exceptions import DomainError
+from benchmark.images import selectors as image_selectors
+from benchmark.models import Item
+from benchmark.plans.verify import verify_plan
+from benchmark.presenters import item_view, plan_input_files, plan_view
+from benchmark.toolsets.specs import plan_toolset
+from benchmark.typing import HtmxHttpRequest, request_user
+
+htmx_page = vary_on_headers("HX-Request")
+
+
+def _go(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@login_required
+@require_GET
+def task_list(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = project_selectors.project_get(user=request.user, pk=project_id)
+    tasks = list(selectors.task_list(user=request.user, project=project))
+    pushes = selectors.pushes_untaken(user=request.user, tasks=tasks)
+    for task in tasks:
+        task.progress = selectors.my_progress(user=request.user, task=task)  # type: ignore[attr-defined]
+        task.pushes_untaken = pushes.get(task.pk, [])  # type: ignore[attr-defined]
+        if task.relabel_fields:
+            task.stats = selectors.verification_stats(task=task)  # type: ignore[attr-defined]
+    return render(
+        request,
+        "annotation/task_list.html",
+        {
+            "project": project,
+            "tasks": tasks,
+            "actions": permissions.allowed_actions(user=request.user, project=project),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_next(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    task = selectors.task_get(user=request.user, pk=pk)
+    try:
+        assignment = services.assignment_next_for_user(task=task, user=request_user(request))
+    except DomainError as exc:
+        raise PermissionDenied(exc.message) from None
+    if assignment is None:
+        return render(request, "annotation/queue_empty.html", {"task": task})
+    if assignment.unit:
+        return _go(request, reverse("annotation:judge_unit", args=[task.pk, assignment.unit]))
+    return _go(request, reverse("annotation:judge", args=[task.pk, assignment.item_id]))
+
+
+def _plan_panel(item: Item) -> list[dict[str, Any]]:
+    toolset = _toolset_for(item)
+    panels = []
+    # The plans under judgment: the ground truth and its alternatives, not model predictions.
+    for plan in item.plans.filter(origin="ground_truth"):
+        view = plan_view(plan)
+        view["graph"] = layout(plan.steps or [])
+        view["findings"] = verify_plan(plan.steps if plan.steps else plan.code, toolset)
+        panels.append(view)
+    return panels
+
+
+def _toolset_for(item: Item) -> Any:
+    return plan_toolset(item.project.toolset)
+
+
+def _judge_context(
+    request: HttpRequest, task: JudgmentTask, item: Item, unit: str = ""
+) -> dict[str, Any]:
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
+    context: dict[str, Any] = {
+        "task": task,
+        "project": task.project,
+        "item": item,
+        "view": item_view(
+            item,
+            image_selectors.images_by_sha(
+                user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
+            ),
+            task.project.benchmark.image_index_key,
+        ),
+        "judgments": selectors.judgments_visible(
+            user=request.user, task=task, item=item, unit=unit
+        ),
+        "outcome": selectors.outcome_for(task=task, item=item, unit=unit) if reviewer else None,
+        "can_adjudicate": reviewer,
+    }
+    if task.project.benchmark.plans and not unit:
+        context["plans"] = _plan_panel(item)
+        context["input_files"] = plan_input_files([p["obj"] for p in context["plans"]])
+    return context
+
+
+TaskApplies = Callable[[JudgmentTask], bool]
+_TASK_SCREENS: list[tuple[TaskApplies, str]] = []
+
+
+def task_screen_register(applies: TaskApplies, screen: str) -> None:
+    """Judge the tasks for which ``applies(task)`` holds on another screen: ``screen`` is the
+    dotted path of a view called as ``view(request, task=..., item_id=...)``. Registered from
+    an app's ``ready()`` by the features built on judging (blind verification's solve
+    screen), which judging does not import."""
+    if (applies, screen) not in _TASK_SCREENS:
+        _TASK_SCREENS.append((applies, screen))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@htmx_page
+def judge(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
+    """The judge page. Annotators reach it through a lease; reviewers may look at any item.
+    Nobody sees another person's judgment here unless they may review."""
+    task = selectors.task_get(user=request.user, pk=pk)
+    for applies, screen in _TASK_SCREENS:  # e.g. blind solving has its own screen
+        if applies(task):
+            return import_string(screen)(request, task=task, item_id=item_id)
+    if task.has_units:
+        raise Http404("This task is judged unit by unit; ask for the next unit.")
+    if request.method == "POST":  # a submit shows the item only if it fails (read again then)
+        item = selectors.task_item_for_submit(user=request.user, task=task, pk=item_id)
+        return _judge_page(request, task, item, read_again=True)
+    item = selectors.task_item_get(user=request.user, task=task, pk=item_id)
+    return _judge_page(request, task, item)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@htmx_page
+def judge_unit(request: HtmxHttpRequest, pk: int, unit: str) -> HttpResponse:
+    """The judge page of one unit of a task with units (rate one judge report; score one
+    criterion of one answer): the item, what the unit source shows about the unit, and the
+    0-2 scale. Annotators reach it through a lease of that unit; reviewers may look at any
+    unit. Blind as for items: an annotator sees no one else's rating."""
+    task = selectors.task_get(user=request.user, pk=pk)
+    if not task.has_units:
+        raise Http404("This task judges whole items.")
+    task_unit = selectors.task_unit_get(user=request.user, task=task, key=unit)
+    # A kind with a page of its own (response-level evaluation) draws the unit there.
+    own_page = unit_source(task.unit_kind).render_page(request, task=task, unit=task_unit)
+    if own_page is not None:
+        return own_page
+    return _judge_page(request, task, task_unit.item, task_unit)
+
+
+def _judge_page(
+    request: HtmxHttpRequest,
+    task: JudgmentTask,
+    item: Item,
+    task_unit: TaskUnit | None = None,
+    *,
+    read_again: bool = False,
+) -> HttpResponse:
+    """The judge page, and the submit of a judgment from it. ``read_again``: ``item`` was read
+    for the submit alone (``task_item_for_submit``); the page, if shown, reads it as its
+    reader may see it."""
+    unit = task_unit.key if task_unit is not None else ""
+    what = "unit" if unit else "item"
+    assignment = selectors.assignment_for(user=request.user, task=task, item=item, unit=unit)
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
+    if assignment is None and not reviewer:
+        raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
+    status = 200
+    if request.method != "POST":
+        form = JudgmentForm(task=task, item=item)
+    else:
+        form = JudgmentForm(request.POST, task=task, item=item)
+        if form.is_valid():
+            try:
+                services.judgment_submit(
+                    task=task,
+                    item=item,
+                    user=request_user(request),
+                    unit=unit,
+                    **form.judgment_kwargs(),
+                )
+            except DomainError as exc:
+                form.add_error(None, exc.message)
+                status = exc.status_code if exc.status_code in (403, 409) else 200
+            else:
+                return _go(request, reverse("annotation:task_next", args=[task.pk]))
+    if read_again:
+        item = selectors.task_item_get(user=request.user, task=task, pk=item.pk)
+    context = _judge_context(request, task, item, unit)
+    # One's own judgment, from the judgments the page shows anyway (not read before a submit).
+    mine = next((j for j in context["judgments"] if j.user_id == request.user.pk), None)
+    context.update({"form": form, "assignment": assignment, "mine": mine, "what": what})
+    if task_unit is not None:
+        context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)
+    return render(request, "annotation/judge.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_edit(request: HttpRequest, project_id: int, pk: int | None = None) -> HttpResponse:
+    """Create or change a judgment task (project admins)."""
+    project = project_selectors.project_get(user=request.user, pk=project_id)
+    if not permissions.can(user=request.user, project=project, action="manage"):
+        raise PermissionDenied("Only project admins define judgment tasks.")
+    task = selectors.task_get(user=request.user, pk=pk) if pk else None
+    if task is not None and task.project_id != project.pk:
+        raise Http404("No such task in this project.")
+    form = TaskForm(request.POST or None, instance=task)
+    if request.method == "POST" and form.is_valid():
+        fields = {name: form.cleaned_data[name] for name in TaskForm.Meta.fields}
+        try:
+            services.judgment_task_save(
+                project=project, user=request_user(request), task=task, **fields
+            )
+        except DomainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            return redirect("annotation:task_list", project_id=project.pk)
+    return render(
+        request, "annotation/task_edit.html", {"project": project, "task": task, "form": form}
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def task_defaults(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Add the benchmark's default judgment task(s) to the project (project admins)."""
+    project = project_selectors.project_get(user=request.user, pk=project_id)
+    if not permissions.can(user=request.user, project=project, action="manage"):
+        raise PermissionDenied("Only project admins define judgment tasks.")
+    services.judgment_task_ensure_defaults(project=project)
+    return redirect("annotation:task_list", project_id=project.pk)

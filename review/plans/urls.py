@@ -1,8 +1,0 @@
-from django.urls import path
-
-from review.plans import views
-
-urlpatterns = [
-    path("projects/<int:project_id>/balance/", views.balance, name="balance"),
-    path("projects/<int:project_id>/score-plans/", views.score_plans, name="score_plans"),
-]
