@@ -11,11 +11,10 @@ from django.db.models import BigIntegerField, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from benchmark import visibility
+from benchmark import selectors, visibility
 from benchmark.llm.client import ModelNotConfigured
 from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
 from benchmark.models import Item, Job, ModelCall, Project
-from benchmark.selectors import item_list
 from benchmark.typing import AnyUser
 
 
@@ -41,7 +40,7 @@ def model_call_jobs_visible(*, user: AnyUser, jobs: QuerySet[Job]) -> QuerySet[J
     an item from a user, that user's view of the item's model-call jobs follows here, and so
     does ``benchmark.visibility``'s rule: a call about an item whose answer is hidden from the
     user (a blind verifier) is not theirs to see."""
-    visible_items = item_list(user=user).values("pk")
+    visible_items = selectors.item_list(user=user).values("pk")
     jobs = visibility.exclude_hidden_jobs(jobs, user=user)
     return jobs.annotate(
         about_item=Cast(KeyTextTransform("item_id", "params"), BigIntegerField())
