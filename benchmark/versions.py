@@ -5,11 +5,11 @@ Items, plans, reference trajectories, answers and judge templates keep their ver
 of :class:`VersionRow` (their own table, with what they store and what they are versions of);
 their services save through :func:`version_save`, which
 
-1. reads the newest version of the thing (the caller holds the lock on its parent row),
+1. takes the newest version, which the caller read under the lock of the thing's parent row,
 2. refuses with :class:`StaleVersion` when the editor was opened on another version
    (``base_number``; None means "no check": a first save, an import, an automatic change),
-3. lets the caller refuse an unchanged save (``unchanged``),
-4. writes the thing itself (``write``) and the next version row (``create``), and
+3. lets the caller refuse an unchanged save or write the thing itself (``before``),
+4. writes the next version row (``create``), and
 5. turns the unique-number race (two saves reading the same newest version) into the same
    :class:`StaleVersion`, with the version that won.
 
@@ -59,10 +59,6 @@ class VersionRow(models.Model):
 
     class Meta:
         abstract = True
-
-    @property
-    def author_name(self) -> str:
-        return self.author.get_username() if self.author else ""
 
 
 def version_constraints(table: str, *scope: str) -> list[models.BaseConstraint]:
