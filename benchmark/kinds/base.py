@@ -160,6 +160,10 @@ class BenchmarkKind:
     query_image_matches_modality: bool = False
     #: The query field holds the format instruction after the question (Agentic-MME).
     query_has_format_instruction: bool = False
+    #: The protocol that runs a model under test on the kind's items and scores what it
+    #: produced (``benchmark.evaluation.<module>.PROTOCOL``, see ``benchmark.evaluation.base``);
+    #: None: models cannot be evaluated on the kind yet.
+    evaluation: str | None = None
     #: Hugging Face dataset card categories of a release.
     task_categories: tuple[str, ...] = ("text-generation",)
 

@@ -1,0 +1,308 @@
+"""What a protocol is given (an item, settings, a chat callable, a tool layer) and what it returns.
+
+Messages are OpenAI chat messages. An image in a message is the part
+``{"type": "image_url", "image_url": {"url": "sha256:<hex>"}}``; its bytes travel beside the
+messages in ``images`` (sha256 -> bytes), so a model-call cache keys the request by hash and
+the adapter sends data URLs. Tools are OpenAI function specs (``{"type": "function",
+"function": {...}}``); a reply's tool calls come back parsed.
+
+The tool layer records every call to a provider (request, response, files, time) per item;
+in replay mode it answers only from the record and raises ``ReplayMiss`` naming the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class EvaluationError(Exception):
+    """A run cannot go on; the message says why (shown to the user)."""
+
+
+class ReplayMiss(EvaluationError):
+    """Replay mode met a call that was never recorded."""
+
+
+class ToolUnavailable(EvaluationError):
+    """No provider is configured for a tool: "not available here"."""
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def image_part(digest: str) -> dict[str, Any]:
+    """The message part standing for an image (its bytes go in ``images``)."""
+    return {"type": "image_url", "image_url": {"url": f"sha256:{digest}"}}
+
+
+# --------------------------------------------------------------------------- model calls
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    #: The arguments as the model wrote them (a JSON string; may be malformed).
+    arguments: str
+
+    def parsed(self) -> dict[str, Any]:
+        """The arguments as a dict; raises ValueError naming the tool when they are not."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{self.name}: arguments are not JSON ({exc.msg})") from exc
+        if not isinstance(value, dict):
+            raise ValueError(f"{self.name}: arguments must be a JSON object")
+        return value
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: int = 0
+    cached: bool = False
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The reply as the assistant message to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        return message
+
+
+class Chat(Protocol):
+    """One model call: ``chat(messages, images=..., tools=...)`` -> the reply. Raises
+    ``EvaluationError`` (or a subclass) when the call cannot be answered."""
+
+    def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        images: Mapping[str, bytes] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ModelReply: ...
+
+
+# --------------------------------------------------------------------------- tools
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool answered: text (or JSON) for the model, and files it produced by name."""
+
+    output: Any
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    error: str = ""
+
+
+class Provider(Protocol):
+    """Something that runs named tools (a retrieval API, m&m's model tools, ...)."""
+
+    def tools(self) -> Iterable[str]: ...
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult: ...
+
+
+def call_key(item: str, name: str, arguments: Mapping[str, Any]) -> str:
+    """The record key of one call: the item, the tool and its arguments, canonically."""
+    text = json.dumps([item, name, arguments], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class ToolRecord:
+    item: str
+    name: str
+    arguments: dict[str, Any]
+    output: Any
+    files: dict[str, bytes]
+    error: str
+    seconds: float
+
+
+class RecordStore(Protocol):
+    def get(self, key: str) -> ToolRecord | None: ...
+
+    def put(self, key: str, record: ToolRecord) -> None: ...
+
+
+class MemoryRecords:
+    """Records kept in a dict (tests, the command line without a database)."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, ToolRecord] = {}
+
+    def get(self, key: str) -> ToolRecord | None:
+        return self.records.get(key)
+
+    def put(self, key: str, record: ToolRecord) -> None:
+        self.records[key] = record
+
+
+class ToolLayer:
+    """Every external tool call of a run goes through here: recorded per item, or in replay
+    mode answered only from the record. Tools no provider offers answer ``ToolUnavailable``."""
+
+    def __init__(
+        self,
+        providers: Iterable[Provider] = (),
+        *,
+        records: RecordStore | None = None,
+        replay: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._by_tool: dict[str, Provider] = {}
+        for provider in providers:
+            for name in provider.tools():
+                self._by_tool.setdefault(name, provider)
+        self.records = records if records is not None else MemoryRecords()
+        self.replay = replay
+        self._clock = clock
+
+    def offers(self, name: str) -> bool:
+        """Whether a call to ``name`` can be answered (by a provider, or from the record)."""
+        return self.replay or name in self._by_tool
+
+    def call(self, item: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        key = call_key(item, name, arguments)
+        record = self.records.get(key)
+        if record is not None:
+            return ToolResult(output=record.output, files=dict(record.files), error=record.error)
+        if self.replay:
+            raise ReplayMiss(
+                f"replay: no record of {name}({json.dumps(dict(arguments), sort_keys=True)}) "
+                f"for item {item}"
+            )
+        provider = self._by_tool.get(name)
+        if provider is None:
+            raise ToolUnavailable(f"{name} is not available here (no provider is configured)")
+        started = self._clock()
+        result = provider.call(name, arguments)
+        self.records.put(
+            key,
+            ToolRecord(
+                item=item,
+                name=name,
+                arguments=dict(arguments),
+                output=result.output,
+                files=dict(result.files),
+                error=result.error,
+                seconds=round(self._clock() - started, 3),
+            ),
+        )
+        return result
+
+
+# --------------------------------------------------------------------------- items and outcomes
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One item as the model under test sees it: its id, its record in the benchmark's own
+    format (the item's raw JSON), and its images by the name the record uses."""
+
+    id: str
+    record: Mapping[str, Any]
+    images: Mapping[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """The protocol's settings (each protocol reads those that apply to it)."""
+
+    mode: str = "atm"  # Agentic-MME: atm | gen
+    plan_format: str = "json"  # m&m's: json | code
+    strategy: str = "multi-step"  # m&m's: multi-step | step-by-step
+    feedback: tuple[str, ...] = ()  # m&m's: parse, verify, execute
+    shots: int = 0  # ATP-Bench: N-shot examples
+    max_rounds: int = 15
+    max_tool_calls: int = 15
+    #: Verified items given as examples (N-shot), in the order to show them.
+    examples: tuple[EvalItem, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Status:
+    OK = "ok"  # the model produced an output (right or wrong)
+    ERROR = "error"  # the run failed (model error, replay miss, budget)
+    NOT_EXECUTABLE = "not_executable"  # m&m's: some tool cannot run here
+
+
+@dataclass
+class Outcome:
+    """What one item's run produced: the output in the benchmark's own form (an answer text,
+    a run dict with its files, a plan), its scores, and what it cost."""
+
+    item: str
+    status: str
+    output: Any = None
+    scores: dict[str, Any] = field(default_factory=dict)
+    #: Files of the output by relative path (Agentic-MME's tool_images/, ...).
+    files: dict[str, bytes] = field(default_factory=dict)
+    error: str = ""
+    model_calls: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: The conversation, step by step (messages with images as hashes), for the run page.
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def count(self, reply: ModelReply) -> None:
+        self.model_calls += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+
+
+@dataclass(frozen=True)
+class Column:
+    """A leaderboard column: the summary key, its heading, and whether it is a share (%)."""
+
+    key: str
+    label: str
+    percent: bool = True
+
+
+class EvalProtocol(Protocol):
+    """What a benchmark kind's protocol object offers."""
+
+    #: The settings that apply (names of ``EvalSettings`` fields), for forms and the command.
+    settings: tuple[str, ...]
+    #: The leaderboard's columns, in the layout of the paper's main table.
+    columns: tuple[Column, ...]
+
+    def run_item(
+        self,
+        item: EvalItem,
+        *,
+        settings: EvalSettings,
+        chat: Chat,
+        tools: ToolLayer,
+        truth: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Run the model on one item and score what it produced against ``truth`` (the
+        verified ground truth in the kind's record form; None: unscored)."""
+        ...
+
+    def summarize(self, outcomes: list[Outcome]) -> dict[str, Any]:
+        """The per-model figures over items (the columns' keys, plus counts)."""
+        ...
+
+    def write_outputs(self, outcomes: list[Outcome], out_dir: str, *, model: str) -> list[str]:
+        """Write the outputs in the benchmark's own result format; the paths written."""
+        ...
