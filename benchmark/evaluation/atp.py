@@ -107,8 +107,7 @@ TOOL_GUIDE: tuple[tuple[str, str], ...] = (
 )
 
 TAG_FORM = (
-    '<tool>{"tool_name": "<Tool>", "description": "<what the image shows>", '
-    '"params": {...}}</tool>'
+    '<tool>{"tool_name": "<Tool>", "description": "<what the image shows>", "params": {...}}</tool>'
 )
 
 
@@ -266,7 +265,11 @@ class AtpProtocol:
         Column("recall", "Tool-set recall"),
         Column("f1", "Tool-set F1"),
         Column("format_valid", "Format validity"),
-        Column("format_correctness", "Format correctness (per call)", pooled=("n_well_formed", "n_calls")),
+        Column(
+            "format_correctness",
+            "Format correctness (per call)",
+            pooled=("n_well_formed", "n_calls"),
+        ),
         *(Column(f"adoption_{tool}", f"Adoption: {tool.capitalize()}") for tool in TOOLS),
         Column("calls_per_answer", "Calls per answer", percent=False),
     )
@@ -293,9 +296,7 @@ class AtpProtocol:
 
     def summarize(self, outcomes: list[Outcome]) -> dict[str, Any]:
         summary = summarize_scores(outcomes, self.columns, totals=("n_calls", "n_well_formed"))
-        summary["n_scored"] = sum(
-            1 for o in outcomes if o.status == Status.OK and "f1" in o.scores
-        )
+        summary["n_scored"] = sum(1 for o in outcomes if o.status == Status.OK and "f1" in o.scores)
         return summary
 
     def write_outputs(self, outcomes: list[Outcome], out_dir: str, *, model: str) -> list[str]:

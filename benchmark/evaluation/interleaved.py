@@ -95,7 +95,11 @@ def tool_set_figures(
 ) -> dict[str, float]:
     """Tool-set precision, recall and F1 of one item in percent (``tool_set_scores``)."""
     p, r, f = tool_set_scores(pred, gold)
-    return {f"{prefix}precision": percent(p), f"{prefix}recall": percent(r), f"{prefix}f1": percent(f)}
+    return {
+        f"{prefix}precision": percent(p),
+        f"{prefix}recall": percent(r),
+        f"{prefix}f1": percent(f),
+    }
 
 
 def _number(value: Any) -> float | None:

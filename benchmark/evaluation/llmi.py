@@ -66,7 +66,7 @@ from benchmark.evaluation.interleaved import (
 from benchmark.formats import llmi as llmi_format
 from benchmark.formats.base import FormatError, ItemRecord
 from benchmark.metrics.tag_scores import llmi_tag_checks, tool_set_scores
-from benchmark.tags import LLMI_TOOLSET, Toolset, parse_image_num, rule_score
+from benchmark.tags import Toolset, parse_image_num, rule_score
 
 __all__ = ["PROTOCOL", "LlmiProtocol", "build_messages", "constraint_text", "score_answer"]
 

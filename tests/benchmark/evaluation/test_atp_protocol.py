@@ -114,9 +114,8 @@ def test_prompt_has_documents_images_by_img_index_query_image_last_and_the_tools
         at = next(
             i
             for i, p in enumerate(seq)
-            if p["type"] == "image_url" and p["image_url"]["url"].endswith(
-                sha256(it.images[it.record["images"][index]])
-            )
+            if p["type"] == "image_url"
+            and p["image_url"]["url"].endswith(sha256(it.images[it.record["images"][index]]))
         )
         assert seq[at - 1]["text"].rstrip().endswith(f"[img_index {index}]")
     text = text_of(user)
@@ -190,9 +189,7 @@ def test_zero_shot_by_default_even_with_examples_given() -> None:
         (EvalSettings(shots=1, examples=(item("atp_6", gt=REF0),)), "its own few-shot"),
     ],
 )
-def test_bad_few_shot_settings_say_what_is_wrong(
-    eval_settings: EvalSettings, message: str
-) -> None:
+def test_bad_few_shot_settings_say_what_is_wrong(eval_settings: EvalSettings, message: str) -> None:
     chat = answer_with(REF0)
     with pytest.raises(EvaluationError, match=message):
         run(item("atp_6"), chat, settings=eval_settings)

@@ -54,7 +54,12 @@ def train_row(question: str, image_num: Any, tools: list[str], images: int = 0) 
     row: dict[str, Any] = {
         "prompt": [{"role": "user", "content": "<image>" * images + question}],
         "data_source": "interleaved",
-        "extra_info": {"image_num": image_num, "tools": tools, "split": "test", "question": question},
+        "extra_info": {
+            "image_num": image_num,
+            "tools": tools,
+            "split": "test",
+            "question": question,
+        },
     }
     if images:
         row["images"] = [f"images/in_{n}.png" for n in range(images)]
@@ -130,7 +135,10 @@ def test_the_count_can_be_left_implicit_as_in_llm_i_and_is_still_scored() -> Non
 
 
 def test_a_benchmark_row_has_no_constraint_and_no_r_rule() -> None:
-    row = {"prompt": "Write a report on bakeries.", **{f"r{n}": f"criterion {n}" for n in range(1, 11)}}
+    row = {
+        "prompt": "Write a report on bakeries.",
+        **{f"r{n}": f"criterion {n}" for n in range(1, 11)},
+    }
     chat = answer_with(DIFF)
     outcome = run(make_item("text_only#1", row), chat)
     text = text_of(chat.calls[0]["messages"][-1])
@@ -189,7 +197,10 @@ def test_item_scores_are_the_existing_scorers(name: str) -> None:
 
 def test_tool_call_check_passes_only_tags_llm_i_would_turn_into_images() -> None:
     checked = {
-        name: (score_answer(text, input_images=1)["n_tags"], score_answer(text, input_images=1)["n_tags_passed"])
+        name: (
+            score_answer(text, input_images=1)["n_tags"],
+            score_answer(text, input_images=1)["n_tags_passed"],
+        )
         for name, (text, _, _) in CASES.items()
     }
     assert checked == {

@@ -60,7 +60,9 @@ def evaluate(project: Project, folder: Path, answer: Any) -> list[Outcome]:
         chat = ScriptedChat(lambda messages, it=it: answer(it))
         truth = it.record if item.status == ItemStatus.VERIFIED else None
         outcomes.append(
-            protocol.run_item(it, settings=EvalSettings(), chat=chat, tools=ToolLayer(), truth=truth)
+            protocol.run_item(
+                it, settings=EvalSettings(), chat=chat, tools=ToolLayer(), truth=truth
+            )
         )
     return outcomes
 
@@ -112,9 +114,11 @@ def test_llmi_answers_written_by_the_protocol_score_the_same_with_the_command(
     (path,) = protocol.write_outputs(outcomes, str(tmp_path), model="Qwen3-4B")
 
     figures = score(project.name, path)["models"]["Qwen3-4B"]
-    assert summary["n_answered"] == figures["n_answers"] == Item.objects.filter(
-        project=project
-    ).count()
+    assert (
+        summary["n_answered"]
+        == figures["n_answers"]
+        == Item.objects.filter(project=project).count()
+    )
     assert summary["n_constrained"] == figures["r_rule"]["n_answers"] > 0
     assert summary["r_rule"] == pytest.approx(figures["r_rule"]["mean"])
     assert summary["image_num"] == pytest.approx(
