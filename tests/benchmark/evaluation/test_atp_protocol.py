@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmark.evaluation.atp import PROTOCOL, TOOLS, score_answer
 from benchmark.evaluation.base import (
@@ -333,3 +335,20 @@ def test_outputs_are_read_back_by_the_answer_reader_with_the_same_figures(tmp_pa
     summary = PROTOCOL.summarize(outcomes)
     assert figures["tool_set"]["f1"] == pytest.approx(summary["f1"])
     assert figures["format_correctness"] == pytest.approx(summary["format_correctness"])
+
+
+# --------------------------------------------------------------------------- any text
+
+_PIECES = st.sampled_from(
+    ["<tool>", "</tool>", "{", "}", '"tool_name"', ": ", '"Reference"', ", ", '"params"']
+    + ['{"img_index": 0}', '"description"', '"x"', "\n\n", "text", "<imgen>", "]", "null"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=5)), max_size=30))
+def test_any_answer_text_is_scored_never_raised_on(pieces: list[str]) -> None:
+    scores = score_answer("".join(pieces), GOLD)
+    assert scores["format_valid"] in (0.0, 100.0)
+    assert 0 <= scores["n_well_formed"] <= scores["n_calls"]
+    assert 0.0 <= scores["f1"] <= 100.0

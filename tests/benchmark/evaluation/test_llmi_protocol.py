@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmark.evaluation.base import (
     EvalItem,
@@ -285,3 +287,20 @@ def test_result_file_is_llm_i_layout_and_read_back_by_both_readers(tmp_path: Pat
     assert placed == [
         (f"train_sample#{n}", "Qwen3-4B", v[0]) for n, v in enumerate(CASES.values(), 1)
     ]
+
+
+_PIECES = st.sampled_from(
+    ["<imgen>", "</imgen>", "{", "}", "'source'", ": ", "'edit'", "'code'", ", ", "'params'"]
+    + ["{'img_index': 0, 'prompt': 'p'}", "'description'", "'x'", "<image>", "<think>", "\n"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(_PIECES, st.text(max_size=5)), max_size=30), st.sampled_from([-1, 0, 2, 99])
+)
+def test_any_answer_text_is_scored_never_raised_on(pieces: list[str], image_num: int) -> None:
+    scores = score_answer("".join(pieces), input_images=1, image_num=image_num)
+    assert 0 <= scores["n_tags_passed"] <= scores["n_tags"]
+    assert 0.0 <= scores["r_rule"] <= 1.0
+    assert scores["tool_check"] in (0.0, 100.0)
