@@ -7,7 +7,8 @@ items' scores under the same key, over the answered items that have one (``Statu
 outcomes; an item whose run failed has no answer and is only counted), except a *pooled*
 column (``Column.pooled = (numerator, denominator)``), whose figure is the sum of the items'
 numerators over the sum of their denominators, times 100 (a rate over tool calls rather than
-over items). Shares are percentages (0-100), as in the papers' tables.
+over items). Shares are percentages (0-100), as in the papers' tables. Beside each mean
+column's figure, ``n_<key>`` says how many items have it.
 """
 
 from __future__ import annotations
