@@ -51,6 +51,7 @@ from benchmark.evaluation.base import (
     Chat,
     Column,
     EvalItem,
+    EvalProtocol,
     EvalSettings,
     EvaluationError,
     Outcome,
@@ -309,4 +310,4 @@ class AtpProtocol:
         return [write_json(path, rows, lines=True)]
 
 
-PROTOCOL = AtpProtocol()
+PROTOCOL: EvalProtocol = AtpProtocol()

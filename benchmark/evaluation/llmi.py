@@ -49,6 +49,7 @@ from benchmark.evaluation.base import (
     Chat,
     Column,
     EvalItem,
+    EvalProtocol,
     EvalSettings,
     EvaluationError,
     Outcome,
@@ -284,4 +285,4 @@ class LlmiProtocol:
         return [write_json(folder / "evaluation_results.json", rows)]
 
 
-PROTOCOL = LlmiProtocol()
+PROTOCOL: EvalProtocol = LlmiProtocol()
