@@ -271,11 +271,17 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Column:
-    """A leaderboard column: the summary key, its heading, and whether it is a share (%)."""
+    """A leaderboard column: the summary key, its heading, and whether it is a share (%),
+    given in percent (0-100) as in the papers' tables. Its figure is the mean of the items'
+    ``Outcome.scores[key]`` over the answered items that have one, unless ``pooled`` names
+    ``(numerator, denominator)`` score keys: then it is 100 * the sum of the items'
+    numerators / the sum of their denominators (a rate over tool calls, not over items), and
+    an interval resamples items and pools again."""
 
     key: str
     label: str
     percent: bool = True
+    pooled: tuple[str, str] | None = None
 
 
 class EvalProtocol(Protocol):
