@@ -37,8 +37,11 @@ verified task row (``plan_str``, ``alt_plans_str``). After planning, the final p
 here, ``Status.NOT_EXECUTABLE`` — scored on its plan but left out of the pass rate and counted.
 
 Scores are ``benchmark.metrics.mms.score_plans`` (m&m's own evaluator's figures) on the item
-alone, and over all items pooled in :meth:`MmsProtocol.summarize`; ``pass_rate`` is the share
-of executed plans (not-executable ones aside) that ran without error. ``write_outputs``
+alone, and over all items pooled in :meth:`MmsProtocol.summarize` (the figures of the paper's
+tables). An item's own ``tool_f1`` is the set F1 of its tool names (m&m's tool-F1 is a macro
+average over the whole toolset, which only means something pooled). ``pass`` per item and
+``pass_rate`` overall: the share of executed plans (not-executable ones aside) that ran
+without error; an unparseable or empty plan counts as failed. ``write_outputs``
 writes m&m's prediction file (``{id, prediction}`` per line), which the plan scoring reads.
 """
 
@@ -63,7 +66,13 @@ from benchmark.evaluation.base import (
     ToolResult,
 )
 from benchmark.evaluation.mms_tools import ChatTools, Execution, Executor, RenderingTools
-from benchmark.metrics.mms import score_plans
+from benchmark.metrics.mms import (
+    code_labels,
+    gold_to_code,
+    prediction_to_code,
+    prf_scores,
+    score_plans,
+)
 from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import (
     Finding,
@@ -500,6 +509,15 @@ def _scores(result: Mapping[str, Any]) -> dict[str, Any]:
     return {ours: result.get(theirs) for ours, theirs in SCORE_KEYS.items()}
 
 
+def _item_tool_f1(gold: Any, prediction: Any, plan_format: str) -> float:
+    """One item's tool-F1: the set F1 of its tool labels (m&m's macro tool-F1 over the whole
+    toolset only means something pooled over items, as :meth:`MmsProtocol.summarize` gives it)."""
+    gold_code = gold_to_code(gold) or ""
+    pred_code = prediction_to_code(prediction, plan_format) or ""
+    pairs = [(code_labels(gold_code, "tool"), code_labels(pred_code, "tool"))]
+    return float(prf_scores(pairs)["f1"])
+
+
 def _safe_name(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("._") or "model"
 
@@ -597,6 +615,7 @@ class MmsProtocol:
                 ),
             )
             outcome.scores.update(_scores(result))
+            outcome.scores["tool_f1"] = _item_tool_f1(gold, prediction, settings.plan_format)
         if execution.status == "not_executable":
             outcome.error = "not executable here: " + ", ".join(execution.unavailable)
         return outcome
