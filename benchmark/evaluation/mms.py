@@ -343,7 +343,7 @@ class _Run:
         self.outcome.count(reply)
         self.messages.append(reply.assistant_message())
         self.outcome.trace.append({"role": "assistant", "content": reply.text})
-        return reply.text
+        return reply.text or ""
 
     def tell(self, text: str, kind: str) -> None:
         self.messages.append({"role": "user", "content": text})

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import io
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -153,9 +154,14 @@ def _bbox(obj: Any, size: tuple[int, int]) -> tuple[float, float, float, float] 
         x1, y1, x2, y2 = (float(v) for v in box)
     except (TypeError, ValueError):
         return None
+    width, height = size
     if all(v < 1.0 for v in (x1, y1, x2, y2)):
-        width, height = size
         x1, x2, y1, y2 = x1 * width, x2 * width, y1 * height, y2 * height
+    if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
+        return None
+    # Kept inside the image (m&m's lets Pillow pad a box that overflows with black).
+    x1, x2 = sorted((min(max(x1, 0.0), width), min(max(x2, 0.0), width)))
+    y1, y2 = sorted((min(max(y1, 0.0), height), min(max(y2, 0.0), height)))
     return x1, y1, x2, y2
 
 
@@ -579,8 +585,15 @@ class Executor:
         }
         self.tool_calls += 1
         key = normalize_tool_name(tool)
-        local = key in LOCAL_TOOLS
-        outputs = self.run_local(key, args) if local else self.run_provided(tool, args)
+        if key in LOCAL_TOOLS:
+            try:
+                outputs = self.run_local(key, args)
+            except StepError:
+                raise
+            except (ValueError, TypeError, OSError, KeyError, AttributeError) as exc:
+                raise StepError(f"{type(exc).__name__}: {exc}") from None
+        else:
+            outputs = self.run_provided(tool, args)
         self.outputs[step.id] = outputs
         return outputs
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from benchmark.evaluation.base import (
@@ -350,3 +352,100 @@ def test_write_outputs_is_read_back_by_the_format_and_the_scorer(tmp_path: Any) 
 def test_the_kind_names_this_protocol() -> None:
     assert KIND.evaluation is not None
     assert resolve(KIND.evaluation) is PROTOCOL
+
+
+# --------------------------------------------------------------------------- more of each
+
+
+def test_step_by_step_verify_feedback_names_the_step_and_keeps_it_out_of_the_plan() -> None:
+    chat = Script(
+        'ACTION 0: {"id": 0, "name": "image crop left", "args": {"image": "photo.png"}}',
+        'ACTION 1: {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.text"}}',
+        'ACTION 1: {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.image"}}',
+        "TERMINATE",
+    )
+    outcome = run(chat, strategy="step-by-step", feedback=("parse", "verify"))
+    feedback = str(chat.sent[2][-1]["content"])
+    assert feedback.startswith("OBSERVATION: Verification failed:")
+    assert "image crop left has no output 'text'" in feedback
+    accepted = str(chat.sent[1][-1]["content"])
+    assert accepted.startswith("OBSERVATION: Verification succeeded.")
+    assert outcome.output["prediction"] == GOLD
+    assert outcome.output["feedback"] == ["verify"]
+
+
+def test_public_api_tools_run_through_a_configured_provider() -> None:
+    class Facts:
+        def __init__(self) -> None:
+            self.asked: list[dict[str, Any]] = []
+
+        def tools(self) -> Iterable[str]:
+            return ["get year fact"]
+
+        def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+            self.asked.append(dict(arguments))
+            return ToolResult(output={"text": "1969 is the year of the Moon landing."})
+
+    facts = Facts()
+    plan = [
+        {"id": 0, "name": "get year fact", "args": {"year": 1969}},
+        {"id": 1, "name": "text summarization", "args": {"text": "<node-0>.text"}},
+    ]
+    tool_chat = Script("Moon landing.")
+    outcome = run(
+        Script("# RESULT #: " + json.dumps({"nodes": plan})),
+        layer=ToolLayer([facts]),
+        extra={"tool_chat": tool_chat},
+    )
+    assert facts.asked == [{"year": 1969}]
+    assert "1969 is the year of the Moon landing." in tool_chat.sent[0][0]["content"][0]["text"]
+    assert outcome.scores["pass"] is True
+
+
+def test_examples_are_shown_in_the_plan_format() -> None:
+    example = EvalItem("3", {"user_request": "Caption a.jpg", "plan_str": repr(GOLD[1:])})
+    chat = Script(CODE_PLAN)
+    run(chat, plan_format="code", examples=(example,))
+    prompt = chat.sent[0][0]["content"]
+    assert "# USER REQUEST #: Caption a.jpg" in prompt
+    assert "output1 = image_captioning(image=output0['image'])" in prompt
+
+
+REPLY = st.one_of(
+    st.text(max_size=60),
+    st.sampled_from(
+        [
+            JSON_PLAN,
+            CODE_PLAN,
+            "TERMINATE",
+            '{"nodes": [{"id": 0, "name": "image crop", "args": {"image": "photo.png", '
+            '"object": {"bbox": [1e300, -5, "x", 2]}}}]}',
+            'ACTION 0: {"id": 0, "name": "tag", "args": {"image": "photo.png", "objects": 5}}',
+            "ACTION 0: ```python\noutput0 = count(objects=[1, 2], extra=output9['x'])\n```",
+            '{"nodes": [{"id": "a", "name": 3}]}',
+            "```python\ndef solve(:\n```",
+        ]
+    ),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    replies=st.lists(REPLY, min_size=1, max_size=4),
+    strategy=st.sampled_from(["multi-step", "step-by-step"]),
+    plan_format=st.sampled_from(["json", "code"]),
+)
+def test_no_model_answer_crashes_the_planner(
+    replies: list[str], strategy: str, plan_format: str
+) -> None:
+    answers = replies + ["TERMINATE"] * 5
+    outcome = run(
+        Script(*answers),
+        strategy=strategy,
+        plan_format=plan_format,
+        feedback=("parse", "verify", "execute"),
+        max_rounds=5,
+    )
+    assert outcome.status in (Status.OK, Status.NOT_EXECUTABLE)
+    assert outcome.scores["pass"] in (True, False, None)
+    json.dumps(outcome.output)  # the output is plain JSON
