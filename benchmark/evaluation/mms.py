@@ -59,13 +59,20 @@ from benchmark.evaluation.base import (
     Column,
     EvalItem,
     EvalSettings,
+    EvaluationError,
     Outcome,
     Provider,
     Status,
     ToolLayer,
     ToolResult,
 )
-from benchmark.evaluation.mms_tools import ChatTools, Execution, Executor, RenderingTools
+from benchmark.evaluation.mms_tools import (
+    DESCRIPTIONS,
+    ChatTools,
+    Execution,
+    Executor,
+    RenderingTools,
+)
 from benchmark.metrics.mms import (
     code_labels,
     gold_to_code,
@@ -80,6 +87,7 @@ from benchmark.plans.parse import (
     PlanFormatError,
     Step,
     decode_plan_text,
+    normalize_tool_name,
     parse_code_plan,
     parse_json_plan,
 )
@@ -106,7 +114,7 @@ SCORE_KEYS = {
 }
 
 
-class SettingsError(ValueError):
+class SettingsError(EvaluationError, ValueError):
     """Settings the protocol cannot run with (the message names the setting)."""
 
 
@@ -121,8 +129,7 @@ def builtin_toolset() -> Toolset:
 def _toolset(settings: EvalSettings) -> tuple[Toolset, dict[str, str]]:
     spec = settings.extra.get("tools")
     if spec is None:
-        meta = json.loads((_BUILTIN / "tool_metadata.json").read_text(encoding="utf-8"))
-        return builtin_toolset(), {m["name"]: m.get("description", "") for m in meta}
+        return builtin_toolset(), {}
     if isinstance(spec, Toolset):
         return spec, {}
     if not isinstance(spec, Mapping) or not isinstance(spec.get("tools"), Mapping):
@@ -167,8 +174,9 @@ def tool_list(toolset: Toolset, descriptions: Mapping[str, str], plan_format: st
         outs = ", ".join(spec.get("outputs", []))
         shown = _function(name) if plan_format == "code" else name
         line = f"- {shown}({args}) -> {outs}"
-        if descriptions.get(name):
-            line += f": {descriptions[name]}"
+        described = descriptions.get(name) or DESCRIPTIONS.get(normalize_tool_name(name))
+        if described:
+            line += f": {described}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -379,7 +387,7 @@ def _multi_step(run: _Run) -> None:
         parsed = read_plan(text, settings.plan_format, names)
         if not parsed.ok or not parsed.steps:
             if _said_done(text) or not run.wants("parse"):
-                run.ended = "parse"
+                run.ended = "done" if _said_done(text) else "parse"
                 return
             run.tell("Parsing failed:\n" + _findings_text(parsed.findings) + "\n" + again, "parse")
             continue
@@ -430,6 +438,9 @@ def _step_by_step(run: _Run) -> None:
             continue
         step = parsed.steps[0]
         if step.id in {s.id for s in run.steps}:
+            if not run.wants("parse"):
+                run.ended = "parse"
+                return
             run.tell(
                 f"OBSERVATION: step id {step.id} is already used; number the next step "
                 f"{max(s.id for s in run.steps) + 1}. " + again,
@@ -603,7 +614,12 @@ class MmsProtocol:
             "tool_names": toolset.names,
         }
         passed = None if execution.status == "not_executable" else execution.passed
-        outcome.scores = {"pass": passed, "rounds": outcome.model_calls}
+        outcome.scores = {
+            "pass": passed,
+            # The item's share for a mean over items (None: left out, not executable here).
+            "pass_rate": None if passed is None else 100.0 * passed,
+            "rounds": outcome.model_calls,
+        }
         if gold is not None:
             result = score_plans(
                 {item.id: gold},

@@ -98,6 +98,44 @@ PROVIDED_TOOLS: tuple[str, ...] = (
     "wikipedia simple search",
 )
 
+#: What each m&m's tool does, for the planner's prompt when the toolset has no description
+#: (Benchwright's own words; the built-in toolset carries none).
+DESCRIPTIONS: dict[str, str] = {
+    "text generation": "writes text that continues or answers the given text",
+    "text summarization": "summarizes a long text",
+    "text classification": "labels the sentiment of a text (POSITIVE or NEGATIVE)",
+    "question answering": "answers a question from a given text",
+    "image generation": "paints a new image from a text description",
+    "image captioning": "describes an image in one sentence",
+    "optical character recognition": "reads the text written in an image",
+    "image classification": "names the main object of an image (an ImageNet class)",
+    "image editing": "changes an image as a text prompt says",
+    "object detection": "finds the objects in an image, each with a box and a label",
+    "image segmentation": "finds the regions of an image, each with a mask, box and label",
+    "automatic speech recognition": "transcribes the speech of an audio file",
+    "visual question answering": "answers a question about an image",
+    "image crop": "crops an image to an object's box",
+    "image crop left": "keeps the left half of an image",
+    "image crop right": "keeps the right half of an image",
+    "image crop top": "keeps the top half of an image",
+    "image crop bottom": "keeps the bottom half of an image",
+    "background blur": "blurs everything in an image but one object",
+    "color pop": "keeps one object in colour and turns the rest of the image grey",
+    "count": "counts a list of objects",
+    "tag": "draws each object's box and label on an image",
+    "select object": "picks the object with a given name from a list of objects",
+    "emoji": "covers an object in an image with an emoji",
+    "get date fact": "a fact about a date (month and day)",
+    "get year fact": "a fact about a year",
+    "get math fact": "a mathematical fact about a number",
+    "get trivia fact": "a trivia fact about a number",
+    "love calculator": "how compatible two first names are, as a percentage",
+    "get location": "the longitude and latitude of a city",
+    "search movie": "a movie's details from its title and year",
+    "get weather": "the weather forecast at a longitude and latitude",
+    "wikipedia simple search": "the summary of the Wikipedia article that best matches a text",
+}
+
 _WHOLE_REF = re.compile(r"<node-(\d+)>\.(\w+)")
 _ANY_REF = re.compile(r"<node-(\d+)>\.(\w+)")
 

@@ -260,7 +260,8 @@ def test_a_plan_with_an_unavailable_tool_is_not_executable_and_counted() -> None
     done = run(Script(plans[0]))
     missing = run(Script(plans[1]), layer=ToolLayer())  # no captioning provider here
     assert missing.status == Status.NOT_EXECUTABLE
-    assert missing.scores["pass"] is None
+    assert missing.scores["pass"] is None and missing.scores["pass_rate"] is None
+    assert done.scores["pass_rate"] == 100.0
     assert missing.output["execution"]["unavailable"] == ["image captioning"]
     assert "tool_f1" in missing.scores  # its plan is scored all the same
     summary = PROTOCOL.summarize([done, missing])
