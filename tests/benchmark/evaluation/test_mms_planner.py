@@ -450,3 +450,34 @@ def test_no_model_answer_crashes_the_planner(
     assert outcome.status in (Status.OK, Status.NOT_EXECUTABLE)
     assert outcome.scores["pass"] in (True, False, None)
     json.dumps(outcome.output)  # the output is plain JSON
+
+
+def test_best_match_scores_against_the_closest_alternative() -> None:
+    alternative = [{"id": 0, "name": "image captioning", "args": {"image": "photo.png"}}]
+    truth = {**TRUTH, "alt_plans_str": repr([alternative])}
+    answer = "# RESULT #: " + json.dumps({"nodes": alternative})
+    plain = PROTOCOL.run_item(
+        ITEM,
+        settings=EvalSettings(),
+        chat=Script(answer),
+        tools=ToolLayer([Captions()]),
+        truth=truth,
+    )
+    best = PROTOCOL.run_item(
+        ITEM,
+        settings=EvalSettings(extra={"best_match": True}),
+        chat=Script(answer),
+        tools=ToolLayer([Captions()]),
+        truth=truth,
+    )
+    assert plain.scores["plan_accuracy"] == 0.0
+    assert best.scores["plan_accuracy"] == 100.0
+    assert PROTOCOL.summarize([best])["plan_accuracy"] == 100.0
+
+
+def test_items_whose_run_failed_are_counted_and_left_out_of_the_figures() -> None:
+    done = run(Script(JSON_PLAN))
+    failed = Outcome(item="8", status=Status.ERROR, error="replay: no record of ...")
+    summary = PROTOCOL.summarize([done, failed])
+    assert summary["n_items"] == 2 and summary["n_error"] == 1
+    assert summary["n_scored"] == 1 and summary["plan_accuracy"] == 100.0
