@@ -35,6 +35,8 @@ The item's record is the m&m's task row (``user_request``; the model never sees
 verified task row (``plan_str``, ``alt_plans_str``). After planning, the final plan is run once
 (:mod:`benchmark.evaluation.mms_tools`): ``passed`` or ``failed``, or, when a tool cannot run
 here, ``Status.NOT_EXECUTABLE`` — scored on its plan but left out of the pass rate and counted.
+The run's steps (outputs, errors) are in ``output["execution"]``, the files they produced in
+``Outcome.files`` as ``artifacts/<sha256>.<ext>``, and the conversation in ``Outcome.trace``.
 
 Scores are ``benchmark.metrics.mms.score_plans`` (m&m's own evaluator's figures) on the item
 alone, and over all items pooled in :meth:`MmsProtocol.summarize` (the figures of the paper's
@@ -72,6 +74,7 @@ from benchmark.evaluation.mms_tools import (
     Execution,
     Executor,
     RenderingTools,
+    StepRun,
 )
 from benchmark.metrics.mms import (
     code_labels,
@@ -344,14 +347,18 @@ class _Run:
     code: str = ""
     feedback_given: list[str] = field(default_factory=list)
     last_execution: Execution | None = None
+    #: Step by step with execution feedback: each accepted step as it ran.
+    step_runs: list[StepRun] = field(default_factory=list)
     ended: str = ""
 
     def ask(self) -> str:
+        """The model's next answer; markdown-escaped underscores (``image\\_crop``) are read
+        as plain ones, as m&m's parser reads them."""
         reply = self.chat(list(self.messages))
         self.outcome.count(reply)
         self.messages.append(reply.assistant_message())
         self.outcome.trace.append({"role": "assistant", "content": reply.text})
-        return reply.text or ""
+        return (reply.text or "").replace("\\_", "_")
 
     def tell(self, text: str, kind: str) -> None:
         self.messages.append({"role": "user", "content": text})
@@ -468,6 +475,7 @@ def _step_by_step(run: _Run) -> None:
                 continue
             if execution.status == "passed":
                 observation = execution.observation()
+                run.step_runs.extend(execution.steps)
         run.steps.append(step)
         if _said_done(text):
             run.ended = "done"
@@ -518,6 +526,34 @@ def _gold(truth: Mapping[str, Any] | None) -> tuple[Any, list[Any] | None]:
 
 def _scores(result: Mapping[str, Any]) -> dict[str, Any]:
     return {ours: result.get(theirs) for ours, theirs in SCORE_KEYS.items()}
+
+
+def _artifacts(execution: Execution, executor: Executor) -> dict[str, bytes]:
+    """The files the plan's steps produced, as ``artifacts/<sha256>.<ext>`` (a step's output
+    names its file ``sha256:<hex>``)."""
+    from benchmark.rendering.providers import image_mime
+
+    found: dict[str, bytes] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and value.startswith("sha256:"):
+            digest = value[len("sha256:") :]
+            data = executor.files.get(digest)
+            if data is not None:
+                ext = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif"}.get(
+                    image_mime(data) or "", "bin"
+                )
+                found[f"artifacts/{digest}.{ext}"] = data
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for step in execution.steps:
+        walk(step.outputs)
+    return found
 
 
 def _item_tool_f1(gold: Any, prediction: Any, plan_format: str) -> float:
@@ -585,7 +621,9 @@ class MmsProtocol:
         elif run.settings.strategy == "step-by-step" and run.wants("execute"):
             missing = run.executor.unavailable(run.steps)
             execution = (
-                Execution("not_executable", unavailable=missing) if missing else Execution("passed")
+                Execution("not_executable", unavailable=missing)
+                if missing
+                else Execution("passed", steps=list(run.step_runs))
             )
             if not missing and not run.steps:
                 execution = Execution("failed", error="the plan has no steps")
@@ -594,6 +632,7 @@ class MmsProtocol:
         else:
             execution = run.fresh_executor().run(run.steps)
         outcome.tool_calls += run.executor.tool_calls
+        outcome.files = _artifacts(execution, run.executor)
         outcome.status = (
             Status.NOT_EXECUTABLE if execution.status == "not_executable" else Status.OK
         )

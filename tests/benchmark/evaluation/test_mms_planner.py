@@ -127,6 +127,10 @@ def test_multi_step_json_plan_is_predicted_run_and_scored_perfect() -> None:
     assert outcome.scores["pass"] is True
     assert outcome.scores["tool_f1"] == 100.0 and outcome.scores["plan_accuracy"] == 100.0
     assert outcome.model_calls == 1 and outcome.tool_calls == 2
+    # The cropped image is kept as the run's artifact, named by its hash in the step's output.
+    ref = outcome.output["execution"]["steps"][0]["outputs"]["image"]
+    data = outcome.files[f"artifacts/{ref.removeprefix('sha256:')}.png"]
+    assert Image.open(io.BytesIO(data)).size == (20, 19)
     prompt = chat.sent[0][0]["content"]
     # The prompt lists the tools with argument names and types, and the input files.
     assert "- image crop(image: image, object: object) -> image" in prompt
@@ -157,6 +161,11 @@ def test_step_by_step_json_one_action_per_turn_until_terminate() -> None:
     assert outcome.output["prediction"] == GOLD
     assert outcome.output["ended"] == "done"
     assert outcome.scores["pass"] is True
+    assert [s["name"] for s in outcome.output["execution"]["steps"]] == [
+        "image crop left",
+        "image captioning",
+    ]
+    assert len(outcome.files) == 1
     # Each accepted step is answered with an observation of its execution.
     observation = str(chat.sent[2][-1]["content"])
     assert observation.startswith("OBSERVATION: Execution succeeded. The output of step 1")
@@ -481,3 +490,10 @@ def test_items_whose_run_failed_are_counted_and_left_out_of_the_figures() -> Non
     summary = PROTOCOL.summarize([done, failed])
     assert summary["n_items"] == 2 and summary["n_error"] == 1
     assert summary["n_scored"] == 1 and summary["plan_accuracy"] == 100.0
+
+
+def test_markdown_escaped_underscores_are_read_as_plain_ones() -> None:
+    escaped = CODE_PLAN.replace("image_crop_left", "image\\_crop\\_left")
+    outcome = run(Script(escaped), plan_format="code")
+    assert [s["name"] for s in outcome.output["steps"]] == ["image crop left", "image captioning"]
+    assert "\\_" not in outcome.output["prediction"]
