@@ -38,6 +38,7 @@ scored by :func:`benchmark.metrics.agentic_mme.score_run` against the item's tas
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tempfile
@@ -390,7 +391,7 @@ class _Run:
                 "raw_tool_name": "script_exec",
                 "arguments": {"turn": turn, "code": code},
                 "output": {
-                    "ok": "true" if run.ok and not run.problem else "false",
+                    "ok": "true" if run.ok else "false",
                     "stdout": run.stdout[-4000:],
                     "stderr": (run.problem or run.stderr)[-4000:],
                 },
@@ -503,6 +504,7 @@ def score_files(
     *,
     visual_check: mme.VisualCheck | None = None,
     search_check: mme.SearchCheck | None = None,
+    run_id: str = "",
 ) -> mme.RunScore:
     """Score a run folder given as files, with the existing run scorer (the folder is written
     to a temporary directory, so the score is the one the scorer gives the written folder)."""
@@ -514,6 +516,7 @@ def score_files(
             path.write_bytes(data)
         run = mme.RunRecord.from_dir(root)
         original = root / "orig.png" if (root / "orig.png").is_file() else None
+        run = dataclasses.replace(run, run_dir=root, run_id=run_id or run.run_id)
         return mme.score_run(
             truth,
             run,
@@ -595,6 +598,7 @@ class AgenticMmeProtocol:
                 outcome.files,
                 visual_check=settings.extra.get("visual_check"),
                 search_check=settings.extra.get("search_check"),
+                run_id=_safe_name(item.id),
             )
             outcome.scores = score.to_dict()
         return outcome

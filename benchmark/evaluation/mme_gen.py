@@ -84,9 +84,11 @@ for _bw_name, _bw_data in {files!r}.items():
 _bw_os.environ["ORIGINAL_IMAGE_PATH"] = {original!r}
 _bw_os.environ["PROCESSED_IMAGE_SAVE_PATH"] = {tool_dir!r}
 _bw_os.environ["LOCAL_INPUT_IMAGE_PATH"] = {latest!r}
+_bw_failed = False
 try:
     exec(compile({code!r}, "model_code.py", "exec"), {{"__name__": "__main__"}})
 except BaseException:
+    _bw_failed = True
     _bw_tb.print_exc()
 _bw_seen = {{}}
 for _bw_name in sorted(_bw_os.listdir({tool_dir!r})):
@@ -95,7 +97,7 @@ for _bw_name in sorted(_bw_os.listdir({tool_dir!r})):
         with open(_bw_path, "rb") as _bw_fh:
             _bw_seen[_bw_name] = _bw_hash.sha256(_bw_fh.read()).hexdigest()
 print()
-print({marker!r} + _bw_json.dumps(_bw_seen))
+print({marker!r} + _bw_json.dumps({{"files": _bw_seen, "failed": _bw_failed}}))
 """
 
 
@@ -131,7 +133,7 @@ class CodeRun:
         parts = []
         if self.problem:
             parts.append(f"[Code error]\n{self.problem}")
-        elif self.ok and not self.stderr.strip():
+        elif self.ok:
             out = self.stdout.strip()
             parts.append(
                 f"[Code output]\n{out[:2000]}" if out else "[Code executed successfully, no output]"
@@ -154,7 +156,9 @@ def _split_manifest(stdout: str) -> tuple[str, dict[str, str] | None]:
         manifest = json.loads(tail.strip().splitlines()[0])
     except (ValueError, IndexError):
         return head, None
-    return head.rstrip("\n"), manifest if isinstance(manifest, dict) else None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        return head, None
+    return head.rstrip("\n"), manifest
 
 
 def run_block(code: str, workspace: Workspace, turn: int, runner: Runner) -> CodeRun:
@@ -174,11 +178,11 @@ def run_block(code: str, workspace: Workspace, turn: int, runner: Runner) -> Cod
     if result.kind not in ("ok", "no_figure"):
         return CodeRun(False, result.stdout, result.stderr, problem=result.reason)
     stdout, manifest = _split_manifest(result.stdout)
-    run = CodeRun(True, stdout, result.stderr)
     if manifest is None:
-        run.problem = "the program's output was too long to read which images it saved"
-        return run
-    _collect(run, manifest, result.images, workspace, turn)
+        problem = "the program's output was too long to read which images it saved"
+        return CodeRun(False, stdout, result.stderr, problem=problem)
+    run = CodeRun(not manifest.get("failed"), stdout, result.stderr)
+    _collect(run, manifest["files"], result.images, workspace, turn)
     return run
 
 
