@@ -52,15 +52,28 @@ class RecordedWeb:
             if query not in self.searches:
                 return 404, {"error": f"no recorded search for {query!r}"}
             organic = self.searches[query]
-            lines = [f"{i}. {r['title']}\n   {r['link']}\n   {r['snippet']}" for i, r in enumerate(organic, 1)]
+            lines = [
+                f"{i}. {r['title']}\n   {r['link']}\n   {r['snippet']}"
+                for i, r in enumerate(organic, 1)
+            ]
             context = "[Organic]\n" + "\n".join(lines)
-            return 200, {"output": {"tool": tool, "query": query, "context": context, "raw": {"organic": organic}}}
+            return 200, {
+                "output": {
+                    "tool": tool,
+                    "query": query,
+                    "context": context,
+                    "raw": {"organic": organic},
+                }
+            }
         if tool == "google_lens_search":
             digest = str(arguments.get("image_sha256", ""))
             if digest not in self.lens:
                 return 404, {"error": f"no recorded Lens result for image {digest[:12]}"}
             organic = self.lens[digest]
-            lines = [f"{i}. {r['title']} [{r.get('source', '')}]\n   {r['link']}" for i, r in enumerate(organic, 1)]
+            lines = [
+                f"{i}. {r['title']} [{r.get('source', '')}]\n   {r['link']}"
+                for i, r in enumerate(organic, 1)
+            ]
             context = "[Lens Organic]\n" + "\n".join(lines)
             return 200, {"output": {"tool": tool, "context": context, "raw": {"organic": organic}}}
         url = str(arguments.get("url", ""))
@@ -88,7 +101,9 @@ class RecordedWeb:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 tool = self.path.strip("/").split("/")[-1]
                 with web._lock:
-                    web.requests.append(Request(tool, body.get("arguments", {}), dict(self.headers)))
+                    web.requests.append(
+                        Request(tool, body.get("arguments", {}), dict(self.headers))
+                    )
                     failure = web.failures.pop(0) if web.failures else None
                 if failure is not None:
                     status, answer = failure, {"error": "recorded failure"}

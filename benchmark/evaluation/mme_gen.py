@@ -148,7 +148,7 @@ class CodeRun:
         return "\n".join(parts)
 
 
-def _split_manifest(stdout: str) -> tuple[str, dict[str, str] | None]:
+def _split_manifest(stdout: str) -> tuple[str, dict[str, Any] | None]:
     head, sep, tail = stdout.rpartition(MANIFEST)
     if not sep:
         return stdout, None

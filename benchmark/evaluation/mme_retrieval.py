@@ -88,9 +88,13 @@ class HttpRetrievalProvider:
             return self._http_error(name, exc)
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise RetrievalError(f"{name}: the retrieval provider cannot be reached ({reason})") from None
+            raise RetrievalError(
+                f"{name}: the retrieval provider cannot be reached ({reason})"
+            ) from None
         if len(payload) > MAX_RESPONSE_BYTES:
-            raise RetrievalError(f"{name}: the provider's answer is over {MAX_RESPONSE_BYTES} bytes")
+            raise RetrievalError(
+                f"{name}: the provider's answer is over {MAX_RESPONSE_BYTES} bytes"
+            )
         return self._result(name, payload)
 
     @staticmethod

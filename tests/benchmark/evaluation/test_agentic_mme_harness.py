@@ -25,7 +25,15 @@ from benchmark.imaging import recipe as recipes
 from benchmark.kinds import kind_named
 from benchmark.metrics import agentic_mme as mme
 from review.runs.folders import read_run_folders
-from tests.benchmark.evaluation.mme_scripted import DEMO, ScriptedChat, answer, call, item, task, tools
+from tests.benchmark.evaluation.mme_scripted import (
+    DEMO,
+    ScriptedChat,
+    answer,
+    call,
+    item,
+    task,
+    tools,
+)
 
 FIXED = AgenticMmeProtocol(now=lambda: "2026-01-01T00:00:00Z")
 
@@ -58,7 +66,9 @@ def test_a_scripted_run_uses_the_tools_sees_the_results_and_is_scored() -> None:
         "demo03",
         [
             tools(call("enhance", {"image_index": 0, "brightness": 2.8, "contrast": 1.5})),
-            tools(call("crop", {"image_index": 1, "bbox_2d": [260, 284, 771, 535], "zoom_scale": 1.5})),
+            tools(
+                call("crop", {"image_index": 1, "bbox_2d": [260, 284, 771, 535], "zoom_scale": 1.5})
+            ),
             answer("The rate is <answer>1.072</answer>"),
         ],
     )
@@ -237,7 +247,10 @@ def test_outputs_load_with_the_run_folder_reader_and_score_as_the_existing_score
         )[0],
         run(
             "demo02",
-            [tools(call("rotate", {"image_index": 0, "angle": 90})), answer("<answer>no idea</answer>")],
+            [
+                tools(call("rotate", {"image_index": 0, "angle": 90})),
+                answer("<answer>no idea</answer>"),
+            ],
         )[0],
     ]
     written = PROTOCOL.write_outputs(outcomes, str(tmp_path), model="fake-vl-7b")
@@ -257,7 +270,10 @@ def test_outputs_load_with_the_run_folder_reader_and_score_as_the_existing_score
 def test_summary_has_table_3_columns_overall_and_per_level() -> None:
     good, _ = run(
         "demo03",
-        [tools(call("enhance", {"image_index": 0, "brightness": 2})), answer("<answer>1.072</answer>")],
+        [
+            tools(call("enhance", {"image_index": 0, "brightness": 2})),
+            answer("<answer>1.072</answer>"),
+        ],
     )
     bad, _ = run("demo01", [answer("<answer>noon</answer>")])
     failed = FIXED.run_item(
@@ -269,11 +285,23 @@ def test_summary_has_table_3_columns_overall_and_per_level() -> None:
     )
     summary = PROTOCOL.summarize([good, bad, failed])
     assert {c.key for c in PROTOCOL.columns} <= set(summary)
-    assert [c.key for c in PROTOCOL.columns][:7] == ["acc", "S", "V", "L1_acc", "L1_S", "L1_V_tool", "L1_V_true"]
+    assert [c.key for c in PROTOCOL.columns][:7] == [
+        "acc",
+        "S",
+        "V",
+        "L1_acc",
+        "L1_S",
+        "L1_V_tool",
+        "L1_V_true",
+    ]
     assert (summary["items"], summary["scored"], summary["errors"]) == (3, 2, 1)
     expected = mme.aggregate(
-        [mme.score_run(task("demo03"), mme.RunRecord(tuple(good.output["tool_use_list"]), "1.072")),
-         mme.score_run(task("demo01"), mme.RunRecord((), "noon"))]
+        [
+            mme.score_run(
+                task("demo03"), mme.RunRecord(tuple(good.output["tool_use_list"]), "1.072")
+            ),
+            mme.score_run(task("demo01"), mme.RunRecord((), "noon")),
+        ]
     )
     assert summary["acc"] == expected["overall"]["acc"] == 0.5
     assert summary["L1_acc"] == 0.0 and summary["L2_acc"] == 1.0
@@ -286,7 +314,10 @@ def test_summary_has_table_3_columns_overall_and_per_level() -> None:
     ("change", "message"),
     [
         (lambda r: r["input"].pop("prompt"), "item demo03: input.prompt is missing"),
-        (lambda r: r["input"].update(image="images/other.png"), "input.image names images/other.png"),
+        (
+            lambda r: r["input"].update(image="images/other.png"),
+            "input.image names images/other.png",
+        ),
     ],
 )
 def test_a_bad_item_is_an_error_naming_it(change: Any, message: str) -> None:
@@ -312,7 +343,11 @@ def test_bad_settings_and_a_failing_model_are_errors_not_crashes(tmp_path: Path)
         raise EvaluationError("model endpoint answered 500")
 
     outcome = PROTOCOL.run_item(
-        item("demo03"), settings=EvalSettings(), chat=broken, tools=ToolLayer(), truth=task("demo03")
+        item("demo03"),
+        settings=EvalSettings(),
+        chat=broken,
+        tools=ToolLayer(),
+        truth=task("demo03"),
     )
     assert (outcome.status, outcome.error) == (Status.ERROR, "model endpoint answered 500")
     assert outcome.scores == {}
