@@ -321,7 +321,7 @@ def traced_ops(code: str) -> list[dict[str, Any]]:
     when none can be read)."""
     try:
         tree = ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found: list[tuple[int, int, str]] = []
     saves: list[tuple[int, str]] = []

@@ -6,11 +6,14 @@ existing scorer scores it) and Table 3's summary."""
 from __future__ import annotations
 
 import importlib
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmark.evaluation.agentic_mme import PROTOCOL, AgenticMmeProtocol
 from benchmark.evaluation.base import (
@@ -20,6 +23,7 @@ from benchmark.evaluation.base import (
     Status,
     ToolLayer,
 )
+from benchmark.evaluation.mme_gen import traced_ops
 from benchmark.imaging import ops
 from benchmark.imaging import recipe as recipes
 from benchmark.kinds import kind_named
@@ -352,3 +356,60 @@ def test_bad_settings_and_a_failing_model_are_errors_not_crashes(tmp_path: Path)
     assert (outcome.status, outcome.error) == (Status.ERROR, "model endpoint answered 500")
     assert outcome.scores == {}
     assert PROTOCOL.write_outputs([outcome], str(tmp_path), model="m") == []
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5000, 5000)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_arguments = st.fixed_dictionaries(
+    {},
+    optional={
+        "image_index": _json,
+        "bbox_2d": st.lists(st.integers(-10, 1100) | st.floats(allow_nan=True), max_size=5),
+        "zoom_scale": _json,
+        "angle": _json,
+        "direction": _json,
+        "scale": _json,
+        "width": _json,
+        "brightness": _json,
+        "value": _json,
+        "mode": _json,
+        "strength": _json,
+        "method": _json,
+        "label": _json,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(op=st.sampled_from(sorted(ops.OPS)), arguments=_arguments)
+def test_no_arguments_make_an_image_tool_raise_anything_but_its_own_error(
+    op: str, arguments: dict[str, Any]
+) -> None:
+    from PIL import Image
+
+    from benchmark.evaluation.mme_tools import ToolError, Workspace
+
+    picture = io.BytesIO()
+    Image.new("RGB", (32, 24), (10, 120, 200)).save(picture, "PNG")
+    workspace = Workspace([("in.png", picture.getvalue())])
+    try:
+        out = workspace.apply(op, arguments)
+    except ToolError as exc:
+        assert str(exc)
+    else:
+        assert out["new_image_index"] == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_the_tracer_takes_any_text(code: str) -> None:
+    assert isinstance(traced_ops(code), list)
