@@ -515,7 +515,8 @@ def score_files(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         run = mme.RunRecord.from_dir(root)
-        original = root / "orig.png" if (root / "orig.png").is_file() else None
+        originals = sorted(root.glob("orig.*")) or sorted(root.glob("orig_0.*"))
+        original = originals[0] if originals else None
         run = dataclasses.replace(run, run_dir=root, run_id=run_id or run.run_id)
         return mme.score_run(
             truth,

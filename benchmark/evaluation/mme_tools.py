@@ -172,7 +172,8 @@ class WorkImage:
 
     index: int
     path: str
-    """Its file in the run folder (``orig.png``, ``tool_images/transformed_image_1.png``)."""
+    """Its file in the run folder (``orig.png``, ``tool_images/transformed_image_1.png``);
+    an input keeps its own bytes, so a JPEG input is ``orig.jpg``."""
     data: bytes
     label: str
     recipe: recipes.Recipe | None = None
@@ -206,6 +207,18 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _suffix(data: bytes) -> str:
+    """The file suffix for an input image's own bytes (kept as they are, so the folder's copy
+    hashes to the recipe's source): .png unless the bytes say otherwise."""
+    if data.startswith(b"\xff\xd8\xff"):
+        return ".jpg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return ".gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return ".webp"
+    return ".png"
+
+
 class Workspace:
     """The images of one run, by index, with their bytes, hashes and recipes."""
 
@@ -219,7 +232,8 @@ class Workspace:
         self.downloads = 0
         self._decoded: dict[int, Image.Image] = {}
         for position, (name, data) in enumerate(inputs):
-            path = "orig.png" if len(inputs) == 1 else f"orig_{position}.png"
+            stem = "orig" if len(inputs) == 1 else f"orig_{position}"
+            path = stem + _suffix(bytes(data))
             label = "original input image" + (f" {position + 1}" if len(inputs) > 1 else "")
             image = WorkImage(position, path, bytes(data), label, source=name)
             image.recipe = recipes.Recipe.build(image.sha256)

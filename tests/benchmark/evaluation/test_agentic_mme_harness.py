@@ -413,3 +413,25 @@ def test_no_arguments_make_an_image_tool_raise_anything_but_its_own_error(
 @given(st.text(max_size=300))
 def test_the_tracer_takes_any_text(code: str) -> None:
     assert isinstance(traced_ops(code), list)
+
+
+def test_a_jpeg_input_is_kept_as_it_was_given_so_recipes_check_against_it() -> None:
+    from PIL import Image
+
+    photo = io.BytesIO()
+    Image.new("RGB", (120, 80), (30, 60, 90)).save(photo, "JPEG", quality=80)
+    the_item = type(item("demo03"))(
+        "demo03", task("demo03"), {"images/image_demo03.png": photo.getvalue()}
+    )
+    outcome, _ = run(
+        "demo03",
+        [
+            tools(call("crop", {"image_index": 0, "bbox_2d": [0, 0, 500, 500]})),
+            answer("<answer>x</answer>"),
+        ],
+        the_item=the_item,
+    )
+    assert outcome.files["orig.jpg"] == photo.getvalue()
+    event = json.loads(outcome.files["tool_use_list.json"])[0]["output"]
+    recipe = recipes.Recipe.from_dict(event["recipe"])
+    assert recipes.check(outcome.files["orig.jpg"], recipe, event["sha256"]).ok
