@@ -3,8 +3,9 @@
 artifacts.
 
 Each code block becomes one sandbox program: a prologue writes the input images (``orig.png``,
-or ``orig_0.png``, ``orig_1.png``, ... with several) and the artifacts of earlier turns
-(``tool_images/transformed_image_N.png``) into the sandbox's working folder and sets the
+or ``orig_0.png``, ``orig_1.png``, ... with several) and the artifacts of earlier turns the code
+may read (``tool_images/transformed_image_N.png``, :func:`needed_images`) into the sandbox's
+working folder and sets the
 environment variables the released prompt names (``ORIGINAL_IMAGE_PATH``,
 ``PROCESSED_IMAGE_SAVE_PATH``, ``LOCAL_INPUT_IMAGE_PATH``); the model's code runs with
 ``exec`` (an exception is printed as a traceback, the way a script's error would be, and the
@@ -106,7 +107,7 @@ def build_program(code: str, workspace: Workspace) -> str:
     tool_dir = f"{WORK}/{TOOL_IMAGES_DIR}"
     files = {
         f"{WORK}/{image.path}": base64.b64encode(image.data).decode("ascii")
-        for image in workspace.images
+        for image in needed_images(code, workspace)
     }
     return _PROLOGUE.format(
         tool_dir=tool_dir,
@@ -116,6 +117,23 @@ def build_program(code: str, workspace: Workspace) -> str:
         code=code,
         marker=MANIFEST,
     )
+
+
+_LISTS_FILES = re.compile(
+    r"listdir|scandir|glob|walk|LOCAL_INPUT_IMAGE_PATH|_image_(?:\{|%|[\"']\s*\+)"
+)
+
+
+def needed_images(code: str, workspace: Workspace) -> list[WorkImage]:
+    """The images a block gets: the inputs always; an earlier result when the code names its
+    file, or may reach it by a computed name or a folder listing (all of them then)."""
+    if _LISTS_FILES.search(code):
+        return list(workspace.images)
+    return [
+        image
+        for image in workspace.images
+        if image.index < workspace.inputs or image.path.split("/")[-1] in code
+    ]
 
 
 @dataclass

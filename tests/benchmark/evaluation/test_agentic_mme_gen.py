@@ -171,3 +171,26 @@ cv2.imwrite(os.path.join(out, 'transformed_image_3.png'), e)
         {"op": "edge_detect", "line": 9, "save": "transformed_image_3.png"},
     ]
     assert traced_ops("def (:") == []
+
+
+def test_a_block_gets_the_inputs_and_the_earlier_results_it_may_read() -> None:
+    from benchmark.evaluation.mme_gen import needed_images
+    from benchmark.evaluation.mme_tools import Workspace
+
+    picture = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(picture, "PNG")
+    workspace = Workspace([("in.png", picture.getvalue())])
+    for n in (1, 2, 3):
+        workspace.add(picture.getvalue(), f"result {n}")
+
+    def names(code: str) -> list[str]:
+        return [image.path for image in needed_images(code, workspace)]
+
+    assert names("img = Image.open(os.environ['ORIGINAL_IMAGE_PATH'])") == ["orig.png"]
+    assert names("open(p + '/transformed_image_2.png')") == [
+        "orig.png",
+        "tool_images/transformed_image_2.png",
+    ]
+    everything = ["orig.png"] + [f"tool_images/transformed_image_{n}.png" for n in (1, 2, 3)]
+    assert names("for i in range(3): open(f'transformed_image_{i}.png')") == everything
+    assert names("print(os.listdir(out))") == everything
