@@ -35,6 +35,8 @@ class RecordedWeb:
     #: url -> image bytes
     images: dict[str, bytes] = field(default_factory=dict)
     api_key: str = ""
+    #: When set, every request is answered with a 302 to this URL.
+    redirect_to: str = ""
     requests: list[Request] = field(default_factory=list)
     failures: list[int] = field(default_factory=list)
     _httpd: ThreadingHTTPServer | None = None
@@ -105,6 +107,12 @@ class RecordedWeb:
                         Request(tool, body.get("arguments", {}), dict(self.headers))
                     )
                     failure = web.failures.pop(0) if web.failures else None
+                if web.redirect_to:
+                    self.send_response(302)
+                    self.send_header("Location", web.redirect_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if failure is not None:
                     status, answer = failure, {"error": "recorded failure"}
                 elif web.api_key and self.headers.get("Authorization") != f"Bearer {web.api_key}":

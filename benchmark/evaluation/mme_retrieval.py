@@ -20,7 +20,8 @@ What each tool is sent (``arguments``) and should answer (``output``):
 * ``fetch_webpage``: ``{"url", "max_chars"}`` -> ``{"url", "text"}``.
 * ``download_image``: ``{"url"}`` -> ``{"url", ...}`` with the image in ``files``.
 
-A non-empty ``error`` (or a 4xx answer other than 429) is the tool's answer: the model reads it
+A non-empty ``error`` (or a 3xx or 4xx answer other than 429; redirects are not followed) is
+the tool's answer: the model reads it
 and the tool layer records it. A 429 or 5xx answer, a timeout or a connection failure raises
 :class:`RetrievalError`: the call is not recorded, the model is told the search failed.
 """
@@ -41,6 +42,17 @@ from .base import EvaluationError, ToolResult
 from .mme_tools import RETRIEVAL_TOOLS
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """The configured API answers itself: a redirect elsewhere is refused (an error answer),
+    never followed to a host nobody allow-listed."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 class RetrievalError(EvaluationError):
@@ -82,7 +94,7 @@ class HttpRetrievalProvider:
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+            with _OPENER.open(request, timeout=self.timeout) as response:
                 payload = response.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as exc:
             return self._http_error(name, exc)

@@ -129,6 +129,10 @@ def test_a_failing_or_misconfigured_provider_says_so(web: RecordedWeb) -> None:
         HttpRetrievalProvider("ftp://example.org")
     with pytest.raises(ValueError, match="unknown tool 'bing'"):
         HttpRetrievalProvider(web.base_url, offered=("bing",))
+    web.redirect_to = "http://169.254.169.254/latest/meta-data/"
+    moved = provider(web).call("google_search", {"query": QUERY})
+    assert moved.error == "google_search: the retrieval provider answered 302"
+    web.redirect_to = ""
     closed = HttpRetrievalProvider("http://127.0.0.1:9", timeout=2)
     with pytest.raises(RetrievalError, match="cannot be reached"):
         closed.call("google_search", {"query": QUERY})
