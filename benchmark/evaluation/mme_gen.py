@@ -145,6 +145,7 @@ class CodeRun:
     stderr: str
     new_images: list[WorkImage] = field(default_factory=list)
     problem: str = ""
+    notes: list[str] = field(default_factory=list)
 
     def observation(self) -> str:
         """The text the model reads after the block, as released."""
@@ -160,6 +161,7 @@ class CodeRun:
             parts.append(f"[Code error]\n{(self.stderr or self.stdout)[-2000:]}")
             if self.stdout.strip():
                 parts.append(f"[Code output]\n{self.stdout.strip()[:2000]}")
+        parts += self.notes
         if self.new_images:
             names = ", ".join(f"Image {i.index}: {i.path.split('/')[-1]}" for i in self.new_images)
             parts.append(f"[New images: {names}]")
@@ -217,11 +219,14 @@ def _collect(
     }
     for name in sorted(manifest, key=_artifact_number):
         digest = manifest[name]
-        if before.get(name) == digest or not _ARTIFACT_RE.match(name):
+        if before.get(name) == digest:
+            continue
+        if not _ARTIFACT_RE.match(name):
+            run.notes.append(f"[{name} is not named transformed_image_N.png; it is not shown]")
             continue
         data = by_hash.get(digest)
         if data is None:
-            run.stderr += f"\n[{name} was not saved as a PNG file; it is not shown]"
+            run.notes.append(f"[{name} was not saved as a PNG file; it is not shown]")
             continue
         number = _artifact_number(name)
         workspace.artifacts = max(workspace.artifacts, number)

@@ -194,3 +194,11 @@ def test_a_block_gets_the_inputs_and_the_earlier_results_it_may_read() -> None:
     everything = ["orig.png"] + [f"tool_images/transformed_image_{n}.png" for n in (1, 2, 3)]
     assert names("for i in range(3): open(f'transformed_image_{i}.png')") == everything
     assert names("print(os.listdir(out))") == everything
+
+
+def test_an_image_saved_under_another_name_is_named_to_the_model() -> None:
+    code = BRIGHTEN.replace("'transformed_image_1.png'", "'brighter.png'")
+    outcome, chat = run([answer(code), answer("<answer>1.072</answer>")])
+    said = chat.requests[1].messages[-1]["content"][-1]["text"]
+    assert "[brighter.png is not named transformed_image_N.png; it is not shown]" in said
+    assert not any(name.startswith("tool_images/") for name in outcome.files)

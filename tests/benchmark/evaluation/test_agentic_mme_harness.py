@@ -435,3 +435,26 @@ def test_a_jpeg_input_is_kept_as_it_was_given_so_recipes_check_against_it() -> N
     event = json.loads(outcome.files["tool_use_list.json"])[0]["output"]
     recipe = recipes.Recipe.from_dict(event["recipe"])
     assert recipes.check(outcome.files["orig.jpg"], recipe, event["sha256"]).ok
+
+
+def test_a_task_with_two_images_numbers_them_0_and_1() -> None:
+    record = task("demo03")
+    record["input"]["image"] = ["images/image_demo03.png", "images/image_demo01.png"]
+    images = {name: (DEMO / name).read_bytes() for name in record["input"]["image"]}
+    the_item = type(item("demo03"))("demo03", record, images)
+    outcome, chat = run(
+        "demo03",
+        [
+            tools(call("crop", {"image_index": 1, "bbox_2d": [0, 0, 500, 500]})),
+            answer("<answer>x</answer>"),
+        ],
+        the_item=the_item,
+        truth=record,
+    )
+    first = chat.requests[0].messages[1]["content"]
+    assert [p["type"] for p in first] == ["image_url", "image_url", "text"]
+    assert first[2]["text"].startswith("[Image 0, Image 1: original inputs]")
+    assert outcome.files["orig_1.png"] == images["images/image_demo01.png"]
+    event = json.loads(outcome.files["tool_use_list.json"])[0]["output"]
+    assert (event["source_image_index"], event["new_image_index"]) == (1, 2)
+    assert event["recipe"]["source_sha256"] == recipes.sha256_hex(images["images/image_demo01.png"])
