@@ -135,7 +135,7 @@ to read.
 
 
 def _utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).isoformat()
 
 
 # --------------------------------------------------------------------------- inputs
