@@ -1,11 +1,13 @@
 """The jail: `python -I -S _jail.py RUN_DIR`, started by run_code in a new session.
 
-Standard library only, and never imported by the server: it runs as its own process. It
+Standard library only; it runs as its own process (the server imports it only for the input
+files' checks and bounds, which both sides apply). It
 1. enters new mount, network, pid, IPC and UTS namespaces (with a user namespace too when it is
    not root), so the run has no network interface but a loopback that is down;
 2. builds a new root on a small tmpfs holding only read-only bind mounts of the interpreter, its
    libraries and site-packages, the shared-library directories, /etc/ld.so.cache and four
-   devices, plus /sandbox, a size-limited tmpfs (work/ is the empty working folder);
+   devices, plus /sandbox, a size-limited tmpfs (work/ is the working folder, empty but for
+   the run's input files, RUN_DIR/inputs.json and inputs.bin, which it writes there);
 3. forks the child that becomes pid 1 of the new pid namespace: it chroots into that root, sets
    resource limits, drops to an unprivileged user id of its own (when root), sets no_new_privs,
    restricts itself with Landlock (file system, TCP, signals) when the kernel has it, loads the
@@ -462,6 +464,136 @@ def read_setup(channel: socket.socket) -> tuple[bytes, int | None]:
             failure += data[1:]
 
 
+# --- Input files ----------------------------------------------------------------------------
+
+# Files given to run_code(files=...) are written into the working folder before the program
+# starts. These bounds are checked by the server (run.check_files) and again here, where they
+# are written as root: names relative to the working folder, no "." or ".." part, no empty
+# part, no control character; at most MAX_INPUT_DEPTH parts of at most 255 bytes each.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+MAX_INPUT_FILES = 256
+MAX_INPUT_NAME_BYTES = 1024
+MAX_INPUT_PART_BYTES = 255
+MAX_INPUT_DEPTH = 8
+INPUT_HEADER_BYTES = 1024 * 1024
+PAGE = 4096
+
+
+def input_name_problem(name: Any) -> str | None:
+    """Why `name` cannot be an input file's name (a path relative to the working folder), or
+    None when it can."""
+    if not isinstance(name, str):
+        return "is not text"
+    if not name:
+        return "is empty"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "holds a control character (NUL, a line break, ...)"
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8 text"
+    if len(encoded) > MAX_INPUT_NAME_BYTES:
+        return f"is longer than {MAX_INPUT_NAME_BYTES} bytes"
+    if name.startswith("/"):
+        return "is absolute (it must be relative to the working folder)"
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "has an empty, '.' or '..' part (it must stay inside the working folder)"
+    if len(parts) > MAX_INPUT_DEPTH:
+        return f"is more than {MAX_INPUT_DEPTH} folders deep"
+    if any(len(part.encode("utf-8")) > MAX_INPUT_PART_BYTES for part in parts):
+        return f"has a part longer than {MAX_INPUT_PART_BYTES} bytes"
+    return None
+
+
+def inputs_problem(entries: Any) -> str | None:
+    """Why a list of input files [[name, size], ...] cannot be written, or None."""
+    if not isinstance(entries, list) or len(entries) > MAX_INPUT_FILES:
+        return f"more than {MAX_INPUT_FILES} input files"
+    total = 0
+    names: set[str] = set()
+    folders: set[str] = set()
+    for entry in entries:
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], int)):
+            return "a bad input file entry"
+        name, size = entry
+        problem = input_name_problem(name)
+        if problem:
+            return f"input file name {name!r} {problem}"
+        if size < 0:
+            return f"input file {name!r} has a negative size"
+        parents = ["/".join(name.split("/")[:i]) for i in range(1, name.count("/") + 1)]
+        if name in names or name in folders or any(p in names for p in parents):
+            return f"input file {name!r} clashes with another input file or its folder"
+        names.add(name)
+        folders.update(parents)
+        total += size
+    if total > MAX_INPUT_BYTES:
+        return f"input files of {total} bytes, over the {MAX_INPUT_BYTES} bytes limit"
+    return None
+
+
+def inputs_room(entries: list[list[Any]]) -> int:
+    """Bytes the input files take in a tmpfs (whole pages, one per folder), so the working
+    folder can be made that much larger and the program keeps its whole `workdir_mb`."""
+    folders = {"/".join(n.split("/")[:i]) for n, _ in entries for i in range(1, n.count("/") + 1)}
+    pages = sum(-(-size // PAGE) + 1 for _, size in entries) + len(folders)
+    return pages * PAGE
+
+
+def write_inputs(work: str, entries: list[list[Any]], read: Any, ids: tuple[int, int]) -> None:
+    """Write the input files into the fresh working folder `work` (a tmpfs nothing else has
+    written to yet), owned by the run's user; `read(n)` gives the next n bytes of their
+    contents, in order. No link is followed and no existing file is replaced."""
+    problem = inputs_problem(entries)
+    if problem:
+        raise SetupError(problem)
+    uid, gid = ids
+    dir_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    for name, size in entries:
+        *folders, base = name.split("/")
+        dir_fd = os.open(work, dir_flags)
+        try:
+            for part in folders:
+                try:
+                    os.mkdir(part, 0o700, dir_fd=dir_fd)
+                    os.chown(part, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+                except FileExistsError:
+                    pass
+                inner = os.open(part, dir_flags, dir_fd=dir_fd)
+                os.close(dir_fd)
+                dir_fd = inner
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(base, flags, 0o600, dir_fd=dir_fd)
+            try:
+                os.fchown(fd, uid, gid)
+                left = size
+                while left:
+                    chunk = read(min(left, 1 << 20))
+                    if not chunk:
+                        raise SetupError(f"input file {name!r} ended early")
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    left -= len(chunk)
+            finally:
+                os.close(fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _inputs_from_run_dir(run_dir: str) -> list[list[Any]]:
+    path = os.path.join(run_dir, "inputs.json")
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as fh:
+        entries = json.loads(fh.read(INPUT_HEADER_BYTES))
+    problem = inputs_problem(entries)
+    if problem:
+        raise SetupError(problem)
+    return entries
+
+
 # --- The new root -------------------------------------------------------------------------
 
 
@@ -533,17 +665,27 @@ def _copy_font_cache(run_dir: str, mpl: str, uid: int, gid: int) -> None:
             os.chown(target, uid, gid)
 
 
+def sandbox_options(cfg: dict[str, Any], entries: list[list[Any]]) -> str:
+    """The /sandbox tmpfs's mount options: `workdir_mb` for the program, plus the room its
+    input files take."""
+    size = int(cfg["workdir_mb"]) * 1024 * 1024 + inputs_room(entries)
+    return f"size={size},nr_inodes=16384,mode=0755"
+
+
 def build_root(root: str, cfg: dict[str, Any], uid: int, gid: int) -> list[tuple[str, int]]:
     """Mount the new root; return the Landlock rules for it (paths as seen after chroot)."""
     rules = bind_system(root, cfg)
     read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
     sandbox = _inside(root, "/sandbox")
     os.mkdir(sandbox, 0o755)
-    size = f"size={int(cfg['workdir_mb'])}m,nr_inodes=16384,mode=0755"
-    _mount("tmpfs", sandbox, "tmpfs", MS_NOSUID | MS_NODEV, size)
+    entries = _inputs_from_run_dir(cfg["run_dir"])
+    _mount("tmpfs", sandbox, "tmpfs", MS_NOSUID | MS_NODEV, sandbox_options(cfg, entries))
     for name in ("work", "out", "mpl"):
         os.mkdir(os.path.join(sandbox, name), 0o700)
         os.chown(os.path.join(sandbox, name), uid, gid)
+    if entries:
+        with open(os.path.join(cfg["run_dir"], "inputs.bin"), "rb") as fh:
+            write_inputs(os.path.join(sandbox, "work"), entries, fh.read, (uid, gid))
     _copy_font_cache(cfg["run_dir"], os.path.join(sandbox, "mpl"), uid, gid)
     rules.append(("/sandbox", SANDBOX_RIGHTS))
 

@@ -52,6 +52,21 @@ class Run:
         self.network = False
         self.forked = False
         self.savefig: Any = None
+        self.inputs = self.file_stamps()  # the input files, there before the program started
+
+    @staticmethod
+    def file_stamps() -> dict[str, tuple[int, int, int]]:
+        """path -> (inode, size, modification time) of every regular file in the working folder."""
+        stamps = {}
+        for folder, _dirs, files in os.walk(WORK):
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                stamps[path] = (info.st_ino, info.st_size, info.st_mtime_ns)
+        return stamps
 
     def audit(self, event: str, args: Any) -> None:
         if event in NETWORK_EVENTS:
@@ -99,12 +114,14 @@ class Run:
         return [self.figure_png(f) for f in figures if id(f) not in self.saved_figures]
 
     def image_files(self) -> list[str]:
+        """Image files the program wrote in the working folder, oldest first; an input file
+        it left as it was is not one."""
         found = []
-        for folder, _dirs, files in os.walk(WORK):
-            for name in files:
-                path = os.path.join(folder, name)
-                if name.lower().endswith(IMAGE_SUFFIXES) and not os.path.islink(path):
-                    found.append((os.stat(path).st_mtime_ns, path))
+        for path, stamp in self.file_stamps().items():
+            name = os.path.basename(path)
+            image = name.lower().endswith(IMAGE_SUFFIXES) and not os.path.islink(path)
+            if image and self.inputs.get(path) != stamp:
+                found.append((stamp[2], path))
         return [path for _, path in sorted(found)]
 
     def images(self) -> list[bytes]:

@@ -9,7 +9,8 @@ server: it runs as its own process, and one zygote runs one program at a time. I
    program starts with them loaded; it never runs a program itself;
 3. for each request on the socket (a length-prefixed frame with the limits) forks a *manager*,
    which reads the program, enters new mount, pid and IPC namespaces of its own, mounts a fresh
-   size-limited tmpfs on /sandbox (work/, out/, mpl/) and forks the program process: pid 1 of
+   size-limited tmpfs on /sandbox (work/, out/, mpl/), writes the run's input files into work/
+   and forks the program process: pid 1 of
    the new pid namespace, in a session of its own, with the run's resource limits, a random
    unprivileged user id (when root) and no capabilities at all, no_new_privs, Landlock, the
    system call filter (built once in the zygote, _jail.SyscallFilter), every other file
@@ -23,7 +24,9 @@ its file system (the tmpfs) dies with the manager's mount namespace; its process
 pid namespace; its SysV IPC objects die with its IPC namespace. Nothing goes back to the zygote.
 
 Frames: 4-byte big-endian length, one kind byte, payload. Server -> zygote: b"Q" JSON limits,
-then b"P" program text. Zygote -> server: b"H" JSON hello (or setup_error) once at the start;
+then b"P" program text, then b"F" JSON [[name, size], ...] of the input files followed by
+their contents, unframed, in that order (the manager writes them into the fresh working
+folder as it reads them). Zygote -> server: b"H" JSON hello (or setup_error) once at the start;
 per request b"R" result (from the manager) then b"D" JSON {"status": manager exit code}.
 """
 
@@ -335,38 +338,86 @@ def _results(cfg: dict[str, Any]) -> tuple[bytes, list[bytes], list[str]]:
     return status, images, skipped
 
 
-def _fresh_sandbox(ctx: dict[str, Any], cfg: dict[str, Any]) -> tuple[int, int]:
-    """New mount, pid and IPC namespaces for this run and a fresh tmpfs on /sandbox; returns
-    the run's user and group ids."""
+class _Reader:
+    """The input files' contents, which follow their b"F" frame on the socket; `left` counts
+    what has not been read yet (the manager reads it away when the run cannot start)."""
+
+    def __init__(self, sock: socket.socket, total: int = 0) -> None:
+        self.sock, self.left = sock, total
+
+    def read(self, size: int) -> bytes:
+        data = recv_exact(self.sock, size)
+        if data is None:
+            raise _jail.SetupError("the server closed the socket while sending the input files")
+        self.left -= len(data)
+        return data
+
+
+def _fresh_sandbox(
+    ctx: dict[str, Any], cfg: dict[str, Any], entries: list[list[Any]], reader: _Reader
+) -> tuple[int, int]:
+    """New mount, pid and IPC namespaces for this run and a fresh tmpfs on /sandbox, with the
+    input files (their contents from `reader`, the socket) in its working folder; returns the
+    run's user and group ids."""
     flags = _jail.CLONE_NEWNS | _jail.CLONE_NEWPID | _jail.CLONE_NEWIPC
     _jail._check(libc.unshare(ctypes.c_int(flags)), "unshare (mount, pid, IPC namespaces)")
     if ctx["mode"] == "root":
         uid = gid = 100_000 + secrets.randbelow(900_000)
     else:
         uid, gid = os.geteuid(), os.getegid()
-    size = f"size={int(cfg['workdir_mb'])}m,nr_inodes=16384,mode=0755"
-    _jail._mount("tmpfs", "/sandbox", "tmpfs", _jail.MS_NOSUID | _jail.MS_NODEV, size)
+    options = _jail.sandbox_options(cfg, entries)
+    _jail._mount("tmpfs", "/sandbox", "tmpfs", _jail.MS_NOSUID | _jail.MS_NODEV, options)
     for name in ("work", "out", "mpl"):
         os.mkdir(os.path.join("/sandbox", name), 0o700)
         os.chown(os.path.join("/sandbox", name), uid, gid)
+    _jail.write_inputs("/sandbox/work", entries, reader.read, (uid, gid))
     return uid, gid
+
+
+def _input_entries(sock: socket.socket) -> list[list[Any]]:
+    """The b"F" frame after the program: the input files' names and sizes."""
+    frame = recv_frame(sock, _jail.INPUT_HEADER_BYTES)
+    if frame is None or frame[0] != b"F":
+        raise ValueError("no input files frame")
+    entries = json.loads(frame[1])
+    problem = _jail.inputs_problem(entries)
+    if problem:
+        raise ValueError(problem)  # the server checked them: the stream cannot be trusted
+    return entries
+
+
+def _receive(
+    sock: socket.socket, ctx: dict[str, Any], cfg: dict[str, Any], report: dict[str, Any]
+) -> tuple[str, tuple[int, int]] | None:
+    """Read the program and its input files and make the run's fresh sandbox: the program
+    text and the run's user and group ids, or None when the sandbox could not be made (the
+    b"R" frame saying why is sent)."""
+    frame = recv_frame(sock)
+    if frame is None or frame[0] != b"P":
+        raise ValueError("no program frame")
+    source = frame[1].decode("utf-8", "replace")
+    entries = _input_entries(sock)
+    reader = _Reader(sock, sum(size for _, size in entries))
+    try:
+        ids = _fresh_sandbox(ctx, cfg, entries, reader)
+    except Exception as exc:
+        report["setup_error"] = str(exc) if isinstance(exc, _jail.SetupError) else repr(exc)
+        while reader.left > 0:  # the rest of the input files, so the next frame is read right
+            reader.read(min(reader.left, 1 << 20))
+        send_frame(sock, b"R", _pack(report, []))
+        return None
+    return source, ids
 
 
 def manage(sock: socket.socket, ctx: dict[str, Any], limits: dict[str, Any]) -> None:
     """One run, in a process forked from the zygote; writes the b"R" frame."""
     _jail._prctl(_jail.PR_SET_PDEATHSIG, signal.SIGKILL)
-    frame = recv_frame(sock)
-    if frame is None or frame[0] != b"P":
-        raise ValueError("no program frame")
-    source = frame[1].decode("utf-8", "replace")
     cfg = dict(ctx["cfg"], **limits)
     report: dict[str, Any] = {"setup_error": None, "mode": ctx["mode"], "landlock_abi": ctx["abi"]}
-    try:
-        ids = _fresh_sandbox(ctx, cfg)
-    except Exception as exc:
-        report["setup_error"] = str(exc) if isinstance(exc, _jail.SetupError) else repr(exc)
-        send_frame(sock, b"R", _pack(report, []))
+    received = _receive(sock, ctx, cfg, report)
+    if received is None:
         return
+    source, ids = received
     report["uid"] = ids[0]
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -384,7 +435,7 @@ def manage(sock: socket.socket, ctx: dict[str, Any], limits: dict[str, Any]) -> 
     for fd in (out_w, err_w):
         os.close(fd)
     theirs.close()
-    del source, frame
+    del source, received
     failure, listener = _jail.read_setup(ours)
     ours.close()
     output = _Output((out_r, err_r), int(cfg["max_output_bytes"]))

@@ -16,10 +16,11 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from . import _jail
 from .result import SandboxLimits, SandboxResult
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +29,11 @@ ZYGOTE = HERE / "_zygote.py"
 RUNNER = HERE / "_runner.py"
 RUN_PREFIX = "benchwright-sandbox-"
 MAX_CODE_BYTES = 1024 * 1024
+# Input files (run_code's `files`): their total size, their number, a name's length and depth.
+MAX_FILES_BYTES = _jail.MAX_INPUT_BYTES
+MAX_FILES = _jail.MAX_INPUT_FILES
+MAX_FILE_NAME_BYTES = _jail.MAX_INPUT_NAME_BYTES
+MAX_FILE_DEPTH = _jail.MAX_INPUT_DEPTH
 # Extra seconds the server grants the jail beyond the wall-clock limit before it kills the jail's
 # whole process group itself (the jail enforces the limit; this is for a jail that hangs).
 JAIL_GRACE_SECONDS = 10.0
@@ -117,36 +123,94 @@ class _Drain(threading.Thread):
         return text
 
 
-def run_code(code: str, *, limits: SandboxLimits | None = None) -> SandboxResult:
+class SandboxFilesError(ValueError):
+    """Input files that cannot be given to a program; the message names the file."""
+
+
+Files = list[tuple[str, bytes]]
+
+
+def check_files(files: Mapping[str, bytes] | None) -> Files:
+    """The input files as (name, contents) pairs, or SandboxFilesError naming the first bad one:
+    a name that is not a relative path inside the working folder (absolute, with an empty,
+    "." or ".." part, a control character such as NUL, longer than MAX_FILE_NAME_BYTES or
+    deeper than MAX_FILE_DEPTH parts), a name that is also another file's folder, contents
+    that are not bytes, more than MAX_FILES files or more than MAX_FILES_BYTES in all."""
+    if files is None:
+        return []
+    if not isinstance(files, Mapping):
+        raise SandboxFilesError("the input files must be a mapping of names to bytes")
+    if len(files) > MAX_FILES:
+        raise SandboxFilesError(f"{len(files)} input files, over the limit of {MAX_FILES}")
+    pairs: Files = []
+    for name, data in files.items():
+        problem = _jail.input_name_problem(name)
+        if problem:
+            raise SandboxFilesError(f"input file name {name!r} {problem}")
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise SandboxFilesError(f"input file {name!r} is not bytes")
+        pairs.append((name, bytes(data)))
+    total = sum(len(data) for _, data in pairs)
+    if total > MAX_FILES_BYTES:
+        raise SandboxFilesError(
+            f"the input files are {_megabytes(total)} in all, over the sandbox's limit of "
+            f"{_megabytes(MAX_FILES_BYTES)}"
+        )
+    problem = _jail.inputs_problem([[name, len(data)] for name, data in pairs])
+    if problem:
+        raise SandboxFilesError(problem)
+    return pairs
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB".replace(".0 MB", " MB")
+
+
+def run_code(
+    code: str, *, limits: SandboxLimits | None = None, files: Mapping[str, bytes] | None = None
+) -> SandboxResult:
     """Run `code` as a Python program in the sandbox; the figures it shows or saves are the
-    result's images. See docs/reference/sandbox.md, for what the sandbox isolates."""
+    result's images. `files` maps names relative to the working folder (``orig.png``,
+    ``tool_images/a.png``) to contents, written there before the program starts (the program
+    may read, change and delete them; unchanged, they are not among the result's images).
+    Input files that cannot be given (see check_files) answer kind="error" naming the file,
+    and nothing runs. See docs/reference/sandbox.md, for what the sandbox isolates."""
     limits = limits or SandboxLimits()
     if not isinstance(code, str):
         return SandboxResult(ok=False, kind="error", reason="the program is not text")
     data = code.encode("utf-8", "replace")
     if len(data) > MAX_CODE_BYTES:
         return SandboxResult(ok=False, kind="error", reason="the program is longer than 1 MB")
+    try:
+        inputs = check_files(files)
+    except SandboxFilesError as exc:
+        return SandboxResult(ok=False, kind="error", reason=str(exc))
     if not sys.platform.startswith("linux"):
         return SandboxResult(
             ok=False, kind="unavailable", reason="the sandbox needs Linux namespaces"
         )
     try:
-        return _run(data, limits)
+        return _run(data, limits, inputs)
     except Exception as exc:  # the sandbox itself failed: say so, never raise to the renderer
         return SandboxResult(ok=False, kind="unavailable", reason=f"sandbox failed: {exc!r}")
 
 
-def _run(program: bytes, limits: SandboxLimits) -> SandboxResult:
+def _run(program: bytes, limits: SandboxLimits, inputs: Files) -> SandboxResult:
     if zygote_enabled():
-        result = _pool.run(program, limits)
+        result = _pool.run(program, limits, inputs)
         if result is not None:
             return result
     font_cache = _font_cache() if b"matplotlib" in program or b"pyplot" in program else {}
-    return _run_in(program, limits, font_cache=font_cache)[0]
+    return _run_in(program, limits, font_cache=font_cache, inputs=inputs)[0]
 
 
 def _run_in(
-    program: bytes, limits: SandboxLimits, *, font_cache: dict[str, bytes], keep_font_cache=False
+    program: bytes,
+    limits: SandboxLimits,
+    *,
+    font_cache: dict[str, bytes],
+    keep_font_cache: bool = False,
+    inputs: Files | None = None,
 ) -> tuple[SandboxResult, dict[str, bytes]]:
     run_dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
     try:
@@ -156,6 +220,11 @@ def _run_in(
         for name, data in font_cache.items():
             (run_dir / "fontcache" / name).write_bytes(data)
         (run_dir / "program.py").write_bytes(program)
+        if inputs:  # the jail writes them into the working folder (_jail.write_inputs)
+            (run_dir / "inputs.json").write_text(json.dumps([[n, len(d)] for n, d in inputs]))
+            with open(run_dir / "inputs.bin", "wb") as fh:
+                for _, data in inputs:
+                    fh.write(data)
         shutil.copyfile(RUNNER, run_dir / "runner.py")
         config = _config(limits) | {"keep_font_cache": keep_font_cache}
         (run_dir / "config.json").write_text(json.dumps(config))
@@ -444,12 +513,15 @@ class _Zygote:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    def run(self, program: bytes, limits: SandboxLimits) -> SandboxResult:
+    def run(self, program: bytes, limits: SandboxLimits, inputs: Files) -> SandboxResult:
         """One program; raises _Broken when the zygote misbehaves (it is then closed)."""
         try:
             self.sock.settimeout(limits.wall_seconds + JAIL_GRACE_SECONDS)
             _send(self.sock, b"Q", json.dumps(_limits_config(limits)).encode())
             _send(self.sock, b"P", program)
+            _send(self.sock, b"F", json.dumps([[n, len(d)] for n, d in inputs]).encode())
+            for _, data in inputs:  # unframed: the manager knows their sizes
+                self.sock.sendall(data)
             kind, payload = _recv(self.sock)
             if kind == b"D":  # the manager died before it reported
                 status = json.loads(payload).get("status")
@@ -554,14 +626,14 @@ class _Pool:
                 self.idle.append(zygote)
             self.cond.notify()
 
-    def run(self, program: bytes, limits: SandboxLimits) -> SandboxResult | None:
+    def run(self, program: bytes, limits: SandboxLimits, inputs: Files) -> SandboxResult | None:
         """The result, or None when no zygote can start here (the caller runs a one-shot jail)."""
         for attempt in (1, 2):  # a zygote that broke (killed from outside) is replaced once
             zygote = self._acquire()
             if zygote is None:
                 return None
             try:
-                result = zygote.run(program, limits)
+                result = zygote.run(program, limits, inputs)
             except _Broken as exc:
                 self._release(zygote, broken=True)
                 if attempt == 2:
