@@ -153,17 +153,13 @@ def check_files(files: Mapping[str, bytes] | None) -> Files:
     total = sum(len(data) for _, data in pairs)
     if total > MAX_FILES_BYTES:
         raise SandboxFilesError(
-            f"the input files are {_megabytes(total)} in all, over the sandbox's limit of "
-            f"{_megabytes(MAX_FILES_BYTES)}"
+            f"the input files are {total:,} bytes in all, over the sandbox's limit of "
+            f"{MAX_FILES_BYTES:,} bytes ({MAX_FILES_BYTES // (1024 * 1024)} MB)"
         )
     problem = _jail.inputs_problem([[name, len(data)] for name, data in pairs])
     if problem:
         raise SandboxFilesError(problem)
     return pairs
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MB".replace(".0 MB", " MB")
 
 
 def run_code(
