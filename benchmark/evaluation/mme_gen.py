@@ -2,20 +2,21 @@
 (:mod:`benchmark.sandbox`) with the task's images, and the images they save become the run's
 artifacts.
 
-Each code block becomes one sandbox program: a prologue writes the input images (``orig.png``,
-or ``orig_0.png``, ``orig_1.png``, ... with several) and the artifacts of earlier turns the code
-may read (``tool_images/transformed_image_N.png``, :func:`needed_images`) into the sandbox's
-working folder and sets the
-environment variables the released prompt names (``ORIGINAL_IMAGE_PATH``,
-``PROCESSED_IMAGE_SAVE_PATH``, ``LOCAL_INPUT_IMAGE_PATH``); the model's code runs with
-``exec`` (an exception is printed as a traceback, the way a script's error would be, and the
-run goes on to collect what was saved); an epilogue prints a manifest of the files in
-``tool_images/`` with their sha256, which matches the images the sandbox hands back to the
-files they were saved as. New or changed ``transformed_image_N.png`` files become image N.
+Each code block becomes one sandbox program with input files (:func:`input_files`): the input
+images (``orig.png``, or ``orig_0.png``, ``orig_1.png``, ... with several) and the artifacts
+of earlier turns the code may read (``tool_images/transformed_image_N.png``,
+:func:`needed_images`) are written into the sandbox's working folder before the program starts
+(``run_code(files=...)``). A prologue sets the environment variables the released prompt names
+(``ORIGINAL_IMAGE_PATH``, ``PROCESSED_IMAGE_SAVE_PATH``, ``LOCAL_INPUT_IMAGE_PATH``); the
+model's code runs with ``exec`` (an exception is printed as a traceback, the way a script's
+error would be, and the run goes on to collect what was saved); an epilogue prints a manifest
+of the files in ``tool_images/`` with their sha256, which matches the images the sandbox hands
+back to the files they were saved as. New or changed ``transformed_image_N.png`` files become
+image N.
 
-The inputs travel inside the program text, so their PNGs together must fit the sandbox's
-program limit (1 MB, :data:`benchmark.sandbox.run.MAX_CODE_BYTES`); a block whose images do not
-fit is answered with an error the model and the run both see.
+The images are files, not program text, so a photo of several MB runs; together they must fit
+the sandbox's limit for input files (64 MB, :data:`benchmark.sandbox.run.MAX_FILES_BYTES`),
+and a block whose images do not is answered with an error the model and the run both see.
 
 The event stream follows the released Gen runner: a ``script_exec`` event per executed block
 (not counted as a tool call), and one event per image operation found in the code by an AST
@@ -28,15 +29,14 @@ Unlike the released tracer, calls inside loops are not expanded to one event per
 from __future__ import annotations
 
 import ast
-import base64
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchmark.sandbox import SandboxLimits, SandboxResult, run_code
-from benchmark.sandbox.run import MAX_CODE_BYTES
+from benchmark.sandbox.run import MAX_FILES_BYTES, SandboxFilesError, check_files
 
 from .base import sha256
 from .mme_tools import TOOL_IMAGES_DIR, WorkImage, Workspace
@@ -55,11 +55,12 @@ GEN_LIMITS = SandboxLimits(
     workdir_mb=256,
 )
 
-Runner = Callable[[str], SandboxResult]
+Runner = Callable[[str, Mapping[str, bytes]], SandboxResult]
+"""Runs one block's program with its input files (names relative to the working folder)."""
 
 
-def default_runner(program: str) -> SandboxResult:
-    return run_code(program, limits=GEN_LIMITS)
+def default_runner(program: str, files: Mapping[str, bytes]) -> SandboxResult:
+    return run_code(program, limits=GEN_LIMITS, files=files)
 
 
 def extract_code(text: str) -> str:
@@ -76,12 +77,9 @@ def extract_code(text: str) -> str:
 # --------------------------------------------------------------------------- the program
 
 _PROLOGUE = """\
-import base64 as _bw_b64, hashlib as _bw_hash, json as _bw_json, os as _bw_os
+import hashlib as _bw_hash, json as _bw_json, os as _bw_os
 import traceback as _bw_tb
 _bw_os.makedirs({tool_dir!r}, exist_ok=True)
-for _bw_name, _bw_data in {files!r}.items():
-    with open(_bw_name, "wb") as _bw_fh:
-        _bw_fh.write(_bw_b64.b64decode(_bw_data))
 _bw_os.environ["ORIGINAL_IMAGE_PATH"] = {original!r}
 _bw_os.environ["PROCESSED_IMAGE_SAVE_PATH"] = {tool_dir!r}
 _bw_os.environ["LOCAL_INPUT_IMAGE_PATH"] = {latest!r}
@@ -103,20 +101,22 @@ print({marker!r} + _bw_json.dumps({{"files": _bw_seen, "failed": _bw_failed}}))
 
 
 def build_program(code: str, workspace: Workspace) -> str:
-    """The sandbox program for one code block (see the module docstring)."""
+    """The sandbox program for one code block (see the module docstring); it runs with
+    :func:`input_files` in its working folder."""
     tool_dir = f"{WORK}/{TOOL_IMAGES_DIR}"
-    files = {
-        f"{WORK}/{image.path}": base64.b64encode(image.data).decode("ascii")
-        for image in needed_images(code, workspace)
-    }
     return _PROLOGUE.format(
         tool_dir=tool_dir,
-        files=files,
         original=f"{WORK}/{workspace.images[0].path}",
         latest=f"{WORK}/{workspace.images[-1].path}",
         code=code,
         marker=MANIFEST,
     )
+
+
+def input_files(code: str, workspace: Workspace) -> dict[str, bytes]:
+    """The files one code block finds in its working folder: :func:`needed_images`, each under
+    its run-folder path (``orig.png``, ``tool_images/transformed_image_2.png``)."""
+    return {image.path: image.data for image in needed_images(code, workspace)}
 
 
 _LISTS_FILES = re.compile(
@@ -184,17 +184,22 @@ def _split_manifest(stdout: str) -> tuple[str, dict[str, Any] | None]:
 def run_block(code: str, workspace: Workspace, turn: int, runner: Runner) -> CodeRun:
     """Run one code block; its new ``transformed_image_N.png`` files join the workspace."""
     program = build_program(code, workspace)
-    if len(program.encode("utf-8")) > MAX_CODE_BYTES:
-        size = len(program.encode("utf-8")) / 1e6
+    files = input_files(code, workspace)
+    size = sum(len(data) for data in files.values())
+    if size > MAX_FILES_BYTES:
         return CodeRun(
             False,
             "",
             "",
-            problem=f"the task's images and earlier results ({size:.1f} MB as program text) do "
-            f"not fit the sandbox's {MAX_CODE_BYTES // (1024 * 1024)} MB program limit; "
+            problem=f"the task's images and earlier results ({size / 2**20:.1f} MB) do not fit "
+            f"the sandbox's {MAX_FILES_BYTES // 2**20} MB limit for input files; "
             "this block was not run",
         )
-    result = runner(program)
+    try:
+        check_files(files)
+    except SandboxFilesError as exc:  # names come from the run folder; not expected
+        return CodeRun(False, "", "", problem=f"{exc}; this block was not run")
+    result = runner(program, files)
     if result.kind not in ("ok", "no_figure"):
         return CodeRun(False, result.stdout, result.stderr, problem=result.reason)
     stdout, manifest = _split_manifest(result.stdout)

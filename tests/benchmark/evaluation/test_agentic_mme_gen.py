@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -14,9 +15,10 @@ from PIL import Image, ImageEnhance
 
 from benchmark.evaluation.agentic_mme import AgenticMmeProtocol
 from benchmark.evaluation.base import EvalItem, EvalSettings, Status, ToolLayer
-from benchmark.evaluation.mme_gen import traced_ops
+from benchmark.evaluation.mme_gen import default_runner, traced_ops
 from benchmark.sandbox import SandboxResult, run_code
 from benchmark.sandbox.result import SandboxLimits
+from benchmark.sandbox.run import MAX_CODE_BYTES, MAX_FILES_BYTES
 from tests.benchmark.evaluation.mme_scripted import (
     DEMO,
     ScriptedChat,
@@ -134,22 +136,66 @@ def test_search_tools_still_work_by_function_calling_and_code_with_an_answer_is_
     assert said == ["Error: google_search is not available here (no provider is configured)"]
 
 
-def test_images_too_large_for_the_program_limit_are_refused_with_a_reason() -> None:
-    noise = Image.frombytes("RGB", (800, 800), random.Random(0).randbytes(800 * 800 * 3))
+def noise_png(side: int) -> bytes:
+    """A photo-like PNG that does not compress (about 3 bytes a pixel)."""
+    noise = Image.frombytes("RGB", (side, side), random.Random(side).randbytes(side * side * 3))
     data = io.BytesIO()
     noise.save(data, "PNG")
-    big = EvalItem("demo03", task("demo03"), {"images/image_demo03.png": data.getvalue()})
+    return data.getvalue()
 
-    def no_sandbox(program: str) -> SandboxResult:
+
+def test_an_input_image_over_the_program_limit_runs_as_a_file() -> None:
+    """The task's image reaches the code as a file in the working folder, not inside the
+    program text: a photo over the sandbox's 1 MB program limit runs."""
+    photo = noise_png(800)
+    assert len(photo) > MAX_CODE_BYTES
+    big = EvalItem("demo03", task("demo03"), {"images/image_demo03.png": photo})
+    seen: list[tuple[int, dict[str, int]]] = []
+
+    def sandbox(program: str, files: Mapping[str, bytes]) -> SandboxResult:
+        seen.append((len(program.encode()), {name: len(data) for name, data in files.items()}))
+        return default_runner(program, files)
+
+    protocol = AgenticMmeProtocol(runner=sandbox, now=lambda: "2026-01-01T00:00:00Z")
+    chat = ScriptedChat([answer(BRIGHTEN), answer(CROP), answer("<answer>1.072</answer>")])
+    outcome = protocol.run_item(big, settings=GEN, chat=chat, tools=ToolLayer())
+    assert outcome.status == Status.OK, outcome.error
+    said = chat.requests[1].messages[-1]["content"][-1]["text"]
+    assert "[Code output]\nsize (800, 800)" in said, said
+    brightened = ImageEnhance.Brightness(Image.open(io.BytesIO(photo)).convert("RGB")).enhance(2.8)
+    first = Image.open(io.BytesIO(outcome.files["tool_images/transformed_image_1.png"]))
+    assert first.tobytes() == brightened.tobytes()
+    second = Image.open(io.BytesIO(outcome.files["tool_images/transformed_image_2.png"]))
+    assert second.tobytes() == brightened.crop((200, 200, 400, 400)).tobytes()
+    # The images went as files (the second block also got the result it reads), and the
+    # program text stayed small.
+    first_artifact = len(outcome.files["tool_images/transformed_image_1.png"])
+    assert [files for _, files in seen] == [
+        {"orig.png": len(photo)},
+        {"orig.png": len(photo), "tool_images/transformed_image_1.png": first_artifact},
+    ]
+    assert all(size < 10_000 for size, _ in seen)
+
+
+def test_images_over_the_input_files_limit_are_refused_with_a_reason() -> None:
+    small = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(small, "PNG")
+    # A valid PNG with data after its end, as large as the limit allows plus one byte.
+    photo = small.getvalue() + bytes(MAX_FILES_BYTES + 1 - len(small.getvalue()))
+    big = EvalItem("demo03", task("demo03"), {"images/image_demo03.png": photo})
+
+    def no_sandbox(program: str, files: Mapping[str, bytes]) -> SandboxResult:
         raise AssertionError("the block must not run")
 
     protocol = AgenticMmeProtocol(runner=no_sandbox)
     chat = ScriptedChat([answer(BRIGHTEN), answer("<answer>x</answer>")])
     outcome = protocol.run_item(big, settings=GEN, chat=chat, tools=ToolLayer())
     said = chat.requests[1].messages[-1]["content"][-1]["text"]
-    assert said.startswith("[Code error]\nthe task's images and earlier results")
-    assert "1 MB program limit" in said
+    assert said.startswith("[Code error]\nthe task's images and earlier results (64.0 MB)")
+    assert "the sandbox's 64 MB limit for input files; this block was not run" in said
     assert outcome.status == Status.OK
+    events = json.loads(outcome.files["tool_use_list.json"])
+    assert [e["output"]["ok"] for e in events if e["raw_tool_name"] == "script_exec"] == ["false"]
 
 
 def test_the_tracer_names_the_operations_and_the_files_they_were_saved_to() -> None:
