@@ -451,9 +451,20 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
     return bytes(data)
 
 
-def _recv(sock: socket.socket) -> tuple[bytes, bytes]:
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+
+def _result_frame_limit(limits: SandboxLimits, inputs: Files) -> int:
+    """The most a run's result frame may hold: its images come out of the run's tmpfs (the
+    working folder and the input files' room), plus stdout, stderr and the status."""
+    room = limits.workdir_mb * 1024 * 1024 + _jail.inputs_room([[n, len(d)] for n, d in inputs])
+    extra = 2 * limits.max_output_bytes + _jail.STATUS_BYTES + 1024 * 1024
+    return max(MAX_FRAME_BYTES, room + extra)
+
+
+def _recv(sock: socket.socket, limit: int = MAX_FRAME_BYTES) -> tuple[bytes, bytes]:
     (size,) = struct.unpack(">I", _recv_exact(sock, 4))
-    if not 1 <= size <= 64 * 1024 * 1024:
+    if not 1 <= size <= limit:
         raise _Broken(f"bad frame from the zygote ({size} bytes)")
     body = _recv_exact(sock, size)
     return body[:1], body[1:]
@@ -518,7 +529,7 @@ class _Zygote:
             _send(self.sock, b"F", json.dumps([[n, len(d)] for n, d in inputs]).encode())
             for _, data in inputs:  # unframed: the manager knows their sizes
                 self.sock.sendall(data)
-            kind, payload = _recv(self.sock)
+            kind, payload = _recv(self.sock, _result_frame_limit(limits, inputs))
             if kind == b"D":  # the manager died before it reported
                 status = json.loads(payload).get("status")
                 return SandboxResult(

@@ -277,3 +277,21 @@ def test_writing_the_files_follows_no_link_and_replaces_nothing(tmp_path: Path):
         _jail.write_inputs(str(work), [["short.txt", 5]], io.BytesIO(b"ab").read, ids)
     _jail.write_inputs(str(work), [["new/c.txt", 3]], io.BytesIO(b"abc").read, ids)
     assert (work / "new" / "c.txt").read_bytes() == b"abc"
+
+
+def test_images_larger_in_all_than_64_mb_come_back_when_the_working_folder_holds_them():
+    """A run's images come out of its tmpfs, so what may come back grows with `workdir_mb` and
+    the input files (Agentic-MME Gen mode saves several crops of a photo of some MB)."""
+    code = (
+        "import io\n"
+        "from PIL import Image\n"
+        "buffer = io.BytesIO()\n"
+        "Image.new('RGB', (2, 3)).save(buffer, 'PNG')\n"
+        "for n in range(4):\n"
+        "    with open(f'big_{n}.png', 'wb') as fh:\n"
+        "        fh.write(buffer.getvalue() + bytes(20 * 1024 * 1024))\n"
+    )
+    limits = SandboxLimits(wall_seconds=30, cpu_seconds=10, workdir_mb=200, max_image_bytes=25 * MB)
+    result = run_code(code, limits=limits, files={"orig.png": bytes(MB)})
+    assert result.kind == "ok", result.reason
+    assert [len(image) // MB for image in result.images] == [20, 20, 20, 20]
