@@ -917,7 +917,9 @@ def test_without_root_the_sandbox_uses_a_user_namespace():
         "r = run_code(code)\n"
         "net = run_code(\"import socket\\nsocket.create_connection(('127.0.0.1', 9))\")\n"
         "jail = run_code(\"import os\\nos.chroot('/sandbox/work')\")\n"
-        "print(json.dumps([r.kind, r.reason, r.stdout, len(r.images), net.kind, jail.reason]))\n"
+        "given = run_code(\"print(open('d/a.txt').read())\", files={'d/a.txt': b'hi'})\n"
+        "print(json.dumps([r.kind, r.reason, r.stdout, len(r.images), net.kind, jail.reason,\n"
+        "                  given.stdout]))\n"
     )
     out = subprocess.run(
         [*probe[:-1], sys.executable, "-c", script],
@@ -927,8 +929,9 @@ def test_without_root_the_sandbox_uses_a_user_namespace():
         check=True,
         timeout=60,
     ).stdout
-    kind, reason, stdout, images, net_kind, jail = json.loads(out)
+    kind, reason, stdout, images, net_kind, jail, given = json.loads(out)
     assert (kind, stdout, images, net_kind) == ("forbidden", "1000\n", 0, "forbidden")
+    assert given == "hi\n"  # input files belong to the namespace's user, who reads them
     assert jail == "system call chroot is not allowed in the sandbox"
     assert reason.endswith("not /etc/passwd")
 
