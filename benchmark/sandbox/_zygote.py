@@ -8,13 +8,13 @@ server: it runs as its own process, and one zygote runs one program at a time. I
 2. imports matplotlib (Agg), pyplot, numpy and Pillow and draws one fixed figure, so that each
    program starts with them loaded; it never runs a program itself;
 3. for each request on the socket (a length-prefixed frame with the limits) forks a *manager*,
-   which reads the program, enters new mount, pid and IPC namespaces of its own, mounts a fresh
-   size-limited tmpfs on /sandbox (work/, out/, mpl/), writes the run's input files into work/
-   and forks the program process: pid 1 of
-   the new pid namespace, in a session of its own, with the run's resource limits, a random
-   unprivileged user id (when root) and no capabilities at all, no_new_privs, Landlock, the
-   system call filter (built once in the zygote, _jail.SyscallFilter), every other file
-   descriptor closed, stdout and stderr on pipes; it calls _runner.serve().
+   which reads the program and its input files, enters new mount, pid and IPC namespaces of
+   its own, mounts a fresh size-limited tmpfs on /sandbox (work/, out/, mpl/), writes the
+   input files into work/ and forks the program process: pid 1 of the new pid namespace, in a session of its own,
+   with the run's resource limits, a random unprivileged user id (when root) and no
+   capabilities at all, no_new_privs, Landlock, the system call filter (built once in the
+   zygote, _jail.SyscallFilter), every other file descriptor closed, stdout and stderr on
+   pipes; it calls _runner.serve().
    The manager drains the pipes (bounded), answers the filter's notifications (EPERM, the name
    noted), kills the program at the wall-clock limit (pid 1's death kills the whole pid
    namespace), copies the results out of /sandbox/out without following links and writes one
