@@ -132,8 +132,13 @@ def install(monkeypatch: Any, data_format: str = "atp", path: str = PATH) -> Non
     """Make ``path`` the evaluation protocol of the kind ``data_format`` for this test."""
     from benchmark import kinds
 
-    for i, kind in enumerate(kinds.KINDS):
-        if kind.name == data_format:
-            monkeypatch.setitem(kinds.KINDS, i, dataclasses.replace(kind, evaluation=path))
-            return
-    raise LookupError(data_format)
+    if not any(kind.name == data_format for kind in kinds.KINDS):
+        raise LookupError(data_format)
+    monkeypatch.setattr(
+        kinds,
+        "KINDS",
+        [
+            dataclasses.replace(kind, evaluation=path) if kind.name == data_format else kind
+            for kind in kinds.KINDS
+        ],
+    )

@@ -18,12 +18,10 @@ WORDS = [("apple", "a fruit"), ("pear", "unknown"), ("kiwi", "a bird")]
 
 def lookup_then_answer(body: dict[str, Any]) -> Any:
     """The scripted model: look the query up, then answer with what the tool said."""
+    query = body["messages"][0]["content"][0]["text"]
     last = body["messages"][-1]
-    if last["role"] == "tool":
+    if last["role"] == "tool" and query != "loop":  # "loop" never answers
         return json.loads(last["content"])["meaning"]
-    query = last["content"][0]["text"]
-    if query == "loop":  # never answers: the protocol's round budget ends it
-        return {"content": None, "tool_calls": [{"name": "lookup", "arguments": {"q": query}}]}
     return {"content": None, "tool_calls": [{"name": "lookup", "arguments": {"q": query}}]}
 
 
