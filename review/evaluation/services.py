@@ -415,6 +415,8 @@ def evaluation_run_resume(
             .values_list("item_id", flat=True)
         )
         todo = [pk for pk in ids if pk not in done]
+        if not todo:
+            raise Conflict(f"evaluation #{run.pk} has a result for every item; nothing to resume")
         run.finished_at = None
         run.save(update_fields=["finished_at"])
         return _jobs(run, user, todo, workers, enqueue, CHUNK_ITEMS)
