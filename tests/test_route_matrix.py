@@ -60,9 +60,9 @@ from benchmark.api_tokens.services import api_token_create
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Membership, Origin, Role
 from benchmark.permissions import ACTIONS
+from review.evaluation.records import file_store
 from review.human_eval.scales import ATP_SCALE
 from review.releases.services import release_create
-from review.evaluation.records import file_store
 from tests.factories import (
     AgentRunFactory,
     AgreementJobFactory,
@@ -1468,9 +1468,7 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "review:leaderboard": (
         Case("leaderboard", lambda w: {"project_id": w.project.pk}, "evaluate"),
     ),
-    "review:evaluation_run": (
-        Case("evaluation run", lambda w: {"pk": w.eval_run.pk}, "evaluate"),
-    ),
+    "review:evaluation_run": (Case("evaluation run", lambda w: {"pk": w.eval_run.pk}, "evaluate"),),
     "review:evaluation_run_resume": (
         Case(
             "resume an evaluation (nothing left: 409)",

@@ -110,7 +110,9 @@ class ModelChat:
         return ModelReply(
             text=result.text,
             tool_calls=tuple(
-                ToolCall(id=c.get("id", ""), name=c.get("name", ""), arguments=c.get("arguments", ""))
+                ToolCall(
+                    id=c.get("id", ""), name=c.get("name", ""), arguments=c.get("arguments", "")
+                )
                 for c in result.tool_calls
             ),
             prompt_tokens=result.prompt_tokens or 0,

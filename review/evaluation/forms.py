@@ -59,7 +59,9 @@ class EvaluationForm(forms.Form):
         self, *args: Any, settings: Sequence[str], releases: Sequence[str], **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["items"].choices = [
+        items = self.fields["items"]
+        assert isinstance(items, forms.ChoiceField)
+        items.choices = [
             ("verified", "Verified items"),
             ("all", "All items (not discarded)"),
             *[(f"release:{name}", f"Release {name}") for name in releases],

@@ -168,4 +168,3 @@ def _jsonable(value: Any) -> Any:
     except (TypeError, ValueError):
         return str(value)
     return value
-

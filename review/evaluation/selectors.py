@@ -76,9 +76,7 @@ def run_progress(*, run: EvaluationRun) -> Progress:
         prompt=Sum("prompt_tokens"),
         completion=Sum("completion_tokens"),
     )
-    jobs = list(
-        Job.objects.filter(pk__in=run.job_ids or []).select_related("cancel_requested_by")
-    )
+    jobs = list(Job.objects.filter(pk__in=run.job_ids or []).select_related("cancel_requested_by"))
     return Progress(
         total=run.item_count,
         done=figures["done"] or 0,

@@ -121,9 +121,7 @@ def settings_clean(raw: Mapping[str, Any]) -> dict[str, Any]:
         feedback = [part.strip() for part in feedback.split(",") if part.strip()]
     unknown = [f for f in feedback if f not in FEEDBACK]
     if unknown:
-        raise ValidationFailed(
-            f"feedback: {unknown[0]!r} is not one of {', '.join(FEEDBACK)}"
-        )
+        raise ValidationFailed(f"feedback: {unknown[0]!r} is not one of {', '.join(FEEDBACK)}")
     return {
         "mode": _choice(raw, "mode", "atm", MODES),
         "plan_format": _choice(raw, "plan_format", "json", PLAN_FORMATS),
@@ -253,10 +251,14 @@ def _read_images(images: Mapping[str, Image]) -> dict[str, bytes]:
     out = {}
     for name, image in images.items():
         try:
+            if not image.file.name:
+                raise FileNotFoundError(image.sha256)
             with image.file.storage.open(image.file.name, "rb") as handle:
                 out[name] = handle.read()
         except (FileNotFoundError, OSError, ValueError):
-            raise EvaluationError(f"the file of image {name} ({image.sha256[:12]}) is missing")
+            raise EvaluationError(
+                f"the file of image {name} ({image.sha256[:12]}) is missing"
+            ) from None
     return out
 
 
@@ -378,12 +380,18 @@ def _jobs(
     chunks = [list(ids[i : i + size]) for i in range(0, len(ids), size)] or [[]]
     jobs = []
     for n, chunk in enumerate(chunks, 1):
-        params: dict[str, Any] = {"project_id": run.project_id, "run_id": run.pk, "workers": workers}
+        params: dict[str, Any] = {
+            "project_id": run.project_id,
+            "run_id": run.pk,
+            "workers": workers,
+        }
         if len(chunks) > 1:
             params.update(items=chunk, chunk=n, chunks=len(chunks))
         start = job_services.job_start if enqueue else job_services.job_create
         jobs.append(
-            start(kind=EVALUATE_KIND, user=user, project=run.project, params=params, total=len(chunk))
+            start(
+                kind=EVALUATE_KIND, user=user, project=run.project, params=params, total=len(chunk)
+            )
         )
     run.job = jobs[0]
     run.job_ids = [job.pk for job in jobs]
@@ -519,8 +527,10 @@ def result_outcome(result: EvaluationResult, *, external_id: str, files: bool = 
 
 def run_outcomes(run: EvaluationRun, *, files: bool = False) -> list[Outcome]:
     """The run's stored results as outcomes, in item order."""
-    rows = EvaluationResult.objects.filter(run=run).select_related("item").order_by(
-        "item__position", "item_id"
+    rows = (
+        EvaluationResult.objects.filter(run=run)
+        .select_related("item")
+        .order_by("item__position", "item_id")
     )
     return [result_outcome(r, external_id=r.item.external_id, files=files) for r in rows]
 
@@ -687,7 +697,11 @@ class _Runner:
         item_id, calls, tools = todo
         with transaction.atomic():
             item_records_store(
-                run=self.run, item_id=item_id, endpoint=self.config.base_url, calls=calls, tools=tools
+                run=self.run,
+                item_id=item_id,
+                endpoint=self.config.base_url,
+                calls=calls,
+                tools=tools,
             )
             result_store(run=self.run, item_id=item_id, outcome=outcome, latency_ms=ms)
         self.counts.done += 1
@@ -747,4 +761,3 @@ def job_failed_messages(jobs: Sequence[Job]) -> list[str]:
         for job in Job.objects.filter(pk__in=[j.pk for j in jobs]).order_by("pk")
         if job.error
     ]
-

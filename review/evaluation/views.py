@@ -181,7 +181,9 @@ def evaluation_run_cancel(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return redirect("review:evaluation_run", pk=run.pk)
 
 
-def _run_page_with(request: HttpRequest, run: EvaluationRun, error: str, status: int) -> HttpResponse:
+def _run_page_with(
+    request: HttpRequest, run: EvaluationRun, error: str, status: int
+) -> HttpResponse:
     context = {**_run_context(request, run), "error": error}
     response = render_page(request, "review/evaluation/run.html", context)
     response.status_code = status

@@ -30,7 +30,6 @@ from benchmark.models import Project
 from review.evaluation import services
 from review.evaluation.models import EvaluationResult
 
-
 OPTIONS = frozenset(
     {"items", "mode", "plan_format", "strategy", "feedback", "shots", "max_rounds",
      "max_tool_calls", "workers"}

@@ -27,7 +27,10 @@ def test_a_conversation_with_images_and_tools_is_sent_and_tool_calls_come_back(
     data = png_bytes(3)
     digest = hashlib.sha256(data).hexdigest()
     model_server.script(
-        {"content": "let me zoom", "tool_calls": [{"id": "c1", "name": "zoom", "arguments": {"x": 2}}]}
+        {
+            "content": "let me zoom",
+            "tool_calls": [{"id": "c1", "name": "zoom", "arguments": {"x": 2}}],
+        }
     )
     messages = [
         {"role": "system", "content": "be brief"},

@@ -16,7 +16,6 @@ from review.evaluation.models import EvaluationRun
 from tests.factories import (
     EvaluationResultFactory,
     EvaluationRunFactory,
-    ItemFactory,
     ItemVersionFactory,
 )
 from tests.llm_server import MODEL, FakeModelServer
@@ -78,9 +77,18 @@ def test_bad_settings_rerender_the_form_with_400(
 
 
 def test_annotators_may_not_evaluate(eval_project: Project, clients: dict[str, Client]) -> None:
-    assert clients["annotator"].get(reverse("review:evaluation", args=[eval_project.pk])).status_code == 403
-    assert clients["annotator"].get(reverse("review:leaderboard", args=[eval_project.pk])).status_code == 403
-    assert clients["outsider"].get(reverse("review:leaderboard", args=[eval_project.pk])).status_code == 404
+    assert (
+        clients["annotator"].get(reverse("review:evaluation", args=[eval_project.pk])).status_code
+        == 403
+    )
+    assert (
+        clients["annotator"].get(reverse("review:leaderboard", args=[eval_project.pk])).status_code
+        == 403
+    )
+    assert (
+        clients["outsider"].get(reverse("review:leaderboard", args=[eval_project.pk])).status_code
+        == 404
+    )
 
 
 def test_the_leaderboard_shows_each_models_latest_run_with_intervals_and_changed_items(
@@ -130,7 +138,12 @@ def test_a_results_page_shows_output_scores_and_the_trace_with_images_and_tool_c
     file_url = reverse("review:evaluation_file", args=[run.pk, sha])
     assert file_url in text
     assert b"".join(clients["reviewer"].get(file_url).streaming_content) == b"a fruit"
-    assert clients["reviewer"].get(reverse("review:evaluation_file", args=[run.pk, "0" * 64])).status_code == 404
+    assert (
+        clients["reviewer"]
+        .get(reverse("review:evaluation_file", args=[run.pk, "0" * 64]))
+        .status_code
+        == 404
+    )
     with django_assert_max_num_queries(12):
         run_page = clients["reviewer"].get(reverse("review:evaluation_run", args=[run.pk]))
     assert 'data-column="accuracy"' in run_page.content.decode()

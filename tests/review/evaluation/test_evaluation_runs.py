@@ -106,9 +106,10 @@ def test_an_items_error_is_that_items_not_the_runs(
     run = _run(eval_project, settings={"max_rounds": 2})
     results = _results(run)
     assert results["loop"][0] == Status.ERROR
-    assert "no final answer in 2 rounds" in EvaluationResult.objects.get(
-        run=run, item__external_id="loop"
-    ).error
+    assert (
+        "no final answer in 2 rounds"
+        in EvaluationResult.objects.get(run=run, item__external_id="loop").error
+    )
     assert [results[w][0] for w in ("apple", "pear", "kiwi")] == ["ok"] * 3
     assert Job.objects.get(pk=run.job_ids[0]).status == JobStatus.SUCCEEDED
     assert run.summary["errors"] == 1
