@@ -201,10 +201,33 @@ def cell(column: Column, run: EvaluationRun) -> Cell:
 
 
 @dataclass(frozen=True)
+class JudgeCell:
+    value: Any
+    digits: int
+    judge_run: int
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.value, int | float) and not isinstance(self.value, bool):
+            return f"{self.value:.{self.digits}f}"
+        return "" if self.value is None else str(self.value)
+
+
+@dataclass(frozen=True)
+class JudgeGroup:
+    """A judge's columns beside the leaderboard's (its latest run that judged each model's
+    answers)."""
+
+    label: str
+    columns: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class Row:
     run: EvaluationRun
     cells: list[Cell]
     changed: int
+    judged: list[JudgeCell | None]
 
 
 @dataclass(frozen=True)
@@ -212,6 +235,56 @@ class Leaderboard:
     columns: tuple[Column, ...]
     rows: list[Row]
     reason: str = ""
+    judges: tuple[JudgeGroup, ...] = ()
+
+
+#: Judge runs read for the leaderboard's judge columns, newest first.
+JUDGE_RUNS_READ = 100
+
+
+def judge_figures(
+    project: Project, models: set[str]
+) -> tuple[tuple[JudgeGroup, ...], dict[str, list[JudgeCell | None]]]:
+    """The judges' columns and, per model, their figures: from each judge's newest finished
+    run whose figures name the model (the answers the evaluation stored, or uploaded ones of
+    the same model). One query."""
+    from benchmark.models import JobStatus
+    from review.judges.models import JudgeRun
+    from review.judges.specs import judge_spec_get
+
+    runs = (
+        JudgeRun.objects.filter(project=project, job__status=JobStatus.SUCCEEDED)
+        .select_related("job")
+        .order_by("-created_at", "-id")[:JUDGE_RUNS_READ]
+    )
+    found: dict[str, dict[str, tuple[int, dict[str, Any]]]] = {}
+    order: list[str] = []
+    for run in runs:
+        result = run.job.result if run.job is not None else None
+        summary = result.get("summary") if isinstance(result, dict) else None
+        per_model = (summary or {}).get("models") if isinstance(summary, dict) else None
+        if not isinstance(per_model, dict):
+            continue
+        for model in models & set(per_model):
+            if run.judge not in found:
+                order.append(run.judge)
+            found.setdefault(run.judge, {}).setdefault(model, (run.pk, per_model[model] or {}))
+    groups = []
+    cells: dict[str, list[JudgeCell | None]] = {model: [] for model in models}
+    for name in order:
+        spec = judge_spec_get(name)
+        if spec is None or not spec.columns:
+            continue
+        groups.append(JudgeGroup(label=spec.label, columns=tuple(spec.columns)))
+        for model in models:
+            hit = found[name].get(model)
+            for column in spec.columns:
+                cells[model].append(
+                    JudgeCell(value=hit[1].get(column.name), digits=column.digits, judge_run=hit[0])
+                    if hit is not None
+                    else None
+                )
+    return tuple(groups), cells
 
 
 def leaderboard(*, user: AnyUser, project: Project) -> Leaderboard:
@@ -232,16 +305,17 @@ def leaderboard(*, user: AnyUser, project: Project) -> Leaderboard:
         latest.setdefault(run.model, run)
     ids = {int(pk) for run in latest.values() for pk in (run.item_versions or {})}
     now = services.item_versions(ids)
+    judges, judged = judge_figures(project, set(latest))
     rows = []
     for run in latest.values():
         cells = [cell(column, run) for column in protocol.columns]
         changed = sum(
             1 for pk, version in (run.item_versions or {}).items() if now.get(pk, -1) != version
         )
-        rows.append(Row(run=run, cells=cells, changed=changed))
+        rows.append(Row(run=run, cells=cells, changed=changed, judged=judged.get(run.model, [])))
     first = protocol.columns[0].key if protocol.columns else ""
     rows.sort(key=lambda r: -(services.figure(r.run.summary or {}, first) or -1.0))
-    return Leaderboard(columns=tuple(protocol.columns), rows=rows)
+    return Leaderboard(columns=tuple(protocol.columns), rows=rows, judges=judges)
 
 
 def run_has_file(*, run: EvaluationRun, sha256: str) -> bool:

@@ -593,12 +593,54 @@ def run_summarize(*, run: EvaluationRun) -> dict[str, Any]:
     outcomes = run_outcomes(run)
     summary = _jsonable(protocol.summarize(outcomes)) if outcomes else {}
     if len(outcomes) >= run.item_count:
+        answers_store(run=run)
         keys = [column.key for column in protocol.columns]
         run.summary = summary
         run.intervals = bootstrap_intervals(protocol, outcomes, keys)
         run.finished_at = timezone.now()
         run.save(update_fields=["summary", "intervals", "finished_at"])
     return summary
+
+
+ANSWER_KEY_PREFIX = "model:"
+
+
+def answers_store(*, run: EvaluationRun) -> int:
+    """For a kind whose answers are texts (``kind.answer_text``: ATP-Bench, LLM-I), keep the
+    run's text outputs as the model's answers to the items (a Response with key
+    ``model:<model>``, as uploaded answers are kept), so the judges, human evaluation and
+    rendering take them like any other answer. A changed text replaces the stored one.
+    Returns how many answers were written."""
+    from benchmark.models import Origin, Response
+
+    if not kind_for(run.project).answer_text:
+        return 0
+    key = f"{ANSWER_KEY_PREFIX}{run.model}"[:255]
+    texts = {
+        item_id: output
+        for item_id, output in EvaluationResult.objects.filter(
+            run=run, status=Status.OK
+        ).values_list("item_id", "output")
+        if isinstance(output, str)
+    }
+    existing = {r.item_id: r for r in Response.objects.filter(item_id__in=list(texts), key=key)}
+    new, changed = [], []
+    for item_id, text in texts.items():
+        row = existing.get(item_id)
+        if row is None:
+            new.append(
+                Response(
+                    item_id=item_id, key=key, origin=Origin.MODEL, model_name=run.model[:200],
+                    source_file=f"evaluation #{run.pk}"[:255], text=text, position=1000,
+                )
+            )  # fmt: skip
+        elif row.text != text:
+            row.text, row.source_file = text, f"evaluation #{run.pk}"[:255]
+            changed.append(row)
+    with transaction.atomic():
+        Response.objects.bulk_create(new)
+        Response.objects.bulk_update(changed, ["text", "source_file"])
+    return len(new) + len(changed)
 
 
 @dataclass
@@ -626,6 +668,8 @@ class _Runner:
         self.scope = f"project:{run.project_id}"
         self.counts = _Counts()
         self.reported = 0.0
+        self.started = time.monotonic()
+        self.made = 0
 
     def client(self, calls: ItemCalls) -> ChatClient:
         return ChatClient(
@@ -705,6 +749,7 @@ class _Runner:
             )
             result_store(run=self.run, item_id=item_id, outcome=outcome, latency_ms=ms)
         self.counts.done += 1
+        self.made += 1
         self.counts.errors += outcome.status == Status.ERROR
         self.counts.tool_calls += outcome.tool_calls
         self.counts.tokens += outcome.prompt_tokens + outcome.completion_tokens
@@ -718,6 +763,14 @@ class _Runner:
         message = f"{c.done} of {c.total} items · {c.tool_calls} tool calls · {c.tokens} tokens"
         if c.errors:
             message += f" · {c.errors} error{'s' if c.errors != 1 else ''}"
+        elapsed = now - self.started
+        if self.made >= 3 and c.done < c.total and elapsed > 0:
+            left = (c.total - c.done) * elapsed / self.made
+            message += (
+                f" · about {max(1, round(left))} s left"
+                if left < 90
+                else (f" · about {round(left / 60)} min left")
+            )
         self.progress(progress=c.done, total=c.total, message=message)
 
 

@@ -17,6 +17,8 @@ from tests.factories import (
     EvaluationResultFactory,
     EvaluationRunFactory,
     ItemVersionFactory,
+    JobFactory,
+    JudgeRunFactory,
 )
 from tests.llm_server import MODEL, FakeModelServer
 
@@ -168,3 +170,24 @@ def test_resume_after_a_failed_job_evaluates_only_what_is_left(
     again = clients["reviewer"].post(reverse("review:evaluation_run_resume", args=[run.pk]))
     assert again.status_code == 409
     assert "nothing to resume" in again.content.decode()
+
+
+def test_a_judges_figures_of_a_models_answers_show_beside_its_row(
+    eval_project: Project, clients: dict[str, Client], django_assert_max_num_queries: Any
+) -> None:
+    _finished_run(eval_project, "good-model", [1.0, 1.0, 0.0])
+    _finished_run(eval_project, "bad-model", [0.0, 1.0, 0.0])
+    judge = JudgeRunFactory(project=eval_project, judge="atp-mam")
+    judge.job = JobFactory(
+        kind="judge", project=eval_project, status="succeeded",
+        result={"run_id": judge.pk, "summary": {"models": {"good-model": {"fs": 3.25, "sr": 50.0, "mi": 0.5}}}},
+    )  # fmt: skip
+    judge.save()
+    url = reverse("review:leaderboard", args=[eval_project.pk])
+    with django_assert_max_num_queries(12):
+        text = clients["reviewer"].get(url).content.decode()
+    assert 'data-judge-column="fs"' in text and 'data-judge-column="mi"' in text
+    good = text[text.index('data-model="good-model"') :]
+    assert re.search(r"data-judged>3\.25<", good.split("</tr>")[0])
+    bad = text[text.index('data-model="bad-model"') :].split("</tr>")[0]
+    assert "data-judged" not in bad

@@ -162,3 +162,20 @@ def test_bad_settings_and_kinds_without_a_protocol_are_refused_with_their_name(
     mms = ProjectFactory(kind="plans", data_format="mms")
     with pytest.raises(ValidationFailed, match="has no evaluation protocol yet"):
         services.evaluation_run_create(project=mms, user=None)
+
+
+def test_text_outputs_become_the_models_answers_for_judges_and_human_evaluation(
+    eval_project: Project, eval_server: FakeModelServer
+) -> None:
+    from benchmark.models import Origin, Response
+
+    _run(eval_project)
+    answers = {
+        r.item.external_id: (r.text, r.origin, r.model_name)
+        for r in Response.objects.filter(item__project=eval_project, key=f"model:{MODEL}")
+    }
+    assert answers == {
+        "apple": ("a fruit", Origin.MODEL, MODEL),
+        "pear": ("unknown", Origin.MODEL, MODEL),
+        "kiwi": ("a fruit", Origin.MODEL, MODEL),
+    }
