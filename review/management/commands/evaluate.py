@@ -135,9 +135,18 @@ class Command(BaseCommand):
             if row.status == Status.ERROR:
                 errors.append(f"{row.item.external_id}: {row.error}")
             self.stdout.write(json.dumps(line, ensure_ascii=False, sort_keys=True))
-        self.stdout.write(json.dumps({"summary": run.summary}, ensure_ascii=False, sort_keys=True))
+        summary = dict(run.summary or {})
         if options["judge_base_url"]:
-            self.stderr.write("judges of evaluated outputs are not run from here yet")
+            try:
+                summary["judges"] = services.evaluation_judge(
+                    run=run,
+                    base_url=options["judge_base_url"],
+                    model=options["judge_model"],
+                    workers=workers,
+                )
+            except DomainError as exc:
+                raise _bad(f"--judge-base-url: {exc.message}") from None
+        self.stdout.write(json.dumps({"summary": summary}, ensure_ascii=False, sort_keys=True))
         if options["out"]:
             protocol = services.protocol_of(project)
             written = protocol.write_outputs(

@@ -104,3 +104,28 @@ def test_from_the_command_line_a_bad_option_exits_2_without_a_traceback(
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["evaluate: unrecognized arguments: --bogus"]
+
+
+def test_judge_options_run_the_projects_answer_judges_on_the_kept_answers(
+    eval_project: Project, eval_server: FakeModelServer
+) -> None:
+    from tests.judge_server import ScriptedServer
+
+    judge = ScriptedServer().start()
+    try:
+        lines = _evaluate(
+            "--project", eval_project.name, "--model", MODEL, "--base-url", eval_server.url,
+            "--judge-base-url", judge.url, "--judge-model", "judge-m",
+        )  # fmt: skip
+    finally:
+        judge.stop()
+    judges = lines[-1]["summary"]["judges"]
+    from review.judges.specs import judges_for
+
+    # Every answer judge that applies to the project's format (ATP-Bench MAM among them).
+    assert sorted(judges) == sorted(s.name for s in judges_for(eval_project))
+    assert "atp-mam" in judges and all(j["judge_run"] > 0 for j in judges.values())
+    # The judge was asked about the answers the run kept.
+    asked = " ".join(json.dumps(r.body["messages"]) for r in judge.requests)
+    assert "a fruit" in asked and "unknown" in asked
+    assert {r.body["model"] for r in judge.requests} == {"judge-m"}
