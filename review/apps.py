@@ -91,6 +91,8 @@ class ReviewConfig(AppConfig):
                 name=EVALUATE_KIND,
                 runner="review.evaluation.services.evaluation_run_job",
                 action="evaluate",
+                # A chunk of an agent benchmark's items takes hours; Resume takes it again.
+                time_limit=6 * 60 * 60,
                 title="Evaluation",
                 unit="items",
                 result_template="review/evaluation/_job_result.html",

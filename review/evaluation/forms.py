@@ -50,6 +50,11 @@ class EvaluationForm(forms.Form):
     max_tool_calls = forms.IntegerField(
         min_value=0, max_value=200, initial=15, label="Tool calls at most"
     )
+    replay = forms.BooleanField(
+        required=False, label="Replay",
+        help_text="Answer every model and tool call from the record only (no model server, "
+        "no network); an item with a call never recorded fails naming it.",
+    )  # fmt: skip
     workers = forms.IntegerField(
         min_value=1, max_value=services.MAX_WORKERS, initial=4, label="Workers",
         help_text="Items evaluated at once (the endpoint's concurrency limit still applies).",

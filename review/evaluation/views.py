@@ -89,6 +89,7 @@ def evaluation_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
                     items=data["items"],
                     settings=form.protocol_settings(),
                     workers=data["workers"],
+                    replay=data["replay"],
                     enqueue=True,
                 )
             except DomainError as exc:

@@ -66,6 +66,23 @@ def test_starting_an_evaluation_from_the_page_runs_it_and_shows_progress(
         response.url, headers={"HX-Request": "true", "HX-Target": "evaluation-progress"}
     )
     assert poll.status_code == 286
+    # The job's card says what the job did and links to the run.
+    card = clients["reviewer"].get(reverse("benchmark:job_detail", args=[run.job_ids[0]]))
+    card_text = card.content.decode()
+    assert card.status_code == 200 and "3 of 3 items" in card_text
+    assert reverse("review:evaluation_run", args=[run.pk]) in card_text
+    # The same run again in replay mode, with no model server, gives the same results.
+    eval_server.stop()
+    with django_capture_on_commit_callbacks(execute=True):
+        clients["reviewer"].post(
+            url,
+            {"base_url": eval_server.url, "model": MODEL, "items": "verified",
+             "max_rounds": "5", "max_tool_calls": "5", "workers": "2", "replay": "on"},
+        )  # fmt: skip
+    replayed = EvaluationRun.objects.filter(project=eval_project, replay=True).get()
+    assert {r.item_id: r.output for r in replayed.results.all()} == {
+        r.item_id: r.output for r in run.results.all()
+    }
 
 
 def test_bad_settings_rerender_the_form_with_400(
@@ -191,3 +208,17 @@ def test_a_judges_figures_of_a_models_answers_show_beside_its_row(
     assert re.search(r"data-judged>3\.25<", good.split("</tr>")[0])
     bad = text[text.index('data-model="bad-model"') :].split("</tr>")[0]
     assert "data-judged" not in bad
+
+
+def test_the_evaluate_page_lists_runs_in_a_bounded_number_of_queries(
+    eval_project: Project, clients: dict[str, Client], django_assert_max_num_queries: Any
+) -> None:
+    url = reverse("review:evaluation", args=[eval_project.pk])
+    _finished_run(eval_project, "model-a", [1.0, 0.0, 1.0])
+    with django_assert_max_num_queries(14) as few:
+        clients["admin"].get(url)
+    for n in range(6):
+        _finished_run(eval_project, f"model-{n}", [1.0, 0.0, 1.0])
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        text = clients["admin"].get(url).content.decode()
+    assert text.count("data-run=") == 7
