@@ -120,3 +120,42 @@ class ModelChat:
             latency_ms=result.latency_ms,
             cached=result.cached,
         )
+
+
+class ToolChat:
+    """A ``Chat`` for tools that are models themselves (m&m's captioning, QA, OCR ...): the
+    project's model, no response cache (the tool layer records and replays these calls)."""
+
+    def __init__(self, client: ChatClient, *, params: Mapping[str, Any] | None = None) -> None:
+        self.client = client
+        self.params = dict(params or {})
+
+    def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        images: Mapping[str, bytes] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ModelReply:
+        request = ConversationRequest(
+            messages=tuple(messages),
+            images=dict(images or {}),
+            tools=tuple(tools or ()),
+            params=self.params,
+        )
+        try:
+            result = self.client.complete(request)
+        except ModelError as exc:
+            raise EvaluationError(f"tool model {self.client.config.model}: {exc}") from exc
+        return ModelReply(
+            text=result.text,
+            tool_calls=tuple(
+                ToolCall(
+                    id=c.get("id", ""), name=c.get("name", ""), arguments=c.get("arguments", "")
+                )
+                for c in result.tool_calls
+            ),
+            prompt_tokens=result.prompt_tokens or 0,
+            completion_tokens=result.completion_tokens or 0,
+            latency_ms=result.latency_ms,
+        )

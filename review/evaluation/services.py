@@ -133,7 +133,41 @@ def settings_clean(raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def eval_settings(run: EvaluationRun, examples: tuple[EvalItem, ...] = ()) -> EvalSettings:
+def settings_extra(project: Project) -> dict[str, Any]:
+    """What a protocol reads in ``EvalSettings.extra`` from the project, asked of its kind:
+    for a kind whose items hold plans (m&m's), the project's toolset (``tools``: the plan
+    verifier's form, with each tool's description) and a ``Chat`` for the tools that are
+    models (``tool_chat``: the project's configured model, when it has one)."""
+    from benchmark.toolsets.specs import plan_toolset
+    from review.evaluation.chat import ToolChat
+
+    extra: dict[str, Any] = {}
+    if not kind_for(project).plans:
+        return extra
+    if project.toolset_id is not None and project.toolset is not None:
+        tools = plan_toolset(project.toolset)
+        described = dict(project.toolset.tools.values_list("name", "description"))
+        for name, spec in tools["tools"].items():
+            if described.get(name):
+                spec["description"] = described[name]
+        tools["edges"] = [list(edge) for edge in tools["edges"]]
+        extra["tools"] = tools
+    try:
+        resolved = model_resolve(project=project)
+    except ModelError:
+        resolved = None
+    if resolved is not None:
+        extra["tool_chat"] = ToolChat(
+            ChatClient(resolved.config, mode="off"), params=resolved.params
+        )
+    return extra
+
+
+def eval_settings(
+    run: EvaluationRun,
+    examples: tuple[EvalItem, ...] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> EvalSettings:
     s = settings_clean(run.settings or {})
     return EvalSettings(
         mode=s["mode"],
@@ -144,6 +178,7 @@ def eval_settings(run: EvaluationRun, examples: tuple[EvalItem, ...] = ()) -> Ev
         max_rounds=s["max_rounds"],
         max_tool_calls=s["max_tool_calls"],
         examples=examples,
+        extra=dict(extra or {}),
     )
 
 
@@ -698,7 +733,9 @@ class _Runner:
         self.workers = int(job.params.get("workers") or 4)
         self.config, self.params = model_config(run.project, run.base_url, run.model)
         shots = int((run.settings or {}).get("shots") or 0)
-        self.settings = eval_settings(run, _examples(run.project, shots))
+        self.settings = eval_settings(
+            run, _examples(run.project, shots), settings_extra(run.project)
+        )
         self.providers = tool_providers(run.project)
         self.scope = f"project:{run.project_id}"
         self.counts = _Counts()

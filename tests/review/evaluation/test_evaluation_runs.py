@@ -179,3 +179,25 @@ def test_text_outputs_become_the_models_answers_for_judges_and_human_evaluation(
         "pear": ("unknown", Origin.MODEL, MODEL),
         "kiwi": ("a fruit", Origin.MODEL, MODEL),
     }
+
+
+def test_a_plan_kind_gets_its_projects_toolset_and_a_tool_model_in_extra(
+    model_server: FakeModelServer,
+) -> None:
+    from benchmark.models import Toolset
+    from review.evaluation.chat import ToolChat
+    from tests.factories import ToolFactory
+    from tests.llm_server import point_at
+
+    toolset = Toolset.objects.create(name="plan tools")
+    ToolFactory(toolset=toolset, name="image captioning", description="Says what is in it.")
+    mms = ProjectFactory(kind="plans", data_format="mms", toolset=toolset)
+    assert "tool_chat" not in services.settings_extra(mms)
+    point_at(mms, model_server)
+    extra = services.settings_extra(mms)
+    assert extra["tools"]["tools"]["image captioning"]["description"] == "Says what is in it."
+    assert isinstance(extra["tool_chat"], ToolChat)
+    reply = extra["tool_chat"]([{"role": "user", "content": "caption this"}])
+    assert reply.text == model_server.answer
+    # Other kinds get nothing extra.
+    assert services.settings_extra(ProjectFactory()) == {}
