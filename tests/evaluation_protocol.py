@@ -86,7 +86,7 @@ class ExactMatch:
     def summarize(self, outcomes: list[Outcome]) -> dict[str, Any]:
         scored = [o.scores["correct"] for o in outcomes if "correct" in o.scores]
         return {
-            "accuracy": sum(scored) / len(scored) if scored else None,
+            "accuracy": 100 * sum(scored) / len(scored) if scored else None,
             "tool_calls": sum(o.tool_calls for o in outcomes) / len(outcomes) if outcomes else 0,
             "items": len(outcomes),
             "errors": sum(o.status == Status.ERROR for o in outcomes),

@@ -164,13 +164,13 @@ def output_text(output: Any) -> str:
 def _shown(value: float | None, percent: bool) -> str:
     if value is None:
         return ""
-    return f"{value * 100:.1f}" if percent else f"{value:.2f}"
+    return f"{value:.1f}" if percent else f"{value:.2f}"
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One figure: a share (``percent``: a fraction in [0, 1], shown as a percentage) or a
-    number, with its bootstrap interval."""
+    """One figure: a share (``percent``: in percent, 0-100, as the papers' tables give it) or
+    a number, with its bootstrap interval."""
 
     value: float | None
     low: float | None

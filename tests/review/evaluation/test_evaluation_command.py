@@ -39,7 +39,7 @@ def test_evaluate_prints_each_item_and_the_summary_and_writes_outputs(
         ("kiwi", "ok", "a fruit", {"correct": 0.0}),
     ]
     assert {x["model"] for x in items} == {MODEL}
-    assert summary["summary"]["accuracy"] == pytest.approx(2 / 3)
+    assert summary["summary"]["accuracy"] == pytest.approx(200 / 3)
     written = (tmp_path / "out" / "answers.jsonl").read_text().splitlines()
     assert [json.loads(line)["answer"] for line in written] == ["a fruit", "unknown", "a fruit"]
 

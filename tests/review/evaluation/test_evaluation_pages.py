@@ -129,7 +129,7 @@ def test_the_leaderboard_shows_each_models_latest_run_with_intervals_and_changed
     assert f'href="{reverse("review:evaluation_run", args=[best.pk])}"' in text
     assert "66.7" in text  # good-model's accuracy as a percentage
     low, high = best.intervals["accuracy"]
-    assert f"[{low * 100:.1f}, {high * 100:.1f}]" in text
+    assert f"[{low:.1f}, {high:.1f}]" in text
     assert text.count('data-changed="1"') == 3
     # More runs, the same number of queries.
     for n in range(5):

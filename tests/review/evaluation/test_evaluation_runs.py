@@ -52,9 +52,9 @@ def test_a_run_evaluates_every_item_and_records_calls_tools_and_figures(
     assert job.status == JobStatus.SUCCEEDED
     assert job.progress == 3 and "3 tool calls" in job.message
     assert run.model == MODEL and run.finished_at is not None
-    assert run.summary["accuracy"] == pytest.approx(2 / 3)
+    assert run.summary["accuracy"] == pytest.approx(200 / 3)
     low, high = run.intervals["accuracy"]
-    assert 0 <= low <= 2 / 3 <= high <= 1
+    assert 0 <= low <= 200 / 3 <= high <= 100
     # Two model calls per item (the lookup, the answer), every one with the tool offered.
     assert eval_server.count == 6
     assert all(r.tool_names == ["lookup"] for r in eval_server.requests)
