@@ -128,8 +128,9 @@ def lookup_provider(project: Any) -> Lookup:
     return LOOKUP_PROVIDER
 
 
-def install(monkeypatch: Any, data_format: str = "atp", path: str = PATH) -> None:
-    """Make ``path`` the evaluation protocol of the kind ``data_format`` for this test."""
+def install(monkeypatch: Any, data_format: str = "atp", path: str | None = PATH) -> None:
+    """Make ``path`` the evaluation protocol of the kind ``data_format`` for this test (None:
+    the kind has none)."""
     from benchmark import kinds
 
     if not any(kind.name == data_format for kind in kinds.KINDS):

@@ -85,7 +85,10 @@ def test_bad_input_is_one_line_with_status_2(
     assert str(caught.value) == message and caught.value.returncode == 2
 
 
-def test_a_kind_without_a_protocol_is_refused(db: None) -> None:
+def test_a_kind_without_a_protocol_is_refused(db: None, monkeypatch: Any) -> None:
+    from tests import evaluation_protocol
+
+    evaluation_protocol.install(monkeypatch, "mms", None)
     project = ProjectFactory(name="plans", kind="plans", data_format="mms")
     with pytest.raises(CommandError, match="m&m's has no evaluation protocol yet") as caught:
         _evaluate("--project", project.name, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")

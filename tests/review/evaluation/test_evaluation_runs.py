@@ -151,7 +151,7 @@ def test_cancel_stops_handing_out_items_and_keeps_what_finished(
 
 
 def test_bad_settings_and_kinds_without_a_protocol_are_refused_with_their_name(
-    eval_project: Project, db: None
+    eval_project: Project, db: None, monkeypatch: Any
 ) -> None:
     with pytest.raises(ValidationFailed, match="max_rounds: must be between 1 and 100"):
         services.evaluation_run_create(project=eval_project, user=None, settings={"max_rounds": 0})
@@ -159,6 +159,7 @@ def test_bad_settings_and_kinds_without_a_protocol_are_refused_with_their_name(
         services.evaluation_run_create(project=eval_project, user=None, settings={"mode": "fast"})
     with pytest.raises(ValidationFailed, match="no release 'v9'"):
         services.evaluation_run_create(project=eval_project, user=None, items="release:v9")
+    evaluation_protocol.install(monkeypatch, "mms", None)
     mms = ProjectFactory(kind="plans", data_format="mms")
     with pytest.raises(ValidationFailed, match="has no evaluation protocol yet"):
         services.evaluation_run_create(project=mms, user=None)
