@@ -556,8 +556,14 @@ def result_outcome(result: EvaluationResult, *, external_id: str, files: bool = 
         tool_calls=result.tool_calls,
         prompt_tokens=result.prompt_tokens,
         completion_tokens=result.completion_tokens,
-        trace=list(result.trace or []),
+        trace=[] if "trace" in result.get_deferred_fields() else list(result.trace or []),
     )
+
+
+_OUTCOME_FIELDS = (
+    "run", "item", "status", "output", "scores", "files", "trace", "error", "model_calls",
+    "tool_calls", "prompt_tokens", "completion_tokens",
+)  # fmt: skip
 
 
 def run_outcomes(run: EvaluationRun, *, files: bool = False) -> list[Outcome]:
@@ -565,9 +571,15 @@ def run_outcomes(run: EvaluationRun, *, files: bool = False) -> list[Outcome]:
     rows = (
         EvaluationResult.objects.filter(run=run)
         .select_related("item")
+        .only(*_OUTCOME_FIELDS, "item__external_id")
         .order_by("item__position", "item_id")
     )
-    return [result_outcome(r, external_id=r.item.external_id, files=files) for r in rows]
+    if not files:  # the summary needs neither the trace (the largest field) nor files
+        rows = rows.defer("trace")
+    return [
+        result_outcome(r, external_id=r.item.external_id, files=files)
+        for r in rows.iterator(chunk_size=500)
+    ]
 
 
 #: Bootstrap resamples of a run's items for the leaderboard's intervals, and their seed (the
