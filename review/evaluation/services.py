@@ -48,7 +48,7 @@ from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
 from benchmark.models import Image, Item, ItemStatus, ItemVersion, Job, JobStatus, Project
 from benchmark.typing import User
 from review import job_names
-from review.evaluation.chat import ItemCalls, ModelChat
+from review.evaluation.chat import ItemCalls, ModelChat, ThreadCalls
 from review.evaluation.models import EvaluationResult, EvaluationRun, ItemChoice
 from review.evaluation.records import (
     ItemTools,
@@ -489,6 +489,7 @@ def _evaluate(
     loaded: _Loaded,
     settings: EvalSettings,
     client: ChatClient,
+    cache: ThreadCalls,
     params: Mapping[str, Any],
     calls: ItemCalls,
     tools: ItemTools,
@@ -499,6 +500,7 @@ def _evaluate(
     outcome and the milliseconds it took."""
     external_id = loaded.item.external_id
     started = time.monotonic()
+    cache.bind(calls)
     try:
         item = EvalItem(id=external_id, record=loaded.record, images=_read_images(loaded.images))
         chat = ModelChat(client, item=external_id, calls=calls, params=params)
@@ -750,18 +752,21 @@ class _Runner:
         )
         self.providers = tool_providers(run.project)
         self.scope = f"project:{run.project_id}"
+        self.cache = ThreadCalls()
         self.counts = _Counts()
         self.reported = 0.0
         self.started = time.monotonic()
         self.made = 0
 
-    def client(self, calls: ItemCalls) -> ChatClient:
+    def client(self) -> ChatClient:
+        """One client for every item (one connection pool); its cache answers from the
+        item the calling thread runs."""
         return ChatClient(
             self.config,
-            cache=calls,
+            cache=self.cache,
             mode="replay" if self.run.replay else "use",
             scope=self.scope,
-        )
+        ).keep_open()
 
     def execute(self, ids: Sequence[int]) -> None:
         finished = set(
@@ -776,6 +781,7 @@ class _Runner:
         workers = max(1, min(self.workers, self.config.concurrency))
         window = workers * WINDOW_PER_WORKER
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+        client = self.client()
         inflight: dict[Future[tuple[Outcome, int]], tuple[int, ItemCalls, ItemTools]] = {}
         try:
             for start in range(0, len(todo), 100):
@@ -790,7 +796,8 @@ class _Runner:
                         protocol=self.protocol,
                         loaded=loaded,
                         settings=self.settings,
-                        client=self.client(calls),
+                        client=client,
+                        cache=self.cache,
                         params=self.params,
                         calls=calls,
                         tools=tools,
@@ -810,7 +817,10 @@ class _Runner:
                     except Exception:
                         log.exception("evaluation %s: could not store a result", self.run.pk)
             raise
-        pool.shutdown(wait=True)
+        else:
+            pool.shutdown(wait=True)
+        finally:
+            client.close()
         self.tick(force=True)
 
     def collect(
