@@ -383,6 +383,7 @@ def evaluation_run_create(
     protocol_of(project)
     _check_workers(workers)
     chosen = settings_clean(settings or {})
+    tool_providers(project)  # a wrong provider setting is refused now, naming it
     config, _ = model_config(project, base_url, model)
     ids = items_selected(project=project, items=items)
     if not ids:
