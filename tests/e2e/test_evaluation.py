@@ -62,9 +62,9 @@ def test_evaluate_a_model_and_see_it_on_the_leaderboard(  # type: ignore[no-unty
     page.get_by_label("Workers").fill("2")
     page.get_by_role("button", name="Start the evaluation").click()
 
-    progress = page.locator("#evaluation-started #evaluation-progress")
-    expect(progress).to_have_attribute("data-running", "no")
-    expect(progress.locator("[data-progress]")).to_contain_text("3 of 3 items · 3 tool calls")
+    job = page.locator("#evaluation-started [id^=job-]")
+    expect(job).to_have_attribute("data-status", "succeeded")
+    expect(job).to_contain_text("3 of 3 items · 3 tool calls")
 
     page.locator("[data-run-link]").click()
     expect(page.locator("h1")).to_contain_text(MODEL)
