@@ -63,6 +63,10 @@ class Progress:
         return round(100 * self.done / self.total) if self.total else 100
 
     @property
+    def left(self) -> int:
+        return max(0, self.total - self.done)
+
+    @property
     def running(self) -> bool:
         return any(not job.done for job in self.jobs)
 
