@@ -43,6 +43,9 @@ ACTIONS: dict[str, set[str]] = {
     "manage_studies": set(REVIEWERS),
     # Run model judges and oracle tests, and set the judges' weights and templates in use.
     "run_judges": set(REVIEWERS),
+    # Evaluate a model under test on the project's items (evaluation runs, the leaderboard's
+    # runs and their results).
+    "evaluate": set(REVIEWERS),
     # Score model answers, plans and agent runs; render answers; label runs.
     "score": set(REVIEWERS),
     # Make, verify, compare and download releases; the tool-balanced subset.

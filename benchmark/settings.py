@@ -334,6 +334,13 @@ BENCHWRIGHT_RENDER_WORKERS = env("BENCHWRIGHT_RENDER_WORKERS")
 # comma-separated. "NAME=https://host/v1" allows NAME for that base URL only. The default key
 # variable, BENCHWRIGHT_MODEL_API_KEY, only ever goes to BENCHWRIGHT_MODEL_BASE_URL.
 MODEL_API_KEY_ENV_ALLOWLIST = env("MODEL_API_KEY_ENV_ALLOWLIST")
+# Tool providers of evaluation runs (review.evaluation): dotted paths of factories
+# ``factory(project) -> Provider | None`` (benchmark.evaluation.base.Provider), listed by the
+# operator, never by a project. The default offers the retrieval API a project configures
+# (review/evaluation/providers.py); with none, tools answer "not available here".
+EVALUATION_TOOL_PROVIDERS = env.list(
+    "EVALUATION_TOOL_PROVIDERS", default=["review.evaluation.providers.retrieval_provider"]
+)
 
 # Limits of one run of a Code tool call's program in the sandbox (benchmark/sandbox/;
 # docs/reference/sandbox.md); the caller passes them on: SandboxLimits(**SANDBOX_LIMITS).

@@ -10,6 +10,7 @@ class ReviewConfig(AppConfig):
         from benchmark.jobs.kinds import JobKind, job_kind_register
         from review.job_names import (
             AGREEMENT_KIND,
+            EVALUATE_KIND,
             JUDGE_KIND,
             ORACLE_KIND,
             RELEASE_KIND,
@@ -83,6 +84,20 @@ class ReviewConfig(AppConfig):
                 result_template="review/jobs/judge_result.html",
                 result_context="review.judges.views.job_result_context",
                 done_event="judge-run-done",
+            )
+        )
+        job_kind_register(
+            JobKind(
+                name=EVALUATE_KIND,
+                runner="review.evaluation.services.evaluation_run_job",
+                action="evaluate",
+                # A chunk of an agent benchmark's items takes hours; Resume takes it again.
+                time_limit=6 * 60 * 60,
+                title="Evaluation",
+                unit="items",
+                result_template="review/evaluation/_job_result.html",
+                result_context="review.evaluation.views.job_result_context",
+                done_event="evaluation-done",
             )
         )
         job_kind_register(

@@ -5,6 +5,7 @@ that run them (and everything those import) in every process, a data command's i
 AGREEMENT_KIND = "agreement"
 ANSWERS_SCORE_KIND = "score_answers"
 ANSWERS_UPLOAD_AREA = "answers-upload"
+EVALUATE_KIND = "evaluate"
 JUDGE_KIND = "judge"
 ORACLE_KIND = "oracle"
 RELEASE_KIND = "release"

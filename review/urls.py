@@ -13,6 +13,7 @@ urlpatterns = [
     path("", include("review.oracle.urls")),
     path("", include("review.rate_judge.urls")),
     path("", include("review.judges.urls")),
+    path("", include("review.evaluation.urls")),
     path("", include("review.judge_settings.urls")),
     path("", include("review.human_eval.urls")),
     path("", include("review.answer_rendering.urls")),

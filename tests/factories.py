@@ -1044,3 +1044,52 @@ class DraftCandidateFactory(DjangoModelFactory):
     content = "How do I tell ripe avocados from unripe ones at the shop?"
     status = "pending"
     item = factory.LazyAttribute(lambda c: c.draft.item)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+class EvaluationRunFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.EvaluationRun"
+
+    project = factory.SubFactory(ProjectFactory)
+    model = factory.Sequence(lambda n: f"model-{n}")
+    base_url = "http://127.0.0.1:9/v1"
+    settings = factory.LazyFunction(lambda: {"workers": 1})
+    items = "verified"
+
+
+class EvaluationResultFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.EvaluationResult"
+
+    run = factory.SubFactory(EvaluationRunFactory)
+    item = factory.LazyAttribute(lambda o: ItemFactory(project=o.run.project))
+    status = "ok"
+    output = "an answer"
+    scores = factory.LazyFunction(dict)
+
+
+class EvaluationCallFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.EvaluationCall"
+
+    project = factory.SelfAttribute("item.project")
+    item = factory.SubFactory(ItemFactory)
+    request_key = factory.Sequence(lambda n: f"{n:064x}")
+    endpoint = "http://127.0.0.1:9/v1"
+    model = "model-0"
+    answer = "an answer"
+
+
+class ToolCallRecordFactory(DjangoModelFactory):
+    class Meta:
+        model = "review.ToolCallRecord"
+
+    project = factory.SelfAttribute("item.project")
+    item = factory.SubFactory(ItemFactory)
+    key = factory.Sequence(lambda n: f"{n:064x}")
+    name = "lookup"
+    request = factory.LazyFunction(lambda: {"name": "lookup", "arguments": {"q": "apple"}})
+    response = factory.LazyFunction(lambda: {"meaning": "a fruit"})

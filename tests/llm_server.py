@@ -4,13 +4,20 @@ and ``point_at`` to give a project that server as its model. The fixtures that s
 
 The server answers ``POST /v1/chat/completions`` with a fixture answer and usage counts, can be
 told to fail the next requests (429, 500, ...), can hold requests until released (to observe
-concurrency), and records every request it got (path, headers, JSON body)."""
+concurrency), and records every request it got (path, headers, JSON body).
+
+Scripted replies (a model under test, ``benchmark.evaluation``): ``script(*replies)`` queues
+replies for the next requests, in order, and ``respond = fn`` answers every request with
+``fn(body)``; a reply is a text, or a dict ``{"content": ..., "tool_calls": [{"name": ...,
+"arguments": {...} or "raw json"}]}`` sent as OpenAI ``tool_calls``. Without either, every
+request gets ``answer``. ``Recorded.messages`` and ``Recorded.tools`` say what was sent."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -34,6 +41,18 @@ class Recorded:
         return [m for m in self.body["messages"] if m["role"] == "user"][-1]["content"]
 
     @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.body.get("tools") or [])
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.tools]
+
+    @property
     def image_urls(self) -> list[str]:
         content = self.user_content
         if isinstance(content, str):
@@ -49,6 +68,9 @@ class FakeModelServer:
     requests: list[Recorded] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
+    #: A function answering each request's JSON body with a reply (see the module docstring).
+    respond: Callable[[dict[str, Any]], Any] | None = None
+    _script: deque[Any] = field(default_factory=deque)
     _failures: deque[tuple[int, dict[str, str]]] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _arrived: threading.Condition = field(default_factory=threading.Condition)
@@ -75,6 +97,36 @@ class FakeModelServer:
         """Answer the next ``times`` requests with ``status`` (and an OpenAI-style error body)."""
         for _ in range(times):
             self._failures.append((status, headers or {}))
+
+    def script(self, *replies: Any) -> None:
+        """Answer the next requests with ``replies``, one each, in order."""
+        self._script.extend(replies)
+
+    def _scripted(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The assistant message of the next reply."""
+        try:
+            reply = self._script.popleft()
+        except IndexError:
+            reply = self.respond(body) if self.respond is not None else self.answer
+        if isinstance(reply, str):
+            return {"role": "assistant", "content": reply}
+        message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+        calls = reply.get("tool_calls") or []
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id") or f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": call["arguments"]
+                        if isinstance(call.get("arguments"), str)
+                        else json.dumps(call.get("arguments") or {}),
+                    },
+                }
+                for i, call in enumerate(calls)
+            ]
+        return message
 
     def hold(self) -> None:
         """Keep requests open (after they are counted as arrived) until ``release``."""
@@ -152,6 +204,7 @@ class FakeModelServer:
             kind = "rate_limit_exceeded" if status == 429 else "server_error"
             message = f"fake failure {status}"
             return status, {"error": {"message": message, "type": kind, "code": kind}}, headers
+        message = self._scripted(body)
         return (
             200,
             {
@@ -162,8 +215,8 @@ class FakeModelServer:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": self.answer},
-                        "finish_reason": "stop",
+                        "message": message,
+                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                     }
                 ],
                 "usage": {

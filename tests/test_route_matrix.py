@@ -60,6 +60,7 @@ from benchmark.api_tokens.services import api_token_create
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
 from benchmark.models import Membership, Origin, Role
 from benchmark.permissions import ACTIONS
+from review.evaluation.records import file_store
 from review.human_eval.scales import ATP_SCALE
 from review.releases.services import release_create
 from tests.factories import (
@@ -75,6 +76,8 @@ from tests.factories import (
     DraftingDraftFactory,
     DraftingMarkFactory,
     DraftingSessionFactory,
+    EvaluationResultFactory,
+    EvaluationRunFactory,
     FailureLabelFactory,
     ImageFactory,
     ImportJobFactory,
@@ -1453,6 +1456,44 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             shows={"reviewer": (SECRET_REFERENCE, SECRET_VARIANT)},
         ),
     ),
+    "review:evaluation": (
+        Case("evaluate a model", lambda w: {"project_id": w.project.pk}, "evaluate"),
+        Case(
+            "evaluate a model, empty form (400)",
+            lambda w: {"project_id": w.project.pk},
+            "evaluate",
+            method="post",
+        ),
+    ),
+    "review:leaderboard": (
+        Case("leaderboard", lambda w: {"project_id": w.project.pk}, "evaluate"),
+    ),
+    "review:evaluation_run": (Case("evaluation run", lambda w: {"pk": w.eval_run.pk}, "evaluate"),),
+    "review:evaluation_run_resume": (
+        Case(
+            "resume an evaluation (nothing left: 409)",
+            lambda w: {"pk": w.eval_run.pk},
+            "evaluate",
+            method="post",
+        ),
+    ),
+    "review:evaluation_run_cancel": (
+        Case("cancel an evaluation", lambda w: {"pk": w.eval_run.pk}, "evaluate", method="post"),
+    ),
+    "review:evaluation_result": (
+        Case(
+            "an evaluated item's result",
+            lambda w: {"pk": w.eval_run.pk, "item_id": w.item.pk},
+            "evaluate",
+        ),
+    ),
+    "review:evaluation_file": (
+        Case(
+            "a file an evaluation stored",
+            lambda w: {"pk": w.eval_run.pk, "sha256": w.eval_file},
+            "evaluate",
+        ),
+    ),
     "review:judge_runs": (
         Case("judge answers", lambda w: {"project_id": w.project.pk}, "run_judges"),
         Case("judge plans (m&m's)", lambda w: {"project_id": w.pproject.pk}, "run_judges"),
@@ -1851,6 +1892,10 @@ def build_world() -> SimpleNamespace:
     # Rate the judge: a judge run's Chief Judge report on a model answer, one unit of a
     # "judge-report" task, leased to the annotator.
     w.judge_run = JudgeRunFactory(project=w.project)
+    # An evaluation run of a model under test with one result and one stored file.
+    w.eval_run = EvaluationRunFactory(project=w.project)
+    w.eval_file = file_store(b"an evaluated answer")
+    EvaluationResultFactory(run=w.eval_run, item=w.item, files={"answer.txt": w.eval_file})
     w.model_answer = ResponseFactory(
         item=w.item,
         origin=Origin.MODEL,

@@ -31,16 +31,21 @@ def request_key(
     params: dict[str, Any],
     endpoint: str = "",
     scope: str = "",
+    tools: list[dict[str, Any]] | None = None,
 ) -> str:
     """The cache key of a request. ``messages`` must already carry image hashes, not bytes;
-    ``endpoint`` is the base URL (a trailing slash does not count)."""
-    payload = {
+    ``endpoint`` is the base URL (a trailing slash does not count). ``tools`` (OpenAI function
+    specs) count only when there are some, so a request without tools keys as it always
+    did."""
+    payload: dict[str, Any] = {
         "endpoint": endpoint.rstrip("/"),
         "scope": scope,
         "model": model,
         "messages": messages,
         "params": params,
     }
+    if tools:
+        payload["tools"] = tools
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
@@ -53,6 +58,8 @@ class CachedAnswer:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_ms: int = 0
+    #: The reply's tool calls, each ``{"id", "name", "arguments"}`` (arguments as written).
+    tool_calls: tuple[dict[str, str], ...] | list[dict[str, str]] = ()
 
 
 class ResponseCache(Protocol):

@@ -18,7 +18,7 @@ import base64
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -205,6 +205,64 @@ class ChatRequest:
         )
 
 
+IMAGE_REF = "sha256:"
+
+
+@dataclass(frozen=True)
+class ConversationRequest:
+    """A whole conversation in OpenAI chat messages, optionally with ``tools`` (OpenAI
+    function specs), for a model under test (``benchmark.evaluation``).
+
+    An image in a message is the part ``{"type": "image_url", "image_url": {"url":
+    "sha256:<hex>"}}``; its bytes are in ``images`` (sha256 -> bytes). The key covers the
+    messages as given (images by hash), the tools and the params; what is sent has each
+    reference replaced by a data URL."""
+
+    messages: tuple[dict[str, Any], ...]
+    images: Mapping[str, bytes] = field(default_factory=dict, repr=False)
+    tools: tuple[dict[str, Any], ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def _image(self, url: str) -> str:
+        digest = url[len(IMAGE_REF) :]
+        data = self.images.get(digest)
+        if data is None:
+            raise ModelError(f"image {digest[:12]} is referenced in the messages but not given")
+        return ImageInput(sha256=digest, data=data).data_url()
+
+    def wire_messages(self) -> list[dict[str, Any]]:
+        """The messages as sent: every ``sha256:`` image reference as a data URL."""
+        out: list[dict[str, Any]] = []
+        for message in self.messages:
+            content = message.get("content")
+            if isinstance(content, list):
+                parts = []
+                for part in content:
+                    url = (part.get("image_url") or {}).get("url", "")
+                    if part.get("type") == "image_url" and str(url).startswith(IMAGE_REF):
+                        part = {**part, "image_url": {**part["image_url"], "url": self._image(url)}}
+                    parts.append(part)
+                message = {**message, "content": parts}
+            out.append(message)
+        return out
+
+    def key_messages(self) -> list[dict[str, Any]]:
+        return list(self.messages)
+
+    def key(self, model: str, *, endpoint: str = "", scope: str = "") -> str:
+        return request_key(
+            model=model,
+            messages=self.key_messages(),
+            params=self.params,
+            endpoint=endpoint,
+            scope=scope,
+            tools=list(self.tools),
+        )
+
+
+AnyRequest = ChatRequest | ConversationRequest
+
+
 @dataclass(frozen=True)
 class ChatResult:
     text: str
@@ -215,6 +273,8 @@ class ChatResult:
     latency_ms: int
     cached: bool
     attempts: int
+    #: The reply's tool calls, each ``{"id", "name", "arguments"}`` (arguments as written).
+    tool_calls: tuple[dict[str, str], ...] = ()
 
     def to_cache(self) -> CachedAnswer:
         """What a response cache keeps of this answer."""
@@ -224,6 +284,7 @@ class ChatResult:
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             latency_ms=self.latency_ms,
+            tool_calls=tuple(self.tool_calls),
         )
 
 
@@ -414,11 +475,11 @@ class ChatClient:
                 self._shared = self._sdk()
             return self._shared
 
-    def key(self, request: ChatRequest) -> str:
+    def key(self, request: AnyRequest) -> str:
         """The cache key of ``request`` to this client's model, endpoint and scope."""
         return request.key(self.config.model, endpoint=self.config.base_url, scope=self.scope)
 
-    def complete(self, request: ChatRequest, *, progress: Progress | None = None) -> ChatResult:
+    def complete(self, request: AnyRequest, *, progress: Progress | None = None) -> ChatResult:
         key = self.key(request)
         if self.cache is not None and self.mode != "off":
             hit = self.cache.get(key)
@@ -432,6 +493,7 @@ class ChatClient:
                     latency_ms=hit.latency_ms,
                     cached=True,
                     attempts=0,
+                    tool_calls=tuple(dict(c) for c in hit.tool_calls),
                 )
             if self.mode == "replay":
                 raise CacheMiss(
@@ -456,7 +518,7 @@ class ChatClient:
                 pass
         return max(0.0, min(delay, cfg.backoff_max))
 
-    def _call(self, request: ChatRequest, key: str, progress: Progress | None) -> ChatResult:
+    def _call(self, request: AnyRequest, key: str, progress: Progress | None) -> ChatResult:
         messages = request.wire_messages()
         kept = self._kept_sdk()
         if kept is not None:
@@ -467,7 +529,7 @@ class ChatClient:
     def _attempts(
         self,
         sdk: openai.OpenAI,
-        request: ChatRequest,
+        request: AnyRequest,
         messages: list[dict[str, Any]],
         key: str,
         progress: Progress | None,
@@ -478,6 +540,8 @@ class ChatClient:
         attempts_allowed = cfg.max_retries + 1
         waited_out = 0.0  # a pause this thread set and slept through itself
         attempt = 0
+        tools = list(getattr(request, "tools", ()) or ())
+        extra: dict[str, Any] = {"tools": tools} if tools else {}
         while True:
             attempt += 1
             if progress:
@@ -493,6 +557,7 @@ class ChatClient:
                     response = sdk.chat.completions.create(
                         model=cfg.model,
                         messages=messages,  # type: ignore[arg-type]
+                        **extra,
                         **request.params,
                     )
                     latency_ms = int((time.monotonic() - started) * 1000)
@@ -540,7 +605,17 @@ def _result(response: Any, model: str, key: str, latency_ms: int, attempts: int)
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise ModelCallFailed("the model endpoint answered without any choices", attempts=attempts)
-    text = choices[0].message.content or ""
+    message = choices[0].message
+    text = message.content or ""
+    calls = tuple(
+        {
+            "id": str(getattr(call, "id", "") or f"call_{i}"),
+            "name": str(getattr(call.function, "name", "") or ""),
+            "arguments": str(getattr(call.function, "arguments", "") or ""),
+        }
+        for i, call in enumerate(getattr(message, "tool_calls", None) or [])
+        if getattr(call, "function", None) is not None
+    )
     usage = getattr(response, "usage", None)
     return ChatResult(
         text=text,
@@ -551,4 +626,5 @@ def _result(response: Any, model: str, key: str, latency_ms: int, attempts: int)
         latency_ms=latency_ms,
         cached=False,
         attempts=attempts,
+        tool_calls=calls,
     )

@@ -80,6 +80,7 @@ PROJECT_OF_COMMAND = {
     "render_answers": LLMI,
     "score_responses": LLMI,
     "oracle_test": MME,
+    "evaluate": ATP,
     "release": MMS,
     "export_dataset": MMS,  # --format label-studio, jsonl, csv
     "import_dataset": MMS,
@@ -103,6 +104,8 @@ IN_A_PROCESS: dict[str, tuple[dict[str, str], str]] = {
 }
 #: Commands that cannot run on a filled test database; their lines are only parsed.
 PARSE_ONLY = {
+    "evaluate": "runs each kind's protocol against a scripted model; its lines run in "
+    "tests/review/evaluation/test_evaluation_command.py (replay and --out included)",
     "runserver": "serves until stopped",
     "restore": "fills an empty database (its own tests restore into one)",
     "backup": "takes its snapshot outside a transaction (tests/benchmark/test_backup_online.py "

@@ -1,0 +1,170 @@
+"""What an evaluation keeps besides its results: tool records (``RecordStore`` for the
+``ToolLayer``), model calls (the cache a replay answers from) and files by content hash.
+
+Worker threads never touch the database: before an item runs, its recorded calls and tool
+records are loaded (``item_records_load``) into buffers; after it, the new ones are stored
+(``item_records_store``), both on the runner's thread."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+
+from benchmark.evaluation.base import ToolRecord
+from benchmark.llm.cache import CachedAnswer
+from review.evaluation.chat import ItemCalls
+from review.evaluation.models import EvaluationCall, EvaluationRun, ToolCallRecord
+
+FILES_PREFIX = "evaluation/files"
+
+
+def file_path(digest: str) -> str:
+    return f"{FILES_PREFIX}/{digest[:2]}/{digest}"
+
+
+def file_store(data: bytes) -> str:
+    """Store ``data`` once by its sha256 (through the project's storage); the hash."""
+    digest = hashlib.sha256(data).hexdigest()
+    path = file_path(digest)
+    if not default_storage.exists(path):
+        default_storage.save(path, ContentFile(data))
+    return digest
+
+
+def file_read(digest: str) -> bytes | None:
+    try:
+        with default_storage.open(file_path(digest), "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def files_store(files: Mapping[str, bytes]) -> dict[str, str]:
+    return {name: file_store(data) for name, data in files.items()}
+
+
+def files_read(stored: Mapping[str, str]) -> dict[str, bytes]:
+    out = {}
+    for name, digest in stored.items():
+        data = file_read(digest)
+        if data is not None:
+            out[name] = data
+    return out
+
+
+@dataclass
+class ItemTools:
+    """A ``RecordStore`` for one item's tool calls: the records kept before, and the new ones."""
+
+    known: dict[str, ToolRecord] = field(default_factory=dict)
+    made: dict[str, ToolRecord] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, key: str) -> ToolRecord | None:
+        with self._lock:
+            return self.known.get(key)
+
+    def put(self, key: str, record: ToolRecord) -> None:
+        with self._lock:
+            self.known[key] = record
+            self.made[key] = record
+
+
+def item_records_load(*, project_id: int, item_id: int) -> tuple[ItemCalls, ItemTools]:
+    """The item's recorded model calls and tool records (two queries)."""
+    calls = ItemCalls()
+    for row in EvaluationCall.objects.filter(project_id=project_id, item_id=item_id).values(
+        "request_key",
+        "model",
+        "answer",
+        "tool_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "latency_ms",
+    ):
+        calls.known[row["request_key"]] = CachedAnswer(
+            text=row["answer"],
+            model=row["model"],
+            prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"],
+            latency_ms=row["latency_ms"],
+            tool_calls=tuple(row["tool_calls"] or ()),
+        )
+    tools = ItemTools()
+    for rec in ToolCallRecord.objects.filter(project_id=project_id, item_id=item_id):
+        tools.known[rec.key] = ToolRecord(
+            item=str(rec.request.get("item", "")),
+            name=rec.name,
+            arguments=dict(rec.request.get("arguments") or {}),
+            output=rec.response,
+            files=files_read(rec.files),
+            error=rec.error,
+            seconds=rec.seconds,
+        )
+    return calls, tools
+
+
+def item_records_store(
+    *,
+    run: EvaluationRun,
+    item_id: int,
+    endpoint: str,
+    calls: ItemCalls,
+    tools: ItemTools,
+) -> None:
+    """Store the item's new model calls and tool records (cached answers are not stored
+    again)."""
+    rows = [
+        EvaluationCall(
+            project_id=run.project_id,
+            item_id=item_id,
+            run=run,
+            request_key=log.request_key,
+            endpoint=endpoint[:500],
+            model=log.answer.model[:200],
+            messages=log.messages,
+            tools=log.tools,
+            params=log.params,
+            answer=log.answer.text,
+            tool_calls=list(log.answer.tool_calls),
+            prompt_tokens=log.answer.prompt_tokens,
+            completion_tokens=log.answer.completion_tokens,
+            latency_ms=log.answer.latency_ms,
+        )
+        for log in calls.made
+        if not log.cached
+    ]
+    if rows:
+        EvaluationCall.objects.bulk_create(rows, ignore_conflicts=True)
+    records = [
+        ToolCallRecord(
+            project_id=run.project_id,
+            item_id=item_id,
+            key=key,
+            name=rec.name[:200],
+            request={"item": rec.item, "name": rec.name, "arguments": rec.arguments},
+            response=_jsonable(rec.output),
+            files=files_store(rec.files),
+            error=rec.error,
+            seconds=rec.seconds,
+        )
+        for key, rec in tools.made.items()
+    ]
+    if records:
+        ToolCallRecord.objects.bulk_create(records, ignore_conflicts=True)
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value

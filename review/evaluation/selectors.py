@@ -1,0 +1,330 @@
+"""Reads of evaluation runs, scoped to the user's projects (another project's run answers
+404): a project's runs, a run with its progress, its results a page at a time, one result
+with its trace, and the leaderboard (the latest finished run of each model, in the layout of
+the protocol's columns, with bootstrap intervals and whether items changed since)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet, Sum
+from django.shortcuts import get_object_or_404
+
+from benchmark import selectors as project_selectors
+from benchmark.evaluation.base import Column, EvalProtocol, Status
+from benchmark.exceptions import DomainError
+from benchmark.models import Job, Project
+from benchmark.typing import AnyUser
+from review.evaluation import services
+from review.evaluation.models import EvaluationResult, EvaluationRun
+
+
+def protocol_or_none(project: Project) -> tuple[EvalProtocol | None, str]:
+    """The project's protocol, or None and why there is none."""
+    try:
+        return services.protocol_of(project), ""
+    except DomainError as exc:
+        return None, exc.message
+
+
+def evaluation_runs_of(*, user: AnyUser, project: Project) -> QuerySet[EvaluationRun]:
+    """The project's runs, newest first (the project was looked up for the user)."""
+    project_selectors.project_get(user=user, pk=project.pk)
+    return (
+        EvaluationRun.objects.filter(project=project)
+        .select_related("job", "created_by")
+        .annotate(results_done=Count("results", filter=~Q(results__status=Status.ERROR)))
+        .order_by("-created_at", "-id")
+    )
+
+
+def evaluation_run_get(*, user: AnyUser, pk: int) -> EvaluationRun:
+    """A run of one of the user's projects; 404 otherwise."""
+    visible = project_selectors.project_visible(user=user).values("pk")
+    return get_object_or_404(
+        EvaluationRun.objects.select_related("project", "created_by", "job"),
+        pk=pk,
+        project__in=visible,
+    )
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    done: int
+    errors: int
+    tool_calls: int
+    tokens: int
+    jobs: list[Job]
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 100
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.done)
+
+    @property
+    def running(self) -> bool:
+        return any(not job.done for job in self.jobs)
+
+
+def run_progress(*, run: EvaluationRun) -> Progress:
+    """The run's one progress figure over all its chunk jobs: two queries."""
+    figures = EvaluationResult.objects.filter(run=run).aggregate(
+        done=Count("pk", filter=~Q(status=Status.ERROR)),
+        errors=Count("pk", filter=Q(status=Status.ERROR)),
+        tool_calls=Sum("tool_calls"),
+        prompt=Sum("prompt_tokens"),
+        completion=Sum("completion_tokens"),
+    )
+    jobs = list(Job.objects.filter(pk__in=run.job_ids or []).select_related("cancel_requested_by"))
+    return Progress(
+        total=run.item_count,
+        done=figures["done"] or 0,
+        errors=figures["errors"] or 0,
+        tool_calls=figures["tool_calls"] or 0,
+        tokens=(figures["prompt"] or 0) + (figures["completion"] or 0),
+        jobs=jobs,
+    )
+
+
+def run_results(*, run: EvaluationRun) -> QuerySet[EvaluationResult]:
+    return (
+        EvaluationResult.objects.filter(run=run)
+        .select_related("item")
+        .defer("trace", "output")
+        .order_by("item__position", "item_id")
+    )
+
+
+def result_get(*, user: AnyUser, run_pk: int, item_pk: int) -> EvaluationResult:
+    run = evaluation_run_get(user=user, pk=run_pk)
+    return get_object_or_404(
+        EvaluationResult.objects.select_related("item", "run", "run__project"),
+        run=run,
+        item_id=item_pk,
+    )
+
+
+def trace_steps(result: EvaluationResult) -> list[dict[str, Any]]:
+    """The trace as steps for the page: each message's role, its texts, its images (by
+    hash: the project's images, or files the run stored) and its tool calls."""
+    steps = []
+    for n, message in enumerate(result.trace or [], 1):
+        if not isinstance(message, dict):
+            steps.append({"n": n, "role": "step", "texts": [str(message)], "images": []})
+            continue
+        content = message.get("content")
+        texts: list[str] = []
+        images: list[str] = []
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            for part in content:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "text":
+                    texts.append(str(part.get("text", "")))
+                url = str((part.get("image_url") or {}).get("url", ""))
+                if url.startswith("sha256:"):
+                    images.append(url[len("sha256:") :])
+        calls = [
+            {
+                "name": (c.get("function") or {}).get("name", ""),
+                "arguments": (c.get("function") or {}).get("arguments", ""),
+            }
+            for c in message.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
+        steps.append(
+            {
+                "n": n,
+                "role": str(message.get("role", "")),
+                "texts": [t for t in texts if t],
+                "images": images,
+                "calls": calls,
+            }
+        )
+    return steps
+
+
+def output_text(output: Any) -> str:
+    """An output as the page shows it: a text as it is, anything else as indented JSON."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    import json
+
+    return json.dumps(output, indent=2, ensure_ascii=False, default=str)
+
+
+# =========================================================================== leaderboard
+
+
+def _shown(value: float | None, percent: bool) -> str:
+    if value is None:
+        return ""
+    return f"{value:.1f}" if percent else f"{value:.2f}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One figure: a share (``percent``: in percent, 0-100, as the papers' tables give it) or
+    a number, with its bootstrap interval."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    percent: bool
+
+    @property
+    def text(self) -> str:
+        return _shown(self.value, self.percent)
+
+    @property
+    def low_text(self) -> str:
+        return _shown(self.low, self.percent)
+
+    @property
+    def high_text(self) -> str:
+        return _shown(self.high, self.percent)
+
+
+def cell(column: Column, run: EvaluationRun) -> Cell:
+    interval = (run.intervals or {}).get(column.key) or [None, None]
+    return Cell(
+        value=services.figure(run.summary or {}, column.key),
+        low=interval[0],
+        high=interval[1],
+        percent=column.percent,
+    )
+
+
+@dataclass(frozen=True)
+class JudgeCell:
+    value: Any
+    digits: int
+    judge_run: int
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.value, int | float) and not isinstance(self.value, bool):
+            return f"{self.value:.{self.digits}f}"
+        return "" if self.value is None else str(self.value)
+
+
+@dataclass(frozen=True)
+class JudgeGroup:
+    """A judge's columns beside the leaderboard's (its latest run that judged each model's
+    answers)."""
+
+    label: str
+    columns: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    run: EvaluationRun
+    cells: list[Cell]
+    changed: int
+    judged: list[JudgeCell | None]
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    columns: tuple[Column, ...]
+    rows: list[Row]
+    reason: str = ""
+    judges: tuple[JudgeGroup, ...] = ()
+
+
+#: Judge runs read for the leaderboard's judge columns, newest first.
+JUDGE_RUNS_READ = 100
+
+
+def judge_figures(
+    project: Project, models: set[str]
+) -> tuple[tuple[JudgeGroup, ...], dict[str, list[JudgeCell | None]]]:
+    """The judges' columns and, per model, their figures: from each judge's newest finished
+    run whose figures name the model (the answers the evaluation stored, or uploaded ones of
+    the same model). One query."""
+    from benchmark.models import JobStatus
+    from review.judges.models import JudgeRun
+    from review.judges.specs import judge_spec_get
+
+    runs = (
+        JudgeRun.objects.filter(project=project, job__status=JobStatus.SUCCEEDED)
+        .select_related("job")
+        .order_by("-created_at", "-id")[:JUDGE_RUNS_READ]
+    )
+    found: dict[str, dict[str, tuple[int, dict[str, Any]]]] = {}
+    order: list[str] = []
+    for run in runs:
+        result = run.job.result if run.job is not None else None
+        summary = result.get("summary") if isinstance(result, dict) else None
+        per_model = (summary or {}).get("models") if isinstance(summary, dict) else None
+        if not isinstance(per_model, dict):
+            continue
+        for model in models & set(per_model):
+            if run.judge not in found:
+                order.append(run.judge)
+            found.setdefault(run.judge, {}).setdefault(model, (run.pk, per_model[model] or {}))
+    groups = []
+    cells: dict[str, list[JudgeCell | None]] = {model: [] for model in models}
+    for name in order:
+        spec = judge_spec_get(name)
+        if spec is None or not spec.columns:
+            continue
+        groups.append(JudgeGroup(label=spec.label, columns=tuple(spec.columns)))
+        for model in models:
+            hit = found[name].get(model)
+            for column in spec.columns:
+                cells[model].append(
+                    JudgeCell(value=hit[1].get(column.name), digits=column.digits, judge_run=hit[0])
+                    if hit is not None
+                    else None
+                )
+    return tuple(groups), cells
+
+
+def leaderboard(*, user: AnyUser, project: Project) -> Leaderboard:
+    """One row per evaluated model: its latest finished run, the figures of the protocol's
+    columns with their intervals, and how many of the run's items changed since (their
+    newest version now differs from the one the run recorded). A fixed number of queries
+    whatever the number of runs."""
+    protocol, reason = protocol_or_none(project)
+    if protocol is None:
+        return Leaderboard(columns=(), rows=[], reason=reason)
+    runs = list(
+        evaluation_runs_of(user=user, project=project)
+        .filter(finished_at__isnull=False)
+        .order_by("model", "-finished_at", "-id")
+    )
+    latest: dict[str, EvaluationRun] = {}
+    for run in runs:
+        latest.setdefault(run.model, run)
+    ids = {int(pk) for run in latest.values() for pk in (run.item_versions or {})}
+    now = services.item_versions(ids)
+    judges, judged = judge_figures(project, set(latest))
+    rows = []
+    for run in latest.values():
+        cells = [cell(column, run) for column in protocol.columns]
+        changed = sum(
+            1 for pk, version in (run.item_versions or {}).items() if now.get(pk, -1) != version
+        )
+        rows.append(Row(run=run, cells=cells, changed=changed, judged=judged.get(run.model, [])))
+    first = protocol.columns[0].key if protocol.columns else ""
+    rows.sort(key=lambda r: -(services.figure(r.run.summary or {}, first) or -1.0))
+    return Leaderboard(columns=tuple(protocol.columns), rows=rows, judges=judges)
+
+
+def run_has_file(*, run: EvaluationRun, sha256: str) -> bool:
+    """Whether one of the run's results stored a file with this hash."""
+    for files in EvaluationResult.objects.filter(run=run).values_list("files", flat=True):
+        if sha256 in (files or {}).values():
+            return True
+    return False

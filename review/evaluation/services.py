@@ -1,0 +1,911 @@
+"""Evaluation runs: choosing the items and settings, starting a run (one job, or one job per
+chunk of items for a large run), the "evaluate" job's runner, resuming, and the summary.
+
+The runner evaluates the items its job was given that the run has not finished, with
+``workers`` threads. Worker threads only talk to the model and the tool providers (and read
+image files); every database read and write happens on the runner's thread: before an item
+runs its recorded model calls and tool records are loaded (the cache and the replay record),
+after it the result, the new calls and records are stored. A protocol's ``EvaluationError``
+is that item's error, not the run's; a cancelled job stops handing out items and keeps what
+finished. A resumed run (or a chunk taken again after its worker died) skips the items the
+run has finished.
+
+The protocol is the project's benchmark kind's ``evaluation`` object (``benchmark.kinds``,
+``benchmark.evaluation.base``): nothing here knows which benchmark it runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from benchmark import permissions
+from benchmark.evaluation.base import (
+    EvalItem,
+    EvalProtocol,
+    EvalSettings,
+    EvaluationError,
+    Outcome,
+    Provider,
+    Status,
+    ToolLayer,
+)
+from benchmark.exceptions import Conflict, DomainError, ValidationFailed
+from benchmark.jobs import services as job_services
+from benchmark.jobs.kinds import Progress
+from benchmark.kinds import kind_for
+from benchmark.kinds.base import resolve
+from benchmark.llm.client import ChatClient, ModelConfig, ModelError
+from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
+from benchmark.models import Image, Item, ItemStatus, ItemVersion, Job, JobStatus, Project
+from benchmark.typing import User
+from review import job_names
+from review.evaluation.chat import ItemCalls, ModelChat, ThreadCalls
+from review.evaluation.models import EvaluationResult, EvaluationRun, ItemChoice
+from review.evaluation.records import (
+    ItemTools,
+    files_read,
+    files_store,
+    item_records_load,
+    item_records_store,
+)
+
+log = logging.getLogger(__name__)
+
+EVALUATE_KIND = job_names.EVALUATE_KIND
+MAX_WORKERS = 32
+#: A run of more items than this is split into chunks, one job each, that any worker takes.
+CHUNK_ITEMS = 500
+#: Progress is reported at most this often (seconds), and after the last item.
+PROGRESS_SECONDS = 0.5
+#: Items handed to the worker threads ahead of them, per thread.
+WINDOW_PER_WORKER = 2
+
+MODES = ("atm", "gen")
+PLAN_FORMATS = ("json", "code")
+STRATEGIES = ("multi-step", "step-by-step")
+FEEDBACK = ("parse", "verify", "execute")
+
+# =========================================================================== the protocol
+
+
+def protocol_of(project: Project) -> EvalProtocol:
+    """The protocol of the project's benchmark kind; ValidationFailed naming the kind when it
+    has none yet."""
+    kind = kind_for(project)
+    if not kind.evaluation:
+        raise ValidationFailed(
+            f"{kind.label} has no evaluation protocol yet: models cannot be evaluated on "
+            f"project {project.name!r}"
+        )
+    try:
+        return resolve(kind.evaluation)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError) as exc:
+        raise ValidationFailed(
+            f"{kind.label}'s evaluation protocol {kind.evaluation!r} cannot be loaded: {exc}"
+        ) from exc
+
+
+def _int(raw: Mapping[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = raw.get(name, default)
+    if value in (None, ""):
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValidationFailed(f"{name}: {value!r} is not a whole number") from None
+    if not low <= number <= high:
+        raise ValidationFailed(f"{name}: must be between {low} and {high}, got {number}")
+    return number
+
+
+def _choice(raw: Mapping[str, Any], name: str, default: str, choices: Sequence[str]) -> str:
+    value = str(raw.get(name) or default)
+    if value not in choices:
+        raise ValidationFailed(f"{name}: {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def settings_clean(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The protocol settings as stored on a run, checked; ValidationFailed naming the setting."""
+    feedback = raw.get("feedback") or ()
+    if isinstance(feedback, str):
+        feedback = [part.strip() for part in feedback.split(",") if part.strip()]
+    unknown = [f for f in feedback if f not in FEEDBACK]
+    if unknown:
+        raise ValidationFailed(f"feedback: {unknown[0]!r} is not one of {', '.join(FEEDBACK)}")
+    return {
+        "mode": _choice(raw, "mode", "atm", MODES),
+        "plan_format": _choice(raw, "plan_format", "json", PLAN_FORMATS),
+        "strategy": _choice(raw, "strategy", "multi-step", STRATEGIES),
+        "feedback": [f for f in FEEDBACK if f in feedback],
+        "shots": _int(raw, "shots", 0, 0, 16),
+        "max_rounds": _int(raw, "max_rounds", 15, 1, 100),
+        "max_tool_calls": _int(raw, "max_tool_calls", 15, 0, 200),
+    }
+
+
+def settings_extra(project: Project) -> dict[str, Any]:
+    """What a protocol reads in ``EvalSettings.extra`` from the project, asked of its kind:
+    for a kind whose items hold plans (m&m's), the project's toolset (``tools``: the plan
+    verifier's form, with each tool's description) and a ``Chat`` for the tools that are
+    models (``tool_chat``: the project's configured model, when it has one)."""
+    from benchmark.toolsets.specs import plan_toolset
+    from review.evaluation.chat import ToolChat
+
+    extra: dict[str, Any] = {}
+    if not kind_for(project).plans:
+        return extra
+    if project.toolset_id is not None and project.toolset is not None:
+        tools = plan_toolset(project.toolset)
+        described = dict(project.toolset.tools.values_list("name", "description"))
+        for name, spec in tools["tools"].items():
+            if described.get(name):
+                spec["description"] = described[name]
+        tools["edges"] = [list(edge) for edge in tools["edges"]]
+        extra["tools"] = tools
+    try:
+        resolved = model_resolve(project=project)
+    except ModelError:
+        resolved = None
+    if resolved is not None:
+        extra["tool_chat"] = ToolChat(
+            ChatClient(resolved.config, mode="off"), params=resolved.params
+        )
+    return extra
+
+
+def eval_settings(
+    run: EvaluationRun,
+    examples: tuple[EvalItem, ...] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> EvalSettings:
+    s = settings_clean(run.settings or {})
+    return EvalSettings(
+        mode=s["mode"],
+        plan_format=s["plan_format"],
+        strategy=s["strategy"],
+        feedback=tuple(s["feedback"]),
+        shots=s["shots"],
+        max_rounds=s["max_rounds"],
+        max_tool_calls=s["max_tool_calls"],
+        examples=examples,
+        extra=dict(extra or {}),
+    )
+
+
+# =========================================================================== items
+
+
+def items_selected(*, project: Project, items: str) -> list[int]:
+    """The ids, in item order, of ``verified`` items, ``all`` (but discarded ones), or the
+    items of ``release:NAME``; ValidationFailed naming what is wrong."""
+    rows = Item.objects.filter(project=project).order_by("position", "id")
+    if items == ItemChoice.VERIFIED:
+        return list(rows.filter(status=ItemStatus.VERIFIED).values_list("pk", flat=True))
+    if items == ItemChoice.ALL:
+        return list(rows.exclude(status=ItemStatus.DISCARDED).values_list("pk", flat=True))
+    if items.startswith("release:") and items[len("release:") :].strip():
+        from review.releases.models import Release
+
+        name = items[len("release:") :].strip()
+        release = Release.objects.filter(project=project, name=name).first()
+        if release is None:
+            raise ValidationFailed(f"items: project {project.name!r} has no release {name!r}")
+        ids = {int(pair[0]) for pair in release.fingerprints or []}
+        return [pk for pk in rows.values_list("pk", flat=True) if pk in ids]
+    raise ValidationFailed(f"items: {items!r} is not verified, all or release:NAME")
+
+
+def item_versions(item_ids: Iterable[int]) -> dict[str, int]:
+    """``{item id: newest version number}`` (0: no version row) of the items."""
+    ids = list(item_ids)
+    newest = dict(
+        ItemVersion.objects.filter(item_id__in=ids)
+        .values("item_id")
+        .annotate(n=Max("number"))
+        .values_list("item_id", "n")
+    )
+    return {str(pk): int(newest.get(pk) or 0) for pk in ids}
+
+
+def _record(item: Item) -> dict[str, Any]:
+    """The item's record in the benchmark's own format: its source JSON (with long strings
+    put back), or for an item written in the app, its fields."""
+    try:
+        record = item.raw_record
+    except ValueError:
+        record = None
+    if isinstance(record, dict):
+        return record
+    return {
+        "id": item.external_id,
+        "query": item.query,
+        "documents": item.documents,
+        "constraints": item.constraints,
+        "expected_answer": item.expected_answer,
+        "accepted_variants": item.accepted_variants,
+        "rubric": item.rubric,
+        "category": item.category,
+        "intent": item.intent,
+        "level": item.level,
+    }
+
+
+@dataclass
+class _Loaded:
+    """An item ready to run: its row, its record and the images to read (by record name)."""
+
+    item: Item
+    record: dict[str, Any]
+    images: dict[str, Image]
+
+
+def _load_items(project_id: int, ids: Sequence[int]) -> list[_Loaded]:
+    """The items ``ids`` (in that order) with their images' rows: three queries."""
+    items = {
+        i.pk: i
+        for i in Item.objects.filter(project_id=project_id, pk__in=list(ids)).prefetch_related(
+            "responses"
+        )
+    }
+    shas = {
+        ref.get("sha256")
+        for item in items.values()
+        for ref in (item.image_refs or [])
+        if ref.get("sha256")
+    }
+    stored = {
+        img.sha256: img
+        for img in Image.objects.filter(sha256__in=shas, projects=project_id).only("sha256", "file")
+    }
+    out = []
+    for pk in ids:
+        item = items.get(pk)
+        if item is None:
+            continue
+        images = {}
+        for ref in item.image_refs or []:
+            image = stored.get(ref.get("sha256") or "")
+            if image is not None:
+                images[str(ref.get("path") or image.sha256)] = image
+        out.append(_Loaded(item=item, record=_record(item), images=images))
+    return out
+
+
+def _read_images(images: Mapping[str, Image]) -> dict[str, bytes]:
+    """In a worker thread: the images' bytes by record name (no query)."""
+    out = {}
+    for name, image in images.items():
+        try:
+            if not image.file.name:
+                raise FileNotFoundError(image.sha256)
+            with image.file.storage.open(image.file.name, "rb") as handle:
+                out[name] = handle.read()
+        except (FileNotFoundError, OSError, ValueError):
+            raise EvaluationError(
+                f"the file of image {name} ({image.sha256[:12]}) is missing"
+            ) from None
+    return out
+
+
+def _examples(project: Project, shots: int) -> tuple[EvalItem, ...]:
+    """N-shot examples: the verified items the project names in its settings
+    (``{"evaluation": {"examples": [external ids]}}``), else its first verified items."""
+    if not shots:
+        return ()
+    named = ((project.settings or {}).get("evaluation") or {}).get("examples") or []
+    rows = Item.objects.filter(project=project, status=ItemStatus.VERIFIED)
+    if named:
+        rows = rows.filter(external_id__in=[str(n) for n in named])
+    ids = list(rows.order_by("position", "id").values_list("pk", flat=True)[:shots])
+    return tuple(
+        EvalItem(id=lo.item.external_id, record=lo.record, images=_read_images(lo.images))
+        for lo in _load_items(project.pk, ids)
+    )
+
+
+# =========================================================================== the model
+
+
+def model_config(project: Project, base_url: str = "", model: str = "") -> tuple[ModelConfig, dict]:
+    """The model under test: the project's (or the environment's) with ``base_url`` / ``model``
+    overriding. The configured API key goes only to its own endpoint."""
+    try:
+        resolved = model_resolve(project=project)
+    except ModelError as exc:
+        raise ValidationFailed(str(exc)) from exc
+    base = resolved.config if resolved is not None else None
+    url = (base_url or (base.base_url if base else "")).strip()
+    name = (model or (base.model if base else "")).strip()
+    if not url or not name:
+        raise ValidationFailed(
+            "No model to evaluate: give a base URL and a model name, or configure the "
+            "project's model. " + HOW_TO_CONFIGURE
+        )
+    if not url.startswith(("http://", "https://")):
+        raise ValidationFailed(f"base URL: {url!r} is not an http(s) URL")
+    if base is not None and base.base_url.rstrip("/") == url.rstrip("/"):
+        return dataclasses.replace(base, model=name), dict(resolved.params if resolved else {})
+    return ModelConfig(base_url=url, model=name), {}
+
+
+def tool_providers(project: Project) -> list[Provider]:
+    """The tool providers for the project's runs: each factory the operator lists in
+    EVALUATION_TOOL_PROVIDERS (dotted paths of ``factory(project) -> Provider | None``) that
+    gives one. With none, tools answer "not available here" (and a replay answers from the
+    record)."""
+    from django.conf import settings as django_settings
+    from django.utils.module_loading import import_string
+
+    providers = []
+    for path in getattr(django_settings, "EVALUATION_TOOL_PROVIDERS", ()) or ():
+        provider = import_string(path)(project)
+        if provider is not None:
+            providers.append(provider)
+    return providers
+
+
+# =========================================================================== starting
+
+
+def _check_workers(workers: int) -> None:
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ValidationFailed(f"workers: must be between 1 and {MAX_WORKERS}, got {workers}")
+
+
+def evaluation_run_create(
+    *,
+    project: Project,
+    user: User | None,
+    model: str = "",
+    base_url: str = "",
+    items: str = ItemChoice.VERIFIED,
+    settings: Mapping[str, Any] | None = None,
+    workers: int = 4,
+    replay: bool = False,
+    enqueue: bool = False,
+    chunk_items: int = CHUNK_ITEMS,
+) -> tuple[EvaluationRun, list[Job]]:
+    """An evaluation run and its job(s) (one per ``chunk_items`` items). With ``enqueue`` the
+    jobs are enqueued after commit (the page); without, the caller runs them
+    (``evaluation_run_execute``, the command line). ``user`` None is the command line."""
+    if user is not None:
+        permissions.require(user=user, project=project, action="evaluate")
+    protocol_of(project)
+    _check_workers(workers)
+    chosen = settings_clean(settings or {})
+    tool_providers(project)  # a wrong provider setting is refused now, naming it
+    config, _ = model_config(project, base_url, model)
+    ids = items_selected(project=project, items=items)
+    if not ids:
+        raise ValidationFailed(f"items: project {project.name!r} has no {items} items to evaluate")
+    with transaction.atomic():
+        run = EvaluationRun.objects.create(
+            project=project,
+            model=config.model[:200],
+            base_url=config.base_url[:500],
+            settings={**chosen, "workers": workers},
+            items=items[:220],
+            item_versions=item_versions(ids),
+            item_count=len(ids),
+            replay=replay,
+            created_by=user,
+        )
+        jobs = _jobs(run, user, ids, workers, enqueue, chunk_items)
+    return run, jobs
+
+
+def _jobs(
+    run: EvaluationRun,
+    user: User | None,
+    ids: Sequence[int],
+    workers: int,
+    enqueue: bool,
+    chunk_items: int,
+) -> list[Job]:
+    size = max(1, chunk_items)
+    chunks = [list(ids[i : i + size]) for i in range(0, len(ids), size)] or [[]]
+    jobs = []
+    for n, chunk in enumerate(chunks, 1):
+        params: dict[str, Any] = {
+            "project_id": run.project_id,
+            "run_id": run.pk,
+            "workers": workers,
+        }
+        if len(chunks) > 1:
+            params.update(items=chunk, chunk=n, chunks=len(chunks))
+        start = job_services.job_start if enqueue else job_services.job_create
+        jobs.append(
+            start(
+                kind=EVALUATE_KIND, user=user, project=run.project, params=params, total=len(chunk)
+            )
+        )
+    run.job = jobs[0]
+    run.job_ids = [job.pk for job in jobs]
+    run.save(update_fields=["job", "job_ids"])
+    return jobs
+
+
+def evaluation_run_resume(
+    *, run: EvaluationRun, user: User | None, workers: int | None = None, enqueue: bool = False
+) -> list[Job]:
+    """New jobs for a run whose jobs have ended (failed, cancelled, or their worker died):
+    only the items the run has not finished are evaluated. Conflict while a job of the run
+    is still queued or running."""
+    if user is not None:
+        permissions.require(user=user, project=run.project, action="evaluate")
+    workers = workers or int((run.settings or {}).get("workers") or 4)
+    _check_workers(workers)
+    with transaction.atomic():
+        run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
+        running = Job.objects.filter(
+            pk__in=run.job_ids or [], status__in=[JobStatus.QUEUED, JobStatus.RUNNING]
+        )
+        if running.exists():
+            raise Conflict(f"evaluation #{run.pk} is still running; wait for its jobs")
+        ids = [int(pk) for pk in (run.item_versions or {})]
+        done = set(
+            EvaluationResult.objects.filter(run=run)
+            .exclude(status=Status.ERROR)
+            .values_list("item_id", flat=True)
+        )
+        todo = [pk for pk in ids if pk not in done]
+        if not todo:
+            raise Conflict(f"evaluation #{run.pk} has a result for every item; nothing to resume")
+        run.finished_at = None
+        run.save(update_fields=["finished_at"])
+        return _jobs(run, user, todo, workers, enqueue, CHUNK_ITEMS)
+
+
+def evaluation_run_cancel(*, run: EvaluationRun, user: User) -> int:
+    """Cancel every job of the run that has not ended; how many were asked to stop."""
+    permissions.require(user=user, project=run.project, action="evaluate")
+    asked = 0
+    for job in Job.objects.filter(pk__in=run.job_ids or []):
+        if not job.done:
+            job_services.job_cancel(job=job, user=user)
+            asked += 1
+    return asked
+
+
+# =========================================================================== running
+
+
+def _outcome_failed(item: str, message: str) -> Outcome:
+    return Outcome(item=item, status=Status.ERROR, error=message)
+
+
+def _evaluate(
+    *,
+    protocol: EvalProtocol,
+    loaded: _Loaded,
+    settings: EvalSettings,
+    client: ChatClient,
+    cache: ThreadCalls,
+    params: Mapping[str, Any],
+    calls: ItemCalls,
+    tools: ItemTools,
+    providers: Sequence[Provider],
+    replay: bool,
+) -> tuple[Outcome, int]:
+    """In a worker thread: one item through the protocol. Touches no database. Returns the
+    outcome and the milliseconds it took."""
+    external_id = loaded.item.external_id
+    started = time.monotonic()
+    cache.bind(calls)
+    try:
+        item = EvalItem(id=external_id, record=loaded.record, images=_read_images(loaded.images))
+        chat = ModelChat(client, item=external_id, calls=calls, params=params)
+        layer = ToolLayer(providers, records=tools, replay=replay)
+        outcome = protocol.run_item(
+            item, settings=settings, chat=chat, tools=layer, truth=loaded.record
+        )
+    except EvaluationError as exc:
+        outcome = _outcome_failed(external_id, str(exc))
+    except Exception as exc:  # noqa: BLE001 - one item's failure is that item's error
+        log.exception("evaluation of item %s failed", external_id)
+        outcome = _outcome_failed(
+            external_id, f"unexpected error ({exc.__class__.__name__}: {exc}) on this item"
+        )
+    return outcome, int((time.monotonic() - started) * 1000)
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value, default=str))
+
+
+def result_store(
+    *, run: EvaluationRun, item_id: int, outcome: Outcome, latency_ms: int
+) -> EvaluationResult:
+    """Store (or replace, for an item made again) the item's result."""
+    fields = {
+        "status": outcome.status,
+        "output": _jsonable(outcome.output),
+        "scores": _jsonable(outcome.scores or {}),
+        "files": files_store(outcome.files or {}),
+        "trace": _jsonable(outcome.trace or []),
+        "model_calls": outcome.model_calls,
+        "tool_calls": outcome.tool_calls,
+        "prompt_tokens": outcome.prompt_tokens,
+        "completion_tokens": outcome.completion_tokens,
+        "latency_ms": latency_ms,
+        "error": outcome.error or "",
+    }
+    result, _ = EvaluationResult.objects.update_or_create(run=run, item_id=item_id, defaults=fields)
+    return result
+
+
+def result_outcome(result: EvaluationResult, *, external_id: str, files: bool = False) -> Outcome:
+    """A stored result as the protocol's ``Outcome`` (for ``summarize``, ``write_outputs``)."""
+    return Outcome(
+        item=external_id,
+        status=result.status,
+        output=result.output,
+        scores=dict(result.scores or {}),
+        files=files_read(result.files or {}) if files else {},
+        error=result.error,
+        model_calls=result.model_calls,
+        tool_calls=result.tool_calls,
+        prompt_tokens=result.prompt_tokens,
+        completion_tokens=result.completion_tokens,
+        trace=[] if "trace" in result.get_deferred_fields() else list(result.trace or []),
+    )
+
+
+_OUTCOME_FIELDS = (
+    "run", "item", "status", "output", "scores", "files", "trace", "error", "model_calls",
+    "tool_calls", "prompt_tokens", "completion_tokens",
+)  # fmt: skip
+
+
+def run_outcomes(run: EvaluationRun, *, files: bool = False) -> list[Outcome]:
+    """The run's stored results as outcomes, in item order."""
+    rows = (
+        EvaluationResult.objects.filter(run=run)
+        .select_related("item")
+        .only(*_OUTCOME_FIELDS, "item__external_id")
+        .order_by("item__position", "item_id")
+    )
+    if not files:  # the summary needs neither the trace (the largest field) nor files
+        rows = rows.defer("trace")
+    return [
+        result_outcome(r, external_id=r.item.external_id, files=files)
+        for r in rows.iterator(chunk_size=500)
+    ]
+
+
+#: Bootstrap resamples of a run's items for the leaderboard's intervals, and their seed (the
+#: same run always gives the same interval).
+BOOTSTRAP_RESAMPLES = 200
+BOOTSTRAP_SEED = 2024
+
+
+def figure(summary: Mapping[str, Any], key: str) -> float | None:
+    """The number at ``key`` of a summary (``a.b`` reads nested dicts), or None."""
+    value: Any = summary
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def bootstrap_intervals(
+    protocol: EvalProtocol,
+    outcomes: Sequence[Outcome],
+    keys: Sequence[str],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, list[float]]:
+    """``{key: [low, high]}``: the percentile 95 % interval of each figure over items,
+    from the protocol's own ``summarize`` on ``resamples`` resamples of the outcomes (so any
+    figure, a macro average or a share, gets its interval the same way). Seeded."""
+    import numpy as np
+
+    if len(outcomes) < 2 or not keys:
+        return {}
+    rng = np.random.default_rng(seed)
+    n = len(outcomes)
+    draws: dict[str, list[float]] = {key: [] for key in keys}
+    for _ in range(resamples):
+        sample = [outcomes[i] for i in rng.integers(0, n, n)]
+        summary = protocol.summarize(sample)
+        for key in keys:
+            value = figure(summary, key)
+            if value is not None:
+                draws[key].append(value)
+    out = {}
+    for key, values in draws.items():
+        if len(values) >= resamples // 2:
+            low, high = np.percentile(values, [2.5, 97.5])
+            out[key] = [round(float(low), 6), round(float(high), 6)]
+    return out
+
+
+def run_summarize(*, run: EvaluationRun) -> dict[str, Any]:
+    """The protocol's summary over the run's results; once every item has a result it is
+    stored on the run with the bootstrap intervals of the leaderboard's columns."""
+    protocol = protocol_of(run.project)
+    outcomes = run_outcomes(run)
+    summary = _jsonable(protocol.summarize(outcomes)) if outcomes else {}
+    if len(outcomes) >= run.item_count:
+        answers_store(run=run)
+        keys = [column.key for column in protocol.columns]
+        run.summary = summary
+        run.intervals = bootstrap_intervals(protocol, outcomes, keys)
+        run.finished_at = timezone.now()
+        run.save(update_fields=["summary", "intervals", "finished_at"])
+    return summary
+
+
+ANSWER_KEY_PREFIX = "model:"
+
+
+def answers_store(*, run: EvaluationRun) -> int:
+    """For a kind whose answers are texts (``kind.answer_text``: ATP-Bench, LLM-I), keep the
+    run's text outputs as the model's answers to the items (a Response with key
+    ``model:<model>``, as uploaded answers are kept), so the judges, human evaluation and
+    rendering take them like any other answer. A changed text replaces the stored one.
+    Returns how many answers were written."""
+    from benchmark.models import Origin, Response
+
+    if not kind_for(run.project).answer_text:
+        return 0
+    key = f"{ANSWER_KEY_PREFIX}{run.model}"[:255]
+    texts = {
+        item_id: output
+        for item_id, output in EvaluationResult.objects.filter(
+            run=run, status=Status.OK
+        ).values_list("item_id", "output")
+        if isinstance(output, str)
+    }
+    existing = {r.item_id: r for r in Response.objects.filter(item_id__in=list(texts), key=key)}
+    new, changed = [], []
+    for item_id, text in texts.items():
+        row = existing.get(item_id)
+        if row is None:
+            new.append(
+                Response(
+                    item_id=item_id, key=key, origin=Origin.MODEL, model_name=run.model[:200],
+                    source_file=f"evaluation #{run.pk}"[:255], text=text, position=1000,
+                )
+            )  # fmt: skip
+        elif row.text != text:
+            row.text, row.source_file = text, f"evaluation #{run.pk}"[:255]
+            changed.append(row)
+    with transaction.atomic():
+        Response.objects.bulk_create(new)
+        Response.objects.bulk_update(changed, ["text", "source_file"])
+    return len(new) + len(changed)
+
+
+def evaluation_judge(
+    *, run: EvaluationRun, base_url: str, model: str, workers: int = 4
+) -> dict[str, Any]:
+    """Run the project's answer judges (ATP-Bench MAM, the LLM-I judges: whatever its judge
+    page offers) over the answers the run kept, each as a judge run through the one judge
+    runner, in this process; ``{judge: the run's figures of this model}``. A kind whose
+    outputs are not answers (runs, plans) is judged where its outputs are scored."""
+    from review.judges import services as judge_services
+    from review.judges.reports import judge_page
+    from review.judges.selectors import judge_run_report
+
+    if not kind_for(run.project).answer_text:
+        raise ValidationFailed(
+            f"{kind_for(run.project).label} outputs are not answers: its judges run where "
+            "they are scored"
+        )
+    page = judge_page(run.project)
+    figures: dict[str, Any] = {}
+    for spec in page.judges:
+        judge_run, job = judge_services.judge_run_create(
+            project=run.project, user=None, judge=spec.name, base_url=base_url, model=model,
+            models=[run.model], workers=workers,
+        )  # fmt: skip
+        job = judge_services.judge_run_execute(job=job)
+        if job.error:
+            figures[spec.name] = {"error": job.error}
+            continue
+        summary = judge_run_report(run=judge_run)["summary"]
+        figures[spec.name] = {
+            "judge_run": judge_run.pk,
+            **((summary.get("models") or {}).get(run.model) or {}),
+        }
+    return figures
+
+
+@dataclass
+class _Counts:
+    total: int = 0
+    done: int = 0
+    errors: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+
+
+class _Runner:
+    """Evaluates a job's items: loads each item and its records on this thread, hands the
+    item to a worker thread, stores its result as it finishes, reports progress."""
+
+    def __init__(self, *, run: EvaluationRun, job: Job, progress: Progress) -> None:
+        self.run = run
+        self.progress = progress
+        self.protocol = protocol_of(run.project)
+        self.workers = int(job.params.get("workers") or 4)
+        self.config, self.params = model_config(run.project, run.base_url, run.model)
+        shots = int((run.settings or {}).get("shots") or 0)
+        self.settings = eval_settings(
+            run, _examples(run.project, shots), settings_extra(run.project)
+        )
+        self.providers = tool_providers(run.project)
+        self.scope = f"project:{run.project_id}"
+        self.cache = ThreadCalls()
+        self.counts = _Counts()
+        self.reported = 0.0
+        self.started = time.monotonic()
+        self.made = 0
+
+    def client(self) -> ChatClient:
+        """One client for every item (one connection pool); its cache answers from the
+        item the calling thread runs."""
+        return ChatClient(
+            self.config,
+            cache=self.cache,
+            mode="replay" if self.run.replay else "use",
+            scope=self.scope,
+        ).keep_open()
+
+    def execute(self, ids: Sequence[int]) -> None:
+        finished = set(
+            EvaluationResult.objects.filter(run=self.run, item_id__in=list(ids))
+            .exclude(status=Status.ERROR)
+            .values_list("item_id", flat=True)
+        )
+        todo = [pk for pk in ids if pk not in finished]
+        self.counts.total = len(ids)
+        self.counts.done = len(ids) - len(todo)
+        self.tick(force=True)
+        workers = max(1, min(self.workers, self.config.concurrency))
+        window = workers * WINDOW_PER_WORKER
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+        client = self.client()
+        inflight: dict[Future[tuple[Outcome, int]], tuple[int, ItemCalls, ItemTools]] = {}
+        try:
+            for start in range(0, len(todo), 100):
+                for loaded in _load_items(self.run.project_id, todo[start : start + 100]):
+                    while len(inflight) >= window:
+                        self.collect(inflight)
+                    calls, tools = item_records_load(
+                        project_id=self.run.project_id, item_id=loaded.item.pk
+                    )
+                    future = pool.submit(
+                        _evaluate,
+                        protocol=self.protocol,
+                        loaded=loaded,
+                        settings=self.settings,
+                        client=client,
+                        cache=self.cache,
+                        params=self.params,
+                        calls=calls,
+                        tools=tools,
+                        providers=self.providers,
+                        replay=self.run.replay,
+                    )
+                    inflight[future] = (loaded.item.pk, calls, tools)
+            while inflight:
+                self.collect(inflight)
+        except BaseException:
+            # Cancelled (progress raised) or broken: hand out nothing more, keep what finished.
+            pool.shutdown(wait=False, cancel_futures=True)
+            for future, todo_item in list(inflight.items()):
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    try:
+                        self.store(todo_item, *future.result())
+                    except Exception:
+                        log.exception("evaluation %s: could not store a result", self.run.pk)
+            raise
+        else:
+            pool.shutdown(wait=True)
+        finally:
+            client.close()
+        self.tick(force=True)
+
+    def collect(
+        self, inflight: dict[Future[tuple[Outcome, int]], tuple[int, ItemCalls, ItemTools]]
+    ) -> None:
+        finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+        for future in finished:
+            self.store(inflight.pop(future), *future.result())
+        self.tick()
+
+    def store(self, todo: tuple[int, ItemCalls, ItemTools], outcome: Outcome, ms: int) -> None:
+        item_id, calls, tools = todo
+        with transaction.atomic():
+            item_records_store(
+                run=self.run,
+                item_id=item_id,
+                endpoint=self.config.base_url,
+                calls=calls,
+                tools=tools,
+            )
+            result_store(run=self.run, item_id=item_id, outcome=outcome, latency_ms=ms)
+        self.counts.done += 1
+        self.made += 1
+        self.counts.errors += outcome.status == Status.ERROR
+        self.counts.tool_calls += outcome.tool_calls
+        self.counts.tokens += outcome.prompt_tokens + outcome.completion_tokens
+
+    def tick(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.reported < PROGRESS_SECONDS:
+            return
+        self.reported = now
+        c = self.counts
+        message = f"{c.done} of {c.total} items · {c.tool_calls} tool calls · {c.tokens} tokens"
+        if c.errors:
+            message += f" · {c.errors} error{'s' if c.errors != 1 else ''}"
+        elapsed = now - self.started
+        if self.made >= 3 and c.done < c.total and elapsed > 0:
+            left = (c.total - c.done) * elapsed / self.made
+            message += (
+                f" · about {max(1, round(left))} s left"
+                if left < 90
+                else (f" · about {round(left / 60)} min left")
+            )
+        self.progress(progress=c.done, total=c.total, message=message)
+
+
+def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
+    """The "evaluate" job's runner: the job's items (a chunk, or the whole run), then the
+    run's summary once every item of the run has a result."""
+    try:
+        run = EvaluationRun.objects.select_related("project").get(pk=job.params["run_id"])
+    except (EvaluationRun.DoesNotExist, KeyError):
+        raise DomainError("the evaluation run of this job no longer exists") from None
+    try:
+        runner = _Runner(run=run, job=job, progress=progress)
+    except (ModelError, EvaluationError) as exc:
+        raise DomainError(str(exc)) from exc
+    ids = [int(pk) for pk in (job.params.get("items") or list(run.item_versions or {}))]
+    runner.execute(ids)
+    summary = run_summarize(run=run)
+    c = runner.counts
+    return {
+        "run_id": run.pk,
+        "items": c.total,
+        "done": c.done,
+        "errors": c.errors,
+        "tool_calls": c.tool_calls,
+        "tokens": c.tokens,
+        "summary": summary,
+    }
+
+
+def evaluation_run_execute(*, run: EvaluationRun, jobs: Sequence[Job]) -> EvaluationRun:
+    """Run the run's jobs now, in this process (the command line), through the job pipeline."""
+    for job in jobs:
+        job_services.job_run(job_id=job.pk)
+    run.refresh_from_db()
+    return run
+
+
+def job_failed_messages(jobs: Sequence[Job]) -> list[str]:
+    return [
+        job.error
+        for job in Job.objects.filter(pk__in=[j.pk for j in jobs]).order_by("pk")
+        if job.error
+    ]
