@@ -12,6 +12,9 @@ urlpatterns = [
     path("api/", include("benchmark.api.urls")),
     path("api/", include("annotation.api.urls")),
     path("api/", include("review.api.urls")),
+    # Paths that moved to their feature's prefix answer a redirect there; last, so a current
+    # route always wins.
+    path("", include("benchmark.old_urls")),
 ]
 
 handler404 = "benchmark.errors.page_not_found"
