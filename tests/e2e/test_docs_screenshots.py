@@ -78,12 +78,19 @@ def _first_item(name: str, suffix: str = "") -> str:
 
 SHOTS = [
     Shot("annotator-projects.png", "annotator1", lambda: "/", "Projects"),
-    Shot("annotator-judge.png", "annotator1", lambda: f"/judge/{_plan_task().pk}/next/", ""),
+    Shot(
+        "annotator-judge.png", "annotator1", lambda: f"/judgment-tasks/{_plan_task().pk}/next/", ""
+    ),
     Shot("annotator-item.png", "annotator1", lambda: _item_with_images(ATP), ""),
     # annotator1 verifies the demo's Agentic-MME items blind, so the editor is shown by the author
     Shot("annotator-trajectory.png", "admin", lambda: _first_item(AGENTIC, "trajectory/"), ""),
-    Shot("reviewer-tasks.png", "reviewer", lambda: f"/projects/{_project(MMS).pk}/judge/", ""),
-    Shot("reviewer-agreement.png", "reviewer", lambda: f"/review/{_plan_task().pk}/agreement/", ""),
+    Shot(
+        "reviewer-tasks.png",
+        "reviewer",
+        lambda: f"/projects/{_project(MMS).pk}/judgment-tasks/",
+        "",
+    ),
+    Shot("reviewer-agreement.png", "reviewer", lambda: f"/agreement/{_plan_task().pk}/", ""),
     Shot("reviewer-team.png", "reviewer", lambda: f"/projects/{_project(MMS).pk}/team/", ""),
     Shot(
         "reviewer-releases.png", "reviewer", lambda: f"/projects/{_project(ATP).pk}/releases/", ""
@@ -96,7 +103,10 @@ SHOTS = [
         full_page=True,  # the item list is below the project's buttons
     ),
     Shot(
-        "dataset-engineer-import.png", "admin", lambda: f"/projects/{_project(ATP).pk}/import/", ""
+        "dataset-engineer-import.png",
+        "admin",
+        lambda: f"/projects/{_project(ATP).pk}/datasets/import/",
+        "",
     ),
     Shot(
         "dataset-engineer-new-item.png",
@@ -106,7 +116,7 @@ SHOTS = [
     ),
     Shot("dataset-engineer-plan.png", "admin", lambda: _first_item(MMS, "plan/"), ""),
     Shot("admin-new-project.png", "admin", lambda: "/projects/new/", ""),
-    Shot("admin-members.png", "admin", lambda: f"/projects/{_project(ATP).pk}/members/", ""),
+    Shot("admin-members.png", "admin", lambda: f"/projects/{_project(ATP).pk}/people/members/", ""),
     Shot("admin-settings.png", "admin", lambda: f"/projects/{_project(ATP).pk}/edit/", ""),
     Shot("admin-people.png", "admin", lambda: "/people/", ""),
 ]
