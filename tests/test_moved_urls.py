@@ -5,7 +5,8 @@ redirect lets through nothing the new route would refuse.
 
 :data:`PATHS` is written out by hand, not computed from ``benchmark/old_urls.py``: it is what
 people have bookmarked and been sent. A row whose two paths are equal is a route that kept its
-path; it must still answer there itself, not redirect.
+path (or was added later); it must still answer there itself. A new page route gets a row, so a
+path that changes without a redirect fails here.
 """
 
 from __future__ import annotations
