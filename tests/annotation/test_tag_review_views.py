@@ -58,7 +58,7 @@ def flawed(atp: Project) -> Response:
 
 def url(response: Response, page: str = "review/") -> str:
     item = response.item
-    return f"/projects/{item.project_id}/items/{item.pk}/responses/{response.pk}/{page}"
+    return f"/projects/{item.project_id}/tag-review/items/{item.pk}/responses/{response.pk}/{page}"
 
 
 def state(page: bytes) -> dict[str, str]:

@@ -79,10 +79,10 @@ def test_each_projects_page_links_its_scoring_page(demo: dict[str, Any]) -> None
     reviewer = _client(demo["users"]["reviewer"])
     annotator = _client(demo["users"]["annotator1"])
     for name, path in [
-        ("ATP-Bench demo", "score-answers"),
-        ("LLM-I demo", "score-answers"),
+        ("ATP-Bench demo", "answers"),
+        ("LLM-I demo", "answers"),
         ("Agentic-MME demo", "runs"),
-        ("m&m's demo", "score-plans"),
+        ("m&m's demo", "plan-scoring"),
     ]:
         project = Project.objects.get(name=name)
         url = f"/projects/{project.pk}/{path}/"

@@ -35,7 +35,7 @@ LEASE = ("R", "R", "R", 404, "L")
 API_MEMBERS = (200, 200, 200, 404, 401)
 API_REVIEWERS = (200, 200, 403, 404, 401)
 
-TAGS = "/projects/{project}/items/{item}/responses/{response}/"
+TAGS = "/projects/{project}/tag-review/items/{item}/responses/{response}/"
 TRAJ = "/projects/{tproject}/trajectories/items/{titem}/"
 TRAJ_ATP = "/projects/{project}/trajectories/items/{item}/"
 DRAFT = "/projects/{tproject}/backward-drafting/items/{titem}/"
