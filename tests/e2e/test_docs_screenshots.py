@@ -86,7 +86,12 @@ SHOTS = [
     ),
     Shot("annotator-item.png", "annotator1", lambda: _item_with_images(ATP), ""),
     # annotator1 verifies the demo's Agentic-MME items blind, so the editor is shown by the author
-    Shot("annotator-trajectory.png", "admin", lambda: _first_item(AGENTIC, "annotation:trajectory_edit"), ""),
+    Shot(
+        "annotator-trajectory.png",
+        "admin",
+        lambda: _first_item(AGENTIC, "annotation:trajectory_edit"),
+        "",
+    ),
     Shot(
         "reviewer-tasks.png",
         "reviewer",
@@ -117,7 +122,9 @@ SHOTS = [
         lambda: f"/projects/{_project(ATP).pk}/items/new/",
         "",
     ),
-    Shot("dataset-engineer-plan.png", "admin", lambda: _first_item(MMS, "annotation:plan_edit"), ""),
+    Shot(
+        "dataset-engineer-plan.png", "admin", lambda: _first_item(MMS, "annotation:plan_edit"), ""
+    ),
     Shot("admin-new-project.png", "admin", lambda: "/projects/new/", ""),
     Shot("admin-members.png", "admin", lambda: f"/projects/{_project(ATP).pk}/people/members/", ""),
     Shot("admin-settings.png", "admin", lambda: f"/projects/{_project(ATP).pk}/edit/", ""),
