@@ -26,9 +26,8 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.http.response import HttpResponseRedirectBase
-from django.urls import URLPattern, URLResolver, include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path, reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.generic import RedirectView
 
 PROJECT_PREFIX = "projects/<int:project_id>/"
 
@@ -57,10 +56,9 @@ class HttpResponsePermanentRedirectKeepMethod(HttpResponseRedirectBase):
 
 @csrf_exempt  # it writes nothing; the new URL checks the CSRF token of what is re-sent to it
 def _moved(request: HttpRequest, *args: Any, to: str, **kwargs: Any) -> HttpResponse:
-    view = RedirectView(pattern_name=to, permanent=True, query_string=True, request=request)
-    url = view.get_redirect_url(*args, **kwargs)
-    if url is None:  # pragma: no cover - reverse() raises rather than returning nothing
-        raise ValueError(f"no URL for {to}")
+    url = reverse(to, args=args, kwargs=kwargs)
+    if query := request.META.get("QUERY_STRING", ""):
+        url = f"{url}?{query}"
     if request.method in ("GET", "HEAD"):
         return HttpResponsePermanentRedirect(url)
     return HttpResponsePermanentRedirectKeepMethod(url)
