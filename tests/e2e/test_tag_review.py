@@ -111,7 +111,7 @@ def test_annotator_fixes_moves_removes_and_reviewer_sees_the_diff(login_page, re
 
     # The reviewer reads the history: the diff and the decisions.
     reviewer = login_page(users.get(username="reviewer"))
-    reviewer.goto(review_url.replace("review/", "versions/"))
+    reviewer.goto(review_url.removesuffix("review/") + "versions/")
     row = reviewer.locator("table.versions tbody tr").first
     expect(row).to_contain_text("annotator1")
     expect(row).to_contain_text("#2 Search removed (redundant)")
