@@ -1,3 +1,7 @@
+"""The root URLconf: each app's pages (each feature under the prefix naming it, see
+``benchmark/routing.py`` and docs/reference/urls.md), the REST API under ``api/``, the login
+pages and the admin site, then the old paths that redirect to where their pages moved."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
