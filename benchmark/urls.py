@@ -1,3 +1,7 @@
+"""The root URLconf: each app's pages (each feature under the prefix naming it, see
+``benchmark/routing.py`` and docs/reference/urls.md), the REST API under ``api/``, the login
+pages and the admin site, then the old paths that redirect to where their pages moved."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -12,6 +16,9 @@ urlpatterns = [
     path("api/", include("benchmark.api.urls")),
     path("api/", include("annotation.api.urls")),
     path("api/", include("review.api.urls")),
+    # Paths that moved to their feature's prefix answer a redirect there; last, so a current
+    # route always wins.
+    path("", include("benchmark.old_urls")),
 ]
 
 handler404 = "benchmark.errors.page_not_found"

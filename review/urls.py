@@ -1,22 +1,23 @@
-"""What reviewers do, one ``urls.py`` per feature package."""
+"""What reviewers do, one ``urls.py`` per feature package, each mounted under the prefix that
+names it (``benchmark/routing.py``)."""
 
-from django.urls import include, path
+from benchmark.routing import feature_urls
 
 app_name = "review"
 
 urlpatterns = [
-    path("", include("review.adjudication.urls")),
-    path("", include("review.agreement.urls")),
-    path("", include("review.plan_scoring.urls")),
-    path("", include("review.answers.urls")),
-    path("", include("review.runs.urls")),
-    path("", include("review.oracle.urls")),
-    path("", include("review.rate_judge.urls")),
-    path("", include("review.judges.urls")),
-    path("", include("review.evaluation.urls")),
-    path("", include("review.judge_settings.urls")),
-    path("", include("review.human_eval.urls")),
-    path("", include("review.answer_rendering.urls")),
-    path("", include("review.team.urls")),
-    path("", include("review.releases.urls")),
+    *feature_urls("adjudication", "review.adjudication.urls"),
+    *feature_urls("agreement", "review.agreement.urls"),
+    *feature_urls("plan-scoring", "review.plan_scoring.urls"),
+    *feature_urls("answers", "review.answers.urls"),
+    *feature_urls("runs", "review.runs.urls"),
+    *feature_urls("oracle", "review.oracle.urls"),
+    *feature_urls("rate-judge", "review.rate_judge.urls"),
+    *feature_urls("judges", "review.judges.urls"),
+    *feature_urls("evaluation", "review.evaluation.urls"),
+    *feature_urls("judge-settings", "review.judge_settings.urls"),
+    *feature_urls("human-eval", "review.human_eval.urls"),
+    *feature_urls("answer-rendering", "review.answer_rendering.urls"),
+    *feature_urls("team", "review.team.urls"),
+    *feature_urls("releases", "review.releases.urls"),
 ]

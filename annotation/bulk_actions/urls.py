@@ -2,6 +2,7 @@ from django.urls import path
 
 from annotation.bulk_actions import views
 
-urlpatterns = [
-    path("projects/<int:project_id>/items/bulk/", views.bulk_action, name="bulk_action"),
+# Mounted at projects/<project_id>/bulk-actions/ (benchmark/routing.py).
+project_urlpatterns = [
+    path("", views.bulk_action, name="bulk_action"),
 ]

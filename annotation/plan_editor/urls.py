@@ -2,23 +2,24 @@ from django.urls import path
 
 from annotation.plan_editor import views
 
-_PLAN = "projects/<int:project_id>/items/<int:item_id>/plan/"
+_ITEM = "items/<int:item_id>/"
 
-urlpatterns = [
+# Mounted at projects/<project_id>/plan-editor/ (benchmark/routing.py).
+project_urlpatterns = [
     # An item's plan (?key= for an alternative): the editor, its live check, alternatives,
     # and the history with revert.
-    path(_PLAN, views.plan_edit, name="plan_edit"),
-    path(_PLAN + "findings/", views.plan_findings, name="plan_findings"),
-    path(_PLAN + "alternatives/", views.plan_alternative_add, name="plan_alternative_add"),
+    path(_ITEM, views.plan_edit, name="plan_edit"),
+    path(_ITEM + "findings/", views.plan_findings, name="plan_findings"),
+    path(_ITEM + "alternatives/", views.plan_alternative_add, name="plan_alternative_add"),
     path(
-        _PLAN + "alternatives/remove/",
+        _ITEM + "alternatives/remove/",
         views.plan_alternative_remove,
         name="plan_alternative_remove",
     ),
-    path(_PLAN + "versions/", views.plan_versions, name="plan_versions"),
-    path(_PLAN + "versions/<int:number>/", views.plan_version, name="plan_version"),
+    path(_ITEM + "versions/", views.plan_versions, name="plan_versions"),
+    path(_ITEM + "versions/<int:number>/", views.plan_version, name="plan_version"),
     path(
-        _PLAN + "versions/<int:number>/revert/",
+        _ITEM + "versions/<int:number>/revert/",
         views.plan_version_revert,
         name="plan_version_revert",
     ),

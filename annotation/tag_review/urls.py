@@ -2,9 +2,10 @@ from django.urls import path
 
 from annotation.tag_review import views
 
-_RESPONSE = "projects/<int:project_id>/items/<int:item_id>/responses/<int:response_id>/"
+_RESPONSE = "items/<int:item_id>/responses/<int:response_id>/"
 
-urlpatterns = [
+# Mounted at projects/<project_id>/tag-review/ (benchmark/routing.py).
+project_urlpatterns = [
     # One answer's tool calls, its versions, discarding the sample; the project's statistics.
     path(_RESPONSE + "review/", views.review, name="tag_review"),
     path(_RESPONSE + "discard/", views.discard, name="tag_discard"),
@@ -15,5 +16,5 @@ urlpatterns = [
         views.version_revert,
         name="tag_version_revert",
     ),
-    path("projects/<int:project_id>/tag-decisions/", views.stats, name="tag_stats"),
+    path("decisions/", views.stats, name="tag_stats"),
 ]

@@ -54,6 +54,6 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": (
                 'A personal API token with the prefix "Token": "Authorization: Token <key>". '
-                "Make one on /account/tokens/ or with `python manage.py api_token create`."
+                "Make one on /api-tokens/ or with `python manage.py api_token create`."
             ),
         }

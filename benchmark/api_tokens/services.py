@@ -23,7 +23,7 @@ KEY_START = "bw_"
 KEY_SHAPE = re.compile(r"bw_[0-9a-f]{8}_[A-Za-z0-9_-]{20,100}")
 MAX_EXPIRY_DAYS = 3650
 MAX_NAME = 100
-PAGE_HINT = "make a new one on your API tokens page (/account/tokens/)"
+PAGE_HINT = "make a new one on your API tokens page (/api-tokens/)"
 
 
 class TokenRefused(DomainError):

@@ -2,7 +2,8 @@ from django.urls import path
 
 from benchmark.datasets import views
 
-urlpatterns = [
-    path("projects/<int:project_id>/import/", views.project_import, name="project_import"),
-    path("projects/<int:project_id>/export/", views.project_export, name="project_export"),
+# Mounted at projects/<project_id>/datasets/ (benchmark/routing.py).
+project_urlpatterns = [
+    path("import/", views.project_import, name="project_import"),
+    path("export/", views.project_export, name="project_export"),
 ]

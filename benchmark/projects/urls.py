@@ -2,6 +2,8 @@ from django.urls import path
 
 from benchmark.projects import views
 
+# Mounted at the site's root (benchmark/web_urls.py): every other feature's project pages sit
+# below projects/<project_id>/ (benchmark/routing.py).
 urlpatterns = [
     path("", views.project_list, name="project_list"),
     path("projects/new/", views.project_create, name="project_create"),

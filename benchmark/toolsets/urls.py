@@ -2,6 +2,7 @@ from django.urls import path
 
 from benchmark.toolsets import views
 
-urlpatterns = [
-    path("projects/<int:project_id>/toolset/", views.toolset_detail, name="toolset"),
+# Mounted at projects/<project_id>/toolsets/ (benchmark/routing.py).
+project_urlpatterns = [
+    path("", views.toolset_detail, name="toolset"),
 ]

@@ -2,11 +2,12 @@ from django.urls import path, re_path
 
 from review.agreement import views
 
+# Mounted at agreement/ (benchmark/routing.py); <pk> is the judgment task.
 urlpatterns = [
-    path("review/<int:pk>/agreement/", views.agreement, name="agreement"),
-    path("review/<int:pk>/agreement/pair/", views.agreement_pair, name="agreement_pair"),
+    path("<int:pk>/", views.agreement, name="agreement"),
+    path("<int:pk>/pair/", views.agreement_pair, name="agreement_pair"),
     re_path(
-        r"^review/(?P<pk>\d+)/judgments\.(?P<fmt>csv|jsonl)$",
+        r"^(?P<pk>\d+)/judgments\.(?P<fmt>csv|jsonl)$",
         views.judgments_export,
         name="judgments_export",
     ),

@@ -2,6 +2,7 @@ from django.urls import path
 
 from review.answers import views
 
-urlpatterns = [
-    path("projects/<int:project_id>/score-answers/", views.score_answers, name="score_answers"),
+# Mounted at projects/<project_id>/answers/ (benchmark/routing.py).
+project_urlpatterns = [
+    path("", views.score_answers, name="score_answers"),
 ]

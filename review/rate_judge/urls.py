@@ -2,11 +2,8 @@ from django.urls import path
 
 from review.rate_judge import views
 
-urlpatterns = [
-    path("projects/<int:project_id>/rate-judge/new/", views.rate_judge_new, name="rate_judge_new"),
-    path(
-        "projects/<int:project_id>/score-criteria/new/",
-        views.criterion_task_new,
-        name="criterion_task_new",
-    ),
+# Mounted at projects/<project_id>/rate-judge/ (benchmark/routing.py).
+project_urlpatterns = [
+    path("new/", views.rate_judge_new, name="rate_judge_new"),
+    path("score-criteria/new/", views.criterion_task_new, name="criterion_task_new"),
 ]

@@ -2,6 +2,7 @@ from django.urls import path
 
 from review.team import views
 
-urlpatterns = [
-    path("projects/<int:project_id>/team/", views.team, name="team"),
+# Mounted at projects/<project_id>/team/ (benchmark/routing.py).
+project_urlpatterns = [
+    path("", views.team, name="team"),
 ]

@@ -35,7 +35,7 @@ def answer(project: Project) -> Response:
 
 def url(response: Response, page: str = "review/") -> str:
     item = response.item
-    return f"/projects/{item.project_id}/items/{item.pk}/responses/{response.pk}/{page}"
+    return f"/projects/{item.project_id}/tag-review/items/{item.pk}/responses/{response.pk}/{page}"
 
 
 def test_an_annotators_discard_post_becomes_a_proposal(

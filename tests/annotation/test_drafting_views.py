@@ -58,7 +58,7 @@ def hx(target: str) -> dict[str, str]:
 
 
 def list_url(item: Item) -> str:
-    return f"/projects/{item.project_id}/items/{item.pk}/drafting/"
+    return f"/projects/{item.project_id}/backward-drafting/items/{item.pk}/"
 
 
 def session_url(session: DraftingSession) -> str:
@@ -289,9 +289,9 @@ def test_a_failed_call_shows_the_error_and_its_retry_joins_the_session(
     session = start(clients["annotator"], item, source, django_capture_on_commit_callbacks)
     failed = Job.objects.get()
     html = clients["annotator"].get(session_url(session)).content.decode()
-    assert "The model call failed." in html and f"/jobs/{failed.pk}/retry/" in html
+    assert "The model call failed." in html and f"/llm/jobs/{failed.pk}/retry/" in html
     with django_capture_on_commit_callbacks(execute=True):
-        clients["annotator"].post(f"/jobs/{failed.pk}/retry/", **hx(f"job-{failed.pk}"))
+        clients["annotator"].post(f"/llm/jobs/{failed.pk}/retry/", **hx(f"job-{failed.pk}"))
     html = clients["annotator"].get(session_url(session)).content.decode()
     assert html.count("data-drafting-call=") == 2  # the failure and the retried answer
     assert model_server.answer in html and "drafting-call-error" in html

@@ -38,7 +38,7 @@ def _relabelled(extra: str = "") -> bytes:
 def _post(client: Client, project: Project, capture: Any, name: str, body: bytes, **data: Any):
     with capture(execute=True):
         return client.post(
-            f"/projects/{project.pk}/import/",
+            f"/projects/{project.pk}/datasets/import/",
             {"file": SimpleUploadedFile(name, body), **data},
             HTTP_HX_REQUEST="true",
             HTTP_HX_TARGET="import-panel",
@@ -130,7 +130,7 @@ def test_csv_upload_with_a_column_mapping(
 def test_the_import_page_offers_the_interchange_inputs(
     project: Project, clients: dict[str, Client]
 ) -> None:
-    page = clients["admin"].get(f"/projects/{project.pk}/import/").content.decode()
+    page = clients["admin"].get(f"/projects/{project.pk}/datasets/import/").content.decode()
     for needle in (
         'value="jsonl"',
         'value="csv"',

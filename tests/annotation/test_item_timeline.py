@@ -212,7 +212,10 @@ def test_a_removed_alternative_keeps_its_versions_without_revert(mms: Any) -> No
     assert [e for e in entries(body) if e[0] == "Plan alt1"] == [("Plan alt1", "2")] + [
         ("Plan alt1", "1")
     ]
-    assert "plan_version_revert" not in body and "/plan/versions/1/revert/" not in body
+    assert (
+        "plan_version_revert" not in body
+        and f"/plan-editor/items/{item.pk}/versions/1/revert/" not in body
+    )
 
 
 def test_trajectory_versions_join_the_timeline() -> None:

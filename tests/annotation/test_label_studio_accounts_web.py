@@ -23,7 +23,7 @@ LABELS = [{"value": "yes", "accept": True}, {"value": "no"}]
 def _post(client: Client, project: Project, capture: Any, body: bytes, **data: Any) -> Any:
     with capture(execute=True):
         return client.post(
-            f"/projects/{project.pk}/import/",
+            f"/projects/{project.pk}/datasets/import/",
             {"file": SimpleUploadedFile("project-3-at-2025.json", body), **data},
             HTTP_HX_REQUEST="true",
             HTTP_HX_TARGET="import-panel",
@@ -64,7 +64,7 @@ def test_the_user_map_field_credits_mapped_members(
 
 
 def test_the_import_page_offers_the_user_map(project: Project, clients: dict[str, Client]) -> None:
-    page = clients["admin"].get(f"/projects/{project.pk}/import/").content.decode()
+    page = clients["admin"].get(f"/projects/{project.pk}/datasets/import/").content.decode()
     assert 'name="user_map"' in page
 
 

@@ -75,7 +75,7 @@ def _judge_page(project: Project, task_name: str, external_id: str) -> str:
     client.force_login(reviewer)
     task = JudgmentTask.objects.get(project=project, name=task_name)
     item = project.items.get(external_id=external_id)
-    response = client.get(f"/judge/{task.pk}/items/{item.pk}/")
+    response = client.get(f"/judgment-tasks/{task.pk}/items/{item.pk}/")
     assert response.status_code == 200
     return response.content.decode()
 
@@ -182,7 +182,7 @@ def test_the_export_page_writes_label_studio_tasks_with_images(tmp_path: Path) -
     client = Client()
     client.force_login(reviewer)
     response = client.get(
-        f"/projects/{project.pk}/export/",
+        f"/projects/{project.pk}/datasets/export/",
         {"format": "label-studio", "images": "on", "image_base_url": "/data/local-files/?d=bw",
          "with_judgments": "Query verification"},
     )  # fmt: skip
@@ -221,7 +221,7 @@ def test_bad_label_studio_export_options_answer_400_naming_them(
     MembershipFactory(project=project, user=admin, role=Role.ADMIN)
     client = Client()
     client.force_login(admin)
-    response = client.get(f"/projects/{project.pk}/export/", query)
+    response = client.get(f"/projects/{project.pk}/datasets/export/", query)
     assert response.status_code == 400
     assert response["Content-Type"].startswith("text/plain")
     assert message in response.content.decode()

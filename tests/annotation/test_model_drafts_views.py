@@ -35,7 +35,7 @@ def atp(model_project: Project) -> Project:
 
 
 def drafts_url(project: Project) -> str:
-    return f"/projects/{project.pk}/drafts/"
+    return f"/projects/{project.pk}/model-drafts/"
 
 
 def test_the_project_page_offers_drafting_queries_to_editors(
@@ -159,7 +159,7 @@ def test_the_item_page_offers_drafting_and_the_answer_goes_to_the_tag_editor(
     page = client.get(f"/projects/{atp.pk}/items/{item.pk}/")
     assert b'data-draft-link="answer"' in page.content
     assert b'data-draft-link="rubric"' not in page.content
-    url = f"/projects/{atp.pk}/items/{item.pk}/draft/answer/"
+    url = f"/projects/{atp.pk}/model-drafts/items/{item.pk}/answer/"
     assert client.get(url).status_code == 200
     model_server.answer = 'Keep it in water. <tool>{"tool_name": "Search", "description": "basil", "params": {"query": "basil in water"}}</tool>'
     with django_capture_on_commit_callbacks(execute=True):
@@ -168,14 +168,14 @@ def test_the_item_page_offers_drafting_and_the_answer_goes_to_the_tag_editor(
     assert started.status_code == 302 and started["Location"] == f"{drafts_url(atp)}{draft.pk}/"
     response = Response.objects.get(item=item, key="gt")
     body = client.get(started["Location"]).content.decode()
-    tag_editor = f"/projects/{atp.pk}/items/{item.pk}/responses/{response.pk}/review/"
+    tag_editor = f"/projects/{atp.pk}/tag-review/items/{item.pk}/responses/{response.pk}/review/"
     assert tag_editor in body and "Saved as version 2" in body
     candidate = DraftCandidate.objects.get()
     edit = client.post(
         f"{drafts_url(atp)}{draft.pk}/candidates/{candidate.pk}/", {"action": "edit"}
     )
     assert edit.status_code == 302 and edit["Location"] == tag_editor
-    assert client.get(f"/projects/{atp.pk}/items/{item.pk}/draft/plan/").status_code == 404
+    assert client.get(f"/projects/{atp.pk}/model-drafts/items/{item.pk}/plan/").status_code == 404
 
 
 def test_drafting_a_rubric_page_shows_ten_fields(
@@ -256,10 +256,10 @@ def test_a_failed_draft_shows_why_and_asks_again(
     draft = ModelDraft.objects.get()
     body = client.get(f"{drafts_url(atp)}{draft.pk}/").content.decode()
     assert "data-draft-failed" in body and "not a JSON list of queries" in body
-    assert f"/jobs/{draft.job_id}/retry/" in body and "Ask again" in body
+    assert f"/llm/jobs/{draft.job_id}/retry/" in body and "Ask again" in body
     model_server.answer = json.dumps(QUERIES)
     with django_capture_on_commit_callbacks(execute=True):
-        retried = client.post(f"/jobs/{draft.job_id}/retry/", HTTP_HX_REQUEST="true")
+        retried = client.post(f"/llm/jobs/{draft.job_id}/retry/", HTTP_HX_REQUEST="true")
     assert retried.status_code == 200
     draft.refresh_from_db()
     assert draft.status == "ready" and draft.candidates.count() == 2
@@ -330,9 +330,9 @@ def test_the_item_page_offers_the_drafts_of_its_benchmark(
     body = client.get(f"/projects/{project.pk}/items/{item.pk}/").content.decode()
     for kind in offered:
         assert f'data-draft-link="{kind}"' in body
-        url = f"/projects/{project.pk}/items/{item.pk}/draft/{kind}/"
+        url = f"/projects/{project.pk}/model-drafts/items/{item.pk}/{kind}/"
         assert client.get(url).status_code == 200
     for kind in not_offered:
         assert f'data-draft-link="{kind}"' not in body
-        url = f"/projects/{project.pk}/items/{item.pk}/draft/{kind}/"
+        url = f"/projects/{project.pk}/model-drafts/items/{item.pk}/{kind}/"
         assert client.get(url).status_code == 404

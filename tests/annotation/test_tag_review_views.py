@@ -58,7 +58,7 @@ def flawed(atp: Project) -> Response:
 
 def url(response: Response, page: str = "review/") -> str:
     item = response.item
-    return f"/projects/{item.project_id}/items/{item.pk}/responses/{response.pk}/{page}"
+    return f"/projects/{item.project_id}/tag-review/items/{item.pk}/responses/{response.pk}/{page}"
 
 
 def state(page: bytes) -> dict[str, str]:
@@ -336,7 +336,7 @@ def test_stats_counts_decisions_per_tool(flawed: Response, clients: dict[str, Cl
     kept = post(client, flawed, current, "keep:0")
     removed = post(client, flawed, state(kept.content), "remove:1", **{"reason-1": "redundant"})
     post(client, flawed, state(removed.content), "save")
-    page = client.get(f"/projects/{flawed.item.project_id}/tag-decisions/").content.decode()
+    page = client.get(f"/projects/{flawed.item.project_id}/tag-review/decisions/").content.decode()
     row = re.search(r"<td class=\"strong\">reference</td>(.*?)</tr>", page).group(1)
     assert re.findall(r">(\d+)<", row) == ["1", "1", "0", "0", "0", "0", "2"]
 
@@ -362,9 +362,7 @@ def test_another_projects_response_is_not_found(
     flawed: Response, other_project: Project, clients: dict[str, Client]
 ):
     _, foreign = make_item(other_project, FLAWED, n_images=0)
-    wrong = (
-        f"/projects/{flawed.item.project_id}/items/{foreign.item_id}/responses/{foreign.pk}/review/"
-    )
+    wrong = f"/projects/{flawed.item.project_id}/tag-review/items/{foreign.item_id}/responses/{foreign.pk}/review/"
     assert clients["admin"].get(wrong).status_code == 404
 
 

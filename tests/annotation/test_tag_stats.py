@@ -192,7 +192,9 @@ def cells(html: str, table_id: str) -> list[list[str]]:
 def test_stats_page_shows_both_tables_with_a_total_row_and_the_definitions(
     atp_data: Project, clients: dict[str, Client]
 ):
-    html = clients["annotator"].get(f"/projects/{atp_data.pk}/tag-decisions/").content.decode()
+    html = (
+        clients["annotator"].get(f"/projects/{atp_data.pk}/tag-review/decisions/").content.decode()
+    )
     assert cells(html, "dataset-categories") == [
         ["Category", "Intent", "#Query", "#Doc per Q", "#Img per Q", "#TC per GT"],
         ["Manual", "Function, OperationGuide", "2", "2.00", "0.50", "1.00"],
@@ -216,7 +218,7 @@ def test_project_page_loads_the_tables_into_its_section(
 ):
     client = clients["reviewer"]
     page = client.get(f"/projects/{atp_data.pk}/").content.decode()
-    stats_url = f"/projects/{atp_data.pk}/tag-decisions/"
+    stats_url = f"/projects/{atp_data.pk}/tag-review/decisions/"
     section = re.search(r'<div id="tag-stats"[^>]*>', page)
     assert section is not None and f'hx-get="{stats_url}"' in section.group(0)
     assert f'href="{stats_url}"' in page  # works without JavaScript too
@@ -238,7 +240,7 @@ def test_project_page_of_other_kinds_has_no_tag_section(users: dict[str, Any], c
 
 
 def test_another_projects_stats_answer_404(atp_data: Project, clients: dict[str, Client]):
-    url = f"/projects/{atp_data.pk}/tag-decisions/"
+    url = f"/projects/{atp_data.pk}/tag-review/decisions/"
     assert clients["outsider"].get(url).status_code == 404
     assert (
         clients["outsider"].get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="tag-stats").status_code
@@ -258,7 +260,7 @@ def test_stats_queries_do_not_grow_with_items(
     atp_data: Project, clients: dict[str, Client], django_assert_max_num_queries: Any
 ):
     client = clients["annotator"]
-    url = f"/projects/{atp_data.pk}/tag-decisions/"
+    url = f"/projects/{atp_data.pk}/tag-review/decisions/"
     # session, user, project, decisions, items, answers, taxonomy order
     with django_assert_max_num_queries(7):
         small = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="tag-stats")

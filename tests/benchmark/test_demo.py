@@ -287,7 +287,7 @@ def test_demo_gives_every_new_feature_something_to_show(client) -> None:  # type
     assert DEMO_RUNS_NAME in page.content.decode()
     assert "No runs scored yet" not in page.content.decode()
     assert client.get(f"/runs/{run_set.pk}/").status_code == 200
-    assert client.get(f"/agent-runs/{run.pk}/").status_code == 200
+    assert client.get(f"/runs/agent-runs/{run.pk}/").status_code == 200
 
     again = demo_load()
     assert again["projects"]["Agentic-MME demo"]["runs_created"] == 0

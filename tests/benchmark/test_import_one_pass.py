@@ -137,7 +137,7 @@ def test_the_web_export_is_streamed_and_byte_identical(tmp_path: Path) -> None:
     Item.objects.filter(external_id="t3").update(query="An edited question?", status="verified")
     Item.objects.filter(external_id="t7").update(status="verified")
 
-    response = admin_client.get(f"/projects/{project.pk}/export/")
+    response = admin_client.get(f"/projects/{project.pk}/datasets/export/")
     assert response.status_code == 200
     assert isinstance(response, StreamingHttpResponse)
     assert not isinstance(response, FileResponse)  # a generator, no file
@@ -148,7 +148,7 @@ def test_the_web_export_is_streamed_and_byte_identical(tmp_path: Path) -> None:
     assert body.splitlines()[0] == path.read_bytes().splitlines()[0]  # unchanged: the source
     assert b"An edited question?" in body.splitlines()[3]
 
-    only = admin_client.get(f"/projects/{project.pk}/export/?status=verified")
+    only = admin_client.get(f"/projects/{project.pk}/datasets/export/?status=verified")
     assert isinstance(only, StreamingHttpResponse)
     assert b"".join(only.streaming_content) == _file_export(project, user, status="verified")[1]
 
@@ -160,7 +160,7 @@ def test_an_export_of_several_files_still_comes_as_a_file(tmp_path: Path) -> Non
         project=project, path=_write(tmp_path / "d", [_row(i) for i in range(3)])
     )
     Item.objects.filter(external_id="t1").update(source_file="other.jsonl")
-    response = admin_client.get(f"/projects/{project.pk}/export/")
+    response = admin_client.get(f"/projects/{project.pk}/datasets/export/")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/zip"
     assert isinstance(response, FileResponse)

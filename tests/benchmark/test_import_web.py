@@ -65,7 +65,7 @@ def post_import(
 ) -> Any:
     """POST the upload; the import task runs eagerly once the transaction commits."""
     with capture(execute=True):
-        return client.post(f"/projects/{project.pk}/import/", {"file": file}, **headers)
+        return client.post(f"/projects/{project.pk}/datasets/import/", {"file": file}, **headers)
 
 
 # --------------------------------------------------------------------------- success
@@ -291,7 +291,7 @@ def test_file_named_zip_that_is_not_a_zip_is_refused(
 
 
 def test_missing_file_is_a_form_error(project: Project, admin: Client) -> None:
-    response = admin.post(f"/projects/{project.pk}/import/", {}, **HX_PANEL)
+    response = admin.post(f"/projects/{project.pk}/datasets/import/", {}, **HX_PANEL)
     assert response.status_code == 200
     assert "This field is required" in response.content.decode()
 
@@ -353,7 +353,7 @@ def test_export_downloads_the_records_as_jsonl(
             raw=json.dumps(atp_row(i, trace_id=f"exp_{i}")),
         )
         ResponseFactory(item=item, key="gt", text=f"answer {i}")
-    response = clients["reviewer"].get(f"/projects/{project.pk}/export/")
+    response = clients["reviewer"].get(f"/projects/{project.pk}/datasets/export/")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/x-ndjson"
     assert "attachment" in response["Content-Disposition"]
@@ -362,7 +362,7 @@ def test_export_downloads_the_records_as_jsonl(
     records = [json.loads(line) for line in lines]
     assert [r["trace_id"] for r in records] == ["exp_0", "exp_1", "exp_2"]
 
-    only = clients["admin"].get(f"/projects/{project.pk}/export/?status=verified")
+    only = clients["admin"].get(f"/projects/{project.pk}/datasets/export/?status=verified")
     records = [json.loads(x) for x in b"".join(only.streaming_content).decode().splitlines()]
     assert [r["trace_id"] for r in records] == ["exp_1", "exp_2"]
     assert "verified" in only["Content-Disposition"]
@@ -375,7 +375,7 @@ def test_export_with_images_is_a_zip(
     post_import(
         clients["admin"], project, upload("d.zip", data), django_capture_on_commit_callbacks
     )
-    response = clients["admin"].get(f"/projects/{project.pk}/export/?images=on")
+    response = clients["admin"].get(f"/projects/{project.pk}/datasets/export/?images=on")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/zip"
     with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as zf:
@@ -386,13 +386,16 @@ def test_export_with_images_is_a_zip(
 
 
 def test_export_with_an_unknown_status_is_400(project: Project, clients: dict[str, Client]) -> None:
-    assert clients["admin"].get(f"/projects/{project.pk}/export/?status=nope").status_code == 400
+    assert (
+        clients["admin"].get(f"/projects/{project.pk}/datasets/export/?status=nope").status_code
+        == 400
+    )
 
 
 def test_export_of_an_empty_project_still_downloads(
     project: Project, clients: dict[str, Client]
 ) -> None:
-    response = clients["admin"].get(f"/projects/{project.pk}/export/")
+    response = clients["admin"].get(f"/projects/{project.pk}/datasets/export/")
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == b""
     assert Item.objects.count() == 0

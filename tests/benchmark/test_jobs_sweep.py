@@ -44,7 +44,7 @@ def test_a_stale_running_job_answers_failed_on_poll(
     html = response.content.decode()
     assert response.status_code == 286  # the browser stops polling
     assert LOST in html and "data-worker-lost" in html
-    assert f"/projects/{project.pk}/import/" in html  # upload again: the import's retry
+    assert f"/projects/{project.pk}/datasets/import/" in html  # upload again: the import's retry
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.worker_lost and job.finished_at is not None
 
@@ -133,7 +133,7 @@ def test_a_stale_model_call_offers_retry(project: Project, clients: dict[str, Cl
     html = response.content.decode()
     assert response.status_code == 286
     assert LOST in html
-    assert f'action="/jobs/{job.pk}/retry/"' in html
+    assert f'action="/llm/jobs/{job.pk}/retry/"' in html
 
 
 def test_the_api_poll_sweeps_too(project: Project, clients: dict[str, Client]) -> None:

@@ -19,7 +19,7 @@ def _post(client: Client, project: Project, capture: Any, **data: Any) -> Any:
     file = SimpleUploadedFile("ls.json", json.dumps(EXPORT).encode())
     with capture(execute=True):
         return client.post(
-            f"/projects/{project.pk}/import/",
+            f"/projects/{project.pk}/datasets/import/",
             {"file": file, **data},
             HTTP_HX_REQUEST="true",
             HTTP_HX_TARGET="import-panel",
@@ -58,5 +58,5 @@ def test_a_bad_mapping_re_renders_the_form_naming_the_key(
 
 
 def test_the_import_page_offers_label_studio(project: Project, clients: dict[str, Client]) -> None:
-    page = clients["admin"].get(f"/projects/{project.pk}/import/").content.decode()
+    page = clients["admin"].get(f"/projects/{project.pk}/datasets/import/").content.decode()
     assert "Label Studio JSON" in page and 'name="mapping"' in page

@@ -56,7 +56,7 @@ def test_second_login_at_once_is_refused_with_retry_after_and_the_rest_goes_thro
         assert BUSY_MESSAGE in busy.content.decode()
         # Judging and every other page are not held back by the login in progress.
         assert middleware(rf.get("/projects/")).status_code == 200
-        assert middleware(rf.post("/projects/1/judge/submit/")).status_code == 200
+        assert middleware(rf.post("/judgment-tasks/1/items/1/")).status_code == 200
         assert middleware(rf.get("/accounts/login/")).status_code == 200
     finally:
         gate.release.set()

@@ -58,10 +58,16 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[int, ...]]] = [
     ("item fragment", "get", "/projects/{project}/items/{item}/", HX_MAIN, MEMBERS),
     ("image", "get", "/images/{sha}/", {}, MEMBERS),
     ("image thumbnail", "get", "/images/{sha}/thumb/", {}, MEMBERS),
-    ("import page", "get", "/projects/{project}/import/", {}, ADMIN_ONLY),
-    ("import upload (no file)", "post", "/projects/{project}/import/", {}, ADMIN_ONLY),
-    ("export", "get", "/projects/{project}/export/", {}, ADMIN_REVIEWER),
-    ("export one status", "get", "/projects/{project}/export/?status=draft", {}, ADMIN_REVIEWER),
+    ("import page", "get", "/projects/{project}/datasets/import/", {}, ADMIN_ONLY),
+    ("import upload (no file)", "post", "/projects/{project}/datasets/import/", {}, ADMIN_ONLY),
+    ("export", "get", "/projects/{project}/datasets/export/", {}, ADMIN_REVIEWER),
+    (
+        "export one status",
+        "get",
+        "/projects/{project}/datasets/export/?status=draft",
+        {},
+        ADMIN_REVIEWER,
+    ),
     # {job} is an import job the admin started: admins see imports (tests/benchmark/
     # test_job_visibility.py has every kind of job against every role).
     ("job page", "get", "/jobs/{job}/", {}, ADMIN_ONLY),
@@ -72,10 +78,10 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[int, ...]]] = [
         {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "job-{job}"},
         ADMIN_ONLY,
     ),
-    ("ask the model page", "get", "/projects/{project}/items/{item}/model/", {}, MEMBERS),
-    ("ask the model fragment", "get", "/projects/{project}/items/{item}/model/", HX_MAIN, MEMBERS),
-    ("ask the model (no prompt)", "post", "/projects/{project}/items/{item}/model/", {}, MEMBERS),
-    ("job retry (not retryable)", "post", "/jobs/{job}/retry/", {}, (400, 403, 403, 404, 302)),
+    ("ask the model page", "get", "/projects/{project}/llm/items/{item}/", {}, MEMBERS),
+    ("ask the model fragment", "get", "/projects/{project}/llm/items/{item}/", HX_MAIN, MEMBERS),
+    ("ask the model (no prompt)", "post", "/projects/{project}/llm/items/{item}/", {}, MEMBERS),
+    ("job retry (not retryable)", "post", "/llm/jobs/{job}/retry/", {}, (400, 403, 403, 404, 302)),
     ("images page", "get", "/projects/{project}/images/", {}, MEMBERS),
     (
         "images grid fragment",
@@ -107,8 +113,8 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[int, ...]]] = [
         {},
         MEMBERS,
     ),
-    ("toolset page", "get", "/projects/{project}/toolset/", {}, MEMBERS),
-    ("toolset edit (invalid)", "post", "/projects/{project}/toolset/", {}, ADMIN_ONLY),
+    ("toolset page", "get", "/projects/{project}/toolsets/", {}, MEMBERS),
+    ("toolset edit (invalid)", "post", "/projects/{project}/toolsets/", {}, ADMIN_ONLY),
     ("api projects", "get", "/api/projects/", {}, API_ANY_USER),
     ("api project", "get", "/api/projects/{project}/", {}, API_MEMBERS),
     (
@@ -208,7 +214,9 @@ def test_import_refused_for_reviewer_even_with_a_file(
     project: Project, users: dict[str, Any], clients: dict[str, Any]
 ) -> None:
     upload = SimpleUploadedFile("data.jsonl", b'{"trace_id": "x", "query": "q"}\n')
-    response = clients["reviewer"].post(f"/projects/{project.pk}/import/", {"file": upload})
+    response = clients["reviewer"].post(
+        f"/projects/{project.pk}/datasets/import/", {"file": upload}
+    )
     assert response.status_code == 403
     assert not project.jobs.exists()
 

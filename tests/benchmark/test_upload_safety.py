@@ -233,7 +233,7 @@ def test_staging_folders_left_by_a_dead_process_are_removed(settings: Any) -> No
 
 def post_import(client: Client, project: Project, name: str, data: bytes, **headers: Any) -> Any:
     return client.post(
-        f"/projects/{project.pk}/import/",
+        f"/projects/{project.pk}/datasets/import/",
         {"file": SimpleUploadedFile(name, data, content_type="application/zip")},
         **headers,
     )

@@ -191,8 +191,8 @@ def test_pagination_links_keep_the_filters(project: Project, clients: dict[str, 
 def test_import_and_export_links_follow_the_role(
     project: Project, clients: dict[str, Client]
 ) -> None:
-    import_url = f"/projects/{project.pk}/import/"
-    export_url = f"/projects/{project.pk}/export/"
+    import_url = f"/projects/{project.pk}/datasets/import/"
+    export_url = f"/projects/{project.pk}/datasets/export/"
     admin = text_of(clients["admin"].get(f"/projects/{project.pk}/"))
     reviewer = text_of(clients["reviewer"].get(f"/projects/{project.pk}/"))
     annotator = text_of(clients["annotator"].get(f"/projects/{project.pk}/"))

@@ -33,8 +33,8 @@ def test_a_blind_verifier_gets_no_links_to_pages_that_show_the_reference(
     demo: dict[str, Any],
 ) -> None:
     mme, item = demo["mme"], demo["item"]
-    drafting = f"/projects/{mme.pk}/items/{item.pk}/drafting/"
-    trajectory = f"/projects/{mme.pk}/items/{item.pk}/trajectory/"
+    drafting = f"/projects/{mme.pk}/backward-drafting/items/{item.pk}/"
+    trajectory = f"/projects/{mme.pk}/trajectories/items/{item.pk}/"
 
     page = _client(demo["users"]["annotator1"]).get(f"/projects/{mme.pk}/items/{item.pk}/")
     html = page.content.decode()
@@ -48,7 +48,9 @@ def test_a_blind_verifier_gets_no_links_to_pages_that_show_the_reference(
 
 def test_a_refusal_is_a_styled_page_that_says_why(demo: dict[str, Any]) -> None:
     mme, item = demo["mme"], demo["item"]
-    page = _client(demo["users"]["annotator1"]).get(f"/projects/{mme.pk}/items/{item.pk}/drafting/")
+    page = _client(demo["users"]["annotator1"]).get(
+        f"/projects/{mme.pk}/backward-drafting/items/{item.pk}/"
+    )
     html = page.content.decode()
     assert page.status_code == 403
     assert "css/app.css" in html  # the site's layout, not the bare default page
@@ -60,12 +62,16 @@ def test_the_judging_page_names_the_blind_tasks_queue_joint_review(
     demo: dict[str, Any],
 ) -> None:
     mme = demo["mme"]
-    html = _client(demo["users"]["admin"]).get(f"/projects/{mme.pk}/judge/").content.decode()
+    html = (
+        _client(demo["users"]["admin"]).get(f"/projects/{mme.pk}/judgment-tasks/").content.decode()
+    )
     assert "Joint review (0)" in html
     assert "Disagreements (" not in html
     assert "New judgment task" in html
     atp = Project.objects.get(name="ATP-Bench demo")
-    html = _client(demo["users"]["admin"]).get(f"/projects/{atp.pk}/judge/").content.decode()
+    html = (
+        _client(demo["users"]["admin"]).get(f"/projects/{atp.pk}/judgment-tasks/").content.decode()
+    )
     assert "Disagreements (0)" in html
 
 
@@ -73,10 +79,10 @@ def test_each_projects_page_links_its_scoring_page(demo: dict[str, Any]) -> None
     reviewer = _client(demo["users"]["reviewer"])
     annotator = _client(demo["users"]["annotator1"])
     for name, path in [
-        ("ATP-Bench demo", "score-answers"),
-        ("LLM-I demo", "score-answers"),
+        ("ATP-Bench demo", "answers"),
+        ("LLM-I demo", "answers"),
         ("Agentic-MME demo", "runs"),
-        ("m&m's demo", "score-plans"),
+        ("m&m's demo", "plan-scoring"),
     ]:
         project = Project.objects.get(name=name)
         url = f"/projects/{project.pk}/{path}/"
@@ -91,7 +97,7 @@ def test_scoring_plans_with_no_verified_items_says_how_to_score_anyway(
 
     mms = Project.objects.get(name="m&m's demo")
     reviewer = _client(demo["users"]["reviewer"])
-    url = f"/projects/{mms.pk}/score-plans/"
+    url = f"/projects/{mms.pk}/plan-scoring/"
     with (DEMO_ROOT / "mms" / "predictions.jsonl").open("rb") as fh:
         page = reviewer.post(url, {"predictions": fh, "plan_format": "auto", "only_verified": "on"})
     html = page.content.decode()

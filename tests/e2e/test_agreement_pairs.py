@@ -34,7 +34,7 @@ def test_pairs_paged_and_confusion_on_demand(login_page, ready) -> None:  # type
             JudgmentFactory(task=task, item=item, user=user, value=rng.choice([0, 1]))
 
     page = login_page(reviewer)
-    page.goto(f"/review/{task.pk}/agreement/")
+    page.goto(f"/agreement/{task.pk}/")
     ready(page)
     rows = page.locator("#pair-table tbody tr")
     expect(rows).to_have_count(25)
@@ -56,4 +56,4 @@ def test_pairs_paged_and_confusion_on_demand(login_page, ready) -> None:  # type
     expect(figure).to_be_visible()
     expect(figure).to_contain_text(pair.split(" × ")[0])
     expect(figure.locator("svg rect")).to_have_count(4)
-    assert "/agreement/pair/" not in page.url
+    assert "/pair/" not in page.url  # the confusion is swapped in, the address stays

@@ -32,7 +32,7 @@ def test_blind_solve_audit_and_joint_review(login_page, ready) -> None:  # type:
 
     # v1 solves blind: the question and the image, nothing of the reference.
     page = login_page(users["v1"])
-    page.goto(f"/projects/{project.pk}/judge/")
+    page.goto(f"/projects/{project.pk}/judgment-tasks/")
     page.get_by_role("button", name="Judge next item").click()
     expect(page.locator("h1")).to_have_text("0001")
     expect(page.locator("#blind-task")).to_contain_text("What street name is written on it?")
@@ -66,7 +66,7 @@ def test_blind_solve_audit_and_joint_review(login_page, ready) -> None:  # type:
 
     # v2 answers differently: the item goes to joint review.
     other = login_page(users["v2"])
-    other.goto(f"/projects/{project.pk}/judge/")
+    other.goto(f"/projects/{project.pk}/judgment-tasks/")
     other.get_by_role("button", name="Judge next item").click()
     expect(other.locator("body")).not_to_contain_text("Willow")
     other.get_by_label("Answer").fill("Elm St")
@@ -77,7 +77,7 @@ def test_blind_solve_audit_and_joint_review(login_page, ready) -> None:  # type:
 
     # The reviewer sees both answers, the reference and v1's ticks, and discards the item.
     reviewer = login_page(users["rev"])
-    reviewer.goto(f"/review/{task.pk}/disputes/")
+    reviewer.goto(f"/adjudication/{task.pk}/disputes/")
     expect(reviewer.locator("#joint-review")).to_contain_text("Willow St")
     expect(reviewer.locator("#joint-review")).to_contain_text("Elm St")
     reviewer.get_by_role("link", name="0001").click()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 from playwright.sync_api import expect
 
 from annotation.judgment_tasks.models import JudgmentTask
@@ -69,21 +70,35 @@ def _item_with_images(name: str) -> str:
     return f"/projects/{project.pk}/items/{item.pk}/"
 
 
-def _first_item(name: str, suffix: str = "") -> str:
+def _first_item(name: str, route: str) -> str:
+    """The page ``route`` (a route name taking the project and the item) of the project's first
+    item."""
     project = _project(name)
     item = project.items.order_by("position").first()
     assert item is not None
-    return f"/projects/{project.pk}/items/{item.pk}/{suffix}"
+    return reverse(route, args=[project.pk, item.pk])
 
 
 SHOTS = [
     Shot("annotator-projects.png", "annotator1", lambda: "/", "Projects"),
-    Shot("annotator-judge.png", "annotator1", lambda: f"/judge/{_plan_task().pk}/next/", ""),
+    Shot(
+        "annotator-judge.png", "annotator1", lambda: f"/judgment-tasks/{_plan_task().pk}/next/", ""
+    ),
     Shot("annotator-item.png", "annotator1", lambda: _item_with_images(ATP), ""),
     # annotator1 verifies the demo's Agentic-MME items blind, so the editor is shown by the author
-    Shot("annotator-trajectory.png", "admin", lambda: _first_item(AGENTIC, "trajectory/"), ""),
-    Shot("reviewer-tasks.png", "reviewer", lambda: f"/projects/{_project(MMS).pk}/judge/", ""),
-    Shot("reviewer-agreement.png", "reviewer", lambda: f"/review/{_plan_task().pk}/agreement/", ""),
+    Shot(
+        "annotator-trajectory.png",
+        "admin",
+        lambda: _first_item(AGENTIC, "annotation:trajectory_edit"),
+        "",
+    ),
+    Shot(
+        "reviewer-tasks.png",
+        "reviewer",
+        lambda: f"/projects/{_project(MMS).pk}/judgment-tasks/",
+        "",
+    ),
+    Shot("reviewer-agreement.png", "reviewer", lambda: f"/agreement/{_plan_task().pk}/", ""),
     Shot("reviewer-team.png", "reviewer", lambda: f"/projects/{_project(MMS).pk}/team/", ""),
     Shot(
         "reviewer-releases.png", "reviewer", lambda: f"/projects/{_project(ATP).pk}/releases/", ""
@@ -96,7 +111,10 @@ SHOTS = [
         full_page=True,  # the item list is below the project's buttons
     ),
     Shot(
-        "dataset-engineer-import.png", "admin", lambda: f"/projects/{_project(ATP).pk}/import/", ""
+        "dataset-engineer-import.png",
+        "admin",
+        lambda: f"/projects/{_project(ATP).pk}/datasets/import/",
+        "",
     ),
     Shot(
         "dataset-engineer-new-item.png",
@@ -104,9 +122,11 @@ SHOTS = [
         lambda: f"/projects/{_project(ATP).pk}/items/new/",
         "",
     ),
-    Shot("dataset-engineer-plan.png", "admin", lambda: _first_item(MMS, "plan/"), ""),
+    Shot(
+        "dataset-engineer-plan.png", "admin", lambda: _first_item(MMS, "annotation:plan_edit"), ""
+    ),
     Shot("admin-new-project.png", "admin", lambda: "/projects/new/", ""),
-    Shot("admin-members.png", "admin", lambda: f"/projects/{_project(ATP).pk}/members/", ""),
+    Shot("admin-members.png", "admin", lambda: f"/projects/{_project(ATP).pk}/people/members/", ""),
     Shot("admin-settings.png", "admin", lambda: f"/projects/{_project(ATP).pk}/edit/", ""),
     Shot("admin-people.png", "admin", lambda: "/people/", ""),
 ]

@@ -88,7 +88,7 @@ def test_three_raters_score_answers_blind_and_the_results_match(login_page, read
     assert RenderedAnswer.objects.filter(response_id__in=which, error="").count() == 4
 
     # The reviewer makes the task: ATP-Bench B.2, both models, two answers each, k = 3.
-    page.goto(f"/projects/{project.pk}/judge/")
+    page.goto(f"/projects/{project.pk}/judgment-tasks/")
     page.get_by_role("link", name="Human evaluation").click()
     page.get_by_label("ATP-Bench B.2: # Inappr., MI and FS").check()
     for model in MODELS:
@@ -106,7 +106,7 @@ def test_three_raters_score_answers_blind_and_the_results_match(login_page, read
     orders = {}
     for name, user in raters.items():
         rater = login_page(user)
-        rater.goto(f"/projects/{project.pk}/judge/")
+        rater.goto(f"/projects/{project.pk}/judgment-tasks/")
         rater.get_by_role("button", name="Rate next unit").click()
         orders[name] = []
         for _ in range(4):

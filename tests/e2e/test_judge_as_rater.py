@@ -70,7 +70,7 @@ def test_reviewer_adds_the_plan_judge_as_a_rater(login_page, server) -> None:  #
     assert job.status == JobStatus.SUCCEEDED, job.error
 
     page = login_page(reviewer)
-    page.goto(f"/review/{task.pk}/agreement/")
+    page.goto(f"/agreement/{task.pk}/")
     section = page.locator("#judge-rater")
     expect(section).to_contain_text("Add a judge as rater")
     page.get_by_label("Judge").select_option(f"judge-run:{run.pk}")

@@ -22,7 +22,7 @@ def test_an_admin_edits_a_template_and_sets_the_weights(login_page) -> None:  # 
     MembershipFactory(project=project, user=admin, role=Role.ADMIN)
 
     page = login_page(admin)
-    page.goto(f"/projects/{project.pk}/judges/settings/")
+    page.goto(f"/projects/{project.pk}/judge-settings/")
     card = page.locator('section[data-template="llmi.llm_judge"]')
     expect(card.locator("[data-current-version]")).to_contain_text("The built-in text")
     system = card.locator('textarea[name="system"]')

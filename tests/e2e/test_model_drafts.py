@@ -95,7 +95,7 @@ def test_draft_three_queries_keep_edit_reject(  # type: ignore[no-untyped-def]
     expect(page.get_by_text(items[1].external_id)).to_be_visible()
 
     # The overview counts the decisions.
-    page.goto(f"/projects/{project.pk}/drafts/")
+    page.goto(f"/projects/{project.pk}/model-drafts/")
     row = page.locator("#model-draft-figures tr[data-kind=queries]")
     expect(row.locator("[data-kept]")).to_contain_text("1")
     expect(row.locator("[data-edited]")).to_contain_text("1")

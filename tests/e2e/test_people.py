@@ -57,7 +57,7 @@ def test_staff_creates_a_project_adds_a_member_and_invites_a_newcomer(  # type: 
     invite.get_by_label("Role").select_option("annotator")
     invite.get_by_role("button", name="Make an invitation link").click()
     link = page.locator("#invitation-link")
-    expect(link).to_have_value(re.compile(r"/invitations/[\w-]+/$"))
+    expect(link).to_have_value(re.compile(r"/people/invitations/[\w-]+/$"))
     url = link.input_value()
     expect(page.locator('#invitations tr[data-state="open"]')).to_have_count(1)
 

@@ -24,7 +24,7 @@ def test_vote_dispute_resolve_and_agreement(login_page, ready) -> None:  # type:
 
     for name, key in [("annotator1", "1"), ("annotator2", "1"), ("annotator3", "0")]:
         page = login_page(users.get(username=name))
-        page.goto(f"/projects/{project.pk}/judge/")
+        page.goto(f"/projects/{project.pk}/judgment-tasks/")
         page.get_by_role("button", name="Judge next item").click()
         expect(page.locator("h1")).to_have_text(first.external_id)
         expect(page.locator("svg.plan-graph").first).to_be_visible()
@@ -39,12 +39,12 @@ def test_vote_dispute_resolve_and_agreement(login_page, ready) -> None:  # type:
     assert outcome.verdict == "disputed"
 
     reviewer = login_page(users.get(username="reviewer"))
-    reviewer.goto(f"/review/{task.pk}/agreement/")
+    reviewer.goto(f"/agreement/{task.pk}/")
     rater_rows = reviewer.locator("#rater-table tbody tr")
     expect(rater_rows).to_have_count(3)
     expect(reviewer.locator("#rater-table")).not_to_contain_text("1.000")  # no outcome yet
 
-    reviewer.goto(f"/review/{task.pk}/disputes/")
+    reviewer.goto(f"/adjudication/{task.pk}/disputes/")
     reviewer.get_by_role("link", name=first.external_id).click()
     expect(reviewer.locator("table.judgments tbody tr")).to_have_count(3)
     reviewer.get_by_label("Accept").check()
@@ -52,7 +52,7 @@ def test_vote_dispute_resolve_and_agreement(login_page, ready) -> None:  # type:
     reviewer.get_by_role("button", name="Record decision").click()
     expect(reviewer.locator(".empty")).to_contain_text("No disagreements")
 
-    reviewer.goto(f"/review/{task.pk}/agreement/")
+    reviewer.goto(f"/agreement/{task.pk}/")
 
     def with_outcome(name: str):  # type: ignore[no-untyped-def]
         row = reviewer.locator("#rater-table tbody tr", has_text=name)

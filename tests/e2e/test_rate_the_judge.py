@@ -55,7 +55,7 @@ def test_reviewer_makes_the_task_annotator_rates_with_keys(login_page, ready) ->
 
     # The reviewer creates the task from the run: all three agents, one rater per unit.
     page = login_page(reviewer)
-    page.goto(f"/projects/{project.pk}/judge/")
+    page.goto(f"/projects/{project.pk}/judgment-tasks/")
     page.get_by_role("link", name="Rate the judge").click()
     page.get_by_label("Judge run").select_option(str(run.pk))
     page.get_by_role("button", name="Show its agents").click()
@@ -70,7 +70,7 @@ def test_reviewer_makes_the_task_annotator_rates_with_keys(login_page, ready) ->
 
     # The annotator rates each report with one key: 2 agree, 2 agree, 1 partly.
     rater = login_page(annotator)
-    rater.goto(f"/projects/{project.pk}/judge/")
+    rater.goto(f"/projects/{project.pk}/judgment-tasks/")
     rater.get_by_role("button", name="Rate next unit").click()
     title = rater.locator("#unit-title")
     for agent, key, shown in [
@@ -96,7 +96,7 @@ def test_reviewer_makes_the_task_annotator_rates_with_keys(login_page, ready) ->
     # The agreement page shows the rate per agent: mean rating / 2. (A new login: logging
     # the annotator in ended the reviewer's first session.)
     page = login_page(reviewer)
-    page.goto(f"/review/{task.pk}/agreement/")
+    page.goto(f"/agreement/{task.pk}/")
     rates = page.locator("#judge-agent-rates")
     expect(rates.locator("[data-agent=precision]")).to_contain_text("100.00 %")
     expect(rates.locator("[data-agent=chief]")).to_contain_text("50.00 %")

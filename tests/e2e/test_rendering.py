@@ -69,7 +69,7 @@ def test_render_answers_and_read_one(login_page, ready, monkeypatch) -> None:  #
     expect(job).to_have_attribute("data-status", "succeeded")
     expect(job).to_contain_text("1 answer, 1 rendered anew")
 
-    page.goto(f"/answers/{answer.pk}/rendered/")
+    page.goto(f"/answer-rendering/{answer.pk}/")
     ready(page)
     document = page.locator("#rendered-body .rd-document")
     expect(document.locator("table")).to_have_count(1)

@@ -44,7 +44,7 @@ def test_a_large_answer_upload_runs_as_a_job_then_shows_the_figures(  # type: ig
     )
 
     page = login_page(reviewer)
-    page.goto(f"/projects/{project.pk}/score-answers/")
+    page.goto(f"/projects/{project.pk}/answers/")
     page.locator('input[name="answers"]').set_input_files(str(answers))
     page.get_by_role("button", name="Score").click()
     job = page.locator("[id^=job-]")

@@ -27,7 +27,7 @@ def settle(page: Page) -> None:
 def review_url() -> str:
     item = Item.objects.get(external_id="atp_demo_02")
     response = item.responses.get(key="gt")
-    return f"/projects/{item.project_id}/items/{item.pk}/responses/{response.pk}/review/"
+    return f"/projects/{item.project_id}/tag-review/items/{item.pk}/responses/{response.pk}/review/"
 
 
 def selected(page: Page) -> str | None:
@@ -117,7 +117,7 @@ def test_judge_keys_do_not_vote_from_the_comment(login_page, ready) -> None:  # 
     project = Project.objects.get(data_format="mms")
     task = JudgmentTask.objects.get(project=project)
     page = login_page(get_user_model().objects.get(username="annotator1"))
-    page.goto(f"/projects/{project.pk}/judge/")
+    page.goto(f"/projects/{project.pk}/judgment-tasks/")
     page.get_by_role("button", name="Judge next item").click()
     expect(page.locator("form#judgment")).to_be_visible()
     first = page.locator("h1").inner_text()
@@ -162,7 +162,7 @@ def trajectory_item():  # type: ignore[no-untyped-def]
     )
     user = UserFactory(username="annotator-keys")
     MembershipFactory(project=project, user=user, role=Role.ANNOTATOR)
-    return user, f"/projects/{project.pk}/items/{item.pk}/trajectory/"
+    return user, f"/projects/{project.pk}/trajectories/items/{item.pk}/"
 
 
 def add_search_step(page: Page, intent: str) -> None:

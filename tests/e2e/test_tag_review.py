@@ -44,7 +44,9 @@ def test_annotator_fixes_moves_removes_and_reviewer_sees_the_diff(login_page, re
     codes = {(f.code, f.tag) for f in validate(parse(response.text, "atp"), None, image_count=3)}
     assert codes == {("mid_sentence", 2), ("malformed_payload", 3)}
     users = get_user_model().objects
-    review_url = f"/projects/{item.project_id}/items/{item.pk}/responses/{response.pk}/review/"
+    review_url = (
+        f"/projects/{item.project_id}/tag-review/items/{item.pk}/responses/{response.pk}/review/"
+    )
 
     page = login_page(users.get(username="annotator1"))
     page.goto(f"/projects/{item.project_id}/items/{item.pk}/")
@@ -109,7 +111,7 @@ def test_annotator_fixes_moves_removes_and_reviewer_sees_the_diff(login_page, re
 
     # The reviewer reads the history: the diff and the decisions.
     reviewer = login_page(users.get(username="reviewer"))
-    reviewer.goto(review_url.replace("review/", "versions/"))
+    reviewer.goto(review_url.removesuffix("review/") + "versions/")
     row = reviewer.locator("table.versions tbody tr").first
     expect(row).to_contain_text("annotator1")
     expect(row).to_contain_text("#2 Search removed (redundant)")

@@ -161,7 +161,9 @@ def test_import_job_images_and_crops_live_in_the_bucket(
     upload = io.BytesIO(data)
     upload.name = "atp.zip"
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = clients["admin"].post(f"/projects/{project.pk}/import/", {"file": upload})
+        response = clients["admin"].post(
+            f"/projects/{project.pk}/datasets/import/", {"file": upload}
+        )
     assert response.status_code == 302
     job = Job.objects.get(project=project)
     # The web process uploaded the job's files to the bucket and kept no local copy.

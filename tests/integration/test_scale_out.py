@@ -392,7 +392,7 @@ def test_upload_on_web_a_is_imported_by_a_worker_and_served_by_web_b(
 
     images = {f"images/scale_{i}.png": png_bytes(700 + i) for i in range(2)}
     upload = requests.post(
-        f"{a}/projects/{project_id}/import/",
+        f"{a}/projects/{project_id}/datasets/import/",
         data={"csrfmiddlewaretoken": csrf},
         files={"file": ("atp.zip", _atp_zip(images), "application/zip")},
         cookies=cookies,

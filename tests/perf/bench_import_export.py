@@ -209,7 +209,7 @@ def web(args: argparse.Namespace) -> None:
             out.write(f"\r\n--{BOUNDARY}--\r\n".encode())
         with body.open("rb") as payload:
             environ = RequestFactory()._base_environ(
-                PATH_INFO=f"/projects/{project.pk}/import/",
+                PATH_INFO=f"/projects/{project.pk}/datasets/import/",
                 REQUEST_METHOD="POST",
                 CONTENT_TYPE=MULTIPART_CONTENT,
                 CONTENT_LENGTH=str(body.stat().st_size),
@@ -232,7 +232,9 @@ def web(args: argparse.Namespace) -> None:
         )
     else:
         environ = RequestFactory()._base_environ(
-            PATH_INFO=f"/projects/{project.pk}/export/", REQUEST_METHOD="GET", HTTP_COOKIE=cookie
+            PATH_INFO=f"/projects/{project.pk}/datasets/export/",
+            REQUEST_METHOD="GET",
+            HTTP_COOKIE=cookie,
         )
         digest = hashlib.sha256()
         cpu_start = cpu_seconds()

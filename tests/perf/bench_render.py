@@ -229,14 +229,14 @@ def page(args: argparse.Namespace) -> dict:
     client.force_login(User.objects.get(username="perf-reviewer"))
     ids = list(Response.objects.order_by("id").values_list("pk", flat=True)[: args.pages])
     start = time.perf_counter()
-    assert client.get(f"/answers/{ids[0]}/rendered/").status_code == 200
+    assert client.get(f"/answer-rendering/{ids[0]}/").status_code == 200
     first_ms = (time.perf_counter() - start) * 1000  # templates compiled, modules imported
     times, queries = [], []
     for pk in ids:
         reset_queries()
         with CaptureQueriesContext(connection) as captured:
             start = time.perf_counter()
-            response = client.get(f"/answers/{pk}/rendered/")
+            response = client.get(f"/answer-rendering/{pk}/")
             times.append((time.perf_counter() - start) * 1000)
         assert response.status_code == 200, response.status_code
         queries.append(len(captured.captured_queries))

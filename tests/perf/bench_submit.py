@@ -32,7 +32,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parents[2]
 PASSWORD = "load-test-password-1"  # tests/perf/load.py's setup_data gives everyone this one
-JUDGE_PATH = re.compile(r"/judge/\d+/items/(\d+)/")
+JUDGE_PATH = re.compile(r"/judgment-tasks/\d+/items/(\d+)/")
 
 
 def setup(root: Path, env: dict[str, str], items: int) -> dict[str, Any]:
@@ -137,11 +137,11 @@ def one_run(root: Path, *, items: int, rounds: int) -> dict[str, float]:
             if status != 302:
                 raise SystemExit(f"login answered HTTP {status}")
             task = data["task"]
-            client.request("GET", f"/projects/{data['project']}/judge/")
+            client.request("GET", f"/projects/{data['project']}/judgment-tasks/")
             times: dict[str, list[float]] = {"next": [], "judge page": [], "submit": []}
             both: list[float] = []
             for n in range(rounds + 5):
-                status, location, t_next = client.request("POST", f"/judge/{task}/next/")
+                status, location, t_next = client.request("POST", f"/judgment-tasks/{task}/next/")
                 match = JUDGE_PATH.search(location)
                 if status != 302 or not match:
                     raise SystemExit(f"next answered HTTP {status} {location!r}")
@@ -150,7 +150,7 @@ def one_run(root: Path, *, items: int, rounds: int) -> dict[str, float]:
                     raise SystemExit(f"the judge page answered HTTP {status}")
                 form = {"value": '"keep"', "comment": "", "seconds": "4.2"}
                 status, after, t_submit = client.request("POST", location, form)
-                if status != 302 or not after.endswith(f"/judge/{task}/next/"):
+                if status != 302 or not after.endswith(f"/judgment-tasks/{task}/next/"):
                     raise SystemExit(f"submit answered HTTP {status} {after!r}")
                 if n >= 5:  # the first few warm the server's caches and connections
                     times["next"].append(t_next)

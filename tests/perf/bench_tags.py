@@ -292,7 +292,7 @@ def run_editor(seed: int, runs: int, profile: bool) -> None:
         response = Response.objects.create(item=item, key="gt", text=text)
         client = Client()
         client.force_login(user)
-        url = f"/projects/{project.pk}/items/{item.pk}/responses/{response.pk}/review/"
+        url = f"/projects/{project.pk}/tag-review/items/{item.pk}/responses/{response.pk}/review/"
 
         def get() -> int:
             page = client.get(url)

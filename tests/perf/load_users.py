@@ -33,7 +33,7 @@ PASSWORD = os.environ.get("LOAD_PASSWORD", "")
 THINK = tuple(float(x) for x in os.environ.get("LOAD_THINK", "1,3").split(","))
 ANNOTATORS = itertools.cycle([n for n in os.environ.get("LOAD_ANNOTATORS", "").split(",") if n])
 REVIEWERS = itertools.cycle([n for n in os.environ.get("LOAD_REVIEWERS", "").split(",") if n])
-JUDGE_PATH = re.compile(rf"/judge/{TASK}/items/(\d+)/$")
+JUDGE_PATH = re.compile(rf"/judgment-tasks/{TASK}/items/(\d+)/$")
 VALUES = ['"keep"'] * 6 + ['"remove_ambiguous"', '"remove_not_grounded"', '"remove_not_visual"']
 
 #: What the run saw, written to LOAD_OUT when locust quits: per endpoint, [start (s since
@@ -157,11 +157,11 @@ class Annotator(Person):
         self.username = next(ANNOTATORS)
         self.judged = 0
         super().on_start()
-        self.get(f"/projects/{PROJECT}/judge/", "judging page")
+        self.get(f"/projects/{PROJECT}/judgment-tasks/", "judging page")
 
     @task
     def judge_one(self) -> None:
-        with self.post(f"/judge/{TASK}/next/", {}, "next") as r:
+        with self.post(f"/judgment-tasks/{TASK}/next/", {}, "next") as r:
             self._keep_cookies(r)
             if r.status_code == 200:  # the queue is empty for this person
                 r.success()
@@ -174,15 +174,15 @@ class Annotator(Person):
                 return
             r.success()
         item_id = int(match.group(1))
-        page = self.get(f"/judge/{TASK}/items/{item_id}/", "judge page")
+        page = self.get(f"/judgment-tasks/{TASK}/items/{item_id}/", "judge page")
         if page.status_code != 200:
             return
         gevent.sleep(random.uniform(*THINK))  # reading the item and deciding
         form = {"value": random.choice(VALUES), "comment": "", "seconds": "4.2"}
-        with self.post(f"/judge/{TASK}/items/{item_id}/", form, "submit") as r:
+        with self.post(f"/judgment-tasks/{TASK}/items/{item_id}/", form, "submit") as r:
             self._keep_cookies(r)
             if r.status_code == 302 and r.headers.get("Location", "").endswith(
-                f"/judge/{TASK}/next/"
+                f"/judgment-tasks/{TASK}/next/"
             ):
                 r.success()
                 accepted.append((self.username, item_id))
@@ -208,5 +208,5 @@ class Reviewer(Person):
 
     @task
     def look(self) -> None:
-        self.get(f"/review/{TASK}/disputes/", "disagreement queue")
-        self.get(f"/review/{TASK}/agreement/", "agreement page")
+        self.get(f"/adjudication/{TASK}/disputes/", "disagreement queue")
+        self.get(f"/agreement/{TASK}/", "agreement page")

@@ -1,4 +1,4 @@
-"""Reviewers decide on proposals to discard an item (/projects/<id>/discard-proposals/):
+"""Reviewers decide on proposals to discard an item (/projects/<id>/adjudication/discard-proposals/):
 accepting discards the item and records it, rejecting keeps it and records the decision; both
 plainly and with htmx; annotators get 403, another project's reviewer 404."""
 
@@ -29,11 +29,13 @@ def proposal(project: Project, users: dict[str, Any]) -> DiscardProposal:
 
 
 def list_url(project: Project) -> str:
-    return f"/projects/{project.pk}/discard-proposals/"
+    return f"/projects/{project.pk}/adjudication/discard-proposals/"
 
 
 def decide_url(proposal: DiscardProposal) -> str:
-    return f"/projects/{proposal.item.project_id}/discard-proposals/{proposal.pk}/decide/"
+    return (
+        f"/projects/{proposal.item.project_id}/adjudication/discard-proposals/{proposal.pk}/decide/"
+    )
 
 
 def test_reviewers_see_open_proposals(
@@ -129,7 +131,7 @@ def test_another_projects_reviewer_gets_404(
     assert client.get(list_url(proposal.item.project)).status_code == 404
     assert client.post(decide_url(proposal), {"decision": "accept"}).status_code == 404
     # Their own project's URL with this proposal's id: not found either.
-    theirs = f"/projects/{other_project.pk}/discard-proposals/{proposal.pk}/decide/"
+    theirs = f"/projects/{other_project.pk}/adjudication/discard-proposals/{proposal.pk}/decide/"
     assert client.post(theirs, {"decision": "accept"}).status_code == 404
     assert Item.objects.get(pk=proposal.item_id).status == ItemStatus.VERIFIED
 

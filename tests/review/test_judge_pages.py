@@ -183,7 +183,7 @@ def test_a_plain_post_redirects_to_the_run(
             {"judge": "llmi-rubric", "workers": 4, "models": ["beta"]},
         )
     run = JudgeRun.objects.get(project=llmi)
-    assert response.status_code == 302 and response["Location"] == f"/judge-runs/{run.pk}/"
+    assert response.status_code == 302 and response["Location"] == f"/judges/runs/{run.pk}/"
     assert run.selection == {"models": ["beta"]}
     html = clients["admin"].get(response["Location"]).content.decode()
     assert figure(html, "beta", "rubric") == "50.00%"

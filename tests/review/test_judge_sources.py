@@ -291,7 +291,7 @@ def test_dashboard_offers_the_judge_and_shows_kappa_and_confusion(
     django_assert_max_num_queries: Any,
 ) -> None:
     task, run = voted
-    url = f"/review/{task.pk}/agreement/"
+    url = f"/agreement/{task.pk}/"
     page = clients["reviewer"].get(url).content.decode()
     assert "Add a judge as rater" in page
     assert f'value="judge-run:{run.pk}"' in page
@@ -314,7 +314,7 @@ def test_dashboard_fragment_for_htmx_and_a_bad_key(
     voted: tuple[JudgmentTask, JudgeRun], clients: dict[str, Client]
 ) -> None:
     task, run = voted
-    url = f"/review/{task.pk}/agreement/"
+    url = f"/agreement/{task.pk}/"
     htmx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "judge-rater"}
     response = clients["reviewer"].get(url, {"judge": f"judge-run:{run.pk}"}, **htmx)
     body = response.content.decode()
@@ -359,7 +359,7 @@ def test_only_reviewers_see_a_judge_as_rater(
 ) -> None:
     task, run = voted
     params = {"judge": f"judge-run:{run.pk}"}
-    page = clients[role].get(f"/review/{task.pk}/agreement/", params)
+    page = clients[role].get(f"/agreement/{task.pk}/", params)
     api = clients[role].get(f"/api/judgment-tasks/{task.pk}/agreement/", params)
     assert page.status_code == status
     assert api.status_code == status
@@ -368,7 +368,7 @@ def test_only_reviewers_see_a_judge_as_rater(
         assert (VALID_WHY in body) is False  # the judge's reasons are never on these pages
         if status != 200:
             assert "judge_rater" not in body and "data-judge-rater" not in body
-    anonymous = clients["anonymous"].get(f"/review/{task.pk}/agreement/", params)
+    anonymous = clients["anonymous"].get(f"/agreement/{task.pk}/", params)
     assert anonymous.status_code == 302
 
 
@@ -378,7 +378,7 @@ def test_a_blind_annotator_judging_a_plan_sees_no_judge_verdict(
     task, _ = voted
     item = Item.objects.get(project=task.project, external_id="i1")
     AssignmentFactory(task=task, item=item, user=users["annotator"])
-    page = clients["annotator"].get(f"/judge/{task.pk}/items/{item.pk}/").content.decode()
+    page = clients["annotator"].get(f"/judgment-tasks/{task.pk}/items/{item.pk}/").content.decode()
     assert "image captioning" in page  # the plan is shown
     assert VALID_WHY not in page and "VALID" not in page and "judge-run" not in page
 

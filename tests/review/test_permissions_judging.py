@@ -35,10 +35,10 @@ LEASE = ("R", "R", "R", 404, "L")
 API_MEMBERS = (200, 200, 200, 404, 401)
 API_REVIEWERS = (200, 200, 403, 404, 401)
 
-TAGS = "/projects/{project}/items/{item}/responses/{response}/"
-TRAJ = "/projects/{tproject}/items/{titem}/trajectory/"
-TRAJ_ATP = "/projects/{project}/items/{item}/trajectory/"
-DRAFT = "/projects/{tproject}/items/{titem}/drafting/"
+TAGS = "/projects/{project}/tag-review/items/{item}/responses/{response}/"
+TRAJ = "/projects/{tproject}/trajectories/items/{titem}/"
+TRAJ_ATP = "/projects/{project}/trajectories/items/{item}/"
+DRAFT = "/projects/{tproject}/backward-drafting/items/{titem}/"
 STALE = (409, 409, 409, 404, "L")
 # The annotator is a blind verifier of the trajectory item (a judgment of the open solve task):
 # saving its trajectory is refused before anything else (defect 1).
@@ -46,26 +46,44 @@ STALE_VERIFIER = (409, 409, 403, 404, "L")
 BAD = (400, 400, 400, 404, "L")
 
 MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
-    ("task list", "get", "/projects/{project}/judge/", {}, MEMBERS),
-    ("new task form", "get", "/projects/{project}/judge/new/", {}, (200, 403, 403, 404, "L")),
-    ("default tasks", "post", "/projects/{project}/judge/defaults/", {}, ("R", 403, 403, 404, "L")),
+    ("task list", "get", "/projects/{project}/judgment-tasks/", {}, MEMBERS),
     (
-        "edit task form",
+        "new task form",
         "get",
-        "/projects/{project}/judge/{task}/edit/",
+        "/projects/{project}/judgment-tasks/new/",
         {},
         (200, 403, 403, 404, "L"),
     ),
-    ("next item", "post", "/judge/{task}/next/", {}, LEASE),
-    ("judge page, not leased", "get", "/judge/{task}/items/{item}/", {}, (200, 200, 403, 404, "L")),
-    ("disputes", "get", "/review/{task}/disputes/", {}, REVIEWERS),
-    ("adjudicate", "get", "/review/{task}/items/{item}/", {}, REVIEWERS),
-    ("agreement", "get", "/review/{task}/agreement/", {}, REVIEWERS),
-    ("judgments csv", "get", "/review/{task}/judgments.csv", {}, REVIEWERS),
-    ("balanced subset", "get", "/projects/{project}/balance/", {}, REVIEWERS),
-    ("score plans", "get", "/projects/{project}/score-plans/", {}, REVIEWERS),
-    ("score answers", "get", "/projects/{project}/score-answers/", {}, REVIEWERS),
-    ("score answers, no file", "post", "/projects/{project}/score-answers/", {}, REVIEWERS),
+    (
+        "default tasks",
+        "post",
+        "/projects/{project}/judgment-tasks/defaults/",
+        {},
+        ("R", 403, 403, 404, "L"),
+    ),
+    (
+        "edit task form",
+        "get",
+        "/projects/{project}/judgment-tasks/{task}/edit/",
+        {},
+        (200, 403, 403, 404, "L"),
+    ),
+    ("next item", "post", "/judgment-tasks/{task}/next/", {}, LEASE),
+    (
+        "judge page, not leased",
+        "get",
+        "/judgment-tasks/{task}/items/{item}/",
+        {},
+        (200, 200, 403, 404, "L"),
+    ),
+    ("disputes", "get", "/adjudication/{task}/disputes/", {}, REVIEWERS),
+    ("adjudicate", "get", "/adjudication/{task}/items/{item}/", {}, REVIEWERS),
+    ("agreement", "get", "/agreement/{task}/", {}, REVIEWERS),
+    ("judgments csv", "get", "/agreement/{task}/judgments.csv", {}, REVIEWERS),
+    ("balanced subset", "get", "/projects/{project}/plan-scoring/balance/", {}, REVIEWERS),
+    ("score plans", "get", "/projects/{project}/plan-scoring/", {}, REVIEWERS),
+    ("score answers", "get", "/projects/{project}/answers/", {}, REVIEWERS),
+    ("score answers, no file", "post", "/projects/{project}/answers/", {}, REVIEWERS),
     ("score answers job", "get", "/jobs/{ansjob}/", {}, REVIEWERS),
     # Reference-trajectory editor (on an item of a trajectory project with the same members).
     ("trajectory editor", "get", TRAJ, {}, MEMBERS),
@@ -94,7 +112,7 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     (
         "drafting, ATP item",
         "get",
-        "/projects/{project}/items/{item}/drafting/",
+        "/projects/{project}/backward-drafting/items/{item}/",
         {},
         (404, 404, 404, 404, "L"),
     ),
@@ -110,29 +128,35 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("run scoring job", "get", "/jobs/{runjob}/", {}, REVIEWERS),
     ("run set results", "get", "/runs/{runset}/", {}, REVIEWERS),
     ("rescore run set", "post", "/runs/{runset}/rescore/", {}, ("R", "R", 403, 404, "L")),
-    ("agent run", "get", "/agent-runs/{run}/", {}, REVIEWERS),
-    ("agent run visual, empty", "post", "/agent-runs/{run}/visual/", {}, (400, 400, 403, 404, "L")),
-    ("agent run label, empty", "post", "/agent-runs/{run}/label/", {}, REVIEWERS),
+    ("agent run", "get", "/runs/agent-runs/{run}/", {}, REVIEWERS),
+    (
+        "agent run visual, empty",
+        "post",
+        "/runs/agent-runs/{run}/visual/",
+        {},
+        (400, 400, 403, 404, "L"),
+    ),
+    ("agent run label, empty", "post", "/runs/agent-runs/{run}/label/", {}, REVIEWERS),
     # Blind verification: a solve task on the trajectory item, which the annotator has answered.
-    ("solve screen, answered", "get", "/judge/{vtask}/items/{titem}/", {}, MEMBERS),
-    ("joint review queue", "get", "/review/{vtask}/disputes/", {}, REVIEWERS),
-    ("joint review item", "get", "/review/{vtask}/items/{titem}/", {}, REVIEWERS),
+    ("solve screen, answered", "get", "/judgment-tasks/{vtask}/items/{titem}/", {}, MEMBERS),
+    ("joint review queue", "get", "/adjudication/{vtask}/disputes/", {}, REVIEWERS),
+    ("joint review item", "get", "/adjudication/{vtask}/items/{titem}/", {}, REVIEWERS),
     (
         "joint review, empty revision",
         "post",
-        "/review/{vtask}/items/{titem}/",
+        "/adjudication/{vtask}/items/{titem}/",
         {"data": {"action": "revise"}},
         REVIEWERS,
     ),
-    ("audit checklist", "get", "/judge/{vtask}/items/{titem}/audit/", {}, MEMBERS),
+    ("audit checklist", "get", "/verification/{vtask}/items/{titem}/audit/", {}, MEMBERS),
     (
         "audit save, stale",
         "post",
-        "/judge/{vtask}/items/{titem}/audit/",
+        "/verification/{vtask}/items/{titem}/audit/",
         {"data": {"base": "5"}},
         (403, 403, 409, 404, "L"),
     ),
-    ("audits overview", "get", "/judge/{vtask}/audits/", {}, REVIEWERS),
+    ("audits overview", "get", "/verification/{vtask}/audits/", {}, REVIEWERS),
     ("api blind item", "get", "/api/judgment-tasks/{vtask}/items/{titem}/blind/", {}, API_MEMBERS),
     ("api audit", "get", "/api/judgment-tasks/{vtask}/items/{titem}/audit/", {}, API_MEMBERS),
     (
@@ -153,12 +177,18 @@ MATRIX: list[tuple[str, str, str, dict[str, Any], tuple[Any, ...]]] = [
     ("tag versions", "get", TAGS + "versions/", {}, MEMBERS),
     ("tag version 1", "get", TAGS + "versions/1/", {}, MEMBERS),
     ("tag revert to current", "post", TAGS + "versions/1/revert/", {}, MEMBERS),
-    ("tag decisions per tool", "get", "/projects/{project}/tag-decisions/", {}, MEMBERS),
-    ("discard proposals", "get", "/projects/{project}/discard-proposals/", {}, REVIEWERS),
+    ("tag decisions per tool", "get", "/projects/{project}/tag-review/decisions/", {}, MEMBERS),
+    (
+        "discard proposals",
+        "get",
+        "/projects/{project}/adjudication/discard-proposals/",
+        {},
+        REVIEWERS,
+    ),
     (
         "discard proposal, no decision",
         "post",
-        "/projects/{project}/discard-proposals/{proposal}/decide/",
+        "/projects/{project}/adjudication/discard-proposals/{proposal}/decide/",
         {},
         (400, 400, 403, 404, "L"),
     ),

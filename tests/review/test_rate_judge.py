@@ -366,7 +366,7 @@ def test_rating_through_the_page_with_a_bad_value_says_why(world: World) -> None
         bad.status_code == 200 and "3 is not one of the available choices" in bad.content.decode()
     )
     good = client.post(url, {"value": "2"})
-    assert good.status_code == 302 and good["Location"].endswith(f"/judge/{task.pk}/next/")
+    assert good.status_code == 302 and good["Location"].endswith(f"/judgment-tasks/{task.pk}/next/")
     assert Judgment.objects.get(task=task, user=a1).value == 2
 
 

@@ -184,7 +184,7 @@ def test_large_answer_uploads_share_the_budget_and_keep_nothing(
     monkeypatch.setattr(review_answers, "INLINE_BYTES", 10)  # every upload is a job
     settings.BENCHWRIGHT_MAX_UPLOAD_BYTES = 10_000
     page = clients["reviewer"].post(
-        f"/projects/{project.pk}/score-answers/",
+        f"/projects/{project.pk}/answers/",
         {"answers": [answers("a.jsonl", 40), answers("b.jsonl", 40)]},
     )
     assert page.status_code == 200

@@ -51,8 +51,10 @@ def test_rescore_follows_an_edited_item_and_keeps_peoples_work(
 ) -> None:
     run = failed_run
     assert (run.acc, run.score["penalty"]) == (False, pytest.approx(0.1))  # 2 calls against 1
-    reviewer.post(f"/agent-runs/{run.pk}/visual/", {"checkpoint": "C1", "passed": "yes", "seen": 0})
-    reviewer.post(f"/agent-runs/{run.pk}/label/", {"mode": "postvisual_perception_deficit"})
+    reviewer.post(
+        f"/runs/agent-runs/{run.pk}/visual/", {"checkpoint": "C1", "passed": "yes", "seen": 0}
+    )
+    reviewer.post(f"/runs/agent-runs/{run.pk}/label/", {"mode": "postvisual_perception_deficit"})
     # The item is edited: the golden answer becomes the run's, the reference takes two calls.
     item = Item.objects.get(pk=run.item_id)
     item.expected_answer = "Maple Ave"
@@ -196,12 +198,12 @@ def checked(section: str) -> str | None:
 def test_a_visual_answer_refreshes_the_failure_mode_suggestion(
     failed_run: AgentRun, reviewer: Client
 ) -> None:
-    page = reviewer.get(f"/agent-runs/{failed_run.pk}/").content.decode()
+    page = reviewer.get(f"/runs/agent-runs/{failed_run.pk}/").content.decode()
     before = label_section(page)
     assert checked(before) == "unfaithful_visual_tool_use"
     assert 'hx-include="[data-label-form]"' in page
     response = reviewer.post(
-        f"/agent-runs/{failed_run.pk}/visual/",
+        f"/runs/agent-runs/{failed_run.pk}/visual/",
         {
             "checkpoint": "C1",
             "passed": "yes",
@@ -230,7 +232,7 @@ def test_a_choice_the_person_made_survives_the_refresh(
     failed_run: AgentRun, reviewer: Client
 ) -> None:
     response = reviewer.post(
-        f"/agent-runs/{failed_run.pk}/visual/",
+        f"/runs/agent-runs/{failed_run.pk}/visual/",
         {
             "checkpoint": "C1",
             "passed": "yes",

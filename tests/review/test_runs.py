@@ -164,7 +164,7 @@ def test_sample_runs_score_as_their_traces_imply(
     assert 'data-row="L1"' in html and 'data-row="L2"' in html and 'data-row="L3"' not in html
     l2 = html.split('data-row="L2"')[1].split("</tr>")[0]
     assert 'data-figure="overthink">2.33<' in l2 and 'data-figure="overthink_ratio">4.50<' in l2
-    assert f"/agent-runs/{runs['0003'].pk}/" in html
+    assert f"/runs/agent-runs/{runs['0003'].pk}/" in html
     # The project's runs page lists the upload with the same overall Acc.
     overview = reviewer.get(f"/projects/{mme_project.pk}/runs/").content.decode()
     row = overview.split('id="run-sets"')[1].split("</tr>")[1]
@@ -375,13 +375,13 @@ def test_a_person_answers_the_visual_check_and_the_figures_follow(
 ) -> None:
     score = failed_run.score
     assert (score["acc"], score["V_tool"], score["V_true"], score["V"]) == (False, 1.0, 0.0, 0.0)
-    page = reviewer.get(f"/agent-runs/{failed_run.pk}/").content.decode()
+    page = reviewer.get(f"/runs/agent-runs/{failed_run.pk}/").content.decode()
     assert "What street name is written on the blue sign?" in page
     assert "Not answered by a person yet." in page
     assert "region 769, 403, 850, 452 (0–1000)" in page  # the reference region is drawn
 
     response = reviewer.post(
-        f"/agent-runs/{failed_run.pk}/visual/",
+        f"/runs/agent-runs/{failed_run.pk}/visual/",
         {"checkpoint": "C1", "passed": "yes", "seen": 0},
         HTTP_HX_REQUEST="true",
         HTTP_HX_TARGET="run-checks",
@@ -396,7 +396,7 @@ def test_a_person_answers_the_visual_check_and_the_figures_follow(
     # Someone else, who saw the page before that answer, is told and nothing is written.
     other = client_for(people["reviewer2"])
     stale = other.post(
-        f"/agent-runs/{failed_run.pk}/visual/",
+        f"/runs/agent-runs/{failed_run.pk}/visual/",
         {"checkpoint": "C1", "passed": "no", "seen": 0},
         HTTP_HX_REQUEST="true",
         HTTP_HX_TARGET="run-checks",
@@ -406,7 +406,7 @@ def test_a_person_answers_the_visual_check_and_the_figures_follow(
     assert VisualVerdict.objects.count() == 1
     # Having seen it, they may change it; the newest answer counts, both are kept.
     other.post(
-        f"/agent-runs/{failed_run.pk}/visual/",
+        f"/runs/agent-runs/{failed_run.pk}/visual/",
         {"checkpoint": "C1", "passed": "no", "seen": first.pk},
     )
     failed_run.refresh_from_db()
@@ -416,7 +416,7 @@ def test_a_person_answers_the_visual_check_and_the_figures_follow(
 
     # A checkpoint without a visual check cannot be answered.
     bad = reviewer.post(
-        f"/agent-runs/{failed_run.pk}/visual/",
+        f"/runs/agent-runs/{failed_run.pk}/visual/",
         {"checkpoint": "C2", "passed": "yes", "seen": 0},
         HTTP_HX_REQUEST="true",
         HTTP_HX_TARGET="run-checks",
@@ -431,7 +431,7 @@ def test_a_person_answers_the_visual_check_and_the_figures_follow(
 def test_failure_label_with_suggestion_rule_and_distribution(
     failed_run: AgentRun, reviewer: Client, people: dict[str, Any], client_for: Any
 ) -> None:
-    page = reviewer.get(f"/agent-runs/{failed_run.pk}/").content.decode()
+    page = reviewer.get(f"/runs/agent-runs/{failed_run.pk}/").content.decode()
     # The seven modes with descriptions, the scores' suggestion pre-selected, and the rule.
     assert page.count('name="mode"') == 7
     assert 'value="unfaithful_visual_tool_use" checked' in page
@@ -440,19 +440,21 @@ def test_failure_label_with_suggestion_rule_and_distribution(
     assert "wrong crop region" in page  # a description
 
     saved = reviewer.post(
-        f"/agent-runs/{failed_run.pk}/label/",
+        f"/runs/agent-runs/{failed_run.pk}/label/",
         {"mode": "postvisual_perception_deficit", "note": "sign visible but misread"},
         HTTP_HX_REQUEST="true",
         HTTP_HX_TARGET="run-label",
     )
     assert saved.status_code == 200 and "Label saved." in saved.content.decode()
     client_for(people["admin"]).post(
-        f"/agent-runs/{failed_run.pk}/label/", {"mode": "unfaithful_visual_tool_use"}
+        f"/runs/agent-runs/{failed_run.pk}/label/", {"mode": "unfaithful_visual_tool_use"}
     )
     # A reviewer's new label replaces their own old one in the counts; all are kept.
-    reviewer.post(f"/agent-runs/{failed_run.pk}/label/", {"mode": "unfaithful_visual_tool_use"})
+    reviewer.post(
+        f"/runs/agent-runs/{failed_run.pk}/label/", {"mode": "unfaithful_visual_tool_use"}
+    )
     assert FailureLabel.objects.count() == 3
-    page = reviewer.get(f"/agent-runs/{failed_run.pk}/").content.decode()
+    page = reviewer.get(f"/runs/agent-runs/{failed_run.pk}/").content.decode()
     assert "mme-admin: Unfaithful visual tool use" in page
     assert "mme-reviewer: Post-visual perception deficit — sign visible but misread" in page
     assert "Your label: Unfaithful visual tool use" in page
@@ -465,7 +467,7 @@ def test_failure_label_with_suggestion_rule_and_distribution(
     assert '<span class="bar-n num">0</span>' in row
 
     bad = reviewer.post(
-        f"/agent-runs/{failed_run.pk}/label/",
+        f"/runs/agent-runs/{failed_run.pk}/label/",
         {"mode": "sleepy"},
         HTTP_HX_REQUEST="true",
         HTTP_HX_TARGET="run-label",
@@ -486,8 +488,8 @@ def test_a_correct_run_is_not_labelled(
     )
     run = AgentRun.objects.get()
     assert run.acc
-    assert 'id="run-label"' not in reviewer.get(f"/agent-runs/{run.pk}/").content.decode()
-    response = reviewer.post(f"/agent-runs/{run.pk}/label/", {"mode": "overthinking_collapse"})
+    assert 'id="run-label"' not in reviewer.get(f"/runs/agent-runs/{run.pk}/").content.decode()
+    response = reviewer.post(f"/runs/agent-runs/{run.pk}/label/", {"mode": "overthinking_collapse"})
     assert "only failed runs are labelled" in response.content.decode()
     assert not FailureLabel.objects.exists()
 
@@ -533,7 +535,7 @@ def test_results_and_run_pages_take_a_bounded_number_of_queries(
     with django_assert_max_num_queries(7):
         assert reviewer.get(f"/runs/{run_set.pk}/").status_code == 200
     with django_assert_max_num_queries(10):
-        assert reviewer.get(f"/agent-runs/{wrong.pk}/").status_code == 200
+        assert reviewer.get(f"/runs/agent-runs/{wrong.pk}/").status_code == 200
     with django_assert_max_num_queries(7):
         assert reviewer.get(f"/projects/{mme_project.pk}/runs/").status_code == 200
 
@@ -545,9 +547,11 @@ def test_another_projects_runs_answer_404(
     outsider = clients["outsider"]
     for path in (
         f"/runs/{failed_run.run_set_id}/",
-        f"/agent-runs/{failed_run.pk}/",
+        f"/runs/agent-runs/{failed_run.pk}/",
         f"/projects/{failed_run.run_set.project_id}/runs/",
     ):
         assert outsider.get(path).status_code == 404
-    assert outsider.post(f"/agent-runs/{failed_run.pk}/label/", {"mode": "x"}).status_code == 404
+    assert (
+        outsider.post(f"/runs/agent-runs/{failed_run.pk}/label/", {"mode": "x"}).status_code == 404
+    )
     assert Item.objects.filter(project=failed_run.run_set.project).count() == 6

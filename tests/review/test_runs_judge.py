@@ -259,18 +259,20 @@ def test_the_web_job_uses_the_projects_model_and_a_person_overrides(
     assert judge_server.count == 1
     assert c1["detail"]["decided_by"] == "judge" and c1["visual_passed"] is False
     assert run.score["judge_model"] == "fake-vl-7b" and run.score["V_true"] == 0.0
-    page = reviewer.get(f"/agent-runs/{run.pk}/").content.decode()
+    page = reviewer.get(f"/runs/agent-runs/{run.pk}/").content.decode()
     assert "Judge model: <strong>fake-vl-7b</strong>" in page
     assert 'data-decided-by="judge"' in page and "no sign visible" in page
     results = reviewer.get(f"/runs/{run.run_set_id}/").content.decode()
     assert "Judge model: <strong>fake-vl-7b</strong>" in results
 
-    reviewer.post(f"/agent-runs/{run.pk}/visual/", {"checkpoint": "C1", "passed": "yes", "seen": 0})
+    reviewer.post(
+        f"/runs/agent-runs/{run.pk}/visual/", {"checkpoint": "C1", "passed": "yes", "seen": 0}
+    )
     run.refresh_from_db()
     c1 = next(c for c in run.score["checkpoints"] if c["id"] == "C1")
     assert c1["detail"]["decided_by"] == "person" and run.score["V_true"] == 1.0
     assert judge_server.count == 1  # the person's answer asked no model
-    page = reviewer.get(f"/agent-runs/{run.pk}/").content.decode()
+    page = reviewer.get(f"/runs/agent-runs/{run.pk}/").content.decode()
     assert 'data-decided-by="person"' in page
 
 
@@ -280,7 +282,7 @@ def test_without_a_judge_the_proxy_decides_and_the_page_says_so(
     run = upload_0001(reviewer, mme_project, django_capture_on_commit_callbacks)
     c1 = next(c for c in run.score["checkpoints"] if c["id"] == "C1")
     assert c1["detail"]["decided_by"] == "proxy" and run.score["judge_model"] == ""
-    page = reviewer.get(f"/agent-runs/{run.pk}/").content.decode()
+    page = reviewer.get(f"/runs/agent-runs/{run.pk}/").content.decode()
     assert "No judge model was used" in page and 'data-decided-by="proxy"' in page
     results = reviewer.get(f"/runs/{run.run_set_id}/").content.decode()
     assert "No judge model was used" in results

@@ -1,5 +1,5 @@
 """Issue 22, item 13: personal API tokens, as scripts expect them. Made and revoked on the user's
-own page (/account/tokens/, the key shown once) and by `manage.py api_token`, stored hashed,
+own page (/api-tokens/, the key shown once) and by `manage.py api_token`, stored hashed,
 with an optional expiry; sent as `Authorization: Token <key>`; every use counted. A request
 without credentials answers 401 with `WWW-Authenticate`; unknown, revoked and expired tokens
 401 with a message saying which; basic auth keeps working and stays throttled."""
@@ -28,7 +28,7 @@ from tests.factories import PASSWORD, UserFactory
 pytestmark = pytest.mark.django_db
 
 API = "/api/projects/"
-TOKENS = "/account/tokens/"
+TOKENS = "/api-tokens/"
 
 
 def token_get(key: str, path: str = API, **extra: Any) -> Any:

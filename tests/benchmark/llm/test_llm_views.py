@@ -30,7 +30,7 @@ def item(project: Project) -> Item:
 
 
 def page(project: Project, item: Item) -> str:
-    return f"/projects/{project.pk}/items/{item.pk}/model/"
+    return f"/projects/{project.pk}/llm/items/{item.pk}/"
 
 
 def test_without_a_model_the_page_says_how_to_configure_one(
@@ -138,17 +138,17 @@ def test_a_failed_call_shows_the_error_and_retry_starts_a_new_job(
     failed = Job.objects.get(kind="model_call")
     html = clients["annotator"].get(f"/jobs/{failed.pk}/", **hx_job(failed)).content
     assert b"The model call failed." in html and b"answered 503" in html
-    assert f"/jobs/{failed.pk}/retry/".encode() in html and b"Retry" in html
+    assert f"/llm/jobs/{failed.pk}/retry/".encode() in html and b"Retry" in html
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = clients["annotator"].post(f"/jobs/{failed.pk}/retry/", **hx_job(failed))
+        response = clients["annotator"].post(f"/llm/jobs/{failed.pk}/retry/", **hx_job(failed))
     assert response.status_code == 200
     new = Job.objects.exclude(pk=failed.pk).get()
     assert new.status == JobStatus.SUCCEEDED
     assert f'id="job-{new.pk}"' in response.content.decode()
     assert ModelCall.objects.filter(item=item).count() == 2
     # Retrying a job that did not fail is refused.
-    assert clients["annotator"].post(f"/jobs/{new.pk}/retry/").status_code == 409
+    assert clients["annotator"].post(f"/llm/jobs/{new.pk}/retry/").status_code == 409
 
 
 def test_outsiders_see_nothing(
@@ -166,7 +166,7 @@ def test_outsiders_see_nothing(
     assert outsider.get(page(project, item)).status_code == 404
     assert outsider.post(page(project, item), {"prompt": "q"}).status_code == 404
     assert outsider.get(f"/jobs/{job.pk}/").status_code == 404
-    assert outsider.post(f"/jobs/{job.pk}/retry/").status_code == 404
+    assert outsider.post(f"/llm/jobs/{job.pk}/retry/").status_code == 404
     assert Job.objects.count() == 1
 
 

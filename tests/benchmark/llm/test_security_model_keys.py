@@ -89,7 +89,7 @@ def test_the_ask_page_names_the_setting_and_starts_nothing(
     settings.MODEL_API_KEY_ENV_ALLOWLIST = []
     point_at(project, model_server, api_key_env="HOME")
     item = ItemFactory(project=project)
-    url = f"/projects/{project.pk}/items/{item.pk}/model/"
+    url = f"/projects/{project.pk}/llm/items/{item.pk}/"
     response = clients["annotator"].post(url, {"prompt": "What is in the picture?"})
     assert response.status_code == 200
     page = html.unescape(response.content.decode())

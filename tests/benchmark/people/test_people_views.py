@@ -145,7 +145,7 @@ def test_a_visitor_opens_a_link_signs_up_and_lands_in_the_project(
     client_for: Any, project: Any, users: dict[str, Any]
 ) -> None:
     link = _make_link(client_for(users["admin"]), project, role="reviewer")
-    assert link.startswith("http://testserver/invitations/")
+    assert link.startswith("http://testserver/people/invitations/")
     token = link.rstrip("/").rsplit("/", 1)[1]
     assert not Invitation.objects.filter(token_hash__contains=token).exists()
     visitor = Client()
