@@ -291,6 +291,22 @@ PATHS: list[tuple[str, str, str]] = [
         "/answer-rendering/7/download/",
         "review:rendered_answer_download",
     ),
+    # new with issue 24: never had another path
+    ("/projects/3/evaluation/", "/projects/3/evaluation/", "review:evaluation"),
+    (
+        "/projects/3/evaluation/leaderboard/",
+        "/projects/3/evaluation/leaderboard/",
+        "review:leaderboard",
+    ),
+    ("/evaluation/runs/7/", "/evaluation/runs/7/", "review:evaluation_run"),
+    ("/evaluation/runs/7/resume/", "/evaluation/runs/7/resume/", "review:evaluation_run_resume"),
+    ("/evaluation/runs/7/cancel/", "/evaluation/runs/7/cancel/", "review:evaluation_run_cancel"),
+    ("/evaluation/runs/7/items/5/", "/evaluation/runs/7/items/5/", "review:evaluation_result"),
+    (
+        "/evaluation/runs/7/files/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
+        "/evaluation/runs/7/files/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
+        "review:evaluation_file",
+    ),
     ("/projects/3/team/", "/projects/3/team/", "review:team"),
     ("/projects/3/releases/", "/projects/3/releases/", "review:release_list"),
     ("/projects/3/releases/compare/", "/projects/3/releases/compare/", "review:release_compare"),
