@@ -75,7 +75,7 @@ def test_evaluate_a_model_and_see_it_on_the_leaderboard(  # type: ignore[no-unty
     expect(page.locator("[data-tool-call]").first).to_contain_text("lookup")
     expect(page.locator("#result-output-text")).to_have_text("a fruit")
 
-    page.goto(f"/projects/{project.pk}/leaderboard/")
+    page.goto(f"/projects/{project.pk}/evaluation/leaderboard/")
     row = page.locator(f'tr[data-model="{MODEL}"]')
     expect(row.locator("[data-figure]").first).to_have_text("66.7")
     expect(row.locator("[data-interval]").first).to_be_visible()
