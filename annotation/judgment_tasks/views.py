@@ -181,16 +181,15 @@ def _judge_page(
     reader may see it."""
     unit = task_unit.key if task_unit is not None else ""
     what = "unit" if unit else "item"
-    assignment = selectors.assignment_for(user=request.user, task=task, item=item, unit=unit)
-    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
-    if assignment is None and not reviewer:
-        raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
     status = 200
+    error: DomainError | None = None
     if request.method != "POST":
         form = JudgmentForm(task=task, item=item)
     else:
         form = JudgmentForm(request.POST, task=task, item=item)
         if form.is_valid():
+            # The service checks the lease under its lock; the page's own check below runs
+            # only when the page is shown (a refused or invalid submit), not on every submit.
             try:
                 services.judgment_submit(
                     task=task,
@@ -200,10 +199,16 @@ def _judge_page(
                     **form.judgment_kwargs(),
                 )
             except DomainError as exc:
-                form.add_error(None, exc.message)
-                status = exc.status_code if exc.status_code in (403, 409) else 200
+                error = exc
             else:
                 return _go(request, reverse("annotation:task_next", args=[task.pk]))
+    assignment = selectors.assignment_for(user=request.user, task=task, item=item, unit=unit)
+    reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
+    if assignment is None and not reviewer:
+        raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
+    if error is not None:
+        form.add_error(None, error.message)
+        status = error.status_code if error.status_code in (403, 409) else 200
     if read_again:
         item = selectors.task_item_get(user=request.user, task=task, pk=item.pk)
     context = _judge_context(request, task, item, unit)

@@ -112,7 +112,11 @@ class ToolResult:
 
 
 class Provider(Protocol):
-    """Something that runs named tools (a retrieval API, m&m's model tools, ...)."""
+    """Something that runs named tools (a retrieval API, m&m's model tools, ...).
+
+    A provider whose ``takes_files`` attribute is true is called with ``files=`` as well: the
+    bytes of the files its arguments name by ``sha256:<hex>`` (images, audio), keyed by hex.
+    The files are not part of the record key; the arguments name them by hash."""
 
     def tools(self) -> Iterable[str]: ...
 
@@ -179,7 +183,17 @@ class ToolLayer:
         """Whether a call to ``name`` can be answered (by a provider, or from the record)."""
         return self.replay or name in self._by_tool
 
-    def call(self, item: str, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+    def call(
+        self,
+        item: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        files: Mapping[str, bytes] | None = None,
+    ) -> ToolResult:
+        """Answer one call (from the record, or by its provider, recording it). ``files``:
+        the bytes of files the arguments name as ``sha256:<hex>``, for providers that
+        take them."""
         key = call_key(item, name, arguments)
         record = self.records.get(key)
         if record is not None:
@@ -193,7 +207,10 @@ class ToolLayer:
         if provider is None:
             raise ToolUnavailable(f"{name} is not available here (no provider is configured)")
         started = self._clock()
-        result = provider.call(name, arguments)
+        if getattr(provider, "takes_files", False):
+            result = provider.call(name, arguments, files=dict(files or {}))  # type: ignore[call-arg]
+        else:
+            result = provider.call(name, arguments)
         self.records.put(
             key,
             ToolRecord(
@@ -271,11 +288,17 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Column:
-    """A leaderboard column: the summary key, its heading, and whether it is a share (%)."""
+    """A leaderboard column: the summary key, its heading, and whether it is a share (%),
+    given in percent (0-100) as in the papers' tables. Its figure is the mean of the items'
+    ``Outcome.scores[key]`` over the answered items that have one, unless ``pooled`` names
+    ``(numerator, denominator)`` score keys: then it is 100 * the sum of the items'
+    numerators / the sum of their denominators (a rate over tool calls, not over items), and
+    an interval resamples items and pools again."""
 
     key: str
     label: str
     percent: bool = True
+    pooled: tuple[str, str] | None = None
 
 
 class EvalProtocol(Protocol):

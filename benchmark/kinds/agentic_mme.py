@@ -69,4 +69,5 @@ KIND = BenchmarkKind(
     source_file=source_file,
     one_file_per_item=True,
     query_has_format_instruction=True,
+    evaluation="benchmark.evaluation.agentic_mme.PROTOCOL",
 )

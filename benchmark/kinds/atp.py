@@ -83,4 +83,5 @@ KIND = BenchmarkKind(
     default_file="data.jsonl",
     query_image_matches_modality=True,
     task_categories=("visual-question-answering", "text-generation"),
+    evaluation="benchmark.evaluation.atp.PROTOCOL",
 )

@@ -55,4 +55,5 @@ KIND = BenchmarkKind(
     image_count_rule=True,
     ids_by_row=True,
     source_file=source_file,
+    evaluation="benchmark.evaluation.llmi.PROTOCOL",
 )

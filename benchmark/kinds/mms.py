@@ -47,4 +47,5 @@ KIND = BenchmarkKind(
         ),
     ),
     plans=True,
+    evaluation="benchmark.evaluation.mms.PROTOCOL",
 )

@@ -95,6 +95,7 @@ __all__ = [
     "ResolvedAnswer",
     "answer_facts",
     "llmi_generated_images",
+    "llmi_tag_checks",
     "read_answer_file",
     "score_answers",
     "tool_set_scores",
@@ -250,6 +251,20 @@ def llmi_generated_images(text: str, input_images: int = 0) -> int:
     literal = content.count("<image>")
     if not tags:
         return literal
+    # a placeholder inside a tag's payload disappears with the tag
+    literal -= sum(payload.count("<image>") for payload in tags)
+    return literal + sum(_llmi_tag_images(tags, input_images))
+
+
+def llmi_tag_checks(text: str, input_images: int = 0) -> list[bool]:
+    """For each tag LLM-I's pipeline finds in the answer (its regex, after dropping
+    ``<think>``), whether it yields an image, no tool being run: the tool-call check of
+    LLM-I §2.3 as far as it can be made without executing (the same test N_gen counts)."""
+    content = _LLMI_THINK.sub("", text) if "<think>" in text else text
+    return _llmi_tag_images(_LLMI_TAG.findall(content), input_images)
+
+
+def _llmi_tag_images(tags: list[str], input_images: int) -> list[bool]:
     total = len(tags)
     made: list[bool] = []
     for i, payload in enumerate(tags):
@@ -265,9 +280,7 @@ def llmi_generated_images(text: str, input_images: int = 0) -> int:
         # in the pipeline the limit is the live image pool (inputs + one slot per tag) plus
         # the number of tags; the scheduler's check above is the stricter one
         made.append(ok and _llmi_valid(data, input_images + 2 * total))
-    # a placeholder inside a tag's payload disappears with the tag
-    literal -= sum(payload.count("<image>") for payload in tags)
-    return literal + sum(made)
+    return made
 
 
 # --------------------------------------------------------------------------- answer files

@@ -27,7 +27,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 # next, judge page, submit, submit that settles the outcome
-BUDGET = {"next": 10, "page": 7, "submit": 16, "settle": 19}
+BUDGET = {"next": 10, "page": 7, "submit": 15, "settle": 18}
 
 
 def _count(client: Client, method: str, url: str, data: Any = None) -> tuple[Any, int]:
