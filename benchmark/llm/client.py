@@ -435,6 +435,7 @@ class ChatClient:
         self._shared: openai.OpenAI | None = None
         self._keep_open = False
         self._shared_lock = threading.Lock()
+        self._pool_of: ChatClient | None = None
 
     def __enter__(self) -> ChatClient:
         return self.keep_open()
@@ -467,7 +468,26 @@ class ChatClient:
             max_retries=0,
         )
 
+    def sharing(self, *, cache: ResponseCache | None, mode: CacheMode | None = None) -> ChatClient:
+        """A client of the same endpoint, scope and gate with its own ``cache`` (and
+        ``mode``), that sends through this client's kept connection pool while it is kept
+        open: many short-lived clients (one per evaluated item, each with the item's record)
+        then share one pool instead of building an SDK client, its TLS context and a
+        connection for every call."""
+        other = ChatClient(
+            self.config,
+            cache=cache,
+            mode=mode or self.mode,
+            scope=self.scope,
+            sleep=self._sleep,
+            gate=self.gate,
+        )
+        other._pool_of = self
+        return other
+
     def _kept_sdk(self) -> openai.OpenAI | None:
+        if self._pool_of is not None:
+            return self._pool_of._kept_sdk()
         with self._shared_lock:
             if not self._keep_open:
                 return None

@@ -738,18 +738,16 @@ class _Runner:
         )
         self.providers = tool_providers(run.project)
         self.scope = f"project:{run.project_id}"
+        #: One kept connection pool for every item's calls (``execute`` opens and closes it).
+        self.transport = ChatClient(self.config, mode="off", scope=self.scope)
         self.counts = _Counts()
         self.reported = 0.0
         self.started = time.monotonic()
         self.made = 0
 
     def client(self, calls: ItemCalls) -> ChatClient:
-        return ChatClient(
-            self.config,
-            cache=calls,
-            mode="replay" if self.run.replay else "use",
-            scope=self.scope,
-        )
+        """The item's client: its record as the cache, the runner's connection pool."""
+        return self.transport.sharing(cache=calls, mode="replay" if self.run.replay else "use")
 
     def execute(self, ids: Sequence[int]) -> None:
         finished = set(
@@ -764,6 +762,7 @@ class _Runner:
         workers = max(1, min(self.workers, self.config.concurrency))
         window = workers * WINDOW_PER_WORKER
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+        self.transport.keep_open()
         inflight: dict[Future[tuple[Outcome, int]], tuple[int, ItemCalls, ItemTools]] = {}
         try:
             for start in range(0, len(todo), 100):
@@ -798,6 +797,8 @@ class _Runner:
                     except Exception:
                         log.exception("evaluation %s: could not store a result", self.run.pk)
             raise
+        finally:
+            self.transport.close()
         pool.shutdown(wait=True)
         self.tick(force=True)
 
