@@ -101,6 +101,7 @@ def test_evaluate_a_model_then_read_its_row_on_the_leaderboard(
     expect(page.locator("h1")).to_have_text("Leaderboard")
     row = page.locator(f'#leaderboard tr[data-model="{MODEL}"]')
     expect(row).to_have_count(1)
+
     def texts(cells: Any) -> list[str]:
         return [" ".join(text.split()) for text in cells.all_text_contents()]
 

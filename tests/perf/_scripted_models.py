@@ -54,7 +54,11 @@ def tool_calls_of(task: int) -> int:
 
 def mme_reply(body: dict[str, Any]) -> Any:
     task = _task(body)
-    done = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant" and m.get("tool_calls"))
+    done = sum(
+        1
+        for m in body.get("messages") or []
+        if m.get("role") == "assistant" and m.get("tool_calls")
+    )
     if body.get("tools") and done < tool_calls_of(task):
         name, params = OPERATIONS[done % len(OPERATIONS)]
         return {

@@ -293,7 +293,12 @@ def phase_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-PHASES = {"setup": phase_setup, "mme": phase_evaluate, "replay": phase_evaluate, "atp": phase_evaluate}
+PHASES = {
+    "setup": phase_setup,
+    "mme": phase_evaluate,
+    "replay": phase_evaluate,
+    "atp": phase_evaluate,
+}
 
 
 # --------------------------------------------------------------------------- the parent
@@ -380,7 +385,10 @@ def main() -> None:
             ("atp", "c. ATP-Bench", "<= 1.2x floor"),
         ):
             rs = rounds[phase]
-            med = {k: statistics.median(r[k] for r in rs) for k in ("seconds", "job_seconds", "cpu", "peak_mb")}
+            med = {
+                k: statistics.median(r[k] for r in rs)
+                for k in ("seconds", "job_seconds", "cpu", "peak_mb")
+            }
             text = (
                 f"  {label:15s} {med['seconds']:7.2f} s (runner {med['job_seconds']:6.2f} s)  "
                 f"cpu {med['cpu']:6.1f} s  peak {med['peak_mb']:6.1f} MB"
