@@ -338,7 +338,9 @@ def model_config(project: Project, base_url: str = "", model: str = "") -> tuple
         raise ValidationFailed(f"base URL: {url!r} is not an http(s) URL")
     if base is not None and base.base_url.rstrip("/") == url.rstrip("/"):
         return dataclasses.replace(base, model=name), dict(resolved.params if resolved else {})
-    return ModelConfig(base_url=url, model=name), {}
+    # An endpoint given for this run has no configured concurrency limit: the run's workers
+    # are its limit (not the client's default of 4, which would quietly halve 8 workers).
+    return ModelConfig(base_url=url, model=name, concurrency=MAX_WORKERS), {}
 
 
 def tool_providers(project: Project) -> list[Provider]:

@@ -20,7 +20,7 @@ from benchmark.models import ItemStatus, Project
 from review.evaluation import services
 from review.evaluation.models import EvaluationCall, EvaluationResult
 from tests.factories import ItemFactory
-from tests.llm_server import FakeModelServer
+from tests.llm_server import MODEL, FakeModelServer
 
 pytestmark = pytest.mark.django_db
 
@@ -122,3 +122,26 @@ def test_the_scripted_server_answers_concurrent_requests_after_its_delay_concurr
         assert server.count == 6 and server.requests == []  # counted, bodies not kept
     finally:
         server.stop()
+
+
+def test_an_endpoint_given_for_the_run_takes_as_many_calls_at_once_as_workers(
+    project: Project, protocol: Any, eval_server: FakeModelServer
+) -> None:
+    """The project has no model of its own: the endpoint given has no configured limit, so
+    six workers have six calls in flight (the client's default limit is four)."""
+    _items(project, 0, 12)
+    eval_server.hold()
+
+    def release_when_six_arrive() -> None:
+        eval_server.wait_for_arrivals(6, timeout=10)
+        eval_server.release()
+
+    helper = threading.Thread(target=release_when_six_arrive)
+    helper.start()
+    run, jobs = services.evaluation_run_create(
+        project=project, user=None, base_url=eval_server.url, model=MODEL, workers=6
+    )
+    services.evaluation_run_execute(run=run, jobs=jobs)
+    helper.join()
+    assert run.results.filter(status="ok").count() == 12
+    assert eval_server.max_in_flight == 6
