@@ -10,12 +10,20 @@ Scripted replies (a model under test, ``benchmark.evaluation``): ``script(*repli
 replies for the next requests, in order, and ``respond = fn`` answers every request with
 ``fn(body)``; a reply is a text, or a dict ``{"content": ..., "tool_calls": [{"name": ...,
 "arguments": {...} or "raw json"}]}`` sent as OpenAI ``tool_calls``. Without either, every
-request gets ``answer``. ``Recorded.messages`` and ``Recorded.tools`` say what was sent."""
+request gets ``answer``. ``Recorded.messages`` and ``Recorded.tools`` say what was sent.
+
+For speed scripts: ``delay`` seconds are slept before each reply (a model that answers in
+50 ms), each request in its own thread so concurrent requests wait concurrently;
+``keep_alive`` answers over HTTP/1.1 keep-alive (as vLLM does); ``keep_requests=False`` counts
+requests without keeping their bodies (which carry every image as base64); and
+``python tests/llm_server.py --delay 0.05 --respond module:function`` serves in a process of
+its own, printing its port."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,6 +78,15 @@ class FakeModelServer:
     max_in_flight: int = 0
     #: A function answering each request's JSON body with a reply (see the module docstring).
     respond: Callable[[dict[str, Any]], Any] | None = None
+    #: Seconds slept before each reply (in the request's own thread).
+    delay: float = 0.0
+    #: HTTP/1.1 keep-alive (one connection serves many requests), as vLLM and hosted APIs.
+    keep_alive: bool = False
+    #: Keep each request's path, headers and body in ``requests`` (False: only count them).
+    keep_requests: bool = True
+    #: The port to listen on (0: any free port).
+    port: int = 0
+    served: int = 0
     _script: deque[Any] = field(default_factory=deque)
     _failures: deque[tuple[int, dict[str, str]]] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,7 +108,7 @@ class FakeModelServer:
     @property
     def count(self) -> int:
         with self._lock:
-            return len(self.requests)
+            return self.served
 
     def fail_next(self, status: int, times: int = 1, headers: dict[str, str] | None = None) -> None:
         """Answer the next ``times`` requests with ``status`` (and an OpenAI-style error body)."""
@@ -138,7 +155,7 @@ class FakeModelServer:
     def wait_for_arrivals(self, n: int, timeout: float = 10.0) -> bool:
         """Wait until ``n`` requests have arrived in all; False on timeout."""
         with self._arrived:
-            return self._arrived.wait_for(lambda: len(self.requests) >= n, timeout=timeout)
+            return self._arrived.wait_for(lambda: self.served >= n, timeout=timeout)
 
     # ---------------------------------------------------------------- serving
 
@@ -146,6 +163,9 @@ class FakeModelServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if self.keep_alive else "HTTP/1.0"
+            disable_nagle_algorithm = self.keep_alive
+
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return None
 
@@ -155,6 +175,8 @@ class FakeModelServer:
                 server._arrive(self.path, dict(self.headers.items()), body)
                 try:
                     server._release.wait(HOLD_TIMEOUT)
+                    if server.delay:
+                        time.sleep(server.delay)
                     status, payload, headers = server._reply(self.path, body)
                 finally:
                     with server._lock:
@@ -168,8 +190,9 @@ class FakeModelServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
+        self._httpd.request_queue_size = 128
         threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         ).start()
@@ -184,11 +207,13 @@ class FakeModelServer:
     def _arrive(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
         with self._arrived:
             with self._lock:
-                self.requests.append(
-                    Recorded(
-                        path=path, headers={k.lower(): v for k, v in headers.items()}, body=body
+                self.served += 1
+                if self.keep_requests:
+                    self.requests.append(
+                        Recorded(
+                            path=path, headers={k.lower(): v for k, v in headers.items()}, body=body
+                        )
                     )
-                )
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self._arrived.notify_all()
@@ -208,7 +233,7 @@ class FakeModelServer:
         return (
             200,
             {
-                "id": f"chatcmpl-{len(self.requests)}",
+                "id": f"chatcmpl-{self.served}",
                 "object": "chat.completion",
                 "created": 0,
                 "model": body.get("model", ""),
@@ -237,3 +262,31 @@ def point_at(project: Project, server: FakeModelServer, **extra: Any) -> Project
     }
     project.save(update_fields=["settings"])
     return project
+
+
+def main() -> None:
+    """Serve in this process until killed: ``--delay`` seconds per reply, keep-alive, bodies
+    not kept, replies from ``--respond module:function`` (default: the fixed answer). Prints
+    the base URL's port on the first line of stdout."""
+    import argparse
+    import importlib
+    import sys
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--delay", type=float, default=0.05)
+    parser.add_argument("--respond", default="")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    server = FakeModelServer(delay=args.delay, keep_alive=True, keep_requests=False, port=args.port)
+    if args.respond:
+        module, _, name = args.respond.partition(":")
+        server.respond = getattr(importlib.import_module(module), name)
+    server.start()
+    print(server.url.rsplit(":", 1)[1].split("/")[0], flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -53,30 +53,6 @@ class ItemCalls:
             self.known[key] = answer
 
 
-class ThreadCalls:
-    """One response cache for a client shared by the worker threads: each thread answers
-    from, and records into, the buffer of the item it is running (``bind``), so one client
-    (one connection pool) serves every item."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def bind(self, calls: ItemCalls) -> None:
-        self._local.calls = calls
-
-    def _calls(self) -> ItemCalls:
-        calls = getattr(self._local, "calls", None)
-        if calls is None:
-            raise RuntimeError("ThreadCalls: no item is bound to this thread")
-        return calls
-
-    def get(self, key: str) -> CachedAnswer | None:
-        return self._calls().get(key)
-
-    def put(self, key: str, answer: CachedAnswer) -> None:
-        self._calls().put(key, answer)
-
-
 class ModelChat:
     """``chat(messages, images=..., tools=...)`` on one endpoint for one item. A model error
     is an ``EvaluationError`` naming the model; in replay mode a call never recorded is a

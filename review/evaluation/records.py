@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,8 +78,17 @@ class ItemTools:
 
 def item_records_load(*, project_id: int, item_id: int) -> tuple[ItemCalls, ItemTools]:
     """The item's recorded model calls and tool records (two queries)."""
-    calls = ItemCalls()
-    for row in EvaluationCall.objects.filter(project_id=project_id, item_id=item_id).values(
+    return items_records_load(project_id=project_id, item_ids=[item_id])[item_id]
+
+
+def items_records_load(
+    *, project_id: int, item_ids: Sequence[int]
+) -> dict[int, tuple[ItemCalls, ItemTools]]:
+    """``{item id: (recorded model calls, tool records)}`` of the items: two queries for all
+    of them (the runner loads a batch of items at a time, not one item a query)."""
+    out = {pk: (ItemCalls(), ItemTools()) for pk in item_ids}
+    for row in EvaluationCall.objects.filter(project_id=project_id, item_id__in=list(out)).values(
+        "item_id",
         "request_key",
         "model",
         "answer",
@@ -88,7 +97,7 @@ def item_records_load(*, project_id: int, item_id: int) -> tuple[ItemCalls, Item
         "completion_tokens",
         "latency_ms",
     ):
-        calls.known[row["request_key"]] = CachedAnswer(
+        out[row["item_id"]][0].known[row["request_key"]] = CachedAnswer(
             text=row["answer"],
             model=row["model"],
             prompt_tokens=row["prompt_tokens"],
@@ -96,9 +105,8 @@ def item_records_load(*, project_id: int, item_id: int) -> tuple[ItemCalls, Item
             latency_ms=row["latency_ms"],
             tool_calls=tuple(row["tool_calls"] or ()),
         )
-    tools = ItemTools()
-    for rec in ToolCallRecord.objects.filter(project_id=project_id, item_id=item_id):
-        tools.known[rec.key] = ToolRecord(
+    for rec in ToolCallRecord.objects.filter(project_id=project_id, item_id__in=list(out)):
+        out[rec.item_id][1].known[rec.key] = ToolRecord(
             item=str(rec.request.get("item", "")),
             name=rec.name,
             arguments=dict(rec.request.get("arguments") or {}),
@@ -107,7 +115,7 @@ def item_records_load(*, project_id: int, item_id: int) -> tuple[ItemCalls, Item
             error=rec.error,
             seconds=rec.seconds,
         )
-    return calls, tools
+    return out
 
 
 def item_records_store(
@@ -120,6 +128,16 @@ def item_records_store(
 ) -> None:
     """Store the item's new model calls and tool records (cached answers are not stored
     again)."""
+    items_records_store(run=run, endpoint=endpoint, items=[(item_id, calls, tools)])
+
+
+def items_records_store(
+    *,
+    run: EvaluationRun,
+    endpoint: str,
+    items: Sequence[tuple[int, ItemCalls, ItemTools]],
+) -> None:
+    """Store the new model calls and tool records of several items: two bulk inserts."""
     rows = [
         EvaluationCall(
             project_id=run.project_id,
@@ -137,6 +155,7 @@ def item_records_store(
             completion_tokens=log.answer.completion_tokens,
             latency_ms=log.answer.latency_ms,
         )
+        for item_id, calls, _ in items
         for log in calls.made
         if not log.cached
     ]
@@ -154,6 +173,7 @@ def item_records_store(
             error=rec.error,
             seconds=rec.seconds,
         )
+        for item_id, _, tools in items
         for key, rec in tools.made.items()
     ]
     if records:

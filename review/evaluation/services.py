@@ -48,14 +48,14 @@ from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
 from benchmark.models import Image, Item, ItemStatus, ItemVersion, Job, JobStatus, Project
 from benchmark.typing import User
 from review import job_names
-from review.evaluation.chat import ItemCalls, ModelChat, ThreadCalls
+from review.evaluation.chat import ItemCalls, ModelChat
 from review.evaluation.models import EvaluationResult, EvaluationRun, ItemChoice
 from review.evaluation.records import (
     ItemTools,
     files_read,
     files_store,
-    item_records_load,
-    item_records_store,
+    items_records_load,
+    items_records_store,
 )
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,9 @@ CHUNK_ITEMS = 500
 PROGRESS_SECONDS = 0.5
 #: Items handed to the worker threads ahead of them, per thread.
 WINDOW_PER_WORKER = 2
+#: Finished items are stored together, in one transaction, once this many wait (or once
+#: PROGRESS_SECONDS have passed since the last store), not one transaction an item.
+STORE_ITEMS = 50
 
 MODES = ("atm", "gen")
 PLAN_FORMATS = ("json", "code")
@@ -335,7 +338,9 @@ def model_config(project: Project, base_url: str = "", model: str = "") -> tuple
         raise ValidationFailed(f"base URL: {url!r} is not an http(s) URL")
     if base is not None and base.base_url.rstrip("/") == url.rstrip("/"):
         return dataclasses.replace(base, model=name), dict(resolved.params if resolved else {})
-    return ModelConfig(base_url=url, model=name), {}
+    # An endpoint given for this run has no configured concurrency limit: the run's workers
+    # are its limit (not the client's default of 4, which would quietly halve 8 workers).
+    return ModelConfig(base_url=url, model=name, concurrency=MAX_WORKERS), {}
 
 
 def tool_providers(project: Project) -> list[Provider]:
@@ -490,18 +495,18 @@ def _evaluate(
     loaded: _Loaded,
     settings: EvalSettings,
     client: ChatClient,
-    cache: ThreadCalls,
     params: Mapping[str, Any],
     calls: ItemCalls,
     tools: ItemTools,
     providers: Sequence[Provider],
     replay: bool,
-) -> tuple[Outcome, int]:
+) -> tuple[Outcome, int, dict[str, str]]:
     """In a worker thread: one item through the protocol. Touches no database. Returns the
-    outcome and the milliseconds it took."""
+    outcome, the milliseconds it took and its files as stored (``{path: sha256}``: written
+    here, by content hash, so the runner's thread does not; the outcome then drops their
+    bytes)."""
     external_id = loaded.item.external_id
     started = time.monotonic()
-    cache.bind(calls)
     try:
         item = EvalItem(id=external_id, record=loaded.record, images=_read_images(loaded.images))
         chat = ModelChat(client, item=external_id, calls=calls, params=params)
@@ -516,7 +521,12 @@ def _evaluate(
         outcome = _outcome_failed(
             external_id, f"unexpected error ({exc.__class__.__name__}: {exc}) on this item"
         )
-    return outcome, int((time.monotonic() - started) * 1000)
+    try:
+        stored = files_store(outcome.files or {})
+    except OSError as exc:
+        outcome, stored = _outcome_failed(external_id, f"its files could not be stored: {exc}"), {}
+    outcome.files = {}
+    return outcome, int((time.monotonic() - started) * 1000), stored
 
 
 def _jsonable(value: Any) -> Any:
@@ -544,6 +554,33 @@ def result_store(
     }
     result, _ = EvaluationResult.objects.update_or_create(run=run, item_id=item_id, defaults=fields)
     return result
+
+
+def results_store(
+    *, run: EvaluationRun, results: Sequence[tuple[int, Outcome, int, Mapping[str, str]]]
+) -> None:
+    """Store (or replace, for items made again) several items' results, each ``(item id,
+    outcome, milliseconds, its files as stored)``: one delete and one bulk insert."""
+    rows = [
+        EvaluationResult(
+            run=run,
+            item_id=item_id,
+            status=outcome.status,
+            output=_jsonable(outcome.output),
+            scores=_jsonable(outcome.scores or {}),
+            files=dict(files),
+            trace=_jsonable(outcome.trace or []),
+            model_calls=outcome.model_calls,
+            tool_calls=outcome.tool_calls,
+            prompt_tokens=outcome.prompt_tokens,
+            completion_tokens=outcome.completion_tokens,
+            latency_ms=ms,
+            error=outcome.error or "",
+        )
+        for item_id, outcome, ms, files in results
+    ]
+    EvaluationResult.objects.filter(run=run, item_id__in=[r.item_id for r in rows]).delete()
+    EvaluationResult.objects.bulk_create(rows)
 
 
 def result_outcome(result: EvaluationResult, *, external_id: str, files: bool = False) -> Outcome:
@@ -728,6 +765,10 @@ def evaluation_judge(
     return figures
 
 
+#: What a worker gives back for an item: its outcome, milliseconds and stored files.
+_Done = tuple[Outcome, int, dict[str, str]]
+
+
 @dataclass
 class _Counts:
     total: int = 0
@@ -753,21 +794,19 @@ class _Runner:
         )
         self.providers = tool_providers(run.project)
         self.scope = f"project:{run.project_id}"
-        self.cache = ThreadCalls()
+        #: One kept connection pool for every item's calls (``execute`` opens and closes it).
+        self.transport = ChatClient(self.config, mode="off", scope=self.scope)
         self.counts = _Counts()
         self.reported = 0.0
         self.started = time.monotonic()
         self.made = 0
+        #: Finished items not stored yet: ((item id, calls, tools), outcome, ms, files).
+        self.pending: list[tuple[tuple[int, ItemCalls, ItemTools], Outcome, int, dict]] = []
+        self.stored_at = time.monotonic()
 
-    def client(self) -> ChatClient:
-        """One client for every item (one connection pool); its cache answers from the
-        item the calling thread runs."""
-        return ChatClient(
-            self.config,
-            cache=self.cache,
-            mode="replay" if self.run.replay else "use",
-            scope=self.scope,
-        ).keep_open()
+    def client(self, calls: ItemCalls) -> ChatClient:
+        """The item's client: its record as the cache, the runner's connection pool."""
+        return self.transport.sharing(cache=calls, mode="replay" if self.run.replay else "use")
 
     def execute(self, ids: Sequence[int]) -> None:
         finished = set(
@@ -782,23 +821,24 @@ class _Runner:
         workers = max(1, min(self.workers, self.config.concurrency))
         window = workers * WINDOW_PER_WORKER
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
-        client = self.client()
-        inflight: dict[Future[tuple[Outcome, int]], tuple[int, ItemCalls, ItemTools]] = {}
+        self.transport.keep_open()
+        inflight: dict[Future[_Done], tuple[int, ItemCalls, ItemTools]] = {}
         try:
             for start in range(0, len(todo), 100):
-                for loaded in _load_items(self.run.project_id, todo[start : start + 100]):
+                batch = _load_items(self.run.project_id, todo[start : start + 100])
+                records = items_records_load(
+                    project_id=self.run.project_id, item_ids=[lo.item.pk for lo in batch]
+                )
+                for loaded in batch:
                     while len(inflight) >= window:
                         self.collect(inflight)
-                    calls, tools = item_records_load(
-                        project_id=self.run.project_id, item_id=loaded.item.pk
-                    )
+                    calls, tools = records.pop(loaded.item.pk)
                     future = pool.submit(
                         _evaluate,
                         protocol=self.protocol,
                         loaded=loaded,
                         settings=self.settings,
-                        client=client,
-                        cache=self.cache,
+                        client=self.client(calls),
                         params=self.params,
                         calls=calls,
                         tools=tools,
@@ -808,46 +848,57 @@ class _Runner:
                     inflight[future] = (loaded.item.pk, calls, tools)
             while inflight:
                 self.collect(inflight)
+            self.flush()
         except BaseException:
             # Cancelled (progress raised) or broken: hand out nothing more, keep what finished.
             pool.shutdown(wait=False, cancel_futures=True)
             for future, todo_item in list(inflight.items()):
                 if future.done() and not future.cancelled() and future.exception() is None:
-                    try:
-                        self.store(todo_item, *future.result())
-                    except Exception:
-                        log.exception("evaluation %s: could not store a result", self.run.pk)
+                    self.pending.append((todo_item, *future.result()))
+            try:
+                self.flush()
+            except Exception:
+                log.exception("evaluation %s: could not store results", self.run.pk)
             raise
-        else:
-            pool.shutdown(wait=True)
         finally:
-            client.close()
+            self.transport.close()
+        pool.shutdown(wait=True)
         self.tick(force=True)
 
-    def collect(
-        self, inflight: dict[Future[tuple[Outcome, int]], tuple[int, ItemCalls, ItemTools]]
-    ) -> None:
+    def collect(self, inflight: dict[Future[_Done], tuple[int, ItemCalls, ItemTools]]) -> None:
         finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
         for future in finished:
-            self.store(inflight.pop(future), *future.result())
+            self.pending.append((inflight.pop(future), *future.result()))
+        if (
+            len(self.pending) >= STORE_ITEMS
+            or time.monotonic() - self.stored_at >= PROGRESS_SECONDS
+        ):
+            self.flush()
         self.tick()
 
-    def store(self, todo: tuple[int, ItemCalls, ItemTools], outcome: Outcome, ms: int) -> None:
-        item_id, calls, tools = todo
+    def flush(self) -> None:
+        """Store the finished items waiting (their new calls, tool records and results) in
+        one transaction, and count them."""
+        self.stored_at = time.monotonic()
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
         with transaction.atomic():
-            item_records_store(
+            items_records_store(
                 run=self.run,
-                item_id=item_id,
                 endpoint=self.config.base_url,
-                calls=calls,
-                tools=tools,
+                items=[todo for todo, *_ in pending],
             )
-            result_store(run=self.run, item_id=item_id, outcome=outcome, latency_ms=ms)
-        self.counts.done += 1
-        self.made += 1
-        self.counts.errors += outcome.status == Status.ERROR
-        self.counts.tool_calls += outcome.tool_calls
-        self.counts.tokens += outcome.prompt_tokens + outcome.completion_tokens
+            results_store(
+                run=self.run,
+                results=[(todo[0], outcome, ms, files) for todo, outcome, ms, files in pending],
+            )
+        for _, outcome, _, _ in pending:
+            self.counts.done += 1
+            self.made += 1
+            self.counts.errors += outcome.status == Status.ERROR
+            self.counts.tool_calls += outcome.tool_calls
+            self.counts.tokens += outcome.prompt_tokens + outcome.completion_tokens
 
     def tick(self, *, force: bool = False) -> None:
         now = time.monotonic()

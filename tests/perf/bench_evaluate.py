@@ -1,214 +1,406 @@
-"""Evaluation speed (issue 24 "Speed"): a model under test over N items (default 400), each
-item one tool call and a final answer (two model calls, one tool call), against a local
-OpenAI-compatible server answering in 50 ms, with 8 workers; then the same run in replay mode
-(every model and tool call answered from the record, no server needed).
+"""Evaluation speed (issue 24 "Tests and speed"): a model under test answering in 50 ms, served
+by ``tests/llm_server.py`` (a threading server in a process of its own, HTTP/1.1 keep-alive,
+its scripted replies in ``_scripted_models.py``), and
 
-    python tests/perf/bench_evaluate.py                    # SQLite in a temporary folder
-    python tests/perf/bench_evaluate.py --items 100 --latency 0.02
+a. an Agentic-MME evaluation of 400 tasks (one generated JPEG each, a crop checkpoint and a
+   golden answer to score against) in Atm mode, the model making 3 to 7 atomic tool calls a
+   task (5 on average, one a round) and then answering, with 8 workers;
+b. the same evaluation again with ``--replay`` and the model server stopped;
+c. a 1,000-item ATP-Bench evaluation (one model call an item), 8 workers.
+
+    python tests/perf/bench_evaluate.py                       # SQLite in a temporary folder
     python tests/perf/bench_evaluate.py --database-url postgres://postgres@127.0.0.1:5432/bw_perf_eval
+    python tests/perf/bench_evaluate.py --tasks 100 --atp-items 200 --runs 1
 
-The protocol is the test suite's (``tests/evaluation_protocol.py``: the query, one ``lookup``
-tool call through the tool layer, the answer), made the ATP-Bench kind's protocol in the child
-processes. The floor is model calls x latency / workers; the targets (issue 24) are a first
-run within 1.3x the floor with peak memory <= 300 MB, and the replay within 30 s. Prints
-figures; asserts nothing about time.
+Each evaluation is timed as a user times it: ``python manage.py evaluate --project ...
+--workers 8`` (``--replay`` for b) run as a process of its own, whose wall time, CPU time
+(user + system) and peak memory (max RSS) are printed. That command runs the same "evaluate"
+job runner the "Evaluate a model" page enqueues (``review.evaluation.services``), so the two
+paths are timed alike; the runner's own time (the job's started_at to finished_at, without
+the process's start and the printing of one JSON line per item) is printed beside.
+
+The floor is the model's time divided by the workers: model calls made x latency / workers.
+Targets (issue 24): a <= 1.3 x floor with peak <= 300 MB; b <= 30 s; c <= 1.2 x floor.
+
+Every round (``--runs``, default 3) starts from a fresh database (a PostgreSQL one named in
+``--database-url`` is dropped and created again) and generates the data again; setup and each
+evaluation run in processes of their own. Printed: each round's figures, then the median of
+each over the rounds, with the machine's load (``os.getloadavg()``) at each evaluation: other
+processes on a shared machine slow wall time, so read CPU time beside it. Asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import io
 import json
 import os
-import resource
+import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _support import fresh_postgres, run_phase
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT = "perf evaluate"
+HERE = Path(__file__).resolve().parent
+MME_PROJECT = "perf evaluate agentic-mme"
+ATP_PROJECT = "perf evaluate atp"
+MODEL = "perf-agent-7b"
+WORKERS_DEFAULT = 8
+
+# --------------------------------------------------------------------------- the model server
 
 
-def serve(latency: float) -> None:
-    """The model under test: a lookup tool call, then the tool's answer as its own."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class ModelServer:
+    """``tests/llm_server.py`` in a child process (so its threads take nothing from the
+    evaluating process's interpreter); started and stopped between phases."""
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
+    def __init__(self, latency: float) -> None:
+        import socket
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            return None
+        self.latency = latency
+        self.process: subprocess.Popen[str] | None = None
+        with socket.socket() as probe:  # one port for every start: the project keeps its URL
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
-        def do_POST(self) -> None:  # noqa: N802
-            length = int(self.headers.get("content-length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            time.sleep(latency)
-            messages = body["messages"]
-            query = messages[0]["content"][0]["text"]
-            if messages[-1]["role"] == "tool":
-                message = {
-                    "role": "assistant",
-                    "content": json.loads(messages[-1]["content"])["meaning"],
-                }
-            else:
-                message = {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {"id": "c1", "type": "function",
-                         "function": {"name": "lookup", "arguments": json.dumps({"q": query})}}
-                    ],
-                }  # fmt: skip
-            data = json.dumps(
-                {
-                    "id": "x", "object": "chat.completion", "created": 0,
-                    "model": body.get("model", ""),
-                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320},
-                }
-            ).encode()  # fmt: skip
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def start(self) -> str:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "llm_server.py"),
+                "--delay",
+                str(self.latency),
+                "--respond",
+                "_scripted_models:reply",
+                "--port",
+                str(self.port),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(HERE)},
+        )
+        assert self.process.stdout is not None
+        if not self.process.stdout.readline().strip():
+            raise SystemExit("the model server did not start")
+        return self.base_url
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.request_queue_size = 128
-    print(server.server_address[1], flush=True)
-    server.serve_forever(poll_interval=0.1)
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait()
+            self.process = None
 
 
-def _install() -> None:
-    from benchmark import kinds
-
-    kinds.KINDS[:] = [
-        dataclasses.replace(k, evaluation="tests.evaluation_protocol.PROTOCOL")
-        if k.name == "atp"
-        else k
-        for k in kinds.KINDS
-    ]
+# --------------------------------------------------------------------------- data
 
 
-def child(args: argparse.Namespace) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
-    sys.path.insert(0, str(ROOT))
-    import django
+def _jpeg(rng: random.Random, n: int, size: tuple[int, int] = (640, 480)) -> bytes:
+    """A distinct photo-like JPEG: a gradient, shapes, a sign with a code, mild noise."""
+    from PIL import Image, ImageDraw, ImageFilter
 
-    django.setup()
+    w, h = size
+    top = (rng.randrange(40, 200), rng.randrange(40, 200), rng.randrange(40, 200))
+    image = Image.linear_gradient("L").resize((w, h)).convert("RGB")
+    image = Image.blend(image, Image.new("RGB", (w, h), top), 0.6)
+    draw = ImageDraw.Draw(image)
+    for _ in range(12):
+        x, y = rng.randrange(w), rng.randrange(h)
+        colour = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
+        draw.rectangle([x, y, x + rng.randrange(20, 160), y + rng.randrange(20, 120)], fill=colour)
+    draw.rectangle([400, 160, 560, 260], fill=(250, 250, 250), outline=(0, 0, 0))
+    draw.text((420, 200), f"CODE-{n}", fill=(0, 0, 0))
+    image = image.filter(ImageFilter.GaussianBlur(0.6))
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=85)
+    return out.getvalue()
+
+
+def mme_folder(root: Path, tasks: int) -> Path:
+    """``tasks`` Agentic-MME records in the released layout (json/, images/)."""
+    rng = random.Random(24)
+    (root / "json").mkdir(parents=True)
+    (root / "images").mkdir()
+    for k in range(tasks):
+        name = f"images/perf_{k:04d}.jpg"
+        (root / name).write_bytes(_jpeg(rng, k))
+        record = {
+            "task_id": f"perf{k:04d}",
+            "meta": {"level": 1 + k % 3, "domain": "Life", "turncase": "single_turn"},
+            "input": {
+                "prompt": f"Task {k}: what code is written on the white sign? Answer with it.",
+                "image": name,
+            },
+            "golden_answer": {"value": f"CODE-{k}", "match_type": "contains"},
+            "process_evaluation": {
+                "checkpoints": [
+                    {
+                        "id": "C1",
+                        "axis": "V",
+                        "description": "Crop the white sign so its code is legible.",
+                        "tools": ["crop"],
+                        "code_check": {
+                            "verifier": "verify_crop_ast",
+                            "image_index": 0,
+                            "bbox_2d": [625, 333, 875, 542],
+                        },
+                    },
+                    {
+                        "id": "C2",
+                        "axis": "V",
+                        "description": "Report the code read from the sign.",
+                        "tools": [],
+                        "answer_check": {"match_type": "contains", "target": f"CODE-{k}"},
+                    },
+                ],
+                "ordering_constraints": [{"id": "O1", "sequence": ["C1", "C2"], "max_gap": 8}],
+                "efficiency": {
+                    "reference_tool_calls": 1,
+                    "penalty_per_extra_call": 0.1,
+                    "max_tool_calls": 8,
+                },
+            },
+        }
+        (root / "json" / f"perf{k:04d}.json").write_text(json.dumps(record), encoding="utf-8")
+    return root
+
+
+def atp_folder(root: Path, items: int) -> Path:
+    """``items`` ATP-Bench records (data.jsonl, images/): the demo's records again under new
+    ids, each with a distinct first document image."""
+    rng = random.Random(10)
+    demo = ROOT / "review" / "demo" / "atp"
+    records = [json.loads(line) for line in (demo / "data.jsonl").read_text().splitlines()]
+    (root / "images").mkdir(parents=True)
+    for path in (demo / "images").iterdir():
+        (root / "images" / path.name).write_bytes(path.read_bytes())
+    with (root / "data.jsonl").open("w", encoding="utf-8") as out:
+        for n in range(items):
+            record = json.loads(json.dumps(records[n % len(records)]))
+            record["trace_id"] = f"perf_atp_{n:05d}"
+            own = f"images/perf_atp_{n:05d}.jpg"
+            (root / own).write_bytes(_jpeg(rng, n, (480, 360)))
+            old = record["images"][0] if record.get("images") else None
+            record["images"] = [own, *record.get("images", [])[1:]]
+            for doc in record.get("doc") or []:
+                doc["images"] = [own if i == old else i for i in doc.get("images") or []]
+            out.write(json.dumps(record) + "\n")
+    return root
+
+
+# --------------------------------------------------------------------------- phases (children)
+
+
+def _project(name: str, kind_name: str, base_url: str, workers: int) -> Any:
+    from benchmark.builtin import taxonomies_ensure, toolsets_ensure
+    from benchmark.kinds import kind_named
+    from benchmark.models import Membership, Project, Role
+    from benchmark.typing import User
+
+    kind = kind_named(kind_name)
+    toolsets, taxonomies = toolsets_ensure(), taxonomies_ensure()
+    project = Project.objects.create(
+        name=name,
+        kind=kind.project_kind,
+        tag_syntax=kind.tag_syntax,
+        data_format=kind.name,
+        toolset=toolsets[kind.toolset] if kind.toolset else None,
+        taxonomy=taxonomies[kind.taxonomy] if kind.taxonomy else None,
+        settings={"model": {"base_url": base_url, "model": MODEL, "concurrency": workers}},
+    )
+    reviewer, _ = User.objects.get_or_create(username="perf-reviewer")
+    Membership.objects.create(project=project, user=reviewer, role=Role.REVIEWER)
+    return project
+
+
+def phase_setup(args: argparse.Namespace) -> dict[str, Any]:
     from django.core.management import call_command
 
-    from benchmark.models import Item, Project, Toolset
+    from benchmark.datasets.services import dataset_import
+    from benchmark.models import Item, ItemStatus
 
-    _install()
-    if args.child == "setup":
-        call_command("migrate", verbosity=0)
-        toolset, _ = Toolset.objects.get_or_create(name="atp")
-        project = Project.objects.create(
-            toolset=toolset, name=PROJECT, kind="interleaved", tag_syntax="atp",
-            data_format="atp",
-            settings={"model": {"base_url": args.base_url, "model": "perf-model",
-                                "concurrency": args.workers}},
-        )  # fmt: skip
-        Item.objects.bulk_create(
-            Item(
-                project=project, external_id=f"q{i:05d}", position=i, query=f"apple {i}",
-                status="verified", raw=json.dumps({"query": f"apple {i}", "answer": "unknown"}),
-            )
-            for i in range(args.items)
-        )  # fmt: skip
-        print(json.dumps({"items": args.items}))
-        return
+    call_command("migrate", verbosity=0)
+    made: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, kind, folder in (
+            (MME_PROJECT, "agentic-mme", mme_folder(Path(tmp) / "mme", args.tasks)),
+            (ATP_PROJECT, "atp", atp_folder(Path(tmp) / "atp", args.atp_items)),
+        ):
+            project = _project(name, kind, args.base_url, args.workers)
+            dataset_import(project=project, path=folder)
+            made[kind] = Item.objects.filter(project=project).update(status=ItemStatus.VERIFIED)
+    return made
 
-    from review.evaluation import services
 
-    project = Project.objects.get(name=PROJECT)
-    start = time.perf_counter()
-    run, jobs = services.evaluation_run_create(
-        project=project, user=None, workers=args.workers, replay=args.child == "replay"
+def phase_evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``manage.py evaluate`` as a process of its own and time it; then read the run's
+    figures from the database."""
+    from benchmark.models import Job
+    from review.evaluation.models import EvaluationCall, EvaluationResult, EvaluationRun
+
+    project = MME_PROJECT if args.child in ("mme", "replay") else ATP_PROJECT
+    command = [
+        sys.executable,
+        str(ROOT / "manage.py"),
+        "evaluate",
+        "--project",
+        project,
+        "--workers",
+        str(args.workers),
+    ]
+    if args.child == "replay":
+        command.append("--replay")
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
-    run = services.evaluation_run_execute(run=run, jobs=jobs)
-    seconds = time.perf_counter() - start
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    failed = services.job_failed_messages(jobs)
-    if failed:
-        raise SystemExit(f"the evaluation failed: {failed[0]}")
-    print(
-        json.dumps(
-            {
-                "seconds": round(seconds, 2),
-                "peak_mb": round(usage.ru_maxrss / 1024, 1),
-                "cpu": round(usage.ru_utime + usage.ru_stime, 1),
-                "accuracy": run.summary.get("accuracy"),
-                "results": run.results.count(),
-            }
-        )
+    assert process.stderr is not None
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"manage.py evaluate failed:\n{stderr[-3000:]}")
+    run = EvaluationRun.objects.filter(project__name=project).order_by("-pk").first()
+    assert run is not None
+    jobs = list(Job.objects.filter(pk__in=run.job_ids))
+    job_seconds = (
+        max(j.finished_at for j in jobs) - min(j.started_at for j in jobs)
+    ).total_seconds()
+    results = EvaluationResult.objects.filter(run=run)
+    model_calls = sum(results.values_list("model_calls", flat=True))
+    made = EvaluationCall.objects.filter(run=run).count()
+    summary = run.summary or {}
+    return {
+        "seconds": round(seconds, 2),
+        "job_seconds": round(job_seconds, 2),
+        "cpu": round(usage.ru_utime + usage.ru_stime, 1),
+        "peak_mb": round(usage.ru_maxrss / 1024, 1),
+        "items": results.count(),
+        "errors": results.filter(status="error").count(),
+        "model_calls": model_calls,
+        "calls_made": made,
+        "tool_calls": sum(results.values_list("tool_calls", flat=True)),
+        "figure": summary.get("acc") if args.child != "atp" else summary.get("format_valid"),
+        "load": round(load, 2),
+    }
+
+
+PHASES = {
+    "setup": phase_setup,
+    "mme": phase_evaluate,
+    "replay": phase_evaluate,
+    "atp": phase_evaluate,
+}
+
+
+# --------------------------------------------------------------------------- the parent
+
+
+def line(label: str, r: dict[str, Any], floor: float | None, latency: float) -> str:
+    text = (
+        f"  {label:9s} {r['seconds']:7.2f} s (runner {r['job_seconds']:6.2f} s)  "
+        f"cpu {r['cpu']:6.1f} s  peak {r['peak_mb']:6.1f} MB  "
+        f"{r['items']} items, {r['errors']} errors, {r['model_calls']} model calls "
+        f"({r['calls_made']} made), {r['tool_calls']} tool calls"
     )
+    if floor:
+        text += f"  floor {floor:6.2f} s  ratio {r['seconds'] / floor:4.2f}x"
+        text += f" (runner {r['job_seconds'] / floor:4.2f}x)"
+    if r.get("figure") is not None:
+        text += f"  figure {r['figure']:.1f}"
+    return text + f"  load {r['load']:.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--items", type=int, default=400)
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--latency", type=float, default=0.05, help="server seconds per answer")
+    parser.add_argument("--tasks", type=int, default=400, help="Agentic-MME tasks")
+    parser.add_argument("--atp-items", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=WORKERS_DEFAULT)
+    parser.add_argument("--latency", type=float, default=0.05, help="server seconds per reply")
+    parser.add_argument("--runs", type=int, default=3, help="rounds; medians are printed")
     parser.add_argument("--database-url", default="", help="PostgreSQL (default: SQLite)")
-    parser.add_argument("--child", choices=["setup", "run", "replay"])
-    parser.add_argument("--serve", action="store_true")
+    parser.add_argument("--child", choices=sorted(PHASES))
     parser.add_argument("--base-url", default="")
     args = parser.parse_args()
-    if args.serve:
-        serve(args.latency)
-        return
     if args.child:
-        child(args)
+        from _support import child_phase
+
+        child_phase(PHASES, args, args.child)
         return
-    server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", "--latency", str(args.latency)],
-        stdout=subprocess.PIPE,
-        text=True,
+    server = ModelServer(args.latency)
+    rounds: dict[str, list[dict[str, Any]]] = {"mme": [], "replay": [], "atp": []}
+    floors: dict[str, list[float]] = {"mme": [], "atp": []}
+    where = "postgresql" if args.database_url else "sqlite"
+    print(
+        f"{where}: Agentic-MME {args.tasks} tasks, ATP-Bench {args.atp_items} items, "
+        f"{args.workers} workers, model latency {args.latency * 1000:.0f} ms, {args.runs} round(s)"
     )
     try:
-        assert server.stdout is not None
-        base_url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"
-        with tempfile.TemporaryDirectory() as tmp:
-            if args.database_url:
-                fresh_postgres(args.database_url)
-                db, where = args.database_url, "postgresql"
-            else:
-                db, where = f"sqlite:///{Path(tmp) / 'evaluate.sqlite3'}", "sqlite"
-            env = {
-                "DATABASE_URL": db,
-                "MEDIA_ROOT": str(Path(tmp) / "media"),
-                "DEBUG": "false",
-                "SECRET_KEY": "perf-" + "x9" * 30,
-                "ALLOWED_HOSTS": "localhost",
-                "EVALUATION_TOOL_PROVIDERS": "tests.evaluation_protocol.lookup_provider",
+        for n in range(1, args.runs + 1):
+            with tempfile.TemporaryDirectory() as tmp:
+                if args.database_url:
+                    fresh_postgres(args.database_url)
+                    db = args.database_url
+                else:
+                    db = f"sqlite:///{Path(tmp) / 'evaluate.sqlite3'}"
+                env = {
+                    "DATABASE_URL": db,
+                    "MEDIA_ROOT": str(Path(tmp) / "media"),
+                    "DEBUG": "false",  # as a worker runs: no query log
+                    "SECRET_KEY": "perf-" + "x9" * 30,
+                    "ALLOWED_HOSTS": "localhost",
+                }
+                base_url = server.start()
+                argv = [
+                    "--base-url", base_url, "--tasks", str(args.tasks),
+                    "--atp-items", str(args.atp_items), "--workers", str(args.workers),
+                ]  # fmt: skip
+                made = run_phase(__file__, "setup", argv, env)
+                print(f"round {n}: {made['agentic-mme']} tasks, {made['atp']} ATP-Bench items")
+                for phase in ("mme", "replay", "atp"):
+                    if phase == "replay":
+                        server.stop()
+                    elif server.process is None:
+                        server.start()
+                    r = run_phase(__file__, phase, argv, env)
+                    rounds[phase].append(r)
+                    floor = None
+                    if phase != "replay":
+                        floor = r["calls_made"] * args.latency / args.workers
+                        floors[phase].append(floor)
+                    print(line(phase, r, floor, args.latency))
+                server.stop()
+        print(f"medians of {args.runs} round(s):")
+        for phase, label, target in (
+            ("mme", "a. Agentic-MME", "<= 1.3x floor, peak <= 300 MB"),
+            ("replay", "b. replay", "<= 30 s"),
+            ("atp", "c. ATP-Bench", "<= 1.2x floor"),
+        ):
+            rs = rounds[phase]
+            med = {
+                k: statistics.median(r[k] for r in rs)
+                for k in ("seconds", "job_seconds", "cpu", "peak_mb")
             }
-            argv = ["--base-url", base_url, "--items", str(args.items),
-                    "--workers", str(args.workers)]  # fmt: skip
-            run_phase(__file__, "setup", argv, env)
-            floor = 2 * args.items * args.latency / args.workers
-            print(
-                f"{where}: {args.items} items x (2 model calls + 1 tool call), {args.workers} "
-                f"workers, server latency {args.latency * 1000:.0f} ms; floor {floor:.1f} s"
+            text = (
+                f"  {label:15s} {med['seconds']:7.2f} s (runner {med['job_seconds']:6.2f} s)  "
+                f"cpu {med['cpu']:6.1f} s  peak {med['peak_mb']:6.1f} MB"
             )
-            for phase in ("run", "replay"):
-                r = run_phase(__file__, phase, argv, env)
-                print(
-                    f"  {phase:7s} {r['seconds']:7.2f} s ({r['seconds'] / floor:.2f}x the floor)  "
-                    f"peak {r['peak_mb']:6.1f} MB  cpu {r['cpu']:.1f} s  "
-                    f"{r['results']} results, accuracy {r['accuracy']}"
-                )
-            print(f"  load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
+            if phase in floors:
+                floor = statistics.median(floors[phase])
+                text += f"  floor {floor:6.2f} s  ratio {med['seconds'] / floor:4.2f}x"
+                text += f" (runner {med['job_seconds'] / floor:4.2f}x)"
+            print(f"{text}   target {target}")
+        print(f"  load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
     finally:
-        server.terminate()
-        server.wait()
+        server.stop()
 
 
 if __name__ == "__main__":
