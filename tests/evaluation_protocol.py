@@ -39,6 +39,7 @@ LOOKUP = {
 
 class ExactMatch:
     settings = ("max_rounds", "max_tool_calls")
+    solved = "correct"
     columns = (
         Column("accuracy", "Accuracy"),
         Column("tool_calls", "Tool calls per item", percent=False),

@@ -298,6 +298,11 @@ PATHS: list[tuple[str, str, str]] = [
         "/projects/3/evaluation/leaderboard/",
         "review:leaderboard",
     ),
+    (
+        "/projects/3/evaluation/pilot/",
+        "/projects/3/evaluation/pilot/",
+        "review:evaluation_pilot",
+    ),
     ("/evaluation/runs/7/", "/evaluation/runs/7/", "review:evaluation_run"),
     ("/evaluation/runs/7/resume/", "/evaluation/runs/7/resume/", "review:evaluation_run_resume"),
     ("/evaluation/runs/7/cancel/", "/evaluation/runs/7/cancel/", "review:evaluation_run_cancel"),

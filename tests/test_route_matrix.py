@@ -1468,6 +1468,16 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "review:leaderboard": (
         Case("leaderboard", lambda w: {"project_id": w.project.pk}, "evaluate"),
     ),
+    "review:evaluation_pilot": (
+        Case("pilot review lists", lambda w: {"project_id": w.project.pk}, "evaluate"),
+        Case(
+            "pilot review lists, propose discarding without a reason (the form again)",
+            lambda w: {"project_id": w.project.pk},
+            "evaluate",
+            method="post",
+            data=lambda w: {"action": "discard", "ids": [w.item.pk]},
+        ),
+    ),
     "review:evaluation_run": (Case("evaluation run", lambda w: {"pk": w.eval_run.pk}, "evaluate"),),
     "review:evaluation_run_resume": (
         Case(

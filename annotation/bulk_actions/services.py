@@ -7,6 +7,7 @@ The actions (``BULK_ACTIONS``):
   changed since the user saw it (``seen``) is skipped and reported, not changed.
 * ``discard``: discard with a reason (reviewers and admins, the same path as ``status``);
   an annotator proposes discarding instead (``annotation.discarding``), a reviewer decides.
+  With ``propose`` anyone makes proposals (the evaluation's pilot lists do).
 * ``task``: add the items to the item set of a judgment task that takes only listed items
   (``JudgmentTask.items_listed``, :class:`~annotation.judgment_tasks.models.TaskItem`).
 * ``requeue``: return the items to a task's pool. Precisely: their open leases for the task
@@ -117,7 +118,8 @@ def _check(*, project: Project, user: User, action: str, params: dict[str, Any])
         reason = (params.get("reason") or "").strip()
         if not reason:
             raise ValidationFailed("reason: say why the items are discarded")
-        return {"reason": reason}
+        # ``propose``: make discard proposals even for a reviewer (a reviewer decides later).
+        return {"reason": reason, "propose": bool(params.get("propose"))}
     if not can(user=user, project=project, action="set_status"):
         raise Forbidden(
             f"{BULK_ACTIONS[action].lower()}: only reviewers and admins may; an annotator may "
@@ -319,8 +321,9 @@ def _discard(
     seen: dict[int, str],
     progress: Progress,
     reason: str,
+    propose: bool = False,
 ) -> BulkResult:
-    if can(user=user, project=project, action="set_status"):
+    if not propose and can(user=user, project=project, action="set_status"):
         return _set_status(
             project=project,
             user=user,

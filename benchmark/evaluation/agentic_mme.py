@@ -567,6 +567,8 @@ class AgenticMmeProtocol:
     Gen-mode programs (the sandbox by default); ``now`` stamps events (tests fix it)."""
 
     settings: tuple[str, ...] = ("mode", "max_rounds", "max_tool_calls")
+    #: Solved: Acc, the final answer is correct (a true/false score).
+    solved: str = "acc"
     columns: tuple[Column, ...] = field(default_factory=_columns)
     runner: Runner = default_runner
     now: Callable[[], str] = _utc_now

@@ -261,6 +261,9 @@ class AtpProtocol:
     """ATP-Bench's protocol for a model under test (see the module docstring)."""
 
     settings: tuple[str, ...] = ("shots",)
+    #: Solved: the item's tool-set F1 is 100 % (the answer calls exactly the tools the verified
+    #: answer calls; ATP-Bench scores tool use, not the answer's prose).
+    solved: str = "f1"
     columns: tuple[Column, ...] = (
         Column("precision", "Tool-set precision"),
         Column("recall", "Tool-set recall"),

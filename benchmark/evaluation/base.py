@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -308,6 +309,10 @@ class EvalProtocol(Protocol):
     settings: tuple[str, ...]
     #: The leaderboard's columns, in the layout of the paper's main table.
     columns: tuple[Column, ...]
+    #: The per-item score key (of ``Outcome.scores``) that says whether the model solved the
+    #: item: solved when that score is at its maximum (see :func:`solved`); "" when the
+    #: protocol has no such notion.
+    solved: str
 
     def run_item(
         self,
@@ -329,3 +334,36 @@ class EvalProtocol(Protocol):
     def write_outputs(self, outcomes: list[Outcome], out_dir: str, *, model: str) -> list[str]:
         """Write the outputs in the benchmark's own result format; the paths written."""
         ...
+
+
+# --------------------------------------------------------------------------- solved items
+
+#: How far below its maximum a score may be and still count as at it (float rounding).
+SOLVED_TOLERANCE = 1e-6
+
+
+def solved_maximum(protocol: EvalProtocol) -> float:
+    """The maximum of the protocol's ``solved`` score: 100.0 when the leaderboard column of
+    that key is a share given in percent (0-100), else 1.0 (a 0-1 score, or a key no column
+    names)."""
+    for column in protocol.columns:
+        if column.key == protocol.solved:
+            return 100.0 if column.percent else 1.0
+    return 1.0
+
+
+def solved(scores: Mapping[str, Any] | None, protocol: EvalProtocol) -> bool | None:
+    """Whether one item's scores say the model solved it: its ``protocol.solved`` score is at
+    its maximum (:func:`solved_maximum`: 100 on a percent scale, 1 on a 0-1 scale, within
+    :data:`SOLVED_TOLERANCE`); a true/false score is itself the answer. None when the item
+    is unscored: no such key, the score missing, None or not a finite number (an item
+    without ground truth, a run that failed)."""
+    key = getattr(protocol, "solved", "")
+    if not key or not isinstance(scores, Mapping):
+        return None
+    value = scores.get(key)
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value >= solved_maximum(protocol) - SOLVED_TOLERANCE

@@ -221,6 +221,9 @@ class LlmiProtocol:
     """LLM-I's protocol for a model under test (see the module docstring)."""
 
     settings: tuple[str, ...] = ()
+    #: Solved: R_rule = 1 (the answer has the image count the item asks for); items with no
+    #: image-number constraint have no R_rule and are unscored.
+    solved: str = "r_rule"
     columns: tuple[Column, ...] = (
         Column("tool_acc", "Tool Acc", pooled=("n_tags_passed", "n_tags")),
         Column("image_num", "Image num"),

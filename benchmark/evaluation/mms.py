@@ -573,6 +573,8 @@ class MmsProtocol:
     """The m&m's planner (see the module docstring)."""
 
     settings: tuple[str, ...] = ("strategy", "plan_format", "feedback", "max_rounds")
+    #: Solved: plan accuracy 100 % (the predicted tool sequence equals the gold plan's).
+    solved: str = "plan_accuracy"
     columns: tuple[Column, ...] = (
         Column("tool_f1", "Tool-F1"),
         Column("argname_f1", "Argname-F1"),

@@ -1,5 +1,6 @@
 """The "Evaluate a model" form: the endpoint and model, the items, the settings the
-project's protocol takes (its ``settings`` tuple decides which fields there are), workers."""
+project's protocol takes (its ``settings`` tuple decides which fields there are), workers;
+and the pilot lists' actions (the item list's bulk actions on the checked items)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from django import forms
 
+from annotation.bulk_actions.forms import BulkActionForm
 from review.evaluation import services
 
 SETTING_FIELDS = ("mode", "plan_format", "strategy", "feedback", "shots", "max_rounds",
@@ -81,3 +83,28 @@ class EvaluationForm(forms.Form):
 
     def protocol_settings(self) -> dict[str, Any]:
         return {name: self.cleaned_data[name] for name in SETTING_FIELDS if name in self.fields}
+
+
+class PilotActionForm(BulkActionForm):
+    """The pilot lists' two actions on the checked items, through the item list's bulk
+    actions: "Add to task" (a judgment task of the project that lists its items) and "Propose
+    discarding" (a reason required; a proposal a reviewer decides, even when a reviewer
+    makes it). The checkboxes are ``ids`` as on the item list."""
+
+    ACTIONS = {"task": "Add to task", "discard": "Propose discarding"}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "pilot_%s")
+        super().__init__(*args, **kwargs)
+        action = self.fields["action"]
+        assert isinstance(action, forms.ChoiceField)
+        action.choices = list(self.ACTIONS.items())
+        self.fields["reason"].widget.attrs["placeholder"] = "Reason (propose discarding)"
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["scope"] = "selected"  # only items checked on the lists
+        return data
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "propose": self.cleaned_data.get("action") == "discard"}

@@ -1,20 +1,27 @@
 """Reads of evaluation runs, scoped to the user's projects (another project's run answers
 404): a project's runs, a run with its progress, its results a page at a time, one result
 with its trace, and the leaderboard (the latest finished run of each model, in the layout of
-the protocol's columns, with bootstrap intervals and whether items changed since)."""
+the protocol's columns, with bootstrap intervals and whether items changed since), and the
+pilot's review lists over the leaderboard's runs (items models got wrong that people solved,
+items every model solved)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Subquery, Sum
+from django.db.models.fields.json import KeyTransform
 from django.shortcuts import get_object_or_404
 
+from annotation.judgment_tasks import solving
+from annotation.judgment_tasks.consensus import Verdict
+from annotation.judgment_tasks.models import JudgmentTask, Outcome
 from benchmark import selectors as project_selectors
-from benchmark.evaluation.base import Column, EvalProtocol, Status
+from benchmark.evaluation.base import Column, EvalProtocol, Status, solved, solved_maximum
 from benchmark.exceptions import DomainError
-from benchmark.models import Job, Project
+from benchmark.models import ItemStatus, Job, Project
 from benchmark.typing import AnyUser
 from review.evaluation import services
 from review.evaluation.models import EvaluationResult, EvaluationRun
@@ -291,6 +298,20 @@ def judge_figures(
     return tuple(groups), cells
 
 
+def latest_runs(*, user: AnyUser, project: Project) -> dict[str, EvaluationRun]:
+    """The leaderboard's runs: the latest finished run of each model, by model (one query
+    after the project's lookup)."""
+    runs = (
+        evaluation_runs_of(user=user, project=project)
+        .filter(finished_at__isnull=False)
+        .order_by("model", "-finished_at", "-id")
+    )
+    latest: dict[str, EvaluationRun] = {}
+    for run in runs:
+        latest.setdefault(run.model, run)
+    return latest
+
+
 def leaderboard(*, user: AnyUser, project: Project) -> Leaderboard:
     """One row per evaluated model: its latest finished run, the figures of the protocol's
     columns with their intervals, and how many of the run's items changed since (their
@@ -299,14 +320,7 @@ def leaderboard(*, user: AnyUser, project: Project) -> Leaderboard:
     protocol, reason = protocol_or_none(project)
     if protocol is None:
         return Leaderboard(columns=(), rows=[], reason=reason)
-    runs = list(
-        evaluation_runs_of(user=user, project=project)
-        .filter(finished_at__isnull=False)
-        .order_by("model", "-finished_at", "-id")
-    )
-    latest: dict[str, EvaluationRun] = {}
-    for run in runs:
-        latest.setdefault(run.model, run)
+    latest = latest_runs(user=user, project=project)
     ids = {int(pk) for run in latest.values() for pk in (run.item_versions or {})}
     now = services.item_versions(ids)
     judges, judged = judge_figures(project, set(latest))
@@ -328,3 +342,130 @@ def run_has_file(*, run: EvaluationRun, sha256: str) -> bool:
         if sha256 in (files or {}).values():
             return True
     return False
+
+
+# =========================================================================== pilot lists
+
+#: At most this many items of each pilot list are shown (the count says how many there are).
+PILOT_SHOWN = 500
+
+
+@dataclass(frozen=True)
+class PilotResult:
+    """One model's result on an item: the model and the run it is from."""
+
+    model: str
+    run: int
+
+
+@dataclass(frozen=True)
+class PilotItem:
+    """An item of a pilot list: its row of the item table (``pk``, ``external_id``,
+    ``status``, ``status_label``, ``query_shown``, ...), the models' results that put it on
+    the list (those that got it wrong, or every model's), and how people solved it."""
+
+    item: dict[str, Any]
+    results: tuple[PilotResult, ...]
+    people: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PilotLists:
+    """The pilot's review lists over the leaderboard's runs (the latest finished run of each
+    model): ``wrong`` the items some model got wrong that people solved, ``easy`` the items
+    every evaluated model solved. ``key`` and ``maximum``: the score that says "solved" and
+    the value it must reach; ``solve_tasks``: the blind-solving tasks whose accepted outcome
+    counts as people solving an item."""
+
+    models: tuple[PilotResult, ...]
+    wrong: list[PilotItem]
+    easy: list[PilotItem]
+    wrong_total: int
+    easy_total: int
+    key: str = ""
+    maximum: float = 1.0
+    solve_tasks: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def pilot_lists(*, user: AnyUser, project: Project, shown: int = PILOT_SHOWN) -> PilotLists:
+    """The pilot's two review lists (see :class:`PilotLists`). People solved an item when it
+    is verified, or its outcome in a blind-solving task of the project
+    (``annotation.judgment_tasks.solving.is_solve_task``) is accepted. Discarded items are on
+    neither list; an item a model has no score for (no ground truth, a failed run) counts
+    neither way for that model, and an item is "solved by every model" only when each
+    evaluated model solved it. A fixed number of queries whatever the number of runs and
+    items (the solved score is read out of the results' JSON by the database)."""
+    protocol, reason = protocol_or_none(project)
+    empty = PilotLists(models=(), wrong=[], easy=[], wrong_total=0, easy_total=0)
+    if protocol is None:
+        return dataclasses.replace(empty, reason=reason)
+    key = getattr(protocol, "solved", "")
+    if not key:
+        return dataclasses.replace(
+            empty,
+            reason=f"{project.benchmark.label}'s protocol does not say when an item is solved",
+        )
+    latest = latest_runs(user=user, project=project)
+    models = tuple(PilotResult(model=run.model, run=run.pk) for run in latest.values())
+    base = dataclasses.replace(empty, models=models, key=key, maximum=solved_maximum(protocol))
+    if not models:
+        return base
+    by_run = {m.run: m for m in models}
+    results = EvaluationResult.objects.filter(run_id__in=list(by_run))
+    outcomes: dict[int, dict[int, bool]] = {}  # item -> run -> solved
+    for run_id, item_id, score in results.annotate(score=KeyTransform(key, "scores")).values_list(
+        "run_id", "item_id", "score"
+    ):
+        verdict = solved({key: score}, protocol)
+        if verdict is not None:
+            outcomes.setdefault(item_id, {})[run_id] = verdict
+    evaluated = results.values("item_id")
+    tasks = [t for t in JudgmentTask.objects.filter(project=project) if solving.is_solve_task(t)]
+    accepted: dict[int, list[str]] = {}
+    if tasks:
+        names = {t.pk: t.name for t in tasks}
+        rows = Outcome.objects.filter(
+            task_id__in=list(names),
+            unit="",
+            verdict=Verdict.ACCEPTED,
+            item_id__in=Subquery(evaluated),
+        ).values_list("item_id", "task_id")
+        for item_id, task_id in rows:
+            accepted.setdefault(item_id, []).append(names[task_id])
+    items = (
+        project_selectors.item_table_rows(user=user, project=project)
+        .filter(pk__in=Subquery(evaluated))
+        .exclude(status=ItemStatus.DISCARDED)
+    )
+    wrong: list[PilotItem] = []
+    easy: list[PilotItem] = []
+    wrong_total = easy_total = 0
+    for row in items:
+        verdicts = outcomes.get(row["pk"], {})
+        if not verdicts:
+            continue
+        failed = tuple(by_run[run] for run, ok in verdicts.items() if not ok)
+        people = (("verified",) if row["status"] == ItemStatus.VERIFIED else ()) + tuple(
+            f"accepted in {name!r}" for name in sorted(accepted.get(row["pk"], []))
+        )
+        if failed and people:
+            wrong_total += 1
+            if len(wrong) < shown:
+                wrong.append(PilotItem(item=row, results=_by_model(failed), people=people))
+        elif len(verdicts) == len(models) and all(verdicts.values()):
+            easy_total += 1
+            if len(easy) < shown:
+                easy.append(PilotItem(item=row, results=models))
+    return dataclasses.replace(
+        base,
+        wrong=wrong,
+        easy=easy,
+        wrong_total=wrong_total,
+        easy_total=easy_total,
+        solve_tasks=tuple(sorted(t.name for t in tasks)),
+    )
+
+
+def _by_model(results: tuple[PilotResult, ...]) -> tuple[PilotResult, ...]:
+    return tuple(sorted(results, key=lambda r: r.model))

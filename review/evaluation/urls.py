@@ -7,6 +7,7 @@ from review.evaluation import views
 project_urlpatterns = [
     path("", views.evaluation_page, name="evaluation"),
     path("leaderboard/", views.leaderboard, name="leaderboard"),
+    path("pilot/", views.evaluation_pilot, name="evaluation_pilot"),
 ]
 
 urlpatterns = [

@@ -1,8 +1,9 @@
 """Evaluating models in the browser: "Evaluate a model" on a project (start a run; the
 project's runs), a run's page (its one progress figure over its jobs, polled, Cancel and
 Resume; its figures; its results a page at a time), one result (output, scores, the trace
-step by step with its images and tool calls, a link to the item), the files a run stored, and
-the project's Leaderboard. Reviewers and admins (the ``evaluate`` action)."""
+step by step with its images and tool calls, a link to the item), the files a run stored, the
+project's Leaderboard and the pilot's review lists. Reviewers and admins (the ``evaluate``
+action)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import mimetypes
 import re
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -17,6 +19,8 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.bulk_actions import selectors as bulk_selectors
+from annotation.bulk_actions import services as bulk_services
 from benchmark import permissions
 from benchmark.exceptions import DomainError
 from benchmark.llm import services as llm_services
@@ -25,7 +29,7 @@ from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
 from review.evaluation import selectors, services
-from review.evaluation.forms import EvaluationForm
+from review.evaluation.forms import EvaluationForm, PilotActionForm
 from review.evaluation.models import EvaluationRun
 from review.evaluation.records import file_path
 from review.pages import project_for_review
@@ -253,3 +257,52 @@ def job_result_context(*, job: Job) -> dict[str, Any]:
         "evaluation_run_id": result.get("run_id") or (job.params or {}).get("run_id"),
         "evaluation": result,
     }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@htmx_page
+def evaluation_pilot(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
+    """The pilot's review lists over the leaderboard's runs: items some model got wrong that
+    people solved, and items every evaluated model solved, each with its models' results.
+    Seeing them takes what the leaderboard takes (``evaluate``); POST applies one of the two
+    actions to the checked items through the item list's bulk actions, whose own permission
+    decides (403 saying why); bad input re-renders the page with the message."""
+    project = project_for_review(request, project_id, WHY, action="evaluate")
+    status = 200
+    if request.method == "POST":
+        form = PilotActionForm(request.POST, project=project, user=request.user)
+        if form.is_valid():
+            data = form.cleaned_data
+            ids = bulk_selectors.bulk_selection(
+                user=request.user, project=project, item_ids=data["ids"]
+            )
+            try:
+                result = bulk_services.bulk_action_start(
+                    project=project,
+                    user=request_user(request),
+                    action=data["action"],
+                    item_ids=ids,
+                    seen={pk: data["ids"][pk] for pk in ids if data["ids"].get(pk)},
+                    params=form.params(),
+                )
+            except DomainError as exc:
+                if exc.status_code == 403:
+                    raise PermissionDenied(exc.message) from None
+                form.add_error(None, exc.message)
+                status = exc.status_code
+            else:
+                if result.job is not None:
+                    return redirect("benchmark:job_detail", pk=result.job.pk)
+                messages.success(request, result.message)
+                return redirect("review:evaluation_pilot", project_id=project.pk)
+    else:
+        form = PilotActionForm(project=project, user=request.user)
+    context = {
+        **project_context(request, project),
+        "lists": selectors.pilot_lists(user=request.user, project=project),
+        "form": form,
+    }
+    response = render_page(request, "review/evaluation/pilot.html", context)
+    response.status_code = status
+    return response
