@@ -186,7 +186,7 @@ def test_permission_matrix(
 EVERYONE = {"view", "edit", "ask_model", "judge"}  # every member
 # What reviewers do, each its own action (issue 23: one "review" guarded 72 call sites).
 REVIEWING = {"set_status", "adjudicate", "manage_studies", "run_judges", "score", "release"}
-REVIEWING |= {"watch_jobs"}
+REVIEWING |= {"watch_jobs", "evaluate"}  # evaluate: run a model under test (issue 24)
 
 
 @pytest.mark.parametrize(

@@ -550,7 +550,8 @@ def exports_run(specs: list[dict[str, Any]], root: Path) -> dict[str, dict[str, 
                 ]
                 call_command("export_dataset", *argv, stdout=io.StringIO())
             else:
-                response = client.get(spec["get"])
+                # as a user's saved link would: a path that moved answers 301 to where it went
+                response = client.get(spec["get"], follow=True)
                 if response.status_code != 200:
                     raise RuntimeError(f"GET {spec['get']} answered {response.status_code}")
                 body = (
