@@ -413,26 +413,10 @@ def pilot_lists(*, user: AnyUser, project: Project, shown: int = PILOT_SHOWN) ->
         return base
     by_run = {m.run: m for m in models}
     results = EvaluationResult.objects.filter(run_id__in=list(by_run))
-    outcomes: dict[int, dict[int, bool]] = {}  # item -> run -> solved
-    for run_id, item_id, score in results.annotate(score=KeyTransform(key, "scores")).values_list(
-        "run_id", "item_id", "score"
-    ):
-        verdict = solved({key: score}, protocol)
-        if verdict is not None:
-            outcomes.setdefault(item_id, {})[run_id] = verdict
+    outcomes = _solved_by_run(results, key=key, protocol=protocol)
     evaluated = results.values("item_id")
     tasks = [t for t in JudgmentTask.objects.filter(project=project) if solving.is_solve_task(t)]
-    accepted: dict[int, list[str]] = {}
-    if tasks:
-        names = {t.pk: t.name for t in tasks}
-        rows = Outcome.objects.filter(
-            task_id__in=list(names),
-            unit="",
-            verdict=Verdict.ACCEPTED,
-            item_id__in=Subquery(evaluated),
-        ).values_list("item_id", "task_id")
-        for item_id, task_id in rows:
-            accepted.setdefault(item_id, []).append(names[task_id])
+    accepted = _accepted_by_people(tasks, evaluated)
     items = (
         project_selectors.item_table_rows(user=user, project=project)
         .filter(pk__in=Subquery(evaluated))
@@ -465,6 +449,39 @@ def pilot_lists(*, user: AnyUser, project: Project, shown: int = PILOT_SHOWN) ->
         easy_total=easy_total,
         solve_tasks=tuple(sorted(t.name for t in tasks)),
     )
+
+
+def _solved_by_run(
+    results: QuerySet[EvaluationResult], *, key: str, protocol: EvalProtocol
+) -> dict[int, dict[int, bool]]:
+    """item -> run -> whether that run's model solved it (unscored items left out); the
+    score is read out of the results' JSON by the database."""
+    outcomes: dict[int, dict[int, bool]] = {}
+    rows = results.annotate(score=KeyTransform(key, "scores")).values_list(
+        "run_id", "item_id", "score"
+    )
+    for run_id, item_id, score in rows:
+        verdict = solved({key: score}, protocol)
+        if verdict is not None:
+            outcomes.setdefault(item_id, {})[run_id] = verdict
+    return outcomes
+
+
+def _accepted_by_people(tasks: list[JudgmentTask], evaluated: Any) -> dict[int, list[str]]:
+    """item -> the blind-solving tasks (of ``tasks``) whose outcome accepted it."""
+    accepted: dict[int, list[str]] = {}
+    if not tasks:
+        return accepted
+    names = {t.pk: t.name for t in tasks}
+    rows = Outcome.objects.filter(
+        task_id__in=list(names),
+        unit="",
+        verdict=Verdict.ACCEPTED,
+        item_id__in=Subquery(evaluated),
+    ).values_list("item_id", "task_id")
+    for item_id, task_id in rows:
+        accepted.setdefault(item_id, []).append(names[task_id])
+    return accepted
 
 
 def _by_model(results: tuple[PilotResult, ...]) -> tuple[PilotResult, ...]:
