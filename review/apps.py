@@ -122,6 +122,17 @@ class ReviewConfig(AppConfig):
             )
         )
 
+        # A release carries the tool records of its items (review.releases writes them
+        # through this hook: evaluation imports releases, not the other way), and importing
+        # the release folder (benchmark.datasets) adds them to the project.
+        from benchmark.datasets.interop import interop_hook_register
+
+        interop_hook_register(
+            "release.tool_records_import", "review.evaluation.records.release_records_import"
+        )
+        interop_hook_register(
+            "release.tool_records_write", "review.evaluation.records.release_records_write"
+        )
         # A failed oracle test shows on the item's page.
         from benchmark.notices import register_item_notice_source
 
