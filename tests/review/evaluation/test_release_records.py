@@ -207,3 +207,5 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
             "item__external_id", flat=True
         )
     ) == ["apple", "kiwi", "pear"]
+    page = clients["outsider"].get(f"/jobs/{job.pk}/").content.decode()
+    assert "Tool records of the release added</dt><dd>3</dd>" in page
