@@ -66,6 +66,9 @@ MAX_WORKERS = 32
 CHUNK_ITEMS = 500
 #: Progress is reported at most this often (seconds), and after the last item.
 PROGRESS_SECONDS = 0.5
+#: While no item finishes, progress is still reported this often (the job's heartbeat: the
+#: sweep takes a chunk silent for ``review.job_names.EVALUATE_SILENT_LIMIT`` as lost).
+HEARTBEAT_SECONDS = 30.0
 #: Items handed to the worker threads ahead of them, per thread.
 WINDOW_PER_WORKER = 2
 #: Finished items are stored together, in one transaction, once this many wait (or once
@@ -866,7 +869,10 @@ class _Runner:
         self.tick(force=True)
 
     def collect(self, inflight: dict[Future[_Done], tuple[int, ItemCalls, ItemTools]]) -> None:
-        finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+        finished, _ = wait(inflight, timeout=HEARTBEAT_SECONDS, return_when=FIRST_COMPLETED)
+        if not finished:  # long items: still alive (the heartbeat), and a cancel is seen
+            self.tick(force=True)
+            return
         for future in finished:
             self.pending.append((inflight.pop(future), *future.result()))
         if (
