@@ -171,5 +171,7 @@ def test_the_runner_reports_while_no_item_finishes(
     waiting.start()
     waiting.join(timeout=5)
     assert not waiting.is_alive(), "the runner waits for the item without reporting"
-    assert [r["message"] for r in reports] == ["0 of 3 items · 0 tool calls · 0 tokens"] * 2
+    assert [r["message"] for r in reports] == [
+        "0 of 3 items · 0 tool calls · 0 tokens · cost unknown"
+    ] * 2
     assert list(inflight) == [never] and runner.pending == []  # still waiting for it
