@@ -193,6 +193,8 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
 
     _evaluate(source, eval_server)
     release = release_create(project=source, user=None, name="v1")
+    detail = clients["admin"].get(f"/projects/{source.pk}/releases/{release.pk}/")
+    assert "With the 3 tool records of its items" in detail.content.decode()
     download = clients["admin"].get(f"/projects/{source.pk}/releases/{release.pk}/download/")
     assert download.status_code == 200
     data = b"".join(download.streaming_content)
