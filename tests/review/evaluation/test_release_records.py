@@ -211,3 +211,34 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
     ) == ["apple", "kiwi", "pear"]
     page = clients["outsider"].get(f"/jobs/{job.pk}/").content.decode()
     assert "Tool records of the release added</dt><dd>3</dd>" in page
+
+
+def test_a_records_files_travel_and_load_back_in_the_fresh_project(
+    source: Project, tmp_path: Path
+) -> None:
+    from benchmark.evaluation.base import call_key
+    from review.evaluation.records import files_store, items_records_load
+
+    png = b"\x89PNG a downloaded image"
+    apple = Item.objects.get(project=source, external_id="apple")
+    arguments = {"url": "https://example.org/apple.png"}
+    ToolCallRecord.objects.create(
+        project=source, item=apple, key=call_key("apple", "download_image", arguments),
+        name="download_image",
+        request={"item": "apple", "name": "download_image", "arguments": arguments},
+        response={"url": arguments["url"]}, files=files_store({"image.png": png}), seconds=0.5,
+    )  # fmt: skip
+    release = _release(source, tmp_path)
+    assert release.manifest["tool_records"] == {"records": 1, "files": 1}
+    _import(Path(release.path), "Fresh")
+    fresh_apple = Item.objects.get(project__name="Fresh", external_id="apple")
+    _, tools = items_records_load(project_id=fresh_apple.project_id, item_ids=[fresh_apple.pk])[
+        fresh_apple.pk
+    ]
+    record = tools.get(call_key("apple", "download_image", arguments))
+    assert record is not None
+    assert (record.files, record.output, record.seconds) == (
+        {"image.png": png},
+        {"url": arguments["url"]},
+        0.5,
+    )
