@@ -11,6 +11,8 @@ class ReviewConfig(AppConfig):
         from review.job_names import (
             AGREEMENT_KIND,
             EVALUATE_KIND,
+            EVALUATE_RETAKES,
+            EVALUATE_SILENT_LIMIT,
             JUDGE_KIND,
             ORACLE_KIND,
             RELEASE_KIND,
@@ -91,8 +93,13 @@ class ReviewConfig(AppConfig):
                 name=EVALUATE_KIND,
                 runner="review.evaluation.services.evaluation_run_job",
                 action="evaluate",
-                # A chunk of an agent benchmark's items takes hours; Resume takes it again.
+                # A chunk of an agent benchmark's items takes hours. Its runner reports at
+                # least every 30 s, so a chunk silent for 10 minutes lost its worker: the sweep
+                # queues it again (finished items are skipped), 3 times, then fails it, and
+                # Resume takes it again.
                 time_limit=6 * 60 * 60,
+                retakes=EVALUATE_RETAKES,
+                silent_limit=EVALUATE_SILENT_LIMIT,
                 title="Evaluation",
                 unit="items",
                 result_template="review/evaluation/_job_result.html",
@@ -122,6 +129,17 @@ class ReviewConfig(AppConfig):
             )
         )
 
+        # A release carries the tool records of its items (review.releases writes them
+        # through this hook: evaluation imports releases, not the other way), and importing
+        # the release folder (benchmark.datasets) adds them to the project.
+        from benchmark.datasets.interop import interop_hook_register
+
+        interop_hook_register(
+            "release.tool_records_import", "review.evaluation.records.release_records_import"
+        )
+        interop_hook_register(
+            "release.tool_records_write", "review.evaluation.records.release_records_write"
+        )
         # A failed oracle test shows on the item's page.
         from benchmark.notices import register_item_notice_source
 

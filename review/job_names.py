@@ -13,3 +13,9 @@ RENDER_KIND = "render_answers"
 RUNS_SCORE_KIND = "score_runs"
 RUNS_RESCORE_KIND = "rescore_runs"
 RUNS_UPLOAD_AREA = "runs-upload"
+
+#: An evaluation chunk whose worker died is queued again up to this many times (its finished
+#: items are kept and skipped), then fails; a chunk silent this many seconds counts as lost
+#: (the runner reports at least every ``review.evaluation.services.HEARTBEAT_SECONDS``).
+EVALUATE_RETAKES = 3
+EVALUATE_SILENT_LIMIT = 10 * 60

@@ -11,6 +11,10 @@ Hooks:
   when the task cannot take annotations, the labels do not map onto its values or the user
   map names an account that is not a member of the project who may judge
 - ``label_studio.judgments_export(project=, task_name=)`` -> (judgments by item id, choices)
+- ``release.tool_records_import(project=, root=, id_by_external=)`` -> how many tool records of
+  the release folder ``root`` were added to the project (evaluation records live in review)
+- ``release.tool_records_write(project_id=, item_ids=, root=)`` -> ``RecordsWritten``: the
+  items' tool records written into the release folder ``root`` (used by review.releases)
 """
 
 from __future__ import annotations

@@ -77,9 +77,11 @@ class ImportResult:
     attachments_skipped: int = 0
     images_stored: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: For a release folder: the tool records it carried that were added (None otherwise).
+    tool_records: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "items_created": self.items_created,
             "items_skipped": self.items_skipped,
             "attachments_created": self.attachments_created,
@@ -87,6 +89,40 @@ class ImportResult:
             "images_stored": self.images_stored,
             "warnings": self.warnings[:100],
         }
+        if self.tool_records is not None:
+            out["tool_records"] = self.tool_records
+        return out
+
+
+#: A release folder (``review.releases``): its manifest and its items in the benchmark's own
+#: format under ``data/``; the tool records of its items under ``tool_records/``.
+RELEASE_MANIFEST = "manifest.json"
+RELEASE_DATA_DIR = "data"
+
+
+def _release_parts(path: Path, fmt: Any) -> tuple[Path | None, Path]:
+    """(the release folder, the data to read) for a release folder read in the project's
+    format; else (None, ``path``)."""
+    release = None if getattr(fmt, "interchange", False) else release_root_of(path)
+    return release, path if release is None else release / RELEASE_DATA_DIR
+
+
+def _release_records(
+    project: Project, release: Path | None, id_by_external: dict[str, int]
+) -> int | None:
+    if release is None:
+        return None
+    count: int = interop_hook("release.tool_records_import")(
+        project=project, root=release, id_by_external=id_by_external
+    )
+    return count
+
+
+def release_root_of(path: Path) -> Path | None:
+    """``path`` when it is a release folder (a manifest and ``data/``), else None."""
+    if path.is_dir() and (path / RELEASE_MANIFEST).is_file() and (path / RELEASE_DATA_DIR).is_dir():
+        return path
+    return None
 
 
 class _ImageResolver:
@@ -347,10 +383,14 @@ def dataset_import(
     interchange format such as ``formats.label_studio.Reader``: ``read`` and ``dataset_root``).
     All or nothing: a bad record raises FormatError naming the record and field, and nothing
     is written. Records already present (same id, or same attachment key) are skipped, so
-    re-importing adds no duplicates."""
+    re-importing adds no duplicates. A release folder (``release_root_of``) is read from its
+    ``data/``, and the tool records it carries are added to the project with its items (by
+    the hook ``release.tool_records_import`` that review registers), so an evaluation there
+    is answered by the tools as recorded."""
     path = Path(path)
     if not path.exists():
         raise FormatError("no such file or folder", file=str(path))
+    release, path = _release_parts(path, fmt)
     fmt = fmt or get_format(project.data_format)
     root = fmt.dataset_root(path)
     result = ImportResult()
@@ -398,6 +438,7 @@ def dataset_import(
         _insert_attachments(project, attachments, id_by_external, result, images)
         images.link_project()
         indexing.bulk_end(connection, deferred)
+        result.tool_records = _release_records(project, release, id_by_external)
     if progress is not None:
         progress(count)
     return result

@@ -64,6 +64,14 @@ class JobKind:
     unit: str = ""
     #: An htmx event the poll triggers when a job of this kind is done (pages listen to it).
     done_event: str = ""
+    #: A running job whose worker died (silent for ``silent_limit``) is queued again, for any
+    #: worker to take, up to this many times before the sweep fails it; its runner must pick
+    #: up where the lost run stopped (0: the job fails at once, as most kinds do).
+    retakes: int = 0
+    #: Seconds without a progress report after which a running job counts as lost; its
+    #: runner reports at least this often, also while it waits. None: the time limit plus
+    #: ``benchmark.jobs.services.JOB_STALE_MARGIN`` (a living task cannot outrun its limit).
+    silent_limit: int | None = None
 
     def run(self, *, job: Job, progress: Progress) -> dict[str, Any]:
         result = _resolve(self.runner)(job=job, progress=progress)

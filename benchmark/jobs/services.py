@@ -307,12 +307,38 @@ def _silent_since(cutoff: datetime) -> models.Q:
     )
 
 
+#: The params key counting how many times the sweep queued a lost job again.
+RETAKEN = "retaken"
+
+
+def _running_limit(kind: str) -> int:
+    """Seconds a running job of ``kind`` may stay silent before it counts as lost."""
+    spec = job_kind(kind)
+    if spec is not None and spec.silent_limit:
+        return int(spec.silent_limit)
+    return job_time_limit(kind) + JOB_STALE_MARGIN
+
+
+def _lost_text(kind: str, silent: float) -> str:
+    spec = job_kind(kind)
+    if spec is not None and spec.silent_limit:
+        why = f"longer than the {int(spec.silent_limit) // 60} minutes its runner may stay silent"
+    else:
+        why = f"longer than the task's {job_time_limit(kind) // 60}-minute time limit"
+    return (
+        "The worker stopped while running this job; retry. (No progress report for "
+        f"{silent / 60:.0f} minutes, {why}.)"
+    )
+
+
 def jobs_sweep(*, now: datetime | None = None) -> list[int]:
-    """Mark failed every running job silent for longer than its task's time limit plus
-    JOB_STALE_MARGIN (its worker died or was killed: a living task cannot outrun its limit),
-    and every queued job no worker started in time, and remove their upload folders (nobody
-    will read them now). Returns the ids marked failed. Reads first and writes only when
-    something is stale, so polling it costs one indexed query."""
+    """Deal with every running job silent for longer than its kind allows (``_running_limit``:
+    its worker died or was killed) and every queued job no worker started in time. A lost
+    job of a kind that declares ``retakes`` is queued again for any worker to take (its
+    runner picks up where it stopped), up to that many times; every other one is marked
+    failed and its upload folder removed (nobody will read it now). Returns the ids of the
+    jobs changed (failed or queued again). Reads first and writes only when something is
+    stale, so polling it costs one indexed query."""
     now = now or timezone.now()
     candidates = list(
         Job.objects.filter(status__in=[JobStatus.RUNNING, JobStatus.QUEUED]).values_list(
@@ -324,22 +350,25 @@ def jobs_sweep(*, now: datetime | None = None) -> list[int]:
     swept: list[int] = []
     for pk, kind, status, heartbeat, started, created in candidates:
         last = heartbeat or started or created
+        silent = (now - last).total_seconds()
         if status == JobStatus.RUNNING:
-            limit = job_time_limit(kind) + JOB_STALE_MARGIN
-            error = (
-                "The worker stopped while running this job; retry. (No progress report for "
-                f"{(now - last).total_seconds() / 60:.0f} minutes, longer than the task's "
-                f"{job_time_limit(kind) // 60}-minute time limit.)"
-            )
+            limit = _running_limit(kind)
+            error = _lost_text(kind, silent)
         else:
             limit = queued_limit
             error = (
                 "No worker started this job; retry. (It waited "
-                f"{(now - last).total_seconds() / 60:.0f} minutes; is the Celery worker running?)"
+                f"{silent / 60:.0f} minutes; is the Celery worker running?)"
             )
         cutoff = now - timedelta(seconds=limit)
         if last >= cutoff:
             continue
+        if status == JobStatus.RUNNING:
+            taken, error = _retake(pk, kind, cutoff, now, error)
+            if taken is not None:  # queued again (True), or it turned out alive (False)
+                if taken:
+                    swept.append(pk)
+                continue
         # Guarded on the state read: a job that reported or finished meanwhile is left alone.
         changed = (
             Job.objects.filter(pk=pk, status=status)
@@ -356,6 +385,46 @@ def jobs_sweep(*, now: datetime | None = None) -> list[int]:
             swept.append(pk)
             job_cleanup(job=Job(pk=pk, kind=kind))
     return swept
+
+
+def _retake(
+    pk: int, kind: str, cutoff: datetime, now: datetime, error: str
+) -> tuple[bool | None, str]:
+    """Queue the lost running job ``pk`` again when its kind takes lost jobs again and it has
+    retakes left (not when someone asked to cancel it): (True, ""); (False, "") when it
+    reported or finished meanwhile. Else (None, the message to fail it with: ``error``,
+    saying so when its retakes are used up)."""
+    spec = job_kind(kind)
+    if spec is None or spec.retakes <= 0:
+        return None, error
+    row = Job.objects.filter(pk=pk).values("params", "cancel_requested_at").first()
+    if row is None or row["cancel_requested_at"] is not None:
+        return None, error
+    params = dict(row["params"] or {})
+    taken = int(params.get(RETAKEN) or 0)
+    if taken >= spec.retakes:
+        return None, (
+            f"{error} It was taken again {taken} time{'s' if taken != 1 else ''} after its "
+            "worker stopped, the most its kind allows; what it finished is kept."
+        )
+    changed = (
+        Job.objects.filter(pk=pk, status=JobStatus.RUNNING, cancel_requested_at__isnull=True)
+        .filter(_silent_since(cutoff))
+        .update(
+            status=JobStatus.QUEUED,
+            params={**params, RETAKEN: taken + 1},
+            heartbeat_at=now,
+            message=(f"queued again: its worker stopped (retake {taken + 1} of {spec.retakes})")[
+                :500
+            ],
+        )
+    )
+    if not changed:  # it reported or finished meanwhile: alive after all
+        return False, ""
+    log.warning("job %s (%s): worker lost; queued again (%s of %s)", pk, kind, taken + 1,
+                spec.retakes)  # fmt: skip
+    transaction.on_commit(lambda: _enqueue(pk, spec))
+    return True, ""
 
 
 def job_refresh(*, job: Job) -> Job:

@@ -193,6 +193,12 @@ class ProjectModelForm(forms.Form):
         label="Price per 1k tokens",
         help_text="For the drafting cost figures.",
     )
+    price_per_m_input = forms.FloatField(
+        required=False,
+        label="Price per million input tokens",
+        help_text="With the output price: the cost so far of an evaluation of this model.",
+    )
+    price_per_m_output = forms.FloatField(required=False, label="Price per million output tokens")
 
     def __init__(self, *args: Any, key_names: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

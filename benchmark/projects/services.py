@@ -192,6 +192,8 @@ MODEL_FIELDS = {
     "rpm": "Requests per minute",
     "timeout": "Timeout",
     "price_per_1k_tokens": "Price per 1k tokens",
+    "price_per_m_input": "Price per million input tokens",
+    "price_per_m_output": "Price per million output tokens",
 }
 #: (smallest, largest) for the numbers.
 MODEL_LIMITS: dict[str, tuple[float, float]] = {
@@ -199,6 +201,8 @@ MODEL_LIMITS: dict[str, tuple[float, float]] = {
     "rpm": (0, 100_000),
     "timeout": (1, 3600),
     "price_per_1k_tokens": (0, 1000),
+    "price_per_m_input": (0, 100_000),
+    "price_per_m_output": (0, 100_000),
 }
 
 

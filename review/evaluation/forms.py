@@ -61,6 +61,17 @@ class EvaluationForm(forms.Form):
         min_value=1, max_value=services.MAX_WORKERS, initial=4, label="Workers",
         help_text="Items evaluated at once (the endpoint's concurrency limit still applies).",
     )  # fmt: skip
+    price_in = forms.FloatField(
+        required=False, min_value=0, max_value=services.PRICE_MAX,
+        label="Price per million input tokens",
+        help_text="With the output price, the run's cost so far is shown. Empty: the prices in "
+        "the project's model settings when the run calls the project's model; else the cost "
+        "is unknown.",
+    )  # fmt: skip
+    price_out = forms.FloatField(
+        required=False, min_value=0, max_value=services.PRICE_MAX,
+        label="Price per million output tokens",
+    )  # fmt: skip
 
     def __init__(
         self, *args: Any, settings: Sequence[str], releases: Sequence[str], **kwargs: Any
@@ -76,6 +87,16 @@ class EvaluationForm(forms.Form):
         for name in SETTING_FIELDS:
             if name not in settings:
                 del self.fields[name]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if (data.get("price_in") is None) != (data.get("price_out") is None):
+            missing = "price_out" if data.get("price_out") is None else "price_in"
+            self.add_error(
+                missing,
+                "Give both prices per million tokens (input and output), or neither.",
+            )
+        return data
 
     @property
     def setting_fields(self) -> list[forms.BoundField]:

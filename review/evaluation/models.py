@@ -65,6 +65,26 @@ class EvaluationRun(models.Model):
     def __str__(self) -> str:
         return f"{self.model} on {self.project} (evaluation #{self.pk})"
 
+    @property
+    def price(self) -> tuple[float, float] | None:
+        """(input, output) price per million tokens set for the run (``settings["price"]``:
+        from the evaluation form, or the project's model settings), or None: no price, the
+        cost is unknown."""
+        raw = (self.settings or {}).get("price")
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return float(raw["input"]), float(raw["output"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """What these tokens cost at the run's price, or None when it has no price."""
+        price = self.price
+        if price is None:
+            return None
+        return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+
 
 STATUS_CHOICES = [
     (Status.OK, "ok"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,3 +188,73 @@ def _jsonable(value: Any) -> Any:
     except (TypeError, ValueError):
         return str(value)
     return value
+
+
+# --------------------------------------------------------------------------- in releases
+
+
+def release_records_write(*, project_id: int, item_ids: Sequence[int], root: Any) -> Any:
+    """Write the tool records of the items ``item_ids`` into the release folder ``root``
+    (``benchmark.evaluation.record_files``), in item order; ``RecordsWritten``. The model
+    calls stay with the project: a release carries the web as the tools saw it, not a
+    model's answers."""
+    from benchmark.evaluation.record_files import records_write
+
+    def records() -> Iterable[ToolRecord]:
+        rows = (
+            ToolCallRecord.objects.filter(project_id=project_id, item_id__in=list(item_ids))
+            .select_related(None)
+            .values_list("item__external_id", "name", "request", "response", "files", "error",
+                         "seconds")
+            .order_by("item__position", "item_id", "id")
+        )  # fmt: skip
+        for external_id, name, request, response, files, error, seconds in rows.iterator(
+            chunk_size=500
+        ):
+            yield ToolRecord(
+                item=external_id,
+                name=name,
+                arguments=dict((request or {}).get("arguments") or {}),
+                output=response,
+                files=files_read(files or {}),
+                error=error,
+                seconds=seconds,
+            )
+
+    return records_write(root, records())
+
+
+def release_records_import(*, project: Any, root: Any, id_by_external: Mapping[str, int]) -> int:
+    """Add the tool records of the release folder ``root`` to ``project``, each to the item
+    with its id (``id_by_external``: external id -> item id); records the project already
+    has are kept. How many were added. FormatError naming the line of a bad record or one
+    whose item is not in the release."""
+    from benchmark.evaluation.record_files import RECORDS_DIR, RECORDS_FILE, records_read
+    from benchmark.formats import FormatError
+
+    rows = []
+    for line, key, rec in records_read(root):
+        item_id = id_by_external.get(rec.item)
+        if item_id is None:
+            raise FormatError(
+                f"item {rec.item!r} is not among the release's items",
+                file=f"{RECORDS_DIR}/{RECORDS_FILE}",
+                record=f"line {line}",
+                field="item",
+            )
+        rows.append(
+            ToolCallRecord(
+                project_id=project.pk,
+                item_id=item_id,
+                key=key,
+                name=rec.name[:200],
+                request={"item": rec.item, "name": rec.name, "arguments": rec.arguments},
+                response=_jsonable(rec.output),
+                files=files_store(rec.files),
+                error=rec.error,
+                seconds=rec.seconds,
+            )
+        )
+    before = ToolCallRecord.objects.filter(project_id=project.pk).count()
+    ToolCallRecord.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    return ToolCallRecord.objects.filter(project_id=project.pk).count() - before

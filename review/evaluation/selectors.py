@@ -62,8 +62,15 @@ class Progress:
     done: int
     errors: int
     tool_calls: int
-    tokens: int
+    prompt_tokens: int
+    completion_tokens: int
+    #: At the run's price per million tokens; None: the run has no price (cost unknown).
+    cost: float | None
     jobs: list[Job]
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
     @property
     def percent(self) -> int:
@@ -88,12 +95,15 @@ def run_progress(*, run: EvaluationRun) -> Progress:
         completion=Sum("completion_tokens"),
     )
     jobs = list(Job.objects.filter(pk__in=run.job_ids or []).select_related("cancel_requested_by"))
+    prompt, completion = figures["prompt"] or 0, figures["completion"] or 0
     return Progress(
         total=run.item_count,
         done=figures["done"] or 0,
         errors=figures["errors"] or 0,
         tool_calls=figures["tool_calls"] or 0,
-        tokens=(figures["prompt"] or 0) + (figures["completion"] or 0),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost=run.cost(prompt, completion),
         jobs=jobs,
     )
 

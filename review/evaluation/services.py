@@ -66,6 +66,9 @@ MAX_WORKERS = 32
 CHUNK_ITEMS = 500
 #: Progress is reported at most this often (seconds), and after the last item.
 PROGRESS_SECONDS = 0.5
+#: While no item finishes, progress is still reported this often (the job's heartbeat: the
+#: sweep takes a chunk silent for ``review.job_names.EVALUATE_SILENT_LIMIT`` as lost).
+HEARTBEAT_SECONDS = 30.0
 #: Items handed to the worker threads ahead of them, per thread.
 WINDOW_PER_WORKER = 2
 #: Finished items are stored together, in one transaction, once this many wait (or once
@@ -359,6 +362,62 @@ def tool_providers(project: Project) -> list[Provider]:
     return providers
 
 
+# =========================================================================== the price
+
+#: The largest price per million tokens a run takes (the project's model settings' limit).
+PRICE_MAX = 100_000.0
+#: The project's model settings that hold its price per million input / output tokens.
+PRICE_SETTINGS = ("price_per_m_input", "price_per_m_output")
+
+
+def price_clean(price_in: Any, price_out: Any) -> dict[str, float] | None:
+    """``{"input", "output"}`` per million tokens, checked; None when neither is given.
+    ValidationFailed naming the price when only one is, or one is not a number in range."""
+    given = [p not in (None, "") for p in (price_in, price_out)]
+    if not any(given):
+        return None
+    if not all(given):
+        raise ValidationFailed(
+            "price: give both the price per million input tokens and the price per million "
+            "output tokens, or neither (then the cost is unknown)"
+        )
+    out = {}
+    for name, value in (("input", price_in), ("output", price_out)):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValidationFailed(
+                f"price per million {name} tokens: {value!r} is not a number"
+            ) from None
+        if not 0 <= number <= PRICE_MAX:  # also refuses NaN
+            raise ValidationFailed(
+                f"price per million {name} tokens: must be between 0 and {PRICE_MAX:g}"
+            )
+        out[name] = number
+    return out
+
+
+def project_price(project: Project, config: ModelConfig) -> dict[str, float] | None:
+    """The price per million tokens of the project's model settings, when the run calls the
+    project's model (its endpoint and model name); else None."""
+    raw = (project.settings or {}).get("model")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        resolved = model_resolve(project=project)
+    except ModelError:
+        return None
+    if resolved is None or (resolved.config.base_url.rstrip("/"), resolved.config.model) != (
+        config.base_url.rstrip("/"),
+        config.model,
+    ):
+        return None
+    try:
+        return price_clean(*(raw.get(name) for name in PRICE_SETTINGS))
+    except ValidationFailed:
+        return None  # only one of the two set: no price
+
+
 # =========================================================================== starting
 
 
@@ -379,10 +438,15 @@ def evaluation_run_create(
     replay: bool = False,
     enqueue: bool = False,
     chunk_items: int = CHUNK_ITEMS,
+    price_in: float | None = None,
+    price_out: float | None = None,
 ) -> tuple[EvaluationRun, list[Job]]:
     """An evaluation run and its job(s) (one per ``chunk_items`` items). With ``enqueue`` the
     jobs are enqueued after commit (the page); without, the caller runs them
-    (``evaluation_run_execute``, the command line). ``user`` None is the command line."""
+    (``evaluation_run_execute``, the command line). ``user`` None is the command line. The
+    run's price per million input and output tokens (for its cost so far) is ``price_in``
+    and ``price_out``, else the project's model settings' when the run calls that model,
+    else none (the cost is unknown)."""
     if user is not None:
         permissions.require(user=user, project=project, action="evaluate")
     protocol_of(project)
@@ -390,6 +454,7 @@ def evaluation_run_create(
     chosen = settings_clean(settings or {})
     tool_providers(project)  # a wrong provider setting is refused now, naming it
     config, _ = model_config(project, base_url, model)
+    price = price_clean(price_in, price_out) or project_price(project, config)
     ids = items_selected(project=project, items=items)
     if not ids:
         raise ValidationFailed(f"items: project {project.name!r} has no {items} items to evaluate")
@@ -398,7 +463,7 @@ def evaluation_run_create(
             project=project,
             model=config.model[:200],
             base_url=config.base_url[:500],
-            settings={**chosen, "workers": workers},
+            settings={**chosen, "workers": workers, **({"price": price} if price else {})},
             items=items[:220],
             item_versions=item_versions(ids),
             item_count=len(ids),
@@ -775,7 +840,12 @@ class _Counts:
     done: int = 0
     errors: int = 0
     tool_calls: int = 0
-    tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 class _Runner:
@@ -866,7 +936,10 @@ class _Runner:
         self.tick(force=True)
 
     def collect(self, inflight: dict[Future[_Done], tuple[int, ItemCalls, ItemTools]]) -> None:
-        finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+        finished, _ = wait(inflight, timeout=HEARTBEAT_SECONDS, return_when=FIRST_COMPLETED)
+        if not finished:  # long items: still alive (the heartbeat), and a cancel is seen
+            self.tick(force=True)
+            return
         for future in finished:
             self.pending.append((inflight.pop(future), *future.result()))
         if (
@@ -898,7 +971,8 @@ class _Runner:
             self.made += 1
             self.counts.errors += outcome.status == Status.ERROR
             self.counts.tool_calls += outcome.tool_calls
-            self.counts.tokens += outcome.prompt_tokens + outcome.completion_tokens
+            self.counts.prompt_tokens += outcome.prompt_tokens
+            self.counts.completion_tokens += outcome.completion_tokens
 
     def tick(self, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -906,7 +980,10 @@ class _Runner:
             return
         self.reported = now
         c = self.counts
-        message = f"{c.done} of {c.total} items · {c.tool_calls} tool calls · {c.tokens} tokens"
+        message = (
+            f"{c.done} of {c.total} items · {c.tool_calls} tool calls · {c.tokens} tokens · "
+            f"cost {cost_text(self.run.cost(c.prompt_tokens, c.completion_tokens))}"
+        )
         if c.errors:
             message += f" · {c.errors} error{'s' if c.errors != 1 else ''}"
         elapsed = now - self.started
@@ -942,8 +1019,16 @@ def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         "errors": c.errors,
         "tool_calls": c.tool_calls,
         "tokens": c.tokens,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "cost": run.cost(c.prompt_tokens, c.completion_tokens),
         "summary": summary,
     }
+
+
+def cost_text(cost: float | None) -> str:
+    """A cost as the progress message says it: "unknown" without a price."""
+    return "unknown" if cost is None else f"{cost:,.4f}"
 
 
 def evaluation_run_execute(*, run: EvaluationRun, jobs: Sequence[Job]) -> EvaluationRun:

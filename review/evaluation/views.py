@@ -95,6 +95,8 @@ def evaluation_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
                     workers=data["workers"],
                     replay=data["replay"],
                     enqueue=True,
+                    price_in=data["price_in"],
+                    price_out=data["price_out"],
                 )
             except DomainError as exc:
                 form.add_error(None, exc.message)
@@ -135,6 +137,7 @@ def _run_context(request: HttpRequest, run: EvaluationRun) -> dict[str, Any]:
     return {
         **project_context(request, run.project),
         "run": run,
+        "settings_shown": {k: v for k, v in (run.settings or {}).items() if k != "price"},
         "reason": reason,
         "progress": selectors.run_progress(run=run),
         "figures": figures,

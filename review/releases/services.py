@@ -36,7 +36,9 @@ from annotation.plan_editor.models import PlanVersion
 from annotation.tag_review.models import ResponseVersion, TagDecision
 from annotation.trajectories.models import TrajectoryVersion
 from benchmark import permissions
-from benchmark.datasets.services import dataset_export
+from benchmark.datasets.interop import interop_hook
+from benchmark.datasets.services import RELEASE_DATA_DIR, RELEASE_MANIFEST, dataset_export
+from benchmark.evaluation.record_files import RECORDS_DIR, RECORDS_FILE
 from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.formats import FormatError, ItemRecord, get_format
 from benchmark.jobs.kinds import Progress
@@ -64,11 +66,11 @@ from review import job_names
 from review.adjudication.models import Decision
 from review.releases.models import Release
 
-MANIFEST = "manifest.json"
+MANIFEST = RELEASE_MANIFEST
 #: Releases live in the default storage under releases/<project id>/<number>/.
 RELEASES_AREA = "releases"
 PROVENANCE = "provenance.jsonl"
-DATA_DIR = "data"
+DATA_DIR = RELEASE_DATA_DIR
 PARQUET_DIR = "parquet"
 
 #: The Item fields a release's records (and fingerprints, and statistics) hold.
@@ -499,6 +501,7 @@ def _readme(
     counts: dict[str, Any],
     tables: list[Any],
     parquet: Any = None,
+    tool_records: int = 0,
 ) -> str:
     from benchmark.formats.hf_parquet import card_header, card_section, yaml_lines
 
@@ -531,6 +534,15 @@ def _readme(
                 " (see *Parquet* below)."
             ]
             if parquet is not None
+            else []
+        ),
+        *(
+            [
+                f"- `{RECORDS_DIR}/`: the {tool_records} tool records of these items (every call"
+                " an evaluation made to a retrieval provider or an external tool: request,"
+                " response, files), so a model re-run on the items meets the same web."
+            ]
+            if tool_records
             else []
         ),
         f"- `{MANIFEST}`: counts and every file with its size and sha256"
@@ -758,6 +770,10 @@ def _release_write(
     count = len(fingerprints)
     dataset_export(project=project, out=root / DATA_DIR, item_ids=[pk for pk, _ in fingerprints])
     (root / DATA_DIR).mkdir(exist_ok=True)
+    # The items' tool records (review.evaluation registers the writer: it imports releases).
+    written_records = interop_hook("release.tool_records_write")(
+        project_id=project.pk, item_ids=[pk for pk, _ in fingerprints], root=root
+    )
     written.write_lines(
         root / PROVENANCE,
         (orjson.dumps(row) + b"\n" for row in _provenance_rows(items, named=named)),
@@ -765,7 +781,9 @@ def _release_write(
     parquet_written = _write_parquet(project, root, count) if parquet else None
     written.write_bytes(
         root / "README.md",
-        _readme(project, name, count, counts, tables, parquet_written).encode(),
+        _readme(
+            project, name, count, counts, tables, parquet_written, written_records.records
+        ).encode(),
     )
     filter_used = filter_used or {"status": status}
     release = Release(
@@ -797,6 +815,10 @@ def _release_write(
             "filter": filter_used,
             "provenance_named": named,
             "counts": counts,
+            "tool_records": {
+                "records": written_records.records,
+                "files": written_records.files,
+            },
             "parquet": None
             if parquet_written is None
             else {
@@ -954,6 +976,7 @@ def release_verify(*, path: Path | str) -> VerifyResult:
                 f"{PROVENANCE}: {lines} items, manifest says {counts.get('items')}"
             )
     _verify_parquet(root, manifest, present, result)
+    _verify_tool_records(root, manifest, present, result)
     if sum(counts.get("status", {}).values()) != counts.get("items"):
         result.problems.append(f"{MANIFEST}: the counts per status do not add up to the item count")
     return result
@@ -980,3 +1003,20 @@ def _verify_parquet(
     items = manifest.get("counts", {}).get("items")
     if rows != items:
         result.problems.append(f"{PARQUET_DIR}/: {rows} rows, manifest says {items} items")
+
+
+def _verify_tool_records(
+    root: Path, manifest: dict[str, Any], present: set[str], result: VerifyResult
+) -> None:
+    """The tool records file holds as many records as the manifest says (releases made
+    before records travelled with them say nothing, and are not checked)."""
+    listed = manifest.get("tool_records")
+    rel = f"{RECORDS_DIR}/{RECORDS_FILE}"
+    if not isinstance(listed, dict) or (rel not in present and not listed.get("records")):
+        return
+    if rel not in present:
+        return  # named as missing above
+    with (root / rel).open("rb") as fh:
+        lines = sum(1 for line in fh if line.strip())
+    if lines != listed.get("records"):
+        result.problems.append(f"{rel}: {lines} records, manifest says {listed.get('records')}")

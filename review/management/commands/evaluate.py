@@ -27,7 +27,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmark.evaluation.base import Status
 from benchmark.exceptions import DomainError
 from benchmark.models import Project
-from review.evaluation import services
+from review.evaluation import selectors, services
 from review.evaluation.models import EvaluationResult
 
 OPTIONS = frozenset(
@@ -147,6 +147,16 @@ class Command(BaseCommand):
             except DomainError as exc:
                 raise _bad(f"--judge-base-url: {exc.message}") from None
         self.stdout.write(json.dumps({"summary": summary}, ensure_ascii=False, sort_keys=True))
+        spent = selectors.run_progress(run=run)
+        self.stderr.write(
+            f"{spent.prompt_tokens} input and {spent.completion_tokens} output tokens · cost "
+            f"{services.cost_text(spent.cost)}"
+            + (
+                ""
+                if run.price
+                else " (no price per million tokens in the project's model settings)"
+            )
+        )
         if options["out"]:
             protocol = services.protocol_of(project)
             written = protocol.write_outputs(

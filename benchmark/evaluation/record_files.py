@@ -1,0 +1,157 @@
+"""Tool records as files, so they travel with a release (pure: no Django).
+
+A release holds the tool records of its items (every call an evaluation made to a retrieval
+provider or another external tool: request, response, files, time) under ``tool_records/``:
+
+- ``records.jsonl``: one record a line, ``{"item", "key", "name", "arguments", "output",
+  "files", "error", "seconds"}``; ``item`` is the item's id in the benchmark's own format (the
+  id the tool layer keys calls by), ``key`` the record key (``base.call_key`` of item, tool and
+  arguments) and ``files`` ``{file name: sha256}``;
+- ``files/<sha256>``: each file once, by content hash.
+
+``records_write`` writes them; ``records_read`` reads them back, checking every line (a bad
+one raises ``FormatError`` naming the file, the line and the field), so a project that
+imports the release answers the same calls from the same records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmark.evaluation.base import ToolRecord, call_key
+from benchmark.formats.base import FormatError
+
+RECORDS_DIR = "tool_records"
+RECORDS_FILE = "records.jsonl"
+FILES_DIR = "files"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class RecordsWritten:
+    records: int
+    files: int
+
+
+def records_write(root: Path, records: Iterable[ToolRecord]) -> RecordsWritten:
+    """Write ``records`` (in the order given) under ``root/tool_records/``. Nothing is
+    written when there are none."""
+    folder = root / RECORDS_DIR
+    lines: list[bytes] = []
+    stored: set[str] = set()
+    for rec in records:
+        files = {}
+        for name, data in sorted(rec.files.items()):
+            digest = hashlib.sha256(data).hexdigest()
+            files[name] = digest
+            if digest not in stored:
+                (folder / FILES_DIR).mkdir(parents=True, exist_ok=True)
+                (folder / FILES_DIR / digest).write_bytes(data)
+                stored.add(digest)
+        line = {
+            "item": rec.item,
+            "key": call_key(rec.item, rec.name, rec.arguments),
+            "name": rec.name,
+            "arguments": rec.arguments,
+            "output": rec.output,
+            "files": files,
+            "error": rec.error,
+            "seconds": rec.seconds,
+        }
+        lines.append(json.dumps(line, ensure_ascii=False, sort_keys=True, default=str).encode())
+    if lines:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / RECORDS_FILE).write_bytes(b"\n".join(lines) + b"\n")
+    return RecordsWritten(records=len(lines), files=len(stored))
+
+
+def has_records(root: Path) -> bool:
+    return (root / RECORDS_DIR / RECORDS_FILE).is_file()
+
+
+def records_read(root: Path) -> Iterator[tuple[int, str, ToolRecord]]:
+    """``(line number, key, record)`` for each line of ``root/tool_records/records.jsonl`` (none when the
+    file is absent), each checked: FormatError names the line and field of a bad one, a key
+    that does not match its item, tool and arguments, and a file that is missing or whose
+    bytes do not hash to its name."""
+    path = root / RECORDS_DIR / RECORDS_FILE
+    name = f"{RECORDS_DIR}/{RECORDS_FILE}"
+    if not path.is_file():
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(f"cannot read the file ({exc})", file=name) from None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            yield lineno, *_record(root, line, name, f"line {lineno}")
+
+
+def _record(root: Path, line: str, name: str, where: str) -> tuple[str, ToolRecord]:
+    def bad(message: str, field: str | None = None) -> FormatError:
+        return FormatError(message, file=name, record=where, field=field)
+
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        raise bad(f"not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise bad("expected a JSON object")
+    for key in ("item", "name", "key"):
+        if not isinstance(value.get(key), str) or not value[key]:
+            raise bad("expected a non-empty string", key)
+    arguments = value.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise bad("expected an object", "arguments")
+    error = value.get("error") or ""
+    if not isinstance(error, str):
+        raise bad("expected a string", "error")
+    seconds = value.get("seconds") or 0
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds < 0
+    ):
+        raise bad("expected a number of seconds, 0 or more", "seconds")
+    key = call_key(value["item"], value["name"], arguments)
+    if key != value["key"]:
+        raise bad(
+            f"the key does not match the record's item, tool and arguments (they give {key})",
+            "key",
+        )
+    return key, ToolRecord(
+        item=value["item"],
+        name=value["name"],
+        arguments=arguments,
+        output=value.get("output"),
+        files=_files(root, value.get("files") or {}, bad),
+        error=error,
+        seconds=float(seconds),
+    )
+
+
+def _files(root: Path, listed: Any, bad: Any) -> dict[str, bytes]:
+    if not isinstance(listed, dict):
+        raise bad("expected an object {file name: sha256}", "files")
+    out = {}
+    for file_name, digest in listed.items():
+        if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+            raise bad(f"{file_name!r}: expected a sha256 (64 lower-case hex digits)", "files")
+        path = root / RECORDS_DIR / FILES_DIR / digest
+        try:
+            data = path.read_bytes()
+        except OSError:
+            raise bad(
+                f"{file_name!r}: {RECORDS_DIR}/{FILES_DIR}/{digest} is missing", "files"
+            ) from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise bad(f"{file_name!r}: {RECORDS_DIR}/{FILES_DIR}/{digest} has other bytes", "files")
+        out[file_name] = data
+    return out
