@@ -648,25 +648,50 @@ def bootstrap_intervals(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, list[float]]:
-    """``{key: [low, high]}``: the percentile 95 % interval of each figure over items,
-    from the protocol's own ``summarize`` on ``resamples`` resamples of the outcomes (so any
-    figure, a macro average or a share, gets its interval the same way). Seeded."""
+    """``{key: [low, high]}``: the percentile 95 % interval of each figure over items: the
+    figure as the protocol's own ``summarize`` gives it on each of ``resamples`` resamples of
+    the outcomes (drawn with replacement, seeded: the same run always gives the same
+    interval); a figure missing from more than half the resamples has none.
+
+    A figure the protocol gives as a ratio of per-item sums (``ratios``, see
+    ``benchmark.evaluation.base.RatioFigures``: a mean over items, a pooled rate) is
+    resampled as arrays: each resample's numerators and denominators are summed together,
+    all resamples at once, instead of running ``summarize`` on each. Any other figure (a
+    macro average, a rounded share) is taken from ``summarize`` on each resample."""
     import numpy as np
 
     if len(outcomes) < 2 or not keys:
         return {}
     rng = np.random.default_rng(seed)
     n = len(outcomes)
-    draws: dict[str, list[float]] = {key: [] for key in keys}
-    for _ in range(resamples):
-        sample = [outcomes[i] for i in rng.integers(0, n, n)]
-        summary = protocol.summarize(sample)
-        for key in keys:
-            value = figure(summary, key)
-            if value is not None:
-                draws[key].append(value)
+    # One row of item indices per resample, drawn one resample at a time as always.
+    samples = np.stack([rng.integers(0, n, n) for _ in range(resamples)])
+    listed = list(outcomes)
+    ratios_of = getattr(protocol, "ratios", None)
+    ratios = ratios_of(listed) if callable(ratios_of) else {}
+    draws: dict[str, list[float]] = {}
+    for key in keys:
+        ratio = ratios.get(key)
+        if ratio is None:
+            continue
+        if len(ratio.numerators) != n or len(ratio.denominators) != n:
+            raise ValueError(f"{key}: the protocol's ratio has not one pair per item")
+        nums = np.asarray(ratio.numerators, dtype=float)[samples].sum(axis=1)
+        dens = np.asarray(ratio.denominators, dtype=float)[samples].sum(axis=1)
+        kept = dens != 0
+        draws[key] = list(ratio.scale * nums[kept] / dens[kept])
+    rest = [key for key in keys if key not in draws]
+    if rest:
+        draws.update({key: [] for key in rest})
+        for row in samples:
+            summary = protocol.summarize([listed[i] for i in row])
+            for key in rest:
+                value = figure(summary, key)
+                if value is not None:
+                    draws[key].append(value)
     out = {}
-    for key, values in draws.items():
+    for key in keys:
+        values = draws[key]
         if len(values) >= resamples // 2:
             low, high = np.percentile(values, [2.5, 97.5])
             out[key] = [round(float(low), 6), round(float(high), 6)]
