@@ -71,6 +71,13 @@ WINDOW_PER_WORKER = 2
 #: Finished items are stored together, in one transaction, once this many wait (or once
 #: PROGRESS_SECONDS have passed since the last store), not one transaction an item.
 STORE_ITEMS = 50
+#: Worker threads one process keeps busy: the harness's image work (PNG encoding) and the
+#: model client's request building hold the GIL, so past this many threads a process gains
+#: nothing. A command-line run with more workers splits its items into that many chunk jobs
+#: more (at most one a CPU) and runs them in processes of their own (``processes_for``).
+PROCESS_WORKERS = 4
+#: No chunk of a run split across processes is smaller than this (a process costs its start).
+PROCESS_MIN_ITEMS = 40
 
 MODES = ("atm", "gen")
 PLAN_FORMATS = ("json", "code")
@@ -367,6 +374,24 @@ def _check_workers(workers: int) -> None:
         raise ValidationFailed(f"workers: must be between 1 and {MAX_WORKERS}, got {workers}")
 
 
+def processes_for(workers: int) -> int:
+    """How many processes a run in this process (the command line) should use for
+    ``workers`` worker threads: one per ``PROCESS_WORKERS`` threads, at most one per CPU this
+    process may use; 1 where processes cannot share the database (an in-memory SQLite
+    database lives in its connection) or cannot be forked."""
+    import multiprocessing
+    import os
+
+    from django.db import connection
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, -(-workers // PROCESS_WORKERS)))
+
+
 def evaluation_run_create(
     *,
     project: Project,
@@ -379,10 +404,16 @@ def evaluation_run_create(
     replay: bool = False,
     enqueue: bool = False,
     chunk_items: int = CHUNK_ITEMS,
+    processes: int = 1,
 ) -> tuple[EvaluationRun, list[Job]]:
     """An evaluation run and its job(s) (one per ``chunk_items`` items). With ``enqueue`` the
     jobs are enqueued after commit (the page); without, the caller runs them
-    (``evaluation_run_execute``, the command line). ``user`` None is the command line."""
+    (``evaluation_run_execute``, the command line). ``user`` None is the command line.
+
+    ``processes`` (the command line, ``processes_for``): the run is split into at least that
+    many chunk jobs (none under ``PROCESS_MIN_ITEMS`` items), each with its share of the
+    workers and of the endpoint's limits, for ``evaluation_run_execute`` to run side by
+    side."""
     if user is not None:
         permissions.require(user=user, project=project, action="evaluate")
     protocol_of(project)
@@ -405,7 +436,10 @@ def evaluation_run_create(
             replay=replay,
             created_by=user,
         )
-        jobs = _jobs(run, user, ids, workers, enqueue, chunk_items)
+        share = max(1, min(processes, len(ids) // PROCESS_MIN_ITEMS))
+        if share > 1:
+            chunk_items = min(chunk_items, -(-len(ids) // share))
+        jobs = _jobs(run, user, ids, workers, enqueue, chunk_items, share=share)
     return run, jobs
 
 
@@ -416,7 +450,11 @@ def _jobs(
     workers: int,
     enqueue: bool,
     chunk_items: int,
+    *,
+    share: int = 1,
 ) -> list[Job]:
+    """The run's jobs. ``share`` > 1: the jobs run side by side in that many processes, so
+    each gets that share of the workers (and its runner of the endpoint's limits)."""
     size = max(1, chunk_items)
     chunks = [list(ids[i : i + size]) for i in range(0, len(ids), size)] or [[]]
     jobs = []
@@ -424,8 +462,10 @@ def _jobs(
         params: dict[str, Any] = {
             "project_id": run.project_id,
             "run_id": run.pk,
-            "workers": workers,
+            "workers": workers if share == 1 else max(1, -(-workers // share)),
         }
+        if share > 1:
+            params["processes"] = share
         if len(chunks) > 1:
             params.update(items=chunk, chunk=n, chunks=len(chunks))
         start = job_services.job_start if enqueue else job_services.job_create
@@ -813,6 +853,13 @@ class _Runner:
         self.protocol = protocol_of(run.project)
         self.workers = int(job.params.get("workers") or 4)
         self.config, self.params = model_config(run.project, run.base_url, run.model)
+        share = int(job.params.get("processes") or 1)
+        if share > 1:  # side by side with other processes: this one's part of the limits
+            self.config = dataclasses.replace(
+                self.config,
+                concurrency=max(1, self.config.concurrency // share),
+                rpm=max(1, self.config.rpm // share) if self.config.rpm else 0,
+            )
         shots = int((run.settings or {}).get("shots") or 0)
         self.settings = eval_settings(
             run, _examples(run.project, shots), settings_extra(run.project)
@@ -971,12 +1018,69 @@ def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     }
 
 
-def evaluation_run_execute(*, run: EvaluationRun, jobs: Sequence[Job]) -> EvaluationRun:
-    """Run the run's jobs now, in this process (the command line), through the job pipeline."""
-    for job in jobs:
-        job_services.job_run(job_id=job.pk)
+def evaluation_run_execute(
+    *, run: EvaluationRun, jobs: Sequence[Job], processes: int = 1
+) -> EvaluationRun:
+    """Run the run's jobs now, through the job pipeline (the command line): one after the
+    other in this process, or with ``processes`` > 1 up to that many at a time, each in a
+    process forked from this one with its own database connection (as Celery workers would
+    take the chunks). A chunk whose process died is failed naming it; resuming the run
+    evaluates only what it had not finished."""
+    if processes > 1 and len(jobs) > 1:
+        _jobs_in_processes([job.pk for job in jobs], processes)
+    else:
+        for job in jobs:
+            job_services.job_run(job_id=job.pk)
     run.refresh_from_db()
     return run
+
+
+def _job_in_child(job_id: int) -> None:
+    """A forked process's work: one job through the pipeline, on a connection of its own."""
+    from django.db import connections
+
+    try:
+        job_services.job_run(job_id=job_id)
+    finally:
+        connections.close_all()
+
+
+def _jobs_in_processes(job_ids: Sequence[int], processes: int) -> None:
+    import multiprocessing
+    from multiprocessing.connection import wait as wait_for
+
+    from django.db import connections
+
+    context = multiprocessing.get_context("fork")
+    connections.close_all()  # a forked child must not share this process's connection
+    waiting = list(job_ids)
+    running: dict[int, Any] = {}
+    while waiting or running:
+        while waiting and len(running) < processes:
+            job_id = waiting.pop(0)
+            child = context.Process(target=_job_in_child, args=(job_id,), name=f"job-{job_id}")
+            child.start()
+            running[job_id] = child
+        wait_for([child.sentinel for child in running.values()])
+        for job_id, child in list(running.items()):
+            if child.is_alive():
+                continue
+            child.join()
+            del running[job_id]
+            if child.exitcode:
+                _job_died(job_id, child.exitcode)
+
+
+def _job_died(job_id: int, exitcode: int) -> None:
+    """Fail a job whose process ended without finishing it (killed, out of memory)."""
+    if Job.objects.filter(pk=job_id, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists():
+        job_services.job_finish(
+            job_id=job_id,
+            error=(
+                f"the process running job #{job_id} stopped (exit status {exitcode}) before "
+                "it finished; resume the run to evaluate the items it had not finished"
+            ),
+        )
 
 
 def job_failed_messages(jobs: Sequence[Job]) -> list[str]:

@@ -94,6 +94,8 @@ class Command(BaseCommand):
             workers = int(options["workers"])
         except ValueError:
             raise _bad(f"--workers: {options['workers']!r} is not a whole number") from None
+        # More workers than one process keeps busy: chunks in processes of their own.
+        processes = services.processes_for(workers)
         settings = {
             "mode": options["mode"],
             "plan_format": options["plan_format"],
@@ -113,10 +115,11 @@ class Command(BaseCommand):
                 settings=settings,
                 workers=workers,
                 replay=options["replay"],
+                processes=processes,
             )
         except DomainError as exc:
             raise _bad(_flagged(exc.message)) from None
-        run = services.evaluation_run_execute(run=run, jobs=jobs)
+        run = services.evaluation_run_execute(run=run, jobs=jobs, processes=processes)
         failed = services.job_failed_messages(jobs)
         if failed:
             raise CommandError(f"the evaluation failed: {failed[0]}")
