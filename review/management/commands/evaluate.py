@@ -124,8 +124,14 @@ class Command(BaseCommand):
         if failed:
             raise CommandError(f"the evaluation failed: {failed[0]}")
         errors = []
-        rows = EvaluationResult.objects.filter(run=run).select_related("item")
-        for row in rows.order_by("item__position", "item_id"):
+        # What a line prints; not the trace nor the files (the largest fields, read by the
+        # run's page and --out).
+        rows = (
+            EvaluationResult.objects.filter(run=run)
+            .select_related("item")
+            .only("item", "item__external_id", "status", "output", "scores", "error")
+        )
+        for row in rows.order_by("item__position", "item_id").iterator(chunk_size=500):
             line: dict[str, Any] = {
                 "item": row.item.external_id,
                 "model": run.model,
