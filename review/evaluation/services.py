@@ -386,7 +386,7 @@ def processes_for(workers: int) -> int:
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+    if connection.vendor == "sqlite" and getattr(connection, "is_in_memory_db", lambda: True)():
         return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cpus or 1, -(-workers // PROCESS_WORKERS)))
