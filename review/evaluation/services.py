@@ -1026,7 +1026,10 @@ def evaluation_run_execute(
     process forked from this one with its own database connection (as Celery workers would
     take the chunks). A chunk whose process died is failed naming it; resuming the run
     evaluates only what it had not finished."""
-    if processes > 1 and len(jobs) > 1:
+    from django.db import connection
+
+    # Inside a transaction, other connections could not see the jobs yet: run them here.
+    if processes > 1 and len(jobs) > 1 and not connection.in_atomic_block:
         _jobs_in_processes([job.pk for job in jobs], processes)
     else:
         for job in jobs:

@@ -21,10 +21,11 @@ pytestmark = pytest.mark.django_db
 
 
 def test_processes_are_one_per_process_workers_at_most_one_a_cpu(monkeypatch: Any) -> None:
-    # The test database is an in-memory SQLite one: other processes could not see it.
-    assert connection.is_in_memory_db()
-    assert services.processes_for(32) == 1
-    monkeypatch.setattr(connections["default"], "is_in_memory_db", lambda: False)
+    if connection.vendor == "sqlite":
+        # An in-memory SQLite database (the tests'): other processes could not see it.
+        assert connection.is_in_memory_db()
+        assert services.processes_for(32) == 1
+    monkeypatch.setattr(connections["default"], "is_in_memory_db", lambda: False, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert services.PROCESS_WORKERS == 4
     assert [services.processes_for(w) for w in (1, 4, 5, 8, 32)] == [1, 1, 2, 2, 2]
@@ -75,6 +76,7 @@ def test_a_small_run_is_not_split_for_processes(eval_project: Project) -> None:
     assert jobs[0].params["workers"] == 8 and "processes" not in jobs[0].params
 
 
+@pytest.mark.django_db(transaction=True)  # the jobs are committed, as the command's are
 def test_a_chunk_whose_process_dies_is_failed_naming_it(
     eval_project: Project, monkeypatch: Any
 ) -> None:
@@ -94,3 +96,18 @@ def test_a_chunk_whose_process_dies_is_failed_naming_it(
     assert second.status == JobStatus.FAILED
     assert f"job #{second.pk} stopped (exit status 3)" in second.error
     assert "resume the run" in services.job_failed_messages(jobs)[0]
+
+
+def test_jobs_not_committed_yet_run_in_this_process(
+    eval_project: Project, monkeypatch: Any
+) -> None:
+    # Inside a transaction (this test's), another process could not see the jobs: they run
+    # here, one after the other, whatever the processes asked.
+    monkeypatch.setattr(services, "PROCESS_MIN_ITEMS", 1)
+    run, jobs = services.evaluation_run_create(
+        project=eval_project, user=None, workers=8, processes=2
+    )
+    monkeypatch.setattr(services, "_jobs_in_processes", None)  # would fail if called
+    run = services.evaluation_run_execute(run=run, jobs=jobs, processes=2)
+    assert run.finished_at is not None
+    assert EvaluationResult.objects.filter(run=run, status="ok").count() == 3
