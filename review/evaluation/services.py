@@ -790,7 +790,9 @@ def answers_store(*, run: EvaluationRun) -> int:
             row.text, row.source_file = text, f"evaluation #{run.pk}"[:255]
             changed.append(row)
     with transaction.atomic():
-        Response.objects.bulk_create(new)
+        # Chunks of a run finishing together (processes, Celery workers) may each see every
+        # item done and store the same answers: whichever comes second finds them there.
+        Response.objects.bulk_create(new, ignore_conflicts=True)
         Response.objects.bulk_update(changed, ["text", "source_file"])
     return len(new) + len(changed)
 
