@@ -58,6 +58,7 @@ from .base import (
     EvaluationError,
     ModelReply,
     Outcome,
+    Ratio,
     Status,
     ToolCall,
     ToolLayer,
@@ -644,6 +645,29 @@ class AgenticMmeProtocol:
                 out[f"L{level}_{key}"] = summary.get(key)
         out["overthink_analysis"] = report["overthink_analysis"]
         return out
+
+    def ratios(self, outcomes: list[Outcome]) -> dict[str, Ratio]:
+        """Every column's figure of :meth:`summarize` as a ratio of per-item sums (for the
+        bootstrap): each is a mean over the scored runs (of a level, for a level's
+        column) that have the score, so a run is (score, 1) where it counts and (0, 0)
+        where it does not."""
+        scored = [o.scores if o.status == Status.OK and o.scores else None for o in outcomes]
+
+        def mean(key: str, level: int | None = None) -> Ratio:
+            nums, dens = [], []
+            for scores in scored:
+                value = None
+                if scores is not None and (level is None or scores.get("level") == level):
+                    value = scores.get(key)
+                nums.append(0.0 if value is None else float(value))
+                dens.append(0.0 if value is None else 1.0)
+            return Ratio(tuple(nums), tuple(dens))
+
+        out = {key: mean(key) for key in ("acc", "S", "V", "overthink", "calls")}
+        for level in LEVELS:
+            for key in ("acc", "S", "V_tool", "V_true"):
+                out[f"L{level}_{key}"] = mean(key, level)
+        return {column.key: out[column.key] for column in self.columns if column.key in out}
 
     def write_outputs(self, outcomes: list[Outcome], out_dir: str, *, model: str) -> list[str]:
         """One run folder per item, ``out_dir/<item>/``, in the released layout (the layout

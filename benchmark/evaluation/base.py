@@ -302,6 +302,29 @@ class Column:
     pooled: tuple[str, str] | None = None
 
 
+@dataclass(frozen=True)
+class Ratio:
+    """A figure that is a ratio of sums over items: ``scale * sum(numerators) /
+    sum(denominators)`` (None when the denominators sum to 0), with one numerator and one
+    denominator per outcome, in the outcomes' order. A mean over the items that have a score
+    is ``(score, 1)`` for those items and ``(0, 0)`` for the others; a pooled column is its
+    two score keys. So a bootstrap interval resamples the pairs together and sums them
+    (vectorised), which gives the figure ``summarize`` gives on the same resample without
+    running it (see :class:`RatioFigures`)."""
+
+    numerators: tuple[float, ...]
+    denominators: tuple[float, ...]
+    scale: float = 1.0
+
+
+class RatioFigures(Protocol):
+    """What a protocol may offer besides :class:`EvalProtocol` (optional): its figures that
+    are ratios of per-item sums, by summary key. A figure it does not name has its interval
+    from ``summarize`` on each resample, as before."""
+
+    def ratios(self, outcomes: list[Outcome]) -> dict[str, Ratio]: ...
+
+
 class EvalProtocol(Protocol):
     """What a benchmark kind's protocol object offers."""
 

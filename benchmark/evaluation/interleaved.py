@@ -20,13 +20,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark.evaluation.base import Column, EvaluationError, Outcome, Status, image_part, sha256
+from benchmark.evaluation.base import (
+    Column,
+    EvaluationError,
+    Outcome,
+    Ratio,
+    Status,
+    image_part,
+    sha256,
+)
 from benchmark.metrics.tag_scores import AnswerFacts, answer_facts, tool_set_scores
 from benchmark.tags import Syntax, Toolset
 
 __all__ = [
     "Content",
     "adoption_scores",
+    "column_ratios",
     "facts_of",
     "model_file_name",
     "percent",
@@ -137,6 +146,38 @@ def summarize_scores(
         summary[column.key] = math.fsum(values) / len(values) if values else None
         summary[f"n_{column.key}"] = len(values)
     return summary
+
+
+def column_ratios(outcomes: Sequence[Outcome], columns: Iterable[Column]) -> dict[str, Ratio]:
+    """Each column's figure of :func:`summarize_scores` as a ratio of per-item sums (for the
+    bootstrap, ``benchmark.evaluation.base.RatioFigures``): a mean column is (score, 1) for
+    the answered items that have a score and (0, 0) for the others; a pooled column is the
+    answered items' (numerator, denominator), times 100."""
+    out: dict[str, Ratio] = {}
+    answered = [o.status == Status.OK for o in outcomes]
+    for column in columns:
+        if column.pooled is not None:
+            num_key, den_key = column.pooled
+            out[column.key] = Ratio(
+                tuple(
+                    (_number(o.scores.get(num_key)) or 0.0) if ok else 0.0
+                    for o, ok in zip(outcomes, answered, strict=True)
+                ),
+                tuple(
+                    (_number(o.scores.get(den_key)) or 0.0) if ok else 0.0
+                    for o, ok in zip(outcomes, answered, strict=True)
+                ),
+                100.0,
+            )
+            continue
+        values = [
+            _number(o.scores.get(column.key)) if ok else None
+            for o, ok in zip(outcomes, answered, strict=True)
+        ]
+        out[column.key] = Ratio(
+            tuple(v or 0.0 for v in values), tuple(0.0 if v is None else 1.0 for v in values)
+        )
+    return out
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

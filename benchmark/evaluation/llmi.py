@@ -53,12 +53,14 @@ from benchmark.evaluation.base import (
     EvalSettings,
     EvaluationError,
     Outcome,
+    Ratio,
     Status,
     ToolLayer,
 )
 from benchmark.evaluation.interleaved import (
     Content,
     adoption_scores,
+    column_ratios,
     facts_of,
     model_file_name,
     summarize_scores,
@@ -271,6 +273,10 @@ class LlmiProtocol:
         answered = [o for o in outcomes if o.status == Status.OK]
         summary["n_constrained"] = sum(1 for o in answered if "r_rule" in o.scores)
         return summary
+
+    def ratios(self, outcomes: list[Outcome]) -> dict[str, Ratio]:
+        """Every column's figure as a ratio of per-item sums (for the bootstrap)."""
+        return column_ratios(outcomes, self.columns)
 
     def write_outputs(self, outcomes: list[Outcome], out_dir: str, *, model: str) -> list[str]:
         rows = []

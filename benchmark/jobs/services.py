@@ -27,6 +27,7 @@ apart."""
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -498,6 +499,20 @@ def job_cancel(*, job: Job, user: User) -> Job:
     return job
 
 
+class _NotRaised(Exception):
+    """Stands for Celery's soft time limit where Celery is not loaded (nothing raises it)."""
+
+
+def _soft_time_limit() -> type[BaseException]:
+    """Celery's SoftTimeLimitExceeded in a worker (which has Celery loaded already); in a
+    process that never loaded Celery (the command line) nothing can raise it, and importing
+    Celery only to name it would cost a tenth of a second."""
+    module = sys.modules.get("celery.exceptions")
+    if module is None:
+        return _NotRaised
+    return module.SoftTimeLimitExceeded  # type: ignore[no-any-return]
+
+
 def job_run(*, job_id: int) -> None:
     """The body of the one job task. Nothing when the job is not queued (a repeated delivery,
     or a job the sweep failed). Otherwise the kind's runner gets the job and a progress
@@ -505,8 +520,7 @@ def job_run(*, job_id: int) -> None:
     FormatError) is the user's message; a time limit says so; anything else is logged with
     its traceback and the job gets a generic message naming the job. The upload folder is
     removed before the job is marked done, so a finished job never leaves files behind."""
-    from celery.exceptions import SoftTimeLimitExceeded  # a worker has Celery loaded already
-
+    soft_time_limit = _soft_time_limit()
     if not job_claim(job_id=job_id):
         return
     job = Job.objects.select_related("project", "created_by").get(pk=job_id)
@@ -527,7 +541,7 @@ def job_run(*, job_id: int) -> None:
         error, result = exc.message or exc.__class__.__name__, None
     except FormatError as exc:
         error, result = str(exc), None
-    except SoftTimeLimitExceeded:
+    except soft_time_limit:
         result = None
         minutes = job_time_limit(job.kind) // 60
         error = (

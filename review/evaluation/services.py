@@ -74,6 +74,13 @@ WINDOW_PER_WORKER = 2
 #: Finished items are stored together, in one transaction, once this many wait (or once
 #: PROGRESS_SECONDS have passed since the last store), not one transaction an item.
 STORE_ITEMS = 50
+#: Worker threads one process keeps busy: the harness's image work (PNG encoding) and the
+#: model client's request building hold the GIL, so past this many threads a process gains
+#: nothing. A command-line run with more workers splits its items into that many chunk jobs
+#: more (at most one a CPU) and runs them in processes of their own (``processes_for``).
+PROCESS_WORKERS = 4
+#: No chunk of a run split across processes is smaller than this (a process costs its start).
+PROCESS_MIN_ITEMS = 40
 
 MODES = ("atm", "gen")
 PLAN_FORMATS = ("json", "code")
@@ -426,6 +433,24 @@ def _check_workers(workers: int) -> None:
         raise ValidationFailed(f"workers: must be between 1 and {MAX_WORKERS}, got {workers}")
 
 
+def processes_for(workers: int) -> int:
+    """How many processes a run in this process (the command line) should use for
+    ``workers`` worker threads: one per ``PROCESS_WORKERS`` threads, at most one per CPU this
+    process may use; 1 where processes cannot share the database (an in-memory SQLite
+    database lives in its connection) or cannot be forked."""
+    import multiprocessing
+    import os
+
+    from django.db import connection
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if connection.vendor == "sqlite" and getattr(connection, "is_in_memory_db", lambda: True)():
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, -(-workers // PROCESS_WORKERS)))
+
+
 def evaluation_run_create(
     *,
     project: Project,
@@ -440,13 +465,19 @@ def evaluation_run_create(
     chunk_items: int = CHUNK_ITEMS,
     price_in: float | None = None,
     price_out: float | None = None,
+    processes: int = 1,
 ) -> tuple[EvaluationRun, list[Job]]:
     """An evaluation run and its job(s) (one per ``chunk_items`` items). With ``enqueue`` the
     jobs are enqueued after commit (the page); without, the caller runs them
     (``evaluation_run_execute``, the command line). ``user`` None is the command line. The
     run's price per million input and output tokens (for its cost so far) is ``price_in``
     and ``price_out``, else the project's model settings' when the run calls that model,
-    else none (the cost is unknown)."""
+    else none (the cost is unknown).
+
+    ``processes`` (the command line, ``processes_for``): the run is split into at least that
+    many chunk jobs (none under ``PROCESS_MIN_ITEMS`` items), each with its share of the
+    workers and of the endpoint's limits, for ``evaluation_run_execute`` to run side by
+    side."""
     if user is not None:
         permissions.require(user=user, project=project, action="evaluate")
     protocol_of(project)
@@ -470,7 +501,10 @@ def evaluation_run_create(
             replay=replay,
             created_by=user,
         )
-        jobs = _jobs(run, user, ids, workers, enqueue, chunk_items)
+        share = max(1, min(processes, len(ids) // PROCESS_MIN_ITEMS))
+        if share > 1:
+            chunk_items = min(chunk_items, -(-len(ids) // share))
+        jobs = _jobs(run, user, ids, workers, enqueue, chunk_items, share=share)
     return run, jobs
 
 
@@ -481,7 +515,11 @@ def _jobs(
     workers: int,
     enqueue: bool,
     chunk_items: int,
+    *,
+    share: int = 1,
 ) -> list[Job]:
+    """The run's jobs. ``share`` > 1: the jobs run side by side in that many processes, so
+    each gets that share of the workers (and its runner of the endpoint's limits)."""
     size = max(1, chunk_items)
     chunks = [list(ids[i : i + size]) for i in range(0, len(ids), size)] or [[]]
     jobs = []
@@ -489,8 +527,10 @@ def _jobs(
         params: dict[str, Any] = {
             "project_id": run.project_id,
             "run_id": run.pk,
-            "workers": workers,
+            "workers": workers if share == 1 else max(1, -(-workers // share)),
         }
+        if share > 1:
+            params["processes"] = share
         if len(chunks) > 1:
             params.update(items=chunk, chunk=n, chunks=len(chunks))
         start = job_services.job_start if enqueue else job_services.job_create
@@ -713,25 +753,50 @@ def bootstrap_intervals(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, list[float]]:
-    """``{key: [low, high]}``: the percentile 95 % interval of each figure over items,
-    from the protocol's own ``summarize`` on ``resamples`` resamples of the outcomes (so any
-    figure, a macro average or a share, gets its interval the same way). Seeded."""
+    """``{key: [low, high]}``: the percentile 95 % interval of each figure over items: the
+    figure as the protocol's own ``summarize`` gives it on each of ``resamples`` resamples of
+    the outcomes (drawn with replacement, seeded: the same run always gives the same
+    interval); a figure missing from more than half the resamples has none.
+
+    A figure the protocol gives as a ratio of per-item sums (``ratios``, see
+    ``benchmark.evaluation.base.RatioFigures``: a mean over items, a pooled rate) is
+    resampled as arrays: each resample's numerators and denominators are summed together,
+    all resamples at once, instead of running ``summarize`` on each. Any other figure (a
+    macro average, a rounded share) is taken from ``summarize`` on each resample."""
     import numpy as np
 
     if len(outcomes) < 2 or not keys:
         return {}
     rng = np.random.default_rng(seed)
     n = len(outcomes)
-    draws: dict[str, list[float]] = {key: [] for key in keys}
-    for _ in range(resamples):
-        sample = [outcomes[i] for i in rng.integers(0, n, n)]
-        summary = protocol.summarize(sample)
-        for key in keys:
-            value = figure(summary, key)
-            if value is not None:
-                draws[key].append(value)
+    # One row of item indices per resample, drawn one resample at a time as always.
+    samples = np.stack([rng.integers(0, n, n) for _ in range(resamples)])
+    listed = list(outcomes)
+    ratios_of = getattr(protocol, "ratios", None)
+    ratios = ratios_of(listed) if callable(ratios_of) else {}
+    draws: dict[str, list[float]] = {}
+    for key in keys:
+        ratio = ratios.get(key)
+        if ratio is None:
+            continue
+        if len(ratio.numerators) != n or len(ratio.denominators) != n:
+            raise ValueError(f"{key}: the protocol's ratio has not one pair per item")
+        nums = np.asarray(ratio.numerators, dtype=float)[samples].sum(axis=1)
+        dens = np.asarray(ratio.denominators, dtype=float)[samples].sum(axis=1)
+        kept = dens != 0
+        draws[key] = list(ratio.scale * nums[kept] / dens[kept])
+    rest = [key for key in keys if key not in draws]
+    if rest:
+        draws.update({key: [] for key in rest})
+        for row in samples:
+            summary = protocol.summarize([listed[i] for i in row])
+            for key in rest:
+                value = figure(summary, key)
+                if value is not None:
+                    draws[key].append(value)
     out = {}
-    for key, values in draws.items():
+    for key in keys:
+        values = draws[key]
         if len(values) >= resamples // 2:
             low, high = np.percentile(values, [2.5, 97.5])
             out[key] = [round(float(low), 6), round(float(high), 6)]
@@ -790,7 +855,9 @@ def answers_store(*, run: EvaluationRun) -> int:
             row.text, row.source_file = text, f"evaluation #{run.pk}"[:255]
             changed.append(row)
     with transaction.atomic():
-        Response.objects.bulk_create(new)
+        # Chunks of a run finishing together (processes, Celery workers) may each see every
+        # item done and store the same answers: whichever comes second finds them there.
+        Response.objects.bulk_create(new, ignore_conflicts=True)
         Response.objects.bulk_update(changed, ["text", "source_file"])
     return len(new) + len(changed)
 
@@ -858,6 +925,13 @@ class _Runner:
         self.protocol = protocol_of(run.project)
         self.workers = int(job.params.get("workers") or 4)
         self.config, self.params = model_config(run.project, run.base_url, run.model)
+        share = int(job.params.get("processes") or 1)
+        if share > 1:  # side by side with other processes: this one's part of the limits
+            self.config = dataclasses.replace(
+                self.config,
+                concurrency=max(1, self.config.concurrency // share),
+                rpm=max(1, self.config.rpm // share) if self.config.rpm else 0,
+            )
         shots = int((run.settings or {}).get("shots") or 0)
         self.settings = eval_settings(
             run, _examples(run.project, shots), settings_extra(run.project)
@@ -1031,12 +1105,72 @@ def cost_text(cost: float | None) -> str:
     return "unknown" if cost is None else f"{cost:,.4f}"
 
 
-def evaluation_run_execute(*, run: EvaluationRun, jobs: Sequence[Job]) -> EvaluationRun:
-    """Run the run's jobs now, in this process (the command line), through the job pipeline."""
-    for job in jobs:
-        job_services.job_run(job_id=job.pk)
+def evaluation_run_execute(
+    *, run: EvaluationRun, jobs: Sequence[Job], processes: int = 1
+) -> EvaluationRun:
+    """Run the run's jobs now, through the job pipeline (the command line): one after the
+    other in this process, or with ``processes`` > 1 up to that many at a time, each in a
+    process forked from this one with its own database connection (as Celery workers would
+    take the chunks). A chunk whose process died is failed naming it; resuming the run
+    evaluates only what it had not finished."""
+    from django.db import connection
+
+    # Inside a transaction, other connections could not see the jobs yet: run them here.
+    if processes > 1 and len(jobs) > 1 and not connection.in_atomic_block:
+        _jobs_in_processes([job.pk for job in jobs], processes)
+    else:
+        for job in jobs:
+            job_services.job_run(job_id=job.pk)
     run.refresh_from_db()
     return run
+
+
+def _job_in_child(job_id: int) -> None:
+    """A forked process's work: one job through the pipeline, on a connection of its own."""
+    from django.db import connections
+
+    try:
+        job_services.job_run(job_id=job_id)
+    finally:
+        connections.close_all()
+
+
+def _jobs_in_processes(job_ids: Sequence[int], processes: int) -> None:
+    import multiprocessing
+    from multiprocessing.connection import wait as wait_for
+
+    from django.db import connections
+
+    context = multiprocessing.get_context("fork")
+    connections.close_all()  # a forked child must not share this process's connection
+    waiting = list(job_ids)
+    running: dict[int, Any] = {}
+    while waiting or running:
+        while waiting and len(running) < processes:
+            job_id = waiting.pop(0)
+            child = context.Process(target=_job_in_child, args=(job_id,), name=f"job-{job_id}")
+            child.start()
+            running[job_id] = child
+        wait_for([child.sentinel for child in running.values()])
+        for job_id, child in list(running.items()):
+            if child.is_alive():
+                continue
+            child.join()
+            del running[job_id]
+            if child.exitcode:
+                _job_died(job_id, child.exitcode)
+
+
+def _job_died(job_id: int, exitcode: int) -> None:
+    """Fail a job whose process ended without finishing it (killed, out of memory)."""
+    if Job.objects.filter(pk=job_id, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists():
+        job_services.job_finish(
+            job_id=job_id,
+            error=(
+                f"the process running job #{job_id} stopped (exit status {exitcode}) before "
+                "it finished; resume the run to evaluate the items it had not finished"
+            ),
+        )
 
 
 def job_failed_messages(jobs: Sequence[Job]) -> list[str]:

@@ -176,6 +176,25 @@ def test_a_domain_error_is_the_users_message(
 
 
 @pytest.mark.django_db
+def test_a_soft_time_limit_in_a_worker_says_so(
+    project: Project, users: dict[str, Any], test_kind: dict[str, Any], capture: Any
+) -> None:
+    # A worker has Celery loaded; job_run names its soft time limit without importing Celery
+    # itself (the command line never loads it).
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    def stop(job: Job) -> dict[str, Any]:
+        raise SoftTimeLimitExceeded()
+
+    test_kind["run"] = stop
+    with capture(execute=True):
+        job = services.job_start(kind="pipeline_test", user=users["admin"], project=project)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.error.startswith("The job ran into its 60-minute time limit and was stopped")
+
+
+@pytest.mark.django_db
 def test_an_unexpected_error_is_logged_and_the_user_gets_a_generic_message(
     project: Project,
     users: dict[str, Any],

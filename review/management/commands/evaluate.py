@@ -94,6 +94,8 @@ class Command(BaseCommand):
             workers = int(options["workers"])
         except ValueError:
             raise _bad(f"--workers: {options['workers']!r} is not a whole number") from None
+        # More workers than one process keeps busy: chunks in processes of their own.
+        processes = services.processes_for(workers)
         settings = {
             "mode": options["mode"],
             "plan_format": options["plan_format"],
@@ -113,16 +115,23 @@ class Command(BaseCommand):
                 settings=settings,
                 workers=workers,
                 replay=options["replay"],
+                processes=processes,
             )
         except DomainError as exc:
             raise _bad(_flagged(exc.message)) from None
-        run = services.evaluation_run_execute(run=run, jobs=jobs)
+        run = services.evaluation_run_execute(run=run, jobs=jobs, processes=processes)
         failed = services.job_failed_messages(jobs)
         if failed:
             raise CommandError(f"the evaluation failed: {failed[0]}")
         errors = []
-        rows = EvaluationResult.objects.filter(run=run).select_related("item")
-        for row in rows.order_by("item__position", "item_id"):
+        # What a line prints; not the trace nor the files (the largest fields, read by the
+        # run's page and --out).
+        rows = (
+            EvaluationResult.objects.filter(run=run)
+            .select_related("item")
+            .only("item", "item__external_id", "status", "output", "scores", "error")
+        )
+        for row in rows.order_by("item__position", "item_id").iterator(chunk_size=500):
             line: dict[str, Any] = {
                 "item": row.item.external_id,
                 "model": run.model,

@@ -182,6 +182,21 @@ def test_text_outputs_become_the_models_answers_for_judges_and_human_evaluation(
     }
 
 
+def test_two_chunks_completing_the_run_together_both_store_its_answers_without_error(
+    eval_project: Project, eval_server: FakeModelServer, monkeypatch: Any
+) -> None:
+    from benchmark.models import Response
+
+    run = _run(eval_project)
+    assert Response.objects.filter(item__project=eval_project).count() == 3
+    # The other chunk's process looked before this one's answers were committed: it sees
+    # none, and stores all three again.
+    monkeypatch.setattr(Response.objects, "filter", lambda **kw: Response.objects.none())
+    assert services.answers_store(run=run) == 3
+    monkeypatch.undo()
+    assert Response.objects.filter(item__project=eval_project).count() == 3
+
+
 def test_a_plan_kind_gets_its_projects_toolset_and_a_tool_model_in_extra(
     model_server: FakeModelServer,
 ) -> None:
