@@ -12,7 +12,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from benchmark import selectors, visibility
-from benchmark.llm.client import ModelNotConfigured
+from benchmark.llm.client import ModelError, ModelNotConfigured
 from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
 from benchmark.models import Item, Job, ModelCall, Project
 from benchmark.typing import AnyUser
@@ -65,3 +65,15 @@ def model_context(project: Project) -> dict[str, Any]:
         "model_error": "",
         "how_to": HOW_TO_CONFIGURE,
     }
+
+
+def model_placeholder(*, project: Project) -> dict[str, str]:
+    """The project's model as a form's placeholder (the judge and evaluation forms): its base
+    URL and name, never its key; ``error`` says why there is none."""
+    try:
+        resolved = model_resolve(project=project)
+    except ModelError as exc:
+        return {"base_url": "", "model": "", "error": str(exc)}
+    if resolved is None:
+        return {"base_url": "", "model": "", "error": "the project has no model configured"}
+    return {"base_url": resolved.config.base_url, "model": resolved.config.model, "error": ""}

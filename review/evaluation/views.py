@@ -23,8 +23,8 @@ from annotation.bulk_actions import selectors as bulk_selectors
 from annotation.bulk_actions import services as bulk_services
 from benchmark import permissions
 from benchmark.exceptions import DomainError
+from benchmark.llm import selectors as llm_selectors
 from benchmark.llm import services as llm_services
-from benchmark.llm.client import ModelError
 from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
@@ -45,17 +45,6 @@ def _reviewable_run(request: HttpRequest, pk: int) -> EvaluationRun:
     if not permissions.can(user=request.user, project=run.project, action="evaluate"):
         raise PermissionDenied(WHY)
     return run
-
-
-def _default_model(project: Project) -> dict[str, str]:
-    """The project's model as the form's placeholder: base URL and name, never a key."""
-    try:
-        resolved = llm_services.model_resolve(project=project)
-    except ModelError as exc:
-        return {"base_url": "", "model": "", "error": str(exc)}
-    if resolved is None:
-        return {"base_url": "", "model": "", "error": "the project has no model configured"}
-    return {"base_url": resolved.config.base_url, "model": resolved.config.model, "error": ""}
 
 
 def _releases(project: Project) -> list[str]:
@@ -115,7 +104,7 @@ def evaluation_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "reason": reason,
         "run": run,
         "progress": selectors.run_progress(run=run) if run is not None else None,
-        "default": _default_model(project),
+        "default": llm_selectors.model_placeholder(project=project),
         "how_to": llm_services.HOW_TO_CONFIGURE,
         "runs": list(selectors.evaluation_runs_of(user=request.user, project=project)[:RUNS_SHOWN]),
         "runs_shown": RUNS_SHOWN,

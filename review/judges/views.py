@@ -17,8 +17,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from benchmark import permissions
 from benchmark.exceptions import DomainError
+from benchmark.llm import selectors as llm_selectors
 from benchmark.llm import services as llm_services
-from benchmark.llm.client import ModelError
 from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest, request_user
@@ -46,17 +46,6 @@ def _reviewable_run(request: HttpRequest, pk: int) -> JudgeRun:
     if judge_spec_get(run.judge) is None:
         raise Http404(f"judge run #{run.pk} was made by the judge {run.judge!r}, not installed")
     return run
-
-
-def _default_model(project: Project) -> dict[str, str]:
-    """The project's judge model as the form's placeholder: base URL and name, never a key."""
-    try:
-        resolved = llm_services.model_resolve(project=project)
-    except ModelError as exc:
-        return {"base_url": "", "model": "", "error": str(exc)}
-    if resolved is None:
-        return {"base_url": "", "model": "", "error": "the project has no model configured"}
-    return {"base_url": resolved.config.base_url, "model": resolved.config.model, "error": ""}
 
 
 @login_required
@@ -120,7 +109,7 @@ def judge_runs(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
         "subject": subject,
         "job": job,
         "run": run,
-        "default": _default_model(project),
+        "default": llm_selectors.model_placeholder(project=project),
         "how_to": llm_services.HOW_TO_CONFIGURE,
         "runs": list(reports.judge_runs_of(user=request.user, project=project)[:RUNS_SHOWN]),
         "runs_shown": RUNS_SHOWN,
