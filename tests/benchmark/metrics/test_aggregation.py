@@ -14,8 +14,8 @@ from crowdkit import aggregation as ck
 from benchmark.metrics.aggregation import (
     METHODS,
     aggregate,
-    model_for,
     gold_accuracy,
+    model_for,
     read_gold,
     read_judgments,
     wilson_interval,
