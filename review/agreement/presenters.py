@@ -47,3 +47,19 @@ def judge_rater_view(report: Mapping[str, Any], names: Mapping[Any, str]) -> dic
         "majority": majority,
         "weighted": report.get("level") != "nominal",
     }
+
+
+def estimated_confusion(
+    confusion: Mapping[Any, Mapping[Any, float]], labels: list[Any], names: Mapping[Any, str]
+) -> dict[str, Any]:
+    """An annotator's estimated confusion matrix (Dawid-Skene: ``P(says column | truth row)``)
+    as a table of percentages, each cell shaded by its probability."""
+    rows = []
+    for truth in labels:
+        said = confusion.get(truth, {})
+        cells = []
+        for c, label in enumerate(labels):
+            p = float(said.get(label, 0.0))
+            cells.append({"p": p, "heat": round(HEAT_STEPS * p), "diag": labels[c] == truth})
+        rows.append({"label": names.get(truth, str(truth)), "cells": cells})
+    return {"columns": [names.get(label, str(label)) for label in labels], "rows": rows}
