@@ -18,7 +18,7 @@ from benchmark.typing import request_user
 from review.agreement import judge_sources
 from review.agreement import selectors as agreement_selectors
 from review.agreement import services as agreement_module
-from review.agreement.presenters import estimated_confusion, judge_rater_view
+from review.agreement.presenters import calibration_view, estimated_confusion, judge_rater_view
 from review.pages import task_for_review
 from review.rate_judge.selectors import rate_figures
 
@@ -58,19 +58,34 @@ def _judge_rater_context(request: HttpRequest, task: JudgmentTask) -> dict[str, 
     ``?judge=<key>`` that judge's figures against the task's people (or why not)."""
     user = request_user(request)
     key = request.GET.get("judge", "").strip()
+    from benchmark.metrics.judge_rater import DEFAULT_TRUST_THRESHOLD
+
+    raw_threshold = request.GET.get("threshold", "").strip()
     context: dict[str, Any] = {
         "judge_sources": judge_sources.judge_sources_for(user=user, task=task),
         "judge_key": key,
         "judge_rater": None,
         "judge_error": "",
+        "calibration": None,
+        "threshold": raw_threshold or DEFAULT_TRUST_THRESHOLD,
     }
     if key:
         try:
+            threshold = float(raw_threshold) if raw_threshold else DEFAULT_TRUST_THRESHOLD
+        except ValueError:
+            context["judge_error"] = f"threshold: {raw_threshold[:40]!r} is not a number"
+            return context
+        try:
             report = judge_sources.judge_rater_report(user=user, task=task, key=key)
+            calibration = judge_sources.judge_calibration_report(
+                user=user, task=task, key=key, threshold=threshold
+            )
         except DomainError as exc:
             context["judge_error"] = exc.message
         else:
-            context["judge_rater"] = judge_rater_view(report, judge_sources.value_names(task))
+            names = judge_sources.value_names(task)
+            context["judge_rater"] = judge_rater_view(report, names)
+            context["calibration"] = calibration_view(calibration, names)
     return context
 
 
