@@ -219,6 +219,9 @@ def test_blind_solve_audit_and_joint_review_by_keyboard(login_page, ready) -> No
     reviewer.keyboard.press("?")
     expect(reviewer.locator("dialog#keys-help")).to_contain_text("e edits the answer")
     reviewer.keyboard.press("Escape")
+    reviewer.keyboard.press("e")  # the answer to revise
+    expect(reviewer.locator("#revise input[name=expected_answer]")).to_be_focused()
+    reviewer.keyboard.press("Escape")
     reviewer.keyboard.press("2")
     reviewer.keyboard.press("r")
     reviewer.keyboard.type("The sign can be read both ways.")
