@@ -206,9 +206,14 @@ def test_blind_solve_audit_and_joint_review_by_keyboard(login_page, ready) -> No
     mine = Judgment.objects.get(task=task, user=users["v2"])
     assert (mine.value, mine.comment) == ("Elm St", "The sign is blurred.")
 
-    # The reviewer: o opens the item, 2 discard, r the reason, s then Enter records.
+    # The reviewer: o opens the first audit, and the item to review; 2 discard, r the reason, s then Enter records.
     reviewer = login_page(users["rev"])
     reviewer.set_viewport_size({"width": 390, "height": 844})
+    reviewer.goto(reverse("annotation:verification_audits", args=[task.pk]))
+    ready(reviewer)
+    with reviewer.expect_navigation():
+        reviewer.keyboard.press("o")  # the first audited item
+    expect(reviewer.locator("h1")).to_contain_text("Audit 0001")
     reviewer.goto(reverse("review:dispute_list", args=[task.pk]))
     ready(reviewer)
     with reviewer.expect_navigation():
