@@ -75,6 +75,7 @@ PROJECT_OF_JUDGE = {
     "llmi-mllm": LLMI,
     "atp-mam": ATP,
     "mms-plan": MMS,
+    "pairwise": LLMI,
 }
 PROJECT_OF_COMMAND = {
     "render_answers": LLMI,
