@@ -104,8 +104,37 @@ def test_missing_image_is_a_warning_not_a_crash(project: Project, tmp_path: Path
     path = _write(tmp_path / "d", [_row(1)], image=False)
     result = dataset_services.dataset_import(project=project, path=path)
     assert result.items_created == 1
-    assert any("images/a.png" in w and "not found" in w for w in result.warnings)
+    assert "images/a.png" in result.images_missing
     assert Item.objects.get().image_refs[0]["sha256"] is None
+
+
+def test_reimport_with_the_images_fills_in_the_missing_ones(
+    project: Project, tmp_path: Path
+) -> None:
+    """An import that dropped every image says so (not a plain success); importing the same
+    records again with their images fills them in on the items already present."""
+    first = dataset_services.dataset_import(
+        project=project, path=_write(tmp_path / "a", [_row(1), _row(2)], image=False)
+    )
+    assert first.images_missing == ["images/a.png"]
+    assert first.as_dict()["outcome"] == "warnings"
+    assert first.as_dict()["images_missing"] == 1
+    again = dataset_services.dataset_import(
+        project=project, path=_write(tmp_path / "b", [_row(1), _row(2)])
+    )
+    assert (again.items_created, again.items_skipped) == (0, 2)
+    assert (again.items_filled, again.images_filled) == (2, 2)
+    assert again.images_missing == []
+    assert again.as_dict()["outcome"] == "ok"
+    sha = Image.objects.get().sha256
+    for item in Item.objects.all():
+        assert {ref["sha256"] for ref in item.image_refs} == {sha}
+    assert list(Image.objects.get().projects.all()) == [project]
+    # A third import has nothing left to fill in.
+    third = dataset_services.dataset_import(
+        project=project, path=_write(tmp_path / "c", [_row(1), _row(2)])
+    )
+    assert (third.items_filled, third.images_filled, third.images_stored) == (0, 0, 0)
 
 
 def test_non_image_file_is_refused_with_its_name(project: Project, tmp_path: Path) -> None:
