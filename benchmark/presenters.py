@@ -190,7 +190,8 @@ def checkpoint_visual(
     when the checkpoint shows nothing."""
     if not isinstance(cp, dict):
         return None
-    code = cp.get("code_check") if isinstance(cp.get("code_check"), dict) else {}
+    raw_code = cp.get("code_check")
+    code: dict[str, Any] = raw_code if isinstance(raw_code, dict) else {}
     out: dict[str, Any] = {}
     box = _box_of(code.get("bbox_2d"))
     index = code.get("image_index", 0)

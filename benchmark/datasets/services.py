@@ -437,8 +437,7 @@ def dataset_import(
                         record=rec.external_id,
                     )
                 seen_in_file.add(rec.external_id)
-                if rec.external_id in existing_ids:
-                    result.items_skipped += 1
+                if rec.external_id in existing_ids:  # skipped (counted by the fill-in below)
                     present.append(rec.external_id)
                     continue
                 row = _item_row(rec, project, images, next_position, raw_fields)
@@ -469,7 +468,9 @@ def _fill_missing_images(
     """Items already present that an earlier import stored without some of their images (a
     ref with a path and no hash): each such path this upload holds is stored and filled in,
     by the path the item keeps. Only the images still missing are read, so re-importing a
-    complete dataset reads no image twice."""
+    complete dataset reads no image twice. The items are counted as skipped (already
+    present)."""
+    result.items_skipped += len(external_ids)
     now = timezone.now()
     for start in range(0, len(external_ids), BATCH_SIZE):
         changed = []

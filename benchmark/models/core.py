@@ -582,8 +582,7 @@ class Job(models.Model):
         """Succeeded, but its runner reported something the user must see (its result's
         ``outcome`` is "warnings": an import that left images out, say)."""
         return (
-            self.status == JobStatus.SUCCEEDED
-            and (self.result or {}).get("outcome") == "warnings"
+            self.status == JobStatus.SUCCEEDED and (self.result or {}).get("outcome") == "warnings"
         )
 
     @property
