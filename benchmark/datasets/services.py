@@ -453,7 +453,7 @@ def dataset_import(
                 progress(count)
         _bulk_insert_items(project, pending, id_by_external, result, images)
         _insert_attachments(project, attachments, id_by_external, result, images)
-        _fill_missing_images(project, present, result, images)
+        result.items_skipped = _fill_missing_images(project, present, result, images)
         images.link_project()
         indexing.bulk_end(connection, deferred)
         result.tool_records = _release_records(project, release, id_by_external)
@@ -463,14 +463,17 @@ def dataset_import(
 
 
 def _fill_missing_images(
-    project: Project, external_ids: list[str], result: ImportResult, images: _ImageResolver
-) -> None:
+    project: Project,
+    external_ids: list[str],
+    result: ImportResult,
+    images: _ImageResolver,
+    locate: Callable[[str], str] | None = None,
+) -> int:
     """Items already present that an earlier import stored without some of their images (a
     ref with a path and no hash): each such path this upload holds is stored and filled in,
-    by the path the item keeps. Only the images still missing are read, so re-importing a
-    complete dataset reads no image twice. The items are counted as skipped (already
-    present)."""
-    result.items_skipped += len(external_ids)
+    by the path the item keeps (``locate`` turns it into the upload's path first). Only the
+    images still missing are read, so re-importing a complete dataset reads no image twice.
+    Answers how many items it looked at."""
     now = timezone.now()
     for start in range(0, len(external_ids), BATCH_SIZE):
         changed = []
@@ -484,7 +487,8 @@ def _fill_missing_images(
             new_refs = []
             for ref in refs:
                 if isinstance(ref, dict) and not ref.get("sha256") and ref.get("path"):
-                    sha = images.sha_for(str(ref["path"]), item.external_id)
+                    where = str(ref["path"])
+                    sha = images.sha_for(locate(where) if locate else where, item.external_id)
                     if sha:
                         ref = {**ref, "sha256": sha}
                         filled += 1
@@ -497,6 +501,50 @@ def _fill_missing_images(
         if changed:
             Item.objects.bulk_update(changed, ["image_refs", "updated_at"])
             result.items_filled += len(changed)
+    return len(external_ids)
+
+
+def _upload_paths(root: Path) -> Callable[[str], str]:
+    """Finds an item's image path among the files under ``root`` (an upload of images only):
+    the same relative path, else the one file whose path ends like it (or that it ends
+    like), else the one file of that name; else the path itself (not there: missing)."""
+    by_suffix: dict[str, list[str]] = {}
+    for file in root.rglob("*"):
+        if file.is_file():
+            rel = file.relative_to(root).as_posix()
+            parts = rel.split("/")
+            for n in range(len(parts)):
+                by_suffix.setdefault("/".join(parts[n:]), []).append(rel)
+
+    def locate(path: str) -> str:
+        wanted = path.replace("\\", "/").lstrip("./")
+        parts = wanted.split("/")
+        for n in range(len(parts)):
+            found = by_suffix.get("/".join(parts[n:]), [])
+            if len(found) == 1:
+                return found[0]
+            if len(found) > 1:
+                break
+        return wanted
+
+    return locate
+
+
+def dataset_images_attach(*, project: Project, path: Path) -> ImportResult:
+    """Attach images to items already in the project: each image an item names by path but
+    was imported without, found in the upload (a folder or an unpacked .zip of images, or
+    one image) by that path, by the end of it or by its file name, is stored and filled
+    in. What the items still miss is counted as missing; files no item asks for are left
+    out. All at once or nothing."""
+    path = Path(path)
+    root = path if path.is_dir() else path.parent
+    result = ImportResult()
+    images = _ImageResolver(root, project, result)
+    with transaction.atomic():
+        external_ids = list(project.items.values_list("external_id", flat=True))
+        _fill_missing_images(project, external_ids, result, images, _upload_paths(root))
+        images.link_project()
+    return result
 
 
 def item_source_file(project: Project, values: Mapping[str, Any], external_id: str) -> str:
@@ -1042,6 +1090,9 @@ IMPORT_AREA = "imports"
 
 #: Interchange formats an upload may be read in instead of the project's own.
 INTERCHANGE_SOURCES = (label_studio.NAME, *tabular.NAMES)
+#: The import source of an upload of images only, for items already here
+#: (``dataset_images_attach``).
+IMAGES_ONLY = "images"
 
 
 def _interchange_reader(params: dict[str, Any]) -> Any:
@@ -1060,6 +1111,10 @@ def _interchange_params(
     """The job params of an interchange upload, checked: a bad mapping, a task that cannot
     take annotations, labels that do not map onto its values or a user map naming anyone
     but a member who may judge raise ValidationFailed."""
+    if source == IMAGES_ONLY:
+        if mapping or task or labels or user_map:
+            raise ValidationFailed("source: images for items already here take no mapping")
+        return {"source": IMAGES_ONLY}
     if source not in INTERCHANGE_SOURCES:
         if mapping or task or labels or user_map:
             raise ValidationFailed(
@@ -1162,6 +1217,9 @@ def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     JobProgress``). The total is not known before the end: records are not read twice."""
     project = Project.objects.get(pk=job.params["project_id"])
     path = Path(job.params["path"])
+    if job.params.get("source") == IMAGES_ONLY:
+        progress(progress=0, message="attaching images")
+        return dataset_images_attach(project=project, path=path).as_dict()
     fmt: Any = _interchange_reader(job.params) or get_format(project.data_format)
     done = [0]
 

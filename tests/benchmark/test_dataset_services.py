@@ -137,6 +137,26 @@ def test_reimport_with_the_images_fills_in_the_missing_ones(
     assert (third.items_filled, third.images_filled, third.images_stored) == (0, 0, 0)
 
 
+def test_images_alone_fill_in_what_an_import_left_out(project: Project, tmp_path: Path) -> None:
+    """An upload of images only (any folder layout) attaches each to the items that name it
+    by path and were imported without it; still-missing images are counted."""
+    rows = [_row(1), _row(2, images=["images/b.png"], doc=[])]
+    dataset_services.dataset_import(project=project, path=_write(tmp_path / "a", rows, image=False))
+    upload = tmp_path / "upload" / "pictures"
+    upload.mkdir(parents=True)
+    PILImage.new("RGB", (8, 6), "red").save(upload / "a.png")  # by file name
+    PILImage.new("RGB", (4, 4), "blue").save(upload / "unrelated.png")
+    result = dataset_services.dataset_images_attach(project=project, path=tmp_path / "upload")
+    assert (result.items_created, result.items_skipped) == (0, 0)
+    assert (result.items_filled, result.images_filled, result.images_stored) == (1, 1, 1)
+    assert result.images_missing == ["images/b.png"]
+    assert result.as_dict()["outcome"] == "warnings"
+    t1, t2 = Item.objects.get(external_id="t1"), Item.objects.get(external_id="t2")
+    assert t1.image_refs[0]["sha256"] == Image.objects.get().sha256
+    assert t2.image_refs[0]["sha256"] is None
+    assert list(Image.objects.get().projects.all()) == [project]
+
+
 def test_non_image_file_is_refused_with_its_name(project: Project, tmp_path: Path) -> None:
     path = _write(tmp_path / "d", [_row(1)], image=False)
     (tmp_path / "d" / "images").mkdir()
