@@ -289,6 +289,7 @@ def audit_list(request: HttpRequest, pk: int) -> HttpResponse:
     if not permissions.can(user=request.user, project=task.project, action="adjudicate"):
         raise PermissionDenied("Only reviewers and admins see the audits.")
     rows = verification_selectors.audit_overview(user=request.user, task=task)
+    verification_selectors.audit_overview_visuals(user=request.user, rows=rows)
     return render(
         request,
         "annotation/verification_audits.html",

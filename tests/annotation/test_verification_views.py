@@ -399,6 +399,13 @@ def test_audit_overview_lists_doubtful_items_first(world: dict[str, Any]) -> Non
     assert page.status_code == 200
     rows = page.context["rows"]
     assert [r["item"] for r in rows] == [items[1], items[0]]  # more unconfirmed first
+    # A flagged visual step that crops shows its crop beside its chip.
+    html = page.content.decode()
+    flagged = [(row["item"], step, visual) for row in rows for step, _, visual in row["flagged"]]
+    cropped = [(item, step) for item, step, visual in flagged if visual and visual.get("crop")]
+    assert cropped, flagged
+    assert html.count('class="crop-mini"') == len(cropped)
+    assert 'class="audit-flag-crop" href="/images/' in html
     assert c["v1"].get(reverse("annotation:verification_audits", args=[task.pk])).status_code == 403
 
 
