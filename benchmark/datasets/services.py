@@ -462,6 +462,28 @@ def dataset_import(
     return result
 
 
+def _filled_refs(
+    refs: list[Any], images: _ImageResolver, locate: Callable[[str], str] | None, record: str
+) -> tuple[list[Any], int]:
+    """``refs`` with the hash of each image that had none and that the upload now holds,
+    and how many were filled in."""
+    filled = 0
+    out = []
+    for ref in refs:
+        if isinstance(ref, dict) and not ref.get("sha256") and ref.get("path"):
+            where = str(ref["path"])
+            sha = images.sha_for(locate(where) if locate else where, record)
+            if sha:
+                ref = {**ref, "sha256": sha}
+                filled += 1
+        out.append(ref)
+    return out, filled
+
+
+def _lacks_images(refs: list[Any] | None) -> bool:
+    return any(isinstance(r, dict) and not r.get("sha256") and r.get("path") for r in refs or [])
+
+
 def _fill_missing_images(
     project: Project,
     external_ids: list[str],
@@ -470,37 +492,46 @@ def _fill_missing_images(
     locate: Callable[[str], str] | None = None,
 ) -> int:
     """Items already present that an earlier import stored without some of their images (a
-    ref with a path and no hash): each such path this upload holds is stored and filled in,
-    by the path the item keeps (``locate`` turns it into the upload's path first). Only the
-    images still missing are read, so re-importing a complete dataset reads no image twice.
-    Answers how many items it looked at."""
+    ref with a path and no hash; on the item or on its trajectories, such as an agent run's
+    tool images): each such path this upload holds is stored and filled in, by the path the
+    item keeps (``locate`` turns it into the upload's path first). Only the images still
+    missing are read, so re-importing a complete dataset reads no image twice. Answers how
+    many items it looked at."""
     now = timezone.now()
     for start in range(0, len(external_ids), BATCH_SIZE):
-        changed = []
-        for item in Item.objects.filter(
-            project=project, external_id__in=external_ids[start : start + BATCH_SIZE]
-        ).only("id", "external_id", "image_refs"):
-            refs = item.image_refs or []
-            if all(not isinstance(r, dict) or r.get("sha256") or not r.get("path") for r in refs):
-                continue
-            filled = 0
-            new_refs = []
-            for ref in refs:
-                if isinstance(ref, dict) and not ref.get("sha256") and ref.get("path"):
-                    where = str(ref["path"])
-                    sha = images.sha_for(locate(where) if locate else where, item.external_id)
-                    if sha:
-                        ref = {**ref, "sha256": sha}
-                        filled += 1
-                new_refs.append(ref)
-            if filled:
-                item.image_refs = new_refs
-                item.updated_at = now
-                changed.append(item)
-                result.images_filled += filled
-        if changed:
-            Item.objects.bulk_update(changed, ["image_refs", "updated_at"])
-            result.items_filled += len(changed)
+        batch = external_ids[start : start + BATCH_SIZE]
+        filled_items: set[int] = set()
+        items = []
+        for item in Item.objects.filter(project=project, external_id__in=batch).only(
+            "id", "external_id", "image_refs"
+        ):
+            if _lacks_images(item.image_refs):
+                item.image_refs, filled = _filled_refs(
+                    item.image_refs, images, locate, item.external_id
+                )
+                if filled:
+                    item.updated_at = now
+                    items.append(item)
+                    filled_items.add(item.pk)
+                    result.images_filled += filled
+        trajectories = []
+        for traj in (
+            Trajectory.objects.filter(item__project=project, item__external_id__in=batch)
+            .select_related("item")
+            .only("id", "key", "image_refs", "item", "item__external_id")
+        ):
+            if _lacks_images(traj.image_refs):
+                where = f"{traj.item.external_id}/{traj.key}"
+                traj.image_refs, filled = _filled_refs(traj.image_refs, images, locate, where)
+                if filled:
+                    trajectories.append(traj)
+                    filled_items.add(traj.item_id)
+                    result.images_filled += filled
+        if items:
+            Item.objects.bulk_update(items, ["image_refs", "updated_at"])
+        if trajectories:
+            Trajectory.objects.bulk_update(trajectories, ["image_refs"])
+        result.items_filled += len(filled_items)
     return len(external_ids)
 
 

@@ -233,3 +233,35 @@ def test_import_task_removes_the_uploaded_folder(project: Project, settings) -> 
     assert job.status == JobStatus.SUCCEEDED
     assert not folder.exists()
     assert Item.objects.filter(project=project).count() == 1
+
+
+def test_reimport_fills_in_the_tool_images_of_an_agent_run(tmp_path: Path) -> None:
+    """An Agentic-MME folder imported without its images (the input images and a recorded
+    run's tool images): importing the whole folder again fills in both."""
+    import shutil
+
+    from benchmark.builtin import toolsets_ensure
+    from benchmark.models import Trajectory
+
+    demo = Path(__file__).resolve().parents[2] / "review" / "demo" / "agentic-mme"
+    bare = tmp_path / "bare"
+    shutil.copytree(demo, bare)
+    shutil.rmtree(bare / "images")
+    shutil.rmtree(bare / "runs" / "demo03" / "tool_images")
+    project = Project.objects.create(
+        name="mme",
+        kind="trajectory",
+        data_format="agentic-mme",
+        toolset=toolsets_ensure()["agentic-mme"],
+    )
+    first = dataset_services.dataset_import(project=project, path=bare)
+    run = Trajectory.objects.get(item__project=project, key__startswith="run:")
+    assert run.image_refs and not any(r["sha256"] for r in run.image_refs)
+    assert len(first.images_missing) == 4 + len(run.image_refs)
+    again = dataset_services.dataset_import(project=project, path=demo)
+    assert again.items_created == 0 and again.images_missing == []
+    assert again.images_filled == len(first.images_missing)
+    assert again.items_filled == 4
+    run.refresh_from_db()
+    assert all(r["sha256"] for r in run.image_refs)
+    assert all(r["sha256"] for item in project.items.all() for r in item.image_refs)
