@@ -13,6 +13,7 @@ class ReviewConfig(AppConfig):
             EVALUATE_KIND,
             EVALUATE_RETAKES,
             EVALUATE_SILENT_LIMIT,
+            EVALUATION_JUDGE_KIND,
             JUDGE_KIND,
             ORACLE_KIND,
             RELEASE_KIND,
@@ -105,6 +106,18 @@ class ReviewConfig(AppConfig):
                 result_template="review/evaluation/_job_result.html",
                 result_context="review.evaluation.views.job_result_context",
                 done_event="evaluation-done",
+            )
+        )
+        job_kind_register(
+            JobKind(
+                name=EVALUATION_JUDGE_KIND,
+                runner="review.evaluation.judges.evaluation_judge_job",
+                action="evaluate",
+                title="Judges on an evaluation",
+                unit="runs",
+                result_template="review/evaluation/_judge_job_result.html",
+                result_context="review.evaluation.views.judge_job_result_context",
+                done_event="evaluation-judged",
             )
         )
         job_kind_register(

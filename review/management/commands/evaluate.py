@@ -28,6 +28,7 @@ from benchmark.evaluation.base import Status
 from benchmark.exceptions import DomainError
 from benchmark.models import Project
 from review.evaluation import selectors, services
+from review.evaluation.judges import evaluation_judge
 from review.evaluation.models import EvaluationResult
 
 OPTIONS = frozenset(
@@ -123,6 +124,18 @@ class Command(BaseCommand):
         failed = services.job_failed_messages(jobs)
         if failed:
             raise CommandError(f"the evaluation failed: {failed[0]}")
+        judges = None
+        if options["judge_base_url"]:
+            try:
+                judges = evaluation_judge(
+                    run=run,
+                    base_url=options["judge_base_url"],
+                    model=options["judge_model"],
+                    workers=workers,
+                )
+            except DomainError as exc:
+                raise _bad(f"--judge-base-url: {exc.message}") from None
+            run.refresh_from_db(fields=["summary"])  # judged runs: figures from judged scores
         errors = []
         # What a line prints; not the trace nor the files (the largest fields, read by the
         # run's page and --out).
@@ -145,16 +158,8 @@ class Command(BaseCommand):
                 errors.append(f"{row.item.external_id}: {row.error}")
             self.stdout.write(json.dumps(line, ensure_ascii=False, sort_keys=True))
         summary = dict(run.summary or {})
-        if options["judge_base_url"]:
-            try:
-                summary["judges"] = services.evaluation_judge(
-                    run=run,
-                    base_url=options["judge_base_url"],
-                    model=options["judge_model"],
-                    workers=workers,
-                )
-            except DomainError as exc:
-                raise _bad(f"--judge-base-url: {exc.message}") from None
+        if judges is not None:
+            summary["judges"] = judges
         self.stdout.write(json.dumps({"summary": summary}, ensure_ascii=False, sort_keys=True))
         spent = selectors.run_progress(run=run)
         self.stderr.write(
