@@ -153,6 +153,12 @@ class ReviewConfig(AppConfig):
         interop_hook_register(
             "release.tool_records_write", "review.evaluation.records.release_records_write"
         )
+        interop_hook_register(
+            "release.model_calls_import", "review.evaluation.records.release_calls_import"
+        )
+        interop_hook_register(
+            "release.model_calls_write", "review.evaluation.records.release_calls_write"
+        )
         # A failed oracle test shows on the item's page.
         from benchmark.notices import register_item_notice_source
 

@@ -52,6 +52,7 @@ from review.evaluation.chat import ItemCalls, ModelChat
 from review.evaluation.models import EvaluationResult, EvaluationRun, ItemChoice
 from review.evaluation.records import (
     ItemTools,
+    call_scope,
     files_read,
     files_store,
     items_records_load,
@@ -902,7 +903,7 @@ class _Runner:
             run, _examples(run.project, shots), settings_extra(run.project)
         )
         self.providers = tool_providers(run.project)
-        self.scope = f"project:{run.project_id}"
+        self.scope = call_scope(run.project_id)
         #: One kept connection pool for every item's calls (``execute`` opens and closes it).
         self.transport = ChatClient(self.config, mode="off", scope=self.scope)
         self.counts = _Counts()
