@@ -173,7 +173,9 @@ def test_the_run_page_starts_the_judges_and_the_leaderboard_shows_their_columns(
     assert poll.status_code == 286
     assert f"Judge run #{JudgeRun.objects.get(judge='atp-mam').pk}" in poll.content.decode()
     board = clients["reviewer"].get(board_url).content.decode()
-    assert 'data-judge-column="fs"' in board and ">66.7<" in board
+    mam = JudgeRun.objects.get(judge="atp-mam")
+    assert 'data-judge-column="fs"' in board
+    assert f'<a href="/judges/runs/{mam.pk}/" data-judged>66.67</a>' in board
 
 
 def test_bad_input_and_an_unfinished_run_answer_with_the_message(
