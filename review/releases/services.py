@@ -797,7 +797,13 @@ def _release_write(
     written.write_bytes(
         root / "README.md",
         _readme(
-            project, name, count, counts, tables, parquet_written, written_records.records,
+            project,
+            name,
+            count,
+            counts,
+            tables,
+            parquet_written,
+            written_records.records,
             written_calls,
         ).encode(),
     )

@@ -89,7 +89,9 @@ def judge(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def mme(settings: Any, monkeypatch: Any) -> Iterator[tuple[Project, FakeModelServer, FakeModelServer]]:
+def mme(
+    settings: Any, monkeypatch: Any
+) -> Iterator[tuple[Project, FakeModelServer, FakeModelServer]]:
     settings.EVALUATION_TOOL_PROVIDERS = [f"{__name__}.search_provider"]
     monkeypatch.setattr(SearchProvider, "calls", 0)
     project = ProjectFactory(
