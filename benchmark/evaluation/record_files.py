@@ -20,7 +20,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +182,7 @@ class CallRecord:
     params: dict[str, Any]
     answer: str
     answer_model: str = ""
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_ms: int = 0
@@ -249,30 +249,8 @@ def _call(line: str, name: str, where: str) -> CallRecord:
         raise bad(f"not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise bad("expected a JSON object")
-    for key in ("item", "endpoint", "model"):
-        if not isinstance(value.get(key), str) or not value[key]:
-            raise bad("expected a non-empty string", key)
-    for key in ("answer", "answer_model"):
-        if not isinstance(value.get(key, ""), str):
-            raise bad("expected a string", key)
-    for key in ("messages", "tools", "tool_calls"):
-        listed = value.get(key) or []
-        if not isinstance(listed, list) or not all(isinstance(m, dict) for m in listed):
-            raise bad("expected a list of objects", key)
-    if not value.get("messages"):
-        raise bad("expected a list of objects", "messages")
-    if not isinstance(value.get("params") or {}, dict):
-        raise bad("expected an object", "params")
-    counts: dict[str, int | None] = {}
-    for key in ("prompt_tokens", "completion_tokens", "latency_ms"):
-        number = value.get(key)
-        if number is None and key != "latency_ms":
-            counts[key] = None
-            continue
-        number = number or 0
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-            raise bad("expected a whole number, 0 or more", key)
-        counts[key] = number
+    _call_texts(value, bad)
+    counts = _call_counts(value, bad)
     return CallRecord(
         item=value["item"],
         endpoint=value["endpoint"],
@@ -287,3 +265,34 @@ def _call(line: str, name: str, where: str) -> CallRecord:
         completion_tokens=counts["completion_tokens"],
         latency_ms=int(counts["latency_ms"] or 0),
     )
+
+
+def _call_texts(value: dict[str, Any], bad: Any) -> None:
+    for key in ("item", "endpoint", "model"):
+        if not isinstance(value.get(key), str) or not value[key]:
+            raise bad("expected a non-empty string", key)
+    for key in ("answer", "answer_model"):
+        if not isinstance(value.get(key, ""), str):
+            raise bad("expected a string", key)
+    for key in ("messages", "tools", "tool_calls"):
+        listed = value.get(key) or []
+        if not isinstance(listed, list) or not all(isinstance(m, dict) for m in listed):
+            raise bad("expected a list of objects", key)
+    if not value.get("messages"):
+        raise bad("expected a list of objects", "messages")
+    if not isinstance(value.get("params") or {}, dict):
+        raise bad("expected an object", "params")
+
+
+def _call_counts(value: dict[str, Any], bad: Any) -> dict[str, int | None]:
+    counts: dict[str, int | None] = {}
+    for key in ("prompt_tokens", "completion_tokens", "latency_ms"):
+        number = value.get(key)
+        if number is None and key != "latency_ms":
+            counts[key] = None
+            continue
+        number = number or 0
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise bad("expected a whole number, 0 or more", key)
+        counts[key] = number
+    return counts
