@@ -10,6 +10,11 @@ the "Evaluate a model" page starts). Prints one JSON object per item (``item``, 
 ``status``, ``output``, ``scores``, and ``error`` when it failed) and then ``{"summary": {...}}``
 (the protocol's figures); ``--out`` writes the outputs in the benchmark's own result format.
 
+``--judge-base-url`` / ``--judge-model`` then run the kind's judges on the run's outputs
+(``review.evaluation.judges``: the answer judges as judge runs; Agentic-MME's S/V judges
+scoring its runs again), before the lines are printed; their figures go in the summary under
+``judges``.
+
 Every model call and tool call is recorded; ``--replay`` answers them only from the record (no
 model server, no network) and an item whose call was never recorded fails naming it (exit
 status 1). Bad input (an unknown project, a kind with no protocol yet, a bad option): one line

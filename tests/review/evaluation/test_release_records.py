@@ -238,6 +238,7 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
     release = release_create(project=source, user=None, name="v1")
     detail = clients["admin"].get(f"/projects/{source.pk}/releases/{release.pk}/")
     assert "With the 3 tool records of its items" in detail.content.decode()
+    assert "With the 6 model calls its evaluations made" in detail.content.decode()
     download = clients["admin"].get(f"/projects/{source.pk}/releases/{release.pk}/download/")
     assert download.status_code == 200
     data = b"".join(download.streaming_content)
@@ -247,6 +248,7 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
     job = Job.objects.get(project=other_project)
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert (job.result["items_created"], job.result["tool_records"]) == (3, 3)
+    assert job.result["model_calls"] == 6
     assert sorted(
         ToolCallRecord.objects.filter(project=other_project).values_list(
             "item__external_id", flat=True
@@ -254,6 +256,7 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
     ) == ["apple", "kiwi", "pear"]
     page = clients["outsider"].get(f"/jobs/{job.pk}/").content.decode()
     assert "Tool records of the release added</dt><dd>3</dd>" in page
+    assert "Model calls of the release added</dt><dd>6</dd>" in page
 
 
 def test_a_records_files_travel_and_load_back_in_the_fresh_project(
