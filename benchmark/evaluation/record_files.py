@@ -189,11 +189,18 @@ class CallRecord:
 
 
 def calls_write(root: Path, calls: Iterable[CallRecord]) -> int:
-    """Write ``calls`` (in the order given) to ``root/model_calls/calls.jsonl``; how many.
-    Nothing is written when there are none."""
-    lines = [
-        json.dumps(
-            {
+    """Write ``calls`` (in the order given) to ``root/model_calls/calls.jsonl``, a line at a
+    time (a large evaluation's calls are never all in memory); how many. Nothing is written
+    when there are none."""
+    path = root / CALLS_DIR / CALLS_FILE
+    count = 0
+    handle = None
+    try:
+        for c in calls:
+            if handle is None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                handle = path.open("wb")
+            line = {
                 "item": c.item,
                 "endpoint": c.endpoint,
                 "model": c.model,
@@ -206,17 +213,13 @@ def calls_write(root: Path, calls: Iterable[CallRecord]) -> int:
                 "prompt_tokens": c.prompt_tokens,
                 "completion_tokens": c.completion_tokens,
                 "latency_ms": c.latency_ms,
-            },
-            ensure_ascii=False,
-            default=str,
-        ).encode()
-        for c in calls
-    ]
-    if lines:
-        folder = root / CALLS_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / CALLS_FILE).write_bytes(b"\n".join(lines) + b"\n")
-    return len(lines)
+            }
+            handle.write(json.dumps(line, ensure_ascii=False, default=str).encode() + b"\n")
+            count += 1
+    finally:
+        if handle is not None:
+            handle.close()
+    return count
 
 
 def has_calls(root: Path) -> bool:

@@ -321,7 +321,8 @@ def release_calls_import(*, project: Any, root: Any, id_by_external: Mapping[str
     from benchmark.evaluation.record_files import CALLS_DIR, CALLS_FILE, calls_read
     from benchmark.formats import FormatError
 
-    rows = []
+    before = EvaluationCall.objects.filter(project_id=project.pk).count()
+    rows: list[EvaluationCall] = []
     for line, call in calls_read(root):
         item_id = id_by_external.get(call.item)
         if item_id is None:
@@ -349,6 +350,8 @@ def release_calls_import(*, project: Any, root: Any, id_by_external: Mapping[str
                 latency_ms=call.latency_ms,
             )
         )
-    before = EvaluationCall.objects.filter(project_id=project.pk).count()
-    EvaluationCall.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        if len(rows) >= 500:  # a chunk at a time: a large release's calls are never all held
+            EvaluationCall.objects.bulk_create(rows, ignore_conflicts=True)
+            rows = []
+    EvaluationCall.objects.bulk_create(rows, ignore_conflicts=True)
     return EvaluationCall.objects.filter(project_id=project.pk).count() - before
