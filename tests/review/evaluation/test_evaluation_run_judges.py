@@ -194,6 +194,15 @@ def test_the_run_page_starts_the_s_and_v_judges_as_a_job(
     assert run.summary["judge_model"] == "judge-m" and run.summary["S"] != before
     scores = EvaluationResult.objects.get(run=run, item__external_id="demo04").scores
     assert scores["judge_model"] == "judge-m"
+    # The judges card's last poll also brings the figures computed again.
+    poll = clients["reviewer"].get(
+        reverse("review:evaluation_run", args=[run.pk]),
+        headers={"HX-Request": "true", "HX-Target": "evaluation-judges"},
+    )
+    assert poll.status_code == 286
+    text = poll.content.decode()
+    assert 'id="evaluation-figures" hx-swap-oob="true"' in text
+    assert "Scored with the judge model judge-m." in text
     # The job's card says what it did and links back to the run.
     card = clients["reviewer"].get(reverse("benchmark:job_detail", args=[job.pk])).content
     assert b"4 runs judged by judge-m" in card
