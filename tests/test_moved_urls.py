@@ -306,6 +306,7 @@ PATHS: list[tuple[str, str, str]] = [
     ("/evaluation/runs/7/", "/evaluation/runs/7/", "review:evaluation_run"),
     ("/evaluation/runs/7/resume/", "/evaluation/runs/7/resume/", "review:evaluation_run_resume"),
     ("/evaluation/runs/7/cancel/", "/evaluation/runs/7/cancel/", "review:evaluation_run_cancel"),
+    ("/evaluation/runs/7/judge/", "/evaluation/runs/7/judge/", "review:evaluation_run_judge"),
     ("/evaluation/runs/7/items/5/", "/evaluation/runs/7/items/5/", "review:evaluation_result"),
     (
         "/evaluation/runs/7/files/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",

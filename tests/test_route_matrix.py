@@ -1490,6 +1490,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "review:evaluation_run_cancel": (
         Case("cancel an evaluation", lambda w: {"pk": w.eval_run.pk}, "evaluate", method="post"),
     ),
+    "review:evaluation_run_judge": (
+        Case(
+            "judge an evaluation's outputs, empty form (400)",
+            lambda w: {"pk": w.eval_run.pk},
+            "evaluate",
+            method="post",
+        ),
+    ),
     "review:evaluation_result": (
         Case(
             "an evaluated item's result",

@@ -86,6 +86,8 @@ class ImportResult:
     images_filled: int = 0
     #: For a release folder: the tool records it carried that were added (None otherwise).
     tool_records: int | None = None
+    #: For a release folder: the model calls it carried that were added (None otherwise).
+    model_calls: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,11 +107,14 @@ class ImportResult:
         }
         if self.tool_records is not None:
             out["tool_records"] = self.tool_records
+        if self.model_calls is not None:
+            out["model_calls"] = self.model_calls
         return out
 
 
 #: A release folder (``review.releases``): its manifest and its items in the benchmark's own
-#: format under ``data/``; the tool records of its items under ``tool_records/``.
+#: format under ``data/``; the tool records of its items under ``tool_records/``, the model
+#: calls its evaluations made on them under ``model_calls/``.
 RELEASE_MANIFEST = "manifest.json"
 RELEASE_DATA_DIR = "data"
 
@@ -127,6 +132,17 @@ def _release_records(
     if release is None:
         return None
     count: int = interop_hook("release.tool_records_import")(
+        project=project, root=release, id_by_external=id_by_external
+    )
+    return count
+
+
+def _release_calls(
+    project: Project, release: Path | None, id_by_external: dict[str, int]
+) -> int | None:
+    if release is None:
+        return None
+    count: int = interop_hook("release.model_calls_import")(
         project=project, root=release, id_by_external=id_by_external
     )
     return count
@@ -400,9 +416,10 @@ def dataset_import(
     All or nothing: a bad record raises FormatError naming the record and field, and nothing
     is written. Records already present (same id, or same attachment key) are skipped, so
     re-importing adds no duplicates. A release folder (``release_root_of``) is read from its
-    ``data/``, and the tool records it carries are added to the project with its items (by
-    the hook ``release.tool_records_import`` that review registers), so an evaluation there
-    is answered by the tools as recorded."""
+    ``data/``, and the tool records and model calls it carries are added to the project with
+    its items (by the hooks ``release.tool_records_import`` and ``release.model_calls_import``
+    that review registers), so an evaluation there is answered by the tools as recorded and
+    ``evaluate --replay`` there answers the model's calls as recorded."""
     path = Path(path)
     if not path.exists():
         raise FormatError("no such file or folder", file=str(path))
@@ -457,6 +474,7 @@ def dataset_import(
         images.link_project()
         indexing.bulk_end(connection, deferred)
         result.tool_records = _release_records(project, release, id_by_external)
+        result.model_calls = _release_calls(project, release, id_by_external)
     if progress is not None:
         progress(count)
     return result

@@ -52,6 +52,7 @@ from review.evaluation.chat import ItemCalls, ModelChat
 from review.evaluation.models import EvaluationResult, EvaluationRun, ItemChoice
 from review.evaluation.records import (
     ItemTools,
+    call_scope,
     files_read,
     files_store,
     items_records_load,
@@ -862,41 +863,6 @@ def answers_store(*, run: EvaluationRun) -> int:
     return len(new) + len(changed)
 
 
-def evaluation_judge(
-    *, run: EvaluationRun, base_url: str, model: str, workers: int = 4
-) -> dict[str, Any]:
-    """Run the project's answer judges (ATP-Bench MAM, the LLM-I judges: whatever its judge
-    page offers) over the answers the run kept, each as a judge run through the one judge
-    runner, in this process; ``{judge: the run's figures of this model}``. A kind whose
-    outputs are not answers (runs, plans) is judged where its outputs are scored."""
-    from review.judges import services as judge_services
-    from review.judges.reports import judge_page
-    from review.judges.selectors import judge_run_report
-
-    if not kind_for(run.project).answer_text:
-        raise ValidationFailed(
-            f"{kind_for(run.project).label} outputs are not answers: its judges run where "
-            "they are scored"
-        )
-    page = judge_page(run.project)
-    figures: dict[str, Any] = {}
-    for spec in page.judges:
-        judge_run, job = judge_services.judge_run_create(
-            project=run.project, user=None, judge=spec.name, base_url=base_url, model=model,
-            models=[run.model], workers=workers,
-        )  # fmt: skip
-        job = judge_services.judge_run_execute(job=job)
-        if job.error:
-            figures[spec.name] = {"error": job.error}
-            continue
-        summary = judge_run_report(run=judge_run)["summary"]
-        figures[spec.name] = {
-            "judge_run": judge_run.pk,
-            **((summary.get("models") or {}).get(run.model) or {}),
-        }
-    return figures
-
-
 #: What a worker gives back for an item: its outcome, milliseconds and stored files.
 _Done = tuple[Outcome, int, dict[str, str]]
 
@@ -937,7 +903,7 @@ class _Runner:
             run, _examples(run.project, shots), settings_extra(run.project)
         )
         self.providers = tool_providers(run.project)
-        self.scope = f"project:{run.project_id}"
+        self.scope = call_scope(run.project_id)
         #: One kept connection pool for every item's calls (``execute`` opens and closes it).
         self.transport = ChatClient(self.config, mode="off", scope=self.scope)
         self.counts = _Counts()

@@ -10,6 +10,11 @@ the "Evaluate a model" page starts). Prints one JSON object per item (``item``, 
 ``status``, ``output``, ``scores``, and ``error`` when it failed) and then ``{"summary": {...}}``
 (the protocol's figures); ``--out`` writes the outputs in the benchmark's own result format.
 
+``--judge-base-url`` / ``--judge-model`` then run the kind's judges on the run's outputs
+(``review.evaluation.judges``: the answer judges as judge runs; Agentic-MME's S/V judges
+scoring its runs again), before the lines are printed; their figures go in the summary under
+``judges``.
+
 Every model call and tool call is recorded; ``--replay`` answers them only from the record (no
 model server, no network) and an item whose call was never recorded fails naming it (exit
 status 1). Bad input (an unknown project, a kind with no protocol yet, a bad option): one line
@@ -28,6 +33,7 @@ from benchmark.evaluation.base import Status
 from benchmark.exceptions import DomainError
 from benchmark.models import Project
 from review.evaluation import selectors, services
+from review.evaluation.judges import evaluation_judge
 from review.evaluation.models import EvaluationResult
 
 OPTIONS = frozenset(
@@ -123,6 +129,18 @@ class Command(BaseCommand):
         failed = services.job_failed_messages(jobs)
         if failed:
             raise CommandError(f"the evaluation failed: {failed[0]}")
+        judges = None
+        if options["judge_base_url"]:
+            try:
+                judges = evaluation_judge(
+                    run=run,
+                    base_url=options["judge_base_url"],
+                    model=options["judge_model"],
+                    workers=workers,
+                )
+            except DomainError as exc:
+                raise _bad(f"--judge-base-url: {exc.message}") from None
+            run.refresh_from_db(fields=["summary"])  # judged runs: figures from judged scores
         errors = []
         # What a line prints; not the trace nor the files (the largest fields, read by the
         # run's page and --out).
@@ -145,16 +163,8 @@ class Command(BaseCommand):
                 errors.append(f"{row.item.external_id}: {row.error}")
             self.stdout.write(json.dumps(line, ensure_ascii=False, sort_keys=True))
         summary = dict(run.summary or {})
-        if options["judge_base_url"]:
-            try:
-                summary["judges"] = services.evaluation_judge(
-                    run=run,
-                    base_url=options["judge_base_url"],
-                    model=options["judge_model"],
-                    workers=workers,
-                )
-            except DomainError as exc:
-                raise _bad(f"--judge-base-url: {exc.message}") from None
+        if judges is not None:
+            summary["judges"] = judges
         self.stdout.write(json.dumps({"summary": summary}, ensure_ascii=False, sort_keys=True))
         spent = selectors.run_progress(run=run)
         self.stderr.write(
