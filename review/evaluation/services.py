@@ -62,7 +62,10 @@ log = logging.getLogger(__name__)
 
 EVALUATE_KIND = job_names.EVALUATE_KIND
 MAX_WORKERS = 32
-#: A run of more items than this is split into chunks, one job each, that any worker takes.
+#: A command-line run of more items than this is split into chunks, one job each (its
+#: processes split it further, ``processes_for``). A run started or resumed from the page
+#: (``enqueue``) is split into chunks of ``settings.EVALUATION_CHUNK_ITEMS`` (default 50), so
+#: several Celery workers share it; its progress is still one figure (``run_progress``).
 CHUNK_ITEMS = 500
 #: Progress is reported at most this often (seconds), and after the last item.
 PROGRESS_SECONDS = 0.5
@@ -462,14 +465,14 @@ def evaluation_run_create(
     workers: int = 4,
     replay: bool = False,
     enqueue: bool = False,
-    chunk_items: int = CHUNK_ITEMS,
+    chunk_items: int | None = None,
     price_in: float | None = None,
     price_out: float | None = None,
     processes: int = 1,
 ) -> tuple[EvaluationRun, list[Job]]:
-    """An evaluation run and its job(s) (one per ``chunk_items`` items). With ``enqueue`` the
-    jobs are enqueued after commit (the page); without, the caller runs them
-    (``evaluation_run_execute``, the command line). ``user`` None is the command line. The
+    """An evaluation run and its job(s) (one per ``chunk_items`` items; default
+    ``chunk_size(enqueue)``). With ``enqueue`` the jobs are enqueued after commit (the page);
+    without, the caller runs them (``evaluation_run_execute``, the command line). ``user`` None is the command line. The
     run's price per million input and output tokens (for its cost so far) is ``price_in``
     and ``price_out``, else the project's model settings' when the run calls that model,
     else none (the cost is unknown).
@@ -502,10 +505,23 @@ def evaluation_run_create(
             created_by=user,
         )
         share = max(1, min(processes, len(ids) // PROCESS_MIN_ITEMS))
+        chunk_items = chunk_items or chunk_size(enqueue)
         if share > 1:
             chunk_items = min(chunk_items, -(-len(ids) // share))
         jobs = _jobs(run, user, ids, workers, enqueue, chunk_items, share=share)
     return run, jobs
+
+
+def chunk_size(enqueue: bool) -> int:
+    """Items per chunk job: for jobs any Celery worker takes (``enqueue``, the page) the
+    ``EVALUATION_CHUNK_ITEMS`` setting, so several workers share a run; for the command line
+    ``CHUNK_ITEMS``."""
+    from django.conf import settings
+
+    if not enqueue:
+        return CHUNK_ITEMS
+    size = int(getattr(settings, "EVALUATION_CHUNK_ITEMS", 50) or 50)
+    return max(1, size)
 
 
 def _jobs(
@@ -573,7 +589,7 @@ def evaluation_run_resume(
             raise Conflict(f"evaluation #{run.pk} has a result for every item; nothing to resume")
         run.finished_at = None
         run.save(update_fields=["finished_at"])
-        return _jobs(run, user, todo, workers, enqueue, CHUNK_ITEMS)
+        return _jobs(run, user, todo, workers, enqueue, chunk_size(enqueue))
 
 
 def evaluation_run_cancel(*, run: EvaluationRun, user: User) -> int:
