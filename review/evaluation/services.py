@@ -46,6 +46,8 @@ from benchmark.kinds.base import resolve
 from benchmark.llm.client import ChatClient, ModelConfig, ModelError
 from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
 from benchmark.models import Image, Item, ItemStatus, ItemVersion, Job, JobStatus, Project
+from benchmark.saved_filters.selectors import PREFIX as FILTER_PREFIX
+from benchmark.saved_filters.selectors import saved_filter_item_ids
 from benchmark.typing import User
 from review import job_names
 from review.evaluation.chat import ItemCalls, ModelChat
@@ -201,9 +203,17 @@ def eval_settings(
 # =========================================================================== items
 
 
-def items_selected(*, project: Project, items: str) -> list[int]:
-    """The ids, in item order, of ``verified`` items, ``all`` (but discarded ones), or the
-    items of ``release:NAME``; ValidationFailed naming what is wrong."""
+def items_selected(*, project: Project, items: str, user: User | None = None) -> list[int]:
+    """The ids, in item order, of ``verified`` items, ``all`` (but discarded ones), the
+    items of ``release:NAME``, or those the project's saved filter ``filter:NAME`` gives (the
+    item list's result for its query, as ``user`` sees it; None: the command line);
+    ValidationFailed naming what is wrong."""
+    if items.startswith(FILTER_PREFIX) and items[len(FILTER_PREFIX) :].strip():
+        name = items[len(FILTER_PREFIX) :].strip()
+        try:
+            return saved_filter_item_ids(user=user, project=project, name=name)
+        except ValidationFailed as exc:
+            raise ValidationFailed(f"items: {exc.message}") from None
     rows = Item.objects.filter(project=project).order_by("position", "id")
     if items == ItemChoice.VERIFIED:
         return list(rows.filter(status=ItemStatus.VERIFIED).values_list("pk", flat=True))
@@ -218,7 +228,7 @@ def items_selected(*, project: Project, items: str) -> list[int]:
             raise ValidationFailed(f"items: project {project.name!r} has no release {name!r}")
         ids = {int(pair[0]) for pair in release.fingerprints or []}
         return [pk for pk in rows.values_list("pk", flat=True) if pk in ids]
-    raise ValidationFailed(f"items: {items!r} is not verified, all or release:NAME")
+    raise ValidationFailed(f"items: {items!r} is not verified, all, release:NAME or filter:NAME")
 
 
 def item_versions(item_ids: Iterable[int]) -> dict[str, int]:
@@ -489,7 +499,7 @@ def evaluation_run_create(
     tool_providers(project)  # a wrong provider setting is refused now, naming it
     config, _ = model_config(project, base_url, model)
     price = price_clean(price_in, price_out) or project_price(project, config)
-    ids = items_selected(project=project, items=items)
+    ids = items_selected(project=project, items=items, user=user)
     if not ids:
         raise ValidationFailed(f"items: project {project.name!r} has no {items} items to evaluate")
     with transaction.atomic():
