@@ -1036,8 +1036,12 @@ class _Runner:
         self.tick(force=True)
 
     def collect(self, inflight: dict[Future[_Done], tuple[int, ItemCalls, ItemTools]]) -> None:
-        finished, _ = wait(inflight, timeout=HEARTBEAT_SECONDS, return_when=FIRST_COMPLETED)
+        # Finished items waiting to be stored are stored within PROGRESS_SECONDS even while
+        # the others take long, so the progress bar moves as items finish.
+        timeout = PROGRESS_SECONDS if self.pending else HEARTBEAT_SECONDS
+        finished, _ = wait(inflight, timeout=timeout, return_when=FIRST_COMPLETED)
         if not finished:  # long items: still alive (the heartbeat), and a cancel is seen
+            self.flush()
             self.tick(force=True)
             return
         for future in finished:

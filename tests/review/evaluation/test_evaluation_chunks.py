@@ -93,3 +93,34 @@ def test_chunks_share_one_progress_bar_a_lost_chunk_is_retaken_and_resume_skips_
     assert run.finished_at is not None and run.summary["items"] == 3
     progress = selectors.run_progress(run=run)
     assert (progress.done, progress.total, progress.running) == (3, 3, False)
+
+
+def test_finished_items_are_stored_while_another_item_still_runs(
+    eval_project: Project, eval_server: FakeModelServer, monkeypatch: Any
+) -> None:
+    """The progress bar moves as items finish: an item done while another takes long is
+    stored (and counted) at the next progress report, not when the long one ends."""
+    from concurrent.futures import Future
+
+    from benchmark.evaluation.base import Outcome
+    from benchmark.models import Item
+    from review.evaluation.chat import ItemCalls
+    from review.evaluation.records import ItemTools
+
+    monkeypatch.setattr(services, "HEARTBEAT_SECONDS", 0.01)
+    monkeypatch.setattr(services, "PROGRESS_SECONDS", 0.01)
+    run, jobs = services.evaluation_run_create(project=eval_project, user=None)
+    reports: list[dict[str, Any]] = []
+    runner = services._Runner(run=run, job=jobs[0], progress=lambda **kw: reports.append(kw))
+    runner.counts.total = 3
+    apple = Item.objects.get(project=eval_project, external_id="apple")
+    outcome = Outcome(item="apple", status="ok", output="a fruit", scores={"correct": 1.0})
+    runner.pending = [((apple.pk, ItemCalls(), ItemTools()), outcome, 5, {})]
+    never: Future[Any] = Future()  # pear, still with the model
+    inflight = {never: (2, ItemCalls(), ItemTools())}
+    runner.collect(inflight)  # pear does not finish: back after the (patched) heartbeat
+    assert _done(run) == ["apple"]
+    assert runner.pending == [] and list(inflight) == [never]
+    assert reports[-1]["message"].startswith("1 of 3 items")
+    progress = selectors.run_progress(run=run)
+    assert (progress.done, progress.total) == (1, 3)
