@@ -7,7 +7,7 @@ llama.cpp server, LiteLLM), through the ``openai`` SDK. Pure Python: no Django.
 - at most ``concurrency`` calls run at once per base URL, across threads of one process;
 - one :class:`RateGate` per base URL, shared by every thread of the process, spaces requests to
   at most ``rpm`` a minute (when set) and, when the endpoint answers 429, holds every thread's
-  next request until its Retry-After (or the backoff) has passed, not only the one that got it;
+  next request until its Retry-After (or the backoff) has passed, not only the one that got it
   (these three are ``benchmark.pacing``'s, which the evaluations' retrieval provider passes
   too);
 - a cache keyed by the request, the endpoint and a scope answers repeats; in replay mode only
