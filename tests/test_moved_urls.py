@@ -58,6 +58,12 @@ PATHS: list[tuple[str, str, str]] = [
         "benchmark:image_thumb",
     ),
     ("/projects/3/items/new/", "/projects/3/items/new/", "benchmark:item_new"),
+    ("/projects/3/saved-filters/", "/projects/3/saved-filters/", "benchmark:saved_filters"),
+    (
+        "/projects/3/saved-filters/7/delete/",
+        "/projects/3/saved-filters/7/delete/",
+        "benchmark:saved_filter_delete",
+    ),
     ("/projects/3/items/5/edit/", "/projects/3/items/5/edit/", "benchmark:item_edit"),
     ("/projects/3/items/5/history/", "/projects/3/items/5/history/", "benchmark:item_history"),
     (

@@ -74,7 +74,12 @@ class EvaluationForm(forms.Form):
     )  # fmt: skip
 
     def __init__(
-        self, *args: Any, settings: Sequence[str], releases: Sequence[str], **kwargs: Any
+        self,
+        *args: Any,
+        settings: Sequence[str],
+        releases: Sequence[str],
+        saved_filters: Sequence[str] = (),
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         items = self.fields["items"]
@@ -83,6 +88,7 @@ class EvaluationForm(forms.Form):
             ("verified", "Verified items"),
             ("all", "All items (not discarded)"),
             *[(f"release:{name}", f"Release {name}") for name in releases],
+            *[(f"filter:{name}", f"Saved filter {name}") for name in saved_filters],
         ]
         for name in SETTING_FIELDS:
             if name not in settings:

@@ -46,6 +46,8 @@ from benchmark.kinds.base import resolve
 from benchmark.llm.client import ChatClient, ModelConfig, ModelError
 from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
 from benchmark.models import Image, Item, ItemStatus, ItemVersion, Job, JobStatus, Project
+from benchmark.saved_filters.selectors import PREFIX as FILTER_PREFIX
+from benchmark.saved_filters.selectors import saved_filter_item_ids
 from benchmark.typing import User
 from review import job_names
 from review.evaluation.chat import ItemCalls, ModelChat
@@ -63,7 +65,10 @@ log = logging.getLogger(__name__)
 
 EVALUATE_KIND = job_names.EVALUATE_KIND
 MAX_WORKERS = 32
-#: A run of more items than this is split into chunks, one job each, that any worker takes.
+#: A command-line run of more items than this is split into chunks, one job each (its
+#: processes split it further, ``processes_for``). A run started or resumed from the page
+#: (``enqueue``) is split into chunks of ``settings.EVALUATION_CHUNK_ITEMS`` (default 50), so
+#: several Celery workers share it; its progress is still one figure (``run_progress``).
 CHUNK_ITEMS = 500
 #: Progress is reported at most this often (seconds), and after the last item.
 PROGRESS_SECONDS = 0.5
@@ -199,9 +204,17 @@ def eval_settings(
 # =========================================================================== items
 
 
-def items_selected(*, project: Project, items: str) -> list[int]:
-    """The ids, in item order, of ``verified`` items, ``all`` (but discarded ones), or the
-    items of ``release:NAME``; ValidationFailed naming what is wrong."""
+def items_selected(*, project: Project, items: str, user: User | None = None) -> list[int]:
+    """The ids, in item order, of ``verified`` items, ``all`` (but discarded ones), the
+    items of ``release:NAME``, or those the project's saved filter ``filter:NAME`` gives (the
+    item list's result for its query, as ``user`` sees it; None: the command line);
+    ValidationFailed naming what is wrong."""
+    if items.startswith(FILTER_PREFIX) and items[len(FILTER_PREFIX) :].strip():
+        name = items[len(FILTER_PREFIX) :].strip()
+        try:
+            return saved_filter_item_ids(user=user, project=project, name=name)
+        except ValidationFailed as exc:
+            raise ValidationFailed(f"items: {exc.message}") from None
     rows = Item.objects.filter(project=project).order_by("position", "id")
     if items == ItemChoice.VERIFIED:
         return list(rows.filter(status=ItemStatus.VERIFIED).values_list("pk", flat=True))
@@ -216,7 +229,7 @@ def items_selected(*, project: Project, items: str) -> list[int]:
             raise ValidationFailed(f"items: project {project.name!r} has no release {name!r}")
         ids = {int(pair[0]) for pair in release.fingerprints or []}
         return [pk for pk in rows.values_list("pk", flat=True) if pk in ids]
-    raise ValidationFailed(f"items: {items!r} is not verified, all or release:NAME")
+    raise ValidationFailed(f"items: {items!r} is not verified, all, release:NAME or filter:NAME")
 
 
 def item_versions(item_ids: Iterable[int]) -> dict[str, int]:
@@ -463,14 +476,14 @@ def evaluation_run_create(
     workers: int = 4,
     replay: bool = False,
     enqueue: bool = False,
-    chunk_items: int = CHUNK_ITEMS,
+    chunk_items: int | None = None,
     price_in: float | None = None,
     price_out: float | None = None,
     processes: int = 1,
 ) -> tuple[EvaluationRun, list[Job]]:
-    """An evaluation run and its job(s) (one per ``chunk_items`` items). With ``enqueue`` the
-    jobs are enqueued after commit (the page); without, the caller runs them
-    (``evaluation_run_execute``, the command line). ``user`` None is the command line. The
+    """An evaluation run and its job(s) (one per ``chunk_items`` items; default
+    ``chunk_size(enqueue)``). With ``enqueue`` the jobs are enqueued after commit (the page);
+    without, the caller runs them (``evaluation_run_execute``, the command line). ``user`` None is the command line. The
     run's price per million input and output tokens (for its cost so far) is ``price_in``
     and ``price_out``, else the project's model settings' when the run calls that model,
     else none (the cost is unknown).
@@ -487,7 +500,7 @@ def evaluation_run_create(
     tool_providers(project)  # a wrong provider setting is refused now, naming it
     config, _ = model_config(project, base_url, model)
     price = price_clean(price_in, price_out) or project_price(project, config)
-    ids = items_selected(project=project, items=items)
+    ids = items_selected(project=project, items=items, user=user)
     if not ids:
         raise ValidationFailed(f"items: project {project.name!r} has no {items} items to evaluate")
     with transaction.atomic():
@@ -503,10 +516,23 @@ def evaluation_run_create(
             created_by=user,
         )
         share = max(1, min(processes, len(ids) // PROCESS_MIN_ITEMS))
+        chunk_items = chunk_items or chunk_size(enqueue)
         if share > 1:
             chunk_items = min(chunk_items, -(-len(ids) // share))
         jobs = _jobs(run, user, ids, workers, enqueue, chunk_items, share=share)
     return run, jobs
+
+
+def chunk_size(enqueue: bool) -> int:
+    """Items per chunk job: for jobs any Celery worker takes (``enqueue``, the page) the
+    ``EVALUATION_CHUNK_ITEMS`` setting, so several workers share a run; for the command line
+    ``CHUNK_ITEMS``."""
+    from django.conf import settings
+
+    if not enqueue:
+        return CHUNK_ITEMS
+    size = int(getattr(settings, "EVALUATION_CHUNK_ITEMS", 50) or 50)
+    return max(1, size)
 
 
 def _jobs(
@@ -574,7 +600,7 @@ def evaluation_run_resume(
             raise Conflict(f"evaluation #{run.pk} has a result for every item; nothing to resume")
         run.finished_at = None
         run.save(update_fields=["finished_at"])
-        return _jobs(run, user, todo, workers, enqueue, CHUNK_ITEMS)
+        return _jobs(run, user, todo, workers, enqueue, chunk_size(enqueue))
 
 
 def evaluation_run_cancel(*, run: EvaluationRun, user: User) -> int:
@@ -976,8 +1002,12 @@ class _Runner:
         self.tick(force=True)
 
     def collect(self, inflight: dict[Future[_Done], tuple[int, ItemCalls, ItemTools]]) -> None:
-        finished, _ = wait(inflight, timeout=HEARTBEAT_SECONDS, return_when=FIRST_COMPLETED)
+        # Finished items waiting to be stored are stored within PROGRESS_SECONDS even while
+        # the others take long, so the progress bar moves as items finish.
+        timeout = PROGRESS_SECONDS if self.pending else HEARTBEAT_SECONDS
+        finished, _ = wait(inflight, timeout=timeout, return_when=FIRST_COMPLETED)
         if not finished:  # long items: still alive (the heartbeat), and a cancel is seen
+            self.flush()
             self.tick(force=True)
             return
         for future in finished:

@@ -27,6 +27,7 @@ from benchmark.llm import selectors as llm_selectors
 from benchmark.llm import services as llm_services
 from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
+from benchmark.saved_filters.selectors import saved_filter_names
 from benchmark.typing import HtmxHttpRequest, request_user
 from review.evaluation import judges, selectors, services
 from review.evaluation.forms import EvaluationForm, EvaluationJudgeForm, PilotActionForm
@@ -65,7 +66,13 @@ def evaluation_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     names = tuple(protocol.settings) if protocol is not None else ()
 
     def form_for(*args: Any, **kwargs: Any) -> EvaluationForm:
-        return EvaluationForm(*args, settings=names, releases=_releases(project), **kwargs)
+        return EvaluationForm(
+            *args,
+            settings=names,
+            releases=_releases(project),
+            saved_filters=saved_filter_names(user=request.user, project=project),
+            **kwargs,
+        )
 
     status = 200
     run: EvaluationRun | None = None

@@ -1,5 +1,5 @@
 """python manage.py evaluate --project NAME --model NAME --base-url URL
-[--items verified|all|release:NAME] [--mode atm|gen] [--plan-format json|code]
+[--items verified|all|release:NAME|filter:NAME] [--mode atm|gen] [--plan-format json|code]
 [--strategy multi-step|step-by-step] [--feedback parse,verify,execute] [--shots N]
 [--max-rounds 15] [--max-tool-calls 15] [--workers N] [--replay]
 [--judge-base-url URL --judge-model NAME] [--out DIR]
@@ -72,7 +72,11 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--model", default="", help="the model's name at the endpoint")
         parser.add_argument("--base-url", default="", help="the OpenAI-compatible base URL")
-        parser.add_argument("--items", default="verified", help="verified, all or release:NAME")
+        parser.add_argument(
+            "--items",
+            default="verified",
+            help="verified, all, release:NAME or filter:NAME (a saved filter of the item list)",
+        )
         parser.add_argument("--mode", default="atm", help="Agentic-MME: atm or gen")
         parser.add_argument("--plan-format", default="json", help="m&m's: json or code")
         parser.add_argument(
