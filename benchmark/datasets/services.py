@@ -473,11 +473,18 @@ def dataset_import(
         result.items_skipped = _fill_missing_images(project, present, result, images)
         images.link_project()
         indexing.bulk_end(connection, deferred)
-        result.tool_records = _release_records(project, release, id_by_external)
-        result.model_calls = _release_calls(project, release, id_by_external)
+        _release_extras(project, release, id_by_external, result)
     if progress is not None:
         progress(count)
     return result
+
+
+def _release_extras(
+    project: Project, release: Path | None, id_by_external: dict[str, int], result: ImportResult
+) -> None:
+    """What a release folder carries besides its items: its tool records and model calls."""
+    result.tool_records = _release_records(project, release, id_by_external)
+    result.model_calls = _release_calls(project, release, id_by_external)
 
 
 def _filled_refs(
