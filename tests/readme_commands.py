@@ -4,7 +4,8 @@ values and runs them).
 
 Found: every line of a code block, and every inline code span, that starts with ``python
 manage.py`` (also inside a shell capture, ``KEY=$(python manage.py ...)``) (or ``.venv/bin/python manage.py``), ``.venv/bin/python tests/perf/<script>.py``,
-``bin/<script>`` or ``.venv/bin/celery``; and inline spans that only name a command
+``bin/<script>`` (also after environment settings, ``PORT=8123 bin/run``: ``Printed.env``
+names them) or ``.venv/bin/celery``; and inline spans that only name a command
 (``manage.py judge``). A ``#`` outside quotes starts a comment.
 
 The notation of a printed line, as README and docs/reference/commands.md use it:
@@ -52,12 +53,15 @@ class Printed:
     program: str  # the manage.py command's name, or the script's path
     rest: str  # what follows the command or script, comment included
     source: str = "README.md"  # the file, relative to the checkout
+    env: tuple[str, ...] = ()  # the environment variables the line sets before a bin/ script
 
     def __str__(self) -> str:
         return f"{self.source} line {self.line}: {self.text}"
 
 
 _CAPTURED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\$\((?P<inner>.*)\)$")
+#: ``NAME=value`` settings before a bin/ script (``PORT=8123 bin/run``).
+_ENV_PREFIX = re.compile(r"^(?P<env>(?:[A-Z_][A-Z0-9_]*=[^\s$()]*\s+)+)(?P<command>bin/.*)$")
 
 
 def _classify(line: int, text: str, source: str = "README.md") -> Printed | None:
@@ -65,6 +69,11 @@ def _classify(line: int, text: str, source: str = "README.md") -> Printed | None
     captured = _CAPTURED.match(text)  # KEY=$(python manage.py ...): the command inside
     if captured:
         text = captured["inner"].strip()
+    env: tuple[str, ...] = ()
+    prefixed = _ENV_PREFIX.match(text)
+    if prefixed:
+        env = tuple(word.partition("=")[0] for word in prefixed["env"].split())
+        text = prefixed["command"]
     named = _NAME_ONLY.match(text)
     if named:
         return Printed(line, text, "manage-name", named["command"], "", source)
@@ -75,7 +84,7 @@ def _classify(line: int, text: str, source: str = "README.md") -> Printed | None
         if kind == "manage":
             command, _, rest = found["rest"].partition(" ")
             return Printed(line, text, kind, command, rest, source)
-        return Printed(line, text, kind, found["program"], found["rest"].strip(), source)
+        return Printed(line, text, kind, found["program"], found["rest"].strip(), source, env)
     return None
 
 

@@ -15,7 +15,8 @@ on them. Some are flawed on purpose, for the review features to find (see README
 
 ``demo_load()`` is idempotent: it creates only the users, projects, memberships and items that
 are missing (and scores the recorded agent runs once, for the run-scoring page), and never
-changes an existing user's password.
+changes an existing user's password unless asked to (``reset_passwords``, ``load_demo
+--reset-passwords``, ``bin/run --reset-demo-passwords``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from benchmark.typing import User
 
 DEMO_ROOT = Path(__file__).resolve().parent
 PASSWORD_ENV = "BENCHWRIGHT_DEMO_PASSWORD"
-DEMO_URL = "http://127.0.0.1:8000/"
 #: The name of the scored upload of ``agentic-mme/runs/`` on the Agentic-MME demo's run page.
 DEMO_RUNS_NAME = "demo-agent (authored run)"
 
@@ -114,8 +114,11 @@ def _new_password() -> str:
     return os.environ.get(PASSWORD_ENV) or secrets.token_urlsafe(12)
 
 
-def _ensure_users(say: _Printer) -> tuple[dict[str, User], dict[str, str]]:
-    """The demo users, created with a password only when they do not exist yet."""
+def _ensure_users(
+    say: _Printer, *, reset_passwords: bool = False
+) -> tuple[dict[str, User], dict[str, str]]:
+    """The demo users, created with a password only when they do not exist yet; with
+    ``reset_passwords`` an existing demo user gets a new password too (printed like a new one)."""
     user_model = get_user_model()
     users: dict[str, User] = {}
     passwords: dict[str, str] = {}
@@ -130,6 +133,12 @@ def _ensure_users(say: _Printer) -> tuple[dict[str, User], dict[str, str]]:
                 user = user_model.objects.create_user(spec.username, email, password)
             passwords[spec.username] = password
             say(f"  {spec.username} / {password}")
+        elif reset_passwords:
+            password = _new_password()
+            user.set_password(password)
+            user.save(update_fields=["password"])
+            passwords[spec.username] = password
+            say(f"  {spec.username} / {password}   (new password)")
         else:
             say(f"  {spec.username}: already exists, password unchanged")
         users[spec.username] = user
@@ -198,18 +207,19 @@ def _ensure_demo_runs(project: Project, user: User, say: _Printer) -> int:
 
 
 @transaction.atomic
-def demo_load(*, stdout: Writer | None = None) -> dict[str, Any]:
+def demo_load(*, stdout: Writer | None = None, reset_passwords: bool = False) -> dict[str, Any]:
     """Create (or complete) the demo: built-in toolsets and taxonomies, the demo users, four
-    projects with memberships, and each project's demo dataset. Re-running adds nothing.
+    projects with memberships, and each project's demo dataset. Re-running adds nothing and
+    keeps passwords, unless ``reset_passwords`` gives every demo user a new one.
 
-    Returns ``{"passwords": {username: password} for users created now, "projects": {name:
+    Returns ``{"passwords": {username: password} for users created (or reset) now, "projects": {name:
     {"id", "created", "items", "items_created", ...import counts, and for the trajectory
     project "runs_created"}}}``."""
     say = _Printer(stdout)
     toolsets = toolsets_ensure()
     taxonomies = taxonomies_ensure()
     say("Users (username / password):")
-    users, passwords = _ensure_users(say)
+    users, passwords = _ensure_users(say, reset_passwords=reset_passwords)
     projects: dict[str, dict[str, Any]] = {}
     say("Projects:")
     for spec in DEMO_PROJECTS:

@@ -213,6 +213,38 @@
     if (key === "Escape" && leaveField && isField(target) && !ctrl && !event.altKey && !event.shiftKey) target.blur();
   });
 
+  // ---- Scrollable boxes reachable by keyboard (issue 25, finding 12) ----
+  // A box that scrolls (a wide table on a small screen, a long raw record) and holds nothing
+  // focusable gets tabindex="0", so a keyboard user can focus it and scroll it with the arrow
+  // keys. Checked on load, after htmx swaps and when the window changes size.
+  var FOCUSABLE = "a[href], button, input, select, textarea, [tabindex]";
+  function scrolls(box) {
+    var style = window.getComputedStyle(box);
+    var sideways = /auto|scroll/.test(style.overflowX) && box.scrollWidth > box.clientWidth + 1;
+    var down = /auto|scroll/.test(style.overflowY) && box.scrollHeight > box.clientHeight + 1;
+    return sideways || down;
+  }
+  function markScrollers() {
+    var boxes = document.querySelectorAll(".table, .table-card, .judgments, pre, .code, [data-scrolls]");
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      if (box.dataset.scrollFocus === "1") {
+        if (!scrolls(box)) { box.removeAttribute("tabindex"); delete box.dataset.scrollFocus; }
+        continue;
+      }
+      if (box.hasAttribute("tabindex") || !scrolls(box) || box.querySelector(FOCUSABLE)) continue;
+      box.setAttribute("tabindex", "0");
+      box.dataset.scrollFocus = "1";
+    }
+  }
+  var resizeTimer = null;
+  window.addEventListener("load", markScrollers);
+  document.addEventListener("htmx:afterSettle", markScrollers);
+  window.addEventListener("resize", function () {
+    window.clearTimeout(resizeTimer);
+    resizeTimer = window.setTimeout(markScrollers, 150);
+  });
+
   window.Benchwright = { shortcuts: shortcuts };
 
   // The keys overlay (issue 25): ? (Shift+/) opens the <dialog id="keys-help"> of base.html

@@ -4,6 +4,7 @@ memberships and items once, and only once."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from io import StringIO
@@ -233,12 +234,37 @@ def test_demo_password_comes_from_the_environment_when_set(monkeypatch) -> None:
 
 
 @pytest.mark.django_db
-def test_load_demo_command_prints_users_and_the_url() -> None:
+def test_load_demo_command_prints_users_and_no_address_it_does_not_serve() -> None:
+    """Issue 25, finding 13: load_demo serves nothing, so it names no address (bin/run prints
+    the one it serves, PORT included)."""
     out = StringIO()
     call_command("load_demo", stdout=out)
     text = out.getvalue()
     assert "annotator1 / " in text
-    assert "http://127.0.0.1:8000/" in text
+    assert "runserver" not in text and "http://" not in text
+    assert Project.objects.count() == 4
+
+
+@pytest.mark.django_db
+def test_load_demo_reset_passwords_gives_every_demo_user_a_new_printed_password() -> None:
+    """Issue 25, finding 13: re-running keeps the passwords and says how to reset them;
+    --reset-passwords gives new ones, printed, and the old ones stop working."""
+    first = StringIO()
+    call_command("load_demo", stdout=first)
+    old = re.search(r"annotator1 / (\S+)", first.getvalue())
+    assert old is not None
+    again = StringIO()
+    call_command("load_demo", stdout=again)
+    assert "password unchanged" in again.getvalue()
+    assert "load_demo --reset-passwords" in again.getvalue()
+    assert "bin/run --reset-demo-passwords" in again.getvalue()
+    reset = StringIO()
+    call_command("load_demo", "--reset-passwords", stdout=reset)
+    printed = dict(re.findall(r"^  (\w+) / (\S+)", reset.getvalue(), flags=re.M))
+    assert set(printed) == {"admin", "reviewer", "annotator1", "annotator2", "annotator3"}
+    user = User.objects.get(username="annotator1")
+    assert user.check_password(printed["annotator1"])
+    assert not user.check_password(old[1])
     assert Project.objects.count() == 4
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands, load_command_class
+from markdown_it import MarkdownIt
 
 from annotation.judgment_tasks.models import JudgmentTask
 from annotation.judgment_tasks.services import assignment_next_for_user, judgment_submit
@@ -488,6 +489,38 @@ def _bin_usage(script: Path) -> set[str]:
     return set(found[1].split("|")) if found else set()
 
 
+def _reads_env(script: Path, name: str) -> bool:
+    """Whether a bin/ script (or bin/_env.sh, which each sources) reads the variable."""
+    used = re.compile(rf"\$\{{?{name}\b")
+    return any(used.search(path.read_text()) for path in (script, ROOT / "bin" / "_env.sh"))
+
+
+def test_readme_set_up_is_two_commands_and_says_port_password_and_reset() -> None:
+    """Issue 25, finding 13: README's code blocks hold exactly the two set-up commands; its
+    text names PORT (with a line the tests run through bin/run's usage), the demo password
+    variable and the way to reset the demo passwords, each read by the script it names."""
+    text = README.read_text()
+    blocks = [
+        t.content.strip()
+        for t in MarkdownIt("commonmark").parse(text)
+        if t.type == "fence" and t.content.strip().startswith("bin/")
+    ]
+    assert blocks[:2] == ["bin/run", "bin/test"]
+    bin_lines = [p for p in printed_commands(text) if p.kind == "bin"]
+    assert any(p.program == "bin/run" and "PORT" in p.env for p in bin_lines)
+    assert any(p.program == "bin/run" and p.rest == "--reset-demo-passwords" for p in bin_lines)
+    assert "BENCHWRIGHT_DEMO_PASSWORD" in text
+    assert _reads_env(ROOT / "bin" / "run", "PORT")
+    assert "--reset-demo-passwords" in _bin_usage(ROOT / "bin" / "run")
+
+
+def test_a_bin_line_may_set_the_environment_first() -> None:
+    found = printed_commands("Try `PORT=8123 DEBUG=true bin/run --reset-demo-passwords`.\n")
+    assert [(p.program, p.rest, p.env) for p in found] == [
+        ("bin/run", "--reset-demo-passwords", ("PORT", "DEBUG"))
+    ]
+
+
 @pytest.mark.slow
 def test_every_script_line_in_readme_parses() -> None:
     """``bin/...`` lines: the script exists, is executable, ``bash -n`` reads it and its
@@ -507,6 +540,9 @@ def test_every_script_line_in_readme_parses() -> None:
             unknown = set(args) - _bin_usage(script)
             if syntax.returncode or unknown:
                 failures.append(f"{printed}\n  {syntax.stderr.strip()} not in its usage: {unknown}")
+            unread = [name for name in printed.env if not _reads_env(script, name)]
+            if unread:
+                failures.append(f"{printed}\n  {printed.program} does not read {unread}")
             continue
         if printed.kind == "perf":
             argv = [sys.executable, str(ROOT / printed.program), *args, "--help"]

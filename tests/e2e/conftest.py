@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.e2e.axe import Checker
+
 # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -47,6 +49,12 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
+@pytest.fixture(scope="session")
+def axe_checker() -> Checker:
+    """The pages the accessibility check has seen in this session (each checked once)."""
+    return Checker()
+
+
 @pytest.fixture
 def ready():  # type: ignore[no-untyped-def]
     """Returns a function that waits until a page's deferred scripts have run (app.js marks
@@ -60,16 +68,23 @@ def ready():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def login_page(browser, live_server, client):  # type: ignore[no-untyped-def]
+def login_page(browser, live_server, client, axe_checker, request):  # type: ignore[no-untyped-def]
     """Returns a function that opens a page logged in as the given user, by session cookie.
     Every browser test also checks that Chromium reported no Content-Security-Policy
-    violation on its pages."""
+    violation on its pages, and (tests/e2e/axe.py) that each page it opened has no serious or
+    critical accessibility violation in the light and the dark theme: after a test that
+    passed, every page of a kind not yet checked in this session is opened again and checked."""
     contexts = []
     violations: list[str] = []
+    opened: list[tuple[object, str]] = []
 
     def record(page, message):  # type: ignore[no-untyped-def]
         if "Content Security Policy" in message.text:
             violations.append(f"{page.url}: {message.text}")
+
+    def navigated(context, page, frame):  # type: ignore[no-untyped-def]
+        if frame == page.main_frame:
+            opened.append((context, frame.url))
 
     def open_as(user):  # type: ignore[no-untyped-def]
         client.force_login(user)
@@ -80,9 +95,29 @@ def login_page(browser, live_server, client):  # type: ignore[no-untyped-def]
         contexts.append(context)
         page = context.new_page()
         page.on("console", lambda message: record(page, message))
+        page.on("framenavigated", lambda frame: navigated(context, page, frame))
         return page
 
     yield open_as
+    inaccessible: list[str] = []
+    if not _failed(request):
+        for context in contexts:
+            urls = [url for owner, url in opened if owner is context]
+            inaccessible += axe_checker.check(context, urls)
     for context in contexts:
         context.close()
     assert violations == [], "the Content-Security-Policy blocked something"
+    assert inaccessible == [], "accessibility (axe) violations:\n" + "\n".join(inaccessible)
+
+
+def _failed(request: pytest.FixtureRequest) -> bool:
+    report = getattr(request.node, "rep_call", None)
+    return report is None or report.failed
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Keeps each phase's report on the test, so a fixture knows whether the test passed."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
