@@ -36,6 +36,7 @@ from benchmark.presenters import (
     tag_segments,
     trajectory_view,
 )
+from benchmark.projects import selectors as project_selectors
 from benchmark.projects import services
 from benchmark.projects.forms import (
     ItemFilterForm,
@@ -144,6 +145,16 @@ def project_page_context(
         page.object_list = selectors.item_table_rows_of(
             user=request.user, project=project, ids=list(page.object_list)
         )
+    kind_columns = set(project.benchmark.item_columns)
+    rows = list(page.object_list)
+    page.object_list = rows  # read once, for the columns and the table
+    filled = {
+        "category": bool(facets.categories),
+        "intent": bool(facets.intents),
+        "level": any(getattr(row, "level", None) for row in rows),
+        "modality": True,
+    }
+    actions = permissions.allowed_actions(user=request.user, project=project)
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
@@ -162,6 +173,14 @@ def project_page_context(
         "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
         "export_form": ExportForm(),
         "drafting": model_context(project),
+        # the kind's columns that hold something in this list (m&m's has no category,
+        # intent or level: no three columns of "—")
+        "columns": {c for c in kind_columns if filled.get(c)},
+        "hidden_filters": {c for c in ("category", "intent", "level", "modality")}
+        - kind_columns,
+        "action_groups": project_selectors.project_action_groups(
+            user=request.user, project=project, actions=actions
+        ),
     }
 
 

@@ -38,3 +38,72 @@ def test_the_intent_filter_offers_the_chosen_categorys_intents(
     # without JavaScript: the page sent with a category offers that category's intents only
     html = clients["annotator"].get(url, {"category": "Travel"}).content.decode()
     assert options(html, "id_intent") == ["", "Route planning", "Sightseeing"]
+
+
+def groups(html: str) -> dict[str, list[str]]:
+    """The project page's action groups: group name -> link labels."""
+    found = {}
+    for slug, body in re.findall(
+        r'data-action-group="([^"]+)">(.*?)(?=<div class="action-group"|</nav>)', html, re.S
+    ):
+        found[slug] = [
+            re.sub(r"<[^>]+>", "", a).strip() for a in re.findall(r"<a [^>]*>(.*?)</a>", body)
+        ]
+    return found
+
+
+def test_actions_are_grouped_by_what_people_do_and_shown_by_role(
+    project: Project, clients: dict[str, Client], django_assert_max_num_queries: Any
+) -> None:
+    url = f"/projects/{project.pk}/"
+    with django_assert_max_num_queries(8):
+        annotator = clients["annotator"].get(url).content.decode()
+    mine = groups(annotator)
+    assert list(mine) == ["annotate", "data"]  # no review, models or settings to offer them
+    assert "Judging" in mine["annotate"] and "New item" in mine["annotate"]
+    assert "Import data" not in mine["data"] and "Export…" not in annotator
+    admin = groups(clients["admin"].get(url).content.decode())
+    assert list(admin) == ["annotate", "review", "models", "data", "settings"]
+    assert admin["review"][:2] == ["Discard proposals", "Team"]
+    assert admin["settings"] == ["Members", "Guidelines"]
+    assert admin["data"][0] == "Import data"
+    reviewer = groups(clients["reviewer"].get(url).content.decode())
+    assert "settings" not in reviewer and "Import data" not in reviewer["data"]
+    # hover help on each action
+    assert 'title="Who did how much, agreement and pace" data-team-link' in (
+        clients["admin"].get(url).content.decode()
+    )
+
+
+def test_columns_the_kind_lacks_or_the_list_leaves_empty_are_not_shown(
+    project: Project, clients: dict[str, Client]
+) -> None:
+    ItemFactory(project=project, category="Travel", intent="Route planning")
+    html = clients["annotator"].get(f"/projects/{project.pk}/").content.decode()
+    head = re.search(r"<thead>(.*?)</thead>", html, re.S)
+    assert head
+    assert "<th>Category</th>" in head.group(1) and "<th>Intent</th>" in head.group(1)
+    assert "Level" not in head.group(1)  # no item has a level
+    project.data_format, project.kind, project.tag_syntax = "mms", "plan", ""
+    project.save()
+    html = clients["annotator"].get(f"/projects/{project.pk}/").content.decode()
+    head = re.search(r"<thead>(.*?)</thead>", html, re.S)
+    assert head
+    assert "Category" not in head.group(1) and "Intent" not in head.group(1)
+    assert 'id="id_category"' not in html and 'id="id_level"' not in html
+    row = re.search(r"<tbody>(.*?)</tbody>", html, re.S)
+    assert row and "—" not in row.group(1)
+
+
+def test_dataset_statistics_definitions_are_hover_help_and_folded(
+    project: Project, clients: dict[str, Client]
+) -> None:
+    html = clients["annotator"].get(
+        f"/projects/{project.pk}/tag-review/decisions/", HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="tag-stats",
+    ).content.decode()  # fmt: skip
+    assert '<abbr title="documents attached to the query' in html
+    definitions = re.search(r"<details[^>]*data-definitions>(.*?)</details>", html, re.S)
+    assert definitions and "averaged over the queries" in definitions.group(1)
+    outside = html.replace(definitions.group(0), "")
+    assert "<dl" not in outside

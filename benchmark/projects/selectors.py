@@ -1,0 +1,212 @@
+"""What the project page offers the user: its actions grouped by what people do there
+(annotate, review, models, data, settings), each shown only when the user's role allows it
+(:func:`benchmark.permissions.allowed_actions`) and the project's benchmark kind offers it
+(``kind.offers``). Data only: the page's template draws the groups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.urls import reverse
+
+from benchmark.models import Project
+from benchmark.typing import AnyUser
+
+
+@dataclass(frozen=True)
+class ProjectAction:
+    label: str
+    url: str
+    #: a short help line, shown on hover (the link's title)
+    help: str = ""
+    #: the link loads into the page with htmx (pages without their own scripts)
+    htmx: bool = True
+    #: a data attribute marking the link (for tests and keyboard shortcuts), e.g. data-team-link
+    marker: str = ""
+    primary: bool = False
+
+
+@dataclass
+class ActionGroup:
+    name: str
+    slug: str
+    actions: list[ProjectAction] = field(default_factory=list)
+
+
+def project_action_groups(
+    *, user: AnyUser, project: Project, actions: set[str]
+) -> list[ActionGroup]:
+    """The groups with at least one action for ``user`` (``actions``: what their role allows
+    in ``project``, as the page already read it)."""
+    offers = project.benchmark.offers
+    pk = project.pk
+    staff = bool(getattr(user, "is_staff", False))
+
+    def url(name: str) -> str:
+        return reverse(name, args=[pk])
+
+    annotate = ActionGroup("Annotate", "annotate")
+    annotate.actions.append(
+        ProjectAction(
+            "Judging",
+            url("annotation:task_list"),
+            "Your judgment tasks: take the next item, see your pace",
+            htmx=False,
+            marker="data-judging-link",
+        )
+    )
+    if "edit" in actions:
+        annotate.actions.append(
+            ProjectAction(
+                "New item",
+                url("benchmark:item_new"),
+                "Write an item by hand",
+                htmx=False,
+                marker="data-new-item",
+            )
+        )
+        if offers.draft_queries:
+            annotate.actions.append(
+                ProjectAction(
+                    "Draft queries",
+                    url("annotation:model_draft_queries"),
+                    "Have the project's model draft candidate queries",
+                    marker="data-draft-queries-link",
+                )
+            )
+    annotate.actions.append(
+        ProjectAction(
+            "Model drafts", url("annotation:model_drafts"), "What the model drafted, to keep or edit"
+        )
+    )
+
+    review = ActionGroup("Review", "review")
+    if "adjudicate" in actions:
+        review.actions.append(
+            ProjectAction(
+                "Discard proposals",
+                url("review:discard_proposals"),
+                "Items someone proposed to discard",
+                htmx=False,
+            )
+        )
+    if "manage_studies" in actions:
+        review.actions.append(
+            ProjectAction(
+                "Team",
+                url("review:team"),
+                "Who did how much, agreement and pace",
+                marker="data-team-link",
+            )
+        )
+    if "release" in actions:
+        review.actions.append(
+            ProjectAction(
+                "Releases",
+                url("review:release_list"),
+                "Versioned datasets of the verified items",
+                marker="data-releases-link",
+            )
+        )
+    if offers.oracle_testing and "run_judges" in actions:
+        review.actions.append(
+            ProjectAction(
+                "Oracle testing",
+                url("review:oracle"),
+                "Walk a model through each reference trajectory",
+            )
+        )
+
+    models = ActionGroup("Models", "models")
+    if offers.score_answers and "score" in actions:
+        models.actions.append(
+            ProjectAction(
+                "Score model answers",
+                url("review:score_answers"),
+                "Tag metrics of model answers against the ground truth",
+                htmx=False,
+            )
+        )
+    if (offers.judge_answers or offers.judge_plans) and "run_judges" in actions:
+        models.actions.append(
+            ProjectAction(
+                "Judge answers" if offers.judge_answers else "Judge plans",
+                url("review:judge_runs"),
+                "Run a model judge as a background job",
+            )
+        )
+    if offers.judge_settings and "run_judges" in actions:
+        models.actions.append(
+            ProjectAction(
+                "Judge settings", url("review:judge_settings"), "The judges' weights and templates"
+            )
+        )
+    if project.benchmark.evaluation and "evaluate" in actions:
+        models.actions.append(
+            ProjectAction(
+                "Evaluate a model",
+                url("review:evaluation"),
+                "Run a model under test on the items",
+            )
+        )
+        models.actions.append(
+            ProjectAction("Leaderboard", url("review:leaderboard"), "Evaluated models side by side")
+        )
+    if offers.render_answers and "score" in actions:
+        models.actions.append(
+            ProjectAction(
+                "Render answers", url("review:render_answers"), "Turn tool calls into images"
+            )
+        )
+    if offers.score_plans and "score" in actions:
+        models.actions.append(
+            ProjectAction(
+                "Score plan predictions",
+                url("review:score_plans"),
+                "Tool-F1, argname-F1 and pass rate of predicted plans",
+                htmx=False,
+            )
+        )
+    if offers.score_runs and "score" in actions:
+        models.actions.append(
+            ProjectAction("Score agent runs", url("review:runs"), "Acc, S, V and Overthink")
+        )
+
+    data = ActionGroup("Data", "data")
+    if "import" in actions:
+        data.actions.append(
+            ProjectAction(
+                "Import data",
+                url("benchmark:project_import"),
+                "Items in the benchmark's own format, Label Studio, JSON Lines or CSV",
+                marker="data-import-link",
+                primary=True,
+            )
+        )
+    data.actions.append(
+        ProjectAction("Images", url("benchmark:images"), "The project's images", htmx=False)
+    )
+    data.actions.append(
+        ProjectAction("Toolset", url("benchmark:toolset"), "The tools items may call", htmx=False)
+    )
+
+    settings = ActionGroup("Settings", "settings")
+    if "manage" in actions or staff:
+        settings.actions.append(
+            ProjectAction(
+                "Members",
+                url("benchmark:members"),
+                "Who works in the project, in which role",
+                marker="data-members-link",
+            )
+        )
+        settings.actions.append(
+            ProjectAction(
+                "Guidelines",
+                url("benchmark:project_edit"),
+                "Description, guidelines and the project's model",
+                htmx=False,
+                marker="data-guidelines-link",
+            )
+        )
+    return [g for g in (annotate, review, models, data, settings) if g.actions]
