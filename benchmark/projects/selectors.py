@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from django.urls import reverse
 
-from benchmark.models import Project
+from benchmark.models import Membership, Project
 from benchmark.typing import AnyUser
 
 
@@ -76,7 +76,9 @@ def project_action_groups(
             )
     annotate.actions.append(
         ProjectAction(
-            "Model drafts", url("annotation:model_drafts"), "What the model drafted, to keep or edit"
+            "Model drafts",
+            url("annotation:model_drafts"),
+            "What the model drafted, to keep or edit",
         )
     )
 
@@ -210,3 +212,51 @@ def project_action_groups(
             )
         )
     return [g for g in (annotate, review, models, data, settings) if g.actions]
+
+
+@dataclass(frozen=True)
+class FirstRunStep:
+    label: str
+    done: bool
+    #: where to do it, and what that link says
+    url: str
+    link: str
+    marker: str
+
+
+def project_first_run(
+    *, user: AnyUser, project: Project, actions: set[str], n_items: int, has_tasks: bool
+) -> list[FirstRunStep] | None:
+    """The first-run checklist an admin sees on a new project's page: add people, import or
+    create items, start a judgment task, each ticked when done; None when the user does not
+    manage the project, when it was dismissed, or when every step is done (one query, for
+    the members, only then)."""
+    if "manage" not in actions or (project.settings or {}).get("first_run_dismissed"):
+        return None
+    people = Membership.objects.filter(project=project).count() > 1
+    if people and n_items and has_tasks:
+        return None
+    pk = project.pk
+    return [
+        FirstRunStep(
+            "Add the people who annotate and review",
+            people,
+            reverse("benchmark:members", args=[pk]),
+            "Members",
+            "people",
+        ),
+        FirstRunStep(
+            "Import items, or create the first one by hand",
+            bool(n_items),
+            reverse("benchmark:project_import", args=[pk]),
+            "Import data",
+            "items",
+        ),
+        FirstRunStep(
+            "Start a judgment task for the team",
+            has_tasks,
+            reverse("annotation:task_list", args=[pk]),
+            "Judging tasks",
+            "task",
+        ),
+    ]

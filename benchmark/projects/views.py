@@ -176,10 +176,16 @@ def project_page_context(
         # the kind's columns that hold something in this list (m&m's has no category,
         # intent or level: no three columns of "—")
         "columns": {c for c in kind_columns if filled.get(c)},
-        "hidden_filters": {c for c in ("category", "intent", "level", "modality")}
-        - kind_columns,
+        "hidden_filters": {c for c in ("category", "intent", "level", "modality")} - kind_columns,
         "action_groups": project_selectors.project_action_groups(
             user=request.user, project=project, actions=actions
+        ),
+        "first_run": project_selectors.project_first_run(
+            user=request.user,
+            project=project,
+            actions=actions,
+            n_items=counts["total"],
+            has_tasks=bool(extra.get("has_judgment_tasks")),
         ),
     }
 
@@ -310,3 +316,16 @@ def item_restore(request: HttpRequest, project_id: int, item_id: int) -> HttpRes
 
 
 # --------------------------------------------------------------------------- jobs
+
+
+@login_required
+@require_POST
+def project_first_run_dismiss(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Put away the first-run checklist (the project's admins): for htmx, an empty answer
+    that removes the checklist; else back to the project page."""
+    project = selectors.project_get(user=request.user, pk=project_id)
+    require_action(request, project, "manage")
+    services.project_first_run_dismiss(project=project, user=request_user(request))
+    if getattr(request, "htmx", False):
+        return HttpResponse("")
+    return redirect("benchmark:project_detail", project_id=project.pk)

@@ -107,3 +107,64 @@ def test_dataset_statistics_definitions_are_hover_help_and_folded(
     assert definitions and "averaged over the queries" in definitions.group(1)
     outside = html.replace(definitions.group(0), "")
     assert "<dl" not in outside
+
+
+def steps(html: str) -> dict[str, str]:
+    return dict(re.findall(r'data-step="([a-z]+)" data-done="(true|false)"', html))
+
+
+def test_an_admin_meets_a_first_run_checklist_that_ticks_and_can_be_dismissed(
+    client_for: Any, django_assert_max_num_queries: Any
+) -> None:
+    from annotation.judgment_tasks.models import JudgmentTask
+    from benchmark.models import Role
+    from tests.factories import JudgmentTaskFactory, MembershipFactory, ProjectFactory, UserFactory
+
+    project = ProjectFactory(name="Brand new")
+    admin = UserFactory(username="new-admin")
+    MembershipFactory(project=project, user=admin, role=Role.ADMIN)
+    client = client_for(admin)
+    url = f"/projects/{project.pk}/"
+    with django_assert_max_num_queries(11):
+        html = client.get(url).content.decode()
+    assert "Getting this project started" in html
+    assert steps(html) == {"people": "false", "items": "false", "task": "false"}
+    # the empty list says what to do next, with links
+    empty = re.search(r"data-empty-items>(.*?)</div>", html, re.S)
+    assert empty
+    assert f"/projects/{project.pk}/datasets/import/" in empty.group(1)
+    assert f"/projects/{project.pk}/items/new/" in empty.group(1)
+    assert "start a judgment task" in empty.group(1)
+
+    MembershipFactory(project=project, role=Role.ANNOTATOR)
+    ItemFactory(project=project)
+    html = client.get(url).content.decode()
+    assert steps(html) == {"people": "true", "items": "true", "task": "false"}
+    assert "data-empty-items" not in html
+    # others never see it
+    annotator = project.memberships.get(role=Role.ANNOTATOR).user
+    assert "data-first-run" not in client_for(annotator).get(url).content.decode()
+
+    JudgmentTaskFactory(project=project)
+    assert JudgmentTask.objects.filter(project=project).exists()
+    assert "data-first-run" not in client.get(url).content.decode()  # all done
+
+    other = ProjectFactory(name="Dismissed")
+    MembershipFactory(project=other, user=admin, role=Role.ADMIN)
+    other_url = f"/projects/{other.pk}/"
+    assert "data-first-run" in client.get(other_url).content.decode()
+    dismiss = f"/projects/{other.pk}/first-run/dismiss/"
+    assert client_for(annotator).post(dismiss).status_code in (403, 404)
+    answer = client.post(dismiss, HTTP_HX_REQUEST="true")
+    assert answer.status_code == 200 and answer.content == b""
+    assert "data-first-run" not in client.get(other_url).content.decode()
+    assert client.post(dismiss).status_code == 302
+
+
+def test_an_annotator_on_an_empty_project_is_told_who_imports(
+    project: Project, clients: dict[str, Client]
+) -> None:
+    html = clients["annotator"].get(f"/projects/{project.pk}/").content.decode()
+    empty = re.search(r"data-empty-items>(.*?)</div>", html, re.S)
+    assert empty and "ask one to import it" in empty.group(1)
+    assert "/import/" not in empty.group(1) and "Create an item" in empty.group(1)

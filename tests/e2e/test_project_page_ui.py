@@ -31,3 +31,21 @@ def test_the_intent_menu_follows_the_category(login_page, ready) -> None:  # typ
     expect(intent).to_have_value("")
     expect(page.locator("#item-list")).to_contain_text("t1")
     expect(page.locator("#item-list")).not_to_contain_text("c1")
+
+
+def test_an_admin_dismisses_the_first_run_checklist(login_page, ready) -> None:  # type: ignore[no-untyped-def]
+    project = ProjectFactory(name="Fresh")
+    admin = UserFactory(username="fresh-admin")
+    MembershipFactory(project=project, user=admin, role=Role.ADMIN)
+
+    page = login_page(admin)
+    page.goto(f"/projects/{project.pk}/")
+    ready(page)
+    checklist = page.locator("[data-first-run]")
+    expect(checklist).to_contain_text("Add the people who annotate and review")
+    expect(page.locator("[data-empty-items]")).to_contain_text("Import data")
+    checklist.get_by_role("button", name="Dismiss").click()
+    expect(checklist).to_have_count(0)
+    page.reload()
+    expect(page.locator("h1")).to_have_text("Fresh")
+    expect(page.locator("[data-first-run]")).to_have_count(0)
