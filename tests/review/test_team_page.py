@@ -402,7 +402,7 @@ def test_the_team_page_shows_which_screen_costs_the_most_time_per_item(
     """A reviewer sees, per task (judging screen), the seconds per item, slowest first."""
     fast = JudgmentTaskFactory(project=project, name="Keep?")
     slow = JudgmentTaskFactory(project=project, name="Audit steps")
-    for n, seconds in enumerate((10, 20, 0)):  # 0: no time recorded, left out
+    for seconds in (10, 20, 0):  # 0: no time recorded, left out
         item = ItemFactory(project=project)
         DatedJudgmentFactory(task=fast, item=item, user=UserFactory(), value=1, seconds=seconds)
     for seconds in (90, 150):
