@@ -28,12 +28,13 @@ class JudgmentForm(forms.Form):
             )
             self.fields["value"] = forms.ChoiceField(choices=choices, widget=forms.RadioSelect)
         for field in task.relabel_fields:
-            terms = TaxonomyTerm.objects.none()
+            terms: list[TaxonomyTerm] = []
             if task.project.taxonomy_id:
-                terms = TaxonomyTerm.objects.filter(
-                    taxonomy_id=task.project.taxonomy_id, kind=field
-                ).select_related("parent")
-            terms = list(terms)
+                terms = list(
+                    TaxonomyTerm.objects.filter(
+                        taxonomy_id=task.project.taxonomy_id, kind=field
+                    ).select_related("parent")
+                )
             choices = [("", "(unchanged)")] + [
                 (t.name, f"{t.parent.name} › {t.name}" if t.parent else t.name) for t in terms
             ]
