@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.urls import reverse
@@ -38,15 +39,26 @@ def project_action_groups(
 ) -> list[ActionGroup]:
     """The groups with at least one action for ``user`` (``actions``: what their role allows
     in ``project``, as the page already read it)."""
-    offers = project.benchmark.offers
-    pk = project.pk
-    staff = bool(getattr(user, "is_staff", False))
 
     def url(name: str) -> str:
-        return reverse(name, args=[pk])
+        return reverse(name, args=[project.pk])
 
-    annotate = ActionGroup("Annotate", "annotate")
-    annotate.actions.append(
+    staff = bool(getattr(user, "is_staff", False))
+    groups = [
+        ActionGroup("Annotate", "annotate", _annotate(project, actions, url)),
+        ActionGroup("Review", "review", _review(project, actions, url)),
+        ActionGroup("Models", "models", _models(project, actions, url)),
+        ActionGroup("Data", "data", _data(actions, url)),
+        ActionGroup("Settings", "settings", _settings(actions, url, staff=staff)),
+    ]
+    return [g for g in groups if g.actions]
+
+
+Url = Callable[[str], str]
+
+
+def _annotate(project: Project, actions: set[str], url: Url) -> list[ProjectAction]:
+    found = [
         ProjectAction(
             "Judging",
             url("annotation:task_list"),
@@ -54,9 +66,9 @@ def project_action_groups(
             htmx=False,
             marker="data-judging-link",
         )
-    )
+    ]
     if "edit" in actions:
-        annotate.actions.append(
+        found.append(
             ProjectAction(
                 "New item",
                 url("benchmark:item_new"),
@@ -65,8 +77,8 @@ def project_action_groups(
                 marker="data-new-item",
             )
         )
-        if offers.draft_queries:
-            annotate.actions.append(
+        if project.benchmark.offers.draft_queries:
+            found.append(
                 ProjectAction(
                     "Draft queries",
                     url("annotation:model_draft_queries"),
@@ -74,17 +86,20 @@ def project_action_groups(
                     marker="data-draft-queries-link",
                 )
             )
-    annotate.actions.append(
+    found.append(
         ProjectAction(
             "Model drafts",
             url("annotation:model_drafts"),
             "What the model drafted, to keep or edit",
         )
     )
+    return found
 
-    review = ActionGroup("Review", "review")
+
+def _review(project: Project, actions: set[str], url: Url) -> list[ProjectAction]:
+    found = []
     if "adjudicate" in actions:
-        review.actions.append(
+        found.append(
             ProjectAction(
                 "Discard proposals",
                 url("review:discard_proposals"),
@@ -93,7 +108,7 @@ def project_action_groups(
             )
         )
     if "manage_studies" in actions:
-        review.actions.append(
+        found.append(
             ProjectAction(
                 "Team",
                 url("review:team"),
@@ -102,7 +117,7 @@ def project_action_groups(
             )
         )
     if "release" in actions:
-        review.actions.append(
+        found.append(
             ProjectAction(
                 "Releases",
                 url("review:release_list"),
@@ -110,73 +125,85 @@ def project_action_groups(
                 marker="data-releases-link",
             )
         )
-    if offers.oracle_testing and "run_judges" in actions:
-        review.actions.append(
+    if project.benchmark.offers.oracle_testing and "run_judges" in actions:
+        found.append(
             ProjectAction(
                 "Oracle testing",
                 url("review:oracle"),
                 "Walk a model through each reference trajectory",
             )
         )
+    return found
 
-    models = ActionGroup("Models", "models")
-    if offers.score_answers and "score" in actions:
-        models.actions.append(
+
+def _models(project: Project, actions: set[str], url: Url) -> list[ProjectAction]:
+    offers = project.benchmark.offers
+    score = "score" in actions
+    judges = "run_judges" in actions
+    # (offered and allowed, the action): in the page's order
+    candidates = [
+        (
+            offers.score_answers and score,
             ProjectAction(
                 "Score model answers",
                 url("review:score_answers"),
                 "Tag metrics of model answers against the ground truth",
                 htmx=False,
-            )
-        )
-    if (offers.judge_answers or offers.judge_plans) and "run_judges" in actions:
-        models.actions.append(
+            ),
+        ),
+        (
+            (offers.judge_answers or offers.judge_plans) and judges,
             ProjectAction(
                 "Judge answers" if offers.judge_answers else "Judge plans",
                 url("review:judge_runs"),
                 "Run a model judge as a background job",
-            )
-        )
-    if offers.judge_settings and "run_judges" in actions:
-        models.actions.append(
+            ),
+        ),
+        (
+            offers.judge_settings and judges,
             ProjectAction(
                 "Judge settings", url("review:judge_settings"), "The judges' weights and templates"
-            )
-        )
-    if project.benchmark.evaluation and "evaluate" in actions:
-        models.actions.append(
+            ),
+        ),
+        (
+            bool(project.benchmark.evaluation) and "evaluate" in actions,
             ProjectAction(
-                "Evaluate a model",
-                url("review:evaluation"),
-                "Run a model under test on the items",
-            )
-        )
-        models.actions.append(
-            ProjectAction("Leaderboard", url("review:leaderboard"), "Evaluated models side by side")
-        )
-    if offers.render_answers and "score" in actions:
-        models.actions.append(
+                "Evaluate a model", url("review:evaluation"), "Run a model under test on the items"
+            ),
+        ),
+        (
+            bool(project.benchmark.evaluation) and "evaluate" in actions,
+            ProjectAction(
+                "Leaderboard", url("review:leaderboard"), "Evaluated models side by side"
+            ),
+        ),
+        (
+            offers.render_answers and score,
             ProjectAction(
                 "Render answers", url("review:render_answers"), "Turn tool calls into images"
-            )
-        )
-    if offers.score_plans and "score" in actions:
-        models.actions.append(
+            ),
+        ),
+        (
+            offers.score_plans and score,
             ProjectAction(
                 "Score plan predictions",
                 url("review:score_plans"),
                 "Tool-F1, argname-F1 and pass rate of predicted plans",
                 htmx=False,
-            )
-        )
-    if offers.score_runs and "score" in actions:
-        models.actions.append(
-            ProjectAction("Score agent runs", url("review:runs"), "Acc, S, V and Overthink")
-        )
+            ),
+        ),
+        (
+            offers.score_runs and score,
+            ProjectAction("Score agent runs", url("review:runs"), "Acc, S, V and Overthink"),
+        ),
+    ]
+    return [action for shown, action in candidates if shown]
 
-    data = ActionGroup("Data", "data")
+
+def _data(actions: set[str], url: Url) -> list[ProjectAction]:
+    found = []
     if "import" in actions:
-        data.actions.append(
+        found.append(
             ProjectAction(
                 "Import data",
                 url("benchmark:project_import"),
@@ -185,33 +212,33 @@ def project_action_groups(
                 primary=True,
             )
         )
-    data.actions.append(
+    found.append(
         ProjectAction("Images", url("benchmark:images"), "The project's images", htmx=False)
     )
-    data.actions.append(
+    found.append(
         ProjectAction("Toolset", url("benchmark:toolset"), "The tools items may call", htmx=False)
     )
+    return found
 
-    settings = ActionGroup("Settings", "settings")
-    if "manage" in actions or staff:
-        settings.actions.append(
-            ProjectAction(
-                "Members",
-                url("benchmark:members"),
-                "Who works in the project, in which role",
-                marker="data-members-link",
-            )
-        )
-        settings.actions.append(
-            ProjectAction(
-                "Guidelines",
-                url("benchmark:project_edit"),
-                "Description, guidelines and the project's model",
-                htmx=False,
-                marker="data-guidelines-link",
-            )
-        )
-    return [g for g in (annotate, review, models, data, settings) if g.actions]
+
+def _settings(actions: set[str], url: Url, *, staff: bool) -> list[ProjectAction]:
+    if "manage" not in actions and not staff:
+        return []
+    return [
+        ProjectAction(
+            "Members",
+            url("benchmark:members"),
+            "Who works in the project, in which role",
+            marker="data-members-link",
+        ),
+        ProjectAction(
+            "Guidelines",
+            url("benchmark:project_edit"),
+            "Description, guidelines and the project's model",
+            htmx=False,
+            marker="data-guidelines-link",
+        ),
+    ]
 
 
 @dataclass(frozen=True)
