@@ -43,7 +43,7 @@ def test_an_admin_dismisses_the_first_run_checklist(login_page, ready) -> None: 
     ready(page)
     checklist = page.locator("[data-first-run]")
     expect(checklist).to_contain_text("Add the people who annotate and review")
-    expect(page.locator("[data-empty-items]")).to_contain_text("Import data")
+    expect(page.locator("[data-empty-items]")).to_contain_text("Import a dataset")
     checklist.get_by_role("button", name="Dismiss").click()
     expect(checklist).to_have_count(0)
     page.reload()
