@@ -169,6 +169,70 @@ def checkpoint_view(cp: Any) -> dict[str, Any]:
     }
 
 
+def _box_of(value: Any) -> list[float] | None:
+    """A 0-1000 box ``[x1, y1, x2, y2]`` with x1 < x2 and y1 < y2, else None."""
+    if not isinstance(value, list | tuple) or len(value) != 4:
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return None
+    x1, y1, x2, y2 = (max(0.0, min(1000.0, float(v))) for v in value)
+    return [x1, y1, x2, y2] if x1 < x2 and y1 < y2 else None
+
+
+def checkpoint_visual(
+    cp: Any, entries: list[dict[str, Any]], images: dict[str, Image]
+) -> dict[str, Any] | None:
+    """What a visual checkpoint asks about, as pictures: its crop (the input image at
+    ``code_check.image_index`` cut to ``bbox_2d`` on the 0-1000 scale, in the source image's
+    pixels for an SVG view box) and the ground-truth artifact stored for it
+    (``reference_image``). ``entries`` are the item's images (``image_entries``) and
+    ``images`` the stored images the viewer may see: an image outside them is left out. None
+    when the checkpoint shows nothing."""
+    if not isinstance(cp, dict):
+        return None
+    raw_code = cp.get("code_check")
+    code: dict[str, Any] = raw_code if isinstance(raw_code, dict) else {}
+    out: dict[str, Any] = {}
+    box = _box_of(code.get("bbox_2d"))
+    index = code.get("image_index", 0)
+    source = next(
+        (
+            e
+            for e in entries
+            if e["role"] in ("query", "input") and e["index"] == index and e["image"] is not None
+        ),
+        None,
+    )
+    if box is not None and source is not None:
+        width, height = source["image"].width, source["image"].height
+        x1, y1, x2, y2 = (
+            round(box[0] * width / 1000),
+            round(box[1] * height / 1000),
+            round(box[2] * width / 1000),
+            round(box[3] * height / 1000),
+        )
+        out["crop"] = {
+            "source": source,
+            "width": width,
+            "height": height,
+            "x": x1,
+            "y": y1,
+            "w": max(1, x2 - x1),
+            "h": max(1, y2 - y1),
+        }
+    stored = cp.get("reference_image")
+    sha = stored.get("sha256") if isinstance(stored, dict) else None
+    if isinstance(sha, str) and sha in images:
+        out["artifact"] = {
+            "sha256": sha,
+            "path": "",
+            "role": "artifact",
+            "label": f"ground truth of {cp.get('id') or 'this step'}",
+            "image": images[sha],
+        }
+    return out or None
+
+
 def trajectory_view(traj: Trajectory, images: dict[str, Image]) -> dict[str, Any]:
     entries = image_entries(traj.image_refs or [], images, "image_index")
     by_path = {e["path"]: e for e in entries if e["path"]}

@@ -210,6 +210,14 @@ def _items(
     else:
         mine = Membership.objects.filter(user=user.pk).values("project_id")
         items = Item.objects.filter(project_id__in=mine)
+    return items_filtered(items, filters=filters, project=project)
+
+
+def items_filtered(
+    items: QuerySet[Item], *, filters: ItemFilters | None, project: Project | None = None
+) -> QuerySet[Item]:
+    """``items`` (already scoped) that pass ``filters``, in the item list's order: what the
+    item list shows for them, and what a saved filter gives (``benchmark.saved_filters``)."""
     if filters is not None:
         items = items.filter(**filters.tally_lookups())
         if filters.level is not None:
@@ -360,10 +368,15 @@ class ItemFacets:
     intent_categories: dict[str, list[str]] = field(default_factory=dict)
 
 
-def item_facets(*, user: AnyUser, project: Project) -> ItemFacets:
+def item_facets(*, user: AnyUser | None, project: Project) -> ItemFacets:
     """The categories and intents used in the project, for filter menus (one query, on the
-    kept tallies)."""
-    pairs = _tallies(user=user, project=project).values_list("category", "intent").distinct()
+    kept tallies). ``user`` None: the command line's, every item of the project."""
+    tallies = (
+        ItemTally.objects.filter(project=project, n__gt=0)
+        if user is None
+        else _tallies(user=user, project=project)
+    )
+    pairs = tallies.values_list("category", "intent").distinct()
     categories: set[str] = set()
     intents: dict[str, set[str]] = {}
     for category, intent in pairs.order_by():

@@ -48,6 +48,7 @@ env = environ.Env(
     BENCHWRIGHT_MODEL_CONCURRENCY=(int, 4),
     BENCHWRIGHT_MODEL_RPM=(int, 0),
     JUDGE_MAX_IMAGES=(int, 16),
+    EVALUATION_CHUNK_ITEMS=(int, 50),
     BENCHWRIGHT_IMAGE_GEN_BASE_URL=(str, ""),
     BENCHWRIGHT_IMAGE_GEN_MODEL=(str, ""),
     BENCHWRIGHT_IMAGE_GEN_API_KEY=(str, ""),
@@ -341,6 +342,9 @@ MODEL_API_KEY_ENV_ALLOWLIST = env("MODEL_API_KEY_ENV_ALLOWLIST")
 EVALUATION_TOOL_PROVIDERS = env.list(
     "EVALUATION_TOOL_PROVIDERS", default=["review.evaluation.providers.retrieval_provider"]
 )
+# An evaluation started from the page (or resumed there) is split into chunk jobs of at most
+# this many items, so several Celery workers share one run (docs/reference/evaluation.md).
+EVALUATION_CHUNK_ITEMS = env("EVALUATION_CHUNK_ITEMS")
 
 # Limits of one run of a Code tool call's program in the sandbox (benchmark/sandbox/;
 # docs/reference/sandbox.md); the caller passes them on: SandboxLimits(**SANDBOX_LIMITS).

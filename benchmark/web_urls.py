@@ -16,6 +16,7 @@ urlpatterns = [
     *feature_urls("toolsets", "benchmark.toolsets.urls"),
     *feature_urls("images", "benchmark.images.urls"),
     *feature_urls("items", "benchmark.items.urls"),
+    *feature_urls("saved-filters", "benchmark.saved_filters.urls"),
     *feature_urls("people", "benchmark.people.urls"),
     *feature_urls("api-tokens", "benchmark.api_tokens.urls"),
 ]

@@ -13,6 +13,7 @@ class ReviewConfig(AppConfig):
             EVALUATE_KIND,
             EVALUATE_RETAKES,
             EVALUATE_SILENT_LIMIT,
+            EVALUATION_JUDGE_KIND,
             JUDGE_KIND,
             ORACLE_KIND,
             RELEASE_KIND,
@@ -109,6 +110,18 @@ class ReviewConfig(AppConfig):
         )
         job_kind_register(
             JobKind(
+                name=EVALUATION_JUDGE_KIND,
+                runner="review.evaluation.judges.evaluation_judge_job",
+                action="evaluate",
+                title="Judges on an evaluation",
+                unit="runs",
+                result_template="review/evaluation/_judge_job_result.html",
+                result_context="review.evaluation.views.judge_job_result_context",
+                done_event="evaluation-judged",
+            )
+        )
+        job_kind_register(
+            JobKind(
                 name=ORACLE_KIND,
                 runner="review.oracle.services.oracle_run_job",
                 action="run_judges",
@@ -139,6 +152,12 @@ class ReviewConfig(AppConfig):
         )
         interop_hook_register(
             "release.tool_records_write", "review.evaluation.records.release_records_write"
+        )
+        interop_hook_register(
+            "release.model_calls_import", "review.evaluation.records.release_calls_import"
+        )
+        interop_hook_register(
+            "release.model_calls_write", "review.evaluation.records.release_calls_write"
         )
         # A failed oracle test shows on the item's page.
         from benchmark.notices import register_item_notice_source

@@ -1093,3 +1093,12 @@ class ToolCallRecordFactory(DjangoModelFactory):
     name = "lookup"
     request = factory.LazyFunction(lambda: {"name": "lookup", "arguments": {"q": "apple"}})
     response = factory.LazyFunction(lambda: {"meaning": "a fruit"})
+
+
+class SavedFilterFactory(DjangoModelFactory):
+    class Meta:
+        model = "benchmark.SavedFilter"
+
+    project = factory.SubFactory(ProjectFactory)
+    name = factory.Sequence(lambda n: f"filter {n}")
+    query = "status=verified"

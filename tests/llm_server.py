@@ -4,7 +4,9 @@ and ``point_at`` to give a project that server as its model. The fixtures that s
 
 The server answers ``POST /v1/chat/completions`` with a fixture answer and usage counts, can be
 told to fail the next requests (429, 500, ...), can hold requests until released (to observe
-concurrency), and records every request it got (path, headers, JSON body).
+concurrency), can hold only the requests a test picks (``gate(predicate)``: the others are
+answered; ``open_gate()`` lets the held ones through, so a browser test sees a run part-way
+without sleeping), and records every request it got (path, headers, JSON body).
 
 Scripted replies (a model under test, ``benchmark.evaluation``): ``script(*replies)`` queues
 replies for the next requests, in order, and ``respond = fn`` answers every request with
@@ -92,10 +94,15 @@ class FakeModelServer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _arrived: threading.Condition = field(default_factory=threading.Condition)
     _release: threading.Event = field(default_factory=threading.Event)
+    #: Requests whose body this says yes to wait at the gate until ``open_gate``.
+    _gated: Callable[[dict[str, Any]], bool] | None = None
+    _gate: threading.Event = field(default_factory=threading.Event)
+    at_gate: int = 0
     _httpd: ThreadingHTTPServer | None = None
 
     def __post_init__(self) -> None:
         self._release.set()
+        self._gate.set()
 
     # ---------------------------------------------------------------- control
 
@@ -152,6 +159,20 @@ class FakeModelServer:
     def release(self) -> None:
         self._release.set()
 
+    def gate(self, predicate: Callable[[dict[str, Any]], bool]) -> None:
+        """Hold the requests whose JSON body ``predicate`` says yes to (after they are counted
+        as arrived) until ``open_gate``; every other request is answered as usual."""
+        self._gated = predicate
+        self._gate.clear()
+
+    def open_gate(self) -> None:
+        self._gate.set()
+
+    def wait_at_gate(self, n: int = 1, timeout: float = 10.0) -> bool:
+        """Wait until ``n`` requests are held at the gate; False on timeout."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: self.at_gate >= n, timeout=timeout)
+
     def wait_for_arrivals(self, n: int, timeout: float = 10.0) -> bool:
         """Wait until ``n`` requests have arrived in all; False on timeout."""
         with self._arrived:
@@ -175,6 +196,12 @@ class FakeModelServer:
                 server._arrive(self.path, dict(self.headers.items()), body)
                 try:
                     server._release.wait(HOLD_TIMEOUT)
+                    gated = server._gated
+                    if gated is not None and not server._gate.is_set() and gated(body):
+                        with server._arrived:
+                            server.at_gate += 1
+                            server._arrived.notify_all()
+                        server._gate.wait(HOLD_TIMEOUT)
                     if server.delay:
                         time.sleep(server.delay)
                     status, payload, headers = server._reply(self.path, body)
@@ -200,6 +227,7 @@ class FakeModelServer:
 
     def stop(self) -> None:
         self.release()
+        self.open_gate()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()

@@ -4,8 +4,9 @@ results, in the API ``benchmark.evaluation.mme_retrieval.HttpRetrievalProvider``
 
 Give it searches by query, Lens results by image sha256, pages by URL and images by URL; a
 request for anything else gets a 404 with an error naming it. It records every request
-(tool, arguments, headers), can be told to fail the next requests (503, ...), and checks the
-bearer key when it has one."""
+(tool, arguments, headers), can be told to fail the next requests (``failures``: a status, or
+a status and headers such as ``(429, {"Retry-After": "7"})``), and checks the bearer key when
+it has one."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ class RecordedWeb:
     #: When set, every request is answered with a 302 to this URL.
     redirect_to: str = ""
     requests: list[Request] = field(default_factory=list)
-    failures: list[int] = field(default_factory=list)
+    #: The next requests' failures, in order: a status, or (status, headers).
+    failures: list[int | tuple[int, dict[str, str]]] = field(default_factory=list)
     _httpd: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -113,6 +115,9 @@ class RecordedWeb:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
+                extra: dict[str, str] = {}
+                if isinstance(failure, tuple):
+                    failure, extra = failure
                 if failure is not None:
                     status, answer = failure, {"error": "recorded failure"}
                 elif web.api_key and self.headers.get("Authorization") != f"Bearer {web.api_key}":
@@ -123,6 +128,8 @@ class RecordedWeb:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for header, value in extra.items():
+                    self.send_header(header, value)
                 self.end_headers()
                 self.wfile.write(data)
 

@@ -63,6 +63,12 @@ PATHS: list[tuple[str, str, str]] = [
         "benchmark:image_thumb",
     ),
     ("/projects/3/items/new/", "/projects/3/items/new/", "benchmark:item_new"),
+    ("/projects/3/saved-filters/", "/projects/3/saved-filters/", "benchmark:saved_filters"),
+    (
+        "/projects/3/saved-filters/7/delete/",
+        "/projects/3/saved-filters/7/delete/",
+        "benchmark:saved_filter_delete",
+    ),
     ("/projects/3/items/5/edit/", "/projects/3/items/5/edit/", "benchmark:item_edit"),
     ("/projects/3/items/5/history/", "/projects/3/items/5/history/", "benchmark:item_history"),
     (
@@ -311,6 +317,7 @@ PATHS: list[tuple[str, str, str]] = [
     ("/evaluation/runs/7/", "/evaluation/runs/7/", "review:evaluation_run"),
     ("/evaluation/runs/7/resume/", "/evaluation/runs/7/resume/", "review:evaluation_run_resume"),
     ("/evaluation/runs/7/cancel/", "/evaluation/runs/7/cancel/", "review:evaluation_run_cancel"),
+    ("/evaluation/runs/7/judge/", "/evaluation/runs/7/judge/", "review:evaluation_run_judge"),
     ("/evaluation/runs/7/items/5/", "/evaluation/runs/7/items/5/", "review:evaluation_result"),
     (
         "/evaluation/runs/7/files/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",

@@ -105,6 +105,7 @@ from tests.factories import (
     ResponseVersionFactory,
     RunScoringJobFactory,
     RunSetFactory,
+    SavedFilterFactory,
     TagDecisionFactory,
     ToolFactory,
     TrajectoryAuditFactory,
@@ -365,6 +366,31 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             "set_status",
             method="post",
             data={"reason": "route matrix"},
+        ),
+    ),
+    "benchmark:saved_filters": (
+        Case("saved filters", lambda w: {"project_id": w.project.pk}, "view"),
+        Case(
+            "save a filter, empty form (re-rendered)",
+            lambda w: {"project_id": w.project.pk},
+            "view",
+            method="post",
+        ),
+        Case(
+            "save a filter",
+            lambda w: {"project_id": w.project.pk},
+            "view",
+            method="post",
+            data={"name": "mine", "query": "status=verified"},
+        ),
+        Case("other project", lambda w: {"project_id": w.other_project.pk}, Access.OTHER),
+    ),
+    "benchmark:saved_filter_delete": (
+        Case(
+            "delete a saved filter someone else saved",
+            lambda w: {"project_id": w.project.pk, "pk": w.saved_filter.pk},
+            "manage",
+            method="post",
         ),
     ),
     "benchmark:item_new": (
@@ -1504,6 +1530,14 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "review:evaluation_run_cancel": (
         Case("cancel an evaluation", lambda w: {"pk": w.eval_run.pk}, "evaluate", method="post"),
     ),
+    "review:evaluation_run_judge": (
+        Case(
+            "judge an evaluation's outputs, empty form (400)",
+            lambda w: {"pk": w.eval_run.pk},
+            "evaluate",
+            method="post",
+        ),
+    ),
     "review:evaluation_result": (
         Case(
             "an evaluated item's result",
@@ -1922,6 +1956,8 @@ def build_world() -> SimpleNamespace:
     w.judge_run = JudgeRunFactory(project=w.project)
     # An evaluation run of a model under test with one result and one stored file.
     w.eval_run = EvaluationRunFactory(project=w.project)
+    # A saved filter of the item list that none of the roles saved (only an admin deletes it).
+    w.saved_filter = SavedFilterFactory(project=w.project, name="world filter", created_by=None)
     w.eval_file = file_store(b"an evaluated answer")
     EvaluationResultFactory(run=w.eval_run, item=w.item, files={"answer.txt": w.eval_file})
     w.model_answer = ResponseFactory(

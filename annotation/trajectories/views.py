@@ -118,6 +118,7 @@ def _context(
         "tools": tools,
         "domains": domains,
         "images": list(choices.images.values()),
+        "item_shas": choices.item_shas,
         "match_types": td.MATCH_TYPES,
         "levels": td.LEVELS,
         "axes": OP_LABELS,

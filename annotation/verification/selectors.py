@@ -20,8 +20,10 @@ from annotation.verification.checklist import CHECK_SHORT, CHECKS
 from annotation.verification.models import TrajectoryAudit
 from benchmark import visibility
 from benchmark.exceptions import Forbidden
-from benchmark.models import Item, ItemStatus, Membership
+from benchmark.images import selectors as image_selectors
+from benchmark.models import Item, ItemStatus, Membership, Origin, Trajectory
 from benchmark.permissions import can, roles_for
+from benchmark.presenters import checkpoint_visual, image_entries
 from benchmark.typing import AnyUser
 
 
@@ -211,3 +213,38 @@ def audit_overview(*, user: AnyUser, task: JudgmentTask) -> list[dict[str, Any]]
         out.append(row)
     out.sort(key=lambda r: (-r["unconfirmed"], -r["comments"], r["item"].position, r["item"].pk))
     return out
+
+
+def audit_overview_visuals(*, user: AnyUser, rows: list[dict[str, Any]]) -> None:
+    """Adds to each flagged step of ``audit_overview``'s rows the crop it asks about
+    (``checkpoint_visual``; None for a step without one): ``flagged`` becomes (step, checks,
+    visual). Reviewers only, as the overview; two queries (the reference trajectories and
+    the images ``user`` may see)."""
+    if not rows:
+        return
+    checkpoints: dict[int, dict[str, Any]] = {}
+    for item_id, raw in (
+        Trajectory.objects.filter(
+            item__in=[row["item"] for row in rows], origin=Origin.GROUND_TRUTH
+        )
+        .exclude(key__startswith="run:")
+        .order_by("item_id", "-position", "-id")  # the first reference of an item wins
+        .values_list("item_id", "checkpoints")
+    ):
+        checkpoints[item_id] = {
+            str(cp.get("id")): cp for cp in raw or [] if isinstance(cp, dict) and cp.get("id")
+        }
+    shas = [r.get("sha256") for row in rows for r in row["item"].image_refs or []]
+    for steps in checkpoints.values():
+        for cp in steps.values():
+            stored = cp.get("reference_image")
+            if isinstance(stored, dict):
+                shas.append(stored.get("sha256"))
+    images = image_selectors.images_by_sha(user=user, shas=[s for s in shas if s])
+    for row in rows:
+        entries = image_entries(row["item"].image_refs or [], images, "image_index")
+        steps = checkpoints.get(row["item"].pk, {})
+        row["flagged"] = [
+            (step, checks, checkpoint_visual(steps.get(str(step)), entries, images))
+            for step, checks in row["flagged"]
+        ]

@@ -32,7 +32,7 @@ from benchmark.exceptions import DomainError, Forbidden
 from benchmark.formats.agentic_mme import split_prompt
 from benchmark.images import selectors as benchmark_selectors
 from benchmark.models import Item
-from benchmark.presenters import checkpoint_view, item_view
+from benchmark.presenters import checkpoint_view, checkpoint_visual, item_view
 from benchmark.typing import HtmxHttpRequest, request_user
 
 FORMAT_KEYS = ("format_instruction", "answer_format", "format")
@@ -136,22 +136,42 @@ def reference_units(item: Item) -> tuple[Any, list[dict[str, Any]]]:
     return reference, units
 
 
+def _artifact_shas(units: list[dict[str, Any]]) -> list[str]:
+    shas = []
+    for unit in units:
+        stored = unit["raw"].get("reference_image")
+        if isinstance(stored, dict) and isinstance(stored.get("sha256"), str):
+            shas.append(stored["sha256"])
+    return shas
+
+
 def audited_item_context(
-    request: HttpRequest, task: JudgmentTask, item: Item, reference: Any
+    request: HttpRequest,
+    task: JudgmentTask,
+    item: Item,
+    reference: Any,
+    units: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """What the audit and the joint review pages both show of an item: the item with its
     images and the reference's, the question, the golden answer, the reference and the
-    answers given blind."""
+    answers given blind. Each of ``units`` (``reference_units``) gets its ``visual``: the
+    crop its step asks about and its stored ground-truth artifact (``checkpoint_visual``),
+    among the images the user may see."""
+    units = units or []
     images = benchmark_selectors.images_by_sha(
         user=request.user,
         shas=[r.get("sha256") for r in item.image_refs or []]
-        + [r.get("sha256") for r in (reference.image_refs if reference else []) or []],
+        + [r.get("sha256") for r in (reference.image_refs if reference else []) or []]
+        + _artifact_shas(units),
     )
+    view = item_view(item, images, "image_index")
+    for unit in units:
+        unit["visual"] = checkpoint_visual(unit["raw"], view["images"], images)
     return {
         "task": task,
         "project": task.project,
         "item": item,
-        "view": item_view(item, images, "image_index"),
+        "view": view,
         "question_and_format": question_and_format(item),
         "golden": solving.golden_answer(item),
         "reference": reference,
@@ -243,7 +263,7 @@ def audit(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
             )
     audits = verification_selectors.latest_audits(task=task, item=item) if reviewer else []
     context = {
-        **audited_item_context(request, task, item, reference),
+        **audited_item_context(request, task, item, reference, units),
         "mine": mine,
         "my_audit": my_audit,
         "rows": _merge_audit(units, my_audit, posted if status != 409 else None),
@@ -269,6 +289,7 @@ def audit_list(request: HttpRequest, pk: int) -> HttpResponse:
     if not permissions.can(user=request.user, project=task.project, action="adjudicate"):
         raise PermissionDenied("Only reviewers and admins see the audits.")
     rows = verification_selectors.audit_overview(user=request.user, task=task)
+    verification_selectors.audit_overview_visuals(user=request.user, rows=rows)
     return render(
         request,
         "annotation/verification_audits.html",

@@ -15,9 +15,12 @@ class ImportForm(forms.Form):
         label="Dataset file",
         help_text=(
             "A data file in the project's format (e.g. ATP-Bench .jsonl), or a .zip of a "
-            "dataset folder with its images."
+            "dataset folder with its images; or, to fill in images an earlier import left "
+            "out, a .zip of the images alone (File format: images for items already here)."
         ),
-        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.csv,.zip"}),
+        widget=forms.ClearableFileInput(
+            attrs={"accept": ".jsonl,.json,.csv,.zip,.png,.jpg,.jpeg,.gif,.webp"}
+        ),
     )
     source = forms.ChoiceField(
         label="File format",
@@ -27,6 +30,7 @@ class ImportForm(forms.Form):
             (label_studio.NAME, "Label Studio JSON (task export)"),
             (tabular.NAMES[0], "JSON Lines with a column mapping"),
             (tabular.NAMES[1], "CSV with a column mapping"),
+            ("images", "Images for items already here (a .zip of images, or one image)"),
         ],
     )
     mapping = forms.CharField(

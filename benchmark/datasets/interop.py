@@ -15,6 +15,10 @@ Hooks:
   the release folder ``root`` were added to the project (evaluation records live in review)
 - ``release.tool_records_write(project_id=, item_ids=, root=)`` -> ``RecordsWritten``: the
   items' tool records written into the release folder ``root`` (used by review.releases)
+- ``release.model_calls_import(project=, root=, id_by_external=)`` -> how many model calls
+  of the release folder ``root`` (its evaluations' model-call cache) were added to the project
+- ``release.model_calls_write(project_id=, item_ids=, root=)`` -> how many model calls the
+  project's evaluations made on the items were written into the release folder ``root``
 """
 
 from __future__ import annotations

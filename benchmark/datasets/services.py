@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models, transaction
+from django.utils import timezone
 from django.utils.text import slugify
 
 from benchmark import limits, permissions
@@ -77,8 +78,16 @@ class ImportResult:
     attachments_skipped: int = 0
     images_stored: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: The image paths the records name that the upload did not hold (each once): their
+    #: items are imported without them, and a later import with the files fills them in.
+    images_missing: list[str] = field(default_factory=list)
+    #: Items already present whose missing images this import filled in, and how many.
+    items_filled: int = 0
+    images_filled: int = 0
     #: For a release folder: the tool records it carried that were added (None otherwise).
     tool_records: int | None = None
+    #: For a release folder: the model calls it carried that were added (None otherwise).
+    model_calls: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -88,14 +97,24 @@ class ImportResult:
             "attachments_skipped": self.attachments_skipped,
             "images_stored": self.images_stored,
             "warnings": self.warnings[:100],
+            "images_missing": len(self.images_missing),
+            "images_missing_paths": self.images_missing[:100],
+            "items_filled": self.items_filled,
+            "images_filled": self.images_filled,
+            # What the job card says of the outcome: missing images or other warnings make
+            # the import "done with warnings" rather than a plain success.
+            "outcome": "warnings" if self.images_missing or self.warnings else "ok",
         }
         if self.tool_records is not None:
             out["tool_records"] = self.tool_records
+        if self.model_calls is not None:
+            out["model_calls"] = self.model_calls
         return out
 
 
 #: A release folder (``review.releases``): its manifest and its items in the benchmark's own
-#: format under ``data/``; the tool records of its items under ``tool_records/``.
+#: format under ``data/``; the tool records of its items under ``tool_records/``, the model
+#: calls its evaluations made on them under ``model_calls/``.
 RELEASE_MANIFEST = "manifest.json"
 RELEASE_DATA_DIR = "data"
 
@@ -113,6 +132,17 @@ def _release_records(
     if release is None:
         return None
     count: int = interop_hook("release.tool_records_import")(
+        project=project, root=release, id_by_external=id_by_external
+    )
+    return count
+
+
+def _release_calls(
+    project: Project, release: Path | None, id_by_external: dict[str, int]
+) -> int | None:
+    if release is None:
+        return None
+    count: int = interop_hook("release.model_calls_import")(
         project=project, root=release, id_by_external=id_by_external
     )
     return count
@@ -143,7 +173,7 @@ class _ImageResolver:
             return self.resolved[key]
         out = []
         for ref in refs:
-            sha = self._sha_for(ref.path, record)
+            sha = self.sha_for(ref.path, record)
             out.append(
                 {"sha256": sha, "role": ref.role, "path": ref.path, "position": ref.position}
             )
@@ -151,7 +181,9 @@ class _ImageResolver:
             self.resolved[key] = out
         return out
 
-    def _sha_for(self, rel: str, record: str) -> str | None:
+    def sha_for(self, rel: str, record: str) -> str | None:
+        """The stored image of the file at ``rel`` in the upload (stored now if new), or None
+        when the upload does not hold it (counted as missing)."""
         if rel in self.by_path:
             return self.by_path[rel]
         full = (self.root / rel).resolve()
@@ -159,7 +191,7 @@ class _ImageResolver:
         if not full.is_relative_to(self.root.resolve()):
             self.result.warnings.append(f"record {record}: image path {rel!r} leaves the dataset")
         elif not full.is_file():
-            self.result.warnings.append(f"record {record}: image {rel!r} not found")
+            self.result.images_missing.append(rel)
         else:
             try:
                 image = image_store(data=full.read_bytes(), name=rel)
@@ -384,9 +416,10 @@ def dataset_import(
     All or nothing: a bad record raises FormatError naming the record and field, and nothing
     is written. Records already present (same id, or same attachment key) are skipped, so
     re-importing adds no duplicates. A release folder (``release_root_of``) is read from its
-    ``data/``, and the tool records it carries are added to the project with its items (by
-    the hook ``release.tool_records_import`` that review registers), so an evaluation there
-    is answered by the tools as recorded."""
+    ``data/``, and the tool records and model calls it carries are added to the project with
+    its items (by the hooks ``release.tool_records_import`` and ``release.model_calls_import``
+    that review registers), so an evaluation there is answered by the tools as recorded and
+    ``evaluate --replay`` there answers the model's calls as recorded."""
     path = Path(path)
     if not path.exists():
         raise FormatError("no such file or folder", file=str(path))
@@ -409,6 +442,7 @@ def dataset_import(
         seen_in_file: set[str] = set()
         pending: list[tuple[dict[str, Any], ItemRecord]] = []
         attachments: list[AttachmentRecord] = []
+        present: list[str] = []  # items already in the project, to fill in missing images
         count = 0
         for rec in fmt.read(path):
             count += 1
@@ -420,8 +454,8 @@ def dataset_import(
                         record=rec.external_id,
                     )
                 seen_in_file.add(rec.external_id)
-                if rec.external_id in existing_ids:
-                    result.items_skipped += 1
+                if rec.external_id in existing_ids:  # skipped (counted by the fill-in below)
+                    present.append(rec.external_id)
                     continue
                 row = _item_row(rec, project, images, next_position, raw_fields)
                 if interchange:
@@ -436,11 +470,136 @@ def dataset_import(
                 progress(count)
         _bulk_insert_items(project, pending, id_by_external, result, images)
         _insert_attachments(project, attachments, id_by_external, result, images)
+        result.items_skipped = _fill_missing_images(project, present, result, images)
         images.link_project()
         indexing.bulk_end(connection, deferred)
-        result.tool_records = _release_records(project, release, id_by_external)
+        _release_extras(project, release, id_by_external, result)
     if progress is not None:
         progress(count)
+    return result
+
+
+def _release_extras(
+    project: Project, release: Path | None, id_by_external: dict[str, int], result: ImportResult
+) -> None:
+    """What a release folder carries besides its items: its tool records and model calls."""
+    result.tool_records = _release_records(project, release, id_by_external)
+    result.model_calls = _release_calls(project, release, id_by_external)
+
+
+def _filled_refs(
+    refs: list[Any], images: _ImageResolver, locate: Callable[[str], str] | None, record: str
+) -> tuple[list[Any], int]:
+    """``refs`` with the hash of each image that had none and that the upload now holds,
+    and how many were filled in."""
+    filled = 0
+    out = []
+    for ref in refs:
+        if isinstance(ref, dict) and not ref.get("sha256") and ref.get("path"):
+            where = str(ref["path"])
+            sha = images.sha_for(locate(where) if locate else where, record)
+            if sha:
+                ref = {**ref, "sha256": sha}
+                filled += 1
+        out.append(ref)
+    return out, filled
+
+
+def _lacks_images(refs: list[Any] | None) -> bool:
+    return any(isinstance(r, dict) and not r.get("sha256") and r.get("path") for r in refs or [])
+
+
+def _fill_missing_images(
+    project: Project,
+    external_ids: list[str],
+    result: ImportResult,
+    images: _ImageResolver,
+    locate: Callable[[str], str] | None = None,
+) -> int:
+    """Items already present that an earlier import stored without some of their images (a
+    ref with a path and no hash; on the item or on its trajectories, such as an agent run's
+    tool images): each such path this upload holds is stored and filled in, by the path the
+    item keeps (``locate`` turns it into the upload's path first). Only the images still
+    missing are read, so re-importing a complete dataset reads no image twice. Answers how
+    many items it looked at."""
+    now = timezone.now()
+    for start in range(0, len(external_ids), BATCH_SIZE):
+        batch = external_ids[start : start + BATCH_SIZE]
+        filled_items: set[int] = set()
+        items = []
+        for item in Item.objects.filter(project=project, external_id__in=batch).only(
+            "id", "external_id", "image_refs"
+        ):
+            if _lacks_images(item.image_refs):
+                item.image_refs, filled = _filled_refs(
+                    item.image_refs, images, locate, item.external_id
+                )
+                if filled:
+                    item.updated_at = now
+                    items.append(item)
+                    filled_items.add(item.pk)
+                    result.images_filled += filled
+        trajectories = []
+        for traj in (
+            Trajectory.objects.filter(item__project=project, item__external_id__in=batch)
+            .select_related("item")
+            .only("id", "key", "image_refs", "item", "item__external_id")
+        ):
+            if _lacks_images(traj.image_refs):
+                where = f"{traj.item.external_id}/{traj.key}"
+                traj.image_refs, filled = _filled_refs(traj.image_refs, images, locate, where)
+                if filled:
+                    trajectories.append(traj)
+                    filled_items.add(traj.item_id)
+                    result.images_filled += filled
+        if items:
+            Item.objects.bulk_update(items, ["image_refs", "updated_at"])
+        if trajectories:
+            Trajectory.objects.bulk_update(trajectories, ["image_refs"])
+        result.items_filled += len(filled_items)
+    return len(external_ids)
+
+
+def _upload_paths(root: Path) -> Callable[[str], str]:
+    """Finds an item's image path among the files under ``root`` (an upload of images only):
+    the same relative path, else the one file whose path ends like it (or that it ends
+    like), else the one file of that name; else the path itself (not there: missing)."""
+    by_suffix: dict[str, list[str]] = {}
+    for file in root.rglob("*"):
+        if file.is_file():
+            rel = file.relative_to(root).as_posix()
+            parts = rel.split("/")
+            for n in range(len(parts)):
+                by_suffix.setdefault("/".join(parts[n:]), []).append(rel)
+
+    def locate(path: str) -> str:
+        wanted = path.replace("\\", "/").lstrip("./")
+        parts = wanted.split("/")
+        for n in range(len(parts)):
+            found = by_suffix.get("/".join(parts[n:]), [])
+            if len(found) == 1:
+                return found[0]
+            if len(found) > 1:
+                break
+        return wanted
+
+    return locate
+
+
+def dataset_images_attach(*, project: Project, path: Path) -> ImportResult:
+    """Attach images to items already in the project: each image an item names by path but
+    was imported without, found in the upload (a folder or an unpacked .zip of images, or
+    one image) by that path, by the end of it or by its file name, is stored and filled
+    in. What the items still miss is counted as missing; files no item asks for are left
+    out. All at once or nothing."""
+    path = Path(path)
+    root = path if path.is_dir() else path.parent
+    result = ImportResult()
+    images = _ImageResolver(root, project, result)
+    with transaction.atomic():
+        external_ids = list(project.items.values_list("external_id", flat=True))
+        _fill_missing_images(project, external_ids, result, images, _upload_paths(root))
+        images.link_project()
     return result
 
 
@@ -987,6 +1146,9 @@ IMPORT_AREA = "imports"
 
 #: Interchange formats an upload may be read in instead of the project's own.
 INTERCHANGE_SOURCES = (label_studio.NAME, *tabular.NAMES)
+#: The import source of an upload of images only, for items already here
+#: (``dataset_images_attach``).
+IMAGES_ONLY = "images"
 
 
 def _interchange_reader(params: dict[str, Any]) -> Any:
@@ -1005,6 +1167,10 @@ def _interchange_params(
     """The job params of an interchange upload, checked: a bad mapping, a task that cannot
     take annotations, labels that do not map onto its values or a user map naming anyone
     but a member who may judge raise ValidationFailed."""
+    if source == IMAGES_ONLY:
+        if mapping or task or labels or user_map:
+            raise ValidationFailed("source: images for items already here take no mapping")
+        return {"source": IMAGES_ONLY}
     if source not in INTERCHANGE_SOURCES:
         if mapping or task or labels or user_map:
             raise ValidationFailed(
@@ -1107,6 +1273,9 @@ def dataset_import_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     JobProgress``). The total is not known before the end: records are not read twice."""
     project = Project.objects.get(pk=job.params["project_id"])
     path = Path(job.params["path"])
+    if job.params.get("source") == IMAGES_ONLY:
+        progress(progress=0, message="attaching images")
+        return dataset_images_attach(project=project, path=path).as_dict()
     fmt: Any = _interchange_reader(job.params) or get_format(project.data_format)
     done = [0]
 

@@ -570,6 +570,9 @@ class AgenticMmeProtocol:
     settings: tuple[str, ...] = ("mode", "max_rounds", "max_tool_calls")
     #: Solved: Acc, the final answer is correct (a true/false score).
     solved: str = "acc"
+    #: Its outputs are agent runs: a judge model judges them as runs (the S and V judges of
+    #: run scoring), not as answer texts.
+    judged_as: str = "runs"
     columns: tuple[Column, ...] = field(default_factory=_columns)
     runner: Runner = default_runner
     now: Callable[[], str] = _utc_now

@@ -21,9 +21,13 @@ What each tool is sent (``arguments``) and should answer (``output``):
 * ``download_image``: ``{"url"}`` -> ``{"url", ...}`` with the image in ``files``.
 
 A non-empty ``error`` (or a 3xx or 4xx answer other than 429; redirects are not followed) is
-the tool's answer: the model reads it
-and the tool layer records it. A 429 or 5xx answer, a timeout or a connection failure raises
-:class:`RetrievalError`: the call is not recorded, the model is told the search failed.
+the tool's answer: the model reads it and the tool layer records it. A 429 or 5xx answer, a
+timeout or a connection failure is retried with the model client's machinery
+(``benchmark.pacing``): exponential backoff with jitter, a 429's Retry-After honoured and
+holding every thread's next request to the provider, at most ``concurrency`` calls at once
+and ``rpm`` a minute per provider base URL. When the retries run out it raises
+:class:`RetrievalError` naming the attempts: the call is not recorded, the model is told the
+search failed.
 """
 
 from __future__ import annotations
@@ -33,10 +37,20 @@ import binascii
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from benchmark.pacing import (
+    GaveUp,
+    RateGate,
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+    endpoint_gate,
+    retry_after_seconds,
+)
 
 from .base import EvaluationError, ToolResult
 from .mme_tools import RETRIEVAL_TOOLS
@@ -67,6 +81,18 @@ class HttpRetrievalProvider:
     api_key: str = ""
     timeout: float = 45.0
     offered: tuple[str, ...] = RETRIEVAL_TOOLS
+    #: Transient failures retried this many times (0: none).
+    max_retries: int = 3
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    #: At most this many calls at once to the provider (per process), and this many a
+    #: minute (0: no cap), whoever makes them.
+    concurrency: int = 4
+    rpm: int = 0
+    #: The provider's gate (default the process's gate for its base URL) and what waits out
+    #: a backoff (default the gate's sleep); tests give their own, so no wall clock.
+    gate: RateGate | None = field(default=None, compare=False, repr=False)
+    sleep: Callable[[float], None] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.base_url or "")
@@ -79,6 +105,11 @@ class HttpRetrievalProvider:
             raise ValueError(
                 f"retrieval provider: unknown tool {unknown[0]!r} "
                 f"(the tools are {', '.join(RETRIEVAL_TOOLS)})"
+            )
+        if self.max_retries < 0 or self.concurrency < 1 or self.rpm < 0 or self.timeout <= 0:
+            raise ValueError(
+                "retrieval provider: max_retries and rpm must be 0 or more, concurrency at "
+                "least 1 and the timeout over 0"
             )
 
     def tools(self) -> Iterable[str]:
@@ -93,21 +124,40 @@ class HttpRetrievalProvider:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+
+        def send(attempt: int) -> ToolResult:
+            try:
+                with _OPENER.open(request, timeout=self.timeout) as response:
+                    payload = response.read(MAX_RESPONSE_BYTES + 1)
+            except urllib.error.HTTPError as exc:
+                return self._http_error(name, exc)
+            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                raise Transient(
+                    RetrievalError(f"{name}: the retrieval provider cannot be reached ({reason})")
+                ) from None
+            if len(payload) > MAX_RESPONSE_BYTES:
+                raise RetrievalError(
+                    f"{name}: the provider's answer is over {MAX_RESPONSE_BYTES} bytes"
+                )
+            return self._result(name, payload)
+
+        gate = self.gate if self.gate is not None else endpoint_gate(self.base_url, self.rpm)
         try:
-            with _OPENER.open(request, timeout=self.timeout) as response:
-                payload = response.read(MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            return self._http_error(name, exc)
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise RetrievalError(
-                f"{name}: the retrieval provider cannot be reached ({reason})"
-            ) from None
-        if len(payload) > MAX_RESPONSE_BYTES:
-            raise RetrievalError(
-                f"{name}: the provider's answer is over {MAX_RESPONSE_BYTES} bytes"
+            return call_with_retries(
+                send,
+                base_url=self.base_url,
+                concurrency=self.concurrency,
+                gate=gate,
+                policy=RetryPolicy(
+                    max_retries=self.max_retries,
+                    backoff_base=self.backoff_base,
+                    backoff_max=self.backoff_max,
+                ),
+                sleep=self.sleep,
             )
-        return self._result(name, payload)
+        except GaveUp as exc:
+            raise RetrievalError(str(exc)) from None
 
     @staticmethod
     def _http_error(name: str, exc: urllib.error.HTTPError) -> ToolResult:
@@ -123,7 +173,12 @@ class HttpRetrievalProvider:
             f": {detail[:300]}" if detail else ""
         )
         if exc.code == 429 or exc.code >= 500:
-            raise RetrievalError(message) from None
+            raise Transient(
+                RetrievalError(message),
+                retry_after=retry_after_seconds(exc.headers.get("Retry-After")),
+                rate_limited=exc.code == 429,
+                status=exc.code,
+            ) from None
         return ToolResult(output=None, error=message)
 
     @staticmethod

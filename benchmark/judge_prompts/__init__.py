@@ -4,7 +4,7 @@ Modules: ``base`` (templates, calls and cache keys, strict parsing, judgments), 
 (LLMI-Bench rubric), ``llmi`` (LLM-I LLM and MLLM judges, reward R), ``mam`` (ATP-Bench
 three-agent judge, FS/MI/SR), ``agentic_mme`` (Agentic-MME S and V judges), ``rankings``
 (Spearman's rho between two sources' rankings), ``plan_validity`` (m&m's: does a plan solve
-its query?).
+its query?), ``pairwise`` (which of two answers is better, asked in both orders).
 
 The job layer's loop, for any judge::
 

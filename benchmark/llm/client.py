@@ -7,7 +7,9 @@ llama.cpp server, LiteLLM), through the ``openai`` SDK. Pure Python: no Django.
 - at most ``concurrency`` calls run at once per base URL, across threads of one process;
 - one :class:`RateGate` per base URL, shared by every thread of the process, spaces requests to
   at most ``rpm`` a minute (when set) and, when the endpoint answers 429, holds every thread's
-  next request until its Retry-After (or the backoff) has passed, not only the one that got it;
+  next request until its Retry-After (or the backoff) has passed, not only the one that got it
+  (these three are ``benchmark.pacing``'s, which the evaluations' retrieval provider passes
+  too);
 - a cache keyed by the request, the endpoint and a scope answers repeats; in replay mode only
   the cache answers, and a miss raises ``CacheMiss``, so a judge run or a drafting session can be
   reproduced exactly."""
@@ -15,7 +17,6 @@ llama.cpp server, LiteLLM), through the ``openai`` SDK. Pure Python: no Django.
 from __future__ import annotations
 
 import base64
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -23,6 +24,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from benchmark.llm.cache import CachedAnswer, ResponseCache, request_key
+from benchmark.pacing import (  # noqa: F401 - the client's machinery, named here as before
+    GaveUp,
+    RateGate,
+    RetryPolicy,
+    Transient,
+    _gates,
+    _limits,
+    call_with_retries,
+    endpoint_gate,
+    endpoint_limit,
+    retry_after_seconds,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -288,113 +301,6 @@ class ChatResult:
         )
 
 
-# --------------------------------------------------------------------------- concurrency
-
-_limits_lock = threading.Lock()
-_limits: dict[str, tuple[int, threading.BoundedSemaphore]] = {}
-
-
-def endpoint_limit(base_url: str, size: int) -> threading.BoundedSemaphore:
-    """The semaphore that bounds concurrent calls to ``base_url`` in this process. A new size
-    replaces the semaphore for later callers; calls already holding the old one finish on it."""
-    key = base_url.rstrip("/")
-    with _limits_lock:
-        current = _limits.get(key)
-        if current is None or current[0] != size:
-            current = (size, threading.BoundedSemaphore(size))
-            _limits[key] = current
-        return current[1]
-
-
-class RateGate:
-    """What every thread of a process must pass before it sends a request to one endpoint.
-
-    * ``rpm`` > 0 spaces requests at least 60 / rpm seconds apart (each passage reserves the
-      next slot), so all threads together stay under the cap;
-    * ``pause(seconds)`` (an endpoint's 429, with its Retry-After) holds every later passage
-      until then; a pause that arrives while a thread waits makes it wait again.
-
-    ``clock`` and ``sleep`` are injectable so tests need no wall clock."""
-
-    def __init__(
-        self,
-        *,
-        rpm: int = 0,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.clock = clock
-        self.sleep = sleep
-        self._lock = threading.Lock()
-        self._interval = 0.0
-        self._next_slot = 0.0
-        self._paused_until = 0.0
-        self._pauses = 0
-        self.rpm = rpm
-
-    @property
-    def rpm(self) -> int:
-        return round(60.0 / self._interval) if self._interval else 0
-
-    @rpm.setter
-    def rpm(self, value: int) -> None:
-        with self._lock:
-            self._interval = 60.0 / value if value and value > 0 else 0.0
-
-    @property
-    def paused_until(self) -> float:
-        with self._lock:
-            return self._paused_until
-
-    def pause(self, seconds: float) -> float:
-        """Hold every request until ``seconds`` from now (a longer pause already set stays);
-        returns that time on the gate's clock, for ``passage(waited_out=...)``."""
-        with self._lock:
-            until = self.clock() + max(0.0, seconds)
-            if until > self._paused_until:
-                self._paused_until = until
-                self._pauses += 1
-            return until
-
-    def passage(self, *, waited_out: float = 0.0) -> float:
-        """Wait until a request may go; returns the seconds waited. ``waited_out``: a pause
-        (as returned by ``pause``) the caller has already slept through itself."""
-        waited = 0.0
-        while True:
-            with self._lock:
-                now = self.clock()
-                paused = self._paused_until if self._paused_until > waited_out else 0.0
-                start = max(now, paused, self._next_slot if self._interval else 0.0)
-                if self._interval:
-                    self._next_slot = start + self._interval
-                pauses = self._pauses
-            delay = start - now
-            if delay <= 0:
-                return waited
-            self.sleep(delay)
-            waited += delay
-            with self._lock:
-                if self._pauses == pauses:  # no new pause while asleep: the slot is ours
-                    return waited
-
-
-_gates_lock = threading.Lock()
-_gates: dict[str, RateGate] = {}
-
-
-def endpoint_gate(base_url: str, rpm: int = 0) -> RateGate:
-    """The process's gate for ``base_url`` (one per endpoint, created on first use); ``rpm``
-    replaces its cap, and a pause in force stays."""
-    key = base_url.rstrip("/")
-    with _gates_lock:
-        gate = _gates.get(key)
-        if gate is None:
-            gate = _gates[key] = RateGate(rpm=rpm)
-        elif gate.rpm != rpm:
-            gate.rpm = rpm
-        return gate
-
-
 # --------------------------------------------------------------------------- client
 
 Progress = Callable[[str], None]
@@ -525,18 +431,12 @@ class ChatClient:
             self.cache.put(key, result.to_cache())
         return result
 
-    def _backoff(self, attempt: int, exc: Exception) -> float:
-        """Exponential backoff with jitter, or the server's Retry-After when it asks for one."""
+    @property
+    def _policy(self) -> RetryPolicy:
         cfg = self.config
-        delay = cfg.backoff_base * (2 ** (attempt - 1))
-        delay = delay * (0.75 + random.random() / 2)  # noqa: S311 - jitter, not crypto
-        response = getattr(exc, "response", None)
-        if response is not None:
-            try:
-                delay = float(response.headers.get("retry-after", ""))
-            except ValueError:
-                pass
-        return max(0.0, min(delay, cfg.backoff_max))
+        return RetryPolicy(
+            max_retries=cfg.max_retries, backoff_base=cfg.backoff_base, backoff_max=cfg.backoff_max
+        )
 
     def _call(self, request: AnyRequest, key: str, progress: Progress | None) -> ChatResult:
         messages = request.wire_messages()
@@ -559,58 +459,74 @@ class ChatClient:
 
         cfg = self.config
         attempts_allowed = cfg.max_retries + 1
-        waited_out = 0.0  # a pause this thread set and slept through itself
-        attempt = 0
         tools = list(getattr(request, "tools", ()) or ())
         extra: dict[str, Any] = {"tools": tools} if tools else {}
-        while True:
-            attempt += 1
+        body = {"model": cfg.model, "messages": messages, **extra, **request.params}
+
+        def before(attempt: int) -> None:
             if progress:
                 progress(
                     f"waiting for {cfg.model}"
                     if attempt == 1
                     else f"waiting for {cfg.model} (attempt {attempt} of {attempts_allowed})"
                 )
-            self.gate.passage(waited_out=waited_out)
+
+        def send(attempt: int) -> ChatResult:
+            started = time.monotonic()
             try:
-                with endpoint_limit(cfg.base_url, cfg.concurrency):
-                    started = time.monotonic()
-                    # The SDK's own POST: ``chat.completions.create`` would first walk the
-                    # whole body against its typed schema (every message part, every base64
-                    # image, every tool spec), ~10 ms of CPU under the GIL per agent turn,
-                    # to send the same JSON.
-                    response = sdk.post(
-                        "/chat/completions",
-                        body={"model": cfg.model, "messages": messages, **extra, **request.params},
-                        cast_to=ChatCompletion,
-                    )
-                    latency_ms = int((time.monotonic() - started) * 1000)
+                # The SDK's own POST: ``chat.completions.create`` would first walk the whole
+                # body against its typed schema (every message part, every base64 image,
+                # every tool spec), ~10 ms of CPU under the GIL per agent turn, to send the
+                # same JSON.
+                response = sdk.post("/chat/completions", body=body, cast_to=ChatCompletion)
             except (openai.APIConnectionError, openai.RateLimitError) as exc:
-                error: Exception = exc
+                raise self._transient(attempt, exc) from exc
             except openai.APIStatusError as exc:
                 if exc.status_code < 500:
                     raise ModelCallFailed(
                         _describe(exc), attempts=attempt, status=exc.status_code
                     ) from exc
-                error = exc
+                raise self._transient(attempt, exc) from exc
             except openai.OpenAIError as exc:
                 raise ModelCallFailed(_describe(exc), attempts=attempt) from exc
-            else:
-                return _result(response, cfg.model, key, latency_ms, attempt)
-            delay = self._backoff(attempt, error)
-            paused = 0.0
-            if isinstance(error, openai.RateLimitError):
-                # The endpoint is saturated: hold every thread's next request, not only ours.
-                paused = self.gate.pause(delay)
-            if attempt >= attempts_allowed:
-                raise ModelCallFailed(
-                    f"{_describe(error)} (gave up after {attempt} attempt"
-                    f"{'s' if attempt > 1 else ''})",
-                    attempts=attempt,
-                    status=getattr(error, "status_code", None),
-                ) from error
-            self._sleep(delay)
-            waited_out = max(waited_out, paused)
+            latency_ms = int((time.monotonic() - started) * 1000)
+            return _result(response, cfg.model, key, latency_ms, attempt)
+
+        try:
+            return call_with_retries(
+                send,
+                base_url=cfg.base_url,
+                concurrency=cfg.concurrency,
+                gate=self.gate,
+                policy=self._policy,
+                sleep=self._sleep,
+                before=before,
+            )
+        except GaveUp as exc:
+            attempts = exc.attempts
+            raise ModelCallFailed(
+                f"{_describe(exc.last.error)} (gave up after {attempts} attempt"
+                f"{'s' if attempts > 1 else ''})",
+                attempts=attempts,
+                status=exc.last.status,
+            ) from exc.last.error
+
+    @staticmethod
+    def _transient(attempt: int, exc: Exception) -> Transient:
+        import openai  # lazy, see _sdk
+
+        response = getattr(exc, "response", None)
+        after = (
+            retry_after_seconds(response.headers.get("retry-after"))
+            if response is not None
+            else None
+        )
+        return Transient(
+            exc,
+            retry_after=after,
+            rate_limited=isinstance(exc, openai.RateLimitError),
+            status=getattr(exc, "status_code", None),
+        )
 
 
 def _describe(exc: Exception) -> str:

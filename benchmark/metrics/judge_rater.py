@@ -22,10 +22,11 @@ is counted in ``judge.n_missing`` and otherwise ignored. Values outside ``catego
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from benchmark.metrics.agreement import (
     Judgments,
@@ -37,7 +38,13 @@ from benchmark.metrics.agreement import (
     krippendorff_alpha,
 )
 
-__all__ = ["JUDGE", "judge_as_rater", "majority_per_unit"]
+__all__ = [
+    "DEFAULT_TRUST_THRESHOLD",
+    "JUDGE",
+    "judge_as_rater",
+    "judge_calibration",
+    "majority_per_unit",
+]
 
 REASON_NO_COMMON = "the judge and this rater have no unit in common"
 
@@ -178,4 +185,151 @@ def judge_as_rater(
             "people": krippendorff_alpha(humans),
             "people_and_judge": krippendorff_alpha(both),
         },
+    }
+
+
+# =========================================================================== calibration
+
+#: Below this Cohen's kappa (judge x the people's majority) a criterion is flagged, unless the
+#: reviewer sets another threshold.
+DEFAULT_TRUST_THRESHOLD = 0.6
+
+
+def _kappa_interval(
+    pairs: npt.NDArray[np.int64], n_cats: int, weights: Any, rng: np.random.Generator, n: int
+) -> dict[str, Any] | None:
+    """Percentile bootstrap 95 % interval of Cohen's kappa, resampling the units."""
+    m = len(pairs)
+    if m < 2 or n <= 0:
+        return None
+    flat = pairs[:, 0] * n_cats + pairs[:, 1]
+    samples = []
+    for _ in range(n):
+        draw = flat[rng.integers(0, m, size=m)]
+        cm = np.bincount(draw, minlength=n_cats * n_cats).reshape(n_cats, n_cats)
+        value, _ = kappa_from_confusion(cm, weights)
+        if value is not None:
+            samples.append(value)
+    if len(samples) < n / 2:
+        return None  # mostly undefined resamples (one label only): no honest interval
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return {"low": float(low), "high": float(high), "n_resamples": n}
+
+
+def _rate(hits: int, total: int) -> dict[str, Any]:
+    """A share with its 95 % Wilson score interval (statsmodels)."""
+    if total == 0:
+        return {"value": None, "n": 0, "interval": None}
+    from statsmodels.stats.proportion import proportion_confint  # lazy: ~0.3 s
+
+    low, high = proportion_confint(hits, total, alpha=0.05, method="wilson")
+    return {"value": hits / total, "n": total, "interval": [float(low), float(high)]}
+
+
+def _calibrate(
+    pairs: list[tuple[int, int]],
+    labels: list[Any],
+    level: Level,
+    threshold: float,
+    rng: np.random.Generator,
+    bootstrap: int,
+) -> Result:
+    n_cats = len(labels)
+    weights: Literal["quadratic"] | None = None if level == "nominal" else "quadratic"
+    out: Result = {"n_units": len(pairs), "weights": weights or "none"}
+    if not pairs:
+        out.update(
+            percent_agreement=None,
+            kappa={"value": None, "reason": REASON_NO_COMMON, "interval": None},
+            flagged=False,
+        )
+        return out
+    arr = np.asarray(pairs, dtype=np.int64)
+    cm = np.bincount(arr[:, 0] * n_cats + arr[:, 1], minlength=n_cats * n_cats).reshape(
+        n_cats, n_cats
+    )
+    value, reason = kappa_from_confusion(cm, weights)
+    interval = _kappa_interval(arr, n_cats, weights, rng, bootstrap)
+    out["percent_agreement"] = float(np.trace(cm) / len(pairs))
+    out["kappa"] = {"value": value, "reason": reason, "interval": interval}
+    out["confusion"] = {"labels": labels, "matrix": cm.tolist()}
+    if n_cats == 2 and set(labels) == {0, 1}:
+        yes, no = labels.index(1), labels.index(0)
+        out["true_positive_rate"] = _rate(int(cm[yes, yes]), int(cm[:, yes].sum()))
+        out["false_positive_rate"] = _rate(int(cm[yes, no]), int(cm[:, no].sum()))
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in labels)
+    if numeric and level != "nominal":
+        # Reliability diagram: per value the judge gave, what the people's majority gave.
+        bins = []
+        for j, judged in enumerate(labels):
+            rows = arr[arr[:, 0] == j]
+            if not len(rows):
+                continue
+            people = [float(labels[c]) for c in rows[:, 1]]
+            bins.append(
+                {
+                    "judge": judged,
+                    "n": len(rows),
+                    "people_mean": float(np.mean(people)),
+                    "agree": float(np.mean(rows[:, 1] == j)),
+                }
+            )
+        out["reliability"] = bins
+    out["flagged"] = value is None or value < threshold
+    return out
+
+
+def judge_calibration(
+    human_rows: Iterable[Row],
+    judge: Mapping[Any, Any],
+    level: Level = "nominal",
+    categories: Sequence[Any] | None = None,
+    *,
+    group_of: Callable[[Any], str] | None = None,
+    threshold: float = DEFAULT_TRUST_THRESHOLD,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> Result:
+    """How far a judge can be trusted, against the people's majority per unit (ties left out),
+    overall and per group of units (``group_of(unit)``: the criterion or agent a unit rates):
+    percent agreement, Cohen's kappa (quadratic weights when the level is not nominal) with a
+    percentile bootstrap 95 % interval over units (seeded), for a yes/no scale the judge's true-
+    and false-positive rates (people's majority as the truth) with Wilson intervals, for a graded
+    numeric scale a reliability diagram (per judge value, the people's mean), and ``flagged``
+    where kappa is below ``threshold`` or undefined."""
+    rows = [(unit, rater, value) for unit, rater, value in human_rows if not _missing(value)]
+    judged = {unit: value for unit, value in judge.items() if not _missing(value)}
+    if categories is None:
+        seen = dict.fromkeys([v for _, _, v in rows] + list(judged.values()))
+        try:
+            categories = sorted(seen)
+        except TypeError:
+            categories = list(seen)
+    humans = encode(rows, level, categories)
+    labels = [_plain(c) for c in humans.categories]
+    index = humans.category_index
+    majority, ties = majority_per_unit(humans)
+    grouped: dict[str, list[tuple[int, int]]] = {}
+    everything: list[tuple[int, int]] = []
+    for unit, code in majority.items():
+        if unit not in judged:
+            continue
+        if judged[unit] not in index:
+            raise ValueError(f"the judge's value {judged[unit]!r} is not on the people's scale")
+        pair = (index[judged[unit]], code)
+        everything.append(pair)
+        grouped.setdefault(group_of(unit) if group_of else "", []).append(pair)
+    rng = np.random.default_rng(seed)
+    groups = [
+        {"group": name, **_calibrate(pairs, labels, level, threshold, rng, bootstrap)}
+        for name, pairs in sorted(grouped.items())
+    ]
+    return {
+        "level": level,
+        "categories": labels,
+        "threshold": threshold,
+        "n_ties": len(ties),
+        "overall": _calibrate(everything, labels, level, threshold, rng, bootstrap),
+        "groups": groups if group_of else [],
+        "bootstrap": {"n_resamples": bootstrap, "seed": seed, "unit": "units, with replacement"},
     }

@@ -38,6 +38,7 @@ from benchmark.models.core import (
 )
 from benchmark.models.items import ItemVersion
 from benchmark.models.people import AuditAction, AuditEvent, Invitation
+from benchmark.models.saved_filters import SavedFilter
 
 __all__ = [
     "ApiToken",
@@ -65,6 +66,7 @@ __all__ = [
     "ProjectKind",
     "Response",
     "Role",
+    "SavedFilter",
     "TagSyntax",
     "Taxonomy",
     "TaxonomyTerm",

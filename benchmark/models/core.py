@@ -578,6 +578,14 @@ class Job(models.Model):
         return self.cancel_requested_at is not None and not self.done
 
     @property
+    def with_warnings(self) -> bool:
+        """Succeeded, but its runner reported something the user must see (its result's
+        ``outcome`` is "warnings": an import that left images out, say)."""
+        return (
+            self.status == JobStatus.SUCCEEDED and (self.result or {}).get("outcome") == "warnings"
+        )
+
+    @property
     def worker_lost(self) -> bool:
         """Failed because its worker stopped without reporting (see ``jobs_sweep``)."""
         return self.status == JobStatus.FAILED and bool((self.result or {}).get("worker_lost"))

@@ -150,7 +150,7 @@ def joint_review(request: HttpRequest, task: JudgmentTask, item_id: int) -> Http
     reference, units = reference_units(item)
     audits = verification_selectors.latest_audits(task=task, item=item)
     context = {
-        **audited_item_context(request, task, item, reference),
+        **audited_item_context(request, task, item, reference, units),
         "outcome": judging_selectors.outcome_for(task=task, item=item),
         "table": verification_selectors.audit_table(units, audits),
         "audits": audits,

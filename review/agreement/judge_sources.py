@@ -190,3 +190,40 @@ def judge_rater_report(*, user: AnyUser, task: JudgmentTask, key: str) -> dict[s
         raise ValidationFailed(f"judge {source.key}: {exc}") from None
     report["source"] = {"key": source.key, "label": source.label, "kind": source.kind}
     return report
+
+
+def _unit_group(unit: Any) -> str:
+    """The criterion or agent a unit rates (the label of ``response:<id>:<label>``)."""
+    from annotation.judgment_tasks.units import UNIT_KEY
+
+    match = UNIT_KEY.match(str(unit))
+    return match.group(2) if match else ""
+
+
+def judge_calibration_report(
+    *, user: AnyUser, task: JudgmentTask, key: str, threshold: float
+) -> dict[str, Any]:
+    """How far the judge named ``key`` can be trusted on this task: against the people's
+    majority per unit, overall and per criterion or agent (``benchmark.metrics.judge_rater.
+    judge_calibration``), flagging kappa below ``threshold``. ValidationFailed as
+    ``judge_rater_report``."""
+    sources = judge_sources_for(user=user, task=task)
+    source = next((s for s in sources if s.key == key), None)
+    if source is None:
+        raise ValidationFailed(f"judge: {key[:80]!r} is not a judge that rates this task's units")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValidationFailed(f"threshold: {threshold} is not between 0 and 1")
+    level, categories = task_scale(task)
+    from benchmark.metrics.judge_rater import judge_calibration  # lazy: NumPy
+
+    try:
+        return judge_calibration(
+            task_human_ratings(task=task),
+            source.values(),
+            level,
+            categories,
+            group_of=_unit_group if task.has_units else None,
+            threshold=threshold,
+        )
+    except ValueError as exc:
+        raise ValidationFailed(f"judge {source.key}: {exc}") from None

@@ -47,3 +47,52 @@ def judge_rater_view(report: Mapping[str, Any], names: Mapping[Any, str]) -> dic
         "majority": majority,
         "weighted": report.get("level") != "nominal",
     }
+
+
+def estimated_confusion(
+    confusion: Mapping[Any, Mapping[Any, float]], labels: list[Any], names: Mapping[Any, str]
+) -> dict[str, Any]:
+    """An annotator's estimated confusion matrix (Dawid-Skene: ``P(says column | truth row)``)
+    as a table of percentages, each cell shaded by its probability."""
+    rows = []
+    for truth in labels:
+        said = confusion.get(truth, {})
+        cells = []
+        for c, label in enumerate(labels):
+            p = float(said.get(label, 0.0))
+            cells.append({"p": p, "heat": round(HEAT_STEPS * p), "diag": labels[c] == truth})
+        rows.append({"label": names.get(truth, str(truth)), "cells": cells})
+    return {"columns": [names.get(label, str(label)) for label in labels], "rows": rows}
+
+
+def calibration_view(report: Mapping[str, Any], names: Mapping[Any, str]) -> dict[str, Any]:
+    """The judge's calibration as the page draws it: one row per group (overall first), and
+    for a graded scale each row's reliability diagram as bars (people's mean value for each
+    value the judge gave, on the scale's range)."""
+    categories = list(report.get("categories") or [])
+    numeric = [c for c in categories if isinstance(c, int | float) and not isinstance(c, bool)]
+    low, high = (min(numeric), max(numeric)) if numeric else (0, 1)
+    span = (high - low) or 1
+
+    def row(name: str, figures: Mapping[str, Any]) -> dict[str, Any]:
+        bars = [
+            {
+                "judge": names.get(b["judge"], str(b["judge"])),
+                "n": b["n"],
+                "people_mean": b["people_mean"],
+                "height": round(100 * (b["people_mean"] - low) / span),
+                "ideal": round(100 * (float(b["judge"]) - low) / span),
+            }
+            for b in figures.get("reliability") or []
+        ]
+        return {"group": name, **figures, "bars": bars}
+
+    rows = [row("all", report["overall"])]
+    rows += [row(g["group"], g) for g in report.get("groups") or []]
+    return {
+        "threshold": report["threshold"],
+        "rows": rows,
+        "n_ties": report.get("n_ties", 0),
+        "yes_no": any("true_positive_rate" in r for r in rows),
+        "graded": any(r["bars"] for r in rows),
+    }

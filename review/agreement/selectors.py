@@ -29,9 +29,9 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Q
 
 from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome
-from benchmark.exceptions import NotFound
+from benchmark.exceptions import DomainError, NotFound
 from benchmark.jobs import selectors as job_selectors
-from benchmark.models import Job
+from benchmark.models import Item, Job
 from benchmark.typing import AnyUser
 from review.agreement import services as agreement_services
 
@@ -273,3 +273,106 @@ def agreement_report(*, user: AnyUser, task: JudgmentTask) -> dict[str, Any]:
         for p in entry["summary"].get("pairs", [])
     ]
     return {**entry["summary"], "pairs": pairs}
+
+
+# =========================================================================== label aggregation
+
+#: Beyond this many judgments the page does not aggregate on the spot (``manage.py aggregate``).
+AGGREGATION_LIMIT = agreement_services.INLINE_LIMIT
+#: The methods the page runs on the spot. crowd-kit's GLAD and MACE run scipy's optimiser over
+#: pandas frames at every EM step: seconds even for a few hundred judgments, so they are left to
+#: ``manage.py aggregate`` (docs/reference/aggregation.md).
+PAGE_METHODS = ("dawid-skene", "majority")
+#: The least certain items listed on the page.
+UNCERTAIN_SHOWN = 25
+
+
+@dataclass
+class AggregatedItem:
+    """One item (or unit) as the aggregation page lists it."""
+
+    item_id: int
+    unit: str
+    external_id: str
+    label: Any
+    confidence: float | None
+    judgments: int
+    consensus: Any = None  # the settled outcome's value, where there is one
+
+
+@dataclass
+class TaskAggregation:
+    method: str
+    reliability_name: str
+    labels: list[Any]
+    n_items: int
+    n_judgments: int
+    annotators: list[Any]  # benchmark.metrics.aggregation.Annotator, best first
+    uncertain: list[AggregatedItem]  # least confident first
+    differs: list[AggregatedItem]  # aggregated label != the consensus rule's outcome
+    n_settled: int
+
+
+def _comparable(value: Any) -> Any:
+    return orjson.dumps(value).decode() if isinstance(value, list | dict) else value
+
+
+def task_aggregation(*, user: AnyUser, task: JudgmentTask, method: str) -> TaskAggregation:
+    """The task's judgments aggregated by ``method`` (``benchmark.metrics.aggregation``), and the
+    items where that label differs from the consensus rule's settled outcome. The caller has
+    checked that ``user`` may see the task's agreement figures (``task_for_review``).
+    Raises ``DomainError`` for an unknown method, no judgments or too many for the page."""
+    from benchmark.metrics import aggregation  # lazy: pandas and crowd-kit
+
+    if method in aggregation.METHODS and method not in PAGE_METHODS:
+        raise DomainError(
+            f"{aggregation.METHOD_NAMES[method]} takes too long to run on a page; run "
+            f"`python manage.py aggregate --method {method}` for this task instead."
+        )
+    if method not in PAGE_METHODS:
+        raise DomainError(f"Unknown method {method!r}: choose one of {', '.join(PAGE_METHODS)}.")
+    rows, final, _ = agreement_services.task_rows(task)
+    if not rows:
+        raise DomainError("No judgments yet: nothing to aggregate.")
+    if len(rows) > AGGREGATION_LIMIT:
+        raise DomainError(
+            f"{len(rows):,} judgments are more than this page aggregates "
+            f"({AGGREGATION_LIMIT:,}); run `python manage.py aggregate` instead."
+        )
+    try:
+        result = aggregation.aggregate(rows, method)
+    except ValueError as exc:
+        raise DomainError(str(exc)) from None
+    item_ids = {key[0] if isinstance(key, tuple) else key for key, _, _ in rows}
+    external = dict(Item.objects.filter(pk__in=item_ids).values_list("pk", "external_id"))
+    listed = []
+    for entry in result.items:
+        item_id, unit = entry.item if isinstance(entry.item, tuple) else (entry.item, "")
+        consensus = final.get(entry.item)
+        listed.append(
+            AggregatedItem(
+                item_id=item_id,
+                unit=unit,
+                external_id=external.get(item_id, str(item_id)),
+                label=entry.label,
+                confidence=entry.confidence,
+                judgments=entry.judgments,
+                consensus=_comparable(consensus) if consensus is not None else None,
+            )
+        )
+    differs = [i for i in listed if i.consensus is not None and i.consensus != i.label]
+    uncertain = sorted(
+        (i for i in listed if i.confidence is not None),
+        key=lambda i: (i.confidence, i.external_id, i.unit),
+    )[:UNCERTAIN_SHOWN]
+    return TaskAggregation(
+        method=method,
+        reliability_name=aggregation.RELIABILITY_NAMES[method],
+        labels=result.labels,
+        n_items=len(result.items),
+        n_judgments=len(rows),
+        annotators=sorted(result.annotators, key=lambda a: (-(a.reliability or 0.0), str(a.name))),
+        uncertain=uncertain,
+        differs=differs,
+        n_settled=sum(1 for i in listed if i.consensus is not None),
+    )

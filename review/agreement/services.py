@@ -39,9 +39,13 @@ LEVELS: dict[Scheme, Level] = {
 }
 
 
-def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str, Any]:
-    """The full agreement report of a task: raters are users, items are items (for a task
-    with units, the units: ``(item id, unit key)``)."""
+def task_rows(
+    task: JudgmentTask,
+) -> tuple[list[tuple[Any, str, Any]], dict[Any, Any], dict[Any, float]]:
+    """A task's judgments as ``(unit key, username, label)`` rows, its settled outcomes
+    ``{unit key: value}`` and the judgments' seconds ``{(unit key, username): seconds}``. The
+    unit key is the item id, or ``(item id, unit)`` for a task with units; dicts and lists are
+    JSON text (not the outcomes'), a text task's answers normalised as the consensus rule compares them."""
 
     def key(item_id: int, unit: str) -> Any:
         return (item_id, unit) if task.has_units else item_id
@@ -63,17 +67,24 @@ def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str,
         .exclude(value=None)
         .values_list("item_id", "unit", "value")
     }
+    if task.scheme == Scheme.TEXT:
+        from annotation.judgment_tasks.consensus import normalize_answer
+
+        rows = [(i, r, normalize_answer(v)) for i, r, v in rows]
+        final = {i: normalize_answer(v) for i, v in final.items()}
+    return rows, final, times
+
+
+def agreement_compute(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str, Any]:
+    """The full agreement report of a task: raters are users, items are items (for a task
+    with units, the units: ``(item id, unit key)``)."""
+    rows, final, times = task_rows(task)
     categories = None
     if task.scheme == Scheme.BINARY:
         categories = [0, 1]
     elif task.scheme in (Scheme.NOMINAL, Scheme.ORDINAL):
         categories = task.label_values
     level = LEVELS[Scheme(task.scheme)]
-    if task.scheme == Scheme.TEXT:
-        from annotation.judgment_tasks.consensus import normalize_answer
-
-        rows = [(i, r, normalize_answer(v)) for i, r, v in rows]
-        final = {i: normalize_answer(v) for i, v in final.items()}
     from benchmark.metrics.agreement import agreement_report  # lazy: NumPy, ~0.1 s
 
     report = agreement_report(

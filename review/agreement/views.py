@@ -18,7 +18,7 @@ from benchmark.typing import request_user
 from review.agreement import judge_sources
 from review.agreement import selectors as agreement_selectors
 from review.agreement import services as agreement_module
-from review.agreement.presenters import judge_rater_view
+from review.agreement.presenters import calibration_view, estimated_confusion, judge_rater_view
 from review.pages import task_for_review
 from review.rate_judge.selectors import rate_figures
 
@@ -58,19 +58,86 @@ def _judge_rater_context(request: HttpRequest, task: JudgmentTask) -> dict[str, 
     ``?judge=<key>`` that judge's figures against the task's people (or why not)."""
     user = request_user(request)
     key = request.GET.get("judge", "").strip()
+    from benchmark.metrics.judge_rater import DEFAULT_TRUST_THRESHOLD
+
+    raw_threshold = request.GET.get("threshold", "").strip()
     context: dict[str, Any] = {
         "judge_sources": judge_sources.judge_sources_for(user=user, task=task),
         "judge_key": key,
         "judge_rater": None,
         "judge_error": "",
+        "calibration": None,
+        "threshold": raw_threshold or DEFAULT_TRUST_THRESHOLD,
     }
     if key:
         try:
+            threshold = float(raw_threshold) if raw_threshold else DEFAULT_TRUST_THRESHOLD
+        except ValueError:
+            context["judge_error"] = f"threshold: {raw_threshold[:40]!r} is not a number"
+            return context
+        try:
             report = judge_sources.judge_rater_report(user=user, task=task, key=key)
+            calibration = judge_sources.judge_calibration_report(
+                user=user, task=task, key=key, threshold=threshold
+            )
         except DomainError as exc:
             context["judge_error"] = exc.message
         else:
-            context["judge_rater"] = judge_rater_view(report, judge_sources.value_names(task))
+            names = judge_sources.value_names(task)
+            context["judge_rater"] = judge_rater_view(report, names)
+            context["calibration"] = calibration_view(calibration, names)
+    return context
+
+
+def _aggregation_context(request: HttpRequest, task: JudgmentTask) -> dict[str, Any]:
+    """The "Label aggregation" section: the methods, and with ``?method=<name>`` the task's
+    judgments aggregated by it (or why not)."""
+    from benchmark.metrics.aggregation import METHOD_NAMES
+
+    method = request.GET.get("method", "").strip()
+    context: dict[str, Any] = {
+        "aggregation_methods": [(m, METHOD_NAMES[m]) for m in agreement_selectors.PAGE_METHODS],
+        "aggregation_method": method,
+        "aggregation": None,
+        "aggregation_error": "",
+    }
+    if not method:
+        return context
+    try:
+        result = agreement_selectors.task_aggregation(
+            user=request_user(request), task=task, method=method
+        )
+    except DomainError as exc:
+        context["aggregation_error"] = exc.message
+        return context
+    names = judge_sources.value_names(task)
+    context["aggregation"] = result
+    context["aggregation_names"] = names
+
+    def shown(entry: Any) -> dict[str, Any]:
+        return {
+            "item_id": entry.item_id,
+            "unit": entry.unit,
+            "external_id": entry.external_id,
+            "label": names.get(entry.label, str(entry.label)),
+            "consensus": names.get(entry.consensus, str(entry.consensus)),
+            "confidence": entry.confidence,
+            "judgments": entry.judgments,
+        }
+
+    context["aggregation_uncertain"] = [shown(i) for i in result.uncertain]
+    context["aggregation_differs"] = [shown(i) for i in result.differs]
+    context["aggregation_annotators"] = [
+        {
+            "name": a.name,
+            "judgments": a.judgments,
+            "reliability": a.reliability,
+            "confusion": (
+                estimated_confusion(a.confusion, result.labels, names) if a.confusion else None
+            ),
+        }
+        for a in result.annotators
+    ]
     return context
 
 
@@ -98,7 +165,8 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
     ``agreement_selectors.STALE_SECONDS`` old are shown with their time, and ``?refresh=1``
     recomputes them (once in a few seconds per reviewer). Large tasks are computed by a
     Job. With ``?judge=<key>`` a model judge joins as one more rater (htmx target
-    ``judge-rater`` gets that section alone)."""
+    ``judge-rater`` gets that section alone); with ``?method=<name>`` the judgments are aggregated
+    by Dawid-Skene, GLAD, MACE or majority vote (htmx target ``label-aggregation``)."""
     task = task_for_review(request, pk, action="manage_studies")
     user = request_user(request)
     htmx = getattr(request, "htmx", None)
@@ -107,6 +175,12 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
         context = {"task": task, "project": task.project, **_judge_rater_context(request, task)}
         response = render(request, "review/agreement.html#judge-rater", context)
         if context["judge_error"]:
+            response.status_code = 400
+        return response
+    if request.method == "GET" and target == "label-aggregation":
+        context = {"task": task, "project": task.project, **_aggregation_context(request, task)}
+        response = render(request, "review/agreement.html#label-aggregation", context)
+        if context["aggregation_error"]:
             response.status_code = 400
         return response
     if request.method == "POST":
@@ -123,6 +197,7 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
         context = {"task": task, "figures": figures, **pairs}
         return render(request, "review/agreement.html#agreement-pairs", context)
     judge_context = _judge_rater_context(request, task)
+    aggregation_context = _aggregation_context(request, task)
     return render(
         request,
         "review/agreement.html",
@@ -137,10 +212,13 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             "stale_seconds": agreement_selectors.STALE_SECONDS,
             **pairs,
             **judge_context,
+            **aggregation_context,
             # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks.
             "judge_rates": rate_figures(task=task),
         },
-        status=400 if judge_context["judge_error"] else 200,
+        status=400
+        if judge_context["judge_error"] or aggregation_context["aggregation_error"]
+        else 200,
     )
 
 

@@ -74,7 +74,12 @@ class EvaluationForm(forms.Form):
     )  # fmt: skip
 
     def __init__(
-        self, *args: Any, settings: Sequence[str], releases: Sequence[str], **kwargs: Any
+        self,
+        *args: Any,
+        settings: Sequence[str],
+        releases: Sequence[str],
+        saved_filters: Sequence[str] = (),
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         items = self.fields["items"]
@@ -83,6 +88,7 @@ class EvaluationForm(forms.Form):
             ("verified", "Verified items"),
             ("all", "All items (not discarded)"),
             *[(f"release:{name}", f"Release {name}") for name in releases],
+            *[(f"filter:{name}", f"Saved filter {name}") for name in saved_filters],
         ]
         for name in SETTING_FIELDS:
             if name not in settings:
@@ -129,3 +135,23 @@ class PilotActionForm(BulkActionForm):
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "propose": self.cleaned_data.get("action") == "discard"}
+
+
+class EvaluationJudgeForm(forms.Form):
+    """Judges on a finished run's outputs: the judge model's endpoint and name (empty: the
+    project's model, as on the judge page) and how many calls at once."""
+
+    base_url = forms.URLField(
+        required=False,
+        assume_scheme="http",
+        max_length=500,
+        label="Judge endpoint base URL",
+        help_text="An OpenAI-compatible endpoint. Empty: the project's model.",
+    )
+    model = forms.CharField(
+        required=False, max_length=200, label="Judge model", help_text="Empty: the project's model."
+    )
+    workers = forms.IntegerField(
+        min_value=1, max_value=services.MAX_WORKERS, initial=4, label="Workers",
+        help_text=f"Calls at once (1–{services.MAX_WORKERS}).",
+    )  # fmt: skip

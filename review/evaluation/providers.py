@@ -4,9 +4,12 @@ Retrieval (Agentic-MME's ``google_search``, ``google_lens_search``, ``fetch_webp
 ``download_image``): the project's settings name an HTTP retrieval API,
 
     {"evaluation": {"retrieval": {"base_url": "https://search.example.org/v1",
-                                  "api_key_env": "RETRIEVAL_KEY"}}}
+                                  "api_key_env": "RETRIEVAL_KEY",
+                                  "concurrency": 4, "rpm": 60, "max_retries": 3}}}
 
-and the key is read from the environment variable, which must be allow-listed like a model
+(the last three optional: calls at once per process, requests a minute from all threads, 0
+for no cap, and retries of a transient failure, with backoff and a 429's Retry-After; the
+model client's machinery, ``benchmark.pacing``), and the key is read from the environment variable, which must be allow-listed like a model
 key (``MODEL_API_KEY_ENV_ALLOWLIST``, ``NAME=URL`` for that base URL only). The provider class
 is the Agentic-MME protocol's (``RETRIEVAL_CLASS``); this factory is listed in
 ``EVALUATION_TOOL_PROVIDERS`` by default. Without the setting: no provider, and the tools
@@ -25,6 +28,22 @@ from benchmark.models import Project
 
 RETRIEVAL_CLASS = "benchmark.evaluation.mme_retrieval.HttpRetrievalProvider"
 SETTING = 'the project\'s setting "evaluation.retrieval"'
+#: The provider's limits a project may set: (lowest, highest).
+LIMITS = {"concurrency": (1, 64), "rpm": (0, 100_000), "max_retries": (0, 10)}
+
+
+def _limits(raw: dict[str, Any]) -> dict[str, int]:
+    limits = {}
+    for name, (low, high) in LIMITS.items():
+        if raw.get(name) in (None, ""):
+            continue
+        value = raw[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValidationFailed(
+                f"{SETTING}: {name} must be a whole number from {low} to {high}, not {value!r}"
+            )
+        limits[name] = value
+    return limits
 
 
 def retrieval_provider(project: Project) -> Any:
@@ -38,6 +57,7 @@ def retrieval_provider(project: Project) -> Any:
     ):
         raise ValidationFailed(f"{SETTING} needs an http(s) base_url")
     base_url = str(raw["base_url"])
+    limits = _limits(raw)
     key = ""
     name = str(raw.get("api_key_env") or "")
     if name:
@@ -58,4 +78,4 @@ def retrieval_provider(project: Project) -> Any:
         provider_class = import_string(RETRIEVAL_CLASS)
     except ImportError:
         return None
-    return provider_class(base_url=base_url, api_key=key)
+    return provider_class(base_url=base_url, api_key=key, **limits)

@@ -258,3 +258,100 @@ def release_records_import(*, project: Any, root: Any, id_by_external: Mapping[s
     before = ToolCallRecord.objects.filter(project_id=project.pk).count()
     ToolCallRecord.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     return ToolCallRecord.objects.filter(project_id=project.pk).count() - before
+
+
+def call_scope(project_id: int) -> str:
+    """The scope an evaluation's model calls are keyed in: the project's (a cached answer
+    is never shared across projects; a release's calls are keyed again where imported)."""
+    return f"project:{project_id}"
+
+
+def _call_key(project_id: int, call: Any) -> str:
+    from benchmark.llm.cache import request_key
+
+    return request_key(
+        model=call.model,
+        messages=call.messages,
+        params=call.params,
+        endpoint=call.endpoint,
+        scope=call_scope(project_id),
+        tools=call.tools,
+    )
+
+
+def release_calls_write(*, project_id: int, item_ids: Sequence[int], root: Any) -> int:
+    """Write the model calls the project's evaluations made on the items ``item_ids`` (the
+    model-call cache a ``--replay`` answers from: messages as keyed, images by hash) into
+    the release folder ``root`` (``benchmark.evaluation.record_files``), in item order; how
+    many. A call whose stored key its request does not give (with the run's model or the
+    answering model named) is left out: no replay could find it."""
+    from benchmark.evaluation.record_files import CallRecord, calls_write
+
+    def calls() -> Iterable[CallRecord]:
+        rows = (
+            EvaluationCall.objects.filter(project_id=project_id, item_id__in=list(item_ids))
+            .values_list("item__external_id", "request_key", "endpoint", "model", "run__model",
+                         "messages", "tools", "params", "answer", "tool_calls", "prompt_tokens",
+                         "completion_tokens", "latency_ms")
+            .order_by("item__position", "item_id", "id")
+        )  # fmt: skip
+        for row in rows.iterator(chunk_size=500):
+            (external_id, key, endpoint, answer_model, run_model, messages, tools, params,
+             answer, tool_calls, prompt_tokens, completion_tokens, latency_ms) = row  # fmt: skip
+            for model in dict.fromkeys(m for m in (run_model, answer_model) if m):
+                call = CallRecord(
+                    item=external_id, endpoint=endpoint, model=model,
+                    messages=list(messages or []), tools=list(tools or []),
+                    params=dict(params or {}), answer=answer, answer_model=answer_model,
+                    tool_calls=list(tool_calls or []), prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens, latency_ms=latency_ms,
+                )  # fmt: skip
+                if _call_key(project_id, call) == key:
+                    yield call
+                    break
+
+    return calls_write(root, calls())
+
+
+def release_calls_import(*, project: Any, root: Any, id_by_external: Mapping[str, int]) -> int:
+    """Add the model calls of the release folder ``root`` to ``project``, each to the item
+    with its id and keyed in this project's scope, so ``evaluate --replay`` here answers
+    them; calls the project already has are kept. How many were added. FormatError naming
+    the line of a bad call or one whose item is not in the release."""
+    from benchmark.evaluation.record_files import CALLS_DIR, CALLS_FILE, calls_read
+    from benchmark.formats import FormatError
+
+    before = EvaluationCall.objects.filter(project_id=project.pk).count()
+    rows: list[EvaluationCall] = []
+    for line, call in calls_read(root):
+        item_id = id_by_external.get(call.item)
+        if item_id is None:
+            raise FormatError(
+                f"item {call.item!r} is not among the release's items",
+                file=f"{CALLS_DIR}/{CALLS_FILE}",
+                record=f"line {line}",
+                field="item",
+            )
+        rows.append(
+            EvaluationCall(
+                project_id=project.pk,
+                item_id=item_id,
+                run=None,
+                request_key=_call_key(project.pk, call),
+                endpoint=call.endpoint[:500],
+                model=(call.answer_model or call.model)[:200],
+                messages=call.messages,
+                tools=call.tools,
+                params=call.params,
+                answer=call.answer,
+                tool_calls=list(call.tool_calls or []),
+                prompt_tokens=call.prompt_tokens,
+                completion_tokens=call.completion_tokens,
+                latency_ms=call.latency_ms,
+            )
+        )
+        if len(rows) >= 500:  # a chunk at a time: a large release's calls are never all held
+            EvaluationCall.objects.bulk_create(rows, ignore_conflicts=True)
+            rows = []
+    EvaluationCall.objects.bulk_create(rows, ignore_conflicts=True)
+    return EvaluationCall.objects.filter(project_id=project.pk).count() - before

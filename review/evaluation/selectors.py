@@ -108,6 +108,53 @@ def run_progress(*, run: EvaluationRun) -> Progress:
     )
 
 
+@dataclass(frozen=True)
+class Judging:
+    """The judges of a run's outputs: what they rate (``review.evaluation.judges.judged_as``:
+    "answers", "runs" or "" when not here) and the judge jobs started on the run."""
+
+    how: str
+    jobs: list[Job]
+
+    @property
+    def running(self) -> bool:
+        return any(not job.done for job in self.jobs)
+
+    @property
+    def of_runs(self) -> bool:
+        """The judges rescore agent runs (else they judge answers as judge runs)."""
+        from review.evaluation.judges import RUNS
+
+        return self.how == RUNS
+
+    @property
+    def rows(self) -> list[tuple[Job, int | None]]:
+        """Each job with its judge run's id (None: a rescoring job, shown as the job)."""
+        from review.job_names import JUDGE_KIND
+
+        return [
+            (job, (job.params or {}).get("run_id") if job.kind == JUDGE_KIND else None)
+            for job in self.jobs
+        ]
+
+
+#: Judge jobs of a run shown on its page, newest first.
+JUDGE_JOBS_SHOWN = 20
+
+
+def run_judging(*, run: EvaluationRun) -> Judging:
+    """What judges the run's outputs and the judge jobs started on it (one query)."""
+    from review.evaluation.judges import judge_jobs_of, judged_as
+
+    try:
+        how = judged_as(run.project)
+    except DomainError:
+        how = ""
+    if not how:
+        return Judging(how="", jobs=[])
+    return Judging(how=how, jobs=list(judge_jobs_of(run=run)[:JUDGE_JOBS_SHOWN]))
+
+
 def run_results(*, run: EvaluationRun) -> QuerySet[EvaluationResult]:
     return (
         EvaluationResult.objects.filter(run=run)

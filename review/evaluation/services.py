@@ -46,12 +46,15 @@ from benchmark.kinds.base import resolve
 from benchmark.llm.client import ChatClient, ModelConfig, ModelError
 from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
 from benchmark.models import Image, Item, ItemStatus, ItemVersion, Job, JobStatus, Project
+from benchmark.saved_filters.selectors import PREFIX as FILTER_PREFIX
+from benchmark.saved_filters.selectors import saved_filter_item_ids
 from benchmark.typing import User
 from review import job_names
 from review.evaluation.chat import ItemCalls, ModelChat
 from review.evaluation.models import EvaluationResult, EvaluationRun, ItemChoice
 from review.evaluation.records import (
     ItemTools,
+    call_scope,
     files_read,
     files_store,
     items_records_load,
@@ -62,7 +65,10 @@ log = logging.getLogger(__name__)
 
 EVALUATE_KIND = job_names.EVALUATE_KIND
 MAX_WORKERS = 32
-#: A run of more items than this is split into chunks, one job each, that any worker takes.
+#: A command-line run of more items than this is split into chunks, one job each (its
+#: processes split it further, ``processes_for``). A run started or resumed from the page
+#: (``enqueue``) is split into chunks of ``settings.EVALUATION_CHUNK_ITEMS`` (default 50), so
+#: several Celery workers share it; its progress is still one figure (``run_progress``).
 CHUNK_ITEMS = 500
 #: Progress is reported at most this often (seconds), and after the last item.
 PROGRESS_SECONDS = 0.5
@@ -198,9 +204,17 @@ def eval_settings(
 # =========================================================================== items
 
 
-def items_selected(*, project: Project, items: str) -> list[int]:
-    """The ids, in item order, of ``verified`` items, ``all`` (but discarded ones), or the
-    items of ``release:NAME``; ValidationFailed naming what is wrong."""
+def items_selected(*, project: Project, items: str, user: User | None = None) -> list[int]:
+    """The ids, in item order, of ``verified`` items, ``all`` (but discarded ones), the
+    items of ``release:NAME``, or those the project's saved filter ``filter:NAME`` gives (the
+    item list's result for its query, as ``user`` sees it; None: the command line);
+    ValidationFailed naming what is wrong."""
+    if items.startswith(FILTER_PREFIX) and items[len(FILTER_PREFIX) :].strip():
+        name = items[len(FILTER_PREFIX) :].strip()
+        try:
+            return saved_filter_item_ids(user=user, project=project, name=name)
+        except ValidationFailed as exc:
+            raise ValidationFailed(f"items: {exc.message}") from None
     rows = Item.objects.filter(project=project).order_by("position", "id")
     if items == ItemChoice.VERIFIED:
         return list(rows.filter(status=ItemStatus.VERIFIED).values_list("pk", flat=True))
@@ -215,7 +229,7 @@ def items_selected(*, project: Project, items: str) -> list[int]:
             raise ValidationFailed(f"items: project {project.name!r} has no release {name!r}")
         ids = {int(pair[0]) for pair in release.fingerprints or []}
         return [pk for pk in rows.values_list("pk", flat=True) if pk in ids]
-    raise ValidationFailed(f"items: {items!r} is not verified, all or release:NAME")
+    raise ValidationFailed(f"items: {items!r} is not verified, all, release:NAME or filter:NAME")
 
 
 def item_versions(item_ids: Iterable[int]) -> dict[str, int]:
@@ -462,14 +476,14 @@ def evaluation_run_create(
     workers: int = 4,
     replay: bool = False,
     enqueue: bool = False,
-    chunk_items: int = CHUNK_ITEMS,
+    chunk_items: int | None = None,
     price_in: float | None = None,
     price_out: float | None = None,
     processes: int = 1,
 ) -> tuple[EvaluationRun, list[Job]]:
-    """An evaluation run and its job(s) (one per ``chunk_items`` items). With ``enqueue`` the
-    jobs are enqueued after commit (the page); without, the caller runs them
-    (``evaluation_run_execute``, the command line). ``user`` None is the command line. The
+    """An evaluation run and its job(s) (one per ``chunk_items`` items; default
+    ``chunk_size(enqueue)``). With ``enqueue`` the jobs are enqueued after commit (the page);
+    without, the caller runs them (``evaluation_run_execute``, the command line). ``user`` None is the command line. The
     run's price per million input and output tokens (for its cost so far) is ``price_in``
     and ``price_out``, else the project's model settings' when the run calls that model,
     else none (the cost is unknown).
@@ -486,7 +500,7 @@ def evaluation_run_create(
     tool_providers(project)  # a wrong provider setting is refused now, naming it
     config, _ = model_config(project, base_url, model)
     price = price_clean(price_in, price_out) or project_price(project, config)
-    ids = items_selected(project=project, items=items)
+    ids = items_selected(project=project, items=items, user=user)
     if not ids:
         raise ValidationFailed(f"items: project {project.name!r} has no {items} items to evaluate")
     with transaction.atomic():
@@ -502,10 +516,23 @@ def evaluation_run_create(
             created_by=user,
         )
         share = max(1, min(processes, len(ids) // PROCESS_MIN_ITEMS))
+        chunk_items = chunk_items or chunk_size(enqueue)
         if share > 1:
             chunk_items = min(chunk_items, -(-len(ids) // share))
         jobs = _jobs(run, user, ids, workers, enqueue, chunk_items, share=share)
     return run, jobs
+
+
+def chunk_size(enqueue: bool) -> int:
+    """Items per chunk job: for jobs any Celery worker takes (``enqueue``, the page) the
+    ``EVALUATION_CHUNK_ITEMS`` setting, so several workers share a run; for the command line
+    ``CHUNK_ITEMS``."""
+    from django.conf import settings
+
+    if not enqueue:
+        return CHUNK_ITEMS
+    size = int(getattr(settings, "EVALUATION_CHUNK_ITEMS", 50) or 50)
+    return max(1, size)
 
 
 def _jobs(
@@ -573,7 +600,7 @@ def evaluation_run_resume(
             raise Conflict(f"evaluation #{run.pk} has a result for every item; nothing to resume")
         run.finished_at = None
         run.save(update_fields=["finished_at"])
-        return _jobs(run, user, todo, workers, enqueue, CHUNK_ITEMS)
+        return _jobs(run, user, todo, workers, enqueue, chunk_size(enqueue))
 
 
 def evaluation_run_cancel(*, run: EvaluationRun, user: User) -> int:
@@ -862,41 +889,6 @@ def answers_store(*, run: EvaluationRun) -> int:
     return len(new) + len(changed)
 
 
-def evaluation_judge(
-    *, run: EvaluationRun, base_url: str, model: str, workers: int = 4
-) -> dict[str, Any]:
-    """Run the project's answer judges (ATP-Bench MAM, the LLM-I judges: whatever its judge
-    page offers) over the answers the run kept, each as a judge run through the one judge
-    runner, in this process; ``{judge: the run's figures of this model}``. A kind whose
-    outputs are not answers (runs, plans) is judged where its outputs are scored."""
-    from review.judges import services as judge_services
-    from review.judges.reports import judge_page
-    from review.judges.selectors import judge_run_report
-
-    if not kind_for(run.project).answer_text:
-        raise ValidationFailed(
-            f"{kind_for(run.project).label} outputs are not answers: its judges run where "
-            "they are scored"
-        )
-    page = judge_page(run.project)
-    figures: dict[str, Any] = {}
-    for spec in page.judges:
-        judge_run, job = judge_services.judge_run_create(
-            project=run.project, user=None, judge=spec.name, base_url=base_url, model=model,
-            models=[run.model], workers=workers,
-        )  # fmt: skip
-        job = judge_services.judge_run_execute(job=job)
-        if job.error:
-            figures[spec.name] = {"error": job.error}
-            continue
-        summary = judge_run_report(run=judge_run)["summary"]
-        figures[spec.name] = {
-            "judge_run": judge_run.pk,
-            **((summary.get("models") or {}).get(run.model) or {}),
-        }
-    return figures
-
-
 #: What a worker gives back for an item: its outcome, milliseconds and stored files.
 _Done = tuple[Outcome, int, dict[str, str]]
 
@@ -937,7 +929,7 @@ class _Runner:
             run, _examples(run.project, shots), settings_extra(run.project)
         )
         self.providers = tool_providers(run.project)
-        self.scope = f"project:{run.project_id}"
+        self.scope = call_scope(run.project_id)
         #: One kept connection pool for every item's calls (``execute`` opens and closes it).
         self.transport = ChatClient(self.config, mode="off", scope=self.scope)
         self.counts = _Counts()
@@ -1010,8 +1002,12 @@ class _Runner:
         self.tick(force=True)
 
     def collect(self, inflight: dict[Future[_Done], tuple[int, ItemCalls, ItemTools]]) -> None:
-        finished, _ = wait(inflight, timeout=HEARTBEAT_SECONDS, return_when=FIRST_COMPLETED)
+        # Finished items waiting to be stored are stored within PROGRESS_SECONDS even while
+        # the others take long, so the progress bar moves as items finish.
+        timeout = PROGRESS_SECONDS if self.pending else HEARTBEAT_SECONDS
+        finished, _ = wait(inflight, timeout=timeout, return_when=FIRST_COMPLETED)
         if not finished:  # long items: still alive (the heartbeat), and a cancel is seen
+            self.flush()
             self.tick(force=True)
             return
         for future in finished:

@@ -27,9 +27,10 @@ from benchmark.llm import selectors as llm_selectors
 from benchmark.llm import services as llm_services
 from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
+from benchmark.saved_filters.selectors import saved_filter_names
 from benchmark.typing import HtmxHttpRequest, request_user
-from review.evaluation import selectors, services
-from review.evaluation.forms import EvaluationForm, PilotActionForm
+from review.evaluation import judges, selectors, services
+from review.evaluation.forms import EvaluationForm, EvaluationJudgeForm, PilotActionForm
 from review.evaluation.models import EvaluationRun
 from review.evaluation.records import file_path
 from review.pages import project_for_review
@@ -65,7 +66,13 @@ def evaluation_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     names = tuple(protocol.settings) if protocol is not None else ()
 
     def form_for(*args: Any, **kwargs: Any) -> EvaluationForm:
-        return EvaluationForm(*args, settings=names, releases=_releases(project), **kwargs)
+        return EvaluationForm(
+            *args,
+            settings=names,
+            releases=_releases(project),
+            saved_filters=saved_filter_names(user=request.user, project=project),
+            **kwargs,
+        )
 
     status = 200
     run: EvaluationRun | None = None
@@ -116,7 +123,9 @@ def evaluation_page(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     return response
 
 
-def _run_context(request: HttpRequest, run: EvaluationRun) -> dict[str, Any]:
+def _run_context(
+    request: HttpRequest, run: EvaluationRun, judge_form: EvaluationJudgeForm | None = None
+) -> dict[str, Any]:
     protocol, reason = selectors.protocol_or_none(run.project)
     columns = protocol.columns if protocol is not None else ()
     figures = [(c, selectors.cell(c, run)) for c in columns]
@@ -131,6 +140,10 @@ def _run_context(request: HttpRequest, run: EvaluationRun) -> dict[str, Any]:
         "progress": selectors.run_progress(run=run),
         "figures": figures,
         "page": page,
+        "judging": selectors.run_judging(run=run),
+        "judge_form": judge_form or EvaluationJudgeForm(),
+        "default": llm_selectors.model_placeholder(project=run.project),
+        "can_judge": permissions.can(user=request.user, project=run.project, action="run_judges"),
     }
 
 
@@ -146,11 +159,53 @@ def evaluation_run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         request,
         "review/evaluation/run.html",
         context,
-        fragments={"evaluation-progress": "progress", "evaluation-results": "results"},
+        fragments={
+            "evaluation-progress": "progress",
+            "evaluation-results": "results",
+            "evaluation-judges": "judges",
+        },
     )
     target = getattr(request.htmx, "target", "") if request.htmx else ""
     if target == "evaluation-progress" and not context["progress"].running:
         response.status_code = STOP_POLLING
+    if target == "evaluation-judges" and not context["judging"].running:
+        response.status_code = STOP_POLLING
+    return response
+
+
+@login_required
+@require_POST
+def evaluation_run_judge(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Start the kind's judges on a finished run's outputs (ATP-Bench MAM, the LLM-I judges
+    as judge runs of its answers; Agentic-MME's S/V judges rescoring its runs), as jobs whose
+    progress the run's judges card polls. Bad input answers 400 with the form; a run not
+    finished, or judges still running, 409."""
+    run = _reviewable_run(request, pk)
+    if not permissions.can(user=request.user, project=run.project, action="run_judges"):
+        raise PermissionDenied(WHY)
+    form = EvaluationJudgeForm(request.POST)
+    error, status = "", 400
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            judges.evaluation_judge_start(
+                run=run,
+                user=request_user(request),
+                base_url=data["base_url"],
+                model=data["model"],
+                workers=data["workers"],
+            )
+        except DomainError as exc:
+            error, status = exc.message, exc.status_code
+        else:
+            if not request.htmx:
+                return redirect("review:evaluation_run", pk=run.pk)
+            form, status = EvaluationJudgeForm(), 200
+    context = {**_run_context(request, run, form), "judge_error": error}
+    response = render_page(
+        request, "review/evaluation/run.html", context, fragments={"evaluation-judges": "judges"}
+    )
+    response.status_code = status
     return response
 
 
@@ -240,6 +295,12 @@ def leaderboard(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     board = selectors.leaderboard(user=request.user, project=project)
     context = {**project_context(request, project), "board": board}
     return render_page(request, "review/evaluation/leaderboard.html", context)
+
+
+def judge_job_result_context(*, job: Job) -> dict[str, Any]:
+    """The evaluation_judge kind's result context: what the rescoring recorded."""
+    result = job.result if isinstance(job.result, dict) else {}
+    return {"evaluation_run_id": (job.params or {}).get("run_id"), "judged": result}
 
 
 def job_result_context(*, job: Job) -> dict[str, Any]:

@@ -197,6 +197,14 @@ def answers_import(
 # =========================================================================== starting
 
 
+def judge_config(
+    *, project: Project, base_url: str = "", model: str = ""
+) -> tuple[ModelConfig, dict]:
+    """The judge model a run would call (``base_url``/``model`` over the project's), and its
+    sampling parameters; ValidationFailed saying how to configure one when there is none."""
+    return _config(project, base_url, model)
+
+
 def _config(project: Project, base_url: str = "", model: str = "") -> tuple[ModelConfig, dict]:
     """The judge model: the project's (or the environment's) with ``base_url``/``model``
     overriding. The configured API key goes only to its own endpoint."""
@@ -241,12 +249,14 @@ def judge_run_create(
     models: Sequence[str] = (),
     workers: int = 4,
     enqueue: bool = False,
+    evaluation_run: int | None = None,
 ) -> tuple[JudgeRun, Job]:
     """A JudgeRun of any runnable judge and its job, over the things the judge rates (the
     project's model answers, or its plans) of ``models`` (none: every model's answers, or the
     ground-truth plans). With ``enqueue`` the job pipeline enqueues the job after commit (a
     page); without, the caller runs it (``judge_run_execute``, the command line). ``user``
-    None is the command line."""
+    None is the command line. ``evaluation_run``: the evaluation run whose answers are judged
+    (kept in the run's selection and its job's params, so the evaluation's page lists it)."""
     if user is not None:
         permissions.require(user=user, project=project, action="run_judges")
     spec = judge_spec(judge)
@@ -264,17 +274,29 @@ def judge_run_create(
             model=config.model[:200],
             templates=_templates(project, spec.name),
             weights=spec.run_settings(project),
-            selection={"models": list(models)},
+            selection={
+                "models": list(models),
+                **({"evaluation_run": evaluation_run} if evaluation_run else {}),
+            },
             created_by=user,
         )
-        job = _job(run, user, workers, enqueue)
+        job = _job(run, user, workers, enqueue, evaluation_run=evaluation_run)
         run.job = job
         run.save(update_fields=["job"])
     return run, job
 
 
-def _job(run: JudgeRun, user: User | None, workers: int, enqueue: bool) -> Job:
-    params = {"project_id": run.project_id, "run_id": run.pk, "workers": workers}
+def _job(
+    run: JudgeRun,
+    user: User | None,
+    workers: int,
+    enqueue: bool,
+    *,
+    evaluation_run: int | None = None,
+) -> Job:
+    params: dict[str, Any] = {"project_id": run.project_id, "run_id": run.pk, "workers": workers}
+    if evaluation_run:
+        params["evaluation_run"] = evaluation_run
     if enqueue:
         return job_services.job_start(
             kind=JUDGE_KIND, user=user, project=run.project, params=params
@@ -337,7 +359,9 @@ def judge_run_resume(
         )
         if run.job is not None and not run.job.done:
             raise Conflict(f"judge run #{run.pk} is still {run.job.status}; wait for its job")
-        job = _job(run, user, workers, enqueue)
+        job = _job(
+            run, user, workers, enqueue, evaluation_run=(run.selection or {}).get("evaluation_run")
+        )
         run.job = job
         run.save(update_fields=["job"])
     return job

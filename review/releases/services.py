@@ -38,7 +38,7 @@ from annotation.trajectories.models import TrajectoryVersion
 from benchmark import permissions
 from benchmark.datasets.interop import interop_hook
 from benchmark.datasets.services import RELEASE_DATA_DIR, RELEASE_MANIFEST, dataset_export
-from benchmark.evaluation.record_files import RECORDS_DIR, RECORDS_FILE
+from benchmark.evaluation.record_files import CALLS_DIR, CALLS_FILE, RECORDS_DIR, RECORDS_FILE
 from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.formats import FormatError, ItemRecord, get_format
 from benchmark.jobs.kinds import Progress
@@ -502,6 +502,7 @@ def _readme(
     tables: list[Any],
     parquet: Any = None,
     tool_records: int = 0,
+    model_calls: int = 0,
 ) -> str:
     from benchmark.formats.hf_parquet import card_header, card_section, yaml_lines
 
@@ -543,6 +544,16 @@ def _readme(
                 " response, files), so a model re-run on the items meets the same web."
             ]
             if tool_records
+            else []
+        ),
+        *(
+            [
+                f"- `{CALLS_DIR}/`: the {model_calls} model calls the project's evaluations made"
+                " on these items (messages with images as hashes, answers, tool calls), so"
+                " `python manage.py evaluate --replay` in a project made from this release"
+                " gives the same results with no model server."
+            ]
+            if model_calls
             else []
         ),
         f"- `{MANIFEST}`: counts and every file with its size and sha256"
@@ -774,6 +785,10 @@ def _release_write(
     written_records = interop_hook("release.tool_records_write")(
         project_id=project.pk, item_ids=[pk for pk, _ in fingerprints], root=root
     )
+    # The model calls the items' evaluations made (the cache a replay answers from).
+    written_calls: int = interop_hook("release.model_calls_write")(
+        project_id=project.pk, item_ids=[pk for pk, _ in fingerprints], root=root
+    )
     written.write_lines(
         root / PROVENANCE,
         (orjson.dumps(row) + b"\n" for row in _provenance_rows(items, named=named)),
@@ -782,7 +797,14 @@ def _release_write(
     written.write_bytes(
         root / "README.md",
         _readme(
-            project, name, count, counts, tables, parquet_written, written_records.records
+            project,
+            name,
+            count,
+            counts,
+            tables,
+            parquet_written,
+            written_records.records,
+            written_calls,
         ).encode(),
     )
     filter_used = filter_used or {"status": status}
@@ -819,6 +841,7 @@ def _release_write(
                 "records": written_records.records,
                 "files": written_records.files,
             },
+            "model_calls": {"calls": written_calls},
             "parquet": None
             if parquet_written is None
             else {
@@ -977,6 +1000,7 @@ def release_verify(*, path: Path | str) -> VerifyResult:
             )
     _verify_parquet(root, manifest, present, result)
     _verify_tool_records(root, manifest, present, result)
+    _verify_model_calls(root, manifest, present, result)
     if sum(counts.get("status", {}).values()) != counts.get("items"):
         result.problems.append(f"{MANIFEST}: the counts per status do not add up to the item count")
     return result
@@ -1020,3 +1044,18 @@ def _verify_tool_records(
         lines = sum(1 for line in fh if line.strip())
     if lines != listed.get("records"):
         result.problems.append(f"{rel}: {lines} records, manifest says {listed.get('records')}")
+
+
+def _verify_model_calls(
+    root: Path, manifest: dict[str, Any], present: set[str], result: VerifyResult
+) -> None:
+    """The model calls file holds as many calls as the manifest says (releases made before
+    model calls travelled with them say nothing, and are not checked)."""
+    listed = manifest.get("model_calls")
+    rel = f"{CALLS_DIR}/{CALLS_FILE}"
+    if not isinstance(listed, dict) or rel not in present:
+        return
+    with (root / rel).open("rb") as fh:
+        lines = sum(1 for line in fh if line.strip())
+    if lines != listed.get("calls"):
+        result.problems.append(f"{rel}: {lines} calls, manifest says {listed.get('calls')}")

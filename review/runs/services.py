@@ -223,6 +223,49 @@ class _RecordingCache:
 JUDGE_PURPOSE = "agentic-mme judge"
 
 
+def run_judge_at(
+    *, project: Project, base_url: str = "", model: str = "", user_id: int | None = None
+) -> judging.RunJudge:
+    """The S/V run judge at ``base_url``/``model`` (over the project's model, as a judge run
+    takes them: ``review.judges.services.judge_config``), its answers read from and recorded
+    in the project's model calls like the configured judge's. ValidationFailed when there is
+    no judge model."""
+    from review.judges.services import judge_config
+
+    config, params = judge_config(project=project, base_url=base_url, model=model)
+    return judging.RunJudge(
+        config=config,
+        cache=_RecordingCache(project=project, config=config, user_id=user_id),
+        params=params,
+        scope=f"project:{project.pk}",
+    )
+
+
+def items_for_scoring(*, project: Project, external_ids: Iterable[str]) -> dict[str, Item]:
+    """The project's items of these ids with their reference trajectories (what
+    ``run_files_score`` scores against), by external id: two queries."""
+    return _items_with_reference(project, external_ids)
+
+
+def run_files_score(
+    *, item: Item, files: Mapping[str, bytes], judge: judging.RunJudge | None = None
+) -> mme.RunScore:
+    """Score a run given as its folder's files (``tool_use_list.json``, ``model_answer.txt``,
+    ``run_meta.json``, ``tool_images/``: what an evaluation stores) exactly as an uploaded
+    run folder is scored: the folder is written to a temporary directory, read by the run
+    folder reader and scored by ``run_score`` with ``judge``."""
+    with tempfile.TemporaryDirectory(prefix="bw-run-") as tmp:
+        root = Path(tmp) / get_valid_filename(item.external_id or "run")
+        for name, data in files.items():
+            path = root / _safe_relative(name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        folders = read_run_folders(root)
+        if len(folders) != 1:
+            raise ValidationFailed(f"item {item.external_id}: its stored run is not a run folder")
+        return run_score(item=item, run=folders[0].agent_run(), judge=judge)
+
+
 def run_judge_for(
     *, project: Project, user_id: int | None = None, offline: bool = False
 ) -> judging.RunJudge | None:

@@ -214,6 +214,36 @@
   });
 
   window.Benchwright = { shortcuts: shortcuts };
+
+  // The keys overlay (issue 25): ? (Shift+/) opens the <dialog id="keys-help"> of base.html
+  // listing the keys of the current screen, copied from every visible element marked
+  // data-keys-help (each screen's own "Keys: ..." line; a non-empty value names the group).
+  // Escape (the dialog's own) or ? again closes it. Like every shortcut, ? is text in a field.
+  function keysHelp() {
+    var dialog = document.getElementById("keys-help");
+    if (!dialog || typeof dialog.showModal !== "function") return false;
+    if (dialog.open) {
+      dialog.close();
+      return;
+    }
+    var list = dialog.querySelector(".keys-help-list");
+    list.replaceChildren();
+    document.querySelectorAll("[data-keys-help]").forEach(function (line) {
+      if (dialog.contains(line) || !line.getClientRects().length) return; // hidden: not this screen's
+      if (line.dataset.keysHelp) {
+        var title = document.createElement("h3");
+        title.textContent = line.dataset.keysHelp;
+        list.appendChild(title);
+      }
+      var copy = document.createElement("p");
+      line.childNodes.forEach(function (node) { copy.appendChild(node.cloneNode(true)); });
+      copy.querySelectorAll("[id]").forEach(function (node) { node.removeAttribute("id"); });
+      list.appendChild(copy);
+    });
+    dialog.querySelector(".keys-help-none").hidden = list.children.length > 0;
+    dialog.showModal();
+  }
+  shortcuts({ "?": keysHelp });
 })();
 
 // ---- h-ui (issue 25, finding 9): a select whose options belong to another select's values

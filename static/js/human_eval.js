@@ -1,7 +1,8 @@
 // Human evaluation of answers: the rating page's keys and count steppers, and time on page.
 //   ATP-Bench B.2: i / I one more / one fewer inappropriate image, m / M the same for missed
 //   images, 1-5 the final score (FS), s submits. Likert: 1-5 score and submit. Pairwise:
-//   a / b / t (tie) choose and submit. Everywhere: c comment, n next.
+//   a / b / t (tie) choose and submit. Everywhere: c comment, Ctrl+Enter submit (also from
+//   the comment), n next.
 (() => {
   "use strict";
   const form = document.getElementById("rating");
@@ -63,5 +64,10 @@
     keys.b = () => pick("value", "b", true);
     keys.t = () => pick("value", "tie", true);
   }
-  window.Benchwright.shortcuts(keys);
+  // Ctrl+Enter submits, also from the comment (a typed comment need not be left first).
+  keys["ctrl+Enter"] = () => {
+    if (!form) return false;
+    form.requestSubmit();
+  };
+  window.Benchwright.shortcuts(keys, { inputs: ["ctrl+Enter"] });
 })();

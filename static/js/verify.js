@@ -1,11 +1,31 @@
-// Blind verification. The solve page after answering: a opens the audit. The audit checklist:
+// Blind verification. The solve page: a goes to the answer, Ctrl+Enter submits; after
+// answering, a opens the audit. The audit checklist:
 // j/k move between steps, 1-4 tick a check of the current step, y ticks all of it and moves on,
 // c comments, s saves, n saves and opens the next item.
 (() => {
   "use strict";
   const form = document.querySelector("form[data-audit]");
   if (!form) {
-    window.Benchwright.shortcuts({ a: "[data-key=a]" });
+    // Before answering: a goes to the answer (Enter there submits), Ctrl+Enter submits from
+    // the comment too. After: a opens the audit.
+    const solve = document.querySelector("form.solve-form");
+    window.Benchwright.shortcuts(
+      {
+        a: () => {
+          const audit = document.querySelector("[data-key=a]");
+          const answer = solve && solve.querySelector("input[name=answer]");
+          if (audit) audit.click();
+          else if (answer) answer.focus();
+          else return false;
+        },
+        o: "[data-key=o]", // the audits list: the first item
+        "ctrl+Enter": () => {
+          if (!solve) return false;
+          solve.requestSubmit();
+        },
+      },
+      { inputs: ["ctrl+Enter"] },
+    );
     return;
   }
   const steps = [...form.querySelectorAll(".audit-step")];

@@ -12,10 +12,10 @@ from django.urls import reverse
 from annotation.judgment_tasks.models import JudgmentTask, Outcome
 from annotation.judgment_tasks.services import judgment_task_ensure_defaults
 from annotation.verification.models import TrajectoryAudit
-from benchmark.models import Item, ItemStatus, Role
+from benchmark.models import Image, Item, ItemStatus, Role
 from review.adjudication.models import Decision
 from tests.annotation.test_verification import SAMPLES, agentic_project, answer_directly
-from tests.factories import MembershipFactory, TrajectoryFactory, UserFactory
+from tests.factories import ImageFactory, MembershipFactory, TrajectoryFactory, UserFactory
 
 pytestmark = [
     pytest.mark.django_db,
@@ -199,6 +199,37 @@ def test_ticking_the_checklist(world: dict[str, Any]) -> None:
     assert TrajectoryAudit.objects.count() == 2
 
 
+def test_the_audit_shows_the_crop_and_the_ground_truth_of_a_visual_step(
+    world: dict[str, Any],
+) -> None:
+    """A visual step's crop (its source image cut to bbox_2d) and its stored ground-truth
+    image beside it, each a lightbox link; nothing of it before the verifier answers."""
+    task, item, c = world["task"], world["item"], world["c"]
+    reference = item.trajectories.get(key="reference")
+    crop = next(cp for cp in reference.checkpoints if (cp.get("code_check") or {}).get("bbox_2d"))
+    artifact = ImageFactory()
+    artifact.projects.add(world["project"])
+    crop["reference_image"] = {"sha256": artifact.sha256, "recipe": {}, "box_px": None}
+    reference.save()
+    source = Image.objects.get(sha256=item.image_refs[0]["sha256"])
+    audit_url = reverse("annotation:verification_audit", args=[task.pk, item.pk])
+    lease(world, "v1")
+    assert c["v1"].get(audit_url).status_code == 403
+    c["v1"].post(reverse("annotation:judge", args=[task.pk, item.pk]), {"answer": "x"})
+    html = c["v1"].get(audit_url).content.decode()
+    x1, y1, x2, y2 = crop["code_check"]["bbox_2d"]
+    box = [
+        round(x1 * source.width / 1000),
+        round(y1 * source.height / 1000),
+        round(x2 * source.width / 1000) - round(x1 * source.width / 1000),
+        round(y2 * source.height / 1000) - round(y1 * source.height / 1000),
+    ]
+    assert 'viewBox="{} {} {} {}"'.format(*box) in html
+    assert html.count(f'href="/images/{source.sha256}/" data-lightbox') >= 2
+    assert f'href="/images/{artifact.sha256}/" data-lightbox' in html
+    assert "data-audit-crop" in html and "data-audit-artifact" in html
+
+
 def test_only_verifiers_who_answered_audit(world: dict[str, Any]) -> None:
     task, item, c = world["task"], world["item"], world["c"]
     audit_url = reverse("annotation:verification_audit", args=[task.pk, item.pk])
@@ -368,6 +399,13 @@ def test_audit_overview_lists_doubtful_items_first(world: dict[str, Any]) -> Non
     assert page.status_code == 200
     rows = page.context["rows"]
     assert [r["item"] for r in rows] == [items[1], items[0]]  # more unconfirmed first
+    # A flagged visual step that crops shows its crop beside its chip.
+    html = page.content.decode()
+    flagged = [(row["item"], step, visual) for row in rows for step, _, visual in row["flagged"]]
+    cropped = [(item, step) for item, step, visual in flagged if visual and visual.get("crop")]
+    assert cropped, flagged
+    assert html.count('class="crop-mini"') == len(cropped)
+    assert 'class="audit-flag-crop" href="/images/' in html
     assert c["v1"].get(reverse("annotation:verification_audits", args=[task.pk])).status_code == 403
 
 

@@ -104,8 +104,57 @@ def test_missing_image_is_a_warning_not_a_crash(project: Project, tmp_path: Path
     path = _write(tmp_path / "d", [_row(1)], image=False)
     result = dataset_services.dataset_import(project=project, path=path)
     assert result.items_created == 1
-    assert any("images/a.png" in w and "not found" in w for w in result.warnings)
+    assert "images/a.png" in result.images_missing
     assert Item.objects.get().image_refs[0]["sha256"] is None
+
+
+def test_reimport_with_the_images_fills_in_the_missing_ones(
+    project: Project, tmp_path: Path
+) -> None:
+    """An import that dropped every image says so (not a plain success); importing the same
+    records again with their images fills them in on the items already present."""
+    first = dataset_services.dataset_import(
+        project=project, path=_write(tmp_path / "a", [_row(1), _row(2)], image=False)
+    )
+    assert first.images_missing == ["images/a.png"]
+    assert first.as_dict()["outcome"] == "warnings"
+    assert first.as_dict()["images_missing"] == 1
+    again = dataset_services.dataset_import(
+        project=project, path=_write(tmp_path / "b", [_row(1), _row(2)])
+    )
+    assert (again.items_created, again.items_skipped) == (0, 2)
+    assert (again.items_filled, again.images_filled) == (2, 2)
+    assert again.images_missing == []
+    assert again.as_dict()["outcome"] == "ok"
+    sha = Image.objects.get().sha256
+    for item in Item.objects.all():
+        assert {ref["sha256"] for ref in item.image_refs} == {sha}
+    assert list(Image.objects.get().projects.all()) == [project]
+    # A third import has nothing left to fill in.
+    third = dataset_services.dataset_import(
+        project=project, path=_write(tmp_path / "c", [_row(1), _row(2)])
+    )
+    assert (third.items_filled, third.images_filled, third.images_stored) == (0, 0, 0)
+
+
+def test_images_alone_fill_in_what_an_import_left_out(project: Project, tmp_path: Path) -> None:
+    """An upload of images only (any folder layout) attaches each to the items that name it
+    by path and were imported without it; still-missing images are counted."""
+    rows = [_row(1), _row(2, images=["images/b.png"], doc=[])]
+    dataset_services.dataset_import(project=project, path=_write(tmp_path / "a", rows, image=False))
+    upload = tmp_path / "upload" / "pictures"
+    upload.mkdir(parents=True)
+    PILImage.new("RGB", (8, 6), "red").save(upload / "a.png")  # by file name
+    PILImage.new("RGB", (4, 4), "blue").save(upload / "unrelated.png")
+    result = dataset_services.dataset_images_attach(project=project, path=tmp_path / "upload")
+    assert (result.items_created, result.items_skipped) == (0, 0)
+    assert (result.items_filled, result.images_filled, result.images_stored) == (1, 1, 1)
+    assert result.images_missing == ["images/b.png"]
+    assert result.as_dict()["outcome"] == "warnings"
+    t1, t2 = Item.objects.get(external_id="t1"), Item.objects.get(external_id="t2")
+    assert t1.image_refs[0]["sha256"] == Image.objects.get().sha256
+    assert t2.image_refs[0]["sha256"] is None
+    assert list(Image.objects.get().projects.all()) == [project]
 
 
 def test_non_image_file_is_refused_with_its_name(project: Project, tmp_path: Path) -> None:
@@ -184,3 +233,35 @@ def test_import_task_removes_the_uploaded_folder(project: Project, settings) -> 
     assert job.status == JobStatus.SUCCEEDED
     assert not folder.exists()
     assert Item.objects.filter(project=project).count() == 1
+
+
+def test_reimport_fills_in_the_tool_images_of_an_agent_run(tmp_path: Path) -> None:
+    """An Agentic-MME folder imported without its images (the input images and a recorded
+    run's tool images): importing the whole folder again fills in both."""
+    import shutil
+
+    from benchmark.builtin import toolsets_ensure
+    from benchmark.models import Trajectory
+
+    demo = Path(__file__).resolve().parents[2] / "review" / "demo" / "agentic-mme"
+    bare = tmp_path / "bare"
+    shutil.copytree(demo, bare)
+    shutil.rmtree(bare / "images")
+    shutil.rmtree(bare / "runs" / "demo03" / "tool_images")
+    project = Project.objects.create(
+        name="mme",
+        kind="trajectory",
+        data_format="agentic-mme",
+        toolset=toolsets_ensure()["agentic-mme"],
+    )
+    first = dataset_services.dataset_import(project=project, path=bare)
+    run = Trajectory.objects.get(item__project=project, key__startswith="run:")
+    assert run.image_refs and not any(r["sha256"] for r in run.image_refs)
+    assert len(first.images_missing) == 4 + len(run.image_refs)
+    again = dataset_services.dataset_import(project=project, path=demo)
+    assert again.items_created == 0 and again.images_missing == []
+    assert again.images_filled == len(first.images_missing)
+    assert again.items_filled == 4
+    run.refresh_from_db()
+    assert all(r["sha256"] for r in run.image_refs)
+    assert all(r["sha256"] for item in project.items.all() for r in item.image_refs)

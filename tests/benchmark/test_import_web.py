@@ -93,7 +93,8 @@ def test_upload_jsonl_through_htmx_shows_finished_job_and_items_appear(
         "web_0003",
     ]
     # The images were not in the upload: the import says so rather than failing.
-    assert any("not found" in w for w in job.result["warnings"])
+    assert job.result["images_missing"] > 0
+    assert job.result["outcome"] == "warnings"
 
     poll = admin.get(f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"job-{job.pk}")
     assert poll.status_code == 286
@@ -115,7 +116,36 @@ def test_upload_without_htmx_redirects_to_the_job_page(
     job = Job.objects.get(project=project)
     assert response.status_code == 302
     assert response["Location"] == f"/jobs/{job.pk}/"
-    assert "Succeeded" in admin.get(response["Location"]).content.decode()
+    html = admin.get(response["Location"]).content.decode()
+    # Its image was not in the upload: done with warnings, the missing image said first.
+    assert "Done with warnings" in html and "Succeeded" not in html
+    assert html.index('id="images-missing"') < html.index("Items added")
+    assert "1 image missing" in html
+
+
+def test_a_zip_of_images_alone_fills_in_missing_images(
+    project: Project, admin: Client, django_capture_on_commit_callbacks: Any, settings: Any
+) -> None:
+    post_import(
+        admin,
+        project,
+        upload("data.jsonl", jsonl([atp_row(1)])),
+        django_capture_on_commit_callbacks,
+    )
+    data = zip_bytes({"web_0001_0.png": png_bytes(1)})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin.post(
+            f"/projects/{project.pk}/datasets/import/",
+            {"file": upload("pictures.zip", data), "source": "images"},
+        )
+    assert response.status_code == 302
+    job = Job.objects.filter(project=project).latest("id")
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert (job.result["items_filled"], job.result["images_filled"]) == (1, 1)
+    assert job.result["outcome"] == "ok"
+    assert project.items.get().image_refs[0]["sha256"]
+    html = admin.get(response["Location"]).content.decode()
+    assert "Missing images filled in" in html and "Succeeded" in html
 
 
 def test_upload_zip_of_a_dataset_folder_stores_the_images(

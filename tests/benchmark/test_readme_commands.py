@@ -75,12 +75,14 @@ PROJECT_OF_JUDGE = {
     "llmi-mllm": LLMI,
     "atp-mam": ATP,
     "mms-plan": MMS,
+    "pairwise": LLMI,
 }
 PROJECT_OF_COMMAND = {
     "render_answers": LLMI,
     "score_responses": LLMI,
     "oracle_test": MME,
     "evaluate": ATP,
+    "aggregate": MMS,  # the plan-validity task the fixture gives judgments
     "release": MMS,
     "export_dataset": MMS,  # --format label-studio, jsonl, csv
     "import_dataset": MMS,
@@ -148,6 +150,23 @@ class World:
     def task(self, c: Context) -> str:
         project = Project.objects.get(name=self.project(c))
         return JudgmentTask.objects.filter(project=project, unit_kind="item").earliest("id").name
+
+    def judgments_file(self, c: Context) -> str:
+        """The judgments JSONL export of the task the fixture gave judgments."""
+        from review.agreement.services import judgments_jsonl
+
+        task = JudgmentTask.objects.get(project__name=MMS, unit_kind="item", scheme="binary")
+        path = Path(self.fresh("judgments", ".jsonl"))
+        path.write_bytes(b"".join(judgments_jsonl(task=task)))
+        return str(path)
+
+    def gold_file(self, c: Context) -> str:
+        """Gold answers for that task's judged items: the value 1 (the first annotator's)."""
+        task = JudgmentTask.objects.get(project__name=MMS, unit_kind="item", scheme="binary")
+        items = sorted(set(task.judgments.values_list("item__external_id", flat=True)))
+        path = Path(self.fresh("gold", ".jsonl"))
+        path.write_text("".join(json.dumps({"item": i, "value": 1}) + "\n" for i in items))
+        return str(path)
 
     def answers(self, c: Context) -> str:
         """A file of model answers (the ground truth, as model ``readme-<n>``)."""
@@ -274,6 +293,8 @@ VALUES: dict[str, Callable[[Context, World], str]] = {
     "FILE": lambda c, w: w.file(c),
     "ANSWERS": lambda c, w: w.answers(c),
     "GOLD": lambda c, w: str(DEMO_ROOT / "mms" / "tasks.json"),
+    "JUDGMENTS.jsonl": lambda c, w: w.judgments_file(c),
+    "GOLD.jsonl": lambda c, w: w.gold_file(c),
     "PRED": lambda c, w: str(DEMO_ROOT / "mms" / "predictions.jsonl"),
     "TASKS_DIR": lambda c, w: str(DEMO_ROOT / "agentic-mme" / "json"),
     "RUNS_DIR": lambda c, w: str(DEMO_ROOT / "agentic-mme" / "runs"),

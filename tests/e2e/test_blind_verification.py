@@ -88,6 +88,8 @@ def test_blind_solve_audit_and_joint_review(login_page, ready) -> None:  # type:
     reviewer.get_by_label("Discard").check()
     reviewer.locator("#decision").get_by_label("Reason").fill("The sign can be read both ways.")
     reviewer.get_by_role("button", name="Record decision").click()
+    # Adjudication asks before it records.
+    reviewer.locator("dialog#confirm-decision").get_by_role("button", name="Record").click()
     expect(reviewer.locator(".empty")).to_contain_text("Nothing in joint review")
     item.refresh_from_db()
     assert (item.status, item.discard_reason) == (

@@ -24,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotation.judgment_tasks.models import JudgmentTask
+from annotation.judgment_tasks.models import JudgmentTask, Outcome
 from annotation.judgment_tasks.services import assignment_next_for_user, judgment_submit
 from benchmark.models import ItemStatus, Project
 from benchmark.projects.services import item_status_set
@@ -79,6 +79,13 @@ def _first_item(name: str, route: str) -> str:
     return reverse(route, args=[project.pk, item.pk])
 
 
+def _disputed_item() -> str:
+    """The adjudication page of the plan task's disagreement (``_a_days_work`` makes one)."""
+    task = _plan_task()
+    outcome = Outcome.objects.filter(task=task, verdict="disputed").earliest("id")
+    return reverse("review:adjudicate", args=[task.pk, outcome.item_id])
+
+
 SHOTS = [
     Shot("annotator-projects.png", "annotator1", lambda: "/", "Projects"),
     Shot(
@@ -99,6 +106,7 @@ SHOTS = [
         "",
     ),
     Shot("reviewer-agreement.png", "reviewer", lambda: f"/agreement/{_plan_task().pk}/", ""),
+    Shot("reviewer-adjudicate.png", "reviewer", lambda: _disputed_item(), ""),
     Shot("reviewer-team.png", "reviewer", lambda: f"/projects/{_project(MMS).pk}/team/", ""),
     Shot(
         "reviewer-releases.png", "reviewer", lambda: f"/projects/{_project(ATP).pk}/releases/", ""

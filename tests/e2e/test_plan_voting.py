@@ -50,6 +50,8 @@ def test_vote_dispute_resolve_and_agreement(login_page, ready) -> None:  # type:
     reviewer.get_by_label("Accept").check()
     reviewer.get_by_label("Reason").fill("The plan solves the query; annotator3 misread step 2.")
     reviewer.get_by_role("button", name="Record decision").click()
+    # Adjudication asks before it records.
+    reviewer.locator("dialog#confirm-decision").get_by_role("button", name="Record").click()
     expect(reviewer.locator(".empty")).to_contain_text("No disagreements")
 
     reviewer.goto(f"/agreement/{task.pk}/")

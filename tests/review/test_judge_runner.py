@@ -355,7 +355,9 @@ def test_a_thread_skips_only_the_pause_it_slept_through_itself() -> None:
 def test_rpm_comes_from_the_projects_model_settings_or_the_environment(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(llm_client, "_gates", {})  # this test's gates only
+    from benchmark import pacing
+
+    monkeypatch.setattr(pacing, "_gates", {})  # this test's gates only (the client's are these)
     project = ProjectFactory(
         settings={"model": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "rpm": 90}}
     )

@@ -628,6 +628,7 @@ def test_settings_selector_checks_the_role(project: Project, users: dict[str, An
         "llmi-mllm",
         "atp-mam",
         "mms-plan",
+        "pairwise",
     ]
     shared = settings.template(LLM.id)
     assert shared is not None and len(shared.judges) == 2

@@ -310,6 +310,37 @@ def test_dashboard_offers_the_judge_and_shows_kappa_and_confusion(
     assert "style=" not in page
 
 
+def test_dashboard_says_whether_the_judge_can_be_trusted(
+    voted: tuple[JudgmentTask, JudgeRun], clients: dict[str, Client]
+) -> None:
+    """Issue 26: the judge's calibration against the majority (kappa 0.4 on i1..i3, as above)
+    with its interval, TPR 1/2 and FPR 0/1, flagged below the reviewer's threshold."""
+    task, run = voted
+    url = f"/agreement/{task.pk}/"
+    htmx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "judge-rater"}
+    response = clients["reviewer"].get(url, {"judge": f"judge-run:{run.pk}"}, **htmx)
+    body = response.content.decode()
+    assert response.status_code == 200
+    calibration = response.context["calibration"]
+    overall = calibration["rows"][0]
+    assert overall["kappa"]["value"] == pytest.approx(0.4)
+    # Majority yes on i1, i3; the judge says yes on i1 only: TPR 1/2; majority no on i2: FPR 0.
+    assert overall["true_positive_rate"]["value"] == pytest.approx(0.5)
+    assert overall["false_positive_rate"]["value"] == 0.0
+    assert 'id="calibration-table"' in body and "not trustworthy" in body  # 0.4 < 0.6
+    assert "style=" not in body
+    lenient = clients["reviewer"].get(
+        url, {"judge": f"judge-run:{run.pk}", "threshold": "0.3"}, **htmx
+    )
+    assert lenient.context["calibration"]["rows"][0]["flagged"] is False
+    assert "not trustworthy" not in lenient.content.decode()
+    for bad, message in (("lots", "is not a number"), ("1.5", "is not between 0 and 1")):
+        answer = clients["reviewer"].get(
+            url, {"judge": f"judge-run:{run.pk}", "threshold": bad}, **htmx
+        )
+        assert answer.status_code == 400 and message in answer.content.decode()
+
+
 def test_dashboard_fragment_for_htmx_and_a_bad_key(
     voted: tuple[JudgmentTask, JudgeRun], clients: dict[str, Client]
 ) -> None:

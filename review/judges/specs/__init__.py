@@ -94,7 +94,14 @@ def judges_for(project: Project, *, runnable: bool = True) -> list[JudgeSpec]:
 
 
 # The built-in judges, one line each, in the order the pages list them.
-from review.judges.specs import agentic_mme, atp_mam, llmi_reward, llmi_rubric, mms_plan  # noqa: E402
+from review.judges.specs import (  # noqa: E402
+    agentic_mme,
+    atp_mam,
+    llmi_reward,
+    llmi_rubric,
+    mms_plan,
+    pairwise,
+)
 
 BUILT_IN: tuple[JudgeSpec, ...] = (
     llmi_rubric.JUDGE,
@@ -104,6 +111,7 @@ BUILT_IN: tuple[JudgeSpec, ...] = (
     mms_plan.JUDGE,
     agentic_mme.S_JUDGE,
     agentic_mme.V_JUDGE,
+    pairwise.JUDGE,
 )
 for _spec in BUILT_IN:
     judge_register(_spec)

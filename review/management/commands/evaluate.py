@@ -1,5 +1,5 @@
 """python manage.py evaluate --project NAME --model NAME --base-url URL
-[--items verified|all|release:NAME] [--mode atm|gen] [--plan-format json|code]
+[--items verified|all|release:NAME|filter:NAME] [--mode atm|gen] [--plan-format json|code]
 [--strategy multi-step|step-by-step] [--feedback parse,verify,execute] [--shots N]
 [--max-rounds 15] [--max-tool-calls 15] [--workers N] [--replay]
 [--judge-base-url URL --judge-model NAME] [--out DIR]
@@ -9,6 +9,11 @@ benchmark kind (``benchmark.evaluation``), as an evaluation run in this process 
 the "Evaluate a model" page starts). Prints one JSON object per item (``item``, ``model``,
 ``status``, ``output``, ``scores``, and ``error`` when it failed) and then ``{"summary": {...}}``
 (the protocol's figures); ``--out`` writes the outputs in the benchmark's own result format.
+
+``--judge-base-url`` / ``--judge-model`` then run the kind's judges on the run's outputs
+(``review.evaluation.judges``: the answer judges as judge runs; Agentic-MME's S/V judges
+scoring its runs again), before the lines are printed; their figures go in the summary under
+``judges``.
 
 Every model call and tool call is recorded; ``--replay`` answers them only from the record (no
 model server, no network) and an item whose call was never recorded fails naming it (exit
@@ -28,6 +33,7 @@ from benchmark.evaluation.base import Status
 from benchmark.exceptions import DomainError
 from benchmark.models import Project
 from review.evaluation import selectors, services
+from review.evaluation.judges import evaluation_judge
 from review.evaluation.models import EvaluationResult
 
 OPTIONS = frozenset(
@@ -66,7 +72,11 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True, help="the project's name")
         parser.add_argument("--model", default="", help="the model's name at the endpoint")
         parser.add_argument("--base-url", default="", help="the OpenAI-compatible base URL")
-        parser.add_argument("--items", default="verified", help="verified, all or release:NAME")
+        parser.add_argument(
+            "--items",
+            default="verified",
+            help="verified, all, release:NAME or filter:NAME (a saved filter of the item list)",
+        )
         parser.add_argument("--mode", default="atm", help="Agentic-MME: atm or gen")
         parser.add_argument("--plan-format", default="json", help="m&m's: json or code")
         parser.add_argument(
@@ -123,6 +133,18 @@ class Command(BaseCommand):
         failed = services.job_failed_messages(jobs)
         if failed:
             raise CommandError(f"the evaluation failed: {failed[0]}")
+        judges = None
+        if options["judge_base_url"]:
+            try:
+                judges = evaluation_judge(
+                    run=run,
+                    base_url=options["judge_base_url"],
+                    model=options["judge_model"],
+                    workers=workers,
+                )
+            except DomainError as exc:
+                raise _bad(f"--judge-base-url: {exc.message}") from None
+            run.refresh_from_db(fields=["summary"])  # judged runs: figures from judged scores
         errors = []
         # What a line prints; not the trace nor the files (the largest fields, read by the
         # run's page and --out).
@@ -145,16 +167,8 @@ class Command(BaseCommand):
                 errors.append(f"{row.item.external_id}: {row.error}")
             self.stdout.write(json.dumps(line, ensure_ascii=False, sort_keys=True))
         summary = dict(run.summary or {})
-        if options["judge_base_url"]:
-            try:
-                summary["judges"] = services.evaluation_judge(
-                    run=run,
-                    base_url=options["judge_base_url"],
-                    model=options["judge_model"],
-                    workers=workers,
-                )
-            except DomainError as exc:
-                raise _bad(f"--judge-base-url: {exc.message}") from None
+        if judges is not None:
+            summary["judges"] = judges
         self.stdout.write(json.dumps({"summary": summary}, ensure_ascii=False, sort_keys=True))
         spent = selectors.run_progress(run=run)
         self.stderr.write(

@@ -69,8 +69,10 @@ def web() -> Iterator[RecordedWeb]:
     server.stop()
 
 
-def provider(web: RecordedWeb) -> HttpRetrievalProvider:
-    return HttpRetrievalProvider(web.base_url, api_key="secret-key", timeout=5)
+def provider(web: RecordedWeb, **kwargs: Any) -> HttpRetrievalProvider:
+    """The provider of the recorded web; a backoff is recorded, not slept."""
+    kwargs.setdefault("sleep", lambda seconds: None)
+    return HttpRetrievalProvider(web.base_url, api_key="secret-key", timeout=5, **kwargs)
 
 
 SCRIPT = [
@@ -118,8 +120,11 @@ def test_the_provider_answers_each_tool_through_the_api(web: RecordedWeb) -> Non
 
 
 def test_a_failing_or_misconfigured_provider_says_so(web: RecordedWeb) -> None:
-    web.failures.append(503)
-    with pytest.raises(RetrievalError, match="google_search: the retrieval provider answered 503"):
+    web.failures.extend([503] * 4)
+    with pytest.raises(
+        RetrievalError,
+        match="google_search: the retrieval provider answered 503.*gave up after 4 attempts",
+    ):
         provider(web).call("google_search", {"query": QUERY})
     wrong_key = HttpRetrievalProvider(web.base_url, api_key="wrong").call(
         "google_search", {"query": QUERY}
@@ -133,7 +138,7 @@ def test_a_failing_or_misconfigured_provider_says_so(web: RecordedWeb) -> None:
     moved = provider(web).call("google_search", {"query": QUERY})
     assert moved.error == "google_search: the retrieval provider answered 302"
     web.redirect_to = ""
-    closed = HttpRetrievalProvider("http://127.0.0.1:9", timeout=2)
+    closed = HttpRetrievalProvider("http://127.0.0.1:9", timeout=2, max_retries=0)
     with pytest.raises(RetrievalError, match="cannot be reached"):
         closed.call("google_search", {"query": QUERY})
 
@@ -195,7 +200,7 @@ def test_without_a_provider_the_tools_are_not_available_here_and_the_run_says_so
 
 
 def test_a_provider_failure_is_told_to_the_model_and_not_recorded(web: RecordedWeb) -> None:
-    web.failures.append(503)
+    web.failures.extend([503] * 4)  # one attempt and its three retries
     records = MemoryRecords()
     script = [
         tools(call("google_search", {"query": QUERY})),

@@ -68,7 +68,7 @@ def test_replay_reruns_with_no_model_server_and_names_a_missing_record(
         (["--max-rounds", "0"], "--max-rounds: must be between 1 and 100, got 0"),
         (["--shots", "two"], "--shots: 'two' is not a whole number"),
         (["--feedback", "parse,guess"], "--feedback: 'guess' is not one of parse, verify, execute"),
-        (["--items", "some"], "--items: 'some' is not verified, all or release:NAME"),
+        (["--items", "some"], "--items: 'some' is not verified, all, release:NAME or filter:NAME"),
         (["--base-url", "ftp://x"], "base URL: 'ftp://x' is not an http(s) URL"),
         (["--judge-model", "j"], "--judge-base-url and --judge-model go together"),
     ],

@@ -19,6 +19,9 @@ pytestmark = pytest.mark.django_db
 class Stand:
     base_url: str
     api_key: str = ""
+    concurrency: int = 4
+    rpm: int = 0
+    max_retries: int = 3
 
 
 @pytest.fixture(autouse=True)
@@ -58,3 +61,31 @@ def test_a_wrong_setting_refuses_the_run_naming_it(settings: Any, monkeypatch: A
     settings.EVALUATION_TOOL_PROVIDERS = ["review.evaluation.providers.retrieval_provider"]
     with pytest.raises(ValidationFailed, match='"evaluation.retrieval" needs an http'):
         services.evaluation_run_create(project=_project({"base_url": "ftp://x"}), user=None)
+
+
+def test_the_providers_limits_come_from_the_setting_and_wrong_ones_are_named() -> None:
+    made = providers.retrieval_provider(
+        _project({"base_url": "https://search.example.org/v1", "concurrency": 2, "rpm": 30,
+                  "max_retries": 5})
+    )  # fmt: skip
+    assert made == Stand(
+        base_url="https://search.example.org/v1", concurrency=2, rpm=30, max_retries=5
+    )
+    with pytest.raises(ValidationFailed, match="concurrency must be a whole number from 1 to 64"):
+        providers.retrieval_provider(
+            _project({"base_url": "https://search.example.org/v1", "concurrency": 0})
+        )
+    with pytest.raises(ValidationFailed, match="rpm must be a whole number from 0 to 100000"):
+        providers.retrieval_provider(
+            _project({"base_url": "https://search.example.org/v1", "rpm": "fast"})
+        )
+
+
+def test_the_real_provider_takes_the_limits(monkeypatch: Any) -> None:
+    monkeypatch.setattr(
+        providers, "RETRIEVAL_CLASS", "benchmark.evaluation.mme_retrieval.HttpRetrievalProvider"
+    )
+    made = providers.retrieval_provider(
+        _project({"base_url": "https://search.example.org/v1", "concurrency": 2, "rpm": 30})
+    )
+    assert (made.concurrency, made.rpm, made.max_retries) == (2, 30, 3)

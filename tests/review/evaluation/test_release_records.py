@@ -1,4 +1,4 @@
-"""Records travel with releases: a release holds the tool records of its items, a fresh
+"""Records travel with releases: a release holds the tool records and model calls of its items, a fresh
 project made by importing the release folder answers the same tool calls from them with no
 provider configured, and a bad record stops the import naming its line."""
 
@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from benchmark.models import Item, ItemStatus, Project
-from review.evaluation.models import ToolCallRecord
+from review.evaluation.models import EvaluationCall, ToolCallRecord
 from review.releases.models import Release
 from review.releases.services import release_create, release_verify
 from tests import evaluation_protocol
@@ -114,27 +114,70 @@ def test_without_the_records_the_same_run_has_no_tool_to_answer(
     assert "lookup is not available here" in lines[0]["error"]
 
 
-def test_a_replay_in_the_fresh_project_needs_the_models_calls_recorded_there(
+def test_a_replay_in_the_fresh_project_answers_the_models_calls_from_the_release(
     source: Project, eval_server: FakeModelServer, tmp_path: Path, settings: Any
 ) -> None:
-    """A release carries the tool records, not a model's calls: --replay in the fresh project
-    names the model call it lacks; once the model has run there, it replays exactly."""
+    """A release carries the model calls its items' evaluations made (the cache --replay
+    answers from), keyed again in the project made from it: there, with no model server and
+    no tool provider, --replay gives the same per-item results; a call never recorded fails
+    naming the model and the item."""
     first = _evaluate(source, eval_server)
     release = _release(source, tmp_path)
+    root = Path(release.path)
+    calls = [json.loads(line) for line in (root / "model_calls" / "calls.jsonl").read_text()
+             .splitlines()]  # fmt: skip
+    # Two calls an item (look the word up, then answer), with the messages as keyed.
+    assert [c["item"] for c in calls] == ["apple", "apple", "pear", "pear", "kiwi", "kiwi"]
+    assert {c["model"] for c in calls} == {MODEL}
+    assert calls[0]["messages"][0]["content"][0]["text"] == "apple"
+    assert calls[1]["answer"] == "a fruit"
+    assert release.manifest["model_calls"] == {"calls": 6}
+    assert "model_calls/calls.jsonl" in {f["path"] for f in release.manifest["files"]}
+    assert release_verify(path=root).ok
+    assert "`model_calls/`: the 6 model calls" in (root / "README.md").read_text()
+
     settings.EVALUATION_TOOL_PROVIDERS = []
-    _import(Path(release.path), "Fresh")
-    fresh = Project.objects.get(name="Fresh")
-    with pytest.raises(CommandError, match=rf"no recorded answer of {MODEL} for item apple"):
-        _evaluate(fresh, eval_server, "--replay")
-    _evaluate(fresh, eval_server)
     eval_server.stop()
-    assert _items(_evaluate(fresh, eval_server, "--replay")) == _items(first)
+    report = _import(root, "Fresh")
+    assert (report["tool_records"], report["model_calls"]) == (3, 6)
+    fresh = Project.objects.get(name="Fresh")
+    again = _evaluate(fresh, eval_server, "--replay")
+    assert _items(again) == _items(first)
+    assert again[-1]["summary"]["accuracy"] == first[-1]["summary"]["accuracy"]
+    # A model whose calls were never recorded: the replay names the call it lacks.
+    with pytest.raises(CommandError, match=r"no recorded answer of other-model for item apple"):
+        call_command(
+            "evaluate", "--project", "Fresh", "--model", "other-model", "--base-url",
+            eval_server.url, "--items", "all", "--replay", stdout=StringIO(), stderr=StringIO(),
+        )  # fmt: skip
+    # Importing the release again adds nothing twice.
+    assert _import(root, "Fresh")["model_calls"] == 0
+    assert EvaluationCall.objects.filter(project=fresh).count() == 6
+
+
+def test_a_bad_model_call_stops_the_import_naming_its_line(
+    source: Project, eval_server: FakeModelServer, tmp_path: Path
+) -> None:
+    _evaluate(source, eval_server)
+    release = _release(source, tmp_path)
+    path = Path(release.path) / "model_calls" / "calls.jsonl"
+    lines = path.read_text().splitlines()
+    changed = json.loads(lines[2])
+    changed["messages"] = "not a list"
+    path.write_text("\n".join([*lines[:2], json.dumps(changed), *lines[3:]]) + "\n")
+    with pytest.raises(CommandError) as caught:
+        _import(Path(release.path), "Fresh")
+    assert "model_calls/calls.jsonl, record line 3, field 'messages'" in str(caught.value)
+    assert not Project.objects.filter(name="Fresh").exists()
+    assert not EvaluationCall.objects.exclude(project=source).exists()
 
 
 def test_a_release_of_items_without_records_has_none(source: Project, tmp_path: Path) -> None:
     release = _release(source, tmp_path)
     assert not (Path(release.path) / "tool_records").exists()
+    assert not (Path(release.path) / "model_calls").exists()
     assert release.manifest["tool_records"] == {"records": 0, "files": 0}
+    assert release.manifest["model_calls"] == {"calls": 0}
     assert release_verify(path=release.path).ok
 
 
@@ -195,6 +238,7 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
     release = release_create(project=source, user=None, name="v1")
     detail = clients["admin"].get(f"/projects/{source.pk}/releases/{release.pk}/")
     assert "With the 3 tool records of its items" in detail.content.decode()
+    assert "With the 6 model calls its evaluations made" in detail.content.decode()
     download = clients["admin"].get(f"/projects/{source.pk}/releases/{release.pk}/download/")
     assert download.status_code == 200
     data = b"".join(download.streaming_content)
@@ -204,6 +248,7 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
     job = Job.objects.get(project=other_project)
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert (job.result["items_created"], job.result["tool_records"]) == (3, 3)
+    assert job.result["model_calls"] == 6
     assert sorted(
         ToolCallRecord.objects.filter(project=other_project).values_list(
             "item__external_id", flat=True
@@ -211,6 +256,7 @@ def test_the_release_zip_uploaded_to_another_project_brings_its_records(
     ) == ["apple", "kiwi", "pear"]
     page = clients["outsider"].get(f"/jobs/{job.pk}/").content.decode()
     assert "Tool records of the release added</dt><dd>3</dd>" in page
+    assert "Model calls of the release added</dt><dd>6</dd>" in page
 
 
 def test_a_records_files_travel_and_load_back_in_the_fresh_project(
