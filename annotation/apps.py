@@ -26,6 +26,8 @@ class AnnotationConfig(AppConfig):
         from benchmark.projects.views import project_page_extend
 
         project_page_extend("annotation.bulk_actions.views.bulk_context")
+        # The first-run checklist's "start a task" step (h-ui, issue 25).
+        project_page_extend("annotation.judgment_tasks.first_run.first_run_context")
         job_kind_register(
             JobKind(
                 name="bulk_action",

@@ -364,6 +364,8 @@ _STATUS_LABEL = Case(
 class ItemFacets:
     categories: list[str] = field(default_factory=list)
     intents: list[str] = field(default_factory=list)
+    #: the categories each intent is used under (ATP-Bench's intents sit under a category)
+    intent_categories: dict[str, list[str]] = field(default_factory=dict)
 
 
 def item_facets(*, user: AnyUser | None, project: Project) -> ItemFacets:
@@ -376,13 +378,17 @@ def item_facets(*, user: AnyUser | None, project: Project) -> ItemFacets:
     )
     pairs = tallies.values_list("category", "intent").distinct()
     categories: set[str] = set()
-    intents: set[str] = set()
+    intents: dict[str, set[str]] = {}
     for category, intent in pairs.order_by():
         if category:
             categories.add(category)
         if intent:
-            intents.add(intent)
-    return ItemFacets(categories=sorted(categories), intents=sorted(intents))
+            intents.setdefault(intent, set()).update([category] if category else [])
+    return ItemFacets(
+        categories=sorted(categories),
+        intents=sorted(intents),
+        intent_categories={i: sorted(c) for i, c in sorted(intents.items())},
+    )
 
 
 def item_get(*, user: AnyUser, project: Project, pk: int) -> Item:

@@ -70,3 +70,16 @@ def test_the_sanitized_filter_prints_sanitized_html_and_escapes_the_rest() -> No
     joined = html + "<i>joined</i>"  # a plain str again
     assert shown(joined) == f"[{escape(joined)}]"
     assert shown(None) == "[]" and shown(mark_safe("<i>x</i>")) == "[<i>x</i>]"
+
+
+def test_no_template_has_a_comment_that_would_print() -> None:
+    """Django's ``{# #}`` comments end at the line's end: one spread over lines prints on the
+    page as text (the Team page once showed "{# Model-in-the-loop …"). Longer comments use
+    ``{% comment %}``."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in (ROOT / "templates").rglob("*.html")
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if re.search(r"{#(?!.*#})", line)
+    ]
+    assert found == []

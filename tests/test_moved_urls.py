@@ -30,6 +30,11 @@ PATHS: list[tuple[str, str, str]] = [
     ("/projects/new/", "/projects/new/", "benchmark:project_create"),
     ("/projects/3/", "/projects/3/", "benchmark:project_detail"),
     ("/projects/3/edit/", "/projects/3/edit/", "benchmark:project_edit"),
+    (
+        "/projects/3/first-run/dismiss/",
+        "/projects/3/first-run/dismiss/",
+        "benchmark:project_first_run_dismiss",
+    ),
     ("/projects/3/items/5/", "/projects/3/items/5/", "benchmark:item_detail"),
     ("/projects/3/items/5/restore/", "/projects/3/items/5/restore/", "benchmark:item_restore"),
     ("/projects/3/import/", "/projects/3/datasets/import/", "benchmark:project_import"),

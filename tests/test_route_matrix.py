@@ -606,6 +606,20 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             "other project's edit page", lambda w: {"project_id": w.other_project.pk}, Access.OTHER
         ),
     ),
+    "benchmark:project_first_run_dismiss": (
+        Case(
+            "dismiss the first-run checklist",
+            lambda w: {"project_id": w.project.pk},
+            "manage",
+            method="post",
+        ),
+        Case(
+            "other project's first-run checklist",
+            lambda w: {"project_id": w.other_project.pk},
+            Access.OTHER,
+            method="post",
+        ),
+    ),
     "benchmark:members": (
         Case("members page", lambda w: {"project_id": w.project.pk}, "manage"),
         Case(

@@ -8,6 +8,7 @@ from django import forms
 from annotation.judgment_tasks.models import JudgmentTask, Scheme
 from benchmark import limits
 from benchmark.models import Item, TaxonomyTerm
+from benchmark.widgets import ParentSelect
 
 
 class JudgmentForm(forms.Form):
@@ -27,19 +28,32 @@ class JudgmentForm(forms.Form):
             )
             self.fields["value"] = forms.ChoiceField(choices=choices, widget=forms.RadioSelect)
         for field in task.relabel_fields:
-            terms = TaxonomyTerm.objects.none()
+            terms: list[TaxonomyTerm] = []
             if task.project.taxonomy_id:
-                terms = TaxonomyTerm.objects.filter(
-                    taxonomy_id=task.project.taxonomy_id, kind=field
-                ).select_related("parent")
+                terms = list(
+                    TaxonomyTerm.objects.filter(
+                        taxonomy_id=task.project.taxonomy_id, kind=field
+                    ).select_related("parent")
+                )
             choices = [("", "(unchanged)")] + [
                 (t.name, f"{t.parent.name} › {t.name}" if t.parent else t.name) for t in terms
             ]
+            widget = forms.Select()
+            if field == "intent" and "category" in task.relabel_fields:
+                # the intents of the category chosen beside it (static/js/app.js)
+                parents: dict[str, list[str]] = {}
+                for t in terms:
+                    if t.parent:
+                        parents.setdefault(t.name, []).append(t.parent.name)
+                widget = ParentSelect(
+                    parents=parents, attrs={"data-parent-select": "id_relabel_category"}
+                )
             self.fields[f"relabel_{field}"] = forms.ChoiceField(
                 choices=choices,
                 required=False,
                 label=f"Relabel {field}",
                 initial=getattr(item, field, ""),
+                widget=widget,
             )
 
     def judgment_kwargs(self) -> dict[str, Any]:

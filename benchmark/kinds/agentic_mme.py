@@ -29,6 +29,7 @@ KIND = BenchmarkKind(
     query_label="Question",
     item_form_template="benchmark/items/form/agentic_mme.html",
     after_create="annotation:trajectory_edit",
+    item_columns=("level", "modality"),
     offers=Offers(
         edit_trajectory=True,
         backward_drafting=True,

@@ -19,6 +19,7 @@ KIND = BenchmarkKind(
     stats_tables="benchmark.datastats.atp.atp_tables",
     query_label="Query",
     item_form_template="benchmark/items/form/atp.html",
+    item_columns=("category", "intent", "modality"),
     offers=Offers(
         draft_queries=True,
         draft_answer=True,

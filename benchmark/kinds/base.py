@@ -125,6 +125,9 @@ class BenchmarkKind:
     #: The page a new item opens on (a URL name taking project and item ids); None: the form.
     after_create: str | None = None
     offers: Offers = field(default_factory=Offers)
+    #: The item fields the project page's list and filters show, among "category", "intent",
+    #: "level" and "modality" (a column empty for the whole list is left out as well).
+    item_columns: tuple[str, ...] = ("category", "intent", "level", "modality")
     #: The judgment task the benchmark prescribes; None: none.
     default_task: DefaultTask | None = None
     demo: Demo | None = None

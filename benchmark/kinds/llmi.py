@@ -30,6 +30,7 @@ KIND = BenchmarkKind(
     stats_tables="benchmark.datastats.llmi.llmi_tables",
     query_label="Prompt",
     item_form_template="benchmark/items/form/llmi.html",
+    item_columns=("category", "modality"),
     offers=Offers(
         draft_answer=True,
         draft_rubric=True,

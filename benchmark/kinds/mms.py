@@ -20,6 +20,7 @@ KIND = BenchmarkKind(
     query_label="User request",
     item_form_template="benchmark/items/form/mms.html",
     after_create="annotation:plan_edit",
+    item_columns=("modality",),
     offers=Offers(
         draft_plan=True,
         edit_plan=True,

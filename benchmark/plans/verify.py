@@ -45,6 +45,16 @@ FINDING_CODES: tuple[str, ...] = (
     "invalid_edge",
 )
 
+#: What each code means in a person's words, for the screens (the code stays in the data).
+FINDING_LABELS: dict[str, str] = {
+    "parse_error": "Cannot be read",
+    "unknown_tool": "Unknown tool",
+    "missing_arg": "Missing argument",
+    "unknown_arg": "Unknown argument",
+    "dangling_reference": "Reference to no earlier output",
+    "invalid_edge": "Tools that do not connect",
+}
+
 # Any <node-...> mention, with its key when one follows. Broader than m&m's own pattern so that
 # malformed references ("<node-x>.text", "<node-0>") are reported rather than ignored.
 _REFERENCE = re.compile(r"<node-([^<>\s]*)>(?:\.([A-Za-z_]\w*))?")
@@ -151,18 +161,26 @@ def _position(step: Step, arg: str | None = None) -> tuple[int | None, int | Non
     return step.line, step.column
 
 
+def _words(names: Iterable[str]) -> str:
+    """Names for a message: ``text, image`` (not a Python list ``['text', 'image']``), "none" for no names."""
+    return ", ".join(names) or "none"
+
+
 def _check_step(
     step: Step, toolset: Toolset, earlier: Mapping[int, Step], later: Iterable[int]
 ) -> list[Finding]:
     findings: list[Finding] = []
     line, col = _position(step)
+    # steps are named on screen by their 1-based position (the editor's "step 1"); the
+    # ``<node-K>`` ids a plan refers to keep their own numbers
+    label = f"step {step.index + 1}"
     tool = toolset.resolve(step.name)
     if tool is None:
         findings.append(
             Finding(
                 "unknown_tool",
                 step.index,
-                f"step {step.id}: {step.name!r} is not a tool of this toolset",
+                f"{label}: {step.name!r} is not a tool of this toolset",
                 line,
                 col,
             )
@@ -175,8 +193,8 @@ def _check_step(
                     Finding(
                         "missing_arg",
                         step.index,
-                        f"step {step.id}: {tool} needs the argument {arg!r} "
-                        f"(its inputs are {inputs})",
+                        f"{label}: {tool} needs the argument {arg!r} "
+                        f"(its inputs are {_words(inputs)})",
                         line,
                         col,
                     )
@@ -188,8 +206,8 @@ def _check_step(
                     Finding(
                         "unknown_arg",
                         step.index,
-                        f"step {step.id}: {arg!r} is not an argument of {tool} "
-                        f"(its inputs are {inputs})",
+                        f"{label}: {arg!r} is not an argument of {tool} "
+                        f"(its inputs are {_words(inputs)})",
                         a_line,
                         a_col,
                     )
@@ -202,7 +220,7 @@ def _check_step(
         for text in _strings(value):
             for match in _REFERENCE.finditer(text):
                 ref, raw_id, key = match.group(0), match.group(1), match.group(2)
-                where = f"step {step.id}, argument {arg!r}: {ref}"
+                where = f"{label}, argument {arg!r}: {ref}"
                 ref_id = int(raw_id) if raw_id.isdecimal() else None
                 if ref_id is None:
                     problem = f"{where} does not name a step by its number"
@@ -211,7 +229,7 @@ def _check_step(
                 elif ref_id in later_ids:
                     problem = f"{where} refers to a later step; only earlier outputs exist"
                 elif ref_id not in earlier:
-                    problem = f"{where} refers to step {ref_id}, which does not exist"
+                    problem = f"{where} refers to node {ref_id}, which does not exist"
                 else:
                     problem = None
                 if problem is None:
@@ -221,12 +239,12 @@ def _check_step(
                     outputs = toolset.outputs(source_tool) if source_tool else None
                     if key is None:
                         problem = f"{where} names no output; write <node-{ref_id}>.key" + (
-                            f" with a key among {outputs}" if outputs else ""
+                            f" with a key among {_words(outputs)}" if outputs else ""
                         )
                     elif outputs is not None and key not in outputs:
                         problem = (
                             f"{where}: {source_tool} has no output {key!r} "
-                            f"(its outputs are {outputs})"
+                            f"(its outputs are {_words(outputs)})"
                         )
                     sources.setdefault(ref_id, None)
                 if problem is not None:
@@ -242,7 +260,8 @@ def _check_step(
                     Finding(
                         "invalid_edge",
                         step.index,
-                        f"step {step.id}: {tool} cannot take the output of step {source_id} "
+                        f"{label}: {tool} cannot take the output of step "
+                        f"{earlier[source_id].index + 1} "
                         f"({source_tool}); the tool graph has no edge {source_tool} -> {tool}",
                         line,
                         col,

@@ -9,6 +9,7 @@ from django import forms
 from benchmark.kinds import KINDS
 from benchmark.models import ItemStatus, Modality
 from benchmark.selectors import ItemFacets, ItemFilters
+from benchmark.widgets import ParentSelect
 
 ANY = [("", "Any")]
 
@@ -45,7 +46,22 @@ class ItemFilterForm(forms.Form):
         category = cast(forms.ChoiceField, self.fields["category"])
         intent = cast(forms.ChoiceField, self.fields["intent"])
         category.choices = ANY + [(c, c) for c in facets.categories]
-        intent.choices = ANY + [(i, i) for i in facets.intents]
+        # the intents of the chosen category only (ATP-Bench's intents sit under a category);
+        # with JavaScript the menu follows the category before the form is sent
+        chosen = str(self.data.get("category") or "") if self.is_bound else ""
+        shown = [
+            i
+            for i in facets.intents
+            if not chosen
+            or chosen not in facets.categories
+            or not facets.intent_categories.get(i)
+            or chosen in facets.intent_categories[i]
+        ]
+        intent.choices = ANY + [(i, i) for i in shown]
+        intent.widget = ParentSelect(
+            parents=facets.intent_categories, attrs={"data-parent-select": "id_category"}
+        )
+        intent.widget.choices = intent.choices
         if not facets.categories:
             self.fields["category"].disabled = True
         if not facets.intents:

@@ -418,3 +418,22 @@ def item_restore(*, item: Item, user: User, reason: str = "") -> ItemStatusChang
         locked.updated_at,
     )
     return change
+
+
+# --------------------------------------------------------------------------- first run
+
+
+FIRST_RUN_DISMISSED = "first_run_dismissed"
+
+
+def project_first_run_dismiss(*, project: Project, user: User) -> Project:
+    """Put away the project page's first-run checklist (its admins): for everyone, for good."""
+    permissions.require(user=user, project=project, action="manage")
+    settings = dict(project.settings or {})
+    if settings.get(FIRST_RUN_DISMISSED):
+        return project
+    settings[FIRST_RUN_DISMISSED] = True
+    with transaction.atomic():
+        project.settings = settings
+        project.save(update_fields=["settings"])
+    return project

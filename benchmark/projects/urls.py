@@ -9,6 +9,11 @@ urlpatterns = [
     path("projects/new/", views.project_create, name="project_create"),
     path("projects/<int:project_id>/", views.project_detail, name="project_detail"),
     path("projects/<int:project_id>/edit/", views.project_edit, name="project_edit"),
+    path(
+        "projects/<int:project_id>/first-run/dismiss/",
+        views.project_first_run_dismiss,
+        name="project_first_run_dismiss",
+    ),
     path("projects/<int:project_id>/items/<int:item_id>/", views.item_detail, name="item_detail"),
     path(
         "projects/<int:project_id>/items/<int:item_id>/restore/",

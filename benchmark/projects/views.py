@@ -36,6 +36,7 @@ from benchmark.presenters import (
     tag_segments,
     trajectory_view,
 )
+from benchmark.projects import selectors as project_selectors
 from benchmark.projects import services
 from benchmark.projects.forms import (
     ItemFilterForm,
@@ -144,6 +145,16 @@ def project_page_context(
         page.object_list = selectors.item_table_rows_of(
             user=request.user, project=project, ids=list(page.object_list)
         )
+    kind_columns = set(project.benchmark.item_columns)
+    rows = list(page.object_list)
+    page.object_list = rows  # read once, for the columns and the table
+    filled = {
+        "category": bool(facets.categories),
+        "intent": bool(facets.intents),
+        "level": any(getattr(row, "level", None) for row in rows),
+        "modality": True,
+    }
+    actions = permissions.allowed_actions(user=request.user, project=project)
     extra: dict[str, Any] = {}
     for hook in _PAGE_HOOKS:
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
@@ -162,6 +173,20 @@ def project_page_context(
         "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
         "export_form": ExportForm(),
         "drafting": model_context(project),
+        # the kind's columns that hold something in this list (m&m's has no category,
+        # intent or level: no three columns of "—")
+        "columns": {c for c in kind_columns if filled.get(c)},
+        "hidden_filters": {c for c in ("category", "intent", "level", "modality")} - kind_columns,
+        "action_groups": project_selectors.project_action_groups(
+            user=request.user, project=project, actions=actions
+        ),
+        "first_run": project_selectors.project_first_run(
+            user=request.user,
+            project=project,
+            actions=actions,
+            n_items=counts["total"],
+            has_tasks=bool(extra.get("has_judgment_tasks")),
+        ),
     }
 
 
@@ -291,3 +316,16 @@ def item_restore(request: HttpRequest, project_id: int, item_id: int) -> HttpRes
 
 
 # --------------------------------------------------------------------------- jobs
+
+
+@login_required
+@require_POST
+def project_first_run_dismiss(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Put away the first-run checklist (the project's admins): for htmx, an empty answer
+    that removes the checklist; else back to the project page."""
+    project = selectors.project_get(user=request.user, pk=project_id)
+    require_action(request, project, "manage")
+    services.project_first_run_dismiss(project=project, user=request_user(request))
+    if getattr(request, "htmx", False):
+        return HttpResponse("")
+    return redirect("benchmark:project_detail", project_id=project.pk)

@@ -57,6 +57,26 @@ CODES: tuple[str, ...] = (
     IMAGE_COUNT_CONSTRAINT,
 )
 
+#: What each code means in a person's words, for the screens (the code stays in the data).
+CODE_LABELS: dict[str, str] = {
+    MALFORMED_PAYLOAD: "Unreadable tool call",
+    UNCLOSED_TAG: "Tag not closed",
+    NESTED_TAG: "Tag inside a tag",
+    ORPHAN_CLOSE_TAG: "Closing tag without an opening one",
+    FALLBACK_PARSE: "Read leniently",
+    UNKNOWN_TOOL: "Unknown tool",
+    MISSING_PARAM: "Missing parameter",
+    UNKNOWN_PARAM: "Unknown parameter",
+    BAD_PARAM_TYPE: "Parameter of the wrong type",
+    IMG_INDEX_OUT_OF_RANGE: "No such input image",
+    REFERENCE_REUSED: "Input image used twice",
+    MID_SENTENCE: "Image in mid-sentence",
+    FIGURE_PHRASE: "Refers to a figure",
+    EMPTY_PROMPT: "Empty prompt",
+    CODE_SYNTAX: "Code does not parse",
+    IMAGE_COUNT_CONSTRAINT: "Image count",
+}
+
 ERROR = "error"
 WARNING = "warning"
 INFO = "info"

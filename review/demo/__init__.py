@@ -63,8 +63,11 @@ class DemoProject:
     taxonomy: str
     folder: str
     description: str
-    #: The folder holds recorded agent runs, scored once for the run-scoring page.
+    #: The recorded agent runs, scored once for the run-scoring page.
     runs: bool = False
+    #: The project's guidelines (markdown; ``guidelines/<folder>.md``), written from the
+    #: benchmark's paper: what its annotators and reviewers do.
+    guidelines: str = ""
 
     @classmethod
     def of(cls, kind: BenchmarkKind) -> DemoProject:
@@ -80,7 +83,13 @@ class DemoProject:
             folder=demo.folder,
             description=demo.description,
             runs=demo.runs,
+            guidelines=_guidelines(demo.folder),
         )
+
+
+def _guidelines(folder: str) -> str:
+    path = DEMO_ROOT / "guidelines" / f"{folder}.md"
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else ""
 
 
 DEMO_USERS = [
@@ -150,6 +159,9 @@ def _ensure_project(
 ) -> tuple[Project, bool]:
     project = Project.objects.filter(name=spec.name).first()
     if project is not None:
+        if not project.guidelines and spec.guidelines:  # a demo loaded before there were any
+            project.guidelines = spec.guidelines
+            project.save(update_fields=["guidelines"])
         return project, False
     project = Project(
         name=spec.name,
@@ -159,6 +171,7 @@ def _ensure_project(
         toolset=toolsets[spec.toolset],
         taxonomy=taxonomies[spec.taxonomy],
         description=spec.description,
+        guidelines=spec.guidelines,
     )
     project.full_clean()
     project.save()

@@ -19,8 +19,10 @@ class HumanEvalForm(forms.Form):
         label="Scale",
     )
     models = forms.MultipleChoiceField(
-        choices=[], widget=forms.CheckboxSelectMultiple, label="Models whose answers people rate"
-    )
+        choices=[], widget=forms.CheckboxSelectMultiple, required=False,
+        label="Models whose answers people rate",
+        help_text="None ticked: every model listed, as a judge run takes them.",
+    )  # fmt: skip
     per_model = forms.IntegerField(
         min_value=1, required=False, label="Answers per model",
         help_text="Drawn at random with the seed (ATP-Bench rated 100 per model); for a "
@@ -54,3 +56,9 @@ class HumanEvalForm(forms.Form):
         if not self.is_bound:
             # A fresh seed for each new task, shown (and editable) before it is used.
             self.fields["seed"].initial = secrets.randbelow(1_000_000)
+
+    def clean_models(self) -> list[str]:
+        """The ticked models, or every model offered when none is ticked (as judge runs
+        treat an empty choice)."""
+        chosen = list(self.cleaned_data.get("models") or [])
+        return chosen or [str(name) for name, _ in self.fields["models"].choices]  # type: ignore[attr-defined]

@@ -212,7 +212,14 @@ def judge_compare(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
     fa, fb = request.GET.get("fa", ""), request.GET.get("fb", "")
     comparison = None
     error = ""
-    if a or b:
+    choices = reports.compare_choices(user=request.user, project=project)
+    if bool(a) != bool(b):
+        # a link from one run ("Compare" on the run list) names only the first source: the
+        # form opens with it chosen and the first other source as the second, for a person
+        # to confirm, rather than comparing with nothing
+        b = b or next((value for value, _ in choices if value != a), "")
+        a = a or next((value for value, _ in choices if value != b), "")
+    elif a and b:
         try:
             comparison = reports.judge_compare(
                 user=request.user, project=project, a=a, b=b, fa=fa, fb=fb
@@ -221,7 +228,7 @@ def judge_compare(request: HtmxHttpRequest, project_id: int) -> HttpResponse:
             error = exc.message
     context = {
         **project_context(request, project),
-        "choices": reports.compare_choices(user=request.user, project=project),
+        "choices": choices,
         "a": a,
         "b": b,
         "fa": fa,

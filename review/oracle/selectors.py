@@ -143,6 +143,8 @@ class ModelRow:
     model: str
     figures: dict[str, Any]
     flagged: list[Flag] = field(default_factory=list)
+    #: the items it could not be asked (newest result "not tested"), with why
+    not_tested: list[OracleResult] = field(default_factory=list)
 
 
 def _newest(rows: Iterable[tuple[int, int, str, str]]) -> dict[tuple[int, str], int]:
@@ -170,10 +172,13 @@ def model_figures(*, user: AnyUser, project: Project) -> list[ModelRow]:
     outcome_of = {pk: outcome for pk, _, _, outcome in rows}
     per_model: dict[str, list[str]] = defaultdict(list)
     failed_ids: list[int] = []
+    error_ids: list[int] = []
     for (_, model), pk in chosen.items():
         per_model[model].append(outcome_of[pk])
         if outcome_of[pk] == OracleOutcome.FAILED:
             failed_ids.append(pk)
+        elif outcome_of[pk] == OracleOutcome.ERROR:
+            error_ids.append(pk)
     flagged = (
         OracleResult.objects.filter(pk__in=failed_ids)
         .exclude(item__status=ItemStatus.DISCARDED)
@@ -191,8 +196,17 @@ def model_figures(*, user: AnyUser, project: Project) -> list[ModelRow]:
     by_model: dict[str, list[Flag]] = defaultdict(list)
     for result in flagged:
         by_model[result.run.model].append(Flag(result, _stale(result)))
+    untested: dict[str, list[OracleResult]] = defaultdict(list)
+    if error_ids:  # "Not tested 1" names the item (one query, only when there is one)
+        for result in (
+            OracleResult.objects.filter(pk__in=error_ids)
+            .select_related("run", "item")
+            .only("id", "error", "run__model", "item__id", "item__external_id")
+            .order_by("item__position", "item_id")
+        ):
+            untested[result.run.model].append(result)
     return [
-        ModelRow(model, figures(outcomes), by_model.get(model, []))
+        ModelRow(model, figures(outcomes), by_model.get(model, []), untested.get(model, []))
         for model, outcomes in sorted(per_model.items())
     ]
 

@@ -277,3 +277,33 @@
   }
   shortcuts({ "?": keysHelp });
 })();
+
+// ---- h-ui (issue 25, finding 9): a select whose options belong to another select's values
+// (an intent to its categories) shows only the options of the chosen parent value. The select
+// names its parent by id in data-parent-select; each option lists its parents in
+// data-parents ("a|b"). A chosen option that no longer fits is cleared.
+(function () {
+  "use strict";
+  function follow(child) {
+    var parent = document.getElementById(child.dataset.parentSelect);
+    if (!parent) return;
+    var value = parent.value;
+    Array.prototype.forEach.call(child.options, function (option) {
+      var parents = option.dataset.parents ? option.dataset.parents.split("|") : [];
+      option.hidden = Boolean(value && parents.length && parents.indexOf(value) < 0);
+      option.disabled = option.hidden;
+    });
+    var chosen = child.options[child.selectedIndex];
+    if (chosen && chosen.hidden) child.value = "";
+  }
+  function followAll(root) {
+    (root || document).querySelectorAll("select[data-parent-select]").forEach(follow);
+  }
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (!target || !target.id) return;
+    document.querySelectorAll('select[data-parent-select="' + target.id + '"]').forEach(follow);
+  }, true);
+  document.addEventListener("DOMContentLoaded", function () { followAll(document); });
+  document.addEventListener("htmx:afterSettle", function (event) { followAll(event.target); });
+})();

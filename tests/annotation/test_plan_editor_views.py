@@ -4,6 +4,7 @@ kept, bad JSON, history and revert, alternatives, roles and query counts."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -194,3 +195,29 @@ def test_editor_reopens_with_the_arguments_in_the_order_written(
     textarea = html[html.index('id="plan-json"') :]
     assert textarea.index("&quot;prompt&quot;") < textarea.index("&quot;image&quot;")
     assert "image_editing(prompt=&quot;blue&quot;, image=&quot;a.jpg&quot;)" in html
+
+
+def test_findings_are_in_words_with_1_based_steps(clients: dict[str, Client], item: Item) -> None:
+    """Findings once showed their code (``dangling_reference``), Python lists ("its outputs
+    are ['text']") and 0-based step ids beside a 1-based "step 2" chip."""
+    wrong = [IMPORTED[0], {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.text"}}]
+    html = clients["annotator"].post(findings_url(item), {"steps": json.dumps(wrong)}).content
+    findings = html.decode().split('id="plan-findings"')[1].split('id="plan-code"')[0]
+    text = re.sub(r"<[^>]+>", " ", findings)
+    assert "dangling_reference" not in text and "Reference to no earlier output" in text
+    assert "[&#x27;" not in text and "(its outputs are image)" in text
+    assert "step 2, argument &#x27;image&#x27;" in text and "step 1, argument" not in text
+
+
+def test_a_save_with_findings_says_which(clients: dict[str, Client], item: Item) -> None:
+    wrong = [IMPORTED[0], {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.text"}}]
+    answer = save(clients["annotator"], item, wrong, 1)
+    assert answer.status_code == 302
+    html = clients["annotator"].get(answer["Location"]).content.decode()
+    message = re.search(r'id="saved-message">(.*?)</div>', html, re.S)
+    assert message
+    text = re.sub(r"<[^>]+>", "", message.group(1))
+    assert "version 2 with 1 verifier finding: step 2 · image · reference to no earlier" in text
+    clean = save(clients["annotator"], item, EDITED, 2)
+    html = clients["annotator"].get(clean["Location"]).content.decode()
+    assert "verifier finding" not in html.split('id="saved-message"')[1].split("</div>")[0]

@@ -103,6 +103,8 @@ def test_page_shows_cards_findings_and_the_query(flawed: Response, clients: dict
     assert 'data-code="mid_sentence"' in card(page.content, 1)
     assert 'data-code="malformed_payload"' in card(page.content, 2)
     assert "data-code" not in card(page.content, 0)
+    assert ">Image in mid-sentence</strong>" in card(page.content, 1)  # words, not mid_sentence
+    assert "<code>mid_sentence</code>" not in html
     assert state(page.content)["base"] == "1"
     # the malformed call's fix form is prefilled from what can be read of it
     assert 'name="p-2-prompt" rows="3">a latte with foam art</textarea>' in html

@@ -349,3 +349,28 @@ def test_demo_load_still_completes_when_the_runs_task_was_deleted() -> None:
 class _NoImport:
     def as_dict(self) -> dict[str, int]:
         return {"items_created": 0, "attachments_created": 0}
+
+
+@pytest.mark.django_db
+def test_every_demo_project_has_guidelines_from_its_paper() -> None:
+    """The demo projects once had empty guidelines: a new team met them with nothing to go by."""
+    demo_load()
+    facts = {
+        "ATP-Bench demo": ["visual-critical", "paragraph boundary", "Reference", "relabel"],
+        "LLM-I demo": ["<imgen>", "-1", "Inf", "ten criteria", "0** (not met)"],
+        "Agentic-MME demo": ["at least two verifiers", "accepted variants", "human-verified URLs"],
+        "m&m's demo": ["<node-N>.key", "all three rate it 1", "resolve the query perfectly"],
+    }
+    names = {spec.name for spec in DEMO_PROJECTS}
+    assert names == set(facts)
+    for name, words in facts.items():
+        guidelines = Project.objects.get(name=name).guidelines
+        for word in words:
+            assert word in guidelines, (name, word)
+    # A demo loaded before there were guidelines gets them on the next load; edited ones stay.
+    atp = Project.objects.get(name="ATP-Bench demo")
+    Project.objects.filter(pk=atp.pk).update(guidelines="")
+    Project.objects.filter(name="m&m's demo").update(guidelines="Our own rules.")
+    demo_load()
+    assert "visual-critical" in Project.objects.get(pk=atp.pk).guidelines
+    assert Project.objects.get(name="m&m's demo").guidelines == "Our own rules."

@@ -5,6 +5,7 @@ model, opens the run's page and reads one model's answer reports."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import expect
@@ -89,3 +90,43 @@ def test_start_a_judge_run_and_read_its_figures(login_page, ready, server) -> No
     expect(first.locator('[data-failed-call="r2"]')).to_contain_text("not valid JSON")
     expect(first.locator('tr[data-criterion="r1"]')).to_contain_text("beta misses it")
     expect(page).to_have_url(f"{page.url.split('?')[0]}?model=beta")
+
+
+def test_the_run_shows_it_is_starting_the_moment_start_is_pressed(
+    login_page, ready, server
+) -> None:  # type: ignore[no-untyped-def]
+    """Pressing Start once showed nothing until the job had run (~5 s in-process): a
+    progress card now shows at once, and the job's card replaces it."""
+    project = ProjectFactory(name="Started at once", data_format="llmi")
+    point_at(project, server)
+    ItemFactory(project=project, external_id="q1", rubric=[{"key": "r1", "text": "is correct"}])
+    judge_services.answers_import(
+        project=project,
+        files=[("alpha.jsonl", jsonl([{"trace_id": "q1", "answer": "ALPHA 1"}]))],
+    )
+    reviewer = UserFactory(username="judge-starter")
+    MembershipFactory(project=project, user=reviewer, role=Role.REVIEWER)
+    server.script = script
+
+    page = login_page(reviewer)
+    page.goto(f"/projects/{project.pk}/judges/")
+    ready(page)
+    held: list[Any] = []  # the start request, held until the page shows it is starting
+
+    def hold(route: Any) -> None:
+        if route.request.method == "POST":
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/judges/", hold)
+    page.get_by_label("LLMI-Bench rubric").check()
+    with page.expect_request(lambda request: request.method == "POST"):
+        page.get_by_role("button", name="Start judging").click()
+    starting = page.locator("[data-judge-starting]")
+    expect(starting).to_be_visible()
+    expect(starting).to_contain_text("Starting the judge run")
+    assert held, "the start request is held at the page's route"
+    held[0].continue_()
+    expect(page.locator("#judge-started [id^=job-]")).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("[data-judge-starting]")).to_be_hidden()

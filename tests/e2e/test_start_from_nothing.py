@@ -90,6 +90,7 @@ def create_item(page, project: Project, landing: str = "[data-created]") -> Item
 def export(page, project: Project, folder: Path) -> Path:  # type: ignore[no-untyped-def]
     """Download the project's export (with its images) from the project page."""
     page.goto(f"/projects/{project.pk}/")
+    page.locator("details.export-menu > summary").click()  # the Data group's "Export…"
     form = page.locator("form.export-form")
     form.get_by_label("with images").check()
     with page.expect_download() as download:

@@ -255,6 +255,18 @@ def test_the_form_creates_the_task_and_shows_the_seed(world: World) -> None:
     assert reverse("review:human_eval_results", args=[task.pk]) in listing
 
 
+def test_no_model_ticked_means_every_model_as_for_judge_runs(world: World) -> None:
+    """The form once refused an empty model choice ("This field is required") where a judge
+    run takes every model; now none ticked is all, and the form says so."""
+    client = world.client("rev")
+    url = reverse("review:human_eval_new", args=[world.project.pk])
+    assert "None ticked: every model listed" in client.get(url).content.decode()
+    made = client.post(url, {"scale": "likert", "per_model": "1", "seed": "5", "overlap": "1"})
+    assert made.status_code == 302, made.content.decode()
+    task = JudgmentTask.objects.get(project=world.project)
+    assert sorted({_model_of(pk) for pk in _responses(task)}) == sorted(MODELS)
+
+
 # =========================================================================== the queue
 
 

@@ -580,6 +580,25 @@ def test_compare_a_mam_run_with_the_tool_set_f1_of_the_same_answers(
     assert "ranks every model equal" in html
 
 
+def test_the_compare_link_of_a_run_opens_the_form_with_that_run_chosen(
+    three: Project, server: ScriptedServer, clients: dict[str, Client]
+) -> None:
+    """The run list's "Compare" link names one run; it once answered 400 ("Second source: ''
+    is not a source"). It opens the form with that run first and another source second."""
+    server.script = lambda system, user, model: rubric(1)
+    first = judged(three, "llmi-rubric", model="judge-a")
+    other = judged(three, "llmi-rubric", model="judge-b")
+    runs = clients["reviewer"].get(reverse("review:judge_runs", args=[three.pk])).content.decode()
+    link = re.search(rf'href="([^"]*compare/\?a=run:{first.pk})"', runs)
+    assert link, "the run list links each finished run to the compare form"
+    response = clients["reviewer"].get(link.group(1))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "is not a source" not in html
+    assert re.search(rf'id="compare-a">.*?<option value="run:{first.pk}" selected>', html, re.S)
+    assert re.search(rf'id="compare-b">.*?<option value="run:{other.pk}" selected>', html, re.S)
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [

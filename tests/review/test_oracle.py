@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -408,6 +409,29 @@ def test_the_oracle_page_shows_figures_flags_and_runs(
     run(world.project, items=["0002"])
     html = client.get(url).content.decode()
     assert 'data-flagged="0002"' not in html and "data-nothing-flagged" in html
+
+
+def test_not_tested_names_the_items_on_the_oracle_and_run_pages(
+    world: World,
+    server: ScriptedServer,
+    as_role: Callable[[str], Client],
+    django_assert_max_num_queries: Any,
+) -> None:
+    """ "Not tested 1" once left the reader to guess which item: both pages now name it."""
+    world.item("0004", "What colour is the door?", "green", None)  # no reference trajectory
+    made, results = run(world.project, items=["0001", "0004"])
+    client = as_role("reviewer")
+    with django_assert_max_num_queries(20):
+        html = client.get(reverse("review:oracle", args=[world.project.pk])).content.decode()
+    cell = re.search(r'data-figure="errors">1<ul[^>]*data-not-tested>(.*?)</ul>', html, re.S)
+    assert cell, "the Not tested figure lists its items"
+    item = results["0004"].item
+    assert reverse("benchmark:item_detail", args=[world.project.pk, item.pk]) in cell.group(1)
+    assert ">0004</a>" in cell.group(1) and "0001" not in cell.group(1)
+    page = client.get(reverse("review:oracle_run", args=[made.pk])).content.decode()
+    named = re.search(r"1 not tested \(<span data-not-tested>(.*?)</span>\)", page, re.S)
+    assert named and ">0004</a>" in named.group(1)
+    assert f'href="#oracle-result-{results["0004"].pk}"' in named.group(1)
 
 
 def test_the_oracle_page_is_for_reviewers(world: World, as_role: Callable[[str], Client]) -> None:

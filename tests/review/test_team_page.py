@@ -394,3 +394,30 @@ def test_medians_are_exact_per_cell_person_and_overall(project, users):
             assert row.total.median_seconds == median(mine)
             for c in row.tasks:
                 assert c.figures.median_seconds == median([r for r in mine if r[0] == c.task.pk])
+
+
+def test_the_team_page_shows_which_screen_costs_the_most_time_per_item(
+    project, users, client_for, django_assert_max_num_queries
+):
+    """A reviewer sees, per task (judging screen), the seconds per item, slowest first."""
+    fast = JudgmentTaskFactory(project=project, name="Keep?")
+    slow = JudgmentTaskFactory(project=project, name="Audit steps")
+    for seconds in (10, 20, 0):  # 0: no time recorded, left out
+        item = ItemFactory(project=project)
+        DatedJudgmentFactory(task=fast, item=item, user=UserFactory(), value=1, seconds=seconds)
+    for seconds in (90, 150):
+        DatedJudgmentFactory(
+            task=slow, item=ItemFactory(project=project), user=UserFactory(), value=1,
+            seconds=seconds,
+        )  # fmt: skip
+    client = client_for(users["reviewer"])
+    with django_assert_max_num_queries(13):
+        html = client.get(url(project)).content.decode()
+    section = re.search(r'id="team-screens".*?</section>', html, re.S)
+    assert section
+    rows = re.findall(r'data-screen-task="(\d+)">(.*?)</tr>', section.group(0), re.S)
+    assert [int(pk) for pk, _ in rows] == [slow.pk, fast.pk]  # the slowest first
+    by_task = dict(rows)
+    assert "120.0 s" in by_task[str(slow.pk)] and "30" in by_task[str(slow.pk)]  # items/hour
+    assert "15.0 s" in by_task[str(fast.pk)]
+    assert "data-share>89%" in by_task[str(slow.pk)]  # 240 of the 270 seconds

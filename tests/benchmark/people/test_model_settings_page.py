@@ -139,6 +139,10 @@ def test_admins_save_the_model_and_the_project_page_shows_it(
     assert "<strong>qwen</strong> at 127.0.0.1:9" in html
     edit = client.get(reverse("benchmark:project_edit", args=[project.pk])).content.decode()
     assert f'value="{URL}"' in edit
+    # The recorded change reads in words on the members page, not as a Python list.
+    members = client.get(reverse("benchmark:members", args=[project.pk])).content.decode()
+    assert "Changed: Base URL, Concurrency, Model name" in members
+    assert "[&#x27;base_url&#x27;" not in members
 
 
 def test_bad_input_re_renders_the_form_naming_the_field(
