@@ -18,4 +18,5 @@ urlpatterns = [
     *feature_urls("items", "benchmark.items.urls"),
     *feature_urls("people", "benchmark.people.urls"),
     *feature_urls("api-tokens", "benchmark.api_tokens.urls"),
+    *feature_urls("input-drafts", "benchmark.input_drafts.urls"),
 ]
