@@ -302,6 +302,9 @@
       button.hidden = true;
       button.dataset.draftRefresh = "";
       form.appendChild(button);
+      // What the server does not draw back (the tag editor's note) is filled in again once
+      // the form is swapped in.
+      states[form.dataset.draft].refill = pairs;
       button.click();
     } else {
       form.dispatchEvent(new CustomEvent("draft:restored", { bubbles: true, detail: { pairs: pairs } }));
@@ -349,6 +352,10 @@
       // The same form drawn again by the server (an edit that is not a save, a 409): what it
       // shows now is the working input.
       state.version = version;
+      if (state.refill) {
+        fill(form, state.refill);
+        state.refill = null;
+      }
       snapshot(form);
       return;
     }
