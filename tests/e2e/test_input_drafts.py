@@ -14,6 +14,7 @@ from playwright.sync_api import Page, expect
 
 from annotation.judgment_tasks.models import TaskUnit
 from benchmark.builtin import taxonomies_ensure, toolsets_ensure
+from benchmark.items.services import item_update
 from benchmark.models import InputDraft, Item, Origin, Project, Role
 from review.demo import demo_load
 from review.human_eval.scales import ATP_SCALE
@@ -143,6 +144,31 @@ def test_a_save_after_the_session_expired_keeps_the_input_and_says_so(
     item.refresh_from_db()
     assert item.query == "The query as typed, not saved yet."
     assert not InputDraft.objects.filter(user=writer).exists()
+
+
+def test_a_draft_typed_on_an_older_version_says_so(login_page, ready) -> None:  # type: ignore[no-untyped-def]
+    project = ProjectFactory(name="Drafts stale")
+    writer, other = UserFactory(username="writer"), UserFactory(username="other")
+    for person in (writer, other):
+        MembershipFactory(project=project, user=person, role=Role.ANNOTATOR)
+    item = ItemFactory(project=project, query="The query as saved.")
+    page = login_page(writer)
+    page.goto(f"/projects/{project.pk}/items/{item.pk}/edit/")
+    ready(page)
+    query = page.get_by_label(project.benchmark.query_label, exact=True)
+    kept_on_server(page, lambda: query.fill("My version of the query."))
+    item_update(item=item, user=other, changes={"query": "Their query."}, base_version=1)
+
+    page.reload()
+    ready(page)
+    offer = page.locator(OFFER)
+    expect(offer).to_contain_text("It was typed on version 1; version 2 has been saved since")
+    offer.get_by_role("button", name="Restore").click()
+    expect(query).to_have_value("My version of the query.")
+    # Saved: the stale-edit rule answers as always (409, their change shown).
+    page.get_by_role("button", name="Save a new version").click()
+    expect(page.locator("#conflict")).to_contain_text("Not saved.")
+    expect(query).to_have_value("My version of the query.")
 
 
 # --------------------------------------------------------------------------- the editors
