@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import transaction
-
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.input_drafts.scopes import scope_check
 from benchmark.models import InputDraft
@@ -53,13 +51,13 @@ def input_draft_save(*, user: Any, key: str, version: str, payload: Any) -> Inpu
     size = len(json.dumps(pairs, ensure_ascii=False).encode())
     payload_size_check(size)
     version = str(version or "")[:64]
-    with transaction.atomic():
-        draft, _ = InputDraft.objects.select_for_update().get_or_create(
-            user=user, key=key, defaults={"version": version, "payload": pairs}
-        )
-        draft.version, draft.payload = version, pairs
-        draft.full_clean()
-        draft.save()
+    # The fields' own rules (no queries: the user is the request's, and one draft per user and
+    # key is the database's constraint, which update_or_create keeps).
+    InputDraft(key=key, version=version, payload=pairs).clean_fields(exclude=["user"])
+    # update_or_create runs in its own transaction, locking the row it updates.
+    draft, _ = InputDraft.objects.update_or_create(
+        user=user, key=key, defaults={"version": version, "payload": pairs}
+    )
     return draft
 
 

@@ -159,3 +159,17 @@ def test_the_real_save_deletes_the_draft(world: Any) -> None:
     )
     assert saved.status_code == 302, saved.content[:500]
     assert list(InputDraft.objects.values_list("key", flat=True)) == ["item-new:project:1"]
+
+
+def test_an_autosave_and_a_read_cost_a_few_queries(
+    world: Any, django_assert_max_num_queries: Any
+) -> None:
+    """The browser sends a draft a second after each pause in typing: the permission check
+    and the write stay a handful of queries (session, user, project and role, answer, draft)."""
+    client = client_for(world.ann)
+    body = {"version": "1", "payload": [["text", "x" * 1000]] * 50}
+    post(client, world.key, body)
+    with django_assert_max_num_queries(11):
+        assert post(client, world.key, body).status_code == 200
+    with django_assert_max_num_queries(8):
+        assert client.get(url(world.key)).status_code == 200
