@@ -1,7 +1,7 @@
 """The drafts endpoint, called by ``static/js/drafts.js``: JSON in, JSON out.
 
-``GET`` answers ``{"version", "payload", "updated_at", "csrf_token"}`` (404 when the user has no
-draft there); ``POST`` a JSON body ``{"version", "payload"}`` keeps it; ``DELETE`` drops it
+``GET`` answers ``{"version", "payload", "updated_at", "updated_ms", "csrf_token"}`` (404 when
+the user has no draft there); ``POST`` a JSON body ``{"version", "payload"}`` keeps it; ``DELETE`` drops it
 (204). Every answer checks that the user may edit the object the key names (403/404), and an
 error answers ``{"error": message}``. The CSRF token in the GET answer lets a page whose session
 was renewed in another tab (logging in again rotates the token) save again without a reload."""
@@ -76,6 +76,7 @@ def input_draft(request: HttpRequest, key: str) -> HttpResponse:
             "version": draft.version,
             "payload": draft.payload,
             "updated_at": draft.updated_at.isoformat(),
+            "updated_ms": int(draft.updated_at.timestamp() * 1000),  # for the browser's clock
             "csrf_token": get_token(request),
         }
     )

@@ -364,7 +364,11 @@
     request(key, "GET").then(function (answer) {
       var server = null;
       if (answer.status === "ok" && answer.data) {
-        server = { version: answer.data.version, payload: answer.data.payload, at: Date.parse(answer.data.updated_at), synced: true };
+        server = { version: answer.data.version, payload: answer.data.payload, at: answer.data.updated_ms, synced: true };
+        if (local && JSON.stringify(local.payload) === JSON.stringify(server.payload)) {
+          local.synced = true; // the server has exactly this (its answer may have come after a reload)
+          writeLocal(key, local);
+        }
       } else if (answer.status === "none" && local && local.synced) {
         // The server had this and no longer does: it was saved (or discarded elsewhere).
         forgetLocal(key);

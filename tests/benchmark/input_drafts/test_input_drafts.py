@@ -69,7 +69,7 @@ def test_a_draft_is_kept_read_back_and_replaced(world: Any) -> None:
     assert read.status_code == 200
     data = read.json()
     assert (data["version"], data["payload"]) == ("4", [["note", "second"], ["text", "t"]])
-    assert data["csrf_token"]
+    assert data["csrf_token"] and isinstance(data["updated_ms"], int)
     assert InputDraft.objects.filter(user=world.ann).count() == 1
 
 
