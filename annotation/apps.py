@@ -1,3 +1,5 @@
+from importlib import import_module
+
 from django.apps import AppConfig
 
 
@@ -48,6 +50,12 @@ class AnnotationConfig(AppConfig):
         history_source_register("annotation.tag_review.history.response_entries")
         history_source_register("annotation.trajectories.history.trajectory_entries")
 
+        # Unsaved input kept as drafts (benchmark.input_drafts): the editors' keys.
+        from benchmark.input_drafts.scopes import input_draft_scope_register
+
+        for feature in ("tag_review", "trajectories", "plan_editor"):
+            module = import_module(f"annotation.{feature}.input_drafts")
+            input_draft_scope_register(module.SCOPE, f"annotation.{feature}.input_drafts.check")
         # Model drafting: a model-call job whose answer becomes candidates.
         from annotation.model_drafts.services import MODEL_DRAFT_KIND
         from benchmark.llm.services import model_call_kind_register

@@ -13,6 +13,13 @@ class BenchmarkConfig(AppConfig):
         from axes.signals import user_locked_out
 
         from benchmark import checks  # noqa: F401 - registers the deploy checks
+
+        # Unsaved input kept as drafts: the item form's keys.
+        from benchmark.input_drafts.scopes import input_draft_scope_register
+        from benchmark.items import input_drafts as item_drafts
+
+        input_draft_scope_register(item_drafts.NEW, "benchmark.items.input_drafts.new_check")
+        input_draft_scope_register(item_drafts.EDIT, "benchmark.items.input_drafts.edit_check")
         from benchmark.login_throttle import api_locked_out
 
         user_locked_out.connect(api_locked_out, dispatch_uid="benchmark.api_locked_out")

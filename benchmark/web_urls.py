@@ -19,4 +19,5 @@ urlpatterns = [
     *feature_urls("saved-filters", "benchmark.saved_filters.urls"),
     *feature_urls("people", "benchmark.people.urls"),
     *feature_urls("api-tokens", "benchmark.api_tokens.urls"),
+    *feature_urls("input-drafts", "benchmark.input_drafts.urls"),
 ]

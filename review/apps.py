@@ -182,6 +182,11 @@ class ReviewConfig(AppConfig):
                 template="review/_unit_report.html",
             )
         )
+        # Unsaved input kept as drafts (benchmark.input_drafts): adjudication and ratings.
+        from benchmark.input_drafts.scopes import input_draft_scope_register
+
+        input_draft_scope_register("adjudication", "review.adjudication.input_drafts.check")
+        input_draft_scope_register("human-eval", "review.human_eval.input_drafts.check")
         # Human evaluation is blind: its raters never see which model wrote an answer
         # (every selector that returns responses applies the rule).
         from benchmark import visibility

@@ -20,6 +20,7 @@ from benchmark.models import (
     AuditAction,
     AuditEvent,
     Image,
+    InputDraft,
     Invitation,
     Item,
     ItemStatus,
@@ -127,6 +128,18 @@ class ProjectFactory(DjangoModelFactory):
     )
     toolset = factory.SubFactory(ToolsetFactory)
     description = "A project for tests."
+
+
+class InputDraftFactory(DjangoModelFactory):
+    """Unsaved input of ``user`` on the form ``key`` names (benchmark.input_drafts)."""
+
+    class Meta:
+        model = InputDraft
+
+    user = factory.SubFactory(UserFactory)
+    key = factory.Sequence(lambda n: f"item-new:project:{n}")
+    version = "1"
+    payload = factory.LazyFunction(lambda: [["query", "typed, not yet saved"]])
 
 
 class MembershipFactory(DjangoModelFactory):

@@ -104,6 +104,11 @@ PATHS: list[tuple[str, str, str]] = [
     ),
     ("/account/tokens/", "/api-tokens/", "benchmark:api_tokens"),
     ("/account/tokens/23/revoke/", "/api-tokens/23/revoke/", "benchmark:api_token_revoke"),
+    (
+        "/input-drafts/tag-review:project:3:item:5:response:11/",
+        "/input-drafts/tag-review:project:3:item:5:response:11/",
+        "benchmark:input_draft",
+    ),
     ("/projects/3/judge/", "/projects/3/judgment-tasks/", "annotation:task_list"),
     ("/projects/3/judge/new/", "/projects/3/judgment-tasks/new/", "annotation:task_new"),
     (

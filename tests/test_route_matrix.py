@@ -81,6 +81,7 @@ from tests.factories import (
     FailureLabelFactory,
     ImageFactory,
     ImportJobFactory,
+    InputDraftFactory,
     InvitationFactory,
     ItemFactory,
     JudgeCallFactory,
@@ -312,6 +313,14 @@ PLAN_EDITED = [
     {"id": 0, "name": "image editing", "args": {"image": "17320.jpg", "prompt": "red"}},
     {"id": 1, "name": "image captioning", "args": {"image": "<node-0>.image"}},
 ]
+
+
+def _item_draft_key(w: Any) -> str:
+    return f"item-edit:project:{w.project.pk}:item:{w.item.pk}"
+
+
+def _tag_draft_key(w: Any) -> str:
+    return f"tag-review:project:{w.project.pk}:item:{w.item.pk}:response:{w.response.pk}"
 
 
 def _plan_kwargs(w: Any) -> dict[str, Any]:
@@ -733,6 +742,53 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             Access.LOGGED_IN,
             method="post",
             expect={role: Expect.HIDDEN for role in ROLES if role not in ("admin", "anonymous")},
+        ),
+    ),
+    # ------------------------------------------------------------------ unsaved input
+    # Each member keeps a draft of the ATP item's edit form (the world's); reading it needs
+    # the item form, keeping one the form's object: a user reads and writes only their own.
+    "benchmark:input_draft": (
+        Case("read my draft of the item form", lambda w: {"key": _item_draft_key(w)}, "edit"),
+        Case(
+            "keep a draft of the tag editor",
+            lambda w: {"key": _tag_draft_key(w)},
+            "edit",
+            method="post",
+            data={"version": "2", "payload": [["text", "typed"], ["note", "why"]]},
+            json=True,
+        ),
+        Case(
+            "keep a draft of the blind item's trajectory",
+            lambda w: {
+                "key": f"trajectory:project:{w.tproject.pk}:item:{w.titem.pk}",
+            },
+            "edit",
+            method="post",
+            data={"version": "1", "payload": [["task-question", "typed"]]},
+            json=True,
+            # Both annotators verify it: a verifier may not change what they verify.
+            expect=_VERIFIERS_MAY_NOT_EDIT,
+            blind=Expect.REFUSED,
+        ),
+        Case(
+            "keep a draft of a rating (human evaluation)",
+            lambda w: {"key": f"human-eval:task:{w.htask.pk}:unit:{w.hunit}"},
+            "view",
+            method="post",
+            data={"version": "", "payload": [["comment", "typed"]]},
+            json=True,
+            # Only the leaseholder (the annotator) rates it.
+            expect={
+                "admin": Expect.FORBIDDEN,
+                "reviewer": Expect.FORBIDDEN,
+                "blind_verifier": Expect.FORBIDDEN,
+            },
+        ),
+        Case(
+            "discard a draft of an adjudication",
+            lambda w: {"key": f"adjudication:task:{w.task.pk}:item:{w.item.pk}"},
+            "adjudicate",
+            method="delete",
         ),
     ),
     "benchmark:toolset": (
@@ -2210,6 +2266,10 @@ def build_world() -> SimpleNamespace:
         item=w.other_item, origin=Origin.MODEL, model_name="m", key="model:m"
     )
     RenderedAnswerFactory(response=w.other_answer)
+
+    # Unsaved input: every member's draft of the ATP item's edit form.
+    for role in ("admin", "reviewer", "annotator", "blind_verifier"):
+        InputDraftFactory(user=users[role], key=_item_draft_key(w))
 
     w.sessions = {}
     for role in ROLES:

@@ -26,10 +26,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from annotation.plan_editor import selectors, services
+from annotation.plan_editor import input_drafts, selectors, services
 from annotation.plan_editor.diff import diff_summary, step_diff
 from benchmark import limits, permissions
 from benchmark.exceptions import DomainError, ValidationFailed
+from benchmark.input_drafts.services import input_draft_delete
 from benchmark.models import Item, Project
 from benchmark.plans.codegen import plan_to_code
 from benchmark.plans.parse import PlanFormatError
@@ -153,6 +154,7 @@ def _context(
             "annotation:plan_alternative_remove", args=[project.pk, item.pk]
         ),
         "item_url": reverse("benchmark:item_detail", args=[project.pk, item.pk]),
+        "input_draft_key": input_drafts.key(project_id=project.pk, item_id=item.pk, plan_key=key),
         **_findings_context(tools, steps),
     }
 
@@ -197,6 +199,10 @@ def plan_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> HttpRe
             base_number=base_number, error=exc.message, note=note,
         )  # fmt: skip
         return render(request, TEMPLATE, context, status=exc.status_code)
+    input_draft_delete(
+        user=request.user,
+        key=input_drafts.key(project_id=project.pk, item_id=item.pk, plan_key=key),
+    )
     number = selectors.current_number(user=request.user, item=item, key=key)
     return redirect(
         _keyed(reverse("annotation:plan_edit", args=[project_id, item_id]), key, saved=number)

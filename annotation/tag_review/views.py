@@ -26,12 +26,14 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotation.discarding import selectors as discard_selectors
 from annotation.discarding import services as discard_services
 from annotation.tag_review import edits as tag_edits
+from annotation.tag_review import input_drafts
 from annotation.tag_review import selectors as tag_selectors
 from annotation.tag_review import services as tag_review
 from annotation.tag_review.forms import DiscardForm, WorkingStateForm
 from benchmark import selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
+from benchmark.input_drafts.services import input_draft_delete
 from benchmark.models import Image, Item, Project, Response
 from benchmark.permissions import can
 from benchmark.presenters import attachment_label, item_view
@@ -56,6 +58,12 @@ def _objects(request: HttpRequest, project_id: int, item_id: int, response_id: i
         raise Http404("This project's answers have no tool tags.")
     return tag_selectors.response_get(
         user=request.user, project=project_obj, item_pk=item_id, pk=response_id
+    )
+
+
+def _draft_key(response: Response) -> str:
+    return input_drafts.key(
+        project_id=response.item.project_id, item_id=response.item_id, response_id=response.pk
     )
 
 
@@ -331,6 +339,7 @@ def _review_context(
         "discard_proposals": discard_selectors.open_proposals(user=request.user, item=item),
         "saved": request.GET.get("saved", ""),
         "proposed": bool(request.GET.get("proposed")),
+        "input_draft_key": _draft_key(response),
         **_urls(response),
     }
     if conflict is not None:
@@ -462,6 +471,7 @@ def review(
         except DomainError as exc:
             error = exc.message
         else:
+            input_draft_delete(user=user, key=_draft_key(row))
             return _go(request, f"{_urls(row)['review_url']}?saved={version.number}")
     elif op != "refresh":
         parsed = answer.parse(text)

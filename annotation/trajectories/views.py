@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.trajectories import document as td
-from annotation.trajectories import selectors
+from annotation.trajectories import input_drafts, selectors
 from annotation.trajectories.forms import editor_post
 from annotation.trajectories.services import (
     SaveResult,
@@ -38,6 +38,7 @@ from annotation.trajectories.services import (
 )
 from benchmark import limits
 from benchmark.exceptions import DomainError, ValidationFailed
+from benchmark.input_drafts.services import input_draft_delete
 from benchmark.models import Item, Project
 from benchmark.typing import HtmxHttpRequest
 from benchmark.versions import StaleVersion
@@ -133,6 +134,7 @@ def _context(
         "item_url": reverse("benchmark:item_detail", args=[project.pk, item.pk]),
         "export_url": reverse("benchmark:project_export", args=[project.pk]),
         "images_url": _images_url(project),
+        "input_draft_key": input_drafts.key(project_id=project.pk, item_id=item.pk),
     }
 
 
@@ -256,6 +258,9 @@ def trajectory_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> 
         if exc.status_code == 403:
             raise PermissionDenied(exc.message) from None
         raise
+    input_draft_delete(
+        user=request.user, key=input_drafts.key(project_id=project_id, item_id=item_id)
+    )
     if not request.htmx:
         url = reverse("annotation:trajectory_edit", args=[project_id, item_id])
         return redirect(f"{url}?saved={result.number}" if result.changed else url)
@@ -272,6 +277,7 @@ def trajectory_edit(request: HtmxHttpRequest, project_id: int, item_id: int) -> 
         saved=result.number if result.changed else None,
         unchanged=not result.changed,
     )
+    context["input_draft_saved"] = True  # the page's drafts.js starts afresh
     return _render(request, context)
 
 

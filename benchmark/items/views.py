@@ -21,7 +21,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from benchmark import permissions
 from benchmark import selectors as project_selectors
 from benchmark.exceptions import DomainError
-from benchmark.items import forms, history, selectors, services
+from benchmark.input_drafts.services import input_draft_delete
+from benchmark.items import forms, history, input_drafts, selectors, services
 from benchmark.items.services import COMMON_VERBS, VERB_SUFFIXES, ItemInvalid
 from benchmark.models import Item, Project, Response
 from benchmark.pages import htmx_page, project_context, render_page, require_action
@@ -66,6 +67,9 @@ def _context(
         "choices": forms.choices(project),
         "verbs": " ".join(sorted(COMMON_VERBS)),
         "verb_suffixes": " ".join(VERB_SUFFIXES),
+        "input_draft_key": input_drafts.edit_key(project_id=project.pk, item_id=item.pk)
+        if item is not None
+        else input_drafts.new_key(project_id=project.pk),
         **extra,
     }
 
@@ -102,6 +106,7 @@ def item_new(request: HttpRequest, project_id: int) -> HttpResponse:
     except DomainError as exc:
         state.set_errors({"__all__": exc.message})
     else:
+        input_draft_delete(user=request.user, key=input_drafts.new_key(project_id=project.pk))
         return redirect(_after_create(project, item))
     return render(request, TEMPLATE, _context(request, project, state))
 
@@ -156,6 +161,9 @@ def item_edit(request: HttpRequest, project_id: int, item_id: int) -> HttpRespon
         state.set_errors({"__all__": exc.message})
         status = exc.status_code if exc.status_code != 400 else 200
     else:
+        input_draft_delete(
+            user=request.user, key=input_drafts.edit_key(project_id=project.pk, item_id=item.pk)
+        )
         return redirect(reverse("benchmark:item_edit", args=[project.pk, item.pk]) + "?saved=1")
     context = _context(request, project, state, item=item, base_version=base_version, **extra)
     return render(request, TEMPLATE, context, status=status)

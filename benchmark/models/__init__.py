@@ -1,7 +1,8 @@
 """The benchmark app's models, one module per area, all registered with Django from here.
 
 ``core`` holds the domain (projects, toolsets, taxonomies, items and what hangs off them, jobs,
-model calls); ``people``, ``api_tokens`` and ``items`` hold the models of those features. Every
+model calls); ``people``, ``api_tokens``, ``items`` and ``input_drafts`` hold the models of
+those features. Every
 module here imports only Django, ``benchmark.fields`` and its siblings, never a feature's
 services, so any layer above may import ``benchmark.models``.
 """
@@ -36,6 +37,7 @@ from benchmark.models.core import (
     Toolset,
     Trajectory,
 )
+from benchmark.models.input_drafts import InputDraft
 from benchmark.models.items import ItemVersion
 from benchmark.models.people import AuditAction, AuditEvent, Invitation
 from benchmark.models.saved_filters import SavedFilter
@@ -48,6 +50,7 @@ __all__ = [
     "AuditEvent",
     "DataFormat",
     "Image",
+    "InputDraft",
     "Invitation",
     "Item",
     "ItemStatus",

@@ -20,8 +20,10 @@ from annotation.verification import selectors as verification_selectors
 from annotation.verification import services as verification
 from annotation.verification.views import audited_item_context, reference_units
 from benchmark.exceptions import DomainError
+from benchmark.input_drafts.services import input_draft_delete
 from benchmark.models import Item
 from benchmark.typing import HtmxHttpRequest, request_user
+from review.adjudication import input_drafts
 from review.adjudication import selectors as adjudication_selectors
 from review.adjudication import services as adjudication
 from review.adjudication.forms import (
@@ -65,9 +67,13 @@ def adjudicate(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
             except DomainError as exc:
                 form.add_error(None, exc.message)
             else:
+                input_draft_delete(
+                    user=request.user, key=input_drafts.key(task_id=task.pk, item_id=item.pk)
+                )
                 return redirect("review:dispute_list", pk=task.pk)
     context = _judge_context(request, task, item)
     context["form"] = form
+    context["input_draft_key"] = input_drafts.key(task_id=task.pk, item_id=item.pk)
     return render(request, "review/adjudicate.html", context)
 
 

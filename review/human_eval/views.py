@@ -30,6 +30,7 @@ from annotation.judgment_tasks.services import judgment_submit
 from benchmark.exceptions import DomainError
 from benchmark.formats.csv_safe import csv_row
 from benchmark.images import selectors as image_selectors
+from benchmark.input_drafts.services import input_draft_delete
 from benchmark.models import Item, Response
 from benchmark.pages import form_submit, htmx_page
 from benchmark.permissions import can
@@ -38,7 +39,7 @@ from benchmark.rendering.preview import render_answer
 from benchmark.tags import SYNTAXES, ToolCall
 from benchmark.typing import request_user
 from review.answer_rendering.selectors import rendered_document
-from review.human_eval import selectors, services
+from review.human_eval import input_drafts, selectors, services
 from review.human_eval.forms import HumanEvalForm
 from review.human_eval.scales import ATP, PAIR, Scale, scale_of
 from review.pages import project_for_review, task_for_review
@@ -200,6 +201,7 @@ def rate_unit(request: HttpRequest, *, task: JudgmentTask, unit: TaskUnit) -> Ht
         except DomainError as exc:
             error, status = exc.message, exc.status_code
         else:
+            input_draft_delete(user=user, key=input_drafts.key(task_id=task.pk, unit=unit.key))
             return redirect("annotation:task_next", pk=task.pk)
     images = image_selectors.images_by_sha(
         user=user, shas=[r.get("sha256") for r in item.image_refs or []]
@@ -225,6 +227,7 @@ def rate_unit(request: HttpRequest, *, task: JudgmentTask, unit: TaskUnit) -> Ht
         "can_adjudicate": reviewer,
         "error": error,
         "fields": _form_fields(scale, entered),
+        "input_draft_key": input_drafts.key(task_id=task.pk, unit=unit.key),
     }
     return render(request, "review/human_eval_rate.html", context, status=status)
 

@@ -101,6 +101,18 @@
     }, { scope: FORM, inputs: true });
   }
 
+  // ---- unsaved input restored (static/js/drafts.js): as many document blocks as the draft
+  // had, before its fields are filled in page order.
+  document.addEventListener("draft:before-restore", function (event) {
+    var form = event.target;
+    if (!form.matches || !form.matches(FORM)) return;
+    var wanted = event.detail.pairs.filter(function (pair) { return pair[0] === "doc_text"; }).length;
+    var blocks = form.querySelectorAll("[data-document-list] > [data-document]");
+    for (var n = blocks.length; n < wanted; n++) addDocument(form);
+    for (var i = blocks.length - 1; i >= wanted && i > 0; i--) blocks[i].parentElement.removeChild(blocks[i]);
+    renumber(form);
+  });
+
   // ---- intents offered for the chosen category (ATP-Bench intents sit under a category)
 
   function filterIntents(form) {

@@ -49,6 +49,10 @@
     this.form.addEventListener("click", function (event) { self.click(event); });
     this.form.addEventListener("change", function (event) { self.change(event); });
     this.form.addEventListener("input", function (event) { self.input(event); });
+    // Unsaved input restored into the JSON (static/js/drafts.js): draw its steps.
+    this.form.addEventListener("draft:restored", function () {
+      if (self.load(self.textarea.value)) { self.render(); self.sync(); }
+    });
   };
 
   Editor.prototype.load = function (text) {

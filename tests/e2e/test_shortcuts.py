@@ -56,7 +56,9 @@ def test_stale_tag_review_save_swaps_the_409_conflict_in(login_page, ready) -> N
     second.keyboard.press("a")
     settle(second)
     expect(second.locator(".review-bar .badge")).to_have_text("unsaved edits")
-    with second.expect_response(lambda r: r.request.method == "POST") as answer:
+    with second.expect_response(
+        lambda r: r.request.method == "POST" and "/input-drafts/" not in r.url
+    ) as answer:
         second.keyboard.press("s")
     assert answer.value.status == 409
     conflict = second.locator("form[data-tag-review] #conflict")
@@ -77,7 +79,9 @@ def test_an_error_the_page_does_not_opt_in_to_is_not_swapped(login_page, ready) 
     page.locator("form[data-tag-review] input[name=decisions]").evaluate(
         "input => { input.value = 'not json'; }"
     )
-    with page.expect_response(lambda r: r.request.method == "POST") as answer:
+    with page.expect_response(
+        lambda r: r.request.method == "POST" and "/input-drafts/" not in r.url
+    ) as answer:
         page.get_by_role("button", name="Re-check").click()
     assert answer.value.status == 400
     expect(page.locator("#toast")).to_contain_text("HTTP 400")
@@ -198,7 +202,9 @@ def test_trajectory_keys_work_in_fields_and_a_stale_save_swaps_409(login_page, r
     # The second tab still edits the version it opened: its save answers 409 and the editor
     # swaps in with their version shown above the draft.
     add_search_step(second, "Something else.")
-    with second.expect_response(lambda r: r.request.method == "POST") as answer:
+    with second.expect_response(
+        lambda r: r.request.method == "POST" and "/input-drafts/" not in r.url
+    ) as answer:
         second.locator("[name='steps-0-intent']").press("Control+s")
     assert answer.value.status == 409
     conflict = second.locator("form[data-trajectory-editor] #conflict")
