@@ -212,7 +212,9 @@ def test_run_the_judges_on_a_finished_evaluation_and_see_their_column(  # type: 
         card.get_by_role("button", name="Run the judges").click()
         expect(page.locator("#evaluation-judges [data-judge-job]").first).to_be_visible()
         expect(page.locator("#evaluation-judges")).to_have_attribute("data-running", "no")
-        expect(page.locator("#evaluation-judges [data-status=succeeded]")).to_have_count(4)
+        expect(page.locator("#evaluation-judges [data-status=succeeded]")).to_have_count(
+            5
+        )  # MAM, the LLM-I rubric and judges, pairwise
         expect(page.locator("#evaluation-judges")).to_contain_text("Judge run #")
 
         page.goto(f"/projects/{project.pk}/evaluation/leaderboard/")

@@ -86,4 +86,4 @@ def test_reviewer_adds_the_plan_judge_as_a_rater(login_page, server) -> None:  #
     expect(majority.locator("tbody tr").nth(0).locator("td").nth(0)).to_have_text("1")
     expect(majority.locator("tbody tr").nth(1).locator("td").nth(1)).to_have_text("2")
     expect(page.locator('table[data-confusion="bob"]')).to_be_visible()
-    expect(page).to_have_url(f"{page.url.split('?')[0]}?judge=judge-run%3A{run.pk}")
+    expect(page).to_have_url(f"{page.url.split('?')[0]}?judge=judge-run%3A{run.pk}&threshold=0.6")

@@ -54,7 +54,8 @@ def disputed_mms_item() -> tuple[JudgmentTask, Item]:
 
 def table_fits(page: Page, table: str) -> bool:
     """The table's card is on screen and the table's columns all fit the card, or the table
-    scrolls inside a container of its own that fits the card and reaches every column."""
+    scrolls inside a container of its own that fits the card and reaches every column, or (on
+    a small screen, app.css) the table is its own scroll box and fits the card."""
     return bool(
         page.locator(table).evaluate(
             """table => {
@@ -63,8 +64,10 @@ def table_fits(page: Page, table: str) -> bool:
               const inCard = box.getBoundingClientRect().right <= card.getBoundingClientRect().right + 1;
               const fits = table.scrollWidth <= box.clientWidth + 1;
               const scrolls = getComputedStyle(box).overflowX === 'auto' && box.scrollWidth >= table.scrollWidth;
+              const selfScrolls = getComputedStyle(table).overflowX === 'auto'
+                && table.getBoundingClientRect().right <= card.getBoundingClientRect().right + 1;
               const onScreen = card.getBoundingClientRect().right <= window.innerWidth + 1;
-              return inCard && onScreen && (fits || scrolls) && table.getBoundingClientRect().width > 0;
+              return inCard && onScreen && (fits || scrolls || selfScrolls) && table.getBoundingClientRect().width > 0;
             }"""
         )
     )
