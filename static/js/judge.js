@@ -22,8 +22,16 @@
     },
     true,
   );
+  // A new item swapped in: its time starts now, and no field of it holds the focus (htmx
+  // gives the focus back to the element with the id the focused one had, the new comment,
+  // where the keys would be text).
+  const swappedIn = (event) => event.detail.target && event.detail.target.id === "judging";
   document.addEventListener("htmx:afterSwap", (event) => {
-    if (event.detail.target && event.detail.target.id === "judging") started = performance.now();
+    if (swappedIn(event)) started = performance.now();
+  });
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const active = document.activeElement;
+    if (swappedIn(event) && active && event.detail.target.contains(active)) active.blur();
   });
   function submit() {
     const f = form();
