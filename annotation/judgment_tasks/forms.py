@@ -9,7 +9,6 @@ from annotation.judgment_tasks.models import JudgmentTask, Scheme
 from benchmark import limits
 from benchmark.models import Item, TaxonomyTerm
 
-
 #: The keys that move to the relabel fields, in the task's order (c is the comment, r the
 #: reason, n next, u undo, digits the choices).
 RELABEL_KEYS = "eiop"

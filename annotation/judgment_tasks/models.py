@@ -308,9 +308,7 @@ class JudgmentVersion(models.Model):
     class Meta:
         ordering = ["judgment", "version"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["judgment", "version"], name="judgmentversion_unique"
-            ),
+            models.UniqueConstraint(fields=["judgment", "version"], name="judgmentversion_unique"),
         ]
 
 

@@ -173,7 +173,9 @@ def _progress_counts(
         scope = "i.project_id = %s AND i.status <> %s"
         scope_params: list[Any] = [task.project_id, ItemStatus.DISCARDED]
         if task.items_listed:
-            scope += f" AND EXISTS (SELECT 1 FROM {listed} t WHERE t.task_id = %s AND t.item_id = i.id)"
+            scope += (
+                f" AND EXISTS (SELECT 1 FROM {listed} t WHERE t.task_id = %s AND t.item_id = i.id)"
+            )
             scope_params.append(task.pk)
         left = (
             f"(SELECT COUNT(*) FROM {item} i WHERE {scope}"
@@ -208,9 +210,7 @@ def judging_progress(
     is open), ``position`` and ``total`` (where this one comes in the task), and ``last``:
     their latest judgment in the task when it is of another item (or unit) and may still be
     undone (see :mod:`annotation.judgment_tasks.undo`), else None."""
-    done, left, position, total = _progress_counts(
-        user=user, task=task, item_id=item.pk, unit=unit
-    )
+    done, left, position, total = _progress_counts(user=user, task=task, item_id=item.pk, unit=unit)
     verdicts = Outcome.objects.filter(task=task, item=OuterRef("item_id"), unit=OuterRef("unit"))
     last = (
         Judgment.objects.filter(task=task, user=user.pk)

@@ -101,7 +101,9 @@ def _in_place(request: HtmxHttpRequest) -> bool:
     """An htmx request from the judge page for its judging area (not a history restore,
     which needs the whole page)."""
     return bool(
-        request.htmx and request.htmx.target == "judging" and not request.htmx.history_restore_request
+        request.htmx
+        and request.htmx.target == "judging"
+        and not request.htmx.history_restore_request
     )
 
 

@@ -33,7 +33,14 @@ def start(login_page, ready, name: str = "annotator1") -> tuple[Page, JudgmentTa
 
 def requests_of(page: Page) -> list[str]:
     seen: list[str] = []
-    page.on("request", lambda r: seen.append(f"{r.method} {r.url}") if r.resource_type in ("document", "xhr", "fetch") else None)
+    page.on(
+        "request",
+        lambda r: (
+            seen.append(f"{r.method} {r.url}")
+            if r.resource_type in ("document", "xhr", "fetch")
+            else None
+        ),
+    )
     return seen
 
 
@@ -148,4 +155,3 @@ def test_progress_and_undo_the_last_judgment(login_page, ready) -> None:  # type
     page.goto(f"/judgment-tasks/{task.pk}/items/{judgment.item_id}/")
     expect(page.locator("#change-refused")).to_contain_text("can be undone for 10 minutes")
     expect(page.locator("form#judgment")).to_have_count(0)
-

@@ -78,7 +78,11 @@ def measure(*, base: str, session: str, task: int, items: int, skip: int) -> lis
             shown = heading.inner_text()
             page.keyboard.press("1")
             page.keyboard.press("Enter")
-            expect(heading).not_to_have_text(shown)
+            try:
+                expect(heading).not_to_have_text(shown, timeout=30_000)
+            except AssertionError:
+                error = page.locator("#judging .alert-error, #toast")
+                raise SystemExit(f"no next item after {shown}: {error.all_inner_texts()}") from None
             if heading.inner_text() == "Nothing left to judge":
                 break
         page.wait_for_function(f"() => window.__nextTimes.length >= {min(items + skip, 1)}")
