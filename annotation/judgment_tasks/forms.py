@@ -82,7 +82,10 @@ class JudgmentForm(forms.Form):
         rows = []
         for n, radio in enumerate(field, start=1):
             key = str(radio.data["value"]) if self.pick_submits else str(n) if n <= 9 else None
-            rows.append({"radio": radio, "key": key})
+            label = str(radio.choice_label)
+            # "1 · yes" is named "yes" beside its key 1 in the keys line.
+            name = label.split(" · ", 1)[1] if key and label.startswith(f"{key} · ") else label
+            rows.append({"radio": radio, "key": key, "name": name})
         return rows
 
     def choice_keys(self) -> list[str]:

@@ -155,3 +155,25 @@ def test_progress_and_undo_the_last_judgment(login_page, ready) -> None:  # type
     page.goto(f"/judgment-tasks/{task.pk}/items/{judgment.item_id}/")
     expect(page.locator("#change-refused")).to_contain_text("can be undone for 10 minutes")
     expect(page.locator("form#judgment")).to_have_count(0)
+
+
+def test_plan_votes_show_their_keys_and_a_key_votes_in_place(login_page, ready) -> None:  # type: ignore[no-untyped-def]
+    demo_load()
+    project = Project.objects.get(data_format="mms")
+    task = JudgmentTask.objects.get(project=project)
+    page = login_page(get_user_model().objects.get(username="annotator2"))
+    page.goto(f"/judgment-tasks/{task.pk}/next/")
+    ready(page)
+    keys = page.locator("[data-keys-help]")
+    expect(keys).to_contain_text("1 yes, 0 no (picks and submits)")
+    expect(keys).to_contain_text("Ctrl+Enter submit from a field")
+    expect(page.locator("label.choice kbd")).to_have_text(["1", "0"])
+    first = page.locator("h1").inner_text()
+    seen = requests_of(page)
+    page.keyboard.press("0")
+    expect(page.locator("h1")).not_to_have_text(first)
+    assert [r for r in seen if r.startswith("POST")] and not [
+        r for r in seen if r.startswith("GET") and "/judgment-tasks/" in r
+    ], seen
+    assert task.judgments.get().value == 0
+    expect(page.locator("#undo")).to_contain_text(first)
