@@ -49,6 +49,7 @@ env = environ.Env(
     BENCHWRIGHT_MODEL_RPM=(int, 0),
     JUDGE_MAX_IMAGES=(int, 16),
     EVALUATION_CHUNK_ITEMS=(int, 50),
+    JUDGMENT_UNDO_MINUTES=(int, 10),
     BENCHWRIGHT_IMAGE_GEN_BASE_URL=(str, ""),
     BENCHWRIGHT_IMAGE_GEN_MODEL=(str, ""),
     BENCHWRIGHT_IMAGE_GEN_API_KEY=(str, ""),
@@ -310,6 +311,9 @@ BENCHWRIGHT_MODEL_CONCURRENCY = env("BENCHWRIGHT_MODEL_CONCURRENCY")
 BENCHWRIGHT_MODEL_RPM = env("BENCHWRIGHT_MODEL_RPM")
 # At most this many images in one judge call; a call with more fails with a message.
 JUDGE_MAX_IMAGES = env("JUDGE_MAX_IMAGES")
+# An annotator may undo and change a judgment for this many minutes after submitting it,
+# while its item's outcome is pending (annotation.judgment_tasks.services.judgment_edit).
+JUDGMENT_UNDO_MINUTES = env("JUDGMENT_UNDO_MINUTES")
 # Rendering answers (review.answer_rendering): the endpoints that execute Diffusion (image
 # generation), Edit (image edit; both OpenAI-compatible images APIs) and Search (an HTTP JSON
 # image search). Empty: those calls are drawn as labelled placeholders. Code runs in

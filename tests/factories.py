@@ -585,6 +585,19 @@ class DatedJudgmentFactory(JudgmentFactory):
             obj.created_at = extracted
 
 
+class JudgmentVersionFactory(DjangoModelFactory):
+    """An earlier version of a judgment (what an undo and change kept); pass ``judgment``."""
+
+    class Meta:
+        model = "annotation.JudgmentVersion"
+
+    judgment = factory.SubFactory(JudgmentFactory)
+    version = 1
+    value = 0
+    made_at = factory.LazyFunction(timezone.now)
+    replaced_at = factory.LazyFunction(timezone.now)
+
+
 class AgreementJobFactory(JobFactory):
     """A job computing a judgment task's agreement figures (``task``: the task)."""
 

@@ -10,16 +10,33 @@ from benchmark import limits
 from benchmark.models import Item, TaxonomyTerm
 from benchmark.widgets import ParentSelect
 
+#: The keys that move to the relabel fields, in the task's order (c is the comment, r the
+#: reason, n next, u undo, digits the choices).
+RELABEL_KEYS = "eiop"
+
 
 class JudgmentForm(forms.Form):
+    """A judgment on the judge page, and its keys: each choice has a key (its value on a
+    binary or 0-2 scale, where the key also submits; else its place, 1-9); the comment
+    (``c``), the reason (``r``) and the relabel fields (``e``, ``i``, ...) are reached by
+    keys shown by their labels. ``version``: set when the page changes an existing judgment
+    (undo), the version it showed."""
+
     value = forms.CharField(max_length=500)
     reason = forms.CharField(max_length=100, required=False)
-    comment = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    comment = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2, "data-focus-key": "c"}), required=False
+    )
     seconds = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
+    version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
-    def __init__(self, *args: Any, task: JudgmentTask, item: Item, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, task: JudgmentTask, item: Item, by_value: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
+        #: Keys pick by value and submit at once (binary votes, the 0-2 rating of a unit).
+        self.pick_submits = by_value or task.scheme == Scheme.BINARY
         if task.scheme in (Scheme.BINARY, Scheme.NOMINAL, Scheme.ORDINAL):
             choices = (
                 [("1", "1 · yes"), ("0", "0 · no")]
@@ -27,8 +44,21 @@ class JudgmentForm(forms.Form):
                 else [(json.dumps(e["value"]), e.get("label", e["value"])) for e in task.labels]
             )
             self.fields["value"] = forms.ChoiceField(choices=choices, widget=forms.RadioSelect)
-        for field in task.relabel_fields:
+        reasons = [
+            (e.get("label", e["value"]), [(r, r) for r in e.get("reasons") or []])
+            for e in (task.labels if task.scheme == Scheme.NOMINAL else [])
+            if e.get("reasons")
+        ]
+        if reasons:
+            self.fields["reason"] = forms.ChoiceField(
+                choices=[("", "(none)"), *reasons],
+                required=False,
+                widget=forms.Select(attrs={"data-focus-key": "r"}),
+                help_text="The labels that ask for one need a reason.",
+            )
+        for n, field in enumerate(task.relabel_fields):
             terms: list[TaxonomyTerm] = []
+            focus = {"data-focus-key": RELABEL_KEYS[n]} if n < len(RELABEL_KEYS) else {}
             if task.project.taxonomy_id:
                 terms = list(
                     TaxonomyTerm.objects.filter(
@@ -38,7 +68,7 @@ class JudgmentForm(forms.Form):
             choices = [("", "(unchanged)")] + [
                 (t.name, f"{t.parent.name} › {t.name}" if t.parent else t.name) for t in terms
             ]
-            widget = forms.Select()
+            widget = forms.Select(attrs=focus)
             if field == "intent" and "category" in task.relabel_fields:
                 # the intents of the category chosen beside it (static/js/app.js)
                 parents: dict[str, list[str]] = {}
@@ -46,7 +76,7 @@ class JudgmentForm(forms.Form):
                     if t.parent:
                         parents.setdefault(t.name, []).append(t.parent.name)
                 widget = ParentSelect(
-                    parents=parents, attrs={"data-parent-select": "id_relabel_category"}
+                    parents=parents, attrs={"data-parent-select": "id_relabel_category", **focus}
                 )
             self.fields[f"relabel_{field}"] = forms.ChoiceField(
                 choices=choices,
@@ -55,6 +85,33 @@ class JudgmentForm(forms.Form):
                 initial=getattr(item, field, ""),
                 widget=widget,
             )
+
+    def choice_rows(self) -> list[dict[str, Any]]:
+        """The choices as radios with their keys (None past the ninth by place)."""
+        field = self["value"]
+        if not isinstance(field.field, forms.ChoiceField):
+            return []
+        rows = []
+        for n, radio in enumerate(field, start=1):
+            key = str(radio.data["value"]) if self.pick_submits else str(n) if n <= 9 else None
+            label = str(radio.choice_label)
+            # "1 · yes" is named "yes" beside its key 1 in the keys line.
+            name = label.split(" · ", 1)[1] if key and label.startswith(f"{key} · ") else label
+            rows.append({"radio": radio, "key": key, "name": name})
+        return rows
+
+    def choice_keys(self) -> list[str]:
+        return [row["key"] for row in self.choice_rows() if row["key"] is not None]
+
+    def keyed_fields(self) -> list[dict[str, Any]]:
+        """The reason and relabel fields, each with the key that moves to it."""
+        rows = []
+        for name in ["reason", *(f"relabel_{f}" for f in self.task.relabel_fields)]:
+            if name == "reason" and not isinstance(self.fields[name], forms.ChoiceField):
+                continue
+            field = self[name]
+            rows.append({"field": field, "key": field.field.widget.attrs.get("data-focus-key")})
+        return rows
 
     def judgment_kwargs(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -73,6 +130,22 @@ class JudgmentForm(forms.Form):
             "seconds": data.get("seconds") or 0,
             "relabel": {f: data.get(f"relabel_{f}") for f in self.task.relabel_fields},
         }
+
+    @classmethod
+    def initial_from(cls, judgment: Any, *, task: JudgmentTask) -> dict[str, Any]:
+        """The form's initial values for changing ``judgment`` of ``task`` (after an undo)."""
+        value = judgment.value
+        if task.scheme in (Scheme.NOMINAL, Scheme.ORDINAL):
+            value = json.dumps(value)
+        initial = {
+            "value": str(value),
+            "reason": judgment.reason,
+            "comment": judgment.comment,
+            "version": judgment.version,
+        }
+        for field, new in (judgment.relabel or {}).items():
+            initial[f"relabel_{field}"] = new
+        return initial
 
 
 class TaskForm(forms.ModelForm):

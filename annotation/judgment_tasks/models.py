@@ -261,6 +261,12 @@ class Judgment(models.Model):
     #: or the share of fields for ``scores``; see ``consensus.value_credit``), None while the
     #: outcome is not settled. Written with the outcome (``judgment_agreement_sync``).
     agrees = models.FloatField(null=True, blank=True, editable=False)
+    #: Counts the judgment's changes: 1 as first submitted; an undo and change (allowed while
+    #: the outcome is pending, for ``JUDGMENT_UNDO_MINUTES`` after ``created_at``) keeps the
+    #: values it replaces as a :class:`JudgmentVersion` and adds 1. Compared on save, so a
+    #: change made in another window meanwhile is answered with a conflict.
+    version = models.PositiveIntegerField(default=1)
+    edited_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["task", "item", "created_at"]
@@ -281,6 +287,28 @@ class Judgment(models.Model):
                 fields=["user", "seconds", "task", "created_at"], name="judgment_user_secs_idx"
             ),
             models.Index(fields=["task", "seconds", "created_at"], name="judgment_task_secs_idx"),
+        ]
+
+
+class JudgmentVersion(models.Model):
+    """The values a judgment had before its author changed it (undo on the judge page):
+    version ``version`` as it was submitted at ``made_at`` and replaced at ``replaced_at``.
+    Nothing is overwritten: the judgment's history is these rows and the judgment itself."""
+
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    value = JSONField()
+    reason = models.CharField(max_length=100, blank=True)
+    comment = models.TextField(blank=True)
+    relabel = JSONField(default=dict, blank=True)
+    seconds = models.FloatField(default=0)
+    made_at = models.DateTimeField()
+    replaced_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["judgment", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["judgment", "version"], name="judgmentversion_unique"),
         ]
 
 

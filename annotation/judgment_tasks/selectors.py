@@ -3,11 +3,14 @@ only ever see their own judgments (blind)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
 from annotation.judgment_tasks.models import (
     Assignment,
@@ -16,12 +19,14 @@ from annotation.judgment_tasks.models import (
     Judgment,
     JudgmentTask,
     Outcome,
+    TaskItem,
     TaskUnit,
 )
+from annotation.judgment_tasks.undo import change_deadline, change_refusal
 from annotation.judgment_tasks.units import unit_source
 from benchmark import selectors as item_selectors
 from benchmark.exceptions import ValidationFailed
-from benchmark.models import Item, Membership, Project
+from benchmark.models import Item, ItemStatus, Membership, Project
 from benchmark.permissions import can, role_known, roles_for
 from benchmark.typing import AnyUser
 
@@ -132,6 +137,112 @@ def my_progress(*, user: AnyUser, task: JudgmentTask) -> dict[str, Any]:
     }
 
 
+def _progress_counts(
+    *, user: AnyUser, task: JudgmentTask, item_id: int, unit: str
+) -> tuple[int, int, int, int]:
+    """(judged today, left, position, total) in one statement: the user's judgments in the
+    task today (UTC); the items (units) of the task that are not settled and that the user
+    has not judged (what "next" may still offer them, leases of others aside); where the
+    item (unit) comes in the task's order, and how many the task has."""
+    q = connection.ops.quote_name
+    judgment, assignment, outcome, item, unit_table, listed = (
+        q(m._meta.db_table) for m in (Judgment, Assignment, Outcome, Item, TaskUnit, TaskItem)
+    )
+    today = timezone.now().astimezone(dt.UTC).date()
+    done = f"(SELECT COUNT(*) FROM {judgment} j WHERE j.task_id = %s AND j.user_id = %s AND j.day = %s)"
+    params: list[Any] = [task.pk, user.pk, today]
+    key = q("key")
+    if task.has_units:
+        left = (
+            f"(SELECT COUNT(*) FROM {unit_table} u WHERE u.task_id = %s AND NOT EXISTS "
+            f"(SELECT 1 FROM {assignment} a WHERE a.task_id = %s AND a.item_id = u.item_id "
+            f"AND a.unit = u.{key} AND a.user_id = %s AND a.status = %s) AND NOT EXISTS "
+            f"(SELECT 1 FROM {outcome} o WHERE o.task_id = %s AND o.item_id = u.item_id "
+            f"AND o.unit = u.{key} AND o.verdict <> %s))"
+        )
+        params += [task.pk, task.pk, user.pk, AssignmentStatus.SUBMITTED, task.pk, "pending"]
+        position = (
+            f"(SELECT COUNT(*) FROM {unit_table} u, {unit_table} c WHERE u.task_id = %s "
+            f"AND c.task_id = %s AND c.{key} = %s AND (u.position < c.position OR "
+            "(u.position = c.position AND u.id <= c.id)))"
+        )
+        params += [task.pk, task.pk, unit]
+        total = f"(SELECT COUNT(*) FROM {unit_table} u WHERE u.task_id = %s)"
+        params += [task.pk]
+    else:
+        scope = "i.project_id = %s AND i.status <> %s"
+        scope_params: list[Any] = [task.project_id, ItemStatus.DISCARDED]
+        if task.items_listed:
+            scope += (
+                f" AND EXISTS (SELECT 1 FROM {listed} t WHERE t.task_id = %s AND t.item_id = i.id)"
+            )
+            scope_params.append(task.pk)
+        left = (
+            f"(SELECT COUNT(*) FROM {item} i WHERE {scope}"
+            + (" AND i.status = %s" if task.updates_item_status else "")
+            + f" AND NOT EXISTS (SELECT 1 FROM {assignment} a WHERE a.task_id = %s "
+            "AND a.item_id = i.id AND a.user_id = %s AND a.status = %s) AND NOT EXISTS "
+            f"(SELECT 1 FROM {outcome} o WHERE o.task_id = %s AND o.item_id = i.id "
+            "AND o.verdict <> %s))"
+        )
+        params += scope_params
+        if task.updates_item_status:
+            params.append(ItemStatus.DRAFT)
+        params += [task.pk, user.pk, AssignmentStatus.SUBMITTED, task.pk, "pending"]
+        position = (
+            f"(SELECT COUNT(*) FROM {item} i, {item} c WHERE {scope} AND c.id = %s AND "
+            "(i.position < c.position OR (i.position = c.position AND i.id <= c.id)))"
+        )
+        params += [*scope_params, item_id]
+        total = f"(SELECT COUNT(*) FROM {item} i WHERE {scope})"
+        params += scope_params
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {done}, {left}, {position}, {total}", params)
+        row = cursor.fetchone()
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
+
+
+def judging_progress(
+    *, user: AnyUser, task: JudgmentTask, item: Item, unit: str = ""
+) -> dict[str, Any]:
+    """What the judge page shows of the user's progress in ``task`` (two queries):
+    ``done_today``, ``left`` (items or units they may still judge, this one included while it
+    is open), ``position`` and ``total`` (where this one comes in the task), and ``last``:
+    their latest judgment in the task when it is of another item (or unit) and may still be
+    undone (see :mod:`annotation.judgment_tasks.undo`), else None."""
+    done, left, position, total = _progress_counts(user=user, task=task, item_id=item.pk, unit=unit)
+    verdicts = Outcome.objects.filter(task=task, item=OuterRef("item_id"), unit=OuterRef("unit"))
+    last = (
+        Judgment.objects.filter(task=task, user=user.pk)
+        .annotate(verdict=Subquery(verdicts.values("verdict")[:1]))
+        .select_related("item")
+        .only("pk", "item_id", "unit", "created_at", "value", "item__external_id")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if last is not None and (
+        (last.item_id, last.unit) == (item.pk, unit)
+        or change_refusal(
+            submitted_at=last.created_at,
+            verdict=last.verdict,  # type: ignore[attr-defined]
+            now=timezone.now(),
+        )
+    ):
+        last = None
+    return {"done_today": done, "left": left, "position": position, "total": total, "last": last}
+
+
+def judgment_change_state(*, judgment: Judgment, outcome_verdict: str | None) -> dict[str, Any]:
+    """Whether the user may still change their ``judgment`` (shown on its judge page):
+    ``refusal`` (why not, "" when they may) and ``until`` (when the window closes)."""
+    return {
+        "refusal": change_refusal(
+            submitted_at=judgment.created_at, verdict=outcome_verdict, now=timezone.now()
+        ),
+        "until": change_deadline(submitted_at=judgment.created_at),
+    }
+
+
 def disputes(*, user: AnyUser, task: JudgmentTask) -> QuerySet[Outcome]:
     if not user.is_authenticated:
         return Outcome.objects.none()
@@ -139,6 +250,16 @@ def disputes(*, user: AnyUser, task: JudgmentTask) -> QuerySet[Outcome]:
         Outcome.objects.filter(task=task, verdict="disputed", task__project__memberships__user=user)
         .select_related("item")
         .order_by("item__position", "item_id")
+    )
+
+
+def outcome_verdict(*, task: JudgmentTask, item: Item, unit: str = "") -> str | None:
+    """The verdict of the item's (unit's) outcome, None when it has none: no one else's
+    judgment is in it, so an annotator may read it for their own judgment's sake."""
+    return (
+        Outcome.objects.filter(task=task, item=item, unit=unit)
+        .values_list("verdict", flat=True)
+        .first()
     )
 
 

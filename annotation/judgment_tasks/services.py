@@ -23,12 +23,14 @@ from annotation.judgment_tasks.models import (
     ItemPush,
     Judgment,
     JudgmentTask,
+    JudgmentVersion,
     Outcome,
     Scheme,
     TaskItem,
     TaskUnit,
     UnitKind,
 )
+from annotation.judgment_tasks.undo import change_refusal
 from annotation.judgment_tasks.units import RATING_LABELS, unit_source
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.models import Item, ItemStatus
@@ -547,6 +549,80 @@ def judgment_submit_once(
         assignment.save(update_fields=["status", "submitted_at"])
         outcome_recompute(task=task, item=item, unit=unit)
     return judgment, True
+
+
+def judgment_edit(
+    *,
+    task: JudgmentTask,
+    item: Item,
+    user: User,
+    version: int,
+    value: Any,
+    reason: str = "",
+    comment: str = "",
+    relabel: dict[str, str] | None = None,
+    seconds: float = 0,
+    unit: str = "",
+    now: datetime | None = None,
+) -> Judgment:
+    """Change one's own judgment after an undo: allowed while the item's (or unit's) outcome
+    is pending and for ``JUDGMENT_UNDO_MINUTES`` after it was submitted (see
+    :mod:`annotation.judgment_tasks.undo`). The values it had are kept as a
+    :class:`JudgmentVersion` and its ``version`` goes up by one; ``version`` is the one the
+    page showed, so a change made meanwhile in another window is answered with a conflict.
+    The outcome is decided again from the changed judgment."""
+    relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
+    unknown = set(relabel) - set(task.relabel_fields)
+    if unknown:
+        raise ValidationFailed(f"this task does not relabel {', '.join(sorted(unknown))}")
+    _check_unit(task, item, unit)
+    what = "unit" if unit else "item"
+    with transaction.atomic():
+        judgment = (
+            Judgment.objects.select_for_update()
+            .filter(task=task, item=item, unit=unit, user=user)
+            .first()
+        )
+        if judgment is None:
+            raise Forbidden(f"you have no judgment of this {what} to change")
+        now = now or timezone.now()
+        verdict = (  # locked: no other judgment settles it while this one changes
+            Outcome.objects.select_for_update()
+            .filter(task=task, item=item, unit=unit)
+            .values_list("verdict", flat=True)
+            .first()
+        )
+        refusal = change_refusal(submitted_at=judgment.created_at, verdict=verdict, now=now)
+        if refusal:
+            raise Conflict(refusal)
+        if judgment.version != version:
+            raise Conflict(
+                f"you changed this judgment in another window meanwhile (it is at version "
+                f"{judgment.version}, value {judgment.value!r}); open the {what} again to see it"
+            )
+        value = _check_value(task, value, reason)
+        JudgmentVersion.objects.create(
+            judgment=judgment,
+            version=judgment.version,
+            value=judgment.value,
+            reason=judgment.reason,
+            comment=judgment.comment,
+            relabel=judgment.relabel,
+            seconds=judgment.seconds,
+            made_at=judgment.edited_at or judgment.created_at,
+            replaced_at=now,
+        )
+        judgment.value, judgment.reason, judgment.comment = value, reason, comment
+        judgment.relabel = relabel
+        judgment.seconds = judgment.seconds + max(0.0, float(seconds or 0))
+        judgment.version += 1
+        judgment.edited_at = now
+        judgment.save(
+            update_fields=["value", "reason", "comment", "relabel", "seconds", "version",
+                           "edited_at"]
+        )  # fmt: skip
+        outcome_recompute(task=task, item=item, unit=unit)
+    return judgment
 
 
 def judgment_agreement_sync(

@@ -17,7 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.judgment_tasks import selectors, services
 from annotation.judgment_tasks.forms import JudgmentForm, TaskForm
-from annotation.judgment_tasks.models import JudgmentTask, TaskUnit
+from annotation.judgment_tasks.models import Assignment, JudgmentTask, TaskUnit
 from annotation.judgment_tasks.plan_graph import layout
 from annotation.judgment_tasks.units import unit_source
 from benchmark import permissions
@@ -61,17 +61,58 @@ def task_list(request: HttpRequest, project_id: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@htmx_page
 def task_next(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Lease the next item (or unit) and go to it. Asked from the judge page by htmx (its
+    "Next" button), the answer is the next item's judging area itself (one request)."""
     task = selectors.task_get(user=request.user, pk=pk)
+    return _next(request, task)
+
+
+def _next(request: HtmxHttpRequest, task: JudgmentTask) -> HttpResponse:
     try:
         assignment = services.assignment_next_for_user(task=task, user=request_user(request))
     except DomainError as exc:
         raise PermissionDenied(exc.message) from None
     if assignment is None:
+        if _in_place(request):
+            response = render(request, "annotation/queue_empty.html#judging", {"task": task})
+            response["HX-Push-Url"] = reverse("annotation:task_next", args=[task.pk])
+            return response
         return render(request, "annotation/queue_empty.html", {"task": task})
     if assignment.unit:
-        return _go(request, reverse("annotation:judge_unit", args=[task.pk, assignment.unit]))
-    return _go(request, reverse("annotation:judge", args=[task.pk, assignment.item_id]))
+        url = reverse("annotation:judge_unit", args=[task.pk, assignment.unit])
+    else:
+        url = reverse("annotation:judge", args=[task.pk, assignment.item_id])
+    if not _in_place(request) or not _on_judge_page(task):
+        return _go(request, url)
+    # In place: the next item's judging area answers this request, its URL pushed.
+    if assignment.unit:
+        task_unit = selectors.task_unit_get(user=request.user, task=task, key=assignment.unit)
+        response = _show(request, task, task_unit.item, task_unit, assignment=assignment)
+    else:
+        item = selectors.task_item_get(user=request.user, task=task, pk=assignment.item_id)
+        response = _show(request, task, item, assignment=assignment)
+    response["HX-Push-Url"] = url
+    return response
+
+
+def _in_place(request: HtmxHttpRequest) -> bool:
+    """An htmx request from the judge page for its judging area (not a history restore,
+    which needs the whole page)."""
+    return bool(
+        request.htmx
+        and request.htmx.target == "judging"
+        and not request.htmx.history_restore_request
+    )
+
+
+def _on_judge_page(task: JudgmentTask) -> bool:
+    """Whether the task's items (or units) are judged on the judge page (not on a screen of
+    their own: blind solving, response-level evaluation)."""
+    if any(applies(task) for applies, _ in _TASK_SCREENS):
+        return False
+    return not task.has_units or unit_source(task.unit_kind).page is None
 
 
 def _plan_panel(item: Item) -> list[dict[str, Any]]:
@@ -176,48 +217,100 @@ def _judge_page(
     *,
     read_again: bool = False,
 ) -> HttpResponse:
-    """The judge page, and the submit of a judgment from it. ``read_again``: ``item`` was read
-    for the submit alone (``task_item_for_submit``); the page, if shown, reads it as its
-    reader may see it."""
+    """The judge page, and the submit of a judgment from it (or of a change to one's own
+    judgment, after an undo: the form carries the version it showed). ``read_again``:
+    ``item`` was read for the submit alone (``task_item_for_submit``); the page, if shown,
+    reads it as its reader may see it. A submit that succeeds goes to the next item: asked by
+    htmx from the judge page, the answer is the next item's judging area."""
+    unit = task_unit.key if task_unit is not None else ""
+    if request.method != "POST":
+        return _show(request, task, item, task_unit)
+    form = JudgmentForm(request.POST, task=task, item=item, by_value=task_unit is not None)
+    if not form.is_valid():
+        return _show(request, task, item, task_unit, form=form, read_again=read_again)
+    # The service checks the lease under its lock; the page's own check runs only when the
+    # page is shown (a refused or invalid submit), not on every submit.
+    kwargs = form.judgment_kwargs()
+    version = form.cleaned_data.get("version")
+    try:
+        if version:
+            services.judgment_edit(
+                task=task, item=item, user=request_user(request), unit=unit,
+                version=version, **kwargs,
+            )  # fmt: skip
+        else:
+            services.judgment_submit(
+                task=task, item=item, user=request_user(request), unit=unit, **kwargs
+            )
+    except DomainError as exc:
+        form.add_error(None, exc.message)
+        status = exc.status_code if exc.status_code in (403, 409) else 200
+        return _show(
+            request, task, item, task_unit, form=form, status=status, read_again=read_again
+        )
+    if _in_place(request):
+        return _next(request, task)
+    return _go(request, reverse("annotation:task_next", args=[task.pk]))
+
+
+def _show(
+    request: HtmxHttpRequest,
+    task: JudgmentTask,
+    item: Item,
+    task_unit: TaskUnit | None = None,
+    *,
+    form: JudgmentForm | None = None,
+    status: int = 200,
+    read_again: bool = False,
+    assignment: Assignment | None = None,
+) -> HttpResponse:
+    """The judge page of ``item`` (or of one unit of it), or only its judging area for htmx
+    from the judge page. ``assignment``: the user's lease of it, when the caller has it."""
     unit = task_unit.key if task_unit is not None else ""
     what = "unit" if unit else "item"
-    status = 200
-    error: DomainError | None = None
-    if request.method != "POST":
-        form = JudgmentForm(task=task, item=item)
-    else:
-        form = JudgmentForm(request.POST, task=task, item=item)
-        if form.is_valid():
-            # The service checks the lease under its lock; the page's own check below runs
-            # only when the page is shown (a refused or invalid submit), not on every submit.
-            try:
-                services.judgment_submit(
-                    task=task,
-                    item=item,
-                    user=request_user(request),
-                    unit=unit,
-                    **form.judgment_kwargs(),
-                )
-            except DomainError as exc:
-                error = exc
-            else:
-                return _go(request, reverse("annotation:task_next", args=[task.pk]))
-    assignment = selectors.assignment_for(user=request.user, task=task, item=item, unit=unit)
+    if assignment is None:
+        assignment = selectors.assignment_for(user=request.user, task=task, item=item, unit=unit)
     reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     if assignment is None and not reviewer:
         raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
-    if error is not None:
-        form.add_error(None, error.message)
-        status = error.status_code if error.status_code in (403, 409) else 200
     if read_again:
         item = selectors.task_item_get(user=request.user, task=task, pk=item.pk)
     context = _judge_context(request, task, item, unit)
     # One's own judgment, from the judgments the page shows anyway (not read before a submit).
     mine = next((j for j in context["judgments"] if j.user_id == request.user.pk), None)
-    context.update({"form": form, "assignment": assignment, "mine": mine, "what": what})
+    change: dict[str, Any] | None = None
+    if mine is not None:
+        verdict = context["outcome"].verdict if context["outcome"] else None
+        if not reviewer:
+            verdict = selectors.outcome_verdict(task=task, item=item, unit=unit)
+        change = selectors.judgment_change_state(judgment=mine, outcome_verdict=verdict)
+        if form is None and not change["refusal"]:  # undone: the judgment to change
+            form = JudgmentForm(
+                initial=JudgmentForm.initial_from(mine, task=task),
+                task=task,
+                item=item,
+                by_value=task_unit is not None,
+            )
+    if form is None:
+        form = JudgmentForm(task=task, item=item, by_value=task_unit is not None)
+    context.update(
+        {
+            "form": form,
+            "assignment": assignment,
+            "mine": mine,
+            "change": change,
+            "what": what,
+            "progress": selectors.judging_progress(
+                user=request.user, task=task, item=item, unit=unit
+            )
+            if assignment is not None
+            else None,
+        }
+    )
     if task_unit is not None:
         context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)
-    return render(request, "annotation/judge.html", context, status=status)
+    template = "annotation/judge.html#judging" if _in_place(request) else "annotation/judge.html"
+    return render(request, template, context, status=status)
 
 
 @login_required

@@ -1,0 +1,205 @@
+"""Key press to next item on screen, in Chromium, while 50 simulated annotators judge.
+
+    python tests/perf/bench_next_item.py                  # 50 annotators, 60 items measured
+    python tests/perf/bench_next_item.py --users 20 --items-measured 30 --warmup 10
+
+Sets up as tests/perf/load.py does (a fresh PostgreSQL database, LOAD_DATABASE_URL or
+--database-url, default .../bw_next_item: it is DROPPED first; an ATP-Bench project with
+--items draft items and its "Query verification" task; gunicorn as ``bin/serve web`` runs it,
+DEBUG off) and starts the load test's locust annotators (tests/perf/load_users.py) against it.
+After --warmup seconds one more annotator judges in headless Chromium (/usr/bin/chromium, or
+BENCHWRIGHT_CHROMIUM) on the judge page, with the keyboard as a person would: ``1`` picks
+"Keep", then the timer starts at the keydown of ``Enter`` (the submit) and stops at the first
+animation frame after the next item's judging area is on the page (htmx swapped it in and
+settled). Prints the median, p95 and max over --items-measured items (the first --skip are
+left out: the browser's caches warm up), the load average, and the 150 ms target beside the
+median and p95. Asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+DEFAULT_URL = os.environ.get("LOAD_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bw_next_item")
+TARGET_MS = 150.0
+CHROMIUM = os.environ.get("BENCHWRIGHT_CHROMIUM", "/usr/bin/chromium")
+
+# In the page: the keydown of Enter starts the clock; the first frame after the judging area
+# is swapped in and settled stops it.
+TIMER_JS = """
+(() => {
+  window.__nextTimes = [];
+  let start = null;
+  document.addEventListener("keydown", (e) => { if (e.key === "Enter") start = performance.now(); }, true);
+  document.addEventListener("htmx:afterSettle", (e) => {
+    if (start === null || !e.detail.target || e.detail.target.id !== "judging") return;
+    const began = start;
+    start = null;
+    requestAnimationFrame(() => window.__nextTimes.push(performance.now() - began));
+  });
+})();
+"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    from tests.perf.load import percentile as nearest_rank
+
+    return nearest_rank(values, q)
+
+
+def measure(*, base: str, session: str, task: int, items: int, skip: int) -> list[float]:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )  # fmt: skip
+        context = browser.new_context(base_url=base)
+        context.add_cookies([{"name": "sessionid", "value": session, "url": base}])
+        context.set_default_timeout(30_000)
+        page = context.new_page()
+        page.goto(f"/judgment-tasks/{task}/next/")
+        page.evaluate(TIMER_JS)  # not a script tag: the Content-Security-Policy refuses those
+        expect(page.locator("html[data-ready]")).to_have_count(1)
+        heading = page.locator("#judging h1")
+        for _ in range(items + skip):
+            shown = heading.inner_text()
+            page.keyboard.press("1")
+            page.keyboard.press("Enter")
+            try:
+                expect(heading).not_to_have_text(shown, timeout=30_000)
+            except AssertionError:
+                error = page.locator("#judging .alert-error, #toast")
+                raise SystemExit(f"no next item after {shown}: {error.all_inner_texts()}") from None
+            if heading.inner_text() == "Nothing left to judge":
+                break
+        page.wait_for_function(f"() => window.__nextTimes.length >= {min(items + skip, 1)}")
+        times = page.evaluate("() => window.__nextTimes")
+        browser.close()
+    return [float(t) for t in times][skip:]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--users", type=int, default=50, help="simulated annotators")
+    parser.add_argument("--reviewers", type=int, default=3)
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--items-measured", type=int, default=60)
+    parser.add_argument("--skip", type=int, default=3, help="first items left out")
+    parser.add_argument("--warmup", type=float, default=20, help="seconds of load before")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument("--threads", type=int, default=2, help="threads per worker")
+    parser.add_argument("--think", default="1,3", help="the simulated annotators' s per item")
+    parser.add_argument("--database-url", default=DEFAULT_URL, help="DROPPED and created")
+    args = parser.parse_args()
+
+    from tests.perf.load import PASSWORD, free_port, fresh_database, gunicorn
+
+    fresh_database(args.database_url)
+    env = {
+        **os.environ,
+        "DATABASE_URL": args.database_url,
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "DJANGO_SETTINGS_MODULE": "benchmark.settings",
+        "DJANGO_ALLOW_ASYNC_UNSAFE": "true",  # Playwright's loop runs in this thread
+    }
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connections
+    from django.test import Client
+    from django.test.utils import override_settings
+
+    from annotation.judgment_tasks.models import Judgment
+    from tests.perf.load import setup_data
+
+    call_command("migrate", verbosity=0)
+    data = setup_data(items=args.items, annotators=args.users + 1, reviewers=args.reviewers)
+    person = data["annotators"].pop()  # the one in the browser
+    with override_settings(ALLOWED_HOSTS=["*"]):
+        client = Client()
+        client.force_login(get_user_model().objects.get(username=person))
+        session = client.cookies["sessionid"].value
+    connections.close_all()
+    seconds = round(args.warmup + 600)  # stopped when the browser is done
+    locust_env = {
+        **env,
+        "LOAD_TASK": str(data["task"]),
+        "LOAD_PROJECT": str(data["project"]),
+        "LOAD_ITEMS": ",".join(map(str, data["items"])),
+        "LOAD_ANNOTATORS": ",".join(data["annotators"]),
+        "LOAD_REVIEWERS": ",".join(data["reviewers"]),
+        "LOAD_REVIEWER_COUNT": str(args.reviewers),
+        "LOAD_PASSWORD": PASSWORD,
+        "LOAD_THINK": args.think,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "gunicorn.log"
+        with gunicorn(
+            env=env, port=free_port(), workers=args.workers, threads=args.threads, log=log
+        ) as (base, _pid):
+            print(
+                f"gunicorn: {args.workers} workers x {args.threads} threads on {base}; "
+                f"{os.cpu_count()} CPUs; locust {args.users} annotators + {args.reviewers} "
+                f"reviewers; warm-up {args.warmup:.0f} s"
+            )
+            locust = subprocess.Popen(
+                [sys.executable, "-m", "locust", "-f", str(ROOT / "tests/perf/load_users.py"),
+                 "--headless", "--only-summary", "--loglevel", "ERROR", "--host", base,
+                 "--users", str(args.users + args.reviewers), "--spawn-rate", "10",
+                 "--run-time", f"{seconds}s"],
+                cwd=ROOT,
+                env={**locust_env, "LOAD_OUT": str(Path(tmp) / "figures.json")},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            try:
+                time.sleep(args.warmup)
+                load_before = os.getloadavg()[0]
+                times = measure(
+                    base=base,
+                    session=session,
+                    task=data["task"],
+                    items=args.items_measured,
+                    skip=args.skip,
+                )
+                load_after = os.getloadavg()[0]
+                judged = Judgment.objects.filter(task_id=data["task"]).count()
+            finally:
+                locust.terminate()
+                try:
+                    locust.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    locust.kill()
+    if not times:
+        print("no item measured")
+        return 1
+    median, p95 = percentile(times, 50), percentile(times, 95)
+    print(f"key press to next item on screen, {len(times)} items, {args.users} annotators judging:")
+    for name, value in (("median", median), ("p95", p95)):
+        verdict = "meets" if value <= TARGET_MS else "MISSES"
+        print(f"  {name:<6} {value:6.0f} ms ({verdict} the {TARGET_MS:.0f} ms target)")
+    print(f"  max    {max(times):6.0f} ms")
+    print(f"load average (1 min) {load_before:.1f} before, {load_after:.1f} after")
+    print(f"judgments stored by everybody by the end: {judged}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
