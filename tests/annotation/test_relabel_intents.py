@@ -1,6 +1,6 @@
 """ATP-Bench query verification relabels category and intent: the intent menu names each
 intent's category, so the judging screen offers only the chosen category's intents
-(static/js/app.js; the browser test is tests/e2e/test_project_page_ui.py)."""
+(static/js/app.js; the browser test is tests/e2e/test_project_page_ui_browser.py)."""
 
 from __future__ import annotations
 
