@@ -28,7 +28,7 @@ does not depend on the order of the rows; crowd-kit's own tie-breaking is random
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -293,15 +293,13 @@ def label_text(value: Any) -> Hashable:
     return value  # type: ignore[no-any-return]
 
 
-def read_judgments(
-    lines: Iterable[str | bytes], *, name: str = "judgments"
-) -> list[tuple[Hashable, Hashable, Any]]:
-    """Rows ``(item or (item, unit), annotator, label)`` from a judgments JSONL file (the columns
-    of the app's judgments export: ``item``, optional ``unit``, ``annotator``, ``value``; other
-    columns ignored). Raises ``ValueError`` naming the line of the first bad row."""
+def _objects(
+    lines: Iterable[str | bytes], name: str, expected: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, object)`` for each non-blank line of a JSONL file; ValueError naming the line
+    of one that is not a JSON object."""
     import json
 
-    rows: list[Row] = []
     for number, line in enumerate(lines, start=1):
         text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
         if not text.strip():
@@ -312,7 +310,18 @@ def read_judgments(
         except ValueError as exc:
             raise ValueError(f"{where}: not JSON ({exc.args[0]})") from None
         if not isinstance(row, dict):
-            raise ValueError(f"{where}: expected an object with item, annotator and value")
+            raise ValueError(f"{where}: expected {expected}")
+        yield where, row
+
+
+def read_judgments(
+    lines: Iterable[str | bytes], *, name: str = "judgments"
+) -> list[tuple[Hashable, Hashable, Any]]:
+    """Rows ``(item or (item, unit), annotator, label)`` from a judgments JSONL file (the columns
+    of the app's judgments export: ``item``, optional ``unit``, ``annotator``, ``value``; other
+    columns ignored). Raises ``ValueError`` naming the line of the first bad row."""
+    rows: list[Row] = []
+    for where, row in _objects(lines, name, "an object with item, annotator and value"):
         annotator = row.get("annotator")
         if not isinstance(annotator, str | int) or isinstance(annotator, bool) or annotator == "":
             raise ValueError(f"{where}: 'annotator' must name who judged")
@@ -325,20 +334,8 @@ def read_judgments(
 def read_gold(lines: Iterable[str | bytes], *, name: str = "gold") -> dict[Hashable, Any]:
     """``{item or (item, unit): answer}`` from a gold JSONL file: ``item``, optional ``unit``,
     and the answer that counts as ``value`` (or ``label``)."""
-    import json
-
     gold: dict[Hashable, Any] = {}
-    for number, line in enumerate(lines, start=1):
-        text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-        if not text.strip():
-            continue
-        where = f"{name} line {number}"
-        try:
-            row = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"{where}: not JSON ({exc.args[0]})") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{where}: expected an object with item and value")
+    for where, row in _objects(lines, name, "an object with item and value"):
         answer = row.get("value", row.get("label"))
         if answer is None:
             raise ValueError(f"{where}: no 'value' (the answer that counts)")
