@@ -77,13 +77,10 @@ def has_records(root: Path) -> bool:
     return (root / RECORDS_DIR / RECORDS_FILE).is_file()
 
 
-def records_read(root: Path) -> Iterator[tuple[int, str, ToolRecord]]:
-    """``(line number, key, record)`` for each line of ``root/tool_records/records.jsonl`` (none when the
-    file is absent), each checked: FormatError names the line and field of a bad one, a key
-    that does not match its item, tool and arguments, and a file that is missing or whose
-    bytes do not hash to its name."""
-    path = root / RECORDS_DIR / RECORDS_FILE
-    name = f"{RECORDS_DIR}/{RECORDS_FILE}"
+def _file_lines(root: Path, name: str) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` for each non-blank line of the release file ``root/name`` (none
+    when it is absent); FormatError when it cannot be read as UTF-8 text."""
+    path = root / name
     if not path.is_file():
         return
     try:
@@ -92,7 +89,17 @@ def records_read(root: Path) -> Iterator[tuple[int, str, ToolRecord]]:
         raise FormatError(f"cannot read the file ({exc})", file=name) from None
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            yield lineno, *_record(root, line, name, f"line {lineno}")
+            yield lineno, line
+
+
+def records_read(root: Path) -> Iterator[tuple[int, str, ToolRecord]]:
+    """``(line number, key, record)`` for each line of ``root/tool_records/records.jsonl`` (none when the
+    file is absent), each checked: FormatError names the line and field of a bad one, a key
+    that does not match its item, tool and arguments, and a file that is missing or whose
+    bytes do not hash to its name."""
+    name = f"{RECORDS_DIR}/{RECORDS_FILE}"
+    for lineno, line in _file_lines(root, name):
+        yield lineno, *_record(root, line, name, f"line {lineno}")
 
 
 def _record(root: Path, line: str, name: str, where: str) -> tuple[str, ToolRecord]:
@@ -229,17 +236,9 @@ def has_calls(root: Path) -> bool:
 def calls_read(root: Path) -> Iterator[tuple[int, CallRecord]]:
     """``(line number, call)`` for each line of ``root/model_calls/calls.jsonl`` (none when
     the file is absent), each checked: FormatError names the line and field of a bad one."""
-    path = root / CALLS_DIR / CALLS_FILE
     name = f"{CALLS_DIR}/{CALLS_FILE}"
-    if not path.is_file():
-        return
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(f"cannot read the file ({exc})", file=name) from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            yield lineno, _call(line, name, f"line {lineno}")
+    for lineno, line in _file_lines(root, name):
+        yield lineno, _call(line, name, f"line {lineno}")
 
 
 def _call(line: str, name: str, where: str) -> CallRecord:
