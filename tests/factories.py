@@ -592,9 +592,10 @@ class JudgmentVersionFactory(DjangoModelFactory):
         model = "annotation.JudgmentVersion"
 
     judgment = factory.SubFactory(JudgmentFactory)
-    version = 1
+    number = 1
+    author = factory.SelfAttribute("judgment.user")
     value = 0
-    made_at = factory.LazyFunction(timezone.now)
+    created_at = factory.LazyFunction(timezone.now)
     replaced_at = factory.LazyFunction(timezone.now)
 
 

@@ -9,6 +9,7 @@ from django.db.models import Q
 from annotation.judgment_tasks.consensus import Rule, Verdict
 from benchmark.fields import JSONField, UTCDay
 from benchmark.models import Item, Project
+from benchmark.versions import VersionRow, version_constraints
 
 
 class Scheme(models.TextChoices):
@@ -290,26 +291,23 @@ class Judgment(models.Model):
         ]
 
 
-class JudgmentVersion(models.Model):
+class JudgmentVersion(VersionRow):
     """The values a judgment had before its author changed it (undo on the judge page):
-    version ``version`` as it was submitted at ``made_at`` and replaced at ``replaced_at``.
-    Nothing is overwritten: the judgment's history is these rows and the judgment itself."""
+    version ``number`` as it was submitted at ``created_at`` (by ``author``, the judgment's
+    annotator) and replaced at ``replaced_at``. Nothing is overwritten: the judgment's history is
+    these rows and the judgment itself. One of the versions' rows (``benchmark.versions``)."""
 
     judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="versions")
-    version = models.PositiveIntegerField()
     value = JSONField()
     reason = models.CharField(max_length=100, blank=True)
     comment = models.TextField(blank=True)
     relabel = JSONField(default=dict, blank=True)
     seconds = models.FloatField(default=0)
-    made_at = models.DateTimeField()
     replaced_at = models.DateTimeField()
 
     class Meta:
-        ordering = ["judgment", "version"]
-        constraints = [
-            models.UniqueConstraint(fields=["judgment", "version"], name="judgmentversion_unique"),
-        ]
+        ordering = ["judgment", "number"]
+        constraints = version_constraints("judgmentversion", "judgment")
 
 
 class Outcome(models.Model):

@@ -568,7 +568,7 @@ def judgment_edit(
     """Change one's own judgment after an undo: allowed while the item's (or unit's) outcome
     is pending and for ``JUDGMENT_UNDO_MINUTES`` after it was submitted (see
     :mod:`annotation.judgment_tasks.undo`). The values it had are kept as a
-    :class:`JudgmentVersion` and its ``version`` goes up by one; ``version`` is the one the
+    :class:`JudgmentVersion` (its ``number``) and its ``version`` goes up by one; ``version`` is the one the
     page showed, so a change made meanwhile in another window is answered with a conflict.
     The outcome is decided again from the changed judgment."""
     relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
@@ -603,13 +603,14 @@ def judgment_edit(
         value = _check_value(task, value, reason)
         JudgmentVersion.objects.create(
             judgment=judgment,
-            version=judgment.version,
+            number=judgment.version,
+            author=judgment.user,
+            created_at=judgment.edited_at or judgment.created_at,
             value=judgment.value,
             reason=judgment.reason,
             comment=judgment.comment,
             relabel=judgment.relabel,
             seconds=judgment.seconds,
-            made_at=judgment.edited_at or judgment.created_at,
             replaced_at=now,
         )
         judgment.value, judgment.reason, judgment.comment = value, reason, comment

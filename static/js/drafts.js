@@ -186,12 +186,19 @@
     }, function () { return { status: "network" }; });
   }
 
-  // Send the form's draft now. A stale CSRF token is renewed (when the session lives) and the
-  // send tried once more.
+  // Send the form's draft now, after any send of it still under way (one at a time per form:
+  // a save waits for an autosave in flight, so the two never race). A stale CSRF token is
+  // renewed (when the session lives) and the send tried once more.
   function push(form) {
-    var key = form.dataset.draft;
-    var state = states[key];
+    var state = states[form.dataset.draft];
     clearTimeout(state.timer);
+    var next = (state.sending || Promise.resolve()).then(function () { return send(form); });
+    state.sending = next.then(function () {}, function () {});
+    return next;
+  }
+
+  function send(form) {
+    var key = form.dataset.draft;
     var entry = readLocal(key) || snapshotEntry(form);
     var body = { version: entry.version || "", payload: entry.payload };
     return request(key, "POST", body).then(function (answer) {

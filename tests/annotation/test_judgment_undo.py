@@ -55,7 +55,8 @@ def test_a_change_keeps_the_earlier_values_and_decides_the_outcome_again() -> No
     assert (changed.value, changed.comment, changed.version) == ("keep", "misread", 2)
     assert changed.edited_at is not None
     (old,) = JudgmentVersion.objects.filter(judgment=first)
-    assert (old.version, old.value, old.made_at) == (1, "remove_ambiguous", first.created_at)
+    assert (old.number, old.value, old.created_at) == (1, "remove_ambiguous", first.created_at)
+    assert old.author == a
     assert Judgment.objects.filter(task=task, item=first.item).count() == 2  # no new judgment
     # The third judgment settles the item from the changed value: all keep.
     _judge(task, c, "keep")

@@ -342,7 +342,7 @@ def test_the_judge_page_shows_one_report_and_no_other_rater(world: World) -> Non
     assert "Precision Inspector" in body and "Reference fits; the diffusion would not." in body
     assert "The image placement is sensible." not in body  # not the Chief Judge's report
     assert "A1-SECRET-NOTE" not in body and "table judgments" not in body  # blind
-    assert 'data-keys="value"' in body and "2 · agree" in body
+    assert "data-pick-submits" in body and "2 · agree" in body  # the 0-2 keys pick and submit
     # a unit leased to nobody: an annotator may not open it
     other = TaskUnit.objects.filter(task=task).exclude(key=lease.unit).last()
     refused = c2.get(reverse("annotation:judge_unit", args=[task.pk, other.key]))
