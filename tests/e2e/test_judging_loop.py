@@ -147,7 +147,7 @@ def test_progress_and_undo_the_last_judgment(login_page, ready) -> None:  # type
     judgment = Judgment.objects.get(task=task, item__external_id=first)
     assert (judgment.value, judgment.version) == ("keep", 2)
     old = JudgmentVersion.objects.get(judgment=judgment)
-    assert (old.version, old.value) == (1, "remove_ambiguous")
+    assert (old.number, old.value) == (1, "remove_ambiguous")
     expect(progress.locator("[data-progress=today]")).to_have_text("1 judged today")
 
     # After the window, the undo is refused with a clear message (and no form).
