@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from annotation.judgment_tasks import solving
@@ -72,8 +73,10 @@ def world() -> dict[str, Any]:
 
 
 def answer_directly(task: JudgmentTask, user: Any, item: Item, answer: str) -> Judgment:
-    """Lease ``item`` to ``user`` without going through the queue order, then answer."""
-    _lease(task=task, user=user, item_id=item.pk, now=timezone.now())
+    """Lease ``item`` to ``user`` without going through the queue order, then answer. The lease
+    is taken in a transaction, as the queue takes it (a browser test runs outside one)."""
+    with transaction.atomic():
+        _lease(task=task, user=user, item_id=item.pk, now=timezone.now())
     return judgment_submit(task=task, item=item, user=user, value=answer)
 
 
