@@ -105,7 +105,7 @@ def main() -> int:
     parser.add_argument("--database-url", default=DEFAULT_URL, help="DROPPED and created")
     args = parser.parse_args()
 
-    from tests.perf.load import PASSWORD, free_port, fresh_database, gunicorn
+    from tests.perf.load import free_port, fresh_database, gunicorn, locust_environment
 
     fresh_database(args.database_url)
     env = {
@@ -138,17 +138,7 @@ def main() -> int:
         session = client.cookies["sessionid"].value
     connections.close_all()
     seconds = round(args.warmup + 600)  # stopped when the browser is done
-    locust_env = {
-        **env,
-        "LOAD_TASK": str(data["task"]),
-        "LOAD_PROJECT": str(data["project"]),
-        "LOAD_ITEMS": ",".join(map(str, data["items"])),
-        "LOAD_ANNOTATORS": ",".join(data["annotators"]),
-        "LOAD_REVIEWERS": ",".join(data["reviewers"]),
-        "LOAD_REVIEWER_COUNT": str(args.reviewers),
-        "LOAD_PASSWORD": PASSWORD,
-        "LOAD_THINK": args.think,
-    }
+    locust_env = locust_environment(env, data, args)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "gunicorn.log"
         with gunicorn(

@@ -353,6 +353,22 @@ def run_locust(
     return json.loads(out.read_text())
 
 
+def locust_environment(env: dict[str, str], data: dict[str, Any], args: Any) -> dict[str, str]:
+    """The environment the locust users (tests/perf/load_users.py) read: the task, project,
+    items and people ``setup_data`` made, the password and the think time."""
+    return {
+        **env,
+        "LOAD_TASK": str(data["task"]),
+        "LOAD_PROJECT": str(data["project"]),
+        "LOAD_ITEMS": ",".join(map(str, data["items"])),
+        "LOAD_ANNOTATORS": ",".join(data["annotators"]),
+        "LOAD_REVIEWERS": ",".join(data["reviewers"]),
+        "LOAD_REVIEWER_COUNT": str(args.reviewers),
+        "LOAD_PASSWORD": PASSWORD,
+        "LOAD_THINK": args.think,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, default=50, help="simulated annotators")
@@ -404,17 +420,7 @@ def main() -> int:
         f"{args.users} annotators, {args.reviewers} reviewers in {time.perf_counter() - t0:.1f} s"
     )
     seconds = max(1, round(args.minutes * 60))
-    locust_env = {
-        **env,
-        "LOAD_TASK": str(data["task"]),
-        "LOAD_PROJECT": str(data["project"]),
-        "LOAD_ITEMS": ",".join(map(str, data["items"])),
-        "LOAD_ANNOTATORS": ",".join(data["annotators"]),
-        "LOAD_REVIEWERS": ",".join(data["reviewers"]),
-        "LOAD_REVIEWER_COUNT": str(args.reviewers),
-        "LOAD_PASSWORD": PASSWORD,
-        "LOAD_THINK": args.think,
-    }
+    locust_env = locust_environment(env, data, args)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "gunicorn.log"
         with gunicorn(
