@@ -86,6 +86,9 @@ def test_item_form_input_is_offered_back_after_a_reload_and_in_another_browser(
     expect(documents).to_have_count(2)
     expect(documents.nth(0).locator("textarea")).to_have_value("Section 7: Descaling.")
     expect(documents.nth(1).locator("textarea")).to_have_value("Figure 3: the indicator lights.")
+    # This tab is done: closed, so its autosave cannot write the draft again after the item is
+    # created in the other browser below.
+    page.close()
 
     # Another browser (no local copy): the server's draft is offered.
     other = login_page(writer)
