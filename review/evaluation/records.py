@@ -224,24 +224,32 @@ def release_records_write(*, project_id: int, item_ids: Sequence[int], root: Any
     return records_write(root, records())
 
 
+def _release_item(id_by_external: Mapping[str, int], item: str, file: str, line: int) -> int:
+    """The project's id of a release record's item; FormatError naming the file and line when
+    the item is not among the release's items."""
+    from benchmark.formats import FormatError
+
+    item_id = id_by_external.get(item)
+    if item_id is None:
+        raise FormatError(
+            f"item {item!r} is not among the release's items",
+            file=file,
+            record=f"line {line}",
+            field="item",
+        )
+    return item_id
+
+
 def release_records_import(*, project: Any, root: Any, id_by_external: Mapping[str, int]) -> int:
     """Add the tool records of the release folder ``root`` to ``project``, each to the item
     with its id (``id_by_external``: external id -> item id); records the project already
     has are kept. How many were added. FormatError naming the line of a bad record or one
     whose item is not in the release."""
     from benchmark.evaluation.record_files import RECORDS_DIR, RECORDS_FILE, records_read
-    from benchmark.formats import FormatError
 
     rows = []
     for line, key, rec in records_read(root):
-        item_id = id_by_external.get(rec.item)
-        if item_id is None:
-            raise FormatError(
-                f"item {rec.item!r} is not among the release's items",
-                file=f"{RECORDS_DIR}/{RECORDS_FILE}",
-                record=f"line {line}",
-                field="item",
-            )
+        item_id = _release_item(id_by_external, rec.item, f"{RECORDS_DIR}/{RECORDS_FILE}", line)
         rows.append(
             ToolCallRecord(
                 project_id=project.pk,
@@ -319,19 +327,11 @@ def release_calls_import(*, project: Any, root: Any, id_by_external: Mapping[str
     them; calls the project already has are kept. How many were added. FormatError naming
     the line of a bad call or one whose item is not in the release."""
     from benchmark.evaluation.record_files import CALLS_DIR, CALLS_FILE, calls_read
-    from benchmark.formats import FormatError
 
     before = EvaluationCall.objects.filter(project_id=project.pk).count()
     rows: list[EvaluationCall] = []
     for line, call in calls_read(root):
-        item_id = id_by_external.get(call.item)
-        if item_id is None:
-            raise FormatError(
-                f"item {call.item!r} is not among the release's items",
-                file=f"{CALLS_DIR}/{CALLS_FILE}",
-                record=f"line {line}",
-                field="item",
-            )
+        item_id = _release_item(id_by_external, call.item, f"{CALLS_DIR}/{CALLS_FILE}", line)
         rows.append(
             EvaluationCall(
                 project_id=project.pk,
