@@ -232,3 +232,25 @@ def test_a_wrong_shaped_answer_or_a_failing_service_fails_the_item_unrecorded(
     server.failures.append(502)
     _, result = run(ToolLayer([provider(server)]), DETECT_THEN_CROP)
     assert result.passed
+
+
+def test_recorded_results_answer_a_plan_where_no_provider_is_configured(
+    server: RecordedTools,
+) -> None:
+    """A release's (or an earlier run's) records run the plan here without a provider; a
+    call they do not hold leaves it not executable, neither passed nor failed."""
+    records = MemoryRecords()
+    _, first = run(ToolLayer([provider(server)], records=records), DETECT_THEN_CROP)
+    server.stop()
+    ex, again = run(ToolLayer(records=records), DETECT_THEN_CROP)
+    assert again.passed and again.to_dict() == first.to_dict()
+    assert ex.tool_calls == 5  # the detection answered by the record, and four local steps
+    other = [
+        *DETECT_THEN_CROP[:2],
+        {"id": 2, "name": "get location", "args": {"city": "Reykjavik"}},
+    ]
+    ex, result = run(ToolLayer(records=records), other)
+    assert result.status == "not_executable"
+    assert result.unavailable == ["object detection", "get location"]
+    assert [s.name for s in result.steps] == ["object detection", "select object"]
+    assert ex.tool_calls == 2  # the unanswered location is not a call made
