@@ -10,9 +10,11 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
 from benchmark.builtin import toolsets_ensure
@@ -200,6 +202,14 @@ def test_plans_with_provided_tools_execute_are_recorded_and_replay(
     assert _results(again) == results
     assert again.summary["pass_rate"] == 100.0
     assert model_server.count == asked
+    # `evaluate --replay` with a record missing fails that item, naming the call.
+    ToolCallRecord.objects.filter(project=mms_project, name="get weather").delete()
+    with pytest.raises(
+        CommandError,
+        match=r"replay: 1 item\(s\) failed; 9004: replay: no record of get weather\("
+        r'\{"lat": "47.6038321", "lon": "-122.330062"\}\) for item 9004',
+    ):
+        call_command("evaluate", "--project", mms_project.name, "--replay", stdout=StringIO())
 
 
 def test_without_the_provider_the_same_plans_are_not_executable_here(
