@@ -254,3 +254,36 @@ def test_recorded_results_answer_a_plan_where_no_provider_is_configured(
     assert result.unavailable == ["object detection", "get location"]
     assert [s.name for s in result.steps] == ["object detection", "select object"]
     assert ex.tool_calls == 2  # the unanswered location is not a call made
+
+
+def _step_by_step(layer: ToolLayer) -> Any:
+    from benchmark.evaluation.base import EvalSettings
+    from benchmark.evaluation.mms import PROTOCOL
+    from tests.benchmark.evaluation.test_mms_planner import Script
+
+    chat = Script(
+        'THOUGHT 0: find the objects.\nACTION 0: {"id": 0, "name": "object detection", '
+        '"args": {"image": "in.png"}}',
+        'THOUGHT 1: count them.\nACTION 1: {"id": 1, "name": "count", '
+        '"args": {"objects": "<node-0>.objects"}}',
+        "TERMINATE",
+    )
+    item = EvalItem("1", {"user_request": "How many objects are in in.png?"}, {"in.png": picture()})
+    settings = EvalSettings(strategy="step-by-step", feedback=("parse", "verify", "execute"))
+    return PROTOCOL.run_item(item, settings=settings, chat=chat, tools=layer)
+
+
+def test_step_by_step_runs_provided_tools_turn_by_turn_or_from_the_record(
+    server: RecordedTools,
+) -> None:
+    records = MemoryRecords()
+    live = _step_by_step(ToolLayer([provider(server)], records=records))
+    assert live.scores["pass"] is True and live.tool_calls == 2
+    assert live.output["execution"]["steps"][1]["outputs"] == {"number": 2}
+    server.stop()
+    recorded = _step_by_step(ToolLayer(records=records))
+    assert recorded.scores["pass"] is True
+    assert recorded.output["execution"]["steps"] == live.output["execution"]["steps"]
+    nothing = _step_by_step(ToolLayer())
+    assert nothing.scores["pass"] is None and nothing.status == "not_executable"
+    assert nothing.error == "not executable here: object detection"
