@@ -623,9 +623,10 @@ class MmsProtocol:
         elif run.settings.strategy == "step-by-step" and run.wants("execute"):
             if not run.steps:
                 execution = Execution("failed", error="the plan has no steps")
-            elif run.executor.unavailable(run.steps):
-                # Its steps ran turn by turn only where a provider offers them: the whole
-                # plan once more, answered from the record where none does.
+            elif run.executor.unavailable(run.steps) or len(run.step_runs) != len(run.steps):
+                # Its steps ran turn by turn only where a provider offers them (and a step
+                # that could not run here was kept unrun): the whole plan once more,
+                # answered from the record where no provider is.
                 execution = run.fresh_executor().run(run.steps)
             else:
                 execution = Execution("passed", steps=list(run.step_runs))

@@ -560,6 +560,7 @@ class Executor:
         self.outputs: dict[int, dict[str, Any]] = {}
         self.tool_calls = 0
         self._inputs: dict[str, Blob] = {}
+        self._request = str(item.record.get("user_request") or item.record.get("query") or "")
         for name, data in item.images.items():
             blob = self.keep(data, "audio" if name.lower().endswith(_AUDIO) else "image")
             self._inputs[name] = blob
@@ -656,6 +657,10 @@ class Executor:
             elif value in self._inputs:
                 value = self._inputs[value]
         if modality in ("image", "audio") and not isinstance(value, Blob):
+            if isinstance(value, str) and "." in value and value in self._request:
+                # The task's own file (its request names it), not stored with the item here
+                # (an import without its files, an audio input): the plan cannot run here.
+                raise ToolUnavailable(f"the task's file {value!r} is not stored here")
             known = ", ".join(sorted(self.item.images)) or "none"
             raise StepError(
                 f"the argument {arg!r} must be an {modality}: an input file name (this task's "

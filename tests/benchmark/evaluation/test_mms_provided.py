@@ -287,3 +287,24 @@ def test_step_by_step_runs_provided_tools_turn_by_turn_or_from_the_record(
     nothing = _step_by_step(ToolLayer())
     assert nothing.scores["pass"] is None and nothing.status == "not_executable"
     assert nothing.error == "not executable here: object detection"
+
+
+def test_a_task_file_not_stored_here_makes_the_plan_not_executable(
+    server: RecordedTools,
+) -> None:
+    """m&m's audio inputs (and images imported without their files) are not stored with the
+    item: a plan on the file its request names cannot run here; a file name the request
+    does not mention is the plan's error."""
+    item = EvalItem("36", {"user_request": "Summarize the audio file '1995-1826-0002.flac'."})
+    layer = ToolLayer([provider(server)])
+    plan = [
+        {"id": 0, "name": "automatic speech recognition", "args": {"audio": "1995-1826-0002.flac"}}
+    ]
+    result = Executor(item, layer, builtin_toolset()).run(parse_json_plan(plan).steps)
+    assert result.status == "not_executable"
+    assert result.unavailable == ["automatic speech recognition"]
+    assert result.error == "the task's file '1995-1826-0002.flac' is not stored here"
+    plan[0]["args"]["audio"] = "other.flac"
+    result = Executor(item, layer, builtin_toolset()).run(parse_json_plan(plan).steps)
+    assert result.status == "failed" and "must be an audio" in result.error
+    assert server.requests == []
