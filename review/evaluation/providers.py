@@ -15,7 +15,13 @@ model client's machinery, ``benchmark.pacing``), and the key is read from the en
 key (``MODEL_API_KEY_ENV_ALLOWLIST``, ``NAME=URL`` for that base URL only). The provider class
 is the Agentic-MME protocol's (``RETRIEVAL_CLASS``); this factory is listed in
 ``EVALUATION_TOOL_PROVIDERS`` by default. Without the setting: no provider, and the tools
-answer "not available here" (a replay answers them from the record)."""
+answer "not available here" (a replay answers them from the record).
+
+m&m's tools that no code here runs (object detection, image segmentation, automatic speech
+recognition and the public APIs): ``{"evaluation": {"mms_tools": {...}}}`` with the same keys,
+plus ``tools``, the list of those tools the service implements (default: all twelve). The
+provider is ``benchmark.evaluation.mms_provided.MmsToolProvider`` (``MMS_TOOLS_CLASS``), made
+by ``mms_tool_provider``, which is also listed by default."""
 
 from __future__ import annotations
 
