@@ -341,10 +341,15 @@ BENCHWRIGHT_RENDER_WORKERS = env("BENCHWRIGHT_RENDER_WORKERS")
 MODEL_API_KEY_ENV_ALLOWLIST = env("MODEL_API_KEY_ENV_ALLOWLIST")
 # Tool providers of evaluation runs (review.evaluation): dotted paths of factories
 # ``factory(project) -> Provider | None`` (benchmark.evaluation.base.Provider), listed by the
-# operator, never by a project. The default offers the retrieval API a project configures
-# (review/evaluation/providers.py); with none, tools answer "not available here".
+# operator, never by a project. The defaults offer the retrieval API and the m&m's tool API a
+# project configures (review/evaluation/providers.py); with none, tools answer "not available
+# here".
 EVALUATION_TOOL_PROVIDERS = env.list(
-    "EVALUATION_TOOL_PROVIDERS", default=["review.evaluation.providers.retrieval_provider"]
+    "EVALUATION_TOOL_PROVIDERS",
+    default=[
+        "review.evaluation.providers.retrieval_provider",
+        "review.evaluation.providers.mms_tool_provider",
+    ],
 )
 # An evaluation started from the page (or resumed there) is split into chunk jobs of at most
 # this many items, so several Celery workers share one run (docs/reference/evaluation.md).

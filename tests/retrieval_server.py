@@ -23,18 +23,16 @@ class Request:
     tool: str
     arguments: dict[str, Any]
     headers: dict[str, str]
+    #: The request's other fields (an m&m's tool call's ``files``).
+    body: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
-class RecordedWeb:
-    #: query -> list of {"title", "link", "snippet"}
-    searches: dict[str, list[dict[str, str]]] = field(default_factory=dict)
-    #: image sha256 -> list of {"title", "link", "source"}
-    lens: dict[str, list[dict[str, str]]] = field(default_factory=dict)
-    #: url -> page text
-    pages: dict[str, str] = field(default_factory=dict)
-    #: url -> image bytes
-    images: dict[str, bytes] = field(default_factory=dict)
+class JsonToolServer:
+    """The HTTP side every recorded tool server shares (``POST /<tool>`` with
+    ``{"arguments": {...}}``, JSON answers): requests kept, failures on demand, the bearer key
+    checked, redirects. A subclass answers with ``answer(tool, arguments, body)``."""
+
     api_key: str = ""
     #: When set, every request is answered with a 302 to this URL.
     redirect_to: str = ""
@@ -50,7 +48,78 @@ class RecordedWeb:
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def answer(self, tool: str, arguments: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def answer(
+        self, tool: str, arguments: dict[str, Any], body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        raise NotImplementedError
+
+    def start(self) -> Any:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                tool = self.path.strip("/").split("/")[-1]
+                arguments = body.get("arguments", {})
+                with server._lock:
+                    server.requests.append(Request(tool, arguments, dict(self.headers), body))
+                    failure = server.failures.pop(0) if server.failures else None
+                if server.redirect_to:
+                    self.send_response(302)
+                    self.send_header("Location", server.redirect_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                extra: dict[str, str] = {}
+                if isinstance(failure, tuple):
+                    failure, extra = failure
+                if failure is not None:
+                    status, answer = failure, {"error": "recorded failure"}
+                elif (
+                    server.api_key
+                    and self.headers.get("Authorization") != f"Bearer {server.api_key}"
+                ):
+                    status, answer = 401, {"error": "bad key"}
+                else:
+                    status, answer = server.answer(tool, arguments, body)
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for header, value in extra.items():
+                    self.send_header(header, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+
+@dataclass
+class RecordedWeb(JsonToolServer):
+    #: query -> list of {"title", "link", "snippet"}
+    searches: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    #: image sha256 -> list of {"title", "link", "source"}
+    lens: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    #: url -> page text
+    pages: dict[str, str] = field(default_factory=dict)
+    #: url -> image bytes
+    images: dict[str, bytes] = field(default_factory=dict)
+
+    def answer(
+        self, tool: str, arguments: dict[str, Any], body: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
         if tool == "google_search":
             query = str(arguments.get("query", ""))
             if query not in self.searches:
@@ -92,53 +161,3 @@ class RecordedWeb:
             data = base64.b64encode(self.images[url]).decode("ascii")
             return 200, {"output": {"url": url}, "files": {"image.png": data}}
         return 404, {"error": f"unknown tool {tool}"}
-
-    def start(self) -> RecordedWeb:
-        web = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                tool = self.path.strip("/").split("/")[-1]
-                with web._lock:
-                    web.requests.append(
-                        Request(tool, body.get("arguments", {}), dict(self.headers))
-                    )
-                    failure = web.failures.pop(0) if web.failures else None
-                if web.redirect_to:
-                    self.send_response(302)
-                    self.send_header("Location", web.redirect_to)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                extra: dict[str, str] = {}
-                if isinstance(failure, tuple):
-                    failure, extra = failure
-                if failure is not None:
-                    status, answer = failure, {"error": "recorded failure"}
-                elif web.api_key and self.headers.get("Authorization") != f"Bearer {web.api_key}":
-                    status, answer = 401, {"error": "bad key"}
-                else:
-                    status, answer = web.answer(tool, body.get("arguments", {}))
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for header, value in extra.items():
-                    self.send_header(header, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None

@@ -621,14 +621,15 @@ class MmsProtocol:
         if run.settings.strategy == "multi-step" and run.last_execution is not None:
             execution = run.last_execution
         elif run.settings.strategy == "step-by-step" and run.wants("execute"):
-            missing = run.executor.unavailable(run.steps)
-            execution = (
-                Execution("not_executable", unavailable=missing)
-                if missing
-                else Execution("passed", steps=list(run.step_runs))
-            )
-            if not missing and not run.steps:
+            if not run.steps:
                 execution = Execution("failed", error="the plan has no steps")
+            elif run.executor.unavailable(run.steps) or len(run.step_runs) != len(run.steps):
+                # Its steps ran turn by turn only where a provider offers them (and a step
+                # that could not run here was kept unrun): the whole plan once more,
+                # answered from the record where no provider is.
+                execution = run.fresh_executor().run(run.steps)
+            else:
+                execution = Execution("passed", steps=list(run.step_runs))
         elif not run.steps:
             execution = Execution("failed", error="the plan has no steps")
         else:

@@ -13,11 +13,13 @@ m&m's 33 tools fall in four groups, and each group runs in its own place:
   (``benchmark.rendering.providers``): :class:`RenderingTools`.
 * **detection, segmentation, speech recognition and the public APIs** (date, year, math and
   trivia facts, love calculator, location, movies, weather, Wikipedia) run through whatever
-  provider the project configures for them, or answer from the record.
+  provider the project configures for them (the HTTP one is
+  :class:`benchmark.evaluation.mms_provided.MmsToolProvider`), or answer from the record.
 
 Every call outside this module goes through the run's ``ToolLayer``: recorded per item, and in
-replay mode answered only from the record. A plan naming a tool that no provider offers here is
-"not executable here" (:meth:`Executor.unavailable`), never passed or failed.
+replay mode answered only from the record. A plan naming a tool that no provider offers here
+runs when the record answers those calls, and is otherwise "not executable here"
+(:meth:`Executor.unavailable`, :meth:`Executor.run`), never passed or failed.
 
 Values between steps: an image (or audio file) is an :class:`Blob` held by its sha256; a
 provider receives it as the argument value ``"sha256:<hex>"`` with the bytes in ``files``
@@ -558,6 +560,7 @@ class Executor:
         self.outputs: dict[int, dict[str, Any]] = {}
         self.tool_calls = 0
         self._inputs: dict[str, Blob] = {}
+        self._request = str(item.record.get("user_request") or item.record.get("query") or "")
         for name, data in item.images.items():
             blob = self.keep(data, "audio" if name.lower().endswith(_AUDIO) else "image")
             self._inputs[name] = blob
@@ -590,18 +593,23 @@ class Executor:
     # ---- running
 
     def run(self, steps: list[Step]) -> Execution:
+        """Run the steps in order. A plan with tools no provider offers here (``missing``)
+        still runs when the tool layer's record answers every call of theirs (a release's
+        records, a run before); when one is not recorded, or a step fails before, the plan
+        is ``not_executable``: it could not run whole here, so it neither passes nor fails."""
         missing = self.unavailable(steps)
-        if missing:
-            return Execution("not_executable", unavailable=missing)
         runs: list[StepRun] = []
         for step in steps:
             try:
                 outputs = self.run_step(step)
             except ToolUnavailable as exc:
-                return Execution("not_executable", runs, str(exc), [step.name])
+                return Execution("not_executable", runs, str(exc), missing or [step.name])
             except StepError as exc:
+                error = f"step {step.id} ({step.name}): {exc}"
+                if missing:
+                    return Execution("not_executable", runs, error, missing)
                 runs.append(StepRun(step.id, step.name, False, error=str(exc)))
-                return Execution("failed", runs, f"step {step.id} ({step.name}): {exc}")
+                return Execution("failed", runs, error)
             runs.append(StepRun(step.id, step.name, True, outputs=_plain(outputs)))
         return Execution("passed", runs)
 
@@ -649,6 +657,10 @@ class Executor:
             elif value in self._inputs:
                 value = self._inputs[value]
         if modality in ("image", "audio") and not isinstance(value, Blob):
+            if isinstance(value, str) and "." in value and value in self._request:
+                # The task's own file (its request names it), not stored with the item here
+                # (an import without its files, an audio input): the plan cannot run here.
+                raise ToolUnavailable(f"the task's file {value!r} is not stored here")
             known = ", ".join(sorted(self.item.images)) or "none"
             raise StepError(
                 f"the argument {arg!r} must be an {modality}: an input file name (this task's "
@@ -696,7 +708,11 @@ class Executor:
     def run_provided(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         files = {v.digest: self.files[v.digest] for v in args.values() if isinstance(v, Blob)}
         arguments = {name: _plain(value) for name, value in args.items()}
-        result = self.tools.call(self.item.id, tool, arguments, files=files)
+        try:
+            result = self.tools.call(self.item.id, tool, arguments, files=files)
+        except ToolUnavailable:
+            self.tool_calls -= 1  # nothing answered it: not a call made
+            raise
         if result.error:
             raise StepError(result.error)
         outputs: dict[str, Any] = {}
