@@ -86,7 +86,37 @@ def _judge_rater_context(request: HttpRequest, task: JudgmentTask) -> dict[str, 
             names = judge_sources.value_names(task)
             context["judge_rater"] = judge_rater_view(report, names)
             context["calibration"] = calibration_view(calibration, names)
+            context.update(_corrections_context(user, task, key, names))
     return context
+
+
+def _corrections_context(
+    user: Any, task: JudgmentTask, key: str, names: dict[Any, str]
+) -> dict[str, Any]:
+    """The calibration report's correction cases of a judge run, which a reviewer can add as
+    worked examples (``review.judge_examples``); nothing for a source that is not a run."""
+    from benchmark import permissions
+    from review.judge_examples import selectors as examples
+
+    if not permissions.can(user=user, project=task.project, action="run_judges"):
+        return {}
+    try:
+        cases = examples.correction_cases(user=user, task=task, key=key)
+    except DomainError:
+        return {}
+    shown = [
+        {
+            **vars(c),
+            "people_shown": names.get(c.people, str(c.people)),
+            "judge_shown": names.get(c.judge, str(c.judge)),
+        }
+        for c in cases
+    ]
+    return {
+        "show_corrections": True,
+        "corrections": shown,
+        "example_sets": examples.example_sets_for(user=user, task=task),
+    }
 
 
 def _aggregation_context(request: HttpRequest, task: JudgmentTask) -> dict[str, Any]:
