@@ -97,7 +97,12 @@ def example_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One set of worked examples: its cases, the template versions it created, and the
     held-back comparison (start it; its job's progress; before and after)."""
     example_set = _set_for(request, pk)
-    return render(request, "review/judge_examples/set.html", _context(request, example_set))
+    htmx = getattr(request, "htmx", None)
+    target = htmx.target if htmx and not htmx.history_restore_request else None
+    template = "review/judge_examples/set.html"
+    if target == "held-back":  # the section polls itself while its run's job is going
+        template += "#held-back"
+    return render(request, template, _context(request, example_set))
 
 
 @login_required
