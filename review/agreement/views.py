@@ -119,6 +119,17 @@ def _corrections_context(
     }
 
 
+def _rate_threshold(request: HttpRequest) -> float:
+    """``?rate_threshold=`` (percent, 0-100), else the default; a bad value is ignored."""
+    from review.rate_judge.selectors import DEFAULT_RATE_THRESHOLD
+
+    try:
+        value = float(request.GET.get("rate_threshold", ""))
+    except ValueError:
+        return DEFAULT_RATE_THRESHOLD
+    return value if 0.0 <= value <= 100.0 else DEFAULT_RATE_THRESHOLD
+
+
 def _aggregation_context(request: HttpRequest, task: JudgmentTask) -> dict[str, Any]:
     """The "Label aggregation" section: the methods, and with ``?method=<name>`` the task's
     judgments aggregated by it (or why not)."""
@@ -243,8 +254,9 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             **pairs,
             **judge_context,
             **aggregation_context,
-            # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks.
-            "judge_rates": rate_figures(task=task),
+            # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks;
+            # agents below the reviewer's ?rate_threshold= (percent) are flagged.
+            "judge_rates": rate_figures(task=task, threshold=_rate_threshold(request)),
         },
         status=400
         if judge_context["judge_error"] or aggregation_context["aggregation_error"]
