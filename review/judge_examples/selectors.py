@@ -146,23 +146,37 @@ def example_set_get(*, user: AnyUser, pk: int) -> ExampleSet:
     return found
 
 
-def held_back_units(*, example_set: ExampleSet) -> list[str]:
+@dataclass(frozen=True)
+class HeldBackInputs:
+    """What a held-back comparison reads once: people's ratings of the task, the source run's
+    values, and the judge's example units in the project."""
+
+    rows: list[tuple[str, str, Any]]
+    before: dict[str, Any]
+    examples: dict[str, int]
+
+
+def held_back_inputs(*, example_set: ExampleSet) -> HeldBackInputs:
+    run = example_set.source_run
+    return HeldBackInputs(
+        rows=judge_sources.task_human_ratings(task=example_set.task),
+        before=run.spec.rater_values(run),
+        examples=example_units(project=example_set.project, judge=example_set.judge),
+    )
+
+
+def held_back_units(*, example_set: ExampleSet, inputs: HeldBackInputs | None = None) -> list[str]:
     """The units a held-back comparison uses: those people judged in the set's task that the
     source run judged, minus every example unit of the judge in the project."""
-    task = example_set.task
-    people = {
-        unit for unit, _, value in judge_sources.task_human_ratings(task=task) if value is not None
-    }
-    before = {
-        u
-        for u, v in example_set.source_run.spec.rater_values(example_set.source_run).items()
-        if v is not None
-    }
-    held = example_units(project=example_set.project, judge=example_set.judge)
-    return sorted((people & before) - set(held))
+    inputs = inputs or held_back_inputs(example_set=example_set)
+    people = {unit for unit, _, value in inputs.rows if value is not None}
+    before = {u for u, v in inputs.before.items() if v is not None}
+    return sorted((people & before) - set(inputs.examples))
 
 
-def held_back_comparison(*, user: AnyUser, example_set: ExampleSet) -> dict[str, Any] | None:
+def held_back_comparison(
+    *, user: AnyUser, example_set: ExampleSet, inputs: HeldBackInputs | None = None
+) -> dict[str, Any] | None:
     """Before (the source run) and after (the held-back run of the new version) against the
     people's majority on the same held-back units, never an example unit
     (``benchmark.metrics.judge_rater.held_back_comparison``); None until the held-back run
@@ -171,22 +185,14 @@ def held_back_comparison(*, user: AnyUser, example_set: ExampleSet) -> dict[str,
     run = example_set.held_back_run
     if run is None or run.job is None or run.job.status != "succeeded":
         return None
-    task = example_set.task
-    level, categories = judge_sources.task_scale(task)
+    inputs = inputs or held_back_inputs(example_set=example_set)
+    level, categories = judge_sources.task_scale(example_set.task)
     held = set(example_set.held_back)
-    before = {
-        u: v
-        for u, v in example_set.source_run.spec.rater_values(example_set.source_run).items()
-        if u in held
-    }
+    before = {u: v for u, v in inputs.before.items() if u in held}
     after = {u: v for u, v in run.spec.rater_values(run).items() if u in held}
-    rows = [r for r in judge_sources.task_human_ratings(task=task) if r[0] in held]
-    from benchmark.metrics.judge_rater import (  # lazy: NumPy
-        DEFAULT_TRUST_THRESHOLD,
-    )
-    from benchmark.metrics.judge_rater import (
-        held_back_comparison as compare,
-    )
+    rows = [r for r in inputs.rows if r[0] in held]
+    from benchmark.metrics.judge_rater import DEFAULT_TRUST_THRESHOLD  # lazy: NumPy
+    from benchmark.metrics.judge_rater import held_back_comparison as compare
 
     try:
         report = compare(
@@ -195,7 +201,7 @@ def held_back_comparison(*, user: AnyUser, example_set: ExampleSet) -> dict[str,
             after,
             level,
             categories,
-            examples=example_units(project=example_set.project, judge=example_set.judge),
+            examples=inputs.examples,
             threshold=DEFAULT_TRUST_THRESHOLD,
         )
     except ValueError as exc:

@@ -34,7 +34,8 @@ def _set_for(request: HttpRequest, pk: int) -> ExampleSet:
 
 def _context(request: HttpRequest, example_set: ExampleSet) -> dict[str, Any]:
     user = request_user(request)
-    report = selectors.held_back_comparison(user=user, example_set=example_set)
+    inputs = selectors.held_back_inputs(example_set=example_set)
+    report = selectors.held_back_comparison(user=user, example_set=example_set, inputs=inputs)
     names = judge_sources.value_names(example_set.task)
     rows = None
     if report is not None:
@@ -54,7 +55,7 @@ def _context(request: HttpRequest, example_set: ExampleSet) -> dict[str, Any]:
         "task": example_set.task,
         "cases": list(example_set.cases.all()),
         "versions": list(example_set.template_versions.order_by("template_id")),
-        "held_back_count": len(selectors.held_back_units(example_set=example_set)),
+        "held_back_count": len(selectors.held_back_units(example_set=example_set, inputs=inputs)),
         "comparison": report,
         "comparison_rows": rows,
         "run": run,

@@ -300,9 +300,28 @@ def test_pages_add_examples_and_show_the_comparison(
     assert b'id="held-back-waiting"' in waiting.content
     # The job is enqueued after commit; a test's transaction never commits: run it here.
     judge_services.judge_run_execute(job=example_set.held_back_run.job)
-    with django_assert_max_num_queries(40):
+    with django_assert_max_num_queries(12):
         shown = reviewer.get(reverse("review:example_set", args=[example_set.pk]))
     assert shown.status_code == 200
     html = shown.content.decode()
     assert 'id="held-back-table"' in html and 'data-version="difference"' in html
     assert WorkedExampleCase.objects.count() == 2
+
+
+def test_the_rubric_judge_writes_its_examples_on_its_own_scale(project: Project) -> None:
+    from benchmark.models import Origin
+    from review.judges.specs import judge_spec
+    from tests.factories import ResponseFactory
+
+    item = ItemFactory(
+        project=project,
+        query="Draw a map of the harbour",
+        rubric=[{"key": "r1", "text": "The map shows the lighthouse"}],
+    )
+    answer = ResponseFactory(item=item, origin=Origin.MODEL, text="Here is the map.")
+    spec = judge_spec("llmi-rubric")
+    assert spec.worked_example_answer(2) == "score 2 (fully met)"
+    summary = spec.worked_example_input(f"response:{answer.pk}:r1", project)
+    assert "Draw a map of the harbour" in summary and "The map shows the lighthouse" in summary
+    assert spec.worked_example_input("response:999999:r1", project) == "unit response:999999:r1"
+    assert judge_spec("mms-plan").worked_example_answer(0) == "INVALID"
