@@ -162,7 +162,7 @@ def held_back_run_start(
     source = example_set.source_run
     with transaction.atomic():
         locked = (
-            ExampleSet.objects.select_for_update()
+            ExampleSet.objects.select_for_update(of=("self",))
             .select_related("held_back_run__job")
             .get(pk=example_set.pk)
         )

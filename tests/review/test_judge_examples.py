@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.judgment_tasks.models import JudgmentTask
-from benchmark.exceptions import Forbidden, ValidationFailed
+from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.judge_prompts import plan_validity
 from benchmark.judge_prompts.examples import BEGIN, END, WorkedExample, with_examples
 from benchmark.metrics.judge_rater import disagreements, held_back_comparison
@@ -237,6 +237,8 @@ def test_adding_cases_makes_a_new_version_the_judge_receives_and_compares_on_hel
 
     server.requests.clear()
     job = services.held_back_run_start(user=reviewer, example_set=example_set)
+    with pytest.raises(Conflict, match="still queued"):
+        services.held_back_run_start(user=reviewer, example_set=example_set)
     # Enqueued after commit (never, in a test's transaction): run it here.
     job = judge_services.judge_run_execute(job=job)
     assert job.status == JobStatus.SUCCEEDED, job.error
