@@ -63,6 +63,29 @@ def example_units(*, project: Project, judge: str) -> dict[str, int]:
     return {unit: set_id for unit, set_id in rows}
 
 
+def examples_in_run(*, run: JudgeRun) -> set[str]:
+    """The example units written into the template versions ``run`` used: those of every
+    example set whose versions the run used, and of the sets before it (a version's block
+    carries every earlier example). A run's evaluation never counts them."""
+    sets = list(
+        ExampleSet.objects.filter(project_id=run.project_id, judge=run.judge).order_by(
+            "created_at", "id"
+        )
+    )
+    used = set((run.templates or {}).items())
+    last = -1
+    for n, example_set in enumerate(sets):
+        created = set((example_set.templates or {}).items())
+        if created and created <= used:
+            last = n
+    if last < 0:
+        return set()
+    ids = [s.pk for s in sets[: last + 1]]
+    return set(
+        WorkedExampleCase.objects.filter(example_set_id__in=ids).values_list("unit", flat=True)
+    )
+
+
 def _reason(names: dict[Any, str], judge: Any, people: Any, votes: int, n: int) -> str:
     said = names.get(judge, str(judge))
     right = names.get(people, str(people))

@@ -265,6 +265,23 @@ def test_adding_cases_makes_a_new_version_the_judge_receives_and_compares_on_hel
     assert report["difference"]["kappa"] == pytest.approx(0.5)
     assert not set(report["units"]) & set(chosen)
 
+    # A full run of the new version: its calibration report never counts its own examples;
+    # the old version's report counts every unit.
+    from review.agreement import judge_sources
+
+    full = run_judge(project)
+    assert full.templates == example_set.templates
+    new_report = judge_sources.judge_calibration_report(
+        user=reviewer, task=task, key=key_of(full), threshold=0.6
+    )
+    assert new_report["n_examples_left_out"] == 2 and new_report["overall"]["n_units"] == 4
+    rater = judge_sources.judge_rater_report(user=reviewer, task=task, key=key_of(full))
+    assert rater["n_examples_left_out"] == 2 and rater["majority"]["n_units"] == 4
+    old_report = judge_sources.judge_calibration_report(
+        user=reviewer, task=task, key=key_of(run), threshold=0.6
+    )
+    assert old_report["n_examples_left_out"] == 0 and old_report["overall"]["n_units"] == 6
+
 
 def test_pages_add_examples_and_show_the_comparison(
     voted: tuple[JudgmentTask, JudgeRun],
