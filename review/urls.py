@@ -16,6 +16,7 @@ urlpatterns = [
     *feature_urls("judges", "review.judges.urls"),
     *feature_urls("evaluation", "review.evaluation.urls"),
     *feature_urls("judge-settings", "review.judge_settings.urls"),
+    *feature_urls("judge-examples", "review.judge_examples.urls"),
     *feature_urls("human-eval", "review.human_eval.urls"),
     *feature_urls("answer-rendering", "review.answer_rendering.urls"),
     *feature_urls("team", "review.team.urls"),

@@ -861,6 +861,35 @@ class JudgeRunFactory(DjangoModelFactory):
     templates = factory.LazyFunction(lambda: {"atp-mam": "1"})
 
 
+class ExampleSetFactory(DjangoModelFactory):
+    """A set of worked examples added to a judge's templates from a task's correction cases
+    (pass ``project``, ``task`` and ``source_run`` of that project)."""
+
+    class Meta:
+        model = "review.ExampleSet"
+
+    project = factory.SubFactory(ProjectFactory)
+    judge = "atp-mam"
+    task = factory.SubFactory(JudgmentTaskFactory, project=factory.SelfAttribute("..project"))
+    source_run = factory.SubFactory(JudgeRunFactory, project=factory.SelfAttribute("..project"))
+
+
+class WorkedExampleCaseFactory(DjangoModelFactory):
+    """One correction case written into a judge's prompt as a worked example."""
+
+    class Meta:
+        model = "review.WorkedExampleCase"
+
+    example_set = factory.SubFactory(ExampleSetFactory)
+    unit = factory.Sequence(lambda n: str(n + 1))
+    people = 0
+    judge_value = 1
+    summary = "User request: ..."
+    answer = "INVALID"
+    reason = "2 of 3 annotators gave 0"
+    source = "majority"
+
+
 class JudgeCallFactory(DjangoModelFactory):
     """One successful call of a judge run about one model answer; pass ``run``, ``response``,
     ``label`` and ``parsed`` (the report)."""

@@ -78,6 +78,7 @@ from tests.factories import (
     DraftingSessionFactory,
     EvaluationResultFactory,
     EvaluationRunFactory,
+    ExampleSetFactory,
     FailureLabelFactory,
     ImageFactory,
     ImportJobFactory,
@@ -114,6 +115,7 @@ from tests.factories import (
     TrajectoryVersionFactory,
     UserFactory,
     VisualVerdictFactory,
+    WorkedExampleCaseFactory,
     image_ref,
 )
 
@@ -1369,6 +1371,26 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             headers={"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "pair-confusion"},
         ),
     ),
+    "review:judge_examples_add": (
+        Case(
+            "add correction cases as worked examples",
+            lambda w: {"pk": w.task.pk},
+            "run_judges",
+            method="post",
+            data={"key": "judge-run:0", "units": ["1"]},
+        ),
+    ),
+    "review:example_set": (
+        Case("worked examples: one set", lambda w: {"pk": w.example_set.pk}, "manage_studies"),
+    ),
+    "review:held_back_start": (
+        Case(
+            "worked examples: start the held-back comparison",
+            lambda w: {"pk": w.example_set.pk},
+            "run_judges",
+            method="post",
+        ),
+    ),
     "review:judgments_export": (
         Case("judgments csv", lambda w: {"pk": w.task.pk, "fmt": "csv"}, "manage_studies"),
         Case("blind answers jsonl", lambda w: {"pk": w.vtask.pk, "fmt": "jsonl"}, "manage_studies"),
@@ -2010,6 +2032,9 @@ def build_world() -> SimpleNamespace:
     # Rate the judge: a judge run's Chief Judge report on a model answer, one unit of a
     # "judge-report" task, leased to the annotator.
     w.judge_run = JudgeRunFactory(project=w.project)
+    # Worked examples added to the judge from the task's correction cases.
+    w.example_set = ExampleSetFactory(project=w.project, task=w.task, source_run=w.judge_run)
+    WorkedExampleCaseFactory(example_set=w.example_set, unit=str(w.item.pk))
     # An evaluation run of a model under test with one result and one stored file.
     w.eval_run = EvaluationRunFactory(project=w.project)
     # A saved filter of the item list that none of the roles saved (only an admin deletes it).

@@ -41,6 +41,8 @@ from benchmark.metrics.agreement import (
 __all__ = [
     "DEFAULT_TRUST_THRESHOLD",
     "JUDGE",
+    "disagreements",
+    "held_back_comparison",
     "judge_as_rater",
     "judge_calibration",
     "majority_per_unit",
@@ -331,5 +333,114 @@ def judge_calibration(
         "n_ties": len(ties),
         "overall": _calibrate(everything, labels, level, threshold, rng, bootstrap),
         "groups": groups if group_of else [],
+        "bootstrap": {"n_resamples": bootstrap, "seed": seed, "unit": "units, with replacement"},
+    }
+
+
+# =========================================================================== corrections
+
+
+def disagreements(
+    human_rows: Iterable[Row],
+    judge: Mapping[Any, Any],
+    level: Level = "nominal",
+    categories: Sequence[Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The units where the people's majority (ties left out) differs from the judge's value:
+    ``{"unit", "judge", "people", "votes", "n_raters"}`` (``votes``: how many people gave the
+    majority's value), in the people's unit order."""
+    rows = [(unit, rater, value) for unit, rater, value in human_rows if not _missing(value)]
+    judged = {unit: value for unit, value in judge.items() if not _missing(value)}
+    if categories is None:
+        seen = dict.fromkeys([v for _, _, v in rows] + list(judged.values()))
+        try:
+            categories = sorted(seen)
+        except TypeError:
+            categories = list(seen)
+    humans = encode(rows, level, categories)
+    labels = [_plain(c) for c in humans.categories]
+    majority, _ = majority_per_unit(humans)
+    out = []
+    for pos, unit in enumerate(humans.items):
+        if unit not in majority or unit not in judged:
+            continue
+        people = labels[majority[unit]]
+        if judged[unit] == people:
+            continue
+        counts = humans.counts[pos]
+        out.append(
+            {
+                "unit": unit,
+                "judge": _plain(judged[unit]),
+                "people": people,
+                "votes": int(counts[majority[unit]]),
+                "n_raters": int(counts.sum()),
+            }
+        )
+    return out
+
+
+def held_back_comparison(
+    human_rows: Iterable[Row],
+    before: Mapping[Any, Any],
+    after: Mapping[Any, Any],
+    level: Level = "nominal",
+    categories: Sequence[Any] | None = None,
+    *,
+    examples: Iterable[Any] = (),
+    threshold: float = DEFAULT_TRUST_THRESHOLD,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> Result:
+    """Two versions of a judge against the people's majority on exactly the same held-back
+    units: those with a majority (ties left out) that both versions judged, never one of
+    ``examples`` (the units written into the newer version's prompt). For each version the
+    figures of :func:`judge_calibration` (percent agreement, kappa with a bootstrap interval,
+    TPR/FPR on a yes/no scale), and ``difference`` = after - before of agreement and kappa.
+    ``n_examples_left_out`` counts example units that would otherwise have been compared."""
+    rows = [(unit, rater, value) for unit, rater, value in human_rows if not _missing(value)]
+    first = {u: v for u, v in before.items() if not _missing(v)}
+    second = {u: v for u, v in after.items() if not _missing(v)}
+    excluded = set(examples)
+    if categories is None:
+        seen = dict.fromkeys([v for _, _, v in rows] + list(first.values()) + list(second.values()))
+        try:
+            categories = sorted(seen)
+        except TypeError:
+            categories = list(seen)
+    humans = encode(rows, level, categories)
+    labels = [_plain(c) for c in humans.categories]
+    index = humans.category_index
+    majority, ties = majority_per_unit(humans)
+    both = [u for u in majority if u in first and u in second]
+    units = [u for u in both if u not in excluded]
+    pairs: dict[str, list[tuple[int, int]]] = {"before": [], "after": []}
+    for unit in units:
+        for name, values in (("before", first), ("after", second)):
+            if values[unit] not in index:
+                raise ValueError(f"the judge's value {values[unit]!r} is not on the people's scale")
+            pairs[name].append((index[values[unit]], majority[unit]))
+    figures = {}
+    for name in ("before", "after"):
+        # The same seed for both: the two intervals resample the units alike.
+        rng = np.random.default_rng(seed)
+        figures[name] = _calibrate(pairs[name], labels, level, threshold, rng, bootstrap)
+
+    def diff(key: str) -> float | None:
+        a, b = figures["before"], figures["after"]
+        x = a["kappa"]["value"] if key == "kappa" else a.get(key)
+        y = b["kappa"]["value"] if key == "kappa" else b.get(key)
+        return None if x is None or y is None else float(y - x)
+
+    return {
+        "level": level,
+        "categories": labels,
+        "units": [_plain(u) for u in units],
+        "n_units": len(units),
+        "n_ties": len(ties),
+        "n_examples_left_out": len(both) - len(units),
+        "before": figures["before"],
+        "after": figures["after"],
+        "difference": {"percent_agreement": diff("percent_agreement"), "kappa": diff("kappa")},
         "bootstrap": {"n_resamples": bootstrap, "seed": seed, "unit": "units, with replacement"},
     }

@@ -182,14 +182,37 @@ def judge_rater_report(*, user: AnyUser, task: JudgmentTask, key: str) -> dict[s
             f"(choose one of: {choices})"
         )
     level, categories = task_scale(task)
+    people, judge, left_out = _without_examples(source, task)
     try:
         from benchmark.metrics.judge_rater import judge_as_rater  # lazy: NumPy, ~0.1 s
 
-        report = judge_as_rater(task_human_ratings(task=task), source.values(), level, categories)
+        report = judge_as_rater(people, judge, level, categories)
     except ValueError as exc:
         raise ValidationFailed(f"judge {source.key}: {exc}") from None
     report["source"] = {"key": source.key, "label": source.label, "kind": source.kind}
+    report["n_examples_left_out"] = left_out
     return report
+
+
+def _without_examples(source: JudgeSource, task: JudgmentTask) -> tuple[list[Row], dict, int]:
+    """People's ratings and the judge's values, without the units written as worked examples
+    into the template versions the judge run used (``review.judge_examples``): a version is
+    never evaluated on its own examples. Also how many judged units were left out."""
+    people = task_human_ratings(task=task)
+    judge = source.values()
+    if source.run is None:
+        return people, judge, 0
+    from review.judge_examples.selectors import examples_in_run
+
+    examples = examples_in_run(run=source.run)
+    if not examples:
+        return people, judge, 0
+    left_out = len(examples & set(judge))
+    return (
+        [r for r in people if r[0] not in examples],
+        {u: v for u, v in judge.items() if u not in examples},
+        left_out,
+    )
 
 
 def _unit_group(unit: Any) -> str:
@@ -214,12 +237,13 @@ def judge_calibration_report(
     if not 0.0 <= threshold <= 1.0:
         raise ValidationFailed(f"threshold: {threshold} is not between 0 and 1")
     level, categories = task_scale(task)
+    people, judge, left_out = _without_examples(source, task)
     from benchmark.metrics.judge_rater import judge_calibration  # lazy: NumPy
 
     try:
-        return judge_calibration(
-            task_human_ratings(task=task),
-            source.values(),
+        report = judge_calibration(
+            people,
+            judge,
             level,
             categories,
             group_of=_unit_group if task.has_units else None,
@@ -227,3 +251,5 @@ def judge_calibration_report(
         )
     except ValueError as exc:
         raise ValidationFailed(f"judge {source.key}: {exc}") from None
+    report["n_examples_left_out"] = left_out
+    return report

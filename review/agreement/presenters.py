@@ -93,6 +93,7 @@ def calibration_view(report: Mapping[str, Any], names: Mapping[Any, str]) -> dic
         "threshold": report["threshold"],
         "rows": rows,
         "n_ties": report.get("n_ties", 0),
+        "n_examples_left_out": report.get("n_examples_left_out", 0),
         "yes_no": any("true_positive_rate" in r for r in rows),
         "graded": any(r["bars"] for r in rows),
     }

@@ -86,7 +86,48 @@ def _judge_rater_context(request: HttpRequest, task: JudgmentTask) -> dict[str, 
             names = judge_sources.value_names(task)
             context["judge_rater"] = judge_rater_view(report, names)
             context["calibration"] = calibration_view(calibration, names)
+            context.update(_corrections_context(user, task, key, names))
     return context
+
+
+def _corrections_context(
+    user: Any, task: JudgmentTask, key: str, names: dict[Any, str]
+) -> dict[str, Any]:
+    """The calibration report's correction cases of a judge run, which a reviewer can add as
+    worked examples (``review.judge_examples``); nothing for a source that is not a run."""
+    from benchmark import permissions
+    from review.judge_examples import selectors as examples
+
+    if not permissions.can(user=user, project=task.project, action="run_judges"):
+        return {}
+    try:
+        cases = examples.correction_cases(user=user, task=task, key=key)
+    except DomainError:
+        return {}
+    shown = [
+        {
+            **vars(c),
+            "people_shown": names.get(c.people, str(c.people)),
+            "judge_shown": names.get(c.judge, str(c.judge)),
+        }
+        for c in cases
+    ]
+    return {
+        "show_corrections": True,
+        "corrections": shown,
+        "example_sets": examples.example_sets_for(user=user, task=task),
+    }
+
+
+def _rate_threshold(request: HttpRequest) -> float:
+    """``?rate_threshold=`` (percent, 0-100), else the default; a bad value is ignored."""
+    from review.rate_judge.selectors import DEFAULT_RATE_THRESHOLD
+
+    try:
+        value = float(request.GET.get("rate_threshold", ""))
+    except ValueError:
+        return DEFAULT_RATE_THRESHOLD
+    return value if 0.0 <= value <= 100.0 else DEFAULT_RATE_THRESHOLD
 
 
 def _aggregation_context(request: HttpRequest, task: JudgmentTask) -> dict[str, Any]:
@@ -213,8 +254,9 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             **pairs,
             **judge_context,
             **aggregation_context,
-            # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks.
-            "judge_rates": rate_figures(task=task),
+            # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks;
+            # agents below the reviewer's ?rate_threshold= (percent) are flagged.
+            "judge_rates": rate_figures(task=task, threshold=_rate_threshold(request)),
         },
         status=400
         if judge_context["judge_error"] or aggregation_context["aggregation_error"]

@@ -207,6 +207,30 @@ def judge_template_save(
     ValidationFailed (TemplateInvalid) for text the judge cannot use or no change;
     StaleVersion when someone saved after ``base_number``."""
     permissions.require(user=user, project=project, action="manage")
+    return judge_template_version_create(
+        project=project,
+        user=user,
+        template_id=template_id,
+        system=system,
+        user_text=user_text,
+        base_number=base_number,
+        note=note,
+    )
+
+
+def judge_template_version_create(
+    *,
+    project: Project,
+    user: User,
+    template_id: str,
+    system: str,
+    user_text: str,
+    base_number: int,
+    note: str = "",
+) -> JudgeTemplateVersion:
+    """The template-version service itself, for a caller that has checked the user may do
+    it (the settings page: admins, ``judge_template_save``; worked examples from corrections:
+    reviewers, ``review.judge_examples``). The same checks, the same new version."""
     base_number = _check_base(base_number)
     note = _check_note(note)
     template = template_check(

@@ -250,13 +250,18 @@ def judge_run_create(
     workers: int = 4,
     enqueue: bool = False,
     evaluation_run: int | None = None,
+    units: Sequence[str] = (),
+    templates: Mapping[str, str] | None = None,
 ) -> tuple[JudgeRun, Job]:
     """A JudgeRun of any runnable judge and its job, over the things the judge rates (the
     project's model answers, or its plans) of ``models`` (none: every model's answers, or the
     ground-truth plans). With ``enqueue`` the job pipeline enqueues the job after commit (a
     page); without, the caller runs it (``judge_run_execute``, the command line). ``user``
     None is the command line. ``evaluation_run``: the evaluation run whose answers are judged
-    (kept in the run's selection and its job's params, so the evaluation's page lists it)."""
+    (kept in the run's selection and its job's params, so the evaluation's page lists it).
+    ``units``: only the calls whose unit (``JudgeSpec.call_unit``) is one of these are made (a
+    held-back run, ``review.judge_examples``). ``templates``: the ``{template id: version}``
+    the run uses instead of the project's current ones."""
     if user is not None:
         permissions.require(user=user, project=project, action="run_judges")
     spec = judge_spec(judge)
@@ -272,11 +277,12 @@ def judge_run_create(
             judge=spec.name,
             base_url=config.base_url[:500],
             model=config.model[:200],
-            templates=_templates(project, spec.name),
+            templates=dict(templates) if templates else _templates(project, spec.name),
             weights=spec.run_settings(project),
             selection={
                 "models": list(models),
                 **({"evaluation_run": evaluation_run} if evaluation_run else {}),
+                **({"units": sorted(units)} if units else {}),
             },
             created_by=user,
         )
@@ -756,12 +762,29 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     templates = judge_templates_for(
         project=run.project, judge=run.judge, versions=run.templates or None
     )
-    # The calls are built as they are sent: memory holds one chunk of them, not the run.
-    runner.total = sum(spec.first_call_count(t) + spec.later_call_count for t in things)
     started = time.monotonic()
-    runner.execute(_first_pairs(spec, things, model, templates))
-    if spec.later_call_count:
-        runner.execute(runner.later_pairs(things, model, templates))
+    units = set(run.selection.get("units") or [])
+    if units:
+        # A held-back run: only the calls of its units (a small set, built at once).
+        first = [
+            (t, c)
+            for t, c in _first_pairs(spec, things, model, templates)
+            if spec.call_unit(t, c) in units
+        ]
+        things = list({id(t): t for t, _ in first}.values())
+        runner.total = len(first) + spec.later_call_count * len(things)
+        runner.execute(first)
+        if spec.later_call_count:
+            later = runner.later_pairs(things, model, templates)
+            kept = [(t, c) for t, c in later if spec.call_unit(t, c) in units]
+            runner.total -= len(later) - len(kept)
+            runner.execute(kept)
+    else:
+        # The calls are built as they are sent: memory holds one chunk of them, not the run.
+        runner.total = sum(spec.first_call_count(t) + spec.later_call_count for t in things)
+        runner.execute(_first_pairs(spec, things, model, templates))
+        if spec.later_call_count:
+            runner.execute(runner.later_pairs(things, model, templates))
     summary = judge_run_report(run=run)["summary"]
     summary["calls"] = {
         "total": runner.total,

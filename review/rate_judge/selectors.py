@@ -25,11 +25,19 @@ def judge_runs(*, user: AnyUser, project: Project) -> QuerySet[JudgeRun]:
     return JudgeRun.objects.filter(project=project).select_related("job").order_by("-id")
 
 
-def rate_figures(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str, Any] | None:
+#: Below this agreement rate (percent) an agent's reports are flagged not trustworthy, unless
+#: the reviewer sets another threshold (ATP-Bench §6 reports 84.00 to 88.00 %).
+DEFAULT_RATE_THRESHOLD = 80.0
+
+
+def rate_figures(
+    *, task: JudgmentTask, bootstrap: int = 1000, threshold: float = DEFAULT_RATE_THRESHOLD
+) -> dict[str, Any] | None:
     """For a ``judge-report`` task: per agent, the agreement rate (100 x mean rating / 2),
-    its 95 % bootstrap interval over units, the numbers of units and ratings, and per
-    annotator the same rate; ``annotators`` lays the per-annotator rates out as rows with
-    one cell per agent. None for other tasks. Callers check the user may review."""
+    its 95 % bootstrap interval over units, the numbers of units and ratings, ``flagged``
+    when the rate is below ``threshold`` percent (or there is none), and per annotator the
+    same rate; ``annotators`` lays the per-annotator rates out as rows with one cell per
+    agent. None for other tasks. Callers check the user may review."""
     if task.unit_kind != UnitKind.JUDGE_REPORT:
         return None
     rows = []
@@ -43,8 +51,10 @@ def rate_figures(*, task: JudgmentTask, bootstrap: int = 1000) -> dict[str, Any]
         rows.append((unit, username, label, value))
     labels = list((task.unit_params or {}).get("labels") or [])
     figures = rating_rates(rows, top=2, groups=labels, n_resamples=bootstrap)
+    figures["threshold"] = threshold
     for group in figures["groups"]:
         group["name"] = agent_name(str(group["group"]))
+        group["flagged"] = group["rate"] is None or group["rate"] < threshold
     figures["annotators"] = [
         {
             "rater": rater["rater"],

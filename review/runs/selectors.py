@@ -353,19 +353,38 @@ def run_set_visual_verdicts(*, run_set: RunSet) -> list[tuple[str, str, Any]]:
 
 
 def run_set_judge_rater(
-    *, user: AnyUser, run_set: RunSet, scores: Iterable[tuple[int, Any]] | None = None
+    *,
+    user: AnyUser,
+    run_set: RunSet,
+    scores: Iterable[tuple[int, Any]] | None = None,
+    threshold: float | None = None,
 ) -> dict[str, Any] | None:
     """The V judge against the people who answered visual checks of the upload's runs
-    (reviewers and admins); None when no run has a judge answer. ``scores``: the runs'
-    ``(id, score)`` when the caller has read them already."""
+    (reviewers and admins), with its calibration (``calibration``: kappa with an interval,
+    TPR/FPR, flagged below ``threshold``, 0.6 by default); None when no run has a judge
+    answer. ``scores``: the runs' ``(id, score)`` when the caller has read them already."""
     permissions.require(user=user, project=run_set.project, action="manage_studies")
     if scores is None:
         scores = run_set.runs.values_list("id", "score").iterator(500)
     judge, models = _judge_answers(scores)
     if not judge:
         return None
-    from benchmark.metrics.judge_rater import judge_as_rater  # lazy: NumPy, ~0.1 s
+    from benchmark.metrics.judge_rater import (  # lazy: NumPy, ~0.1 s
+        DEFAULT_TRUST_THRESHOLD,
+        judge_as_rater,
+        judge_calibration,
+    )
 
-    report = judge_as_rater(run_set_visual_verdicts(run_set=run_set), judge, "nominal", [0, 1])
+    people = run_set_visual_verdicts(run_set=run_set)
+    report = judge_as_rater(people, judge, "nominal", [0, 1])
     report["source"] = {"key": "v-judge", "label": ", ".join(models) or "V judge", "kind": "v"}
+    # Can the V judge be trusted? Against the people's majority per check, with intervals and
+    # its true- and false-positive rates (a yes/no scale).
+    report["calibration"] = judge_calibration(
+        people,
+        judge,
+        "nominal",
+        [0, 1],
+        threshold=DEFAULT_TRUST_THRESHOLD if threshold is None else threshold,
+    )
     return report

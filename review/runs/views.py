@@ -22,7 +22,7 @@ from benchmark.metrics.agentic_mme import FailureMode
 from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest
-from review.agreement.presenters import judge_rater_view
+from review.agreement.presenters import calibration_view, judge_rater_view
 from review.runs import selectors as run_selectors
 from review.runs import services as runs
 from review.runs.models import AgentRun
@@ -139,6 +139,9 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "results": results,
         "levels": ["L1", "L2", "L3"],
         "judge_vs_people": judge_rater_view(judge_vs_people, VISUAL_ANSWERS)
+        if judge_vs_people
+        else None,
+        "judge_calibration": calibration_view(judge_vs_people["calibration"], VISUAL_ANSWERS)
         if judge_vs_people
         else None,
     }

@@ -585,6 +585,12 @@ def test_v_judge_against_people_hand_computed(runs: RunSet, users: dict[str, Any
     assert persons["rev2"]["cohen_kappa"]["value"] == pytest.approx(0.0)
     assert report["judge"]["n_units"] == 4 and report["judge"]["n_units_rated_by_people"] == 3
     assert report["source"]["label"] == "v-judge-m"
+    # Calibration (issue 26: the V judge is covered): (judge, majority) = (1,1) (0,1) (1,0).
+    calibration = report["calibration"]["overall"]
+    assert calibration["n_units"] == 3 and calibration["kappa"]["value"] == pytest.approx(-0.5)
+    assert calibration["true_positive_rate"]["value"] == pytest.approx(0.5)  # r1 of r1, r2
+    assert calibration["false_positive_rate"]["value"] == pytest.approx(1.0)  # r3 of r3
+    assert calibration["flagged"] is True
     with pytest.raises(Forbidden):
         run_selectors.run_set_judge_rater(user=users["annotator"], run_set=runs)
 
@@ -597,6 +603,7 @@ def test_run_set_page_has_a_judge_vs_people_section(
     page = response.content.decode()
     assert 'id="judge-vs-people"' in page and "V judge vs people" in page
     assert 'data-confusion="majority"' in page and "-0.500" in page
+    assert 'id="judge-calibration"' in page and "not trustworthy" in page
     assert clients["annotator"].get(f"/runs/{runs.pk}/").status_code == 403
 
 

@@ -475,6 +475,23 @@ def test_task_figures_per_agent_and_annotator(world: World) -> None:
     body = page.content.decode()
     assert page.status_code == 200 and 'id="judge-agreement"' in body
     assert f"{by_agent['chief']['rate']:.2f} %" in body
+    # Trust: flagged below the reviewer's threshold (issue 26: MAM agents are covered).
+    assert [g["flagged"] for g in figures["groups"]] == [
+        g["rate"] < 80.0 for g in figures["groups"]
+    ]
+    lowest = min(g["rate"] for g in figures["groups"])
+    strict = rate_selectors.rate_figures(task=task, bootstrap=0, threshold=lowest + 0.01)
+    assert any(g["flagged"] for g in strict["groups"])
+    lenient = rate_selectors.rate_figures(task=task, bootstrap=0, threshold=lowest)
+    assert not any(g["flagged"] for g in lenient["groups"])
+    flagged = _client(world.users["reviewer"]).get(
+        reverse("review:agreement", args=[task.pk]), {"rate_threshold": "100"}
+    )
+    assert flagged.content.decode().count("data-flagged") == 2
+    relaxed = _client(world.users["reviewer"]).get(
+        reverse("review:agreement", args=[task.pk]), {"rate_threshold": "0"}
+    )
+    assert "data-flagged" not in relaxed.content.decode()
 
 
 def test_figures_only_for_judge_report_tasks(world: World) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchmark.judge_prompts import Attempt, Call, JudgeOutputError, Judgment, Template
+from benchmark.judge_prompts.examples import WorkedExample, examples_block
 
 if TYPE_CHECKING:
     from annotation.judgment_tasks.models import JudgmentTask
@@ -191,6 +192,31 @@ class JudgeSpec:
     def rater_values(self, run: JudgeRun) -> dict[str, Any]:
         """``{unit key: value or None}`` of a run, on the units ``rates_task`` accepts."""
         return {}
+
+    # ------------------------------------------------------------------ worked examples
+
+    def call_unit(self, subject: Any, call: Call) -> str:
+        """The unit people's judgments name for what ``call`` rates (``response:<id>:<label>``
+        by default), or "" when people rate no such unit. A held-back run makes only the calls
+        whose unit is in its set."""
+        return f"{self.rates.fk}:{subject.pk}:{call.label}"
+
+    def worked_example_answer(self, value: Any) -> str:
+        """People's ``value`` written as this judge is asked to answer."""
+        return str(value)
+
+    def worked_example_input(self, unit: str, project: Project) -> str:
+        """A short summary of what the judge is shown for ``unit`` (read from the project)."""
+        return f"unit {unit}"
+
+    def worked_examples_templates(self) -> tuple[str, ...]:
+        """The ids of the templates that get the worked examples (by default every template
+        the project may edit)."""
+        return tuple(t.id for t in self.templates) if self.project_templates else ()
+
+    def worked_examples_block(self, cases: Sequence[WorkedExample]) -> str:
+        """The text the worked examples add to a template (``benchmark.judge_prompts.examples``)."""
+        return examples_block(cases)
 
     def __repr__(self) -> str:
         return f"<judge {self.name}>"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark.judge_prompts import Call, Judgment, Template
 from benchmark.judge_prompts import rubric as rubric_judge
+from benchmark.judge_prompts.examples import shorten
 from benchmark.models import DataFormat, Response
 from review.judges.calls import stored_judgment
 from review.judges.inputs import image_refs, rendered_answer, rendered_images
@@ -19,6 +20,7 @@ from review.judges.specs.subjects import ANSWERS
 
 if TYPE_CHECKING:
     from annotation.judgment_tasks.models import JudgmentTask
+    from benchmark.models import Project
     from review.judges.models import JudgeRun
 
 #: People's unit kind and scale that match the judge's calls (``response:<id>:r<k>``, 0/1/2).
@@ -129,6 +131,32 @@ class RubricJudge(JudgeSpec):
                 for key, text in keys.items()
             ],
         }
+
+    # ------------------------------------------------------------------ worked examples
+
+    def worked_example_answer(self, value: Any) -> str:
+        meaning = {0: "not met", 1: "partially met", 2: "fully met"}.get(value, "")
+        return f"score {value}" + (f" ({meaning})" if meaning else "")
+
+    def worked_example_input(self, unit: str, project: Project) -> str:
+        from annotation.judgment_tasks.units import UNIT_KEY
+
+        match = UNIT_KEY.match(unit)
+        response = (
+            Response.objects.filter(item__project=project, pk=int(match.group(1)))
+            .select_related("item")
+            .first()
+            if match
+            else None
+        )
+        if response is None or match is None:
+            return f"unit {unit}"
+        key = match.group(2)
+        criterion = criteria(response).get(key, "")
+        return (
+            f"Task: {shorten(response.item.query, 200)} | Report: {shorten(response.text, 240)}"
+            f" | Criterion {key}: {criterion}"
+        )
 
     # ------------------------------------------------------------------ people
 

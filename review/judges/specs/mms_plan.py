@@ -20,6 +20,7 @@ from review.judges.specs.subjects import PLANS
 
 if TYPE_CHECKING:
     from annotation.judgment_tasks.models import JudgmentTask
+    from benchmark.models import Project
     from review.judges.models import JudgeRun
 
 
@@ -99,6 +100,36 @@ class PlanValidityJudge(JudgeSpec):
         return {"verdict": judgment.value if judgment is not None else None}
 
     # ------------------------------------------------------------------ people
+
+    # ------------------------------------------------------------------ worked examples
+
+    def call_unit(self, subject: Plan, call: Call) -> str:
+        """People vote on each item's ground-truth plan: the unit is the item's id."""
+        if subject.origin != Origin.GROUND_TRUTH or subject.is_alternative:
+            return ""
+        return str(subject.item_id)
+
+    def worked_example_answer(self, value: Any) -> str:
+        return "VALID" if value in (1, True, "1") else "INVALID"
+
+    def worked_example_input(self, unit: str, project: Project) -> str:
+        plan = (
+            Plan.objects.filter(
+                item__project=project,
+                item_id=int(unit) if unit.isdigit() else 0,
+                origin=Origin.GROUND_TRUTH,
+                is_alternative=False,
+            )
+            .select_related("item")
+            .order_by("position", "id")
+            .first()
+        )
+        if plan is None:
+            return f"item {unit}"
+        steps = " -> ".join(
+            str(s.get("name") or "?") if isinstance(s, dict) else "?" for s in plan.steps or []
+        )
+        return f"User request: {plan.item.query} | Plan: {steps or '(no steps)'}"
 
     def rates_task(self, task: JudgmentTask) -> bool:
         from annotation.judgment_tasks.models import Scheme, UnitKind

@@ -1,0 +1,68 @@
+"""Corrections that became worked examples of a judge (issue 26).
+
+An ``ExampleSet`` is one "Add as worked examples": which judge, on which people's task, from
+which judge run's verdicts (``source_run``, the version "before"), the template versions it
+created (``templates``: ``{template id: version}`` the new version's runs use), and later the
+held-back run of the new version (``held_back_run``) with its held-back units. Each
+``WorkedExampleCase`` is one unit written into the prompt: the people's answer, the judge's,
+the reason and the input summary as written. Example units are held back forever: no
+held-back comparison of this judge in this project ever counts them.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotation.judgment_tasks.models import JudgmentTask
+from benchmark.fields import JSONField
+from benchmark.models import Project
+from review.judges.models import JudgeRun, JudgeTemplateVersion
+
+__all__ = ["ExampleSet", "WorkedExampleCase"]
+
+
+class ExampleSet(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="example_sets")
+    judge = models.CharField(max_length=20)
+    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="example_sets")
+    source_run = models.ForeignKey(JudgeRun, on_delete=models.PROTECT, related_name="+")
+    #: ``{template id: version}`` of every template of the judge in the new version.
+    templates = JSONField(default=dict, blank=True)
+    template_versions = models.ManyToManyField(JudgeTemplateVersion, related_name="example_sets")
+    held_back_run = models.ForeignKey(
+        JudgeRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    #: The units the held-back run judges: people judged them, none is an example.
+    held_back = JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"worked examples #{self.pk} of {self.judge} in project {self.project_id}"
+
+
+class WorkedExampleCase(models.Model):
+    example_set = models.ForeignKey(ExampleSet, on_delete=models.CASCADE, related_name="cases")
+    unit = models.CharField(max_length=100)
+    people = JSONField(null=True, blank=True)
+    judge_value = JSONField(null=True, blank=True)
+    summary = models.TextField(blank=True)
+    answer = models.CharField(max_length=300)
+    reason = models.TextField(blank=True)
+    #: What made it a correction: "override" (a reviewer's decision) or "majority".
+    source = models.CharField(max_length=20)
+
+    class Meta:
+        ordering = ["example_set_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["example_set", "unit"], name="worked_example_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"example {self.unit} of set {self.example_set_id}"

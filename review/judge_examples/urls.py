@@ -1,0 +1,11 @@
+from django.urls import path
+
+from review.judge_examples import views
+
+# Mounted at judge-examples/ (benchmark/routing.py): <pk> is the judgment task (add) or the
+# example set.
+urlpatterns = [
+    path("tasks/<int:pk>/add/", views.judge_examples_add, name="judge_examples_add"),
+    path("<int:pk>/", views.example_set_detail, name="example_set"),
+    path("<int:pk>/held-back/", views.held_back_start, name="held_back_start"),
+]
