@@ -250,13 +250,15 @@ def judge_run_create(
     workers: int = 4,
     enqueue: bool = False,
     evaluation_run: int | None = None,
+    selection: Mapping[str, Any] | None = None,
 ) -> tuple[JudgeRun, Job]:
     """A JudgeRun of any runnable judge and its job, over the things the judge rates (the
     project's model answers, or its plans) of ``models`` (none: every model's answers, or the
     ground-truth plans). With ``enqueue`` the job pipeline enqueues the job after commit (a
     page); without, the caller runs it (``judge_run_execute``, the command line). ``user``
     None is the command line. ``evaluation_run``: the evaluation run whose answers are judged
-    (kept in the run's selection and its job's params, so the evaluation's page lists it)."""
+    (kept in the run's selection and its job's params, so the evaluation's page lists it). ``selection``: what else the run's subject reads
+    (``Subject.run_things``: the pairs of a comparison of two models)."""
     if user is not None:
         permissions.require(user=user, project=project, action="run_judges")
     spec = judge_spec(judge)
@@ -264,7 +266,12 @@ def judge_run_create(
         raise ValidationFailed(f"the {spec.label} is not run on its own: it runs {spec.runs_in}")
     _check_workers(workers)
     config, _ = _config(project, base_url, model)
-    if not spec.rates.to_judge(project=project, models=models):
+    chosen = {
+        **(selection or {}),
+        "models": list(models),
+        **({"evaluation_run": evaluation_run} if evaluation_run else {}),
+    }
+    if not spec.rates.run_things(project=project, selection=chosen):
         raise ValidationFailed(spec.rates.nothing_to_judge(models))
     with transaction.atomic():
         run = JudgeRun.objects.create(
@@ -274,10 +281,7 @@ def judge_run_create(
             model=config.model[:200],
             templates=_templates(project, spec.name),
             weights=spec.run_settings(project),
-            selection={
-                "models": list(models),
-                **({"evaluation_run": evaluation_run} if evaluation_run else {}),
-            },
+            selection=chosen,
             created_by=user,
         )
         job = _job(run, user, workers, enqueue, evaluation_run=evaluation_run)
@@ -749,7 +753,7 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         runner = _Runner(run=run, job=job, progress=progress, spec=spec)
     except ModelError as exc:
         raise DomainError(str(exc)) from exc
-    things = spec.rates.to_judge(project=run.project, models=run.selection.get("models") or [])
+    things = spec.rates.run_things(project=run.project, selection=run.selection or {})
     model = runner.config.model
     # The very template versions the run recorded when it was created (a resumed run makes
     # the calls it made before, even if the project's text changed since).

@@ -100,6 +100,7 @@ from review.judges.specs import (  # noqa: E402
     llmi_reward,
     llmi_rubric,
     mms_plan,
+    model_pairs,
     pairwise,
 )
 
@@ -112,6 +113,7 @@ BUILT_IN: tuple[JudgeSpec, ...] = (
     agentic_mme.S_JUDGE,
     agentic_mme.V_JUDGE,
     pairwise.JUDGE,
+    model_pairs.JUDGE,
 )
 for _spec in BUILT_IN:
     judge_register(_spec)

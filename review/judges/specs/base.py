@@ -166,6 +166,12 @@ class JudgeSpec:
         all models."""
         return {"excluded": sum(m["excluded"] for m in models.values())}
 
+    def run_extra(self, run: JudgeRun, summary: Mapping[str, Any]) -> dict[str, Any]:
+        """What the run's page shows besides its stored figures, read when the page is drawn
+        (``overall_template`` gets it as ``extra``): figures against people's ratings or other
+        runs that may have come since the run ended. Nothing by default."""
+        return {}
+
     def result(
         self,
         subject: Any,
