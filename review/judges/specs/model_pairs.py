@@ -317,7 +317,9 @@ def other_runs_winners(run: JudgeRun, verdicts: Mapping[str, str]) -> list[str]:
     from review.judges.models import JudgeRun as Run
 
     others = (
-        Run.objects.filter(project_id=run.project_id, judge=run.judge, job__status=JobStatus.SUCCEEDED)
+        Run.objects.filter(
+            project_id=run.project_id, judge=run.judge, job__status=JobStatus.SUCCEEDED
+        )
         .exclude(pk=run.pk)
         .exclude(model=run.model)
         .select_related("job")
