@@ -80,6 +80,10 @@ class JudgeSpec:
     #: (``runs_in`` says where).
     runnable: ClassVar[bool] = True
     runs_in: ClassVar[str] = ""
+    #: It judges two models' answers against each other (a run's selection names the two
+    #: models and the pairs): started from "Compare two models", not with one model's answers
+    #: (the "Judge answers" page, an evaluation's judges, the leaderboard's columns).
+    compares_models: ClassVar[bool] = False
     #: The per-model figures, headline first; the counts after them; extra per-model columns
     #: shown in the spec's own figures partial (ATP-Bench's sub-check shares).
     columns: ClassVar[tuple[Column, ...]] = ()

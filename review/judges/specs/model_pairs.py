@@ -155,6 +155,7 @@ class ModelPairsJudge(JudgeSpec):
     name = "pairwise-models"
     label = "Model vs model, both orders"
     rates = PAIRS
+    compares_models = True
     formats = (DataFormat.ATP, DataFormat.LLMI)
     templates = (pw.PAIRWISE_TEMPLATE,)
     agents = {pw.AB: "model A's answer first", pw.BA: "model B's answer first"}
