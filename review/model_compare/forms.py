@@ -32,8 +32,10 @@ class ModelCompareForm(forms.Form):
     def __init__(self, *args: Any, models: list[tuple[str, int]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         choices = model_choices(models)
-        self.fields["model_a"].choices = choices
-        self.fields["model_b"].choices = choices
+        for name in ("model_a", "model_b"):
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = choices
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

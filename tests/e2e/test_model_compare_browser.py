@@ -21,9 +21,8 @@ from tests.factories import (
     ResponseFactory,
     UserFactory,
 )
-from tests.judge_server import ScriptedServer
+from tests.judge_server import TEXTS, ScriptedServer, prefer
 from tests.llm_server import MODEL, point_at
-from tests.review.test_model_compare import TEXTS, prefer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 #: The judge job runs in the request's process (no broker); on a loaded machine it takes longer

@@ -28,26 +28,13 @@ from tests.factories import (
     ProjectFactory,
     ResponseFactory,
 )
-from tests.judge_server import ScriptedServer
+from tests.judge_server import TEXTS, ScriptedServer, prefer
 from tests.llm_server import MODEL, point_at
 
 pytestmark = pytest.mark.django_db
 
 ALPHA = "alpha"
 Z = 1.959963984540054
-
-
-def prefer(system: str, user: str, model: str) -> str:
-    """On a query saying POSITION always A (a position bias: flips); else the answer holding
-    GOOD when only one does; a tie otherwise."""
-    first, second = re.search(r"\[Answer A\]\n(.*)\n\n\[Answer B\]\n(.*)", user, re.S).groups()  # type: ignore[union-attr]
-    if "POSITION" in user:
-        return "A\nThe first one reads better."
-    if "GOOD" in first and "GOOD" not in second:
-        return "A\nIt answers the request."
-    if "GOOD" in second and "GOOD" not in first:
-        return "B\nIt answers the request."
-    return "TIE\nBoth are as good."
 
 
 @pytest.fixture
@@ -59,18 +46,6 @@ def server() -> Iterator[ScriptedServer]:
         yield s
     finally:
         s.stop()
-
-
-#: Per item: alpha's answer (model A), the judge model's own (model B). q1 A wins (longer),
-#: q2 B wins (longer), q3 flips (tie), q4 a tie, q5 A wins (shorter); q6 only alpha.
-TEXTS = {
-    "q1": ("GOOD " + "x" * 50, "short"),
-    "q2": ("meh", "GOOD and longer"),
-    "q3": ("one", "two"),
-    "q4": ("plain a", "plain bb"),
-    "q5": ("GOOD x", "a much longer answer without it"),
-    "q6": ("alone", None),
-}
 
 
 @pytest.fixture
