@@ -15,6 +15,7 @@ urlpatterns = [
     *feature_urls("rate-judge", "review.rate_judge.urls"),
     *feature_urls("judges", "review.judges.urls"),
     *feature_urls("evaluation", "review.evaluation.urls"),
+    *feature_urls("model-compare", "review.model_compare.urls"),
     *feature_urls("judge-settings", "review.judge_settings.urls"),
     *feature_urls("judge-examples", "review.judge_examples.urls"),
     *feature_urls("human-eval", "review.human_eval.urls"),

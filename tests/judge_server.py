@@ -6,6 +6,7 @@ request names. Also the replies the tests script, and answer files to upload."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -67,3 +68,31 @@ def check(index: int, **scores: int) -> dict[str, Any]:
     }
     entry.update(scores)
     return entry
+
+
+# --------------------------------------------------------------------------- model vs model
+
+
+def prefer(system: str, user: str, model: str) -> str:
+    """On a query saying POSITION always A (a position bias: flips); else the answer holding
+    GOOD when only one does; a tie otherwise."""
+    first, second = re.search(r"\[Answer A\]\n(.*)\n\n\[Answer B\]\n(.*)", user, re.S).groups()  # type: ignore[union-attr]
+    if "POSITION" in user:
+        return "A\nThe first one reads better."
+    if "GOOD" in first and "GOOD" not in second:
+        return "A\nIt answers the request."
+    if "GOOD" in second and "GOOD" not in first:
+        return "B\nIt answers the request."
+    return "TIE\nBoth are as good."
+
+
+#: Per item: alpha's answer (model A), the judge model's own (model B). q1 A wins (longer),
+#: q2 B wins (longer), q3 flips (tie), q4 a tie, q5 A wins (shorter); q6 only alpha.
+TEXTS = {
+    "q1": ("GOOD " + "x" * 50, "short"),
+    "q2": ("meh", "GOOD and longer"),
+    "q3": ("one", "two"),
+    "q4": ("plain a", "plain bb"),
+    "q5": ("GOOD x", "a much longer answer without it"),
+    "q6": ("alone", None),
+}

@@ -323,6 +323,8 @@ PATHS: list[tuple[str, str, str]] = [
         "review:evaluation_pilot",
     ),
     ("/evaluation/runs/7/", "/evaluation/runs/7/", "review:evaluation_run"),
+    # new with issue 26
+    ("/projects/3/model-compare/", "/projects/3/model-compare/", "review:model_compare"),
     ("/evaluation/runs/7/resume/", "/evaluation/runs/7/resume/", "review:evaluation_run_resume"),
     ("/evaluation/runs/7/cancel/", "/evaluation/runs/7/cancel/", "review:evaluation_run_cancel"),
     ("/evaluation/runs/7/judge/", "/evaluation/runs/7/judge/", "review:evaluation_run_judge"),

@@ -1630,6 +1630,15 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             "evaluate",
         ),
     ),
+    "review:model_compare": (
+        Case("compare two models", lambda w: {"project_id": w.project.pk}, "run_judges"),
+        Case(
+            "compare two models, nothing chosen (400)",
+            lambda w: {"project_id": w.project.pk},
+            "run_judges",
+            method="post",
+        ),
+    ),
     "review:judge_runs": (
         Case("judge answers", lambda w: {"project_id": w.project.pk}, "run_judges"),
         Case("judge plans (m&m's)", lambda w: {"project_id": w.pproject.pk}, "run_judges"),

@@ -144,3 +144,118 @@ def pairwise_figures(verdicts: Sequence[PairVerdict | None]) -> PairwiseFigures:
         longer_wins=_percent(longer, len(decided)),
         n_decided_by_length=len(decided),
     )
+
+
+# =========================================================================== model vs model
+#
+# Two models' answers to the same items (model A's and model B's), each pair asked in both
+# orders: the ``ab`` call shows A's answer first, the ``ba`` call B's. The pair's verdict is
+# :func:`pair_verdict` from A's side, read as a winner: ``A`` (A's answer won both orders),
+# ``B``, or ``tie`` (both said TIE, one order said TIE, or the verdict flipped).
+
+Winner = Literal["A", "B", "tie"]
+WINNER_OF: dict[str, Winner] = {"win": "A", "loss": "B", "tie": "tie"}
+
+
+@dataclass(frozen=True)
+class Share:
+    """A share in percent with its 95 % Wilson score interval (``k`` of ``n``)."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    k: float
+    n: int
+
+
+def wilson_share(k: float, n: int) -> Share:
+    """``k`` of ``n`` in percent with the 95 % Wilson score interval (statsmodels); ``k`` may
+    hold halves (a tie counted as half a win)."""
+    if n <= 0:
+        return Share(value=None, low=None, high=None, k=k, n=0)
+    from statsmodels.stats.proportion import proportion_confint  # lazy: ~0.3 s
+
+    low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
+    return Share(value=100 * k / n, low=100 * float(low), high=100 * float(high), k=k, n=n)
+
+
+@dataclass(frozen=True)
+class ComparisonFigures:
+    """Model A against model B over the pairs both orders answered (``n``; ``excluded``: the
+    pairs a call of failed)."""
+
+    n: int
+    excluded: int
+    a_wins: int
+    ties: int
+    b_wins: int
+    #: Each outcome's share of the ``n`` pairs.
+    a_win: Share
+    tie: Share
+    b_win: Share
+    #: A's win share: (A's wins + half its ties) over ``n`` (50 % means even).
+    win_share: Share
+    #: The pairs whose verdict flipped with the order, over ``n``.
+    flip: Share
+    #: Among the decided pairs (A or B won) whose answers differ in length, the longer won.
+    longer_wins: Share
+
+    def as_dict(self) -> dict[str, object]:
+        import dataclasses
+
+        return dataclasses.asdict(self)
+
+
+def comparison_figures(verdicts: Sequence[PairVerdict | None]) -> ComparisonFigures:
+    """The figures of a comparison from each pair's verdict (from A's side; None: failed)."""
+    kept = [v for v in verdicts if v is not None]
+    n = len(kept)
+    a_wins = sum(v.outcome == "win" for v in kept)
+    b_wins = sum(v.outcome == "loss" for v in kept)
+    ties = n - a_wins - b_wins
+    decided = [v for v in kept if v.outcome != "tie" and v.answer_length != v.other_length]
+    longer = sum(1 for v in decided if (v.outcome == "win") == (v.answer_length > v.other_length))
+    return ComparisonFigures(
+        n=n,
+        excluded=len(verdicts) - n,
+        a_wins=a_wins,
+        ties=ties,
+        b_wins=b_wins,
+        a_win=wilson_share(a_wins, n),
+        tie=wilson_share(ties, n),
+        b_win=wilson_share(b_wins, n),
+        win_share=wilson_share(a_wins + ties / 2, n),
+        flip=wilson_share(sum(v.flipped for v in kept), n),
+        longer_wins=wilson_share(longer, len(decided)),
+    )
+
+
+def side_share(winners: Sequence[str], side: str) -> Share:
+    """How often ``side`` ("A" or "B") is preferred among ``winners`` ("A", "B" or "tie"
+    per pair): (its wins + half the ties) over the pairs, in percent, with a Wilson interval."""
+    wins = sum(w == side for w in winners)
+    ties = sum(w == "tie" for w in winners)
+    return wilson_share(wins + ties / 2, len(winners))
+
+
+@dataclass(frozen=True)
+class SelfPreference:
+    """The judge model is also model ``side`` ("A" or "B") of the comparison: how often it
+    prefers its own answers (``own``) against how often the other raters of the same pairs
+    prefer them (``others``: people's majority and other judge models), and the difference in
+    percentage points (positive: the judge favours itself)."""
+
+    side: str
+    own: Share
+    others: Share
+    difference: float | None
+
+
+def self_preference(*, side: str, own: Sequence[str], others: Sequence[str]) -> SelfPreference:
+    """``own``: the judge's winner on each pair; ``others``: every other rater's winner on
+    the pairs it rated (one entry per rater and pair)."""
+    mine, theirs = side_share(own, side), side_share(others, side)
+    difference = (
+        mine.value - theirs.value if mine.value is not None and theirs.value is not None else None
+    )
+    return SelfPreference(side=side, own=mine, others=theirs, difference=difference)

@@ -253,3 +253,75 @@ def judge_calibration_report(
         raise ValidationFailed(f"judge {source.key}: {exc}") from None
     report["n_examples_left_out"] = left_out
     return report
+
+
+# =========================================================================== trust per judge
+
+#: Judgment tasks tried, most judged first, when looking for a judge's agreement with people.
+TRUST_TASKS_TRIED = 3
+
+
+def trust_tasks(*, project: Any) -> list[JudgmentTask]:
+    """The project's judgment tasks that people have judged, most judgments first (one
+    query): where a judge's trust is looked for (:func:`judge_trust`)."""
+    from django.db.models import Count
+
+    return list(
+        JudgmentTask.objects.filter(project=project)
+        .annotate(n_judgments=Count("judgments"))
+        .filter(n_judgments__gt=0)
+        .order_by("-n_judgments", "id")
+    )
+
+
+def judge_trust(
+    *, spec: JudgeSpec, run: JudgeRun, tasks: list[JudgmentTask], threshold: float
+) -> dict[str, Any] | None:
+    """How far the judge's ``run`` agrees with people on this project: the calibration report's
+    overall figures (:func:`judge_calibration_report`: Cohen's kappa against the people's
+    majority per unit, with its bootstrap interval, flagged below ``threshold``) on the most
+    judged of ``tasks`` whose units the judge rates on their scale and shares with the run.
+    None when there is none ("no human ratings yet"). At most TRUST_TASKS_TRIED tasks are read
+    (a few queries each), so a page that shows it stays bounded."""
+    if not spec.rater_run(run):
+        return None
+    fitting = [task for task in tasks if spec.rates_task(task)][:TRUST_TASKS_TRIED]
+    values: dict[str, Any] | None = None
+    examples: set[Any] | None = None
+    for task in fitting:
+        if values is None:
+            from review.judge_examples.selectors import examples_in_run
+
+            # A version is never evaluated on its own worked examples.
+            examples = set(examples_in_run(run=run))
+            values = {u: v for u, v in spec.rater_values(run).items() if u not in examples}
+        level, categories = task_scale(task)
+        from benchmark.metrics.judge_rater import judge_calibration  # lazy: NumPy
+
+        try:
+            report = judge_calibration(
+                [r for r in task_human_ratings(task=task) if r[0] not in (examples or ())],
+                values,
+                level,
+                categories,
+                threshold=threshold,
+            )
+        except ValueError:
+            continue
+        overall = report["overall"]
+        if not overall["n_units"]:
+            continue
+        kappa = overall["kappa"]
+        interval = kappa.get("interval") or {}
+        return {
+            "kappa": kappa.get("value"),
+            "low": interval.get("low"),
+            "high": interval.get("high"),
+            "n_units": overall["n_units"],
+            "flagged": overall["flagged"],
+            "threshold": threshold,
+            "task": task.pk,
+            "task_name": task.name,
+            "source": f"judge-run:{run.pk}",
+        }
+    return None

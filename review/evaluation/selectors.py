@@ -269,10 +269,29 @@ def cell(column: Column, run: EvaluationRun) -> Cell:
 
 
 @dataclass(frozen=True)
+class Trust:
+    """A judge's agreement with people on the project (``review.agreement.judge_sources.
+    judge_trust``): Cohen's kappa with the people's majority and its bootstrap 95 % interval,
+    over ``n_units`` units of the judgment task ``task``; ``flagged`` below ``threshold``."""
+
+    kappa: float | None
+    low: float | None
+    high: float | None
+    n_units: int
+    flagged: bool
+    threshold: float
+    task: int
+    task_name: str
+    source: str
+
+
+@dataclass(frozen=True)
 class JudgeCell:
     value: Any
     digits: int
     judge_run: int
+    #: The judge's trust is below the threshold.
+    flagged: bool = False
 
     @property
     def text(self) -> str:
@@ -288,6 +307,8 @@ class JudgeGroup:
 
     label: str
     columns: tuple[Any, ...]
+    #: Its agreement with people on this project; None: no human ratings yet.
+    trust: Trust | None = None
 
 
 @dataclass(frozen=True)
@@ -311,14 +332,19 @@ JUDGE_RUNS_READ = 100
 
 
 def judge_figures(
-    project: Project, models: set[str]
+    project: Project, models: set[str], *, threshold: float | None = None
 ) -> tuple[tuple[JudgeGroup, ...], dict[str, list[JudgeCell | None]]]:
     """The judges' columns and, per model, their figures: from each judge's newest finished
     run whose figures name the model (the answers the evaluation stored, or uploaded ones of
-    the same model). One query."""
+    the same model). One query; then each judge's trust (its newest such run against people,
+    ``judge_trust``): one query for the project's judged tasks and a few per judge shown."""
+    from benchmark.metrics.judge_rater import DEFAULT_TRUST_THRESHOLD
     from benchmark.models import JobStatus
+    from review.agreement.judge_sources import judge_trust, trust_tasks
     from review.judges.models import JudgeRun
     from review.judges.specs import judge_spec_get
+
+    threshold = DEFAULT_TRUST_THRESHOLD if threshold is None else threshold
 
     runs = (
         JudgeRun.objects.filter(project=project, job__status=JobStatus.SUCCEEDED)
@@ -326,6 +352,7 @@ def judge_figures(
         .order_by("-created_at", "-id")[:JUDGE_RUNS_READ]
     )
     found: dict[str, dict[str, tuple[int, dict[str, Any]]]] = {}
+    newest: dict[str, JudgeRun] = {}
     order: list[str] = []
     for run in runs:
         result = run.job.result if run.job is not None else None
@@ -336,19 +363,29 @@ def judge_figures(
         for model in models & set(per_model):
             if run.judge not in found:
                 order.append(run.judge)
+                newest[run.judge] = run
             found.setdefault(run.judge, {}).setdefault(model, (run.pk, per_model[model] or {}))
     groups = []
     cells: dict[str, list[JudgeCell | None]] = {model: [] for model in models}
+    tasks = trust_tasks(project=project) if order else []
     for name in order:
         spec = judge_spec_get(name)
-        if spec is None or not spec.columns:
+        if spec is None or not spec.columns or spec.compares_models:
             continue
-        groups.append(JudgeGroup(label=spec.label, columns=tuple(spec.columns)))
+        found_trust = judge_trust(spec=spec, run=newest[name], tasks=tasks, threshold=threshold)
+        trust = Trust(**found_trust) if found_trust is not None else None
+        groups.append(JudgeGroup(label=spec.label, columns=tuple(spec.columns), trust=trust))
+        flagged = trust is not None and trust.flagged
         for model in models:
             hit = found[name].get(model)
             for column in spec.columns:
                 cells[model].append(
-                    JudgeCell(value=hit[1].get(column.name), digits=column.digits, judge_run=hit[0])
+                    JudgeCell(
+                        value=hit[1].get(column.name),
+                        digits=column.digits,
+                        judge_run=hit[0],
+                        flagged=flagged,
+                    )
                     if hit is not None
                     else None
                 )

@@ -48,7 +48,7 @@ def judge_run_report(*, run: JudgeRun, responses: Collection[int] | None = None)
         calls = calls.filter(**{f"{subject.fk_id}__in": responses})
     # Each thing once (not once per call), and of each call only what the report reads: a
     # run of 10,000 calls stays small in memory.
-    things = subject.load(calls.values(subject.fk_id))
+    things = subject.run_load(run=run, ids=calls.values(subject.fk_id))
     fields = (
         "id",
         "run",  # the calls set each row's run: without it Django fetches it row by row

@@ -252,6 +252,7 @@ def judge_run_create(
     evaluation_run: int | None = None,
     units: Sequence[str] = (),
     templates: Mapping[str, str] | None = None,
+    selection: Mapping[str, Any] | None = None,
 ) -> tuple[JudgeRun, Job]:
     """A JudgeRun of any runnable judge and its job, over the things the judge rates (the
     project's model answers, or its plans) of ``models`` (none: every model's answers, or the
@@ -261,7 +262,8 @@ def judge_run_create(
     (kept in the run's selection and its job's params, so the evaluation's page lists it).
     ``units``: only the calls whose unit (``JudgeSpec.call_unit``) is one of these are made (a
     held-back run, ``review.judge_examples``). ``templates``: the ``{template id: version}``
-    the run uses instead of the project's current ones."""
+    the run uses instead of the project's current ones. ``selection``: what else the run's
+    subject reads (``Subject.run_things``: the pairs of a comparison of two models)."""
     if user is not None:
         permissions.require(user=user, project=project, action="run_judges")
     spec = judge_spec(judge)
@@ -269,7 +271,13 @@ def judge_run_create(
         raise ValidationFailed(f"the {spec.label} is not run on its own: it runs {spec.runs_in}")
     _check_workers(workers)
     config, _ = _config(project, base_url, model)
-    if not spec.rates.to_judge(project=project, models=models):
+    chosen = {
+        **(selection or {}),
+        "models": list(models),
+        **({"evaluation_run": evaluation_run} if evaluation_run else {}),
+        **({"units": sorted(units)} if units else {}),
+    }
+    if not spec.rates.run_things(project=project, selection=chosen):
         raise ValidationFailed(spec.rates.nothing_to_judge(models))
     with transaction.atomic():
         run = JudgeRun.objects.create(
@@ -279,11 +287,7 @@ def judge_run_create(
             model=config.model[:200],
             templates=dict(templates) if templates else _templates(project, spec.name),
             weights=spec.run_settings(project),
-            selection={
-                "models": list(models),
-                **({"evaluation_run": evaluation_run} if evaluation_run else {}),
-                **({"units": sorted(units)} if units else {}),
-            },
+            selection=chosen,
             created_by=user,
         )
         job = _job(run, user, workers, enqueue, evaluation_run=evaluation_run)
@@ -755,7 +759,7 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         runner = _Runner(run=run, job=job, progress=progress, spec=spec)
     except ModelError as exc:
         raise DomainError(str(exc)) from exc
-    things = spec.rates.to_judge(project=run.project, models=run.selection.get("models") or [])
+    things = spec.rates.run_things(project=run.project, selection=run.selection or {})
     model = runner.config.model
     # The very template versions the run recorded when it was created (a resumed run makes
     # the calls it made before, even if the project's text changed since).

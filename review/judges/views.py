@@ -138,6 +138,7 @@ def _run_context(request: HttpRequest, run: JudgeRun) -> dict[str, Any]:
         "subject": spec.rates,
         "job": run.job,
         "figures": figures,
+        "extra": spec.run_extra(run, figures.summary) if figures is not None else {},
         "failures": reports.judge_run_failures(run=run) if figures is not None else None,
         "released": released,
         "weights": reports.run_weights(run),

@@ -629,6 +629,7 @@ def test_settings_selector_checks_the_role(project: Project, users: dict[str, An
         "atp-mam",
         "mms-plan",
         "pairwise",
+        "pairwise-models",
     ]
     shared = settings.template(LLM.id)
     assert shared is not None and len(shared.judges) == 2

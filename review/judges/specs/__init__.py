@@ -87,10 +87,18 @@ def judge_choices() -> list[tuple[str, str]]:
     return [(s.name, s.label) for s in judge_specs(runnable=True)]
 
 
-def judges_for(project: Project, *, runnable: bool = True) -> list[JudgeSpec]:
+def judges_for(
+    project: Project, *, runnable: bool = True, comparing: bool = False
+) -> list[JudgeSpec]:
     """The judges whose formats include the project's: those a judge run of the project can
-    use (``runnable``), or those that judge its data elsewhere (``runnable=False``)."""
-    return [s for s in judge_specs(runnable=runnable) if project.data_format in s.formats]
+    use (``runnable``), or those that judge its data elsewhere (``runnable=False``); the
+    judges of each model's answers on their own, or with ``comparing`` those that judge two
+    models' answers against each other (started from "Compare two models")."""
+    return [
+        s
+        for s in judge_specs(runnable=runnable)
+        if project.data_format in s.formats and s.compares_models == comparing
+    ]
 
 
 # The built-in judges, one line each, in the order the pages list them.
@@ -100,6 +108,7 @@ from review.judges.specs import (  # noqa: E402
     llmi_reward,
     llmi_rubric,
     mms_plan,
+    model_pairs,
     pairwise,
 )
 
@@ -112,6 +121,7 @@ BUILT_IN: tuple[JudgeSpec, ...] = (
     agentic_mme.S_JUDGE,
     agentic_mme.V_JUDGE,
     pairwise.JUDGE,
+    model_pairs.JUDGE,
 )
 for _spec in BUILT_IN:
     judge_register(_spec)

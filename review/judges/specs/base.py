@@ -81,6 +81,10 @@ class JudgeSpec:
     #: (``runs_in`` says where).
     runnable: ClassVar[bool] = True
     runs_in: ClassVar[str] = ""
+    #: It judges two models' answers against each other (a run's selection names the two
+    #: models and the pairs): started from "Compare two models", not with one model's answers
+    #: (the "Judge answers" page, an evaluation's judges, the leaderboard's columns).
+    compares_models: ClassVar[bool] = False
     #: The per-model figures, headline first; the counts after them; extra per-model columns
     #: shown in the spec's own figures partial (ATP-Bench's sub-check shares).
     columns: ClassVar[tuple[Column, ...]] = ()
@@ -166,6 +170,12 @@ class JudgeSpec:
         """What the run's summary holds besides ``models``: by default the answers excluded,
         all models."""
         return {"excluded": sum(m["excluded"] for m in models.values())}
+
+    def run_extra(self, run: JudgeRun, summary: Mapping[str, Any]) -> dict[str, Any]:
+        """What the run's page shows besides its stored figures, read when the page is drawn
+        (``overall_template`` gets it as ``extra``): figures against people's ratings or other
+        runs that may have come since the run ended. Nothing by default."""
+        return {}
 
     def result(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.core.paginator import Page, Paginator
@@ -60,6 +60,11 @@ class Subject:
     def to_judge(self, *, project: Project, models: Sequence[str] = ()) -> list[Any]:
         raise NotImplementedError
 
+    def run_things(self, *, project: Project, selection: Mapping[str, Any]) -> list[Any]:
+        """What a run with this ``selection`` (``JudgeRun.selection``) judges: by default
+        ``to_judge`` of its ``models``."""
+        return self.to_judge(project=project, models=selection.get("models") or [])
+
     def nothing_to_judge(self, models: Sequence[str]) -> str:
         raise NotImplementedError
 
@@ -73,6 +78,10 @@ class Subject:
     def load(self, ids: Any) -> dict[int, Any]:
         """The things of these ids (a queryset of ids), by id, as the report reads them."""
         raise NotImplementedError
+
+    def run_load(self, *, run: JudgeRun, ids: Any) -> dict[int, Any]:
+        """``load`` for one run's report (a subject that reads the run's selection)."""
+        return self.load(ids)
 
     def order(self, thing: Any) -> tuple[Any, ...]:
         raise NotImplementedError

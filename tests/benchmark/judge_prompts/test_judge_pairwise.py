@@ -96,3 +96,37 @@ def test_figures_hand_computed() -> None:
     assert f.longer_wins == pytest.approx(200 / 3)
     empty = pairwise_figures([None])
     assert (empty.n, empty.win, empty.longer_wins) == (0, None, None)
+
+
+# --------------------------------------------------------------------------- model vs model
+
+
+def test_comparison_figures_hand_computed() -> None:
+    from benchmark.judge_prompts.pairwise import comparison_figures
+
+    verdicts = [
+        PairVerdict("win", False, answer_length=10, other_length=5),  # A, longer won
+        PairVerdict("loss", False, answer_length=10, other_length=5),  # B, shorter won
+        PairVerdict("loss", False, answer_length=4, other_length=4),  # B, same length
+        PairVerdict("tie", True, answer_length=1, other_length=9),  # flipped
+        None,  # a failed call
+    ]
+    f = comparison_figures(verdicts)
+    assert (f.n, f.excluded, f.a_wins, f.ties, f.b_wins) == (4, 1, 1, 1, 2)
+    assert (f.a_win.value, f.tie.value, f.b_win.value) == (25.0, 25.0, 50.0)
+    assert f.win_share.value == pytest.approx(100 * 1.5 / 4)
+    assert f.flip.value == 25.0
+    assert (f.longer_wins.k, f.longer_wins.n, f.longer_wins.value) == (1, 2, 50.0)
+    # Wilson 95 % for 2 of 4: centre (0.5 + z²/8) / (1 + z²/4) = 0.5, half-width 0.3992...
+    assert (f.b_win.low, f.b_win.high) == pytest.approx((15.00, 85.00), abs=0.01)
+    empty = comparison_figures([None])
+    assert empty.n == 0 and empty.a_win.value is None and empty.longer_wins.value is None
+
+
+def test_self_preference_is_own_share_minus_the_others() -> None:
+    from benchmark.judge_prompts.pairwise import self_preference
+
+    s = self_preference(side="B", own=["B", "B", "tie", "A"], others=["A", "A", "B", "tie"])
+    # Own: (2 + 1/2) / 4 = 62.5 %; others: (1 + 1/2) / 4 = 37.5 %.
+    assert (s.own.value, s.others.value, s.difference) == (62.5, 37.5, 25.0)
+    assert self_preference(side="A", own=["A"], others=[]).difference is None
