@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.db import models
 
 from benchmark.evaluation.base import Status
-from benchmark.fields import JSONField
+from benchmark.fields import JSONField, JSONTextField
 from benchmark.models import Item, Job, Project
 
 __all__ = ["EvaluationCall", "EvaluationResult", "EvaluationRun", "ToolCallRecord"]
@@ -167,8 +167,11 @@ class ToolCallRecord(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="tool_records")
     key = models.CharField(max_length=64)
     name = models.CharField(max_length=200)
-    request = JSONField(default=dict, blank=True)
-    response = JSONField(null=True, blank=True)
+    #: ``{"item", "name", "arguments"}``. Request and response are kept as their JSON text
+    #: (``JSONTextField``), so they read back as the provider gave them on every database:
+    #: a replay shows the model the output exactly as the recorded run did.
+    request = JSONTextField(default=dict, blank=True)
+    response = JSONTextField(null=True, blank=True)
     #: ``{file name: sha256}``, stored by content hash.
     files = JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
