@@ -10,9 +10,8 @@ that must read back exactly as written.
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
+from typing import Any
 
 import orjson
 from django.db import models

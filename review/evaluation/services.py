@@ -576,8 +576,12 @@ def evaluation_run_resume(
     *, run: EvaluationRun, user: User | None, workers: int | None = None, enqueue: bool = False
 ) -> list[Job]:
     """New jobs for a run whose jobs have ended (failed, cancelled, or their worker died):
-    only the items the run has not finished are evaluated. Conflict while a job of the run
-    is still queued or running."""
+    only the items the run has not finished are evaluated. Conflict while a job of the run,
+    or a judge job on its outputs, is still queued or running. A run the S/V judges had
+    scored has its new runs judged by the same judge once it finishes
+    (``review.evaluation.judges.evaluation_judge_follow``)."""
+    from review.evaluation.judges import judge_jobs_of
+
     if user is not None:
         permissions.require(user=user, project=run.project, action="evaluate")
     workers = workers or int((run.settings or {}).get("workers") or 4)
@@ -589,6 +593,11 @@ def evaluation_run_resume(
         )
         if running.exists():
             raise Conflict(f"evaluation #{run.pk} is still running; wait for its jobs")
+        if judge_jobs_of(run=run).filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists():
+            raise Conflict(
+                f"judges are still running on evaluation #{run.pk}; resume it once they "
+                "have finished"
+            )
         ids = [int(pk) for pk in (run.item_versions or {})]
         done = set(
             EvaluationResult.objects.filter(run=run)
@@ -1081,6 +1090,11 @@ def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     ids = [int(pk) for pk in (job.params.get("items") or list(run.item_versions or {}))]
     runner.execute(ids)
     summary = run_summarize(run=run)
+    judged = None
+    if run.finished_at is not None:  # a run the judges scored before it was resumed: again
+        from review.evaluation.judges import evaluation_judge_follow
+
+        judged = evaluation_judge_follow(run=run, user=job.created_by, follows=job.pk)
     c = runner.counts
     return {
         "run_id": run.pk,
@@ -1093,6 +1107,7 @@ def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         "completion_tokens": c.completion_tokens,
         "cost": run.cost(c.prompt_tokens, c.completion_tokens),
         "summary": summary,
+        **({"judge_job": judged.pk} if judged is not None else {}),
     }
 
 

@@ -18,8 +18,8 @@ import pytest
 from benchmark.evaluation.base import Status, ToolLayer
 from benchmark.models import Item, Project
 from review.evaluation import services
-from review.evaluation.models import EvaluationCall, EvaluationResult, EvaluationRun, ToolCallRecord
 from review.evaluation.chat import ItemCalls
+from review.evaluation.models import EvaluationCall, EvaluationResult, EvaluationRun, ToolCallRecord
 from review.evaluation.records import ItemTools, items_records_load, items_records_store
 from tests import evaluation_protocol
 from tests.llm_server import FakeModelServer
