@@ -234,6 +234,7 @@ def test_a_judged_run_resumed_has_its_new_runs_judged_by_the_same_judge(
     mme: tuple[Project, FakeModelServer, FakeModelServer],
     django_capture_on_commit_callbacks: Any,
     users: dict[str, Any],
+    clients: dict[str, Client],
 ) -> None:
     from review.evaluation import services
 
@@ -261,6 +262,8 @@ def test_a_judged_run_resumed_has_its_new_runs_judged_by_the_same_judge(
     assert follow.params["follows"] == evaluated.pk and follow.created_by == users["reviewer"]
     assert (follow.params["base_url"], follow.params["model"]) == (judge_server.url, "judge-m")
     assert (follow.total, follow.result["runs"], follow.result["already_judged"]) == (1, 1, 3)
+    card = clients["reviewer"].get(reverse("benchmark:job_detail", args=[follow.pk])).content
+    assert b"1 run judged by judge-m (3 judged before, kept)" in card
     scores = EvaluationResult.objects.get(run=run, item__external_id="demo04").scores
     assert scores["judge_model"] == "judge-m"
     assert scores["S"] == 0.0  # the judge's verdict, not the proxy's (1.0)
