@@ -179,7 +179,7 @@ def evaluation_judge_follow(
     if judged_as(run.project) != RUNS:
         return None
     with transaction.atomic():
-        run = EvaluationRun.objects.select_for_update().select_related("project").get(pk=run.pk)
+        run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
         if run.finished_at is None:
             return None
         jobs = judge_jobs_of(run=run).filter(kind=EVALUATION_JUDGE_KIND)
