@@ -49,7 +49,10 @@ class JSONTextField(models.Field):
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         if value is None:
             return None
-        return json.loads(value)
+        try:
+            return orjson.loads(value)  # keeps the keys' order, as json does, faster
+        except orjson.JSONDecodeError:  # NaN, Infinity: what json.dumps writes for them
+            return json.loads(value)
 
     def to_python(self, value: Any) -> Any:
         return value

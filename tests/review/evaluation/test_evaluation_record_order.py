@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from benchmark.evaluation.base import Status, ToolLayer
+from benchmark.evaluation.base import EvalItem, EvalSettings, Outcome, Status, ToolLayer
 from benchmark.models import Item, Project
 from review.evaluation import services
 from review.evaluation.chat import ItemCalls
@@ -129,3 +130,72 @@ def test_nan_and_nul_in_a_tool_output_are_kept(
     (kiwi_record,) = loaded[kiwi.pk][1].known.values()
     assert apple_record.output == {"q": "apple", "meaning": "a\x00fruit"}
     assert math.isnan(kiwi_record.output["meaning"])
+
+
+class RawText(evaluation_protocol.ExactMatch):
+    """The test protocol, but the model reads a tool's output as the provider wrote it (as
+    Agentic-MME shows a fetched page's text), not as JSON."""
+
+    def run_item(
+        self,
+        item: EvalItem,
+        *,
+        settings: EvalSettings,
+        chat: Any,
+        tools: ToolLayer,
+        truth: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"type": "text", "text": str(item.record["query"])}]}
+        ]
+        outcome = Outcome(item=item.id, status=Status.OK, trace=[messages[0]])
+        reply = chat(messages, tools=[evaluation_protocol.LOOKUP])
+        outcome.count(reply)
+        messages.append(reply.assistant_message())
+        for call in reply.tool_calls:
+            outcome.tool_calls += 1
+            text = tools.call(item.id, call.name, call.parsed()).output["meaning"]
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        reply = chat(messages, tools=[evaluation_protocol.LOOKUP])
+        outcome.count(reply)
+        outcome.trace = messages
+        outcome.output = reply.text
+        return outcome
+
+
+RAW = RawText()
+
+
+def test_a_tool_text_with_a_nul_character_is_stored_and_replayed(
+    eval_project: Project, eval_server: FakeModelServer, monkeypatch: Any
+) -> None:
+    """A page's text with a NUL character in it, shown to the model as it is: on PostgreSQL
+    jsonb refused the model call's messages and the result's trace, so the chunk's results
+    could never be stored (taken again, resumed: the same failure each time)."""
+    evaluation_protocol.install(monkeypatch, "atp", f"{__name__}.RAW")
+    monkeypatch.setattr(
+        evaluation_protocol,
+        "LOOKUP_PROVIDER",
+        evaluation_protocol.Lookup({"apple": "a\x00fruit", "kiwi": "a fruit"}),
+    )
+
+    def answer(body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        if last["role"] == "tool":  # the model reads past the NUL
+            return last["content"].replace("\x00", " ")
+        query = body["messages"][0]["content"][0]["text"]
+        return {"content": None, "tool_calls": [{"name": "lookup", "arguments": {"q": query}}]}
+
+    eval_server.respond = answer
+    recorded = _run(eval_project)
+    results = dict(
+        EvaluationResult.objects.filter(run=recorded).values_list("item__external_id", "output")
+    )
+    assert results == {"apple": "a fruit", "pear": "unknown", "kiwi": "a fruit"}
+    assert _tool_texts(recorded)["apple"] == ["a\x00fruit"]
+    call = EvaluationCall.objects.filter(item__external_id="apple").order_by("id").last()
+    assert call is not None and call.messages[-1]["content"] == "a\x00fruit"
+    asked = eval_server.count
+    replayed = _run(eval_project, replay=True)
+    assert eval_server.count == asked
+    assert _tool_texts(replayed) == _tool_texts(recorded)
