@@ -124,7 +124,7 @@ def evaluation_judge_start(
             model=model,
             judge_model=config.model,
             enqueue=enqueue,
-        )  # fmt: skip
+        )
     ]
 
 
