@@ -1,12 +1,16 @@
-"""Model fields that store what imports write in bulk more cheaply than Django's own.
+"""Model fields that store what imports write in bulk more cheaply than Django's own, and JSON
+that must read back exactly as written.
 
 - :class:`JSONField` decodes with orjson: the same values, several times faster, which matters
   when an export reads tens of megabytes of JSON. (Imports encode with orjson in bulk.py.)
 - :class:`ImageRefsField` stores a list of image references as positional arrays.
+- :class:`JSONTextField` keeps a JSON value as its text on every database, so its keys come
+  back in the order they were written (PostgreSQL's ``jsonb`` sorts them).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -21,6 +25,40 @@ class JSONField(models.JSONField):
             except orjson.JSONDecodeError:
                 return value
         return super().from_db_value(value, expression, connection)
+
+
+class JSONTextField(models.Field):
+    """A JSON value stored as its JSON text in a text column, on SQLite and PostgreSQL alike,
+    and read back exactly as written: the keys of every object in their order, ``NaN`` and
+    ``"\\u0000"`` included. ``models.JSONField`` is ``jsonb`` on PostgreSQL, which sorts an
+    object's keys (shorter first), keeps one of duplicate keys and refuses ``\\u0000`` and
+    ``NaN``; where the text a value is printed as matters (a tool's output shown to a model,
+    whose request is keyed by that text), that changed what a replay sent. Python ``None`` is
+    SQL NULL. No JSON lookups (``field__key``): the column is plain text."""
+
+    description = "A JSON value kept as its text (key order preserved)"
+
+    def get_internal_type(self) -> str:
+        return "TextField"
+
+    def get_prep_value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return json.dumps(value, ensure_ascii=False)
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return orjson.loads(value)  # keeps the keys' order, as json does, faster
+        except orjson.JSONDecodeError:  # NaN, Infinity: what json.dumps writes for them
+            return json.loads(value)
+
+    def to_python(self, value: Any) -> Any:
+        return value
+
+    def value_to_string(self, obj: Any) -> Any:
+        return self.value_from_object(obj)
 
 
 # An image reference as imports write it, in this key order: ``{"sha256", "role", "path",

@@ -7,10 +7,12 @@
   one judge runner and its job (``review.judges.services``). The leaderboard reads their
   figures as it reads any judge run's.
 - ``runs`` (Agentic-MME: the outputs are agent runs): the S and V judges of run scoring. One
-  job (``evaluation_judge`` kind) scores every run the evaluation produced again exactly as
-  an uploaded run folder is scored (``review.runs.services.run_files_score``) with the judge
-  model, stores those scores on the results and the run's figures (Acc, S, V, Overthink)
-  from them.
+  job (``evaluation_judge`` kind) scores the runs the evaluation produced that this judge
+  model has not scored yet again exactly as an uploaded run folder is scored
+  (``review.runs.services.run_files_score``) with the judge model, stores those scores on the
+  results and the run's figures (Acc, S, V, Overthink) from all of them. A run judged so and
+  resumed later (its failed items evaluated again) has its new runs judged by the same judge
+  once it finishes (``evaluation_judge_follow``, from the "evaluate" job that finishes it).
 
 A judge job of a run is found by its params (``evaluation_run``): the run's page lists them
 with their progress."""
@@ -97,7 +99,7 @@ def evaluation_judge_start(
         permissions.require(user=user, project=run.project, action="evaluate")
         permissions.require(user=user, project=run.project, action="run_judges")
     how = _check(run)
-    judge_services.judge_config(project=run.project, base_url=base_url, model=model)
+    config, _ = judge_services.judge_config(project=run.project, base_url=base_url, model=model)
     if how == ANSWERS:
         from review.judges.reports import judge_page
 
@@ -114,20 +116,86 @@ def evaluation_judge_start(
                 )  # fmt: skip
                 jobs.append(job)
         return jobs
-    params = {
+    return [
+        _runs_judge_start(
+            run=run,
+            user=user,
+            base_url=base_url,
+            model=model,
+            judge_model=config.model,
+            enqueue=enqueue,
+        )
+    ]
+
+
+def _to_judge(run: EvaluationRun, judge_model: str) -> list[EvaluationResult]:
+    """The run's finished agent runs the judge model ``judge_model`` has not scored (scored
+    by the proxies, or by another judge model), in item order."""
+    rows = (
+        EvaluationResult.objects.filter(run=run, status=Status.OK)
+        .select_related("item")
+        .only("id", "files", "scores", "item__external_id", "run_id")
+        .order_by("item__position", "item_id")
+    )
+    return [r for r in rows if (r.scores or {}).get("judge_model") != judge_model]
+
+
+def _runs_judge_start(
+    *,
+    run: EvaluationRun,
+    user: User | None,
+    base_url: str,
+    model: str,
+    judge_model: str,
+    enqueue: bool,
+    follows: int | None = None,
+) -> Job:
+    params: dict[str, Any] = {
         "project_id": run.project_id,
         "run_id": run.pk,
         "evaluation_run": run.pk,
         "base_url": base_url,
         "model": model,
     }
+    if follows is not None:
+        params["follows"] = follows
     start = job_services.job_start if enqueue else job_services.job_create
-    total = EvaluationResult.objects.filter(run=run, status=Status.OK).count()
-    return [
-        start(
-            kind=EVALUATION_JUDGE_KIND, user=user, project=run.project, params=params, total=total
-        )
-    ]
+    total = len(_to_judge(run, judge_model))
+    return start(
+        kind=EVALUATION_JUDGE_KIND, user=user, project=run.project, params=params, total=total
+    )
+
+
+def evaluation_judge_follow(
+    *, run: EvaluationRun, user: User | None, follows: int | None = None
+) -> Job | None:
+    """When an evaluation finishes again after a resume: if the S/V judges had scored it
+    (its newest ``evaluation_judge`` job succeeded), the same judge (that job's endpoint and
+    model) on the runs it has not scored, as a job enqueued after commit; ``follows`` is the
+    "evaluate" job that finished the run. None when the kind's judges rate answers (their
+    judge runs are started again from the page), the run was never judged, a judge job of
+    the run is queued or running, or every finished run is judged already. Chunks finishing
+    together start one job: the run's row is locked while this one looks."""
+    if judged_as(run.project) != RUNS:
+        return None
+    with transaction.atomic():
+        run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
+        if run.finished_at is None:
+            return None
+        jobs = judge_jobs_of(run=run).filter(kind=EVALUATION_JUDGE_KIND)
+        if jobs.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists():
+            return None
+        last = jobs.filter(status=JobStatus.SUCCEEDED).first()
+        if last is None or not isinstance(last.result, dict):
+            return None
+        judge_model = str(last.result.get("judge_model") or "")
+        if not judge_model or not _to_judge(run, judge_model):
+            return None
+        return _runs_judge_start(
+            run=run, user=user, base_url=str(last.params.get("base_url") or ""),
+            model=str(last.params.get("model") or ""), judge_model=judge_model, enqueue=True,
+            follows=follows,
+        )  # fmt: skip
 
 
 def evaluation_judge(
@@ -169,10 +237,11 @@ class _Rescored:
 
 
 def evaluation_judge_job(*, job: Job, progress: Progress) -> dict[str, Any]:
-    """The ``evaluation_judge`` job's runner (agent runs): score every run the evaluation
-    produced again as an uploaded run is scored, with the S/V judge model, then store the
-    scores and the run's figures from them (one transaction). Running it again gives the
-    same scores (the judge's answers are kept and reused)."""
+    """The ``evaluation_judge`` job's runner (agent runs): score the runs the evaluation
+    produced that this judge model has not scored yet again as an uploaded run is scored,
+    with the S/V judge model, then store the scores and the run's figures from all of them
+    (one transaction). Running it again gives the same scores (runs it scored are kept; the
+    judge's answers are kept and reused)."""
     from review.evaluation.records import files_read
     from review.evaluation.services import run_summarize
     from review.runs import services as run_services
@@ -187,12 +256,8 @@ def evaluation_judge_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         model=str(job.params.get("model") or ""),
         user_id=job.created_by_id,
     )
-    results = list(
-        EvaluationResult.objects.filter(run=run, status=Status.OK)
-        .select_related("item")
-        .only("id", "files", "scores", "item__external_id", "run_id")
-        .order_by("item__position", "item_id")
-    )
+    results = _to_judge(run, judge.model)
+    kept = EvaluationResult.objects.filter(run=run, status=Status.OK).count() - len(results)
     items = run_services.items_for_scoring(
         project=run.project, external_ids=[r.item.external_id for r in results]
     )
@@ -221,6 +286,7 @@ def evaluation_judge_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         "run_id": run.pk,
         "judge_model": judge.model,
         "runs": len(rescored),
+        "already_judged": kept,
         "judge_calls": judge.calls,
         **{key: summary.get(key) for key in ("acc", "S", "V", "overthink")},
     }

@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.db import models
 
 from benchmark.evaluation.base import Status
-from benchmark.fields import JSONField
+from benchmark.fields import JSONField, JSONTextField
 from benchmark.models import Item, Job, Project
 
 __all__ = ["EvaluationCall", "EvaluationResult", "EvaluationRun", "ToolCallRecord"]
@@ -97,11 +97,14 @@ class EvaluationResult(models.Model):
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="results")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="evaluation_results")
     status = models.CharField(max_length=20, choices=STATUS_CHOICES)
-    output = JSONField(null=True, blank=True)
+    #: The output and the trace hold what tools and models said, as they said it: kept as
+    #: their JSON text (``JSONTextField``: the keys in order, a NUL character kept, on
+    #: PostgreSQL as on SQLite). ``scores`` stays JSON: the database reads scores out of it.
+    output = JSONTextField(null=True, blank=True)
     scores = JSONField(default=dict, blank=True)
     #: ``{relative path: sha256}``: the output's files, stored by content hash.
     files = JSONField(default=dict, blank=True)
-    trace = JSONField(default=list, blank=True)
+    trace = JSONTextField(default=list, blank=True)
     model_calls = models.PositiveIntegerField(default=0)
     tool_calls = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
@@ -135,8 +138,10 @@ class EvaluationCall(models.Model):
     request_key = models.CharField(max_length=64, db_index=True)
     endpoint = models.CharField(max_length=500)
     model = models.CharField(max_length=200)
-    #: The messages as keyed: images as ``sha256:`` references, never their data.
-    messages = JSONField(default=list, blank=True)
+    #: The messages as keyed: images as ``sha256:`` references, never their data. Kept as
+    #: their JSON text (``JSONTextField``), as sent: a tool's text with a NUL character in it
+    #: is stored on PostgreSQL too, and the key computed again from them (a release) matches.
+    messages = JSONTextField(default=list, blank=True)
     tools = JSONField(default=list, blank=True)
     params = JSONField(default=dict, blank=True)
     answer = models.TextField(blank=True)
@@ -167,8 +172,11 @@ class ToolCallRecord(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="tool_records")
     key = models.CharField(max_length=64)
     name = models.CharField(max_length=200)
-    request = JSONField(default=dict, blank=True)
-    response = JSONField(null=True, blank=True)
+    #: ``{"item", "name", "arguments"}``. Request and response are kept as their JSON text
+    #: (``JSONTextField``), so they read back as the provider gave them on every database:
+    #: a replay shows the model the output exactly as the recorded run did.
+    request = JSONTextField(default=dict, blank=True)
+    response = JSONTextField(null=True, blank=True)
     #: ``{file name: sha256}``, stored by content hash.
     files = JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)

@@ -576,8 +576,12 @@ def evaluation_run_resume(
     *, run: EvaluationRun, user: User | None, workers: int | None = None, enqueue: bool = False
 ) -> list[Job]:
     """New jobs for a run whose jobs have ended (failed, cancelled, or their worker died):
-    only the items the run has not finished are evaluated. Conflict while a job of the run
-    is still queued or running."""
+    only the items the run has not finished are evaluated. Conflict while a job of the run,
+    or a judge job on its outputs, is still queued or running. A run the S/V judges had
+    scored has its new runs judged by the same judge once it finishes
+    (``review.evaluation.judges.evaluation_judge_follow``)."""
+    from review.evaluation.judges import judge_jobs_of
+
     if user is not None:
         permissions.require(user=user, project=run.project, action="evaluate")
     workers = workers or int((run.settings or {}).get("workers") or 4)
@@ -589,6 +593,11 @@ def evaluation_run_resume(
         )
         if running.exists():
             raise Conflict(f"evaluation #{run.pk} is still running; wait for its jobs")
+        if judge_jobs_of(run=run).filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists():
+            raise Conflict(
+                f"judges are still running on evaluation #{run.pk}; resume it once they "
+                "have finished"
+            )
         ids = [int(pk) for pk in (run.item_versions or {})]
         done = set(
             EvaluationResult.objects.filter(run=run)
@@ -688,31 +697,58 @@ def result_store(
     return result
 
 
+#: What storing an item's result again writes over (all but the run, the item and the id).
+_RESULT_FIELDS = (
+    "status", "output", "scores", "files", "trace", "model_calls", "tool_calls",
+    "prompt_tokens", "completion_tokens", "latency_ms", "error", "created_at",
+)  # fmt: skip
+
+
 def results_store(
     *, run: EvaluationRun, results: Sequence[tuple[int, Outcome, int, Mapping[str, str]]]
 ) -> None:
     """Store (or replace, for items made again) several items' results, each ``(item id,
-    outcome, milliseconds, its files as stored)``: one delete and one bulk insert."""
-    rows = [
-        EvaluationResult(
-            run=run,
-            item_id=item_id,
-            status=outcome.status,
-            output=_jsonable(outcome.output),
-            scores=_jsonable(outcome.scores or {}),
-            files=dict(files),
-            trace=_jsonable(outcome.trace or []),
-            model_calls=outcome.model_calls,
-            tool_calls=outcome.tool_calls,
-            prompt_tokens=outcome.prompt_tokens,
-            completion_tokens=outcome.completion_tokens,
-            latency_ms=ms,
-            error=outcome.error or "",
+    outcome, milliseconds, its files as stored)``: one insert that replaces a result the
+    item has (``ON CONFLICT ... DO UPDATE``, on SQLite and PostgreSQL alike).
+
+    A result the run has finished is never replaced by an error: only the same chunk run
+    twice at once stores an item twice (a worker the sweep took for lost that was still
+    alive, and the worker that took its chunk again), and what one of them finished is kept.
+    Two such stores at the same moment wait for each other on PostgreSQL instead of failing
+    on the unique (run, item) constraint, which a delete-then-insert did."""
+    ids = [item_id for item_id, *_ in results]
+    with transaction.atomic():
+        finished = set(
+            EvaluationResult.objects.select_for_update()
+            .filter(run=run, item_id__in=ids)
+            .exclude(status=Status.ERROR)
+            .values_list("item_id", flat=True)
         )
-        for item_id, outcome, ms, files in results
-    ]
-    EvaluationResult.objects.filter(run=run, item_id__in=[r.item_id for r in rows]).delete()
-    EvaluationResult.objects.bulk_create(rows)
+        rows = [
+            EvaluationResult(
+                run=run,
+                item_id=item_id,
+                status=outcome.status,
+                output=_jsonable(outcome.output),
+                scores=_jsonable(outcome.scores or {}),
+                files=dict(files),
+                trace=_jsonable(outcome.trace or []),
+                model_calls=outcome.model_calls,
+                tool_calls=outcome.tool_calls,
+                prompt_tokens=outcome.prompt_tokens,
+                completion_tokens=outcome.completion_tokens,
+                latency_ms=ms,
+                error=outcome.error or "",
+            )
+            for item_id, outcome, ms, files in results
+            if not (outcome.status == Status.ERROR and item_id in finished)
+        ]
+        EvaluationResult.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["run", "item"],
+            update_fields=list(_RESULT_FIELDS),
+        )
 
 
 def result_outcome(result: EvaluationResult, *, external_id: str, files: bool = False) -> Outcome:
@@ -1081,6 +1117,11 @@ def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     ids = [int(pk) for pk in (job.params.get("items") or list(run.item_versions or {}))]
     runner.execute(ids)
     summary = run_summarize(run=run)
+    judged = None
+    if run.finished_at is not None:  # a run the judges scored before it was resumed: again
+        from review.evaluation.judges import evaluation_judge_follow
+
+        judged = evaluation_judge_follow(run=run, user=job.created_by, follows=job.pk)
     c = runner.counts
     return {
         "run_id": run.pk,
@@ -1093,6 +1134,7 @@ def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         "completion_tokens": c.completion_tokens,
         "cost": run.cost(c.prompt_tokens, c.completion_tokens),
         "summary": summary,
+        **({"judge_job": judged.pk} if judged is not None else {}),
     }
 
 

@@ -206,3 +206,116 @@ def test_the_run_page_starts_the_s_and_v_judges_as_a_job(
     # The job's card says what it did and links back to the run.
     card = clients["reviewer"].get(reverse("benchmark:job_detail", args=[job.pk])).content
     assert b"4 runs judged by judge-m" in card
+
+
+def _judge(run: EvaluationRun, judge_server: FakeModelServer) -> None:
+    from review.evaluation.judges import evaluation_judge
+
+    evaluation_judge(run=run, base_url=judge_server.url, model="judge-m", workers=1)
+    run.refresh_from_db()
+
+
+def _fail(run: EvaluationRun, external_id: str) -> None:
+    """The item's run failed (its model's server gave up): an error, no scores, no calls; the
+    run finished with it as an error."""
+    from benchmark.evaluation.base import Status
+    from review.evaluation import services
+    from review.evaluation.models import EvaluationCall, ToolCallRecord
+
+    EvaluationResult.objects.filter(run=run, item__external_id=external_id).update(
+        status=Status.ERROR, output=None, scores={}, files={}, error="the model server failed"
+    )
+    for model in (EvaluationCall, ToolCallRecord):
+        model.objects.filter(item__project=run.project, item__external_id=external_id).delete()
+    services.run_summarize(run=run)
+
+
+def test_a_judged_run_resumed_has_its_new_runs_judged_by_the_same_judge(
+    mme: tuple[Project, FakeModelServer, FakeModelServer],
+    django_capture_on_commit_callbacks: Any,
+    users: dict[str, Any],
+    clients: dict[str, Client],
+) -> None:
+    from review.evaluation import services
+
+    project, model, judge_server = mme
+    Membership.objects.get_or_create(project=project, user=users["reviewer"], role=Role.REVIEWER)
+    _evaluate(project, "--model", MODEL, "--base-url", model.url)
+    run = EvaluationRun.objects.get(project=project)
+    _judge(run, judge_server)
+    whole = {key: run.summary[key] for key in FIGURES}
+    judged04 = EvaluationResult.objects.get(run=run, item__external_id="demo04").scores
+    assert judged04["judge_model"] == "judge-m" and judged04["S"] == 0.0
+    # demo04 had failed when the judges ran: they judged the other three.
+    _fail(run, "demo04")
+    _judge(run, judge_server)
+    first = Job.objects.filter(params__evaluation_run=run.pk).latest("pk")
+    assert (first.result["runs"], first.result["already_judged"]) == (0, 3)
+    asked = model.count
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs = services.evaluation_run_resume(run=run, user=users["reviewer"])
+        services.evaluation_run_execute(run=run, jobs=jobs)
+    assert model.count > asked  # demo04 evaluated again
+    evaluated = Job.objects.get(pk=jobs[0].pk)
+    follow = Job.objects.get(pk=evaluated.result["judge_job"])
+    assert follow.kind == "evaluation_judge" and follow.status == JobStatus.SUCCEEDED, follow.error
+    assert follow.params["follows"] == evaluated.pk and follow.created_by == users["reviewer"]
+    assert (follow.params["base_url"], follow.params["model"]) == (judge_server.url, "judge-m")
+    assert (follow.total, follow.result["runs"], follow.result["already_judged"]) == (1, 1, 3)
+    card = clients["reviewer"].get(reverse("benchmark:job_detail", args=[follow.pk])).content
+    assert b"1 run judged by judge-m (3 judged before, kept)" in card
+    scores = EvaluationResult.objects.get(run=run, item__external_id="demo04").scores
+    assert scores["judge_model"] == "judge-m"
+    assert scores["S"] == 0.0  # the judge's verdict, not the proxy's (1.0)
+    decided = {c["id"]: c["detail"].get("decided_by") for c in scores["checkpoints"]}
+    assert decided["C4"] == "judge"
+    run.refresh_from_db()
+    assert run.finished_at is not None and run.summary["judge_model"] == "judge-m"
+    assert {key: run.summary[key] for key in FIGURES} == whole
+
+
+def test_judges_follow_a_resume_once_and_only_a_judged_run(
+    mme: tuple[Project, FakeModelServer, FakeModelServer],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from review.evaluation.judges import evaluation_judge_follow
+
+    project, model, judge_server = mme
+    _evaluate(project, "--model", MODEL, "--base-url", model.url)
+    run = EvaluationRun.objects.get(project=project)
+    assert evaluation_judge_follow(run=run, user=None) is None  # never judged
+    _judge(run, judge_server)
+    assert evaluation_judge_follow(run=run, user=None) is None  # every run judged
+    _fail(run, "demo02")
+    EvaluationResult.objects.filter(run=run, item__external_id="demo02").update(
+        status="ok", scores={"acc": True, "judge_model": ""}
+    )
+    # Two chunks finishing the run together: one judge job.
+    with django_capture_on_commit_callbacks(execute=False) as enqueued:
+        first = evaluation_judge_follow(run=run, user=None)
+        second = evaluation_judge_follow(run=run, user=None)
+    assert first is not None and second is None and len(enqueued) == 1
+    assert first.total == 1
+
+
+def test_a_run_is_not_resumed_while_its_judges_run(
+    mme: tuple[Project, FakeModelServer, FakeModelServer],
+    clients: dict[str, Client],
+    users: dict[str, Any],
+) -> None:
+    from review.evaluation import judges
+
+    project, model, judge_server = mme
+    Membership.objects.get_or_create(project=project, user=users["reviewer"], role=Role.REVIEWER)
+    _evaluate(project, "--model", MODEL, "--base-url", model.url)
+    run = EvaluationRun.objects.get(project=project)
+    _fail(run, "demo04")
+    (job,) = judges.evaluation_judge_start(
+        run=run, user=None, base_url=judge_server.url, model="judge-m", enqueue=False
+    )
+    assert job.status == JobStatus.QUEUED and job.total == 3
+    response = clients["reviewer"].post(reverse("review:evaluation_run_resume", args=[run.pk]))
+    assert response.status_code == 409
+    assert f"judges are still running on evaluation #{run.pk}" in response.content.decode()
+    run.refresh_from_db()
+    assert run.finished_at is not None and len(run.job_ids) == 1  # nothing started
