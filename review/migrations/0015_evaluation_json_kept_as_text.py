@@ -16,7 +16,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('review', '0013_evaluation_runs'),
+        ('review', '0014_worked_examples'),
     ]
 
     operations = [
