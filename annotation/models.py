@@ -9,3 +9,4 @@ from annotation.plan_editor.models import *  # noqa: F403
 from annotation.tag_review.models import *  # noqa: F403
 from annotation.trajectories.models import *  # noqa: F403
 from annotation.verification.models import *  # noqa: F403
+from annotation.doubt.models import *  # noqa: F403
