@@ -27,8 +27,7 @@ def doubt_order(
     q = connection.ops.quote_name
     doubt, reliability = (q(m._meta.db_table) for m in (ItemDoubt, AnnotatorReliability))
     join = (
-        f" LEFT JOIN {doubt} d ON d.task_id = %s AND d.item_id = {item} "
-        f"AND d.{q('unit')} = {unit}"
+        f" LEFT JOIN {doubt} d ON d.task_id = %s AND d.item_id = {item} AND d.{q('unit')} = {unit}"
     )
     order = (
         f"(CASE WHEN EXISTS (SELECT 1 FROM {reliability} r WHERE r.task_id = %s "

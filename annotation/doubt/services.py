@@ -167,7 +167,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _judgment_rows(task: JudgmentTask, where: Q) -> list[tuple[Key, int, Hashable]]:
-    rows = Judgment.objects.filter(where, task=task).values_list("item_id", "unit", "user_id", "value")
+    rows = Judgment.objects.filter(where, task=task).values_list(
+        "item_id", "unit", "user_id", "value"
+    )
     return [((item, unit), user, _label(value)) for item, unit, user, value in rows.iterator(2000)]
 
 
@@ -231,7 +233,9 @@ def _evaluate(
 
 def _outside(signals: dict[str, Any]) -> dict[str, Any]:
     """The outside signals kept in a row's ``signals``."""
-    return {k: signals[k] for k in ("judge", "judge_name", "models_wrong", "models") if k in signals}
+    return {
+        k: signals[k] for k in ("judge", "judge_name", "models_wrong", "models") if k in signals
+    }
 
 
 def _store(task: JudgmentTask, rows: Iterable[ItemDoubt]) -> None:
@@ -276,7 +280,16 @@ def item_doubt_update(*, task: JudgmentTask, item_id: int, unit: str = "") -> fl
         )
         _store(
             task,
-            [ItemDoubt(task=task, item_id=item_id, unit=unit, score=score, judgments=len(rows), signals=signals)],
+            [
+                ItemDoubt(
+                    task=task,
+                    item_id=item_id,
+                    unit=unit,
+                    score=score,
+                    judgments=len(rows),
+                    signals=signals,
+                )
+            ],
         )
     return score
 

@@ -900,8 +900,10 @@ def judgment_task_save(
     if task.overlap < 1 or task.overlap > 50:
         raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
     threshold = task.reliability_threshold
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not (
-        0 <= threshold <= 1
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not (0 <= threshold <= 1)
     ):
         raise ValidationFailed(f"reliability threshold: {threshold!r} is not a number from 0 to 1")
     _check_rule_fits_scheme(task)
