@@ -248,6 +248,17 @@ def _store(task: JudgmentTask, rows: Iterable[ItemDoubt]) -> None:
     )
 
 
+def _analyze() -> None:
+    """PostgreSQL: fresh statistics of the doubts after a whole task was written, so the
+    queue's join plans by them (a plan made without statistics can scan the table once per
+    item) instead of waiting for autovacuum."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(ItemDoubt._meta.db_table)}")
+
+
 # =========================================================================== updates
 
 
@@ -371,6 +382,7 @@ def task_doubt_recompute(
             update_fields=["score", "source", "judgments", "updated_at"],
         )
         _store(task, doubts)
+    _analyze()
     if progress:
         progress(progress=len(keys), total=len(keys), message="done")
     threshold = task.reliability_threshold
