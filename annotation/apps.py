@@ -73,6 +73,18 @@ class AnnotationConfig(AppConfig):
             )
         )
         model_call_kind_register(MODEL_DRAFT_KIND)
+        # Routing by doubt: "Recompute doubt" of a whole task (annotation.doubt).
+        from annotation.doubt.services import DOUBT_KIND
+
+        job_kind_register(
+            JobKind(
+                name=DOUBT_KIND,
+                runner="annotation.doubt.services.doubt_recompute_job",
+                action="manage_studies",
+                title="Doubt",
+                unit="items",
+            )
+        )
 
         # Label Studio annotations in and out as judgments (benchmark's import_dataset and
         # export_dataset call these by name: benchmark may not import annotation).

@@ -182,6 +182,12 @@ class ReviewConfig(AppConfig):
                 template="review/_unit_report.html",
             )
         )
+        # Routing by doubt (annotation.doubt): a model judge disagreeing with the people and
+        # models under test getting an item wrong raise its doubt.
+        from annotation.doubt.services import doubt_source_register
+
+        doubt_source_register("review.agreement.judge_sources.doubt_judge_values")
+        doubt_source_register("review.evaluation.selectors.doubt_models_wrong")
         # Unsaved input kept as drafts (benchmark.input_drafts): adjudication and ratings.
         from benchmark.input_drafts.scopes import input_draft_scope_register
 

@@ -1158,3 +1158,28 @@ class SavedFilterFactory(DjangoModelFactory):
     project = factory.SubFactory(ProjectFactory)
     name = factory.Sequence(lambda n: f"filter {n}")
     query = "status=verified"
+
+
+class ItemDoubtFactory(DjangoModelFactory):
+    """An item's doubt for a task (routing by doubt); pass ``task`` and ``score``."""
+
+    class Meta:
+        model = "annotation.ItemDoubt"
+
+    task = factory.SubFactory(JudgmentTaskFactory, serve_by_doubt=True)
+    item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
+    unit = ""
+    score = 0.5
+
+
+class AnnotatorReliabilityFactory(DjangoModelFactory):
+    """An annotator's cached reliability on a task (routing by doubt's gate)."""
+
+    class Meta:
+        model = "annotation.AnnotatorReliability"
+
+    task = factory.SubFactory(JudgmentTaskFactory, serve_by_doubt=True)
+    user = factory.SubFactory(UserFactory)
+    score = 0.9
+    source = "dawid-skene"
+    judgments = 20

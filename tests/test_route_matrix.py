@@ -1360,6 +1360,9 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("agreement", lambda w: {"pk": w.task.pk}, "manage_studies"),
         Case("agreement, recompute", lambda w: {"pk": w.task.pk}, "manage_studies", method="post"),
     ),
+    "annotation:doubt_recompute": (
+        Case("recompute doubt", lambda w: {"pk": w.task.pk}, "manage_studies", method="post"),
+    ),
     "review:agreement_pair": (
         Case(
             "agreement: one pair's confusion",

@@ -167,13 +167,37 @@ class TaskForm(forms.ModelForm):
         widget=forms.CheckboxSelectMultiple,
     )
 
+    reliability_threshold = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label=JudgmentTask._meta.get_field("reliability_threshold").verbose_name.capitalize(),
+        help_text=JudgmentTask._meta.get_field("reliability_threshold").help_text,
+    )
+
     class Meta:
         model = JudgmentTask
         fields = [
             "name", "question", "scheme", "labels", "relabel_fields", "overlap", "consensus",
             "required_value", "author_may_judge", "lease_minutes", "active", "items_listed",
+            "serve_by_doubt", "reliability_threshold",
         ]  # fmt: skip
         widgets = {"question": forms.Textarea(attrs={"rows": 2})}
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is None:
+            self.initial.setdefault(
+                "reliability_threshold",
+                JudgmentTask._meta.get_field("reliability_threshold").default,
+            )
+
     def clean_labels(self) -> Any:
         return self.cleaned_data.get("labels") or []
+
+    def clean_reliability_threshold(self) -> float:
+        """Left empty: the default (routing by doubt's reliability gate)."""
+        value = self.cleaned_data.get("reliability_threshold")
+        if value is None:
+            return float(JudgmentTask._meta.get_field("reliability_threshold").default)
+        return float(value)

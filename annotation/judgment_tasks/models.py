@@ -90,6 +90,25 @@ class JudgmentTask(models.Model):
         help_text="Only the items added to it from the project's item list (bulk action "
         "'Assign to task'); otherwise every item of the project.",
     )
+    #: Routing by doubt (issue 26): the queue serves the items most in doubt first
+    #: (``annotation.doubt``) instead of in position order.
+    serve_by_doubt = models.BooleanField(
+        "Serve items by doubt",
+        default=False,
+        help_text="The queue serves the items whose label is most in doubt first (judgments "
+        "that disagree, a model judge or the models under test disagreeing) instead of in "
+        "position order. Annotators below the reliability threshold get the least doubtful "
+        "items first.",
+    )
+    #: The reliability gate: an annotator whose reliability on the task is below this is
+    #: served the least doubtful items first; 0 turns the gate off.
+    reliability_threshold = models.FloatField(
+        "Reliability threshold",
+        default=0.7,
+        help_text="With routing by doubt: annotators whose reliability (gold accuracy, else "
+        "the Dawid–Skene estimate) is below this (0 to 1) get the least doubtful items "
+        "first; 0 turns the gate off.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -97,6 +116,10 @@ class JudgmentTask(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="judgmenttask_unique_name"),
             models.CheckConstraint(condition=Q(overlap__gte=1), name="judgmenttask_overlap_ge_1"),
+            models.CheckConstraint(
+                condition=Q(reliability_threshold__gte=0) & Q(reliability_threshold__lte=1),
+                name="judgmenttask_reliability_threshold_0_1",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -15,6 +15,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from annotation.doubt.queue import doubt_order
+from annotation.doubt.services import item_doubt_update
 from annotation.judgment_tasks import solving
 from annotation.judgment_tasks.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
 from annotation.judgment_tasks.models import (
@@ -212,11 +214,15 @@ def _candidate(
     if skip:
         where.append(f"i.id NOT IN ({', '.join(['%s'] * len(skip))})")
         params.extend(skip)
-    sql = f"SELECT i.id FROM {item} i WHERE {' AND '.join(where)} ORDER BY i.position, i.id LIMIT 1"
+    join, join_params, by_doubt, order_params = doubt_order(task, user, item="i.id", unit="''")
+    sql = (
+        f"SELECT i.id FROM {item} i{join} WHERE {' AND '.join(where)} "
+        f"ORDER BY {by_doubt}i.position, i.id LIMIT 1"
+    )
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE OF i" + (" SKIP LOCKED" if skip_locked else "")
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, join_params + params + order_params)
         row = cursor.fetchone()
     return (row[0], row[0], "") if row else None
 
@@ -259,14 +265,17 @@ def _unit_candidate(
     q = connection.ops.quote_name
     unit = q(TaskUnit._meta.db_table)
     where, params = _unit_where(task, user, now, skip)
+    join, join_params, by_doubt, order_params = doubt_order(
+        task, user, item="u.item_id", unit=f"u.{q('key')}"
+    )
     sql = (
-        f"SELECT u.id, u.item_id, u.{q('key')} FROM {unit} u WHERE {' AND '.join(where)} "
-        "ORDER BY u.position, u.id LIMIT 1"
+        f"SELECT u.id, u.item_id, u.{q('key')} FROM {unit} u{join} WHERE {' AND '.join(where)} "
+        f"ORDER BY {by_doubt}u.position, u.id LIMIT 1"
     )
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE OF u" + (" SKIP LOCKED" if skip_locked else "")
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, join_params + params + order_params)
         row = cursor.fetchone()
     return (row[0], row[1], row[2]) if row else None
 
@@ -666,6 +675,8 @@ def outcome_recompute(*, task: JudgmentTask, item: Item, unit: str = "") -> Outc
         judgment_agreement_sync(task=task, item_ids=[item.pk], unit=unit)
     else:  # the item's judgments were read already: their credits from those rows
         _agreement_sync_rows(task, outcome, [r[:5] for r in rows])
+    if task.serve_by_doubt:  # routing by doubt: the item's doubt follows its judgments
+        item_doubt_update(task=task, item_id=item.pk, unit=unit)
     return outcome
 
 
@@ -863,6 +874,7 @@ def judgment_task_save(
     require(user=user, project=project, action="manage")
     task = task or JudgmentTask(project=project)
     scheme_before = task.scheme if task.pk else None
+    routed_before = task.serve_by_doubt if task.pk else False
     for name, value in fields.items():
         setattr(task, name, value)
     scheme, rule = Scheme(task.scheme), Rule(task.consensus)
@@ -887,19 +899,34 @@ def judgment_task_save(
         raise ValidationFailed("author plus two verifiers needs an overlap of at least 2")
     if task.overlap < 1 or task.overlap > 50:
         raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
+    threshold = task.reliability_threshold
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not (0 <= threshold <= 1)
+    ):
+        raise ValidationFailed(f"reliability threshold: {threshold!r} is not a number from 0 to 1")
     _check_rule_fits_scheme(task)
     if task.has_units:
         _keep_unit_scale(task)
     task.full_clean()
-    return _task_store(task, scheme_before=scheme_before)
+    return _task_store(
+        task, scheme_before=scheme_before, route=task.serve_by_doubt and not routed_before
+    )
 
 
-def _task_store(task: JudgmentTask, *, scheme_before: str | None) -> JudgmentTask:
+def _task_store(
+    task: JudgmentTask, *, scheme_before: str | None, route: bool = False
+) -> JudgmentTask:
     with transaction.atomic():
         task.save()
         if scheme_before is not None and scheme_before != task.scheme:
             # Values compare by the scheme: the stored agreement credits follow.
             judgment_agreement_sync(task=task)
+        if route:  # routing by doubt turned on: every item's doubt, as a job
+            from annotation.doubt.services import doubt_recompute_start
+
+            doubt_recompute_start(task=task, user=None)
     return task
 
 

@@ -325,3 +325,39 @@ def judge_trust(
             "source": f"judge-run:{run.pk}",
         }
     return None
+
+
+# =========================================================================== routing by doubt
+
+
+def doubt_judge_values(task: JudgmentTask) -> dict[str, dict[str, Any]]:
+    """Routing by doubt's judge signal (``annotation.doubt``): the values of the newest run of
+    a judge that rates the task's units, ``{unit key: {"judge": value, "judge_name": ...}}``.
+    A run that is finishing counts (the doubt is recomputed at the end of each judge run,
+    before its job is marked done); failed runs do not. Two statements per judge that rates the
+    task, then the run's values."""
+    best: tuple[JudgeSpec, JudgeRun] | None = None
+    for spec in judge_specs(runnable=True):
+        if not spec.rates_task(task):
+            continue
+        run = (
+            JudgeRun.objects.filter(
+                project=task.project, judge=spec.name, job__status__in=("succeeded", "running")
+            )
+            .select_related("job")
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        if run is None or not spec.rater_run(run):
+            continue
+        if best is None or (run.created_at, run.pk) > (best[1].created_at, best[1].pk):
+            best = (spec, run)
+    if best is None:
+        return {}
+    spec, run = best
+    label = _run_label(run)
+    return {
+        str(key): {"judge": value, "judge_name": label}
+        for key, value in spec.rater_values(run).items()
+        if value is not None
+    }

@@ -11,6 +11,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from annotation.doubt.selectors import doubt_table
 from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.exceptions import DomainError, NotFound
 from benchmark.pages import htmx_page
@@ -257,6 +258,8 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks;
             # agents below the reviewer's ?rate_threshold= (percent) are flagged.
             "judge_rates": rate_figures(task=task, threshold=_rate_threshold(request)),
+            # Routing by doubt: the items served first and why.
+            "doubt": doubt_table(user=user, task=task),
         },
         status=400
         if judge_context["judge_error"] or aggregation_context["aggregation_error"]

@@ -580,3 +580,35 @@ def _accepted_by_people(tasks: list[JudgmentTask], evaluated: Any) -> dict[int, 
 
 def _by_model(results: tuple[PilotResult, ...]) -> tuple[PilotResult, ...]:
     return tuple(sorted(results, key=lambda r: r.model))
+
+
+# =========================================================================== routing by doubt
+
+
+def doubt_models_wrong(task: JudgmentTask) -> dict[str, dict[str, Any]]:
+    """Routing by doubt's evaluation signal (``annotation.doubt``): per item, the share of the
+    models under test (the latest finished run of each) that did not solve it against its
+    reference, ``{item id: {"models_wrong": share, "models": n}}``; items no model was scored
+    on are left out. Item-level tasks only; three statements."""
+    if task.has_units:
+        return {}
+    protocol, _ = protocol_or_none(task.project)
+    key = getattr(protocol, "solved", "") if protocol is not None else ""
+    if protocol is None or not key:
+        return {}
+    latest: dict[str, int] = {}
+    runs = (
+        EvaluationRun.objects.filter(project_id=task.project_id, finished_at__isnull=False)
+        .order_by("model", "-finished_at", "-id")
+        .values_list("model", "pk")
+    )
+    for model, pk in runs:
+        latest.setdefault(model, pk)
+    if not latest:
+        return {}
+    results = EvaluationResult.objects.filter(run_id__in=list(latest.values()))
+    out: dict[str, dict[str, Any]] = {}
+    for item_id, verdicts in _solved_by_run(results, key=key, protocol=protocol).items():
+        wrong = sum(not ok for ok in verdicts.values())
+        out[str(item_id)] = {"models_wrong": wrong / len(verdicts), "models": len(verdicts)}
+    return out

@@ -879,6 +879,11 @@ def run_summarize(*, run: EvaluationRun) -> dict[str, Any]:
         run.intervals = bootstrap_intervals(protocol, outcomes, keys)
         run.finished_at = timezone.now()
         run.save(update_fields=["summary", "intervals", "finished_at"])
+        # Routing by doubt: the items the models got wrong are more in doubt now.
+        from annotation.doubt.services import project_doubt_recompute
+
+        project = run.project
+        transaction.on_commit(lambda: project_doubt_recompute(project=project))
     return summary
 
 

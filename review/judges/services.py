@@ -790,6 +790,10 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         if spec.later_call_count:
             runner.execute(runner.later_pairs(things, model, templates))
     summary = judge_run_report(run=run)["summary"]
+    # Routing by doubt: where this judge disagrees with the people, items are more in doubt.
+    from annotation.doubt.services import project_doubt_recompute
+
+    project_doubt_recompute(project=run.project)
     summary["calls"] = {
         "total": runner.total,
         "made": runner.made,

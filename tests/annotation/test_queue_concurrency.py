@@ -1,5 +1,7 @@
 """Parallel "next item" requests on PostgreSQL never over-assign an item (row locks with
-SKIP LOCKED and a re-count once the lock is held)."""
+SKIP LOCKED and a re-count once the lock is held), in position order and when the task serves
+items by doubt (``routing``: the items' doubts scattered, one annotator below the reliability
+threshold, so the candidate statement joins the doubts and orders both ways)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,40 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, connections
 
+from annotation.doubt.models import AnnotatorReliability, ItemDoubt
 from annotation.judgment_tasks import services
 from annotation.judgment_tasks.models import Assignment, JudgmentTask
 from benchmark.models import Item, Membership, Project, Toolset
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+routing = pytest.mark.parametrize("routing", [False, True], ids=["position order", "by doubt"])
 
-def test_parallel_requests_respect_the_overlap() -> None:
+
+def _route(task: JudgmentTask, users: list, *, on: bool) -> None:  # type: ignore[type-arg]
+    """Serve the task by doubt: every other item (or unit) scored, from most to least in
+    doubt against position order, and the first user below the reliability threshold."""
+    if not on:
+        return
+    task.serve_by_doubt = True
+    task.save(update_fields=["serve_by_doubt"])
+    if task.has_units:
+        keys = list(task.units.values_list("item_id", "key"))
+    else:
+        keys = [
+            (pk, "")
+            for pk in Item.objects.filter(project=task.project).values_list("pk", flat=True)
+        ]
+    ItemDoubt.objects.bulk_create(
+        ItemDoubt(task=task, item_id=item, unit=unit, score=(n + 1) / (len(keys) + 1))
+        for n, (item, unit) in enumerate(keys)
+        if n % 2 == 0 or len(keys) < 3
+    )
+    AnnotatorReliability.objects.create(task=task, user=users[0], score=0.1, source="gold")
+
+
+@routing
+def test_parallel_requests_respect_the_overlap(routing: bool) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("row-level locking is proven on PostgreSQL")
     toolset = Toolset.objects.create(name="mms-c")
@@ -39,6 +67,7 @@ def test_parallel_requests_respect_the_overlap() -> None:
         Membership.objects.create(project=project, user=user, role="annotator")
         users.append(user)
 
+    _route(task, users, on=routing)
     barrier = threading.Barrier(len(users))
     errors: list[BaseException] = []
 
@@ -65,7 +94,8 @@ def test_parallel_requests_respect_the_overlap() -> None:
     assert Counter(Assignment.objects.values_list("user_id", flat=True)).most_common(1)[0][1] == 1
 
 
-def test_parallel_requests_respect_the_overlap_of_units() -> None:
+@routing
+def test_parallel_requests_respect_the_overlap_of_units(routing: bool) -> None:
     """The same for a task with units: several units of one item, each with its own k."""
     if connection.vendor != "postgresql":
         pytest.skip("row-level locking is proven on PostgreSQL")
@@ -93,6 +123,7 @@ def test_parallel_requests_respect_the_overlap_of_units() -> None:
         user = get_user_model().objects.create_user(f"v{n}", password="x")
         Membership.objects.create(project=project, user=user, role="annotator")
         users.append(user)
+    _route(task, users, on=routing)
     barrier = threading.Barrier(len(users))
     errors: list[BaseException] = []
 
@@ -116,7 +147,8 @@ def test_parallel_requests_respect_the_overlap_of_units() -> None:
     assert per_unit == {"response:1:precision": 2, "response:1:recall": 2, "response:1:chief": 2}
 
 
-def test_parallel_requests_respect_the_overlap_in_each_raters_own_order() -> None:
+@routing
+def test_parallel_requests_respect_the_overlap_in_each_raters_own_order(routing: bool) -> None:
     """The same when each rater meets the units in an order of their own (response-level
     evaluation): the open units are ranked per rater, then locked one by one."""
     if connection.vendor != "postgresql":
@@ -146,6 +178,7 @@ def test_parallel_requests_respect_the_overlap_in_each_raters_own_order() -> Non
         user = get_user_model().objects.create_user(f"w{n}", password="x")
         Membership.objects.create(project=project, user=user, role="annotator")
         users.append(user)
+    _route(task, users, on=routing)
     barrier = threading.Barrier(len(users))
     errors: list[BaseException] = []
 

@@ -66,3 +66,19 @@ def test_admin_adds_the_default_task_once(project: Any, clients: dict[str, Any])
         "binary", 3, "all_required", 1,
     )  # fmt: skip
     assert clients["annotator"].post(url).status_code == 403
+
+
+def test_admin_turns_on_routing_by_doubt(project: Any, clients: dict[str, Any]) -> None:
+    """The task's settings form has "Serve items by doubt" (off by default) and the reliability
+    threshold (default 0.7; out of 0..1 explained, nothing saved)."""
+    page = clients["admin"].get(reverse("annotation:task_new", args=[project.pk])).content.decode()
+    assert "Serve items by doubt" in page and 'value="0.7"' in page
+    r = _post(clients["admin"], project, reliability_threshold="1.5")
+    assert r.status_code == 200 and "less than or equal to 1" in r.content.decode()
+    assert not JudgmentTask.objects.filter(project=project).exists()
+    r = _post(clients["admin"], project, serve_by_doubt="on", reliability_threshold="0.8")
+    assert r.status_code == 302
+    task = JudgmentTask.objects.get(project=project, name="Keep?")
+    assert task.serve_by_doubt and task.reliability_threshold == 0.8
+    r = _post(clients["admin"], project, name="Plain")
+    assert not JudgmentTask.objects.get(name="Plain").serve_by_doubt

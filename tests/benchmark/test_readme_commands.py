@@ -84,6 +84,7 @@ PROJECT_OF_COMMAND = {
     "oracle_test": MME,
     "evaluate": ATP,
     "aggregate": MMS,  # the plan-validity task the fixture gives judgments
+    "recompute_doubt": MMS,  # routing by doubt on the same task
     "release": MMS,
     "export_dataset": MMS,  # --format label-studio, jsonl, csv
     "import_dataset": MMS,

@@ -21,6 +21,14 @@ tied item counts as wrong), and their agreement with the truth is the share of i
 right. Prints, per policy, the median over ``--seeds`` runs of the judgments needed to reach each
 target (``-`` when a run never reaches it, counted as the full budget) and the final agreement
 when every item has its ``--overlap`` judgments; one JSON line at the end. Asserts nothing.
+
+``--queue``: the same annotators also judge through the real queue
+(``assignment_next_for_user`` and ``judgment_submit`` on a fresh SQLite database, a task of
+``--queue-items`` items with "Serve items by doubt" on for the doubt policies; for the gate, the
+annotators below ``--reliable`` get a cached reliability of their skill, as gold accuracy would
+give it). At each step the item the queue served is compared with the one the policy above picks
+from the same state (votes weighted by the cached reliabilities, as the app weighs them), and the
+judgments each policy needed through the queue are printed beside the simulation's.
 """
 
 from __future__ import annotations
@@ -105,6 +113,156 @@ def needed(curve: list[float], target: float) -> int | None:
     return next((n for n, agreement in enumerate(curve) if agreement >= target), None)
 
 
+def _queue_setup(tmp: str) -> None:
+    import os
+
+    os.environ["DATABASE_URL"] = f"sqlite:///{tmp}/routing.sqlite3"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmark.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def queue_run(
+    *,
+    items: int,
+    labels: int,
+    overlap: int,
+    skills: list[float],
+    policy: str,
+    reliable: float,
+    seed: int,
+    run: int,
+) -> tuple[list[float], int, int]:
+    """Judge a fresh task through the real queue; (the agreement curve, the steps whose served
+    item is the one the policy picks, the steps)."""
+    from annotation.doubt.models import AnnotatorReliability
+    from annotation.judgment_tasks.models import JudgmentTask
+    from annotation.judgment_tasks.services import assignment_next_for_user, judgment_submit
+    from benchmark.models import Item, Membership, Project, Toolset
+    from benchmark.typing import User
+
+    rng = random.Random(seed)
+    toolset, _ = Toolset.objects.get_or_create(name="mms-routing")
+    project = Project.objects.create(
+        name=f"routing {run}", kind="plan", data_format="mms", toolset=toolset
+    )
+    objects = Item.objects.bulk_create(
+        Item(project=project, external_id=f"r{run}-{n}", position=n) for n in range(items)
+    )
+    ids = [item.pk for item in objects]
+    index = {pk: n for n, pk in enumerate(ids)}
+    values = list(range(labels))
+    task = JudgmentTask.objects.create(
+        project=project, name="routing", question="?",
+        scheme="binary" if labels == 2 else "nominal",
+        labels=[] if labels == 2 else [{"value": v, "label": str(v)} for v in values],
+        overlap=overlap, consensus="majority", updates_item_status=False,
+        serve_by_doubt=policy != "id order", reliability_threshold=reliable,
+    )  # fmt: skip
+    people = [User.objects.create_user(f"sim{run}-{n}") for n in range(len(skills))]
+    Membership.objects.bulk_create(
+        Membership(project=project, user=u, role="annotator") for u in people
+    )
+    weight = [1.0] * len(skills)
+    if policy == "doubt + reliability":
+        for n, skill in enumerate(skills):
+            if skill < reliable:
+                AnnotatorReliability.objects.create(
+                    task=task, user=people[n], score=skill, source="gold", judgments=20
+                )
+                weight[n] = skill
+    if labels == 2:
+        values = [1, 0]
+    truth = [rng.randrange(labels) for _ in range(items)]
+    votes: list[Counter[int]] = [Counter() for _ in range(items)]
+    weighted: list[dict[int, float]] = [{} for _ in range(items)]
+    judged_by: list[set[int]] = [set() for _ in range(items)]
+    positions = {i: i for i in range(items)}
+    doubts = {i: doubt(Evidence(votes={}, n_labels=labels)) for i in range(items)}
+    right, curve, turn, idle, same, steps = 0, [0.0], 0, 0, 0, 0
+    while idle < len(skills):
+        annotator = turn % len(skills)
+        turn += 1
+        lease = assignment_next_for_user(task=task, user=people[annotator])
+        if lease is None:
+            idle += 1
+            continue
+        idle = 0
+        item = index[lease.item_id]
+        open_items = [
+            i for i in range(items) if len(judged_by[i]) < overlap and annotator not in judged_by[i]
+        ]
+        if policy == "id order":
+            expected = open_items[0]
+        else:
+            gate = policy == "doubt + reliability" and skills[annotator] < reliable
+            order = serving_order({i: doubts[i] for i in open_items}, positions, reliable=not gate)
+            expected = int(order[0])  # type: ignore[call-overload]
+        steps += 1
+        same += item == expected
+        label = truth[item]
+        if rng.random() >= skills[annotator]:
+            label = rng.choice([x for x in range(labels) if x != truth[item]])
+        judgment_submit(task=task, item=lease.item, user=people[annotator], value=values[label])
+        before = _majority_right(votes[item], truth[item])
+        votes[item][label] += 1
+        weighted[item][label] = weighted[item].get(label, 0.0) + weight[annotator]
+        judged_by[item].add(annotator)
+        right += _majority_right(votes[item], truth[item]) - before
+        doubts[item] = doubt(Evidence(votes=weighted[item], n_labels=labels))
+        curve.append(right / items)
+    return curve, same, steps
+
+
+def queue_main(args: argparse.Namespace, skills: list[float], targets: list[float]) -> dict:
+    import tempfile
+
+    figures: dict[str, dict[str, object]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        _queue_setup(tmp)
+        budget = args.queue_items * args.overlap
+        print(
+            f"through the real queue (SQLite): {args.queue_items} items, {args.queue_seeds} "
+            f"seeds; budget {budget} judgments"
+        )
+        run = 0
+        for policy in ("id order", "doubt", "doubt + reliability"):
+            sim_curves, queue_curves, same, steps = [], [], 0, 0
+            for seed in range(args.queue_seeds):
+                run += 1
+                curve, agree, n = queue_run(
+                    items=args.queue_items, labels=args.labels, overlap=args.overlap,
+                    skills=skills, policy=policy, reliable=args.reliable, seed=seed, run=run,
+                )  # fmt: skip
+                queue_curves.append(curve)
+                same, steps = same + agree, steps + n
+                sim_curves.append(
+                    simulate(
+                        items=args.queue_items, labels=args.labels, overlap=args.overlap,
+                        skills=skills, policy=policy, reliable=args.reliable, seed=seed,
+                    )
+                )  # fmt: skip
+            row: dict[str, object] = {"served as the policy picks": f"{same}/{steps}"}
+            for target in targets:
+                for name, curves in (("queue", queue_curves), ("simulation", sim_curves)):
+                    counts = [needed(c, target) for c in curves]
+                    row[f"{name}: judgments to {target:.0%}"] = statistics.median(
+                        n if n is not None else budget for n in counts
+                    )
+            figures[policy] = row
+            cells = "  ".join(
+                f"{target:.0%}: queue {row[f'queue: judgments to {target:.0%}']:>6} / "
+                f"sim {row[f'simulation: judgments to {target:.0%}']:>6}"
+                for target in targets
+            )
+            print(f"{policy:>22}  served as picked {same}/{steps}  {cells}")
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=400)
@@ -114,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reliable", type=float, default=0.75)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--targets", default="0.8,0.85,0.9")
+    parser.add_argument(
+        "--queue", action="store_true", help="also judge through the real queue (SQLite)"
+    )
+    parser.add_argument("--queue-items", type=int, default=60)
+    parser.add_argument("--queue-seeds", type=int, default=3)
     args = parser.parse_args(argv)
     skills = [float(s) for s in args.skills.split(",")]
     targets = [float(t) for t in args.targets.split(",")]
@@ -151,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             for target in targets
         )
         print(f"{policy:>22}  {cells}  final {row['final agreement']:.3f}")
-    print(json.dumps({"routing": figures}))
+    queue = queue_main(args, skills, targets) if args.queue else None
+    print(json.dumps({"routing": figures, **({"queue": queue} if queue else {})}))
     return 0
 
 

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from annotation.doubt import views
+
+# Mounted at doubt/ (benchmark/routing.py); <pk> is the judgment task.
+urlpatterns = [
+    path("<int:pk>/recompute/", views.doubt_recompute, name="doubt_recompute"),
+]
