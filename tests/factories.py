@@ -186,9 +186,7 @@ def flac_bytes(seed: int = 0, *, rate: int = 16_000, samples: int = 32_000) -> b
     followed by bytes that differ for each seed: enough for Benchwright, which stores audio
     and never decodes it."""
     info = (rate << 44) | (0 << 41) | (15 << 36) | samples
-    streaminfo = (
-        (4096).to_bytes(2, "big") * 2 + bytes(6) + info.to_bytes(8, "big") + bytes(16)
-    )
+    streaminfo = (4096).to_bytes(2, "big") * 2 + bytes(6) + info.to_bytes(8, "big") + bytes(16)
     return b"fLaC" + bytes([0x80, 0, 0, 34]) + streaminfo + seed.to_bytes(4, "big") * 8
 
 

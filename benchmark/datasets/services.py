@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from benchmark import limits, permissions
+from benchmark.audio.services import audio_store
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
 from benchmark.datasets.interop import interop_hook
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
@@ -42,7 +43,6 @@ from benchmark.formats import (
     tabular,
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
-from benchmark.audio.services import audio_store
 from benchmark.formats.audio import is_audio_name
 from benchmark.images.selectors import project_images_named
 from benchmark.images.services import image_store
@@ -171,12 +171,14 @@ def release_root_of(path: Path) -> Path | None:
 
 
 class _ImageResolver:
-    """Turns ImageRefs into stored images, reading and hashing each file once per import."""
+    """Turns ImageRefs into stored images, reading and hashing each file once per import;
+    ``audio`` does the same for the audio files the records name."""
 
     def __init__(self, root: Path, project: Project, result: ImportResult) -> None:
         self.root = root
         self.project = project
         self.result = result
+        self.audio = _AudioResolver(root, project, result)
         self.by_path: dict[str, str | None] = {}
         self.resolved: dict[tuple[tuple[str, str, int], ...], list[dict[str, Any]]] = {}
         self.shas: set[str] = set()
@@ -220,6 +222,7 @@ class _ImageResolver:
         return sha
 
     def link_project(self) -> None:
+        self.audio.link_project()
         through = Image.projects.through
         ids = Image.objects.filter(sha256__in=self.shas).values_list("id", flat=True)
         through.objects.bulk_create(
@@ -392,7 +395,6 @@ def _item_row(
     images: _ImageResolver | ProjectImages,
     position: int,
     raw_fields: RawFields | None = None,
-    audio: _AudioResolver | None = None,
 ) -> dict[str, Any]:
     if len(rec.external_id) > limits.EXTERNAL_ID.limit:
         raise FormatError(
@@ -420,8 +422,8 @@ def _item_row(
         "modality": rec.modality,
         "documents": rec.documents,
         "image_refs": images.resolve(rec.images, rec.external_id),
-        "audio_refs": audio.resolve(rec.audio, rec.external_id)
-        if audio is not None
+        "audio_refs": images.audio.resolve(rec.audio, rec.external_id)
+        if isinstance(images, _ImageResolver)
         else [{"sha256": "", "path": name} for name in rec.audio],
         "constraints": rec.constraints,
         "expected_answer": rec.expected_answer,
@@ -508,7 +510,6 @@ def dataset_import(
     root = fmt.dataset_root(path)
     result = ImportResult()
     images = _ImageResolver(root, project, result)
-    audio = _AudioResolver(root, project, result)
     raw_fields: RawFields | None = getattr(fmt, "raw_fields", None)
     interchange = bool(getattr(fmt, "interchange", False))
     native_files: dict[str, str] = {}
@@ -538,7 +539,7 @@ def dataset_import(
                 if rec.external_id in existing_ids:  # skipped (counted by the fill-in below)
                     present.append(rec.external_id)
                     continue
-                row = _item_row(rec, project, images, next_position, raw_fields, audio)
+                row = _item_row(rec, project, images, next_position, raw_fields)
                 if interchange:
                     _as_native(row, project, native_files)
                 pending.append((row, rec))
@@ -553,7 +554,6 @@ def dataset_import(
         _insert_attachments(project, attachments, id_by_external, result, images)
         result.items_skipped = _fill_missing_images(project, present, result, images)
         images.link_project()
-        audio.link_project()
         indexing.bulk_end(connection, deferred)
         _release_extras(project, release, id_by_external, result)
     if progress is not None:

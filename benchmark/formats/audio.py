@@ -107,7 +107,10 @@ def _flac_duration(data: bytes) -> float | None:
 def _wav_duration(data: bytes) -> float | None:
     offset, byte_rate = 12, 0
     while offset + 8 <= len(data):
-        chunk, size = data[offset : offset + 4], struct.unpack("<I", data[offset + 4 : offset + 8])[0]
+        chunk, size = (
+            data[offset : offset + 4],
+            struct.unpack("<I", data[offset + 4 : offset + 8])[0],
+        )
         body = offset + 8
         if chunk == b"fmt " and size >= 12 and body + 12 <= len(data):
             byte_rate = struct.unpack("<I", data[body + 8 : body + 12])[0]

@@ -46,7 +46,16 @@ from benchmark.kinds import kind_for
 from benchmark.kinds.base import resolve
 from benchmark.llm.client import ChatClient, ModelConfig, ModelError
 from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
-from benchmark.models import AudioFile, Image, Item, ItemStatus, ItemVersion, Job, JobStatus, Project
+from benchmark.models import (
+    AudioFile,
+    Image,
+    Item,
+    ItemStatus,
+    ItemVersion,
+    Job,
+    JobStatus,
+    Project,
+)
 from benchmark.saved_filters.selectors import PREFIX as FILTER_PREFIX
 from benchmark.saved_filters.selectors import saved_filter_item_ids
 from benchmark.typing import User
