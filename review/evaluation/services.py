@@ -309,7 +309,7 @@ def _load_items(project_id: int, ids: Sequence[int]) -> list[_Loaded]:
     audio = project_audio_files(
         project_id=project_id,
         shas={
-            ref.get("sha256")
+            str(ref["sha256"])
             for item in items.values()
             for ref in (item.audio_refs or [])
             if isinstance(ref, dict) and ref.get("sha256")
