@@ -88,6 +88,8 @@ class ImportResult:
     #: and how many audio files were stored.
     audio_missing: list[str] = field(default_factory=list)
     audio_stored: int = 0
+    #: Audio files of items already present that this import filled in.
+    audio_filled: int = 0
     #: Items already present whose missing images this import filled in, and how many.
     items_filled: int = 0
     images_filled: int = 0
@@ -109,6 +111,7 @@ class ImportResult:
             "audio_stored": self.audio_stored,
             "audio_missing": len(self.audio_missing),
             "audio_missing_paths": self.audio_missing[:100],
+            "audio_filled": self.audio_filled,
             "items_filled": self.items_filled,
             "images_filled": self.images_filled,
             # What the job card says of the outcome: missing images or audio, or other
@@ -639,7 +642,38 @@ def _fill_missing_images(
         if trajectories:
             Trajectory.objects.bulk_update(trajectories, ["image_refs"])
         result.items_filled += len(filled_items)
+    _fill_missing_audio(project, external_ids, result, images.audio)
     return len(external_ids)
+
+
+def _fill_missing_audio(
+    project: Project, external_ids: list[str], result: ImportResult, audio: _AudioResolver
+) -> None:
+    """Items already present that lack some of their audio files (a ref with a path and no
+    hash): each file this upload holds is stored and filled in, by the name the item uses."""
+    for start in range(0, len(external_ids), BATCH_SIZE):
+        batch = external_ids[start : start + BATCH_SIZE]
+        changed = []
+        for item in Item.objects.filter(project=project, external_id__in=batch).only(
+            "id", "external_id", "audio_refs"
+        ):
+            refs = [r for r in item.audio_refs or [] if isinstance(r, dict)]
+            lacking = [r["path"] for r in refs if r.get("path") and not r.get("sha256")]
+            if not lacking:
+                continue
+            found = {
+                ref["path"]: ref["sha256"]
+                for ref in audio.resolve(lacking, item.external_id)
+                if ref["sha256"]
+            }
+            if found:
+                item.audio_refs = [
+                    {**r, "sha256": found.get(r.get("path"), r.get("sha256", ""))} for r in refs
+                ]
+                changed.append(item)
+                result.audio_filled += len(found)
+        if changed:
+            Item.objects.bulk_update(changed, ["audio_refs"])
 
 
 def _upload_paths(root: Path) -> Callable[[str], str]:

@@ -5,6 +5,7 @@ permission-checked view, and attached by hand with a clear refusal of a bad file
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import zipfile
@@ -159,6 +160,13 @@ def test_an_import_without_its_audio_counts_it_missing(project: Project, tmp_pat
     assert report["audio_missing_paths"] == [SPEECH, "61-70968-0000.flac"]
     item = Item.objects.get(project=project, external_id="12")
     assert item.audio_refs == [{"sha256": "", "path": SPEECH}]
+    # The same tasks again with their files: the items already here get them filled in.
+    again = dataset_import(project=project, path=_dataset(tmp_path / "full"))
+    assert (again.items_created, again.audio_filled, again.audio_missing) == (0, 2, [])
+    item.refresh_from_db()
+    speech = hashlib.sha256(flac_bytes(1)).hexdigest()
+    assert item.audio_refs == [{"sha256": speech, "path": SPEECH}]
+    assert AudioFile.objects.get(sha256=speech).projects.filter(pk=project.pk).exists()
 
 
 @pytest.mark.django_db
