@@ -668,7 +668,8 @@ def _fill_missing_audio(
             }
             if found:
                 item.audio_refs = [
-                    {**r, "sha256": found.get(r.get("path"), r.get("sha256", ""))} for r in refs
+                    {**r, "sha256": found.get(str(r.get("path")), r.get("sha256", ""))}
+                    for r in refs
                 ]
                 changed.append(item)
                 result.audio_filled += len(found)
