@@ -39,6 +39,7 @@ env = environ.Env(
     SECURE_SSL_REDIRECT=(bool, False),
     MAX_UPLOAD_MB=(int, 200),
     MAX_IMAGE_PIXELS=(int, 40_000_000),
+    MAX_AUDIO_MB=(int, 50),
     DERIVE_SECONDS=(float, 10.0),
     BENCHWRIGHT_MODEL_BASE_URL=(str, ""),
     BENCHWRIGHT_MODEL_NAME=(str, ""),
@@ -295,6 +296,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 BENCHWRIGHT_MAX_UPLOAD_BYTES = env("MAX_UPLOAD_MB") * 1024 * 1024
 BENCHWRIGHT_MAX_IMAGE_PIXELS = env("MAX_IMAGE_PIXELS")
+# The largest audio file (an m&m's task's speech input) an import or an upload stores.
+BENCHWRIGHT_MAX_AUDIO_BYTES = env("MAX_AUDIO_MB") * 1024 * 1024
 # Deriving an image from a recipe stops before its next step after this many seconds; the pixel
 # limits (per step MAX_IMAGE_PIXELS, per recipe four times that) bound each step.
 BENCHWRIGHT_DERIVE_SECONDS = env("DERIVE_SECONDS")

@@ -15,6 +15,7 @@ urlpatterns = [
     *feature_urls("llm", "benchmark.llm.urls"),
     *feature_urls("toolsets", "benchmark.toolsets.urls"),
     *feature_urls("images", "benchmark.images.urls"),
+    *feature_urls("audio", "benchmark.audio.urls"),
     *feature_urls("items", "benchmark.items.urls"),
     *feature_urls("saved-filters", "benchmark.saved_filters.urls"),
     *feature_urls("people", "benchmark.people.urls"),

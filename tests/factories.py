@@ -17,6 +17,7 @@ from benchmark.images import services
 from benchmark.items.services import item_snapshot
 from benchmark.judge_prompts import Template
 from benchmark.models import (
+    AudioFile,
     AuditAction,
     AuditEvent,
     Image,
@@ -176,6 +177,52 @@ class ImageFactory(DjangoModelFactory):
 
     @factory.post_generation
     def projects(obj: Image, create: bool, extracted: Any, **kwargs: Any) -> None:  # noqa: N805
+        if create and extracted:
+            obj.projects.add(*extracted)
+
+
+def flac_bytes(seed: int = 0, *, rate: int = 16_000, samples: int = 32_000) -> bytes:
+    """A FLAC file's header (``fLaC`` and its STREAMINFO block: ``samples / rate`` seconds)
+    followed by bytes that differ for each seed: enough for Benchwright, which stores audio
+    and never decodes it."""
+    info = (rate << 44) | (0 << 41) | (15 << 36) | samples
+    streaminfo = (4096).to_bytes(2, "big") * 2 + bytes(6) + info.to_bytes(8, "big") + bytes(16)
+    return b"fLaC" + bytes([0x80, 0, 0, 34]) + streaminfo + seed.to_bytes(4, "big") * 8
+
+
+def wav_bytes(seed: int = 0, *, seconds: float = 0.5, rate: int = 8000) -> bytes:
+    """A real mono 16-bit WAV of silence (plus one sample that differs for each seed)."""
+    import wave
+
+    out = io.BytesIO()
+    with wave.open(out, "wb") as handle:
+        handle.setnchannels(1)
+        handle.setsampwidth(2)
+        handle.setframerate(rate)
+        frames = bytearray(int(rate * seconds) * 2)
+        frames[0:2] = (seed % 32768).to_bytes(2, "little")
+        handle.writeframes(bytes(frames))
+    return out.getvalue()
+
+
+class AudioFileFactory(DjangoModelFactory):
+    """An audio file stored through ``benchmark.audio.services.audio_store`` (by hash).
+    ``projects=[...]`` links it to projects."""
+
+    class Meta:
+        model = AudioFile
+        skip_postgeneration_save = True
+
+    data = factory.Sequence(lambda n: flac_bytes(n + 1))
+
+    @classmethod
+    def _create(cls, model_class: type[AudioFile], *args: Any, **kwargs: Any) -> AudioFile:
+        from benchmark.audio.services import audio_store
+
+        return audio_store(data=kwargs["data"], name="factory.flac")
+
+    @factory.post_generation
+    def projects(obj: AudioFile, create: bool, extracted: Any, **kwargs: Any) -> None:  # noqa: N805
         if create and extracted:
             obj.projects.add(*extracted)
 

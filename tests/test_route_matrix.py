@@ -68,6 +68,7 @@ from tests.factories import (
     AgreementJobFactory,
     AnswerScoringJobFactory,
     AssignmentFactory,
+    AudioFileFactory,
     DecisionFactory,
     DiscardProposalFactory,
     DraftCandidateFactory,
@@ -835,6 +836,18 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("other project's image", lambda w: {"sha256": w.other_image.sha256}, Access.OTHER),
     ),
     "benchmark:image_thumb": (Case("thumbnail", lambda w: {"sha256": w.image.sha256}, "view"),),
+    "benchmark:audio": (
+        Case("audio file", lambda w: {"sha256": w.audio.sha256}, "view"),
+        Case("other project's audio", lambda w: {"sha256": w.other_audio.sha256}, Access.OTHER),
+    ),
+    "benchmark:audio_attach": (
+        Case(
+            "attach audio, no file",
+            lambda w: {"project_id": w.project.pk, "item_id": w.item.pk},
+            "edit",
+            method="post",
+        ),
+    ),
     # ------------------------------------------------------------------ judging
     "annotation:task_list": (
         Case("judging, ATP project", lambda w: {"project_id": w.project.pk}, "view"),
@@ -2022,6 +2035,7 @@ def build_world() -> SimpleNamespace:
     w.project = ProjectFactory(name="Matrix ATP")
     ToolFactory(toolset=w.project.toolset, name="Reference")
     w.image = ImageFactory(projects=[w.project])
+    w.audio = AudioFileFactory(projects=[w.project])
     w.item = ItemFactory(project=w.project, image_refs=[image_ref(w.image, position=0)])
     w.response = ResponseFactory(item=w.item)
     ResponseVersionFactory(response=w.response, number=1, note="imported")
@@ -2295,6 +2309,7 @@ def build_world() -> SimpleNamespace:
     w.other_project = ProjectFactory(name="Matrix elsewhere")
     MembershipFactory(project=w.other_project, user=users["outsider"], role=Role.ADMIN)
     w.other_image = ImageFactory(projects=[w.other_project])
+    w.other_audio = AudioFileFactory(projects=[w.other_project])
     w.other_item = ItemFactory(
         project=w.other_project, image_refs=[image_ref(w.other_image, position=0)]
     )

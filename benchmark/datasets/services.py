@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from benchmark import limits, permissions
+from benchmark.audio.services import audio_store
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
 from benchmark.datasets.interop import interop_hook
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
@@ -42,12 +43,14 @@ from benchmark.formats import (
     tabular,
 )
 from benchmark.formats._jsonio import fill_holes, punch_holes
+from benchmark.formats.audio import is_audio_name
 from benchmark.images.selectors import project_images_named
 from benchmark.images.services import image_store
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
 from benchmark.models import (
+    AudioFile,
     Image,
     Item,
     ItemStatus,
@@ -81,6 +84,12 @@ class ImportResult:
     #: The image paths the records name that the upload did not hold (each once): their
     #: items are imported without them, and a later import with the files fills them in.
     images_missing: list[str] = field(default_factory=list)
+    #: The audio files the records name (m&m's speech inputs) that the upload did not hold,
+    #: and how many audio files were stored.
+    audio_missing: list[str] = field(default_factory=list)
+    audio_stored: int = 0
+    #: Audio files of items already present that this import filled in.
+    audio_filled: int = 0
     #: Items already present whose missing images this import filled in, and how many.
     items_filled: int = 0
     images_filled: int = 0
@@ -99,11 +108,17 @@ class ImportResult:
             "warnings": self.warnings[:100],
             "images_missing": len(self.images_missing),
             "images_missing_paths": self.images_missing[:100],
+            "audio_stored": self.audio_stored,
+            "audio_missing": len(self.audio_missing),
+            "audio_missing_paths": self.audio_missing[:100],
+            "audio_filled": self.audio_filled,
             "items_filled": self.items_filled,
             "images_filled": self.images_filled,
-            # What the job card says of the outcome: missing images or other warnings make
-            # the import "done with warnings" rather than a plain success.
-            "outcome": "warnings" if self.images_missing or self.warnings else "ok",
+            # What the job card says of the outcome: missing images or audio, or other
+            # warnings make the import "done with warnings" rather than a plain success.
+            "outcome": "warnings"
+            if self.images_missing or self.audio_missing or self.warnings
+            else "ok",
         }
         if self.tool_records is not None:
             out["tool_records"] = self.tool_records
@@ -117,6 +132,9 @@ class ImportResult:
 #: calls its evaluations made on them under ``model_calls/``.
 RELEASE_MANIFEST = "manifest.json"
 RELEASE_DATA_DIR = "data"
+#: Where an export writes the audio files its items name (m&m's ``mnms/execution/data``
+#: layout: the files by the names the tasks use), beside the records.
+RELEASE_AUDIO_DIR = "data"
 
 
 def _release_parts(path: Path, fmt: Any) -> tuple[Path | None, Path]:
@@ -156,12 +174,14 @@ def release_root_of(path: Path) -> Path | None:
 
 
 class _ImageResolver:
-    """Turns ImageRefs into stored images, reading and hashing each file once per import."""
+    """Turns ImageRefs into stored images, reading and hashing each file once per import;
+    ``audio`` does the same for the audio files the records name."""
 
     def __init__(self, root: Path, project: Project, result: ImportResult) -> None:
         self.root = root
         self.project = project
         self.result = result
+        self.audio = _AudioResolver(root, project, result)
         self.by_path: dict[str, str | None] = {}
         self.resolved: dict[tuple[tuple[str, str, int], ...], list[dict[str, Any]]] = {}
         self.shas: set[str] = set()
@@ -205,6 +225,7 @@ class _ImageResolver:
         return sha
 
     def link_project(self) -> None:
+        self.audio.link_project()
         through = Image.projects.through
         ids = Image.objects.filter(sha256__in=self.shas).values_list("id", flat=True)
         through.objects.bulk_create(
@@ -310,6 +331,67 @@ def record_within_limits(rec: ItemRecord | AttachmentRecord) -> None:
             raise refuse(limits.NUL_MESSAGE, where)
 
 
+class _AudioResolver:
+    """Turns the audio names a record uses into stored audio files, reading and hashing each
+    file once per import. A name is looked for beside the records (``<root>/<name>``), then
+    under ``data/`` (m&m's ``mnms/execution/data`` layout, what the export writes), then as
+    the one file of that name anywhere in the upload; not there, it is counted missing."""
+
+    def __init__(self, root: Path, project: Project, result: ImportResult) -> None:
+        self.root = root
+        self.project = project
+        self.result = result
+        self.by_name: dict[str, str] = {}
+        self.shas: set[str] = set()
+        self._by_file_name: dict[str, list[Path]] | None = None
+
+    def _find(self, name: str) -> Path | None:
+        root = self.root.resolve()
+        for candidate in (root / name, root / RELEASE_AUDIO_DIR / name):
+            full = candidate.resolve()
+            if full.is_relative_to(root) and full.is_file():
+                return full
+        if self._by_file_name is None:
+            self._by_file_name = {}
+            for file in root.rglob("*"):
+                if file.is_file() and is_audio_name(file.name):
+                    self._by_file_name.setdefault(file.name, []).append(file)
+        found = self._by_file_name.get(Path(name).name, [])
+        return found[0] if len(found) == 1 else None
+
+    def resolve(self, names: Iterable[str], record: str) -> list[dict[str, str]]:
+        out = []
+        for name in names:
+            if name not in self.by_name:
+                self.by_name[name] = self._store(name, record)
+            out.append({"sha256": self.by_name[name], "path": name})
+        return out
+
+    def _store(self, name: str, record: str) -> str:
+        full = self._find(name)
+        if full is None:
+            self.result.audio_missing.append(name)
+            return ""
+        try:
+            audio = audio_store(data=full.read_bytes(), name=name)
+        except ValidationFailed as exc:
+            raise FormatError(exc.message, record=record, field="audio") from None
+        if audio.sha256 not in self.shas:
+            self.result.audio_stored += 1
+        self.shas.add(audio.sha256)
+        return audio.sha256
+
+    def link_project(self) -> None:
+        if not self.shas:
+            return
+        through = AudioFile.projects.through
+        ids = AudioFile.objects.filter(sha256__in=self.shas).values_list("id", flat=True)
+        through.objects.bulk_create(
+            [through(audiofile_id=i, project_id=self.project.id) for i in ids],
+            ignore_conflicts=True,
+        )
+
+
 def _item_row(
     rec: ItemRecord,
     project: Project,
@@ -343,6 +425,9 @@ def _item_row(
         "modality": rec.modality,
         "documents": rec.documents,
         "image_refs": images.resolve(rec.images, rec.external_id),
+        "audio_refs": images.audio.resolve(rec.audio, rec.external_id)
+        if isinstance(images, _ImageResolver)
+        else [{"sha256": "", "path": name} for name in rec.audio],
         "constraints": rec.constraints,
         "expected_answer": rec.expected_answer,
         "accepted_variants": rec.accepted_variants,
@@ -557,7 +642,39 @@ def _fill_missing_images(
         if trajectories:
             Trajectory.objects.bulk_update(trajectories, ["image_refs"])
         result.items_filled += len(filled_items)
+    _fill_missing_audio(project, external_ids, result, images.audio)
     return len(external_ids)
+
+
+def _fill_missing_audio(
+    project: Project, external_ids: list[str], result: ImportResult, audio: _AudioResolver
+) -> None:
+    """Items already present that lack some of their audio files (a ref with a path and no
+    hash): each file this upload holds is stored and filled in, by the name the item uses."""
+    for start in range(0, len(external_ids), BATCH_SIZE):
+        batch = external_ids[start : start + BATCH_SIZE]
+        changed = []
+        for item in Item.objects.filter(project=project, external_id__in=batch).only(
+            "id", "external_id", "audio_refs"
+        ):
+            refs = [r for r in item.audio_refs or [] if isinstance(r, dict)]
+            lacking = [r["path"] for r in refs if r.get("path") and not r.get("sha256")]
+            if not lacking:
+                continue
+            found = {
+                ref["path"]: ref["sha256"]
+                for ref in audio.resolve(lacking, item.external_id)
+                if ref["sha256"]
+            }
+            if found:
+                item.audio_refs = [
+                    {**r, "sha256": found.get(str(r.get("path")), r.get("sha256", ""))}
+                    for r in refs
+                ]
+                changed.append(item)
+                result.audio_filled += len(found)
+        if changed:
+            Item.objects.bulk_update(changed, ["audio_refs"])
 
 
 def _upload_paths(root: Path) -> Callable[[str], str]:
@@ -1103,7 +1220,41 @@ def dataset_export(
     targets = {**run_images, **item_images}
     if copy_images and targets:
         _copy_images(project, out.parent if out.suffix else out, targets)
+    if copy_images:
+        _copy_audio(project, out.parent if out.suffix else out, status, selected)
     return written
+
+
+def _copy_audio(
+    project: Project, root: Path, status: str | None, item_ids: frozenset[int] | None
+) -> None:
+    """Copy the stored audio files the exported items name to ``root/data/<name>`` (m&m's
+    layout, where the import finds them again)."""
+    rows = Item.objects.filter(project=project)
+    if status:
+        rows = rows.filter(status=status)
+    wanted: dict[str, str] = {}
+    for pk, refs in rows.values_list("pk", "audio_refs"):
+        if item_ids is not None and pk not in item_ids:
+            continue
+        for ref in refs or []:
+            if isinstance(ref, dict) and ref.get("sha256") and ref.get("path"):
+                wanted.setdefault(str(ref["path"]), ref["sha256"])
+    if not wanted:
+        return
+    files = dict(
+        AudioFile.objects.filter(projects=project, sha256__in=set(wanted.values())).values_list(
+            "sha256", "file"
+        )
+    )
+    base = (root / RELEASE_AUDIO_DIR).resolve()
+    for name, sha in wanted.items():
+        target = (base / name).resolve()
+        if sha not in files or not target.is_relative_to(base) or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with default_storage.open(files[sha], "rb") as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
 
 
 def _copy_images(project: Project, root: Path, image_paths: dict[str, str]) -> None:

@@ -55,6 +55,9 @@ class ItemRecord:
     modality: str = "text"  # text | image
     documents: list[dict[str, Any]] = field(default_factory=list)  # [{"text", "images": [paths]}]
     images: list[ImageRef] = field(default_factory=list)
+    # Audio files the record names (m&m's speech inputs), by the name it uses; the importer
+    # stores each from the dataset folder (``benchmark.formats.audio``).
+    audio: list[str] = field(default_factory=list)
     constraints: dict[str, Any] = field(default_factory=dict)
     expected_answer: str = ""
     accepted_variants: list[str] = field(default_factory=list)

@@ -9,7 +9,10 @@ some, so the dataset's own rows keep their shape. The gold plan becomes
 PlanRecord "gold" and each alternative PlanRecord "alt:<i>" (0-based), inside the item.
 A prediction is a step list (form "json"), a code string (form "code") or text that is neither
 (form "raw", the text kept in ``code``); it becomes a PlanRecord attachment keyed
-``pred:<file name>``. ``load_toolset`` reads the tool metadata and the tool graph.
+``pred:<file name>``. The audio files a task names (its ``input_files`` and its plans' file
+arguments ending in .flac, .wav or .mp3) are in ``ItemRecord.audio``; the importer finds each
+beside the tasks file or under ``data/`` (m&m's ``mnms/execution/data`` layout), and the export
+writes them to ``data/<name>``. ``load_toolset`` reads the tool metadata and the tool graph.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ._jsonio import (
     row_files,
     str_list,
 )
+from .audio import audio_names
 from .base import AttachmentRecord, FormatError, ImageRef, ItemRecord, PlanRecord
 
 TASKS_FILE = "tasks.json"
@@ -143,6 +147,7 @@ def _task(value: Any, raw: str, name: str, position: int, ids: IdRegistry) -> It
         modality="image" if images else "text",
         images=[ImageRef(path=p, role="input", position=i) for i, p in enumerate(images)],
         constraints={"input_files": input_files} if input_files else {},
+        audio=audio_names(input_files, [gold, *alternatives]),
     )
     common: dict[str, Any] = {"item_id": task_id, "source_file": name, "origin": "ground_truth"}
     item.plans.append(PlanRecord(key=GOLD_PLAN_KEY, form="json", steps=gold, code=code, **common))

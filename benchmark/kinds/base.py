@@ -41,6 +41,8 @@ class Offers:
     draft_plan: bool = False
     #: The plan editor on an item (m&m's).
     edit_plan: bool = False
+    #: Audio inputs on items: the item page's player and "Attach audio" (m&m's speech).
+    audio_inputs: bool = False
     #: The reference trajectory editor on an item (Agentic-MME).
     edit_trajectory: bool = False
     #: Backward drafting of a task from its trajectory (Agentic-MME).

@@ -24,6 +24,7 @@ KIND = BenchmarkKind(
     offers=Offers(
         draft_plan=True,
         edit_plan=True,
+        audio_inputs=True,
         judge_plans=True,
         score_plans=True,
         balanced_subset=True,

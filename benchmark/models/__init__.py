@@ -10,6 +10,7 @@ services, so any layer above may import ``benchmark.models``.
 from benchmark.models.api_tokens import ApiToken, ApiTokenUse
 from benchmark.models.core import (
     AttachedRecord,
+    AudioFile,
     DataFormat,
     Image,
     Item,
@@ -46,6 +47,7 @@ __all__ = [
     "ApiToken",
     "ApiTokenUse",
     "AttachedRecord",
+    "AudioFile",
     "AuditAction",
     "AuditEvent",
     "DataFormat",

@@ -246,6 +246,32 @@ class Image(models.Model):
         return bool(self.recipe)
 
 
+class AudioFile(models.Model):
+    """An audio file stored once, by the sha256 of its bytes: an m&m's task's input (speech
+    that a plan's automatic speech recognition step transcribes). FLAC, WAV or MP3, checked
+    by their magic bytes (:mod:`benchmark.formats.audio`)."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    file = models.FileField(upload_to="audio/", max_length=255)
+    format = models.CharField(max_length=10)  # flac | wav | mp3
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    # Read from the header where that is cheap (FLAC, WAV); None otherwise.
+    duration_seconds = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Which projects use the file: decides who may hear it (as for images).
+    projects = models.ManyToManyField(Project, related_name="audio_files", blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(format__in=["flac", "wav", "mp3"]), name="audiofile_format_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.sha256[:12]
+
+
 _TEXT_SOURCES = frozenset({"query", "expected_answer"})
 
 
@@ -277,6 +303,9 @@ class Item(GuardedColumns, models.Model):
     # [{"sha256", "role", "path", "position"}]: images by content hash, in source order
     # (stored as positional arrays, see ImageRefsField).
     image_refs = ImageRefsField(default=list, blank=True)
+    # [{"sha256", "path"}]: the audio files the task names (m&m's), by the name its record
+    # uses; "sha256" is "" for a file the import did not hold (counted as missing).
+    audio_refs = JSONField(default=list, blank=True)
     constraints = JSONField(default=dict, blank=True)
     expected_answer = models.TextField(blank=True)
     accepted_variants = JSONField(default=list, blank=True)

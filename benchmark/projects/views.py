@@ -17,6 +17,7 @@ from django.utils.module_loading import import_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from benchmark import permissions, selectors
+from benchmark.audio import selectors as audio_selectors
 from benchmark.datasets.forms import ExportForm
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
@@ -260,6 +261,7 @@ def _item_context(request: HttpRequest, project: Project, item: Item) -> dict[st
         **project_context(request, project),
         "item": item,
         "view": item_view(item, images, project.benchmark.image_index_key),
+        "audio": audio_selectors.item_audio(user=request.user, item=item),
         "responses": [
             {
                 "obj": r,

@@ -28,6 +28,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from benchmark import permissions
+from benchmark.audio.selectors import project_audio_files
 from benchmark.evaluation.base import (
     EvalItem,
     EvalProtocol,
@@ -45,7 +46,16 @@ from benchmark.kinds import kind_for
 from benchmark.kinds.base import resolve
 from benchmark.llm.client import ChatClient, ModelConfig, ModelError
 from benchmark.llm.services import HOW_TO_CONFIGURE, model_resolve
-from benchmark.models import Image, Item, ItemStatus, ItemVersion, Job, JobStatus, Project
+from benchmark.models import (
+    AudioFile,
+    Image,
+    Item,
+    ItemStatus,
+    ItemVersion,
+    Job,
+    JobStatus,
+    Project,
+)
 from benchmark.saved_filters.selectors import PREFIX as FILTER_PREFIX
 from benchmark.saved_filters.selectors import saved_filter_item_ids
 from benchmark.typing import User
@@ -269,15 +279,17 @@ def _record(item: Item) -> dict[str, Any]:
 
 @dataclass
 class _Loaded:
-    """An item ready to run: its row, its record and the images to read (by record name)."""
+    """An item ready to run: its row, its record and the files to read (by record name): its
+    images and its audio files (m&m's speech inputs, which the executor tells by their name)."""
 
     item: Item
     record: dict[str, Any]
-    images: dict[str, Image]
+    images: dict[str, Image | AudioFile]
 
 
 def _load_items(project_id: int, ids: Sequence[int]) -> list[_Loaded]:
-    """The items ``ids`` (in that order) with their images' rows: three queries."""
+    """The items ``ids`` (in that order) with their images' and audio files' rows: three
+    queries, four when the items name stored audio."""
     items = {
         i.pk: i
         for i in Item.objects.filter(project_id=project_id, pk__in=list(ids)).prefetch_related(
@@ -294,22 +306,35 @@ def _load_items(project_id: int, ids: Sequence[int]) -> list[_Loaded]:
         img.sha256: img
         for img in Image.objects.filter(sha256__in=shas, projects=project_id).only("sha256", "file")
     }
+    audio = project_audio_files(
+        project_id=project_id,
+        shas={
+            str(ref["sha256"])
+            for item in items.values()
+            for ref in (item.audio_refs or [])
+            if isinstance(ref, dict) and ref.get("sha256")
+        },
+    )
     out = []
     for pk in ids:
         item = items.get(pk)
         if item is None:
             continue
-        images = {}
+        images: dict[str, Image | AudioFile] = {}
         for ref in item.image_refs or []:
             image = stored.get(ref.get("sha256") or "")
             if image is not None:
                 images[str(ref.get("path") or image.sha256)] = image
+        for ref in item.audio_refs or []:
+            sound = audio.get(ref.get("sha256") or "") if isinstance(ref, dict) else None
+            if sound is not None:
+                images[str(ref.get("path") or sound.sha256)] = sound
         out.append(_Loaded(item=item, record=_record(item), images=images))
     return out
 
 
-def _read_images(images: Mapping[str, Image]) -> dict[str, bytes]:
-    """In a worker thread: the images' bytes by record name (no query)."""
+def _read_images(images: Mapping[str, Image | AudioFile]) -> dict[str, bytes]:
+    """In a worker thread: the images' (and audio files') bytes by record name (no query)."""
     out = {}
     for name, image in images.items():
         try:
@@ -319,7 +344,8 @@ def _read_images(images: Mapping[str, Image]) -> dict[str, bytes]:
                 out[name] = handle.read()
         except (FileNotFoundError, OSError, ValueError):
             raise EvaluationError(
-                f"the file of image {name} ({image.sha256[:12]}) is missing"
+                f"the file of {'audio' if isinstance(image, AudioFile) else 'image'} {name} "
+                f"({image.sha256[:12]}) is missing"
             ) from None
     return out
 

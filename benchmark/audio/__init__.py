@@ -1,0 +1,2 @@
+"""Audio files stored once by content hash (m&m's speech inputs): storing, reading for a user,
+and the permission-checked player source."""
