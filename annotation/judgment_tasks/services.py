@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from annotation.judgment_tasks import solving
+from annotation.judgment_tasks import gold, solving
 from annotation.judgment_tasks.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
 from annotation.judgment_tasks.models import (
     Assignment,
@@ -60,11 +60,22 @@ def assignment_next_for_user(
     require(user=user, project=task.project, action="judge")
     if not task.active:
         raise ValidationFailed("this judgment task is closed")
+    pause = gold.queue_paused(task=task, user=user)
+    if pause is not None:
+        raise Forbidden(
+            f"your queue in task {task.name!r} is paused by a reviewer"
+            + (f" ({pause.reason})" if pause.reason else "")
+            + "; ask a reviewer of the project to resume it"
+        )
     now = now or timezone.now()
     with transaction.atomic():
         mine_id, pushed = _open_lease_and_pushes(task, user, now)
         if mine_id is not None:
             return Assignment.objects.select_related("item").get(pk=mine_id)
+        if task.gold_rate and not task.has_units:  # a gold item, when one is due (gold.py)
+            lease = _lease_gold(task, user, now)
+            if lease is not None:
+                return lease
         finders: list[Any] = [_unit_candidate if task.has_units else _candidate]
         if task.has_units and rater_order_seed(task) is not None:
             finders = [_shuffled_unit_candidate]
@@ -102,6 +113,21 @@ def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignmen
     """The task's assignments that count towards the overlap (submitted, or leased and not
     expired)."""
     return Assignment.objects.filter(_live(task, now))
+
+
+def _lease_gold(task: JudgmentTask, user: User, now: datetime) -> Assignment | None:
+    """Lease a gold item to ``user`` when their schedule says one is due (see
+    :mod:`annotation.judgment_tasks.gold`), its item row locked as the pull queue locks its
+    candidates. Gold items take no place of the overlap (their outcome is settled)."""
+    state = gold.gold_state(task=task, user=user)
+    if not state.due:
+        return None
+    item_id = gold.gold_item_lock(state=state, skip_locked=True)
+    if item_id is None:
+        item_id = gold.gold_item_lock(state=state, skip_locked=False)
+    if item_id is None:
+        return None
+    return _lease(task=task, user=user, item_id=item_id, now=now, gold=True)
 
 
 def _lease_first(task: JudgmentTask, user: User, now: datetime, find: Any) -> Assignment | None:
@@ -328,11 +354,17 @@ def verification_begin(*, task: JudgmentTask, item_id: int) -> Outcome | None:
 
 
 def _lease(
-    *, task: JudgmentTask, user: User, item_id: int, now: datetime, unit: str = ""
+    *,
+    task: JudgmentTask,
+    user: User,
+    item_id: int,
+    now: datetime,
+    unit: str = "",
+    gold: bool = False,
 ) -> Assignment:
     """One statement: a new lease, or the renewal of this user's own expired one. The first
     lease of an item for a blind solve task records the answer its verification is decided
-    against (``verification_begin``)."""
+    against (``verification_begin``). ``gold``: the item is served as a gold item."""
     lease = Assignment(
         task=task,
         user=user,
@@ -341,20 +373,22 @@ def _lease(
         status=AssignmentStatus.ACTIVE,
         leased_at=now,
         expires_at=now + timedelta(minutes=task.lease_minutes),
+        gold=gold,
     )
     Assignment.objects.bulk_create(
         [lease],
         update_conflicts=True,
         unique_fields=["task", "item", "unit", "user"],
-        update_fields=["status", "leased_at", "expires_at"],
+        update_fields=["status", "leased_at", "expires_at", "gold"],
     )
     if lease.pk is None:  # a backend that does not return ids on conflict
         lease = Assignment.objects.get(task=task, item_id=item_id, unit=unit, user=user)
-    if not unit:  # a push of this item to this user is taken now
+    if not unit and not gold:  # a push of this item to this user is taken now
         ItemPush.objects.filter(
             task=task, item_id=item_id, user=user, taken_at__isnull=True
         ).update(taken_at=now)
-    verification_begin(task=task, item_id=item_id)
+    if not gold:  # a gold item's outcome is settled: nothing to begin
+        verification_begin(task=task, item_id=item_id)
     return lease
 
 
@@ -513,7 +547,7 @@ def judgment_submit_once(
         # A judgment is only ever stored with its assignment marked submitted (below, in one
         # transaction, the assignment row locked), so an active lease has none to look for.
         if assignment.status == AssignmentStatus.SUBMITTED:
-            existing = Judgment.objects.filter(assignment=assignment).first()
+            existing = Judgment.with_gold.filter(assignment=assignment).first()
             if existing is not None:
                 return existing, False
         value = _check_value(task, value, reason)
@@ -541,13 +575,15 @@ def judgment_submit_once(
                 comment=comment,
                 relabel=relabel,
                 seconds=max(0.0, float(seconds or 0)),
+                gold=assignment.gold,
             )
         except IntegrityError:
             raise Conflict("a judgment of yours for this item already exists") from None
         assignment.status = AssignmentStatus.SUBMITTED
         assignment.submitted_at = now
         assignment.save(update_fields=["status", "submitted_at"])
-        outcome_recompute(task=task, item=item, unit=unit)
+        if not judgment.gold:  # a gold judgment never enters the outcome
+            outcome_recompute(task=task, item=item, unit=unit)
     return judgment, True
 
 
@@ -579,7 +615,7 @@ def judgment_edit(
     what = "unit" if unit else "item"
     with transaction.atomic():
         judgment = (
-            Judgment.objects.select_for_update()
+            Judgment.with_gold.select_for_update()
             .filter(task=task, item=item, unit=unit, user=user)
             .first()
         )
@@ -592,6 +628,8 @@ def judgment_edit(
             .values_list("verdict", flat=True)
             .first()
         )
+        if judgment.gold:  # outside the outcome: changed as a pending one would be
+            verdict = None
         refusal = change_refusal(submitted_at=judgment.created_at, verdict=verdict, now=now)
         if refusal:
             raise Conflict(refusal)
@@ -622,7 +660,8 @@ def judgment_edit(
             update_fields=["value", "reason", "comment", "relabel", "seconds", "version",
                            "edited_at"]
         )  # fmt: skip
-        outcome_recompute(task=task, item=item, unit=unit)
+        if not judgment.gold:
+            outcome_recompute(task=task, item=item, unit=unit)
     return judgment
 
 
