@@ -188,6 +188,16 @@ def queue_paused(*, task: JudgmentTask, user: AnyUser) -> QueuePause | None:
     )
 
 
+def paused_message(*, task: JudgmentTask, user: AnyUser) -> str:
+    """What "next" answers an annotator whose queue a reviewer paused."""
+    pause = queue_paused(task=task, user=user)
+    reason = f" ({pause.reason})" if pause is not None and pause.reason else ""
+    return (
+        f"your queue in task {task.name!r} is paused by a reviewer{reason}; ask a reviewer "
+        "of the project to resume it"
+    )
+
+
 def gold_open_lease(*, task: JudgmentTask, user: AnyUser, item_id: int) -> bool:
     """Whether ``item_id`` is leased to the annotator as a gold item and not judged yet."""
     return Assignment.objects.filter(

@@ -25,6 +25,7 @@ from annotation.judgment_tasks.models import (
     JudgmentTask,
     JudgmentVersion,
     Outcome,
+    QueuePause,
     Scheme,
     TaskItem,
     TaskUnit,
@@ -60,16 +61,11 @@ def assignment_next_for_user(
     require(user=user, project=task.project, action="judge")
     if not task.active:
         raise ValidationFailed("this judgment task is closed")
-    pause = gold.queue_paused(task=task, user=user)
-    if pause is not None:
-        raise Forbidden(
-            f"your queue in task {task.name!r} is paused by a reviewer"
-            + (f" ({pause.reason})" if pause.reason else "")
-            + "; ask a reviewer of the project to resume it"
-        )
     now = now or timezone.now()
     with transaction.atomic():
-        mine_id, pushed = _open_lease_and_pushes(task, user, now)
+        mine_id, pushed, paused = _open_lease_and_pushes(task, user, now)
+        if paused:
+            raise Forbidden(gold.paused_message(task=task, user=user))
         if mine_id is not None:
             return Assignment.objects.select_related("item").get(pk=mine_id)
         if task.gold_rate and not task.has_units:  # a gold item, when one is due (gold.py)
@@ -91,22 +87,27 @@ def assignment_next_for_user(
 
 def _open_lease_and_pushes(
     task: JudgmentTask, user: User, now: datetime
-) -> tuple[int | None, bool]:
+) -> tuple[int | None, bool, bool]:
     """(the id of this user's oldest unexpired lease in the task, or None; whether items are
-    pushed to this user and not taken yet), in one statement: "next" asks both every time."""
+    pushed to this user and not taken yet; whether a reviewer paused this user's queue in the
+    task), in one statement: "next" asks them every time."""
     q = connection.ops.quote_name
-    assignment, push = (q(m._meta.db_table) for m in (Assignment, ItemPush))
+    assignment, push, pause = (q(m._meta.db_table) for m in (Assignment, ItemPush, QueuePause))
     sql = (
         f"SELECT (SELECT a.id FROM {assignment} a WHERE a.task_id = %s AND a.user_id = %s "
         "AND a.status = %s AND a.expires_at > %s ORDER BY a.leased_at, a.id LIMIT 1), "
         f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.user_id = %s "
-        "AND p.taken_at IS NULL)"
+        "AND p.taken_at IS NULL), "
+        f"EXISTS (SELECT 1 FROM {pause} s WHERE s.task_id = %s AND s.user_id = %s "
+        "AND s.resumed_at IS NULL)"
     )
-    params: list[Any] = [task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk]
+    params: list[Any] = [
+        task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk, task.pk, user.pk
+    ]  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        mine_id, pushed = cursor.fetchone()
-    return mine_id, bool(pushed)
+        mine_id, pushed, paused = cursor.fetchone()
+    return mine_id, bool(pushed), bool(paused)
 
 
 def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignment]:
