@@ -172,6 +172,7 @@ class TaskForm(forms.ModelForm):
         fields = [
             "name", "question", "scheme", "labels", "relabel_fields", "overlap", "consensus",
             "required_value", "author_may_judge", "lease_minutes", "active", "items_listed",
+            "gold_rate", "gold_threshold", "gold_min_judgments",
         ]  # fmt: skip
         widgets = {"question": forms.Textarea(attrs={"rows": 2})}
 

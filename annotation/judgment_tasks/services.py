@@ -927,6 +927,12 @@ def judgment_task_save(
         raise ValidationFailed("author plus two verifiers needs an overlap of at least 2")
     if task.overlap < 1 or task.overlap > 50:
         raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
+    if not 0 <= (task.gold_rate or 0) <= 50:
+        raise ValidationFailed("gold rate: the percent of items served that are gold, 0 to 50")
+    if task.gold_rate and task.has_units:
+        raise ValidationFailed("gold rate: gold items are for tasks that judge whole items")
+    if not 0 <= task.gold_threshold <= 1:
+        raise ValidationFailed("gold threshold: an accuracy from 0 to 1, e.g. 0.7")
     _check_rule_fits_scheme(task)
     if task.has_units:
         _keep_unit_scale(task)

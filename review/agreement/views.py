@@ -19,6 +19,7 @@ from review.agreement import judge_sources
 from review.agreement import selectors as agreement_selectors
 from review.agreement import services as agreement_module
 from review.agreement.presenters import calibration_view, estimated_confusion, judge_rater_view
+from review.gold.selectors import gold_report
 from review.pages import task_for_review
 from review.rate_judge.selectors import rate_figures
 
@@ -215,6 +216,8 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             **aggregation_context,
             # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks.
             "judge_rates": rate_figures(task=task),
+            # Gold accuracy per annotator (gold judgments are not in the figures above).
+            "gold": None if task.has_units else gold_report(user=user, task=task),
         },
         status=400
         if judge_context["judge_error"] or aggregation_context["aggregation_error"]
