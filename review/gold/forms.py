@@ -39,7 +39,7 @@ class GoldMarkForm(forms.Form):
                 choices=choices, required=False, help_text=self.fields["value"].help_text
             )
 
-    def value(self) -> Any:
+    def gold_value(self) -> Any:
         raw = self.cleaned_data.get("value") or ""
         if not raw:
             return None

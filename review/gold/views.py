@@ -64,7 +64,7 @@ def gold_mark(request: HttpRequest, pk: int) -> HttpResponse:
     user = request_user(request)
     try:
         item = selectors.gold_item_lookup(user=user, task=task, ref=form.cleaned_data["item"])
-        services.gold_mark(task=task, item=item, user=user, value=form.value())
+        services.gold_mark(task=task, item=item, user=user, value=form.gold_value())
     except DomainError as exc:
         return _page(request, task, mark_form=form, error=exc.message, status=exc.status_code)
     return redirect("review:gold", pk=task.pk)
