@@ -1129,3 +1129,16 @@ class SavedFilterFactory(DjangoModelFactory):
     project = factory.SubFactory(ProjectFactory)
     name = factory.Sequence(lambda n: f"filter {n}")
     query = "status=verified"
+
+
+class GoldItemFactory(DjangoModelFactory):
+    """A gold item of a task (pass ``task`` and a verified ``item``), the answer 1."""
+
+    class Meta:
+        model = "annotation.GoldItem"
+
+    task = factory.SubFactory(JudgmentTaskFactory)
+    item = factory.SubFactory(
+        ItemFactory, project=factory.SelfAttribute("..task.project"), status=ItemStatus.VERIFIED
+    )
+    value = 1
