@@ -133,10 +133,11 @@ def gold_state(*, task: JudgmentTask, user: AnyUser) -> GoldState:
     )
     open_ids = [item_id for item_id, provenance in rows if _may_judge(task, user, provenance)]
     period = gold_period(task.gold_rate) if task.gold_rate else 1
-    open_ids.sort(key=lambda item_id: (_rank(task.pk, user.pk, item_id), item_id))
+    user_id = int(user.pk or 0)
+    open_ids.sort(key=lambda item_id: (_rank(task.pk, user_id, item_id), item_id))
     return GoldState(
         rate=task.gold_rate,
-        phase=gold_phase(task_id=task.pk, user_id=user.pk, period=period),
+        phase=gold_phase(task_id=task.pk, user_id=user_id, period=period),
         since=counts["since"] or 0,
         served_before=bool(counts["gold"]),
         open_ids=tuple(open_ids),
@@ -203,4 +204,3 @@ def gold_open_lease(*, task: JudgmentTask, user: AnyUser, item_id: int) -> bool:
     return Assignment.objects.filter(
         task=task, user=user.pk, item_id=item_id, gold=True, status=AssignmentStatus.ACTIVE
     ).exists()
-

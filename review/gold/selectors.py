@@ -102,9 +102,9 @@ def gold_reports(
         tally[0] += value_credit(by_id[task_id].scheme, value, gold) == 1.0
         tally[1] += 1
     n_gold: dict[int, int] = defaultdict(int)
-    for task_id in GoldItem.objects.filter(
-        task_id__in=by_id, removed_at__isnull=True
-    ).values_list("task_id", flat=True):
+    for task_id in GoldItem.objects.filter(task_id__in=by_id, removed_at__isnull=True).values_list(
+        "task_id", flat=True
+    ):
         n_gold[task_id] += 1
     paused = set(
         QueuePause.objects.filter(task_id__in=by_id, resumed_at__isnull=True).values_list(
@@ -124,8 +124,7 @@ def gold_reports(
                 total=total,
                 low=low,
                 high=high,
-                flagged=total >= task.gold_min_judgments
-                and correct / total < task.gold_threshold,
+                flagged=total >= task.gold_min_judgments and correct / total < task.gold_threshold,
                 paused=(task_id, user_id) in paused,
             )
         )

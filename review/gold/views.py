@@ -99,7 +99,7 @@ def judgments_send_back(request: HttpRequest, pk: int, user_id: int) -> HttpResp
     task = task_for_review(request, pk, WHY, action="adjudicate")
     form = SendBackForm(request.POST)
     if not form.is_valid():
-        errors = "; ".join(e for errs in form.errors.values() for e in errs)
+        errors = "; ".join(str(e) for errs in form.errors.values() for e in errs)
         return _page(request, task, error=f"last: {errors}", status=400)
     return _act(
         request, task, services.judgments_send_back, annotator_id=user_id,

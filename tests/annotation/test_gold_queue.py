@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from annotation.judgment_tasks import gold, services
 from annotation.judgment_tasks.models import (
-    Assignment,
     GoldItem,
     Judgment,
     JudgmentTask,

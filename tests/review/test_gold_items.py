@@ -164,7 +164,9 @@ def test_gold_page_marks_and_pauses_and_team_and_agreement_pages_show_accuracy(
     client = Client()
     client.force_login(w.rev)
     url = reverse("review:gold", args=[w.task.pk])
-    answer = client.post(reverse("review:gold_mark", args=[w.task.pk]), {"item": "g0", "value": "1"})
+    answer = client.post(
+        reverse("review:gold_mark", args=[w.task.pk]), {"item": "g0", "value": "1"}
+    )
     assert answer.status_code == 302
     bad = client.post(reverse("review:gold_mark", args=[w.task.pk]), {"item": "d0", "value": ""})
     assert bad.status_code == 400 and "only verified items" in bad.content.decode()
