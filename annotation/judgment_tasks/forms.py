@@ -176,5 +176,21 @@ class TaskForm(forms.ModelForm):
         ]  # fmt: skip
         widgets = {"question": forms.Textarea(attrs={"rows": 2})}
 
+    #: The gold fields may be left out (a form or client that does not know them): defaults.
+    GOLD_DEFAULTS = {"gold_rate": 0, "gold_threshold": 0.7, "gold_min_judgments": 5}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in self.GOLD_DEFAULTS:
+            self.fields[name].required = False
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for name, default in self.GOLD_DEFAULTS.items():
+            if cleaned.get(name) is None and name not in self.errors:
+                kept = getattr(self.instance, name, None) if self.instance.pk else None
+                cleaned[name] = default if kept is None else kept
+        return cleaned
+
     def clean_labels(self) -> Any:
         return self.cleaned_data.get("labels") or []

@@ -76,14 +76,21 @@ def gold_reports(
     *, user: AnyUser, project: Project, tasks: Iterable[JudgmentTask]
 ) -> list[GoldReport]:
     """The gold accuracy of every annotator in each of ``tasks`` (of ``project``) that has
-    gold items or gold judgments (three queries for all the tasks); reviewers only (else
-    nothing)."""
+    gold items (one query when none has, three for all the tasks otherwise); reviewers only
+    (else nothing)."""
     if not can(user=user, project=project, action="adjudicate"):
         return []
     tasks = [t for t in tasks if t.project_id == project.pk]
     if not tasks:
         return []
     by_id = {t.pk: t for t in tasks}
+    n_gold: dict[int, int] = defaultdict(int)
+    for task_id in GoldItem.objects.filter(task_id__in=by_id, removed_at__isnull=True).values_list(
+        "task_id", flat=True
+    ):
+        n_gold[task_id] += 1
+    if not n_gold:  # accuracy is measured on current gold items only: nothing to show
+        return []
     gold_value = GoldItem.objects.filter(
         task=OuterRef("task_id"), item=OuterRef("item_id"), removed_at__isnull=True
     ).values("value")[:1]
@@ -101,11 +108,6 @@ def gold_reports(
         tally = counts[(task_id, user_id)]
         tally[0] += value_credit(by_id[task_id].scheme, value, gold) == 1.0
         tally[1] += 1
-    n_gold: dict[int, int] = defaultdict(int)
-    for task_id in GoldItem.objects.filter(task_id__in=by_id, removed_at__isnull=True).values_list(
-        "task_id", flat=True
-    ):
-        n_gold[task_id] += 1
     paused = set(
         QueuePause.objects.filter(task_id__in=by_id, resumed_at__isnull=True).values_list(
             "task_id", "user_id"
@@ -130,7 +132,7 @@ def gold_reports(
         )
     for report in reports.values():
         report.rows.sort(key=lambda r: (-r.total, r.username))
-    return [r for r in reports.values() if r.n_gold or r.rows]
+    return [r for r in reports.values() if r.n_gold]
 
 
 def gold_report(*, user: AnyUser, task: JudgmentTask) -> GoldReport:

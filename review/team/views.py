@@ -40,8 +40,10 @@ def team(request: HttpRequest, project_id: int) -> HttpResponse:
         task = form.tasks.get(request.GET.get("task", ""))
         days = {"7": 7, "30": 30}.get(request.GET.get("days", ""))
     report = selectors.team_report(user=user, project=project, tasks=tasks, task=task, days=days)
-    # Gold accuracy per annotator, for the tasks shown (all judgments, whatever the range).
-    gold = gold_reports(user=user, project=project, tasks=[task] if task else tasks)
+    # Gold accuracy per annotator (all their gold judgments, whatever the range), for the
+    # tasks shown that serve gold items (no query when none does).
+    serving = [t for t in ([task] if task else tasks) if t.gold_rate]
+    gold = gold_reports(user=user, project=project, tasks=serving) if serving else []
     context: dict[str, Any] = {
         **project_context(request, project),
         "form": form,
