@@ -68,7 +68,8 @@ def assignment_next_for_user(
             raise Forbidden(gold.paused_message(task=task, user=user))
         if mine_id is not None:
             return Assignment.objects.select_related("item").get(pk=mine_id)
-        if task.gold_rate and not task.has_units:  # a gold item, when one is due (gold.py)
+        if task.gold_rate and not task.has_units and not solving.is_solve_task(task):
+            # A gold item, when one is due (gold.py).
             lease = _lease_gold(task, user, now)
             if lease is not None:
                 return lease
@@ -929,8 +930,11 @@ def judgment_task_save(
         raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
     if not 0 <= (task.gold_rate or 0) <= 50:
         raise ValidationFailed("gold rate: the percent of items served that are gold, 0 to 50")
-    if task.gold_rate and task.has_units:
-        raise ValidationFailed("gold rate: gold items are for tasks that judge whole items")
+    if task.gold_rate and (task.has_units or solving.is_solve_task(task)):
+        raise ValidationFailed(
+            "gold rate: gold items are for tasks that judge whole items on the judge page "
+            "(blind solving compares every answer with the author's already)"
+        )
     if not 0 <= task.gold_threshold <= 1:
         raise ValidationFailed("gold threshold: an accuracy from 0 to 1, e.g. 0.7")
     _check_rule_fits_scheme(task)

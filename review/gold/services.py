@@ -10,6 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotation.judgment_tasks import solving
 from annotation.judgment_tasks.consensus import SETTLED, Verdict
 from annotation.judgment_tasks.models import (
     GoldItem,
@@ -60,8 +61,11 @@ def gold_mark(*, task: JudgmentTask, item: Item, user: User, value: Any = None) 
     accepted outcome in the task. Marking a gold item again with another value keeps the
     earlier mark (``removed_at`` set) and adds the new one."""
     require(user=user, project=task.project, action="adjudicate")
-    if task.has_units:
-        raise ValidationFailed("gold items are for tasks that judge whole items")
+    if task.has_units or solving.is_solve_task(task):
+        raise ValidationFailed(
+            "gold items are for tasks that judge whole items on the judge page (blind solving "
+            "compares every answer with the author's already)"
+        )
     if item.project_id != task.project_id:
         raise NotFound("no such item in this task's project")
     if item.status != ItemStatus.VERIFIED:
