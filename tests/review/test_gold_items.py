@@ -203,3 +203,32 @@ def test_gold_page_marks_and_pauses_and_team_and_agreement_pages_show_accuracy(
         reverse("review:gold_resume", args=[w.task.pk, w.ann.pk]), {"next": "https://evil.test/"}
     )
     assert answer["Location"] == url
+
+
+def test_task_settings_take_the_gold_rate_threshold_and_minimum(w) -> None:  # type: ignore[no-untyped-def]
+    admin = UserFactory(username="adm")
+    MembershipFactory(project=w.project, user=admin, role="admin")
+    fields = dict(
+        name="keep", question="Keep?", scheme="binary", labels=[], relabel_fields=[], overlap=1,
+        consensus="majority", required_value=None, author_may_judge=False, lease_minutes=30,
+        active=True, items_listed=False,
+    )  # fmt: skip
+    task = judging.judgment_task_save(
+        project=w.project, user=admin, task=w.task, **fields,
+        gold_rate=10, gold_threshold=0.8, gold_min_judgments=3,
+    )  # fmt: skip
+    task.refresh_from_db()
+    assert (task.gold_rate, task.gold_threshold, task.gold_min_judgments) == (10, 0.8, 3)
+    with pytest.raises(ValidationFailed, match="gold rate"):
+        judging.judgment_task_save(project=w.project, user=admin, task=w.task, gold_rate=60)
+    with pytest.raises(ValidationFailed, match="gold threshold"):
+        judging.judgment_task_save(
+            project=w.project, user=admin, task=JudgmentTask.objects.get(pk=w.task.pk),
+            gold_threshold=2,
+        )  # fmt: skip
+    # The settings form shows the fields, and a form without them keeps the defaults.
+    client = Client()
+    client.force_login(admin)
+    url = reverse("annotation:task_edit", args=[w.project.pk, w.task.pk])
+    page = client.get(url).content.decode()
+    assert 'name="gold_rate"' in page and 'name="gold_threshold"' in page
