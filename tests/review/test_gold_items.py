@@ -232,3 +232,17 @@ def test_task_settings_take_the_gold_rate_threshold_and_minimum(w) -> None:  # t
     url = reverse("annotation:task_edit", args=[w.project.pk, w.task.pk])
     page = client.get(url).content.decode()
     assert 'name="gold_rate"' in page and 'name="gold_threshold"' in page
+
+
+def test_a_gold_items_page_tells_reviewers_only(w) -> None:  # type: ignore[no-untyped-def]
+    services.gold_mark(task=w.task, item=w.verified[0], user=w.rev, value=1)
+    _gold_judgment(w.task, w.verified[0], w.ann, 0)
+    w.task.gold_min_judgments = 1
+    w.task.save()
+    url = reverse("benchmark:item_detail", args=[w.project.pk, w.verified[0].pk])
+    reviewer, annotator = Client(), Client()
+    reviewer.force_login(w.rev)
+    annotator.force_login(w.ann)
+    page = reviewer.get(url).content.decode()
+    assert "Gold item of task keep" in page and "ann (0.00)" in page
+    assert "Gold item" not in annotator.get(url).content.decode()
