@@ -72,6 +72,9 @@ def assignment_next_for_user(
             # A gold item, when one is due (gold.py).
             lease = _lease_gold(task, user, now)
             if lease is not None:
+                # The pull queue is searched all the same, so "next" takes as long for a gold
+                # item as for any other (timing must not tell them apart).
+                _candidate(task, user, now, [], skip_locked=True)
                 return lease
         finders: list[Any] = [_unit_candidate if task.has_units else _candidate]
         if task.has_units and rater_order_seed(task) is not None:
@@ -385,7 +388,7 @@ def _lease(
     )
     if lease.pk is None:  # a backend that does not return ids on conflict
         lease = Assignment.objects.get(task=task, item_id=item_id, unit=unit, user=user)
-    if not unit and not gold:  # a push of this item to this user is taken now
+    if not unit:  # a push of this item to this user is taken now
         ItemPush.objects.filter(
             task=task, item_id=item_id, user=user, taken_at__isnull=True
         ).update(taken_at=now)
