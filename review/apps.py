@@ -163,6 +163,8 @@ class ReviewConfig(AppConfig):
         from benchmark.notices import register_item_notice_source
 
         register_item_notice_source("review.oracle.selectors.item_oracle_notices")
+        # A gold item's page tells reviewers it is gold, and who is below the gold threshold.
+        register_item_notice_source("review.gold.selectors.item_gold_notices")
         # The units of the judgment tasks that rate a judge's reports or score criteria of
         # answers come from judge runs, which annotation may not import (see
         # annotation.judgment_tasks.units).

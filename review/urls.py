@@ -21,5 +21,6 @@ urlpatterns = [
     *feature_urls("human-eval", "review.human_eval.urls"),
     *feature_urls("answer-rendering", "review.answer_rendering.urls"),
     *feature_urls("team", "review.team.urls"),
+    *feature_urls("gold", "review.gold.urls"),
     *feature_urls("releases", "review.releases.urls"),
 ]

@@ -1230,3 +1230,16 @@ class AnnotatorReliabilityFactory(DjangoModelFactory):
     score = 0.9
     source = "dawid-skene"
     judgments = 20
+
+
+class GoldItemFactory(DjangoModelFactory):
+    """A gold item of a task (pass ``task`` and a verified ``item``), the answer 1."""
+
+    class Meta:
+        model = "annotation.GoldItem"
+
+    task = factory.SubFactory(JudgmentTaskFactory)
+    item = factory.SubFactory(
+        ItemFactory, project=factory.SelfAttribute("..task.project"), status=ItemStatus.VERIFIED
+    )
+    value = 1

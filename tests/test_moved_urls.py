@@ -335,6 +335,13 @@ PATHS: list[tuple[str, str, str]] = [
         "review:evaluation_file",
     ),
     ("/projects/3/team/", "/projects/3/team/", "review:team"),
+    # Gold items (issue 26): added later, kept their paths.
+    ("/gold/7/", "/gold/7/", "review:gold"),
+    ("/gold/7/mark/", "/gold/7/mark/", "review:gold_mark"),
+    ("/gold/7/items/5/unmark/", "/gold/7/items/5/unmark/", "review:gold_unmark"),
+    ("/gold/7/people/5/pause/", "/gold/7/people/5/pause/", "review:gold_pause"),
+    ("/gold/7/people/5/resume/", "/gold/7/people/5/resume/", "review:gold_resume"),
+    ("/gold/7/people/5/send-back/", "/gold/7/people/5/send-back/", "review:gold_send_back"),
     ("/projects/3/releases/", "/projects/3/releases/", "review:release_list"),
     ("/projects/3/releases/compare/", "/projects/3/releases/compare/", "review:release_compare"),
     ("/projects/3/items/5/releases/", "/projects/3/releases/items/5/", "review:item_release_state"),

@@ -51,7 +51,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from annotation.backward_drafting.services import item_draft_token
-from annotation.judgment_tasks.models import TaskUnit
+from annotation.judgment_tasks.models import GoldItem, TaskUnit
 from annotation.judgment_tasks.units import RATING_LABELS
 from annotation.trajectories.document import ITEM_FIELDS, STEP_FIELDS, draft_from_document
 from annotation.trajectories.selectors import reference_of, version_state
@@ -1460,6 +1460,51 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("human ratings csv", lambda w: {"pk": w.htask.pk, "fmt": "csv"}, "manage_studies"),
         Case("human ratings jsonl", lambda w: {"pk": w.htask.pk, "fmt": "jsonl"}, "manage_studies"),
     ),
+    # Gold items of a task (issue 26): reviewers only; an annotator may not even learn which
+    # items are gold.
+    "review:gold": (Case("gold items page", lambda w: {"pk": w.task.pk}, "adjudicate"),),
+    "review:gold_mark": (
+        Case(
+            "mark an item gold",
+            lambda w: {"pk": w.task.pk},
+            "adjudicate",
+            method="post",
+            data=lambda w: {"item": w.item.external_id, "value": "1"},
+        ),
+    ),
+    "review:gold_unmark": (
+        Case(
+            "unmark a gold item",
+            lambda w: {"pk": w.task.pk, "item_id": w.item.pk},
+            "adjudicate",
+            method="post",
+        ),
+    ),
+    "review:gold_pause": (
+        Case(
+            "pause an annotator's queue",
+            lambda w: {"pk": w.task.pk, "user_id": w.users["annotator"].pk},
+            "adjudicate",
+            method="post",
+        ),
+    ),
+    "review:gold_resume": (
+        Case(
+            "resume an annotator's queue",
+            lambda w: {"pk": w.task.pk, "user_id": w.users["annotator"].pk},
+            "adjudicate",
+            method="post",
+        ),
+    ),
+    "review:gold_send_back": (
+        Case(
+            "send an annotator's judgments back",
+            lambda w: {"pk": w.task.pk, "user_id": w.users["author"].pk},
+            "adjudicate",
+            method="post",
+            data={"last": "5"},
+        ),
+    ),
     "review:team": (
         Case("team page", lambda w: {"project_id": w.project.pk}, "manage_studies"),
         Case(
@@ -2048,6 +2093,8 @@ def build_world() -> SimpleNamespace:
     w.plan = PlanFactory(item=w.item)
     w.trajectory = TrajectoryFactory(item=w.item)
     w.task = JudgmentTaskFactory(project=w.project, overlap=5)
+    # A gold item of the task (so that unmarking has something to unmark).
+    GoldItem.objects.create(task=w.task, item=w.item, value=1, created_by=users["reviewer"])
     JudgmentFactory(task=w.task, item=w.item, user=users["author"], value=1)
     OutcomeFactory(task=w.task, item=w.item)
     DecisionFactory(task=w.task, item=w.item, reviewer=users["reviewer"])

@@ -147,8 +147,11 @@ class JudgmentTaskViewSet(viewsets.ReadOnlyModelViewSet):
                     status=status.HTTP_200_OK,
                 )
             return Response(JudgmentSerializer(judgment).data, status=status.HTTP_201_CREATED)
-        rows = Judgment.objects.filter(task=task).select_related("user").order_by("item_id", "id")
+        # Reviewers: the judgments that count towards outcomes (gold judgments are on the
+        # task's gold page); annotators: their own, gold judgments among them as any other.
+        rows = Judgment.objects.filter(task=task)
         if not can(user=request.user, project=task.project, action="adjudicate"):
-            rows = rows.filter(user=request_user(request))
+            rows = Judgment.with_gold.filter(task=task, user=request_user(request))
+        rows = rows.select_related("user").order_by("item_id", "id")
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(JudgmentSerializer(page, many=True).data)

@@ -101,10 +101,19 @@ class Reliability:
 
 
 def gold_accuracy_of(task: JudgmentTask) -> dict[int, tuple[float, int]]:
-    """``{user id: (gold accuracy, gold judgments)}`` on the task's gold items. THE place where
-    gold accuracy plugs into routing: there are no gold items yet, so nobody has one; once they
-    exist, read each annotator's accuracy on them here and it outranks the estimate."""
-    return {}
+    """``{user id: (gold accuracy, gold judgments)}`` on the task's current gold items
+    (``annotation.judgment_tasks.gold.gold_tallies``, the count behind the gold accuracy
+    reviewers see), for annotators with at least the task's ``gold_min_judgments`` gold
+    judgments: THE place where gold accuracy plugs into routing, where it outranks the
+    Dawid-Skene estimate."""
+    from annotation.judgment_tasks.gold import gold_tallies
+
+    least = max(1, task.gold_min_judgments or 1)
+    return {
+        user_id: (correct / total, total)
+        for (_, user_id), (correct, total, _) in gold_tallies(tasks=[task]).items()
+        if total >= least
+    }
 
 
 def annotator_reliabilities(

@@ -181,8 +181,12 @@ class TaskForm(forms.ModelForm):
             "name", "question", "scheme", "labels", "relabel_fields", "overlap", "consensus",
             "required_value", "author_may_judge", "lease_minutes", "active", "items_listed",
             "serve_by_doubt", "reliability_threshold",
+            "gold_rate", "gold_threshold", "gold_min_judgments",
         ]  # fmt: skip
         widgets = {"question": forms.Textarea(attrs={"rows": 2})}
+
+    #: The gold fields may be left out (a form or client that does not know them): defaults.
+    GOLD_DEFAULTS = {"gold_rate": 0, "gold_threshold": 0.7, "gold_min_judgments": 5}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -191,6 +195,16 @@ class TaskForm(forms.ModelForm):
                 "reliability_threshold",
                 JudgmentTask._meta.get_field("reliability_threshold").default,
             )
+        for name in self.GOLD_DEFAULTS:
+            self.fields[name].required = False
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for name, default in self.GOLD_DEFAULTS.items():
+            if cleaned.get(name) is None and name not in self.errors:
+                kept = getattr(self.instance, name, None) if self.instance.pk else None
+                cleaned[name] = default if kept is None else kept
+        return cleaned
 
     def clean_labels(self) -> Any:
         return self.cleaned_data.get("labels") or []

@@ -109,6 +109,20 @@ class JudgmentTask(models.Model):
         "the Dawid–Skene estimate) is below this (0 to 1) get the least doubtful items "
         "first; 0 turns the gate off.",
     )
+    #: Gold items (:class:`GoldItem`) mixed into each annotator's queue: about this percent of
+    #: the items served are gold (0: none). See ``annotation.judgment_tasks.gold``.
+    gold_rate = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Percent of the items served that are gold items (0 = none; at most 50).",
+    )
+    #: Below this gold accuracy (0..1), once an annotator has ``gold_min_judgments`` gold
+    #: judgments, the reviewers are told (Team page, agreement dashboard, project page).
+    gold_threshold = models.FloatField(
+        default=0.7, help_text="Flag annotators whose gold accuracy is below this (0 to 1)."
+    )
+    gold_min_judgments = models.PositiveSmallIntegerField(
+        default=5, help_text="Flag only once an annotator has this many gold judgments."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -119,6 +133,13 @@ class JudgmentTask(models.Model):
             models.CheckConstraint(
                 condition=Q(reliability_threshold__gte=0) & Q(reliability_threshold__lte=1),
                 name="judgmenttask_reliability_threshold_0_1",
+            ),
+            models.CheckConstraint(
+                condition=Q(gold_rate__lte=50), name="judgmenttask_gold_rate_le_50"
+            ),
+            models.CheckConstraint(
+                condition=Q(gold_threshold__gte=0, gold_threshold__lte=1),
+                name="judgmenttask_gold_threshold_0_1",
             ),
         ]
 
@@ -237,6 +258,9 @@ class Assignment(models.Model):
     leased_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     submitted_at = models.DateTimeField(null=True, blank=True)
+    #: Served as a gold item (:class:`GoldItem`): its judgment is a gold judgment. Never shown
+    #: to the annotator (no serializer or template of theirs names it).
+    gold = models.BooleanField(default=False, editable=False)
 
     class Meta:
         constraints = [
@@ -254,6 +278,18 @@ class Assignment(models.Model):
                 name="assignment_open_idx",
             ),
         ]
+
+
+class OutcomeJudgments(models.Manager["Judgment"]):
+    """``Judgment.objects``: the judgments that count towards outcomes, that is every
+    judgment but gold judgments (``gold``, an annotator's judgment of a gold item served to
+    them). Consensus, agreement credits and figures, adjudication, exports and aggregation read
+    judgments through it, so a gold judgment never enters them. What an annotator sees of
+    their own judgments (the judge page, undo, the API) reads ``Judgment.with_gold``, so a
+    gold judgment looks like any other to them."""
+
+    def get_queryset(self) -> models.QuerySet[Judgment]:
+        return super().get_queryset().filter(gold=False)
 
 
 class Judgment(models.Model):
@@ -291,8 +327,19 @@ class Judgment(models.Model):
     #: change made in another window meanwhile is answered with a conflict.
     version = models.PositiveIntegerField(default=1)
     edited_at = models.DateTimeField(null=True, blank=True)
+    #: A gold judgment: of a gold item served as such (``Assignment.gold``). It measures the
+    #: annotator's gold accuracy and never enters the task's outcomes (see
+    #: :class:`OutcomeJudgments`).
+    gold = models.BooleanField(default=False, editable=False)
+
+    #: Every judgment, gold judgments included (the default manager: related lookups,
+    #: admin, backups).
+    with_gold = models.Manager()
+    #: The judgments that count towards outcomes (gold judgments left out).
+    objects = OutcomeJudgments()
 
     class Meta:
+        default_manager_name = "with_gold"
         ordering = ["task", "item", "created_at"]
         constraints = [
             models.UniqueConstraint(
@@ -367,6 +414,82 @@ class Outcome(models.Model):
             # The team page's cache stamp: the newest change of a task's outcomes.
             models.Index(fields=["task", "updated_at"], name="outcome_task_updated_idx"),
         ]
+
+
+# --------------------------------------------------------------------------- gold items
+
+
+class GoldItem(models.Model):
+    """A verified item a reviewer marked as gold for an item-level task, with the answer
+    that counts (``value``, a value of the task's scheme). Served to annotators at the task's
+    ``gold_rate``, indistinguishable from other items; their judgments of it are gold
+    judgments (``Judgment.gold``), compared with ``value`` for their gold accuracy. Unmarking
+    keeps the row (``removed_at``): its judgments stay gold and stay out of outcomes."""
+
+    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="gold_items")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="gold_marks")
+    value = JSONField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    removed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    removed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["task", "item", "created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "item"],
+                condition=Q(removed_at__isnull=True),
+                name="golditem_one_current",
+            ),
+        ]
+
+
+class QueuePause(models.Model):
+    """A reviewer paused one annotator's queue in one task (``resumed_at`` unset while it
+    lasts): their "next item" answers that a reviewer paused it. Kept when lifted."""
+
+    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="pauses")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="queue_pauses"
+    )
+    reason = models.CharField(max_length=200, blank=True)
+    paused_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    paused_at = models.DateTimeField(auto_now_add=True)
+    resumed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resumed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "user"],
+                condition=Q(resumed_at__isnull=True),
+                name="queuepause_one_open",
+            ),
+        ]
+
+
+class SendBack(models.Model):
+    """A reviewer sent an annotator's recent judgments in a task back for review: the
+    outcomes of those items (``item_ids``) were set to disputed, so they wait in the task's
+    dispute queue for a reviewer's decision. Nothing is deleted; the judgments stand."""
+
+    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="send_backs")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    at = models.DateTimeField(auto_now_add=True)
+    judgment_ids = JSONField(default=list)
+    item_ids = JSONField(default=list)
 
 
 # --------------------------------------------------------------------------- tag review

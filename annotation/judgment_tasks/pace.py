@@ -52,7 +52,8 @@ def annotator_pace(*, user: AnyUser, project: Project, now: datetime | None = No
         return None
     now = now or timezone.now()
     today = now.astimezone(UTC).date()
-    mine = Judgment.objects.filter(user=user.pk, task__project=project)
+    # Their own judgments, gold judgments among them as any other (annotation.judgment_tasks.gold).
+    mine = Judgment.with_gold.filter(user=user.pk, task__project=project)
     per_day = dict(mine.values_list("day").annotate(n=Count("id")).order_by())
     if not per_day:
         return None

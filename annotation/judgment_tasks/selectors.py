@@ -12,6 +12,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
+from annotation.judgment_tasks import gold
 from annotation.judgment_tasks.models import (
     Assignment,
     AssignmentStatus,
@@ -123,7 +124,7 @@ def judgments_visible(
 ) -> list[Judgment]:
     """Everyone's judgments of the item (or of one unit of it) for reviewers and admins;
     only one's own for annotators."""
-    rows = Judgment.objects.filter(task=task, item=item, unit=unit).select_related("user")
+    rows = Judgment.with_gold.filter(task=task, item=item, unit=unit).select_related("user")
     if not can(user=user, project=task.project, action="adjudicate"):
         rows = rows.filter(user=user)  # type: ignore[misc]
     return list(rows.order_by("created_at"))
@@ -211,15 +212,21 @@ def judging_progress(
     their latest judgment in the task when it is of another item (or unit) and may still be
     undone (see :mod:`annotation.judgment_tasks.undo`), else None."""
     done, left, position, total = _progress_counts(user=user, task=task, item_id=item.pk, unit=unit)
+    if task.gold_rate and not unit:
+        # The gold items the schedule will still serve count as items left, so the count
+        # goes down by one per item, gold or not (annotation.judgment_tasks.gold).
+        left += gold.gold_state(task=task, user=user).ahead(other_left=left)
     verdicts = Outcome.objects.filter(task=task, item=OuterRef("item_id"), unit=OuterRef("unit"))
     last = (
-        Judgment.objects.filter(task=task, user=user.pk)
+        Judgment.with_gold.filter(task=task, user=user.pk)
         .annotate(verdict=Subquery(verdicts.values("verdict")[:1]))
         .select_related("item")
-        .only("pk", "item_id", "unit", "created_at", "value", "item__external_id")
+        .only("pk", "item_id", "unit", "created_at", "value", "gold", "item__external_id")
         .order_by("-created_at", "-pk")
         .first()
     )
+    if last is not None and last.gold:  # outside the outcome: undone as a pending one is
+        last.verdict = None  # type: ignore[attr-defined]
     if last is not None and (
         (last.item_id, last.unit) == (item.pk, unit)
         or change_refusal(

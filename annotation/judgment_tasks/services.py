@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from annotation.doubt.queue import doubt_order
 from annotation.doubt.services import item_doubt_update
-from annotation.judgment_tasks import solving
+from annotation.judgment_tasks import gold, solving
 from annotation.judgment_tasks.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
 from annotation.judgment_tasks.models import (
     Assignment,
@@ -27,6 +27,7 @@ from annotation.judgment_tasks.models import (
     JudgmentTask,
     JudgmentVersion,
     Outcome,
+    QueuePause,
     Scheme,
     TaskItem,
     TaskUnit,
@@ -64,9 +65,19 @@ def assignment_next_for_user(
         raise ValidationFailed("this judgment task is closed")
     now = now or timezone.now()
     with transaction.atomic():
-        mine_id, pushed = _open_lease_and_pushes(task, user, now)
+        mine_id, pushed, paused = _open_lease_and_pushes(task, user, now)
+        if paused:
+            raise Forbidden(gold.paused_message(task=task, user=user))
         if mine_id is not None:
             return Assignment.objects.select_related("item").get(pk=mine_id)
+        if task.gold_rate and not task.has_units and not solving.is_solve_task(task):
+            # A gold item, when one is due (gold.py).
+            lease = _lease_gold(task, user, now)
+            if lease is not None:
+                # The pull queue is searched all the same, so "next" takes as long for a gold
+                # item as for any other (timing must not tell them apart).
+                _candidate(task, user, now, [], skip_locked=True)
+                return lease
         finders: list[Any] = [_unit_candidate if task.has_units else _candidate]
         if task.has_units and rater_order_seed(task) is not None:
             finders = [_shuffled_unit_candidate]
@@ -82,28 +93,48 @@ def assignment_next_for_user(
 
 def _open_lease_and_pushes(
     task: JudgmentTask, user: User, now: datetime
-) -> tuple[int | None, bool]:
+) -> tuple[int | None, bool, bool]:
     """(the id of this user's oldest unexpired lease in the task, or None; whether items are
-    pushed to this user and not taken yet), in one statement: "next" asks both every time."""
+    pushed to this user and not taken yet; whether a reviewer paused this user's queue in the
+    task), in one statement: "next" asks them every time."""
     q = connection.ops.quote_name
-    assignment, push = (q(m._meta.db_table) for m in (Assignment, ItemPush))
+    assignment, push, pause = (q(m._meta.db_table) for m in (Assignment, ItemPush, QueuePause))
     sql = (
         f"SELECT (SELECT a.id FROM {assignment} a WHERE a.task_id = %s AND a.user_id = %s "
         "AND a.status = %s AND a.expires_at > %s ORDER BY a.leased_at, a.id LIMIT 1), "
         f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.user_id = %s "
-        "AND p.taken_at IS NULL)"
+        "AND p.taken_at IS NULL), "
+        f"EXISTS (SELECT 1 FROM {pause} s WHERE s.task_id = %s AND s.user_id = %s "
+        "AND s.resumed_at IS NULL)"
     )
-    params: list[Any] = [task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk]
+    params: list[Any] = [
+        task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk, task.pk, user.pk
+    ]  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        mine_id, pushed = cursor.fetchone()
-    return mine_id, bool(pushed)
+        mine_id, pushed, paused = cursor.fetchone()
+    return mine_id, bool(pushed), bool(paused)
 
 
 def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignment]:
     """The task's assignments that count towards the overlap (submitted, or leased and not
     expired)."""
     return Assignment.objects.filter(_live(task, now))
+
+
+def _lease_gold(task: JudgmentTask, user: User, now: datetime) -> Assignment | None:
+    """Lease a gold item to ``user`` when their schedule says one is due (see
+    :mod:`annotation.judgment_tasks.gold`), its item row locked as the pull queue locks its
+    candidates. Gold items take no place of the overlap (their outcome is settled)."""
+    state = gold.gold_state(task=task, user=user)
+    if not state.due:
+        return None
+    item_id = gold.gold_item_lock(state=state, skip_locked=True)
+    if item_id is None:
+        item_id = gold.gold_item_lock(state=state, skip_locked=False)
+    if item_id is None:
+        return None
+    return _lease(task=task, user=user, item_id=item_id, now=now, gold=True)
 
 
 def _lease_first(task: JudgmentTask, user: User, now: datetime, find: Any) -> Assignment | None:
@@ -337,11 +368,17 @@ def verification_begin(*, task: JudgmentTask, item_id: int) -> Outcome | None:
 
 
 def _lease(
-    *, task: JudgmentTask, user: User, item_id: int, now: datetime, unit: str = ""
+    *,
+    task: JudgmentTask,
+    user: User,
+    item_id: int,
+    now: datetime,
+    unit: str = "",
+    gold: bool = False,
 ) -> Assignment:
     """One statement: a new lease, or the renewal of this user's own expired one. The first
     lease of an item for a blind solve task records the answer its verification is decided
-    against (``verification_begin``)."""
+    against (``verification_begin``). ``gold``: the item is served as a gold item."""
     lease = Assignment(
         task=task,
         user=user,
@@ -350,12 +387,13 @@ def _lease(
         status=AssignmentStatus.ACTIVE,
         leased_at=now,
         expires_at=now + timedelta(minutes=task.lease_minutes),
+        gold=gold,
     )
     Assignment.objects.bulk_create(
         [lease],
         update_conflicts=True,
         unique_fields=["task", "item", "unit", "user"],
-        update_fields=["status", "leased_at", "expires_at"],
+        update_fields=["status", "leased_at", "expires_at", "gold"],
     )
     if lease.pk is None:  # a backend that does not return ids on conflict
         lease = Assignment.objects.get(task=task, item_id=item_id, unit=unit, user=user)
@@ -363,7 +401,8 @@ def _lease(
         ItemPush.objects.filter(
             task=task, item_id=item_id, user=user, taken_at__isnull=True
         ).update(taken_at=now)
-    verification_begin(task=task, item_id=item_id)
+    if not gold:  # a gold item's outcome is settled: nothing to begin
+        verification_begin(task=task, item_id=item_id)
     return lease
 
 
@@ -522,7 +561,7 @@ def judgment_submit_once(
         # A judgment is only ever stored with its assignment marked submitted (below, in one
         # transaction, the assignment row locked), so an active lease has none to look for.
         if assignment.status == AssignmentStatus.SUBMITTED:
-            existing = Judgment.objects.filter(assignment=assignment).first()
+            existing = Judgment.with_gold.filter(assignment=assignment).first()
             if existing is not None:
                 return existing, False
         value = _check_value(task, value, reason)
@@ -550,14 +589,32 @@ def judgment_submit_once(
                 comment=comment,
                 relabel=relabel,
                 seconds=max(0.0, float(seconds or 0)),
+                gold=assignment.gold,
             )
         except IntegrityError:
             raise Conflict("a judgment of yours for this item already exists") from None
         assignment.status = AssignmentStatus.SUBMITTED
         assignment.submitted_at = now
         assignment.save(update_fields=["status", "submitted_at"])
-        outcome_recompute(task=task, item=item, unit=unit)
+        if not judgment.gold:  # a gold judgment never enters the outcome
+            outcome_recompute(task=task, item=item, unit=unit)
+        else:
+            _outcome_read_as_recompute(task=task, item=item, unit=unit)
     return judgment, True
+
+
+def _outcome_read_as_recompute(*, task: JudgmentTask, item: Item, unit: str) -> None:
+    """For a gold judgment, which changes no outcome: the reads ``outcome_recompute`` makes
+    (the outcome row locked, its judgments and their credits), so a submit takes about as
+    long for a gold item as for any other (timing must not tell them apart)."""
+    Outcome.objects.select_for_update().filter(task=task, item=item, unit=unit).first()
+    rows = Judgment.objects.filter(task=task, item=item, unit=unit).order_by("created_at")
+    list(rows.values_list("pk", "item_id", "unit", "value", "agrees", "relabel"))
+    list(
+        Outcome.objects.filter(task=task, item=item, unit=unit, verdict__in=SETTLED).values_list(
+            "item_id", "unit", "verdict", "value"
+        )
+    )
 
 
 def judgment_edit(
@@ -588,7 +645,7 @@ def judgment_edit(
     what = "unit" if unit else "item"
     with transaction.atomic():
         judgment = (
-            Judgment.objects.select_for_update()
+            Judgment.with_gold.select_for_update()
             .filter(task=task, item=item, unit=unit, user=user)
             .first()
         )
@@ -601,6 +658,8 @@ def judgment_edit(
             .values_list("verdict", flat=True)
             .first()
         )
+        if judgment.gold:  # outside the outcome: changed as a pending one would be
+            verdict = None
         refusal = change_refusal(submitted_at=judgment.created_at, verdict=verdict, now=now)
         if refusal:
             raise Conflict(refusal)
@@ -631,7 +690,8 @@ def judgment_edit(
             update_fields=["value", "reason", "comment", "relabel", "seconds", "version",
                            "edited_at"]
         )  # fmt: skip
-        outcome_recompute(task=task, item=item, unit=unit)
+        if not judgment.gold:
+            outcome_recompute(task=task, item=item, unit=unit)
     return judgment
 
 
@@ -906,6 +966,15 @@ def judgment_task_save(
         or not (0 <= threshold <= 1)
     ):
         raise ValidationFailed(f"reliability threshold: {threshold!r} is not a number from 0 to 1")
+    if not 0 <= (task.gold_rate or 0) <= 50:
+        raise ValidationFailed("gold rate: the percent of items served that are gold, 0 to 50")
+    if task.gold_rate and (task.has_units or solving.is_solve_task(task)):
+        raise ValidationFailed(
+            "gold rate: gold items are for tasks that judge whole items on the judge page "
+            "(blind solving compares every answer with the author's already)"
+        )
+    if not 0 <= task.gold_threshold <= 1:
+        raise ValidationFailed("gold threshold: an accuracy from 0 to 1, e.g. 0.7")
     _check_rule_fits_scheme(task)
     if task.has_units:
         _keep_unit_scale(task)

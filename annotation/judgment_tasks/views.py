@@ -283,6 +283,8 @@ def _show(
         verdict = context["outcome"].verdict if context["outcome"] else None
         if not reviewer:
             verdict = selectors.outcome_verdict(task=task, item=item, unit=unit)
+        if mine.gold:  # a gold judgment is outside the outcome: it reads as pending
+            verdict = None
         change = selectors.judgment_change_state(judgment=mine, outcome_verdict=verdict)
         if form is None and not change["refusal"]:  # undone: the judgment to change
             form = JudgmentForm(

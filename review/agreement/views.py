@@ -20,6 +20,7 @@ from review.agreement import judge_sources
 from review.agreement import selectors as agreement_selectors
 from review.agreement import services as agreement_module
 from review.agreement.presenters import calibration_view, estimated_confusion, judge_rater_view
+from review.gold.selectors import gold_report
 from review.pages import task_for_review
 from review.rate_judge.selectors import rate_figures
 
@@ -260,6 +261,8 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             "judge_rates": rate_figures(task=task, threshold=_rate_threshold(request)),
             # Routing by doubt: the items served first and why.
             "doubt": doubt_table(user=user, task=task),
+            # Gold accuracy per annotator (gold judgments are not in the figures above).
+            "gold": None if task.has_units else gold_report(user=user, task=task),
         },
         status=400
         if judge_context["judge_error"] or aggregation_context["aggregation_error"]

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from annotation.model_drafts.selectors import drafting_figures
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import request_user
+from review.gold.selectors import gold_reports
 from review.pages import project_for_review
 from review.team import selectors
 from review.team.forms import TeamFilterForm
@@ -39,10 +40,15 @@ def team(request: HttpRequest, project_id: int) -> HttpResponse:
         task = form.tasks.get(request.GET.get("task", ""))
         days = {"7": 7, "30": 30}.get(request.GET.get("days", ""))
     report = selectors.team_report(user=user, project=project, tasks=tasks, task=task, days=days)
+    # Gold accuracy per annotator (all their gold judgments, whatever the range), for the
+    # tasks shown that serve gold items (no query when none does).
+    serving = [t for t in ([task] if task else tasks) if t.gold_rate]
+    gold = gold_reports(user=user, project=project, tasks=serving) if serving else []
     context: dict[str, Any] = {
         **project_context(request, project),
         "form": form,
         "report": report,
+        "gold_reports": gold,
         # Draft acceptance per kind (kept / edited / rejected) and tokens spent.
         "drafting_figures": drafting_figures(user=user, project=project),
     }

@@ -7,10 +7,14 @@ again and again. Prints the median milliseconds of "next", the judge page, "subm
     python tests/perf/bench_submit.py                      # 3 runs of 150 judgments
     python tests/perf/bench_submit.py --runs 5 --rounds 300
     python tests/perf/bench_submit.py --root ../old-checkout   # another checkout, same method
+    python tests/perf/bench_submit.py --gold-rate 20        # gold items mixed in (issue 26)
 
 ``--root`` measures another checkout of Benchwright (e.g. ``git worktree add ../old <commit>``)
 with this script's method, so a before/after pair is taken under the same machine load. The
-times are the client's round trips on loopback, one connection per request. Asserts nothing.
+times are the client's round trips on loopback, one connection per request. With
+``--gold-rate R`` the task serves gold items at R percent (``--gold-items`` verified items marked
+gold): the figures are given for the gold items and the others apart, so that a difference an
+annotator could time shows. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -35,9 +39,13 @@ PASSWORD = "load-test-password-1"  # tests/perf/load.py's setup_data gives every
 JUDGE_PATH = re.compile(r"/judgment-tasks/\d+/items/(\d+)/")
 
 
-def setup(root: Path, env: dict[str, str], items: int) -> dict[str, Any]:
+def setup(
+    root: Path, env: dict[str, str], items: int, gold_rate: int = 0, gold_items: int = 0
+) -> dict[str, Any]:
     """Migrate the fresh database and make the project, its default task and one annotator,
-    with ``root``'s own code (tests/perf/load.py's setup_data)."""
+    with ``root``'s own code (tests/perf/load.py's setup_data); with ``gold_rate``, also
+    ``gold_items`` verified items marked gold for the task and its rate set (``data["gold"]``:
+    their ids)."""
     code = (
         "import json, sys, os, django\n"
         f"sys.path.insert(0, {str(root)!r})\n"
@@ -46,8 +54,27 @@ def setup(root: Path, env: dict[str, str], items: int) -> dict[str, Any]:
         "from django.core.management import call_command\n"
         "call_command('migrate', verbosity=0)\n"
         "from tests.perf.load import setup_data\n"
-        f"print(json.dumps(setup_data(items={items}, annotators=1, reviewers=0)))\n"
+        f"data = setup_data(items={items}, annotators=1, reviewers=0)\n"
+        "data['gold'] = []\n"
     )
+    if gold_rate:
+        code += (
+            "from annotation.judgment_tasks.models import GoldItem, JudgmentTask, Outcome\n"
+            "from benchmark.models import Item\n"
+            "task = JudgmentTask.objects.get(pk=data['task'])\n"
+            f"task.gold_rate = {gold_rate}\n"
+            "task.save()\n"
+            "model = Item.objects.filter(project_id=data['project']).first()\n"
+            f"for i in range({gold_items}):\n"
+            "    model.pk, model.id, model.external_id = None, None, f'gold-{i}'\n"
+            "    model.position, model.status = 10**6 + i, 'verified'\n"
+            "    model.save()\n"
+            "    Outcome.objects.create(task=task, item_id=model.pk, verdict='accepted',\n"
+            "                           value='keep')\n"
+            "    GoldItem.objects.create(task=task, item_id=model.pk, value='keep')\n"
+            "    data['gold'].append(model.pk)\n"
+        )
+    code += "print(json.dumps(data))\n"
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=root,
@@ -97,7 +124,9 @@ class Client:
         return response.status, response.getheader("Location") or "", elapsed
 
 
-def one_run(root: Path, *, items: int, rounds: int) -> dict[str, float]:
+def one_run(
+    root: Path, *, items: int, rounds: int, gold_rate: int = 0, gold_items: int = 0
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ,
@@ -110,7 +139,8 @@ def one_run(root: Path, *, items: int, rounds: int) -> dict[str, float]:
         }
         env.pop("CELERY_BROKER_URL", None)
         env.pop("CACHE_URL", None)
-        data = setup(root, env, items)
+        data = setup(root, env, items, gold_rate, gold_items)
+        gold = set(data["gold"])
         port = free_port()
         server = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -157,6 +187,11 @@ def one_run(root: Path, *, items: int, rounds: int) -> dict[str, float]:
                     times["judge page"].append(t_page)
                     times["submit"].append(t_submit)
                     both.append(t_next + t_submit)
+                    if gold:  # the gold items and the others apart
+                        kind = "gold" if int(match.group(1)) in gold else "other"
+                        for name, value in (("next", t_next), ("judge page", t_page),
+                                            ("submit", t_submit)):  # fmt: skip
+                            times.setdefault(f"{name} ({kind})", []).append(value)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -171,13 +206,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=150, help="judgments per run")
     parser.add_argument("--items", type=int, default=400)
+    parser.add_argument("--gold-rate", type=int, default=0, help="percent of gold items served")
+    parser.add_argument("--gold-items", type=int, default=40, help="gold items (with a rate)")
     args = parser.parse_args()
     root = args.root.resolve()
     if args.rounds > args.items - 5:
         parser.error("--items must exceed --rounds by at least 5")
     runs = []
     for n in range(args.runs):
-        figures = one_run(root, items=args.items, rounds=args.rounds)
+        figures = one_run(
+            root, items=args.items, rounds=args.rounds, gold_rate=args.gold_rate,
+            gold_items=args.gold_items,
+        )  # fmt: skip
         runs.append(figures)
         shown = ", ".join(f"{k} {v:.1f} ms" for k, v in figures.items())
         print(f"run {n + 1}: median {shown}", flush=True)
