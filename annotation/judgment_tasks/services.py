@@ -527,9 +527,9 @@ def _check_relabel(task: JudgmentTask, item: Item, relabel: dict[str, str] | Non
     for field, value in sorted(changed.items()):
         if (field, value) not in parents:
             known = sorted(name for kind, name in parents if kind == field)
-            hint = f" (it has: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})"
+            hint = f" (its {field} terms: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})"
             raise ValidationFailed(
-                f"relabel {field}: {value!r} is not a {field} of the project's taxonomy"
+                f"relabel {field}: {value!r} is not a term of the project's taxonomy"
                 + (hint if known else "")
             )
     if "intent" in relabel and {"category", "intent"} & set(changed):
