@@ -133,12 +133,23 @@ def assignment_for(
 
 
 def judgments_visible(
-    *, user: AnyUser, task: JudgmentTask, item: Item, unit: str = ""
+    *,
+    user: AnyUser,
+    task: JudgmentTask,
+    item: Item,
+    unit: str = "",
+    lease: Assignment | None = None,
 ) -> list[Judgment]:
     """Everyone's judgments of the item (or of one unit of it) for reviewers and admins;
-    only one's own for annotators."""
+    only one's own for annotators. ``lease``: the user's assignment of it, when the caller
+    has it: an annotator whose lease is still active has no judgment of it (a judgment is
+    stored only with its assignment marked submitted), so nothing is read (the next item
+    after a submit)."""
+    reviewer = can(user=user, project=task.project, action="adjudicate")
+    if not reviewer and lease is not None and lease.status == AssignmentStatus.ACTIVE:
+        return []
     rows = Judgment.objects.filter(task=task, item=item, unit=unit).select_related("user")
-    if not can(user=user, project=task.project, action="adjudicate"):
+    if not reviewer:
         rows = rows.filter(user=user)  # type: ignore[misc]
     return list(rows.order_by("created_at"))
 

@@ -105,7 +105,11 @@ def item_next_guess(*, task: JudgmentTask, user: User, after: int) -> int | None
     another annotator may have taken it). Items pushed to them come first, as in
     :func:`assignment_next_for_user`. None for a task with units, a closed task, or a user who
     may not judge in the project."""
-    if task.has_units or not task.active or not can(user=user, project=task.project, action="judge"):
+    if (
+        task.has_units
+        or not task.active
+        or not can(user=user, project=task.project, action="judge")
+    ):
         return None
     now = timezone.now()
     _, pushed = _open_lease_and_pushes(task, user, now)
@@ -504,7 +508,9 @@ def _check_unit(task: JudgmentTask, item: Item, unit: str) -> None:
         raise ValidationFailed(f"unit {unit!r} of item {item.pk} is not part of task {task.name!r}")
 
 
-def _check_relabel(task: JudgmentTask, item: Item, relabel: dict[str, str] | None) -> dict[str, str]:
+def _check_relabel(
+    task: JudgmentTask, item: Item, relabel: dict[str, str] | None
+) -> dict[str, str]:
     """The relabel proposals of a judgment (blank ones left out), checked against the project's
     taxonomy: each changed value must be a term of its kind there, and a changed category or
     intent given must make a pair the taxonomy knows (listed under the category the item has
@@ -527,7 +533,9 @@ def _check_relabel(task: JudgmentTask, item: Item, relabel: dict[str, str] | Non
     for field, value in sorted(changed.items()):
         if (field, value) not in parents:
             known = sorted(name for kind, name in parents if kind == field)
-            hint = f" (its {field} terms: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})"
+            hint = (
+                f" (its {field} terms: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})"
+            )
             raise ValidationFailed(
                 f"relabel {field}: {value!r} is not a term of the project's taxonomy"
                 + (hint if known else "")

@@ -164,7 +164,11 @@ def _item_view(request: HttpRequest, task: JudgmentTask, item: Item) -> dict[str
 
 
 def _judge_context(
-    request: HttpRequest, task: JudgmentTask, item: Item, unit: str = ""
+    request: HttpRequest,
+    task: JudgmentTask,
+    item: Item,
+    unit: str = "",
+    lease: Assignment | None = None,
 ) -> dict[str, Any]:
     reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     context: dict[str, Any] = {
@@ -173,7 +177,7 @@ def _judge_context(
         "item": item,
         "view": _item_view(request, task, item),
         "judgments": selectors.judgments_visible(
-            user=request.user, task=task, item=item, unit=unit
+            user=request.user, task=task, item=item, unit=unit, lease=lease
         ),
         "outcome": selectors.outcome_for(task=task, item=item, unit=unit) if reviewer else None,
         "can_adjudicate": reviewer,
@@ -303,7 +307,7 @@ def _show(
         raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
     if read_again:
         item = selectors.task_item_get(user=request.user, task=task, pk=item.pk)
-    context = _judge_context(request, task, item, unit)
+    context = _judge_context(request, task, item, unit, lease=assignment)
     # One's own judgment, from the judgments the page shows anyway (not read before a submit).
     mine = next((j for j in context["judgments"] if j.user_id == request.user.pk), None)
     change: dict[str, Any] | None = None

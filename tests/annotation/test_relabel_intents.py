@@ -16,8 +16,8 @@ from rest_framework.test import APIClient
 from annotation.judgment_tasks import services
 from annotation.judgment_tasks.forms import JudgmentForm
 from annotation.judgment_tasks.models import Judgment
-from benchmark.exceptions import ValidationFailed
 from benchmark.builtin import taxonomies_ensure
+from benchmark.exceptions import ValidationFailed
 from benchmark.models import TaxonomyTerm, TermKind
 from tests.factories import (
     ItemFactory,
@@ -97,9 +97,13 @@ def _submit(w: dict[str, Any], relabel: dict[str, str]) -> Any:
 
 def test_a_relabel_outside_the_taxonomy_is_refused_with_the_reason() -> None:
     w = _relabel_world()
-    with pytest.raises(ValidationFailed, match="relabel category: 'Cookery' is not a term of the project's"):
+    with pytest.raises(
+        ValidationFailed, match="relabel category: 'Cookery' is not a term of the project's"
+    ):
         _submit(w, {"category": "Cookery"})
-    with pytest.raises(ValidationFailed, match="relabel intent: 'Whatever' is not a term") as refused:
+    with pytest.raises(
+        ValidationFailed, match="relabel intent: 'Whatever' is not a term"
+    ) as refused:
         _submit(w, {"category": w["intent"].parent.name, "intent": "Whatever"})
     assert refused.value.status_code == 400
     assert not Judgment.objects.exists()
@@ -126,7 +130,9 @@ def test_the_items_own_values_pass_and_a_category_alone_may_change() -> None:
     w = _relabel_world()
     judgment = _submit(w, {"category": "Imported cat", "intent": "Imported intent"})
     assert judgment.relabel == {"category": "Imported cat", "intent": "Imported intent"}
-    second = ItemFactory(project=w["task"].project, category="Imported cat", intent="Imported intent")
+    second = ItemFactory(
+        project=w["task"].project, category="Imported cat", intent="Imported intent"
+    )
     w["item"] = second
     assert _submit(w, {"category": w["other"].name, "intent": ""}).relabel == {
         "category": w["other"].name

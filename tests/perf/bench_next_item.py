@@ -46,17 +46,28 @@ CHROMIUM = os.environ.get("BENCHWRIGHT_CHROMIUM", "/usr/bin/chromium")
 # list, loses nothing measured before it); window.__freshDocument says a document was loaded.
 # The judging area is replaced (outerHTML), so htmx fires afterSettle on the new element with
 # ``detail.target`` the old one; both carry the id, and the check is on that id.
+# Each entry: [total, until the answer arrived (key press, request, server, network), from
+# the answer to the frame (htmx's swap, the page's scripts on it, layout and paint)].
 TIMER_JS = """
 (() => {
   window.__nextTimes = [];
   window.__freshDocument = true;
   let start = null;
+  let answered = null;
   document.addEventListener("keydown", (e) => { if (e.key === "Enter") start = performance.now(); }, true);
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    if (start !== null && e.detail.target && e.detail.target.id === "judging") answered = performance.now();
+  });
   document.addEventListener("htmx:afterSettle", (e) => {
     if (start === null || !e.detail.target || e.detail.target.id !== "judging") return;
     const began = start;
+    const arrived = answered === null ? began : answered;
     start = null;
-    requestAnimationFrame(() => window.__nextTimes.push(performance.now() - began));
+    answered = null;
+    requestAnimationFrame(() => {
+      const now = performance.now();
+      window.__nextTimes.push([now - began, arrived - began, now - arrived]);
+    });
   });
 })();
 """
@@ -76,14 +87,15 @@ def percentile(values: list[float], q: float) -> float:
 
 def measure(
     *, base: str, session: str, task: int, items: int, skip: int
-) -> tuple[list[float], list[str]]:
-    """(the times of the submits answered in place, the URLs of the submits answered by a
+) -> tuple[list[list[float]], list[str]]:
+    """(the times of the submits answered in place, each [total, until the answer, from the
+    answer to the frame], the URLs of the submits answered by a
     whole page load instead). After each submit the script waits until that submit was timed
     (or a new document loaded) before the next key press, so no swap goes untimed."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect, sync_playwright
 
-    times: list[float] = []
+    times: list[list[float]] = []
     reloaded: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
@@ -121,11 +133,13 @@ def measure(
                 expect(page.locator("html[data-ready]")).to_have_count(1)
                 reloaded.append(page.url)
             elif n >= skip:
-                times.extend(float(t) for t in taken["times"])
+                times.extend([float(x) for x in t] for t in taken["times"])
             if heading.inner_text() == "Nothing left to judge":
                 break
         browser.close()
     return times, reloaded
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, default=50, help="simulated annotators")
@@ -212,7 +226,7 @@ def main() -> int:
             try:
                 time.sleep(args.warmup)
                 load_before = os.getloadavg()[0]
-                times, reloaded = measure(
+                timed, reloaded = measure(
                     base=base,
                     session=session,
                     task=data["task"],
@@ -227,9 +241,10 @@ def main() -> int:
                     locust.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     locust.kill()
-    if not times:
+    if not timed:
         print("no item measured")
         return 1
+    times = [t[0] for t in timed]
     median, p95 = percentile(times, 50), percentile(times, 95)
     print(
         f"key press to next item on screen, {len(times)} submits timed in place "
@@ -240,6 +255,11 @@ def main() -> int:
         verdict = "meets" if value <= TARGET_MS else "MISSES"
         print(f"  {name:<6} {value:6.0f} ms ({verdict} the {TARGET_MS:.0f} ms target)")
     print(f"  max    {max(times):6.0f} ms")
+    answer, swap = (percentile([t[n] for t in timed], 50) for n in (1, 2))
+    print(
+        f"  median until the answer arrived {answer:.0f} ms (request, server, network); "
+        f"from the answer to the frame {swap:.0f} ms (swap, scripts, layout, paint)"
+    )
     print(f"load average (1 min) {load_before:.1f} before, {load_after:.1f} after")
     print(f"judgments stored by everybody by the end: {judged}")
     return 0
