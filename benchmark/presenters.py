@@ -343,6 +343,19 @@ def item_view(
     }
 
 
+def item_view_thumbs(view: dict[str, Any]) -> list[str]:
+    """The content hashes of the thumbnails an item's panel draws from :func:`item_view`
+    (its query and input images, then each document's), stored images only, each once, in
+    the order they appear (templates/annotation/_item_panel.html)."""
+    shas: list[str] = []
+    entries = [*view["query_images"], *(e for doc in view["documents"] for e in doc["images"])]
+    for entry in entries:
+        sha = entry.get("sha256") or ""
+        if entry.get("image") and sha and sha not in shas:
+            shas.append(sha)
+    return shas
+
+
 INPUT_FILE = re.compile(
     r"^[\w\-./]+\.(?:jpe?g|png|gif|webp|bmp|flac|wav|mp3|mp4|txt|json|csv|pdf)$", re.I
 )

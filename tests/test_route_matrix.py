@@ -896,6 +896,21 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("next item", lambda w: {"pk": w.task.pk}, "view", method="post"),
         Case("next item to solve blind", lambda w: {"pk": w.vtask.pk}, "view", method="post"),
     ),
+    "annotation:task_next_images": (
+        # The likely next item's thumbnails to prefetch: read-only, nothing leased.
+        Case(
+            "next item's images",
+            lambda w: {"pk": w.task.pk},
+            "view",
+            query=lambda w: f"?after={w.item.pk}",
+        ),
+        Case(
+            "next blind item's images (none)",
+            lambda w: {"pk": w.vtask.pk},
+            "view",
+            query=lambda w: f"?after={w.titem.pk}",
+        ),
+    ),
     "annotation:judge": (
         # Annotators reach the judge page through a lease; reviewers may look at any item.
         Case(

@@ -15,6 +15,24 @@ from benchmark.widgets import ParentSelect
 RELABEL_KEYS = "eiop"
 
 
+def _relabel_terms(task: JudgmentTask) -> dict[str, list[TaxonomyTerm]]:
+    """The taxonomy terms the task's relabel fields offer, by kind, in one statement, kept on
+    the task instance: a submit answered with the next item builds the form twice (the
+    submitted one, the next item's) for the same task in one request."""
+    cached: dict[str, list[TaxonomyTerm]] | None = getattr(task, "_relabel_terms", None)
+    if cached is not None:
+        return cached
+    by_kind: dict[str, list[TaxonomyTerm]] = {}
+    if task.relabel_fields and task.project.taxonomy_id:
+        rows = TaxonomyTerm.objects.filter(
+            taxonomy_id=task.project.taxonomy_id, kind__in=task.relabel_fields
+        ).select_related("parent")
+        for term in rows:
+            by_kind.setdefault(term.kind, []).append(term)
+    task._relabel_terms = by_kind  # type: ignore[attr-defined]
+    return by_kind
+
+
 class JudgmentForm(forms.Form):
     """A judgment on the judge page, and its keys: each choice has a key (its value on a
     binary or 0-2 scale, where the key also submits; else its place, 1-9); the comment
@@ -56,15 +74,10 @@ class JudgmentForm(forms.Form):
                 widget=forms.Select(attrs={"data-focus-key": "r"}),
                 help_text="The labels that ask for one need a reason.",
             )
+        relabel_terms = _relabel_terms(task)
         for n, field in enumerate(task.relabel_fields):
-            terms: list[TaxonomyTerm] = []
+            terms = relabel_terms.get(field, [])
             focus = {"data-focus-key": RELABEL_KEYS[n]} if n < len(RELABEL_KEYS) else {}
-            if task.project.taxonomy_id:
-                terms = list(
-                    TaxonomyTerm.objects.filter(
-                        taxonomy_id=task.project.taxonomy_id, kind=field
-                    ).select_related("parent")
-                )
             choices = [("", "(unchanged)")] + [
                 (t.name, f"{t.parent.name} › {t.name}" if t.parent else t.name) for t in terms
             ]

@@ -75,6 +75,20 @@ def task_item_get(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
     return item_selectors.item_get(user=user, project=task.project, pk=pk)
 
 
+def next_item_guess(*, user: AnyUser, task: JudgmentTask, after: int) -> Item | None:
+    """The item ``user`` will most likely judge after ``after`` (their current item), read as
+    :func:`task_item_get` reads it for them (the visibility rules apply: a blind verifier's
+    hidden answer stays hidden), or None. A guess that leases and locks nothing
+    (:func:`annotation.judgment_tasks.services.item_next_guess`), so a page may ask it to
+    fetch the next item's images while the current one is judged."""
+    from annotation.judgment_tasks.services import item_next_guess
+
+    item_id = item_next_guess(task=task, user=user, after=after)  # type: ignore[arg-type]
+    if item_id is None:
+        return None
+    return task_item_get(user=user, task=task, pk=item_id)
+
+
 def task_item_for_submit(*, user: AnyUser, task: JudgmentTask, pk: int) -> Item:
     """An item of the task's project to record a judgment of, which shows nothing of it:
     :func:`task_item_get`'s scope, read as hidden and without the answer-hiding query (see
@@ -120,12 +134,23 @@ def assignment_for(
 
 
 def judgments_visible(
-    *, user: AnyUser, task: JudgmentTask, item: Item, unit: str = ""
+    *,
+    user: AnyUser,
+    task: JudgmentTask,
+    item: Item,
+    unit: str = "",
+    lease: Assignment | None = None,
 ) -> list[Judgment]:
     """Everyone's judgments of the item (or of one unit of it) for reviewers and admins;
-    only one's own for annotators."""
+    only one's own for annotators. ``lease``: the user's assignment of it, when the caller
+    has it: an annotator whose lease is still active has no judgment of it (a judgment is
+    stored only with its assignment marked submitted), so nothing is read (the next item
+    after a submit)."""
+    reviewer = can(user=user, project=task.project, action="adjudicate")
+    if not reviewer and lease is not None and lease.status == AssignmentStatus.ACTIVE:
+        return []
     rows = Judgment.with_gold.filter(task=task, item=item, unit=unit).select_related("user")
-    if not can(user=user, project=task.project, action="adjudicate"):
+    if not reviewer:
         rows = rows.filter(user=user)  # type: ignore[misc]
     return list(rows.order_by("created_at"))
 

@@ -36,8 +36,8 @@ from annotation.judgment_tasks.models import (
 from annotation.judgment_tasks.undo import change_refusal
 from annotation.judgment_tasks.units import RATING_LABELS, unit_source
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
-from benchmark.models import Item, ItemStatus
-from benchmark.permissions import require
+from benchmark.models import Item, ItemStatus, TaxonomyTerm
+from benchmark.permissions import can, require
 from benchmark.projects.services import item_status_set
 from benchmark.typing import User
 
@@ -116,6 +116,55 @@ def _open_lease_and_pushes(
     return mine_id, bool(pushed), bool(paused)
 
 
+def item_next_guess(*, task: JudgmentTask, user: User, after: int) -> int | None:
+    """The id of the item "next" would most likely lease for ``user`` once the item ``after``
+    (the one they judge now) is judged: the first candidate in the queue's order other than
+    ``after``, read without a lock and without a lease (nothing changes; by the time they ask,
+    another annotator may have taken it). Items pushed to them come first, as in
+    :func:`assignment_next_for_user`. None for a task with units, a closed task, or a user who
+    may not judge in the project."""
+    if (
+        task.has_units
+        or not task.active
+        or not can(user=user, project=task.project, action="judge")
+    ):
+        return None
+    now = timezone.now()
+    _, pushed, _paused = _open_lease_and_pushes(task, user, now)
+    if task.gold_rate and not solving.is_solve_task(task):
+        # A gold item due next is guessed too, or its images would load later than any
+        # other item's (timing must not tell gold items apart).
+        due = _gold_due_after(task, user, after)
+        if due is not None:
+            return due
+    for only_pushed in (True, False) if pushed else (False,):
+        found = _candidate(
+            task, user, now, [after], skip_locked=False, pushed=only_pushed, lock=False
+        )
+        if found is not None:
+            return found[1]
+    return None
+
+
+def _gold_due_after(task: JudgmentTask, user: User, after: int) -> int | None:
+    """The gold item the schedule serves next once ``after`` (the user's current item) is
+    judged, or None: the state as it will be after that judgment (a gold one starts the
+    count again, any other adds one)."""
+    from dataclasses import replace
+
+    state = gold.gold_state(task=task, user=user)
+    current_gold = Assignment.objects.filter(
+        task=task, user=user, item_id=after, status=AssignmentStatus.ACTIVE, gold=True
+    ).exists()
+    state = replace(
+        state,
+        since=0 if current_gold else state.since + 1,
+        served_before=state.served_before or current_gold,
+        open_ids=tuple(i for i in state.open_ids if i != after),
+    )
+    return state.open_ids[0] if state.due else None
+
+
 def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignment]:
     """The task's assignments that count towards the overlap (submitted, or leased and not
     expired)."""
@@ -186,12 +235,13 @@ def _candidate(
     *,
     skip_locked: bool,
     pushed: bool = False,
+    lock: bool = True,
 ) -> tuple[int, int, str] | None:
     """The first item (in position order) that this user has not judged, that the task has
     not settled and that has fewer than ``overlap`` live assignments plus places held by
     untaken pushes to other people; its row stays locked. Answers ``(item id, item id, "")``.
     A task that takes only listed items offers only those; ``pushed``: only the items pushed
-    to this user and not yet taken.
+    to this user and not yet taken. ``lock=False``: a read that locks nothing (a guess).
 
     Plain SQL: this runs on every "next item", and building the same query through the ORM
     cost more than the database took to answer it."""
@@ -250,7 +300,7 @@ def _candidate(
         f"SELECT i.id FROM {item} i{join} WHERE {' AND '.join(where)} "
         f"ORDER BY {by_doubt}i.position, i.id LIMIT 1"
     )
-    if connection.features.has_select_for_update:
+    if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE OF i" + (" SKIP LOCKED" if skip_locked else "")
     with connection.cursor() as cursor:
         cursor.execute(sql, join_params + params + order_params)
@@ -531,6 +581,59 @@ def _check_unit(task: JudgmentTask, item: Item, unit: str) -> None:
         raise ValidationFailed(f"unit {unit!r} of item {item.pk} is not part of task {task.name!r}")
 
 
+def _check_relabel(
+    task: JudgmentTask, item: Item, relabel: dict[str, str] | None
+) -> dict[str, str]:
+    """The relabel proposals of a judgment (blank ones left out), checked against the project's
+    taxonomy: each changed value must be a term of its kind there, and a changed category or
+    intent given must make a pair the taxonomy knows (listed under the category the item has
+    after the relabel). Values equal to the item's own are not changes and pass as they
+    are (imported items may pair category and intent in ways the taxonomy does not)."""
+    relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
+    unknown = set(relabel) - set(task.relabel_fields)
+    if unknown:
+        raise ValidationFailed(f"this task does not relabel {', '.join(sorted(unknown))}")
+    changed = {k: v for k, v in relabel.items() if v != (getattr(item, k, "") or "")}
+    taxonomy_id = task.project.taxonomy_id
+    if not changed or taxonomy_id is None:
+        return relabel
+    parents: dict[tuple[str, str], set[str]] = {}
+    rows = TaxonomyTerm.objects.filter(taxonomy_id=taxonomy_id, kind__in=set(changed)).values_list(
+        "kind", "name", "parent__name"
+    )
+    for kind, name, parent in rows:
+        parents.setdefault((kind, name), set()).update([parent] if parent else [])
+    for field, value in sorted(changed.items()):
+        if (field, value) not in parents:
+            known = sorted(name for kind, name in parents if kind == field)
+            hint = (
+                f" (its {field} terms: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})"
+            )
+            raise ValidationFailed(
+                f"relabel {field}: {value!r} is not a term of the project's taxonomy"
+                + (hint if known else "")
+            )
+    if "intent" in relabel and {"category", "intent"} & set(changed):
+        # The pair proposed (an intent given with a changed category, or a changed intent):
+        # the intent must sit under the category the item has after the relabel.
+        category = relabel.get("category") or item.category or ""
+        intent = relabel["intent"]
+        of_intent = parents.get(("intent", intent))
+        if of_intent is None:
+            of_intent = set(
+                TaxonomyTerm.objects.filter(taxonomy_id=taxonomy_id, kind="intent", name=intent)
+                .exclude(parent=None)
+                .values_list("parent__name", flat=True)
+            )
+        if of_intent and category and category not in of_intent:
+            raise ValidationFailed(
+                f"relabel intent: {intent!r} is not an intent of the category {category!r} "
+                f"(it belongs to {', '.join(sorted(of_intent))}); choose one of the "
+                f"intents of {category!r}"
+            )
+    return relabel
+
+
 def judgment_submit_once(
     *,
     task: JudgmentTask,
@@ -545,10 +648,7 @@ def judgment_submit_once(
 ) -> tuple[Judgment, bool]:
     """:func:`judgment_submit`, also saying whether this call recorded the judgment (False:
     one was already recorded, and it stands unchanged)."""
-    relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
-    unknown = set(relabel) - set(task.relabel_fields)
-    if unknown:
-        raise ValidationFailed(f"this task does not relabel {', '.join(sorted(unknown))}")
+    relabel = _check_relabel(task, item, relabel)
     _check_unit(task, item, unit)
     with transaction.atomic():
         assignment = (
@@ -637,10 +737,7 @@ def judgment_edit(
     :class:`JudgmentVersion` (its ``number``) and its ``version`` goes up by one; ``version`` is the one the
     page showed, so a change made meanwhile in another window is answered with a conflict.
     The outcome is decided again from the changed judgment."""
-    relabel = {k: v for k, v in (relabel or {}).items() if v not in (None, "")}
-    unknown = set(relabel) - set(task.relabel_fields)
-    if unknown:
-        raise ValidationFailed(f"this task does not relabel {', '.join(sorted(unknown))}")
+    relabel = _check_relabel(task, item, relabel)
     _check_unit(task, item, unit)
     what = "unit" if unit else "item"
     with transaction.atomic():

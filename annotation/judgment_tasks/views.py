@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.module_loading import import_string
@@ -26,7 +26,7 @@ from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Item
 from benchmark.plans.verify import verify_plan
-from benchmark.presenters import item_view, plan_input_files, plan_view
+from benchmark.presenters import item_view, item_view_thumbs, plan_input_files, plan_view
 from benchmark.toolsets.specs import plan_toolset
 from benchmark.typing import HtmxHttpRequest, request_user
 
@@ -67,6 +67,28 @@ def task_next(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     "Next" button), the answer is the next item's judging area itself (one request)."""
     task = selectors.task_get(user=request.user, pk=pk)
     return _next(request, task)
+
+
+@login_required
+@require_GET
+def task_next_images(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The thumbnails of the item the user will most likely judge after ``?after=<item id>``,
+    as links the browser prefetches while the current item is judged (the judge page asks
+    for them once its judging area is on screen). Leases nothing, locks nothing; the item is
+    read as the judge page would read it for this user, and only what that page would show
+    is named. Tasks judged on a screen of their own (blind solving) and tasks with units
+    answer nothing, as does a user who may not judge."""
+    task = selectors.task_get(user=request.user, pk=pk)
+    try:
+        after = int(request.GET.get("after", ""))
+    except ValueError:
+        return HttpResponseBadRequest("after: give the id of the item being judged.")
+    shas: list[str] = []
+    if _on_judge_page(task):
+        item = selectors.next_item_guess(user=request.user, task=task, after=after)
+        if item is not None:
+            shas = item_view_thumbs(_item_view(request, task, item))
+    return render(request, "annotation/judge.html#next-images", {"next_images": shas})
 
 
 def _next(request: HtmxHttpRequest, task: JudgmentTask) -> HttpResponse:
@@ -131,23 +153,31 @@ def _toolset_for(item: Item) -> Any:
     return plan_toolset(item.project.toolset)
 
 
+def _item_view(request: HttpRequest, task: JudgmentTask, item: Item) -> dict[str, Any]:
+    return item_view(
+        item,
+        image_selectors.images_by_sha(
+            user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
+        ),
+        task.project.benchmark.image_index_key,
+    )
+
+
 def _judge_context(
-    request: HttpRequest, task: JudgmentTask, item: Item, unit: str = ""
+    request: HttpRequest,
+    task: JudgmentTask,
+    item: Item,
+    unit: str = "",
+    lease: Assignment | None = None,
 ) -> dict[str, Any]:
     reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     context: dict[str, Any] = {
         "task": task,
         "project": task.project,
         "item": item,
-        "view": item_view(
-            item,
-            image_selectors.images_by_sha(
-                user=request.user, shas=[r.get("sha256") for r in item.image_refs or []]
-            ),
-            task.project.benchmark.image_index_key,
-        ),
+        "view": _item_view(request, task, item),
         "judgments": selectors.judgments_visible(
-            user=request.user, task=task, item=item, unit=unit
+            user=request.user, task=task, item=item, unit=unit, lease=lease
         ),
         "outcome": selectors.outcome_for(task=task, item=item, unit=unit) if reviewer else None,
         "can_adjudicate": reviewer,
@@ -244,7 +274,9 @@ def _judge_page(
             )
     except DomainError as exc:
         form.add_error(None, exc.message)
-        status = exc.status_code if exc.status_code in (403, 409) else 200
+        # 400 (a relabel the taxonomy does not know, a label without its reason), 403, 409:
+        # the judging area says why (data-swap-errors swaps them in).
+        status = exc.status_code if exc.status_code in (400, 403, 409) else 200
         return _show(
             request, task, item, task_unit, form=form, status=status, read_again=read_again
         )
@@ -275,7 +307,7 @@ def _show(
         raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
     if read_again:
         item = selectors.task_item_get(user=request.user, task=task, pk=item.pk)
-    context = _judge_context(request, task, item, unit)
+    context = _judge_context(request, task, item, unit, lease=assignment)
     # One's own judgment, from the judgments the page shows anyway (not read before a submit).
     mine = next((j for j in context["judgments"] if j.user_id == request.user.pk), None)
     change: dict[str, Any] | None = None

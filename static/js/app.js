@@ -224,8 +224,14 @@
     var down = /auto|scroll/.test(style.overflowY) && box.scrollHeight > box.clientHeight + 1;
     return sideways || down;
   }
-  function markScrollers() {
-    var boxes = document.querySelectorAll(".table, .table-card, .judgments, pre, .code, [data-scrolls]");
+  // After an htmx swap only the swapped-in part (and the box around it) is checked: the rest of
+  // the page did not change, and each check reads the box's layout.
+  var SCROLLER = ".table, .table-card, .judgments, pre, .code, [data-scrolls]";
+  function markScrollers(root) {
+    var scope = root && root.nodeType === 1 ? root : document;
+    var boxes = Array.prototype.slice.call(scope.querySelectorAll(SCROLLER));
+    var around = scope !== document && scope.closest(SCROLLER);
+    if (around) boxes.push(around);
     for (var i = 0; i < boxes.length; i++) {
       var box = boxes[i];
       if (box.dataset.scrollFocus === "1") {
@@ -238,11 +244,11 @@
     }
   }
   var resizeTimer = null;
-  window.addEventListener("load", markScrollers);
-  document.addEventListener("htmx:afterSettle", markScrollers);
+  window.addEventListener("load", function () { markScrollers(document); });
+  document.addEventListener("htmx:afterSettle", function (event) { markScrollers(event.target); });
   window.addEventListener("resize", function () {
     window.clearTimeout(resizeTimer);
-    resizeTimer = window.setTimeout(markScrollers, 150);
+    resizeTimer = window.setTimeout(function () { markScrollers(document); }, 150);
   });
 
   window.Benchwright = { shortcuts: shortcuts };

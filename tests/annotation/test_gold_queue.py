@@ -159,3 +159,23 @@ def test_a_paused_queue_says_so_and_resumes(project: Project, task: JudgmentTask
         services.assignment_next_for_user(task=task, user=dave)
     QueuePause.objects.filter(task=task, user=dave).update(resumed_at=task.created_at)
     assert services.assignment_next_for_user(task=task, user=dave) is not None
+
+
+def test_the_next_item_guess_names_the_gold_item_the_schedule_serves_next(
+    task: JudgmentTask,
+) -> None:
+    """The prefetch guess (the next item's images) follows the gold schedule: before every
+    lease it names exactly the item "next" then serves, gold or not, so a gold item's images
+    are fetched ahead like any other's (timing tells them apart no more than the page)."""
+    ann = _user(task.project, "ann")
+    lease = services.assignment_next_for_user(task=task, user=ann)
+    served_gold = 0
+    while lease is not None:
+        guess = services.item_next_guess(task=task, user=ann, after=lease.item_id)
+        services.judgment_submit(task=task, item=lease.item, user=ann, value=1)
+        lease = services.assignment_next_for_user(task=task, user=ann)
+        if lease is None:
+            break
+        assert guess == lease.item_id, (guess, lease.item.external_id, lease.gold)
+        served_gold += lease.gold
+    assert served_gold >= 2

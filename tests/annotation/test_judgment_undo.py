@@ -98,7 +98,8 @@ def _htmx(client: Client, url: str, data: dict[str, Any]) -> tuple[Any, int]:
 def test_htmx_submit_answers_with_the_next_item_in_place_within_its_budget() -> None:
     """One request: the submit, the next lease and the next item's judging area, in fewer
     queries than the three requests it replaces (submit 15, next 10, page 9: 34); the first
-    judgment of an item creates its outcome row (27), the next 24."""
+    judgment of an item creates its outcome row (26), the next 23 (an annotator's fresh lease
+    has no judgment of theirs to read)."""
     task, (a, b, _) = _setup()
     clients = []
     for user in (a, b):
@@ -118,7 +119,7 @@ def test_htmx_submit_answers_with_the_next_item_in_place_within_its_budget() -> 
         assert "<title>u1 · Query verification · Benchwright</title>" in body
         assert 'id="undo"' in body and "u0" in body
         counts.append(queries)
-    assert max(counts) <= 27, counts
+    assert max(counts) <= 26, counts
 
 
 def test_progress_line_counts_today_left_and_position() -> None:
