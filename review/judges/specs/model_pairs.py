@@ -73,9 +73,7 @@ class ModelPairs(Answers):
         for thing in things:
             thing.versus = others.get(versus.get(thing.pk, 0))  # type: ignore[attr-defined]
 
-    def run_selection(
-        self, *, project: Project, selection: Mapping[str, Any]
-    ) -> Mapping[str, Any]:
+    def run_selection(self, *, project: Project, selection: Mapping[str, Any]) -> Mapping[str, Any]:
         """Without ``pairs`` (``manage.py judge --judge pairwise-models --model-answers A
         --model-answers B``), the pairs of every item both models answered, chosen now: the
         run's report and figures read its pairs from the selection."""

@@ -60,9 +60,7 @@ class Subject:
     def to_judge(self, *, project: Project, models: Sequence[str] = ()) -> list[Any]:
         raise NotImplementedError
 
-    def run_selection(
-        self, *, project: Project, selection: Mapping[str, Any]
-    ) -> Mapping[str, Any]:
+    def run_selection(self, *, project: Project, selection: Mapping[str, Any]) -> Mapping[str, Any]:
         """What a new run records as its ``selection``: ``selection`` with whatever it leaves
         to be chosen when the run starts filled in (by default nothing), so the run reads the
         same things for as long as it exists."""
