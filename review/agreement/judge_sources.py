@@ -259,19 +259,87 @@ def judge_calibration_report(
 
 #: Judgment tasks tried, most judged first, when looking for a judge's agreement with people.
 TRUST_TASKS_TRIED = 3
+#: How long a judge's trust figure stays in Django's cache. Its key names everything the figure
+#: is computed from (:func:`_trust_key`), so a kept figure is never stale: a change is a new key.
+TRUST_CACHE_SECONDS = 7 * 24 * 3600
+#: Bumped when what the figure holds or how it is computed changes (old keys are then unread).
+TRUST_CACHE_VERSION = 1
 
 
 def trust_tasks(*, project: Any) -> list[JudgmentTask]:
     """The project's judgment tasks that people have judged, most judgments first (one
-    query): where a judge's trust is looked for (:func:`judge_trust`)."""
-    from django.db.models import Count
+    query): where a judge's trust is looked for (:func:`judge_trust`). Each carries the state
+    of its judgments (:func:`_ratings_state`) in the same query."""
+    from django.db.models import Count, Max, Sum
 
     return list(
         JudgmentTask.objects.filter(project=project)
-        .annotate(n_judgments=Count("judgments"))
+        .annotate(
+            n_judgments=Count("judgments"),
+            last_judgment=Max("judgments__id"),
+            judgment_versions=Sum("judgments__version"),
+            last_edit=Max("judgments__edited_at"),
+        )
         .filter(n_judgments__gt=0)
         .order_by("-n_judgments", "id")
     )
+
+
+def _ratings_state(task: JudgmentTask) -> list[Any]:
+    """What the task's people's ratings are, in four numbers: how many judgments, the largest
+    id (an added one raises it, a removed one lowers the count), the sum of their versions and
+    the latest edit (a changed judgment raises its ``version``). From :func:`trust_tasks`'s
+    annotations, else one query."""
+    from django.db.models import Count, Max, Sum
+
+    names = ("n_judgments", "last_judgment", "judgment_versions", "last_edit")
+    if all(hasattr(task, name) for name in names):
+        found = {name: getattr(task, name) for name in names}
+    else:
+        found = Judgment.objects.filter(task=task).aggregate(
+            n_judgments=Count("id"),
+            last_judgment=Max("id"),
+            judgment_versions=Sum("version"),
+            last_edit=Max("edited_at"),
+        )
+    last_edit = found["last_edit"]
+    return [
+        found["n_judgments"],
+        found["last_judgment"],
+        found["judgment_versions"],
+        last_edit.isoformat() if last_edit else None,
+    ]
+
+
+def _trust_key(
+    *,
+    spec: JudgeSpec,
+    run: JudgeRun,
+    tasks: list[JudgmentTask],
+    threshold: float,
+    examples: set[str],
+) -> str:
+    """The cache key of a judge's trust: a digest of everything :func:`judge_trust` reads.
+    The judge and its run (the run's values change only through a new job: Resume), the worked
+    examples written into the run's template versions (left out), the threshold, and per task
+    tried, in order, its scale and the state of its people's judgments."""
+    import hashlib
+
+    state = [
+        TRUST_CACHE_VERSION,
+        spec.name,
+        run.pk,
+        run.job_id,
+        threshold,
+        sorted(examples),
+        [
+            [task.pk, str(task.scheme), str(task.unit_kind), task.label_values]
+            + _ratings_state(task)
+            for task in tasks
+        ],
+    ]
+    digest = hashlib.blake2b(orjson.dumps(state), digest_size=16).hexdigest()
+    return f"judge-trust:v{TRUST_CACHE_VERSION}:run{run.pk}:{digest}"
 
 
 def judge_trust(
@@ -280,27 +348,53 @@ def judge_trust(
     """How far the judge's ``run`` agrees with people on this project: the calibration report's
     overall figures (:func:`judge_calibration_report`: Cohen's kappa against the people's
     majority per unit, with its bootstrap interval, flagged below ``threshold``) on the most
-    judged of ``tasks`` whose units the judge rates on their scale and shares with the run.
-    None when there is none ("no human ratings yet"). At most TRUST_TASKS_TRIED tasks are read
-    (a few queries each), so a page that shows it stays bounded."""
+    judged of ``tasks`` (from :func:`trust_tasks`) whose units the judge rates on their scale
+    and shares with the run. None when there is none ("no human ratings yet").
+
+    Kept in Django's cache under a key that names all it is computed from (:func:`_trust_key`):
+    the bootstrap runs once per state of the run, its examples and the people's judgments. A
+    view reads one or two small queries per judge (the run's worked examples) and, on a miss,
+    at most TRUST_TASKS_TRIED tasks' ratings, so a page that shows it stays bounded."""
     if not spec.rater_run(run):
         return None
     fitting = [task for task in tasks if spec.rates_task(task)][:TRUST_TASKS_TRIED]
-    values: dict[str, Any] | None = None
-    examples: set[Any] | None = None
-    for task in fitting:
-        if values is None:
-            from review.judge_examples.selectors import examples_in_run
+    if not fitting:
+        return None
+    from django.core.cache import cache
 
-            # A version is never evaluated on its own worked examples.
-            examples = set(examples_in_run(run=run))
-            values = {u: v for u, v in spec.rater_values(run).items() if u not in examples}
+    from review.judge_examples.selectors import examples_in_run
+
+    # A version is never evaluated on its own worked examples.
+    examples = set(examples_in_run(run=run))
+    key = _trust_key(spec=spec, run=run, tasks=fitting, threshold=threshold, examples=examples)
+    kept = cache.get(key)
+    if kept is not None:
+        return kept["trust"]
+    trust = _trust_compute(
+        spec=spec, run=run, tasks=fitting, threshold=threshold, examples=examples
+    )
+    cache.set(key, {"trust": trust}, TRUST_CACHE_SECONDS)
+    return trust
+
+
+def _trust_compute(
+    *,
+    spec: JudgeSpec,
+    run: JudgeRun,
+    tasks: list[JudgmentTask],
+    threshold: float,
+    examples: set[str],
+) -> dict[str, Any] | None:
+    """:func:`judge_trust` computed: the first of ``tasks`` where the judge and people share
+    units."""
+    from benchmark.metrics.judge_rater import judge_calibration  # lazy: NumPy
+
+    values = {u: v for u, v in spec.rater_values(run).items() if u not in examples}
+    for task in tasks:
         level, categories = task_scale(task)
-        from benchmark.metrics.judge_rater import judge_calibration  # lazy: NumPy
-
         try:
             report = judge_calibration(
-                [r for r in task_human_ratings(task=task) if r[0] not in (examples or ())],
+                [r for r in task_human_ratings(task=task) if r[0] not in examples],
                 values,
                 level,
                 categories,

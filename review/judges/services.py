@@ -277,6 +277,7 @@ def judge_run_create(
         **({"evaluation_run": evaluation_run} if evaluation_run else {}),
         **({"units": sorted(units)} if units else {}),
     }
+    chosen = dict(spec.rates.run_selection(project=project, selection=chosen))
     if not spec.rates.run_things(project=project, selection=chosen):
         raise ValidationFailed(spec.rates.nothing_to_judge(models))
     with transaction.atomic():

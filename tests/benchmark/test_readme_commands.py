@@ -77,6 +77,7 @@ PROJECT_OF_JUDGE = {
     "atp-mam": ATP,
     "mms-plan": MMS,
     "pairwise": LLMI,
+    "pairwise-models": LLMI,
 }
 PROJECT_OF_COMMAND = {
     "render_answers": LLMI,
@@ -251,6 +252,24 @@ class World:
         ids = project.items.order_by("position").values_list("external_id", flat=True)
         return list(ids)[c.nth]
 
+    def compared(self, c: Context) -> list[str]:
+        """Two models whose answers the project has (``MODEL_A``, ``MODEL_B``): the first two
+        by name, after importing a second model's answers where there is one model."""
+        project = Project.objects.get(name=self.project(c))
+        answers = Response.objects.filter(item__project=project, origin=Origin.MODEL)
+        names = sorted(set(answers.values_list("model_name", flat=True)))
+        if len(names) < 2:  # the demo has one model's answers: import another's (readme-<n>)
+            from review.judges.services import answers_import
+
+            path = Path(self.answers(c))
+            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+            for row in rows:  # another answer than the first model's, not a copy of it
+                row["answer"] = f"{row['answer']} (answered again)"
+            text = "\n".join(json.dumps(row) for row in rows)
+            answers_import(project=project, files=[(path.name, text.encode())])
+            names = sorted(set(answers.values_list("model_name", flat=True)))
+        return names[:2]
+
     def model(self, c: Context) -> str:
         """The name of a model whose answers the project has (the first, the second, ...)."""
         project = Project.objects.get(name=self.project(c))
@@ -308,6 +327,8 @@ VALUES: dict[str, Callable[[Context, World], str]] = {
     "PREFIX": lambda c, w: w.token_to_revoke(c).prefix,
     "ADDRESS": lambda c, w: "127.0.0.1",
     "M": lambda c, w: w.model(c),
+    "MODEL_A": lambda c, w: w.compared(c)[0],
+    "MODEL_B": lambda c, w: w.compared(c)[1],
     "ID": lambda c, w: w.item_id(c),
     "...": lambda c, w: {"--map": "question=query,cat=category"}[c.option or ""],
     "col=field,...": lambda c, w: "external_id=external_id,query=query",
@@ -607,3 +628,25 @@ def test_a_line_the_parser_refuses_fails() -> None:
     printed = Printed(1, "", "manage", "render_answers", "")
     with pytest.raises(CommandError):
         _parse(printed, ["--project", "P", "--answers"])
+
+
+def test_the_model_comparison_line_compares_the_two_models_in_both_orders(world: World) -> None:
+    """The ``judge --judge pairwise-models`` line of commands.md (and of the reviewer guide),
+    run as printed against a scripted judge that always answers "A" (whichever answer is shown
+    first): every pair's verdict flips with the order, so each is a tie, and the summary says
+    so for the two models the line names."""
+    lines = [p for p in _printed() if p.program == "judge" and "pairwise-models" in p.rest]
+    assert {p.source for p in lines} >= {"docs/reference/commands.md", "docs/guides/reviewer.md"}
+    world.server.answer = "A\nThe answer shown first is better."
+    for printed in lines:
+        for args in variants(printed.rest, phrases=PHRASES):
+            argv = resolve(printed, args, world)
+            out = StringIO()
+            call_command("judge", *argv, stdout=out, stderr=StringIO())
+            rows = [json.loads(line) for line in out.getvalue().splitlines()]
+            pairs, summary = rows[:-1], rows[-1]["summary"]
+            models = [argv[n + 1] for n, arg in enumerate(argv) if arg == "--model-answers"]
+            assert (summary["model_a"], summary["model_b"]) == tuple(models), printed
+            assert pairs and summary["n"] == len(pairs), printed
+            assert summary["tie"] == 100 and summary["flip"] == 100, printed
+            assert summary["a_win"] == summary["b_win"] == 0, printed

@@ -73,6 +73,16 @@ class ModelPairs(Answers):
         for thing in things:
             thing.versus = others.get(versus.get(thing.pk, 0))  # type: ignore[attr-defined]
 
+    def run_selection(self, *, project: Project, selection: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Without ``pairs`` (``manage.py judge --judge pairwise-models --model-answers A
+        --model-answers B``), the pairs of every item both models answered, chosen now: the
+        run's report and figures read its pairs from the selection."""
+        models = list(selection.get("models") or [])
+        if selection.get("pairs") is not None or len(models) != 2 or models[0] == models[1]:
+            return selection
+        pairs = comparison_pairs(project=project, model_a=models[0], model_b=models[1])
+        return {**selection, "pairs": pairs}
+
     def run_things(self, *, project: Project, selection: Mapping[str, Any]) -> list[Any]:
         pairs = selection.get("pairs")
         if pairs is None:

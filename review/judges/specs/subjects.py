@@ -60,6 +60,12 @@ class Subject:
     def to_judge(self, *, project: Project, models: Sequence[str] = ()) -> list[Any]:
         raise NotImplementedError
 
+    def run_selection(self, *, project: Project, selection: Mapping[str, Any]) -> Mapping[str, Any]:
+        """What a new run records as its ``selection``: ``selection`` with whatever it leaves
+        to be chosen when the run starts filled in (by default nothing), so the run reads the
+        same things for as long as it exists."""
+        return selection
+
     def run_things(self, *, project: Project, selection: Mapping[str, Any]) -> list[Any]:
         """What a run with this ``selection`` (``JudgeRun.selection``) judges: by default
         ``to_judge`` of its ``models``."""

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.judgment_tasks.models import Judgment, JudgmentTask
+from annotation.judgment_tasks.models import Judgment, JudgmentTask, TaskUnit
 from benchmark.models import JobStatus, Origin, Project, Response, Role
 from review.judges.models import JudgeCall, JudgeRun
 from review.judges.selectors import judge_run_report
@@ -96,7 +96,10 @@ def other_run(project: Project) -> JudgeRun:
     )
 
 
-def people_rate(project: Project, users: dict[str, Any]) -> JudgmentTask:
+def people_rate(
+    project: Project, users: dict[str, Any], names: tuple[str, ...] = ("annotator", "reviewer")
+) -> JudgmentTask:
+    """A task where the people ``names`` give each unit its PEOPLE score."""
     task = JudgmentTask.objects.create(
         project=project,
         name="Score the criteria",
@@ -108,15 +111,17 @@ def people_rate(project: Project, users: dict[str, Any]) -> JudgmentTask:
         consensus="majority",
     )
     for unit, value in zip(units(project), PEOPLE, strict=True):
-        item = Response.objects.get(pk=int(unit.split(":")[1])).item
-        for person in (users["annotator"], users["reviewer"]):
-            lease = AssignmentFactory(
-                task=task, item=item, user=person, unit=unit, status="submitted"
-            )
-            Judgment.objects.create(
-                task=task, item=item, user=person, assignment=lease, unit=unit, value=value
-            )
+        for name in names:
+            rate(task, unit, users[name], value)
     return task
+
+
+def rate(task: JudgmentTask, unit: str, person: Any, value: int) -> Judgment:
+    item = Response.objects.get(pk=int(unit.split(":")[1])).item
+    lease = AssignmentFactory(task=task, item=item, user=person, unit=unit, status="submitted")
+    return Judgment.objects.create(
+        task=task, item=item, user=person, assignment=lease, unit=unit, value=value
+    )
 
 
 def trust_cells(html: str) -> list[str]:
@@ -179,3 +184,135 @@ def test_the_query_count_does_not_grow_with_the_models(
     with django_assert_max_num_queries(20):
         response = clients["reviewer"].get(reverse("review:leaderboard", args=[project.pk]))
     assert response.status_code == 200
+
+
+# --------------------------------------------------------------------------- the cached trust
+
+
+@pytest.fixture
+def calibrations(monkeypatch: Any) -> list[int]:
+    """Counts the trust computations (calls of ``judge_calibration``, the bootstrap)."""
+    from benchmark.metrics import judge_rater
+
+    calls: list[int] = []
+    real = judge_rater.judge_calibration
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(judge_rater, "judge_calibration", counting)
+    return calls
+
+
+def kappa_shown(html: str) -> str:
+    cell = trust_cells(html)[-1]
+    return cell.split("data-trust-kappa>")[1].split("<")[0]
+
+
+def quadratic_kappa(people: list[int]) -> str:
+    from sklearn.metrics import cohen_kappa_score
+
+    return f"{cohen_kappa_score(JUDGE, people, weights='quadratic'):.2f}"
+
+
+def test_a_second_view_reads_the_trust_from_the_cache(
+    project: Project,
+    users: dict[str, Any],
+    clients: dict[str, Client],
+    calibrations: list[int],
+    django_assert_max_num_queries: Any,
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    rubric_run(project)
+    other_run(project)
+    people_rate(project, users)
+    url = reverse("review:leaderboard", args=[project.pk])
+    with CaptureQueriesContext(connection) as first_queries:
+        first = clients["reviewer"].get(url).content.decode()
+    assert len(calibrations) == 1
+    with django_assert_max_num_queries(20), CaptureQueriesContext(connection) as second_queries:
+        second = clients["admin"].get(url).content.decode()
+    assert len(calibrations) == 1  # not computed again
+    assert trust_cells(second) == trust_cells(first)
+    assert kappa_shown(second) == quadratic_kappa(PEOPLE)
+    # Neither the people's ratings nor the judge's calls are read again.
+    assert len(second_queries) <= len(first_queries) - 2
+
+
+def test_a_new_or_changed_judgment_moves_the_key(
+    project: Project,
+    users: dict[str, Any],
+    clients: dict[str, Client],
+    calibrations: list[int],
+) -> None:
+    from annotation.judgment_tasks.services import judgment_edit
+
+    rubric_run(project)
+    task = people_rate(project, users, names=("annotator",))
+    url = reverse("review:leaderboard", args=[project.pk])
+    assert kappa_shown(clients["reviewer"].get(url).content.decode()) == quadratic_kappa(PEOPLE)
+    # Two more people give the second unit the judge's 0 (the annotator gave 2): the majority
+    # there is now 0, and the figure moves at once.
+    second = units(project)[1]
+    for name in ("reviewer", "admin"):
+        rate(task, second, users[name], 0)
+    moved = [2, 0, 0, 1, 0, 2]
+    assert quadratic_kappa(moved) != quadratic_kappa(PEOPLE)
+    assert kappa_shown(clients["reviewer"].get(url).content.decode()) == quadratic_kappa(moved)
+    assert len(calibrations) == 2
+    # The annotator changes their fourth score (1 -> 2, the judge's): same count, same ids.
+    fourth = units(project)[3]
+    judgment = Judgment.objects.get(task=task, unit=fourth)
+    TaskUnit.objects.create(task=task, item=judgment.item, key=fourth)  # the task lists it
+    judgment_edit(
+        task=task,
+        item=judgment.item,
+        user=users["annotator"],
+        version=judgment.version,
+        value=2,
+        unit=fourth,
+    )
+    edited = [2, 0, 0, 2, 0, 2]
+    assert quadratic_kappa(edited) != quadratic_kappa(moved)
+    assert kappa_shown(clients["reviewer"].get(url).content.decode()) == quadratic_kappa(edited)
+    assert len(calibrations) == 3
+
+
+def test_a_resumed_run_or_another_threshold_is_computed_again(
+    project: Project, users: dict[str, Any], calibrations: list[int]
+) -> None:
+    from review.agreement.judge_sources import judge_trust, trust_tasks
+
+    run = rubric_run(project)
+    people_rate(project, users)
+    # The judge failed its first call; Resume makes it again in a new job.
+    failed = run.calls.order_by("id").first()
+    assert failed is not None
+    JudgeCall.objects.filter(pk=failed.pk).update(
+        outputs=[], transport_error=True, error="no answer"
+    )
+
+    def trust(threshold: float = 0.6) -> dict[str, Any] | None:
+        tasks = trust_tasks(project=project)
+        fresh = JudgeRun.objects.select_related("job").get(pk=run.pk)
+        return judge_trust(spec=fresh.spec, run=fresh, tasks=tasks, threshold=threshold)
+
+    before = trust()
+    assert before is not None and before["n_units"] == 5
+    assert trust() == before and len(calibrations) == 1
+    lenient = trust(threshold=0.2)
+    assert lenient is not None and before["flagged"] and not lenient["flagged"]
+    assert len(calibrations) == 2
+    JudgeCall.objects.filter(pk=failed.pk).update(
+        outputs=[json.dumps({"score": JUDGE[0], "justification": "j"})],
+        transport_error=False,
+        error="",
+    )
+    run.job = JobFactory(project=project, kind="judge", status=JobStatus.SUCCEEDED, params={})
+    run.save(update_fields=["job"])
+    after = trust()
+    assert after is not None and after["n_units"] == 6 and len(calibrations) == 3
+    assert after["kappa"] == pytest.approx(float(quadratic_kappa(PEOPLE)), abs=0.005)
