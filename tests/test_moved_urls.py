@@ -335,6 +335,23 @@ PATHS: list[tuple[str, str, str]] = [
         "review:evaluation_file",
     ),
     ("/projects/3/team/", "/projects/3/team/", "review:team"),
+    # Routing by doubt, next item's images (issues 25, 26), audio inputs (issue 24).
+    ("/doubt/7/recompute/", "/doubt/7/recompute/", "annotation:doubt_recompute"),
+    (
+        "/judgment-tasks/7/next/images/",
+        "/judgment-tasks/7/next/images/",
+        "annotation:task_next_images",
+    ),
+    (
+        "/audio/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
+        "/audio/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
+        "benchmark:audio",
+    ),
+    (
+        "/projects/3/audio/items/5/attach/",
+        "/projects/3/audio/items/5/attach/",
+        "benchmark:audio_attach",
+    ),
     # Gold items (issue 26): added later, kept their paths.
     ("/gold/7/", "/gold/7/", "review:gold"),
     ("/gold/7/mark/", "/gold/7/mark/", "review:gold_mark"),
