@@ -1204,6 +1204,14 @@ def _job_in_child(job_id: int) -> None:
         connections.close_all()
 
 
+def _preload_for_chunks() -> None:
+    """Import, once and before forking, what every chunk's process would otherwise import on
+    its own: the model SDK (its first model call, ~0.6 s of CPU while the worker threads
+    wait) and NumPy (the summary's bootstrap). The forked processes share the modules."""
+    import numpy  # noqa: F401
+    import openai  # noqa: F401
+
+
 def _jobs_in_processes(job_ids: Sequence[int], processes: int) -> None:
     import multiprocessing
     from multiprocessing.connection import wait as wait_for
@@ -1211,6 +1219,7 @@ def _jobs_in_processes(job_ids: Sequence[int], processes: int) -> None:
     from django.db import connections
 
     context = multiprocessing.get_context("fork")
+    _preload_for_chunks()
     connections.close_all()  # a forked child must not share this process's connection
     waiting = list(job_ids)
     running: dict[int, Any] = {}

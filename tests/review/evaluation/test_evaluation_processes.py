@@ -98,6 +98,31 @@ def test_a_chunk_whose_process_dies_is_failed_naming_it(
     assert "resume the run" in services.job_failed_messages(jobs)[0]
 
 
+@pytest.mark.django_db(transaction=True)  # the jobs are committed, as the command's are
+def test_the_chunks_processes_find_the_sdk_imported_before_they_were_forked(
+    eval_project: Project, monkeypatch: Any
+) -> None:
+    import sys
+
+    monkeypatch.setattr(services, "PROCESS_MIN_ITEMS", 1)
+    run, jobs = services.evaluation_run_create(
+        project=eval_project, user=None, workers=8, processes=2
+    )
+    for name in ("openai", "numpy"):  # as in a fresh command: not imported yet
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+    def child(job_id: int) -> None:  # in the forked process: which modules it was given
+        os._exit(0 if {"openai", "numpy"} <= set(sys.modules) else 4)
+
+    monkeypatch.setattr(services, "_job_in_child", child)
+    services.evaluation_run_execute(run=run, jobs=jobs, processes=2)
+    # A child that had to import them itself would have exited 4 (its job failed).
+    assert services.job_failed_messages(jobs) == []
+    assert {job.status for job in Job.objects.filter(pk__in=[j.pk for j in jobs])} == {
+        JobStatus.QUEUED
+    }
+
+
 def test_jobs_not_committed_yet_run_in_this_process(
     eval_project: Project, monkeypatch: Any
 ) -> None:
