@@ -1186,7 +1186,7 @@ def evaluation_run_execute(
 
     # Inside a transaction, other connections could not see the jobs yet: run them here.
     if processes > 1 and len(jobs) > 1 and not connection.in_atomic_block:
-        _jobs_in_processes([job.pk for job in jobs], processes)
+        _jobs_in_processes([job.pk for job in jobs], processes, sdk=not run.replay)
     else:
         for job in jobs:
             job_services.job_run(job_id=job.pk)
@@ -1204,22 +1204,25 @@ def _job_in_child(job_id: int) -> None:
         connections.close_all()
 
 
-def _preload_for_chunks() -> None:
+def _preload_for_chunks(*, sdk: bool) -> None:
     """Import, once and before forking, what every chunk's process would otherwise import on
-    its own: the model SDK (its first model call, ~0.6 s of CPU while the worker threads
-    wait) and NumPy (the summary's bootstrap). The forked processes share the modules."""
+    its own: NumPy (the summary's bootstrap) and, with ``sdk`` (not a replay, which calls no
+    model), the model SDK (its first model call, ~0.6 s of CPU while the worker threads
+    wait). The forked processes share the modules."""
     import numpy  # noqa: F401
-    import openai  # noqa: F401
+
+    if sdk:
+        import openai  # noqa: F401
 
 
-def _jobs_in_processes(job_ids: Sequence[int], processes: int) -> None:
+def _jobs_in_processes(job_ids: Sequence[int], processes: int, *, sdk: bool = True) -> None:
     import multiprocessing
     from multiprocessing.connection import wait as wait_for
 
     from django.db import connections
 
     context = multiprocessing.get_context("fork")
-    _preload_for_chunks()
+    _preload_for_chunks(sdk=sdk)
     connections.close_all()  # a forked child must not share this process's connection
     waiting = list(job_ids)
     running: dict[int, Any] = {}

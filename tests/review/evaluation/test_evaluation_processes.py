@@ -99,20 +99,23 @@ def test_a_chunk_whose_process_dies_is_failed_naming_it(
 
 
 @pytest.mark.django_db(transaction=True)  # the jobs are committed, as the command's are
+@pytest.mark.parametrize("replay", [False, True])
 def test_the_chunks_processes_find_the_sdk_imported_before_they_were_forked(
-    eval_project: Project, monkeypatch: Any
+    eval_project: Project, monkeypatch: Any, replay: bool
 ) -> None:
     import sys
 
     monkeypatch.setattr(services, "PROCESS_MIN_ITEMS", 1)
     run, jobs = services.evaluation_run_create(
-        project=eval_project, user=None, workers=8, processes=2
+        project=eval_project, user=None, workers=8, processes=2, replay=replay
     )
     for name in ("openai", "numpy"):  # as in a fresh command: not imported yet
         monkeypatch.delitem(sys.modules, name, raising=False)
+    # A replay calls no model: its processes are not given the SDK.
+    given = {"numpy"} if replay else {"openai", "numpy"}
 
     def child(job_id: int) -> None:  # in the forked process: which modules it was given
-        os._exit(0 if {"openai", "numpy"} <= set(sys.modules) else 4)
+        os._exit(0 if given == {"openai", "numpy"} & set(sys.modules) else 4)
 
     monkeypatch.setattr(services, "_job_in_child", child)
     services.evaluation_run_execute(run=run, jobs=jobs, processes=2)
