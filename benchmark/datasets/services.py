@@ -27,6 +27,7 @@ from django.utils.text import slugify
 from benchmark import limits, permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
 from benchmark.datasets.interop import interop_hook
+from benchmark.items.signals import items_added
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.fields import image_refs_expand
 from benchmark.formats import (
@@ -376,6 +377,7 @@ def _bulk_insert_items(
     new_ids = dict(
         Item.objects.filter(project=project, id__gt=before).values_list("external_id", "id")
     )
+    items_added.send(sender=Item, project_id=project.pk, item_ids=list(new_ids.values()))
     nested: dict[type, list[dict[str, Any]]] = {Response: [], Plan: [], Trajectory: []}
     for _, rec in pending:
         item_id = new_ids[rec.external_id]
