@@ -3,7 +3,7 @@ doubt (``annotation.doubt.queue`` walks them): these receivers give the rows to 
 listing or a unit as it is created, and to every item of a task as routing is turned on, by
 :func:`annotation.doubt.services.doubt_rows_fill` (one statement each, nothing when no task of
 the project routes by doubt). Bulk writers that send no signal call the service themselves
-(the dataset import through ``benchmark.items.signals.items_added``)."""
+(the dataset import through ``benchmark.models.signals.items_added``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from django.db.models.signals import post_init, post_save
 from django.dispatch import receiver
 
 from annotation.judgment_tasks.models import JudgmentTask, TaskItem, TaskUnit
-from benchmark.items.signals import items_added
 from benchmark.models import Item
+from benchmark.models.signals import items_added
 
 
 @receiver(post_init, sender=JudgmentTask, dispatch_uid="doubt_rows_task_loaded")

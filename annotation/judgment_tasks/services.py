@@ -225,7 +225,8 @@ def _candidate(
     if skip:
         where.append(f"i.id NOT IN ({', '.join(['%s'] * len(skip))})")
         params.extend(skip)
-    source, source_params, order = f"{item} i", [], "i.position, i.id"
+    source, order = f"{item} i", "i.position, i.id"
+    source_params: list[Any] = []
     if unscored:
         no_row, no_row_params = unscored_sql(task, item="i.id", unit="''")
         where.append(no_row)

@@ -27,7 +27,6 @@ from django.utils.text import slugify
 from benchmark import limits, permissions
 from benchmark.datasets.bulk import bulk_insert, bulk_load_begin, column_of
 from benchmark.datasets.interop import interop_hook
-from benchmark.items.signals import items_added
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.fields import image_refs_expand
 from benchmark.formats import (
@@ -59,6 +58,7 @@ from benchmark.models import (
     Trajectory,
     indexing,
 )
+from benchmark.models.signals import items_added
 from benchmark.typing import AnyUser, User
 
 log = logging.getLogger(__name__)
