@@ -196,3 +196,17 @@ def test_a_units_task_gets_a_row_per_unit() -> None:
     assert rows == {"response:1:precision": 5, "response:1:recall": 4}
     lease = services.assignment_next_for_user(task=task, user=_annotator(project, "a"))
     assert lease is not None and lease.unit == "response:1:recall"
+
+
+def test_the_page_does_not_count_the_prior_rows_as_scored(task: JudgmentTask) -> None:
+    from annotation.doubt.selectors import doubt_table
+
+    task.serve_by_doubt = True
+    task.save()
+    reviewer = UserFactory(username="rev")
+    MembershipFactory(project=task.project, user=reviewer, role="reviewer")
+    assert ItemDoubt.objects.filter(task=task).count() == 4
+    table = doubt_table(user=reviewer, task=task)
+    assert table.scored == 0 and table.rows == []
+    task_doubt_recompute(task=task)
+    assert doubt_table(user=reviewer, task=task).scored == 4
