@@ -8,6 +8,9 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
+        # Routing by doubt: a doubt row for every item a routed task may serve.
+        from annotation.doubt import signals as _doubt_signals  # noqa: F401
+
         # Blind verification: the items a verifier may not see the answer of yet (every item
         # selector in benchmark applies it), and the state rule that a verifier may not change
         # the answer of an item they verify (benchmark.permissions.require applies it).

@@ -1208,7 +1208,9 @@ class SavedFilterFactory(DjangoModelFactory):
 
 
 class ItemDoubtFactory(DjangoModelFactory):
-    """An item's doubt for a task (routing by doubt); pass ``task`` and ``score``."""
+    """An item's doubt for a task (routing by doubt); pass ``task`` and ``score``. A task that
+    serves items by doubt already has a row (the prior) for each of its items: that row is
+    given the score."""
 
     class Meta:
         model = "annotation.ItemDoubt"
@@ -1217,6 +1219,16 @@ class ItemDoubtFactory(DjangoModelFactory):
     item = factory.SubFactory(ItemFactory, project=factory.SelfAttribute("..task.project"))
     unit = ""
     score = 0.5
+    position = factory.LazyAttribute(lambda o: o.item.position)
+
+    @classmethod
+    def _create(cls, model_class: Any, *args: Any, **kwargs: Any) -> Any:
+        keys = {k: kwargs.pop(k) for k in ("task", "item", "unit")}
+        position = kwargs.pop("position")
+        row, _ = model_class.objects.update_or_create(
+            **keys, defaults=kwargs, create_defaults={**kwargs, "position": position}
+        )
+        return row
 
 
 class AnnotatorReliabilityFactory(DjangoModelFactory):

@@ -40,6 +40,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.discarding.services import discard_propose
+from annotation.doubt.services import doubt_rows_fill
 from annotation.judgment_tasks import solving
 from annotation.judgment_tasks.consensus import Verdict
 from annotation.judgment_tasks.models import ItemPush, JudgmentTask, Outcome, TaskItem
@@ -387,6 +388,7 @@ def _list_items(
         )
         new = [TaskItem(task=task, item_id=pk, added_by=user) for pk in batch if pk not in have]
         TaskItem.objects.bulk_create(new, ignore_conflicts=True)
+        doubt_rows_fill(task=task, item_ids=[row.item_id for row in new])
         added += len(new)
         done += len(batch)
         if progress is not None:

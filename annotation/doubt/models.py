@@ -18,8 +18,9 @@ class ItemDoubt(models.Model):
     """How much one item (or unit) of a task still needs a reliable label, 0..1
     (``benchmark.metrics.doubt``), and the signals it was computed from (``signals``: the
     judgments, the leading label and its share, the aggregated posterior, a model judge's
-    value, the share of models under test that got the item wrong). An item without a row has
-    the task's prior doubt (nothing known)."""
+    value, the share of models under test that got the item wrong). A task that serves items by
+    doubt keeps a row for every item (or unit) it may serve, the task's prior doubt where
+    nothing is known yet (``annotation.doubt.services.doubt_rows_fill``)."""
 
     task = models.ForeignKey(
         "annotation.JudgmentTask", on_delete=models.CASCADE, related_name="doubts"
@@ -28,6 +29,9 @@ class ItemDoubt(models.Model):
     #: The unit key for tasks with units; "" for item-level tasks.
     unit = models.CharField(max_length=100, default="", blank=True)
     score = models.FloatField()
+    #: The item's (or unit's) queue position, copied so that the queue walks one index of this
+    #: table (score, then position) and stops at the first free row.
+    position = models.PositiveIntegerField(default=0)
     judgments = models.PositiveIntegerField(default=0)
     signals = JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -40,7 +44,16 @@ class ItemDoubt(models.Model):
                 name="itemdoubt_score_0_1",
             ),
         ]
-        indexes = [models.Index(fields=["task", "-score", "item"], name="itemdoubt_order_idx")]
+        indexes = [
+            # The queue's two orders: most doubtful first, and least doubtful first for an
+            # annotator below the reliability threshold; ties by position either way.
+            models.Index(
+                fields=["task", "-score", "position", "item", "unit"], name="itemdoubt_desc_idx"
+            ),
+            models.Index(
+                fields=["task", "score", "position", "item", "unit"], name="itemdoubt_asc_idx"
+            ),
+        ]
 
 
 class AnnotatorReliability(models.Model):

@@ -55,7 +55,8 @@ def doubt_table(*, user: AnyUser, task: JudgmentTask, top: int = TOP) -> DoubtTa
     scored, the annotators' reliabilities (lowest first) and the task's latest "Recompute doubt"
     job. Four statements."""
     permissions.require(user=user, project=task.project, action="manage_studies")
-    doubts = ItemDoubt.objects.filter(task=task)
+    # Not the rows that only hold the prior (written for the queue, nothing computed yet).
+    doubts = ItemDoubt.objects.filter(task=task).exclude(judgments=0, signals={})
     rows = [
         DoubtRow(*values)
         for values in doubts.order_by("-score", "item__position", "item_id", "unit").values_list(

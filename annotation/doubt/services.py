@@ -253,8 +253,66 @@ def _store(task: JudgmentTask, rows: Iterable[ItemDoubt]) -> None:
         batch_size=1000,
         update_conflicts=True,
         unique_fields=["task", "item", "unit"],
-        update_fields=["score", "judgments", "signals", "updated_at"],
+        update_fields=["score", "position", "judgments", "signals", "updated_at"],
     )
+
+
+def doubt_rows_fill(*, task: JudgmentTask, item_ids: Iterable[int] | None = None) -> int:
+    """Give every item (or unit) the task may serve a doubt row, the task's prior doubt and the
+    item's (unit's) position, where it has none: the queue of a task that serves items by
+    doubt walks these rows (``annotation.doubt.queue``). One statement; ``item_ids``: only
+    those items (added to the project, listed or given units). Nothing for a task that does
+    not serve by doubt. Answers how many rows were written."""
+    ids = None if item_ids is None else list(item_ids)
+    if not task.serve_by_doubt or ids == []:
+        return 0
+    from django.db import connection
+    from django.utils import timezone
+
+    from annotation.doubt.queue import fill_sql
+
+    q = connection.ops.quote_name
+    tables = {
+        name: q(model._meta.db_table)
+        for name, model in (
+            ("doubt", ItemDoubt), ("item", Item), ("unit", TaskUnit), ("listed", TaskItem),
+            ("task", JudgmentTask),
+        )
+    }  # fmt: skip
+    sql, params = fill_sql(
+        task_id=task.pk,
+        statuses=(
+            [ItemStatus.DRAFT]
+            if task.updates_item_status
+            else [v for v in ItemStatus.values if v != ItemStatus.DISCARDED]
+        ),
+        units=task.has_units,
+        listed=task.items_listed,
+        prior=prior(task),
+        item_ids=ids,
+        tables=tables,
+        now=timezone.now(),
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return max(cursor.rowcount, 0)
+
+
+def doubt_rows_drop_prior(*, task: JudgmentTask) -> None:
+    """Routing turned off: delete the task's rows that only hold the prior
+    (:func:`doubt_rows_fill`'s, nothing computed yet); computed doubts stay."""
+    with transaction.atomic():
+        ItemDoubt.objects.filter(task=task, judgments=0, signals={}).delete()
+
+
+def project_doubt_rows_fill(*, project_id: int, item_ids: Iterable[int]) -> None:
+    """:func:`doubt_rows_fill` of items just added to a project, for each of its tasks that
+    serves items by doubt (one statement when none does)."""
+    ids = list(item_ids)
+    if not ids:
+        return
+    for task in JudgmentTask.objects.filter(project_id=project_id, serve_by_doubt=True):
+        doubt_rows_fill(task=task, item_ids=ids)
 
 
 def _analyze() -> None:
@@ -292,11 +350,18 @@ def item_doubt_update(*, task: JudgmentTask, item_id: int, unit: str = "") -> fl
             votes[label] = votes.get(label, 0.0) + float(weights.get(user, 1.0))
         before = (
             ItemDoubt.objects.filter(task=task, item_id=item_id, unit=unit)
-            .values_list("signals", flat=True)
+            .values_list("signals", "position")
             .first()
         )
+        if before is None:  # no row yet (routing was off): the position of the item or unit
+            positions = (
+                TaskUnit.objects.filter(task=task, item_id=item_id, key=unit)
+                if unit
+                else Item.objects.filter(pk=item_id)
+            )
+            before = ({}, positions.values_list("position", flat=True).first() or 0)
         score, signals = _evaluate(
-            task, votes, len(rows), posterior=None, outside=_outside(before or {})
+            task, votes, len(rows), posterior=None, outside=_outside(before[0] or {})
         )
         _store(
             task,
@@ -306,6 +371,7 @@ def item_doubt_update(*, task: JudgmentTask, item_id: int, unit: str = "") -> fl
                     item_id=item_id,
                     unit=unit,
                     score=score,
+                    position=before[1],
                     judgments=len(rows),
                     signals=signals,
                 )
@@ -314,17 +380,19 @@ def item_doubt_update(*, task: JudgmentTask, item_id: int, unit: str = "") -> fl
     return score
 
 
-def _task_keys(task: JudgmentTask) -> list[Key]:
-    """The items (or units) the task's queue may serve: every unit; the project's items that
-    are not discarded (only listed ones, only drafts, as the queue takes them)."""
+def _task_keys(task: JudgmentTask) -> dict[Key, int]:
+    """The items (or units) the task's queue may serve, with their positions: every unit; the
+    project's items that are not discarded (only listed ones, only drafts, as the queue takes
+    them; :func:`doubt_rows_fill` takes the same)."""
     if task.has_units:
-        return list(TaskUnit.objects.filter(task=task).values_list("item_id", "key"))
+        rows = TaskUnit.objects.filter(task=task).values_list("item_id", "key", "position")
+        return {(item, key): position for item, key, position in rows}
     items = Item.objects.filter(project_id=task.project_id).exclude(status=ItemStatus.DISCARDED)
     if task.items_listed:
         items = items.filter(pk__in=TaskItem.objects.filter(task=task).values("item_id"))
     if task.updates_item_status:
         items = items.filter(status=ItemStatus.DRAFT)
-    return [(pk, "") for pk in items.values_list("pk", flat=True)]
+    return {(pk, ""): position for pk, position in items.values_list("pk", "position")}
 
 
 def task_doubt_recompute(
@@ -353,7 +421,12 @@ def task_doubt_recompute(
         bucket = votes.setdefault(key, {})
         bucket[label] = bucket.get(label, 0.0) + weight
         counts[key] += 1
-    keys = list(dict.fromkeys([*_task_keys(task), *votes]))
+    positions = _task_keys(task)
+    missing = {item for item, unit in votes if (item, unit) not in positions}
+    if missing:  # judged, though the queue no longer serves it
+        at = dict(Item.objects.filter(pk__in=missing).values_list("pk", "position"))
+        positions.update({k: at.get(k[0], 0) for k in votes if k not in positions})
+    keys = list(positions)
     if progress:
         progress(progress=0, total=len(keys), message="scoring the items")
     doubts = []
@@ -371,6 +444,7 @@ def task_doubt_recompute(
                 item_id=item_id,
                 unit=unit,
                 score=score,
+                position=positions[(item_id, unit)],
                 judgments=counts[(item_id, unit)],
                 signals=signals,
             )

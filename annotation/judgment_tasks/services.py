@@ -15,8 +15,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from annotation.doubt.queue import doubt_order
-from annotation.doubt.services import item_doubt_update
+from annotation.doubt.queue import doubt_join, doubt_walk, gated_sql, unscored_sql
+from annotation.doubt.services import doubt_rows_fill, item_doubt_update
 from annotation.judgment_tasks import gold, solving
 from annotation.judgment_tasks.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
 from annotation.judgment_tasks.models import (
@@ -65,7 +65,7 @@ def assignment_next_for_user(
         raise ValidationFailed("this judgment task is closed")
     now = now or timezone.now()
     with transaction.atomic():
-        mine_id, pushed, paused = _open_lease_and_pushes(task, user, now)
+        mine_id, pushed, gated, paused = _open_lease_and_pushes(task, user, now)
         if paused:
             raise Forbidden(gold.paused_message(task=task, user=user))
         if mine_id is not None:
@@ -76,14 +76,19 @@ def assignment_next_for_user(
             if lease is not None:
                 # The pull queue is searched all the same, so "next" takes as long for a gold
                 # item as for any other (timing must not tell them apart).
-                _candidate(task, user, now, [], skip_locked=True)
+                _candidate(task, user, now, [], skip_locked=True, gated=gated)
                 return lease
-        finders: list[Any] = [_unit_candidate if task.has_units else _candidate]
+        find = _unit_candidate if task.has_units else _candidate
+        finders: list[Any] = [partial(find, gated=gated)]
+        if task.serve_by_doubt:
+            # Routing by doubt walks the doubt rows; an item (or unit) added by a path that
+            # wrote none is served after them rather than never.
+            finders.append(partial(find, gated=gated, unscored=True))
         if task.has_units and rater_order_seed(task) is not None:
             finders = [_shuffled_unit_candidate]
         if not task.has_units and pushed:
             # Items pushed to this user come first, then the pull queue.
-            finders.insert(0, partial(_candidate, pushed=True))
+            finders.insert(0, partial(_candidate, gated=gated, pushed=True))
         for find in finders:
             lease = _lease_first(task, user, now, find)
             if lease is not None:
@@ -95,15 +100,17 @@ def _open_lease_and_pushes(
     task: JudgmentTask, user: User, now: datetime
 ) -> tuple[int | None, bool, bool]:
     """(the id of this user's oldest unexpired lease in the task, or None; whether items are
-    pushed to this user and not taken yet; whether a reviewer paused this user's queue in the
+    pushed to this user and not taken yet; whether routing by doubt serves this user the least
+    doubtful first, the reliability gate; whether a reviewer paused this user's queue in the
     task), in one statement: "next" asks them every time."""
     q = connection.ops.quote_name
     assignment, push, pause = (q(m._meta.db_table) for m in (Assignment, ItemPush, QueuePause))
+    gate, gate_params = gated_sql(task, user)
     sql = (
         f"SELECT (SELECT a.id FROM {assignment} a WHERE a.task_id = %s AND a.user_id = %s "
         "AND a.status = %s AND a.expires_at > %s ORDER BY a.leased_at, a.id LIMIT 1), "
         f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.user_id = %s "
-        "AND p.taken_at IS NULL), "
+        f"AND p.taken_at IS NULL), {gate}, "
         f"EXISTS (SELECT 1 FROM {pause} s WHERE s.task_id = %s AND s.user_id = %s "
         "AND s.resumed_at IS NULL)"
     )
@@ -111,18 +118,18 @@ def _open_lease_and_pushes(
         task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk, task.pk, user.pk
     ]  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        mine_id, pushed, paused = cursor.fetchone()
-    return mine_id, bool(pushed), bool(paused)
+        cursor.execute(sql, params[:6] + gate_params + params[6:])
+        mine_id, pushed, gated, paused = cursor.fetchone()
+    return mine_id, bool(pushed), bool(gated), bool(paused)
 
 
 def item_next_guess(*, task: JudgmentTask, user: User, after: int) -> int | None:
     """The id of the item "next" would most likely lease for ``user`` once the item ``after``
     (the one they judge now) is judged: the first candidate in the queue's order other than
     ``after``, read without a lock and without a lease (nothing changes; by the time they ask,
-    another annotator may have taken it). Items pushed to them come first, as in
-    :func:`assignment_next_for_user`. None for a task with units, a closed task, or a user who
-    may not judge in the project."""
+    another annotator may have taken it). Items pushed to them come first, and a gold item the
+    schedule serves next, as in :func:`assignment_next_for_user`. None for a task with units,
+    a closed task, or a user who may not judge in the project."""
     if (
         task.has_units
         or not task.active
@@ -130,16 +137,20 @@ def item_next_guess(*, task: JudgmentTask, user: User, after: int) -> int | None
     ):
         return None
     now = timezone.now()
-    _, pushed, _paused = _open_lease_and_pushes(task, user, now)
+    _, pushed, gated, _paused = _open_lease_and_pushes(task, user, now)
     if task.gold_rate and not solving.is_solve_task(task):
         # A gold item due next is guessed too, or its images would load later than any
         # other item's (timing must not tell gold items apart).
         due = _gold_due_after(task, user, after)
         if due is not None:
             return due
-    for only_pushed in (True, False) if pushed else (False,):
+    kinds: list[dict[str, bool]] = [{"pushed": True}] if pushed else []
+    kinds.append({})
+    if task.serve_by_doubt:
+        kinds.append({"unscored": True})
+    for kind in kinds:
         found = _candidate(
-            task, user, now, [after], skip_locked=False, pushed=only_pushed, lock=False
+            task, user, now, [after], skip_locked=False, gated=gated, lock=False, **kind
         )
         if found is not None:
             return found[1]
@@ -234,14 +245,19 @@ def _candidate(
     skip: list[int],
     *,
     skip_locked: bool,
+    gated: bool = False,
     pushed: bool = False,
+    unscored: bool = False,
     lock: bool = True,
 ) -> tuple[int, int, str] | None:
     """The first item (in position order) that this user has not judged, that the task has
     not settled and that has fewer than ``overlap`` live assignments plus places held by
     untaken pushes to other people; its row stays locked. Answers ``(item id, item id, "")``.
     A task that takes only listed items offers only those; ``pushed``: only the items pushed
-    to this user and not yet taken. ``lock=False``: a read that locks nothing (a guess).
+    to this user and not yet taken. A task that serves items by doubt walks its doubt rows
+    instead (``annotation.doubt.queue``; ``gated``: least doubtful first); ``unscored``: only
+    the items without a doubt row, in position order. ``lock=False``: a read
+    that locks nothing (a guess).
 
     Plain SQL: this runs on every "next item", and building the same query through the ORM
     cost more than the database took to answer it."""
@@ -295,15 +311,24 @@ def _candidate(
     if skip:
         where.append(f"i.id NOT IN ({', '.join(['%s'] * len(skip))})")
         params.extend(skip)
-    join, join_params, by_doubt, order_params = doubt_order(task, user, item="i.id", unit="''")
-    sql = (
-        f"SELECT i.id FROM {item} i{join} WHERE {' AND '.join(where)} "
-        f"ORDER BY {by_doubt}i.position, i.id LIMIT 1"
-    )
+    source, order = f"{item} i", "i.position, i.id"
+    source_params: list[Any] = []
+    if unscored:
+        no_row, no_row_params = unscored_sql(task, item="i.id", unit="''")
+        where.append(no_row)
+        params += no_row_params
+    elif pushed and task.serve_by_doubt:  # few items: driven by the pushes, ordered by doubt
+        join, source_params, by_doubt = doubt_join(task, gated=gated, item="i.id", unit="''")
+        source, order = f"{item} i{join}", f"{by_doubt}i.position, i.id"
+    elif task.serve_by_doubt:  # walk the doubt index; the first free row ends the walk
+        source, order = doubt_walk(task, gated=gated, row=f"{item} i", on="i.id = d.item_id")
+        where[:0] = ["d.task_id = %s", f"d.{q('unit')} = ''"]
+        params[:0] = [task.pk]
+    sql = f"SELECT i.id FROM {source} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT 1"
     if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE OF i" + (" SKIP LOCKED" if skip_locked else "")
     with connection.cursor() as cursor:
-        cursor.execute(sql, join_params + params + order_params)
+        cursor.execute(sql, source_params + params)
         row = cursor.fetchone()
     return (row[0], row[0], "") if row else None
 
@@ -336,7 +361,14 @@ def _unit_where(
 
 
 def _unit_candidate(
-    task: JudgmentTask, user: User, now: datetime, skip: list[int], *, skip_locked: bool
+    task: JudgmentTask,
+    user: User,
+    now: datetime,
+    skip: list[int],
+    *,
+    skip_locked: bool,
+    gated: bool = False,
+    unscored: bool = False,
 ) -> tuple[int, int, str] | None:
     """:func:`_candidate` for a task with units: the first of the task's units (in position
     order) that this user has not judged, that is not settled and that has fewer than
@@ -346,17 +378,28 @@ def _unit_candidate(
     q = connection.ops.quote_name
     unit = q(TaskUnit._meta.db_table)
     where, params = _unit_where(task, user, now, skip)
-    join, join_params, by_doubt, order_params = doubt_order(
-        task, user, item="u.item_id", unit=f"u.{q('key')}"
-    )
+    source, order = f"{unit} u", "u.position, u.id"
+    if unscored:
+        no_row, no_row_params = unscored_sql(task, item="u.item_id", unit=f"u.{q('key')}")
+        where.append(no_row)
+        params += no_row_params
+    elif task.serve_by_doubt:  # walk the doubt index; the first free row ends the walk
+        source, order = doubt_walk(
+            task,
+            gated=gated,
+            row=f"{unit} u",
+            on=f"u.task_id = d.task_id AND u.{q('key')} = d.{q('unit')}",
+        )
+        where[:0] = ["d.task_id = %s"]
+        params[:0] = [task.pk]
     sql = (
-        f"SELECT u.id, u.item_id, u.{q('key')} FROM {unit} u{join} WHERE {' AND '.join(where)} "
-        f"ORDER BY {by_doubt}u.position, u.id LIMIT 1"
+        f"SELECT u.id, u.item_id, u.{q('key')} FROM {source} WHERE {' AND '.join(where)} "
+        f"ORDER BY {order} LIMIT 1"
     )
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE OF u" + (" SKIP LOCKED" if skip_locked else "")
     with connection.cursor() as cursor:
-        cursor.execute(sql, join_params + params + order_params)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     return (row[0], row[1], row[2]) if row else None
 
@@ -1194,4 +1237,5 @@ def unit_task_create(
             ],
             batch_size=2000,
         )
+        doubt_rows_fill(task=task)  # routing by doubt walks a row per unit
     return task

@@ -61,6 +61,7 @@ from benchmark.models import (
     Trajectory,
     indexing,
 )
+from benchmark.models.signals import items_added
 from benchmark.typing import AnyUser, User
 
 log = logging.getLogger(__name__)
@@ -461,6 +462,7 @@ def _bulk_insert_items(
     new_ids = dict(
         Item.objects.filter(project=project, id__gt=before).values_list("external_id", "id")
     )
+    items_added.send(sender=Item, project_id=project.pk, item_ids=list(new_ids.values()))
     nested: dict[type, list[dict[str, Any]]] = {Response: [], Plan: [], Trajectory: []}
     for _, rec in pending:
         item_id = new_ids[rec.external_id]

@@ -143,9 +143,9 @@ def test_a_units_task_is_served_by_doubt_too() -> None:
 
     for n, label in enumerate(("precision", "recall", "chief")):
         TaskUnit.objects.create(task=task, item=item, key=f"response:1:{label}", position=n)
-    ItemDoubt.objects.create(task=task, item=item, unit="response:1:precision", score=0.1)
-    ItemDoubt.objects.create(task=task, item=item, unit="response:1:recall", score=0.2)
-    ItemDoubt.objects.create(task=task, item=item, unit="response:1:chief", score=0.7)
+    # Each unit got its row (the prior) as it was listed: the factory scores it.
+    for unit, score in (("precision", 0.1), ("recall", 0.2), ("chief", 0.7)):
+        ItemDoubtFactory(task=task, item=item, unit=f"response:1:{unit}", score=score)
     lease = services.assignment_next_for_user(task=task, user=_annotator(project, "a"))
     assert lease is not None and lease.unit == "response:1:chief"
 

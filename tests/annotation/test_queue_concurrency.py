@@ -36,10 +36,16 @@ def _route(task: JudgmentTask, users: list, *, on: bool) -> None:  # type: ignor
             (pk, "")
             for pk in Item.objects.filter(project=task.project).values_list("pk", flat=True)
         ]
+    # Routing turned on gave every item (unit) its row, the prior: these are scored.
     ItemDoubt.objects.bulk_create(
-        ItemDoubt(task=task, item_id=item, unit=unit, score=(n + 1) / (len(keys) + 1))
-        for n, (item, unit) in enumerate(keys)
-        if n % 2 == 0 or len(keys) < 3
+        [
+            ItemDoubt(task=task, item_id=item, unit=unit, score=(n + 1) / (len(keys) + 1))
+            for n, (item, unit) in enumerate(keys)
+            if n % 2 == 0 or len(keys) < 3
+        ],
+        update_conflicts=True,
+        unique_fields=["task", "item", "unit"],
+        update_fields=["score"],
     )
     AnnotatorReliability.objects.create(task=task, user=users[0], score=0.1, source="gold")
 

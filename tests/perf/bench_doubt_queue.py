@@ -5,6 +5,7 @@ three annotators.
 
     .venv/bin/python tests/perf/bench_doubt_queue.py                 # PostgreSQL
     .venv/bin/python tests/perf/bench_doubt_queue.py --items 5000 --db sqlite
+    .venv/bin/python tests/perf/bench_doubt_queue.py --explain       # and the candidate's plan
 
 PostgreSQL: ``DATABASE_TEST_URL`` (default a database ``benchwright_perf_doubt`` on
 127.0.0.1:5432, dropped and created again). Prints figures; asserts nothing about time.
@@ -20,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -46,6 +48,34 @@ def setup_db(db: str, tmp: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
+def explain(services: Any, task: Any, users: list[Any]) -> None:
+    """The plan of "next item"'s candidate statement by doubt, for a gated user and one who
+    is not (``EXPLAIN ANALYZE`` on PostgreSQL, ``EXPLAIN QUERY PLAN`` on SQLite); nothing
+    leased (rolled back)."""
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    for user in users:
+        with CaptureQueriesContext(connection) as queries:
+            try:
+                with transaction.atomic():
+                    services.assignment_next_for_user(task=task, user=user)
+                    raise _Rollback
+            except _Rollback:
+                pass
+        sql = next(q["sql"] for q in queries.captured_queries if "ORDER BY d.score" in q["sql"])
+        prefix = "EXPLAIN ANALYZE " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(prefix + sql)
+            print(f"-- {sql[sql.index('ORDER BY') :]}")
+            for row in cursor.fetchall():
+                print("   ", row[-1])
+
+
+class _Rollback(Exception):
+    pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=20_000)
@@ -53,6 +83,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--judged", type=int, default=2_000)
     parser.add_argument("--db", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument(
+        "--explain", action="store_true", help="print the plan of the by-doubt candidate"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         setup_db(args.db, Path(tmp))
@@ -83,11 +116,13 @@ def main() -> None:
             consensus="majority", updates_item_status=False,
         )  # fmt: skip
         ids = list(Item.objects.filter(project=project).values_list("pk", flat=True))
+        position = dict(Item.objects.filter(project=project).values_list("pk", "position"))
         bulk_insert(
             ItemDoubt,
             (
                 {"task_id": task.pk, "item_id": pk, "unit": "", "score": rng.random(),
-                 "judgments": 1, "signals": {}, "updated_at": timezone.now()}
+                 "position": position[pk], "judgments": 1, "signals": {"votes": {}},
+                 "updated_at": timezone.now()}
                 for pk in rng.sample(ids, min(args.scored, len(ids)))
             ),
         )  # fmt: skip
@@ -124,7 +159,17 @@ def main() -> None:
         print(f"{args.db}: {args.items} items, {args.scored} with a stored doubt")
         time_next(users[0:n], "position order")
         task.serve_by_doubt = True
-        task.save()
+        t0 = time.perf_counter()
+        task.save()  # the items without a stored doubt get theirs, the prior
+        print(
+            f"routing turned on: {ItemDoubt.objects.filter(task=task).count()} doubt rows, "
+            f"{time.perf_counter() - t0:.2f} s"
+        )
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
+        if args.explain:
+            explain(services, task, users[-4:-2])  # not yet served: gated, not gated
         time_next(users[n : 2 * n], "by doubt, half of them gated")
         task.serve_by_doubt = False
         task.save()
