@@ -34,7 +34,7 @@ from django.db.models.lookups import GreaterThan
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from benchmark import visibility
+from benchmark import permissions, visibility
 from benchmark.exceptions import ValidationFailed
 from benchmark.fields import JSONArrayLength
 from benchmark.models import (
@@ -195,7 +195,9 @@ def item_list_status_shown(
     """:func:`item_list` with ``shown_status`` on each row: the item's status, or None where
     item status is hidden from ``user`` (:func:`benchmark.visibility.items_status_shown`)."""
     items = item_list(user=user, project=project, filters=filters, load_secrets=load_secrets)
-    return visibility.items_status_shown(items, user=user)
+    return visibility.items_status_shown(
+        items, user=user, adjudicating_roles=permissions.roles_for("adjudicate")
+    )
 
 
 def item_status_filter_check(*, user: AnyUser, project: Project | None) -> None:
@@ -205,7 +207,9 @@ def item_status_filter_check(*, user: AnyUser, project: Project | None) -> None:
     if project is not None:
         hidden = item_status_hidden(user=user, project=project)
     else:
-        hidden = visibility.status_hidden_projects(user=user).exists()
+        hidden = visibility.status_hidden_projects(
+            user=user, adjudicating_roles=permissions.roles_for("adjudicate")
+        ).exists()
     if hidden:
         raise ValidationFailed(f"status: {visibility.STATUS_HIDDEN_REASON}")
 
@@ -347,7 +351,7 @@ def item_table_rows(
     template reads a dict's values with fewer steps than a model's attributes. Where item
     status is hidden from ``user`` (:func:`item_status_hidden`) the rows have no ``status``
     and ``status_label``, and a status filter is not applied."""
-    fields = TABLE_FIELDS
+    fields: tuple[str, ...] = TABLE_FIELDS
     if item_status_hidden(user=user, project=project):
         fields = tuple(f for f in TABLE_FIELDS if f not in STATUS_FIELDS)
         if filters is not None and filters.status:
@@ -362,7 +366,10 @@ STATUS_FIELDS = ("status", "status_label")
 def item_status_hidden(*, user: AnyUser, project: Project) -> bool:
     """Whether item status is hidden from ``user`` in ``project`` (annotators, in a project
     with gold items: :func:`benchmark.visibility.status_hidden`)."""
-    return visibility.status_hidden(user=user, project=project)
+    if not user.is_authenticated or not project.has_gold:
+        return False  # (no role asked)
+    may_adjudicate = permissions.can(user=user, project=project, action="adjudicate")
+    return visibility.status_hidden(project=project, may_adjudicate=may_adjudicate)
 
 
 def item_table_rows_of(*, user: AnyUser, project: Project, ids: list[int]) -> list[dict]:

@@ -89,7 +89,6 @@ from django.db.models.functions import Cast, Concat
 from django.http import HttpRequest, HttpResponse
 from django.utils.module_loading import import_string
 
-from benchmark import permissions
 from benchmark.models import Item, Job, Membership, Project, Response
 from benchmark.reads import SHOWN
 from benchmark.typing import AnyUser
@@ -367,37 +366,40 @@ STATUS_HIDDEN_REASON = (
 """Why a status filter is refused to a user from whom item status is hidden."""
 
 
-def status_hidden(*, user: AnyUser, project: Project) -> bool:
-    """Whether item status is hidden from ``user`` in ``project``: the project has current
-    gold items (``Project.has_gold``, kept by the gold services) and ``user`` may not
-    adjudicate (annotators). Only verified items can be gold, so in a task that verifies
-    drafts every gold item would read "verified" among drafts: for such users the item list
-    has no status column, counts or filter, the item page no status badge or status history,
-    and the items API reads ``status`` as null. No query beyond the role (which the page has
-    read already)."""
-    if not project.has_gold or not user.is_authenticated:
-        return False
-    return not permissions.can(user=user, project=project, action="adjudicate")
+def status_hidden(*, project: Project, may_adjudicate: bool) -> bool:
+    """Whether item status is hidden in ``project`` from a member who may (or may not)
+    adjudicate: the project has current gold items (``Project.has_gold``, kept by the gold
+    services) and they may not (annotators). Only verified items can be gold, so in a task
+    that verifies drafts every gold item would read "verified" among drafts: for such users
+    the item list has no status column, counts or filter, the item page no status badge or
+    status history, and the items API reads ``status`` as null. The selectors ask the role
+    (``benchmark.selectors.item_status_hidden``; the rules here do not import the
+    permissions, a sibling layer); no query of its own."""
+    return project.has_gold and not may_adjudicate
 
 
-def status_hidden_projects(*, user: AnyUser) -> QuerySet[Any]:
+def status_hidden_projects(*, user: AnyUser, adjudicating_roles: Iterable[str]) -> QuerySet[Any]:
     """The ids of the projects in which item status is hidden from ``user``
-    (:func:`status_hidden`), as a subquery."""
+    (:func:`status_hidden`; ``adjudicating_roles``: the roles that may adjudicate), as a
+    subquery."""
     return (
         Membership.objects.filter(user=user.pk, project__has_gold=True)
-        .exclude(role__in=permissions.roles_for("adjudicate"))
+        .exclude(role__in=list(adjudicating_roles))
         .values("project_id")
     )
 
 
-def items_status_shown(items: QuerySet[Item], *, user: AnyUser) -> QuerySet[Item]:
+def items_status_shown(
+    items: QuerySet[Item], *, user: AnyUser, adjudicating_roles: Iterable[str]
+) -> QuerySet[Item]:
     """``items`` with ``shown_status`` on each row: the item's status, or None where it is
     hidden from ``user`` (:func:`status_hidden`), decided by the database."""
     if not user.is_authenticated:
         return items.annotate(shown_status=Value(None, output_field=CharField()))
+    hidden = status_hidden_projects(user=user, adjudicating_roles=adjudicating_roles)
     return items.annotate(
         shown_status=Case(
-            When(project_id__in=status_hidden_projects(user=user), then=Value(None)),
+            When(project_id__in=hidden, then=Value(None)),
             default=F("status"),
             output_field=CharField(),
         )

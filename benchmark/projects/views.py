@@ -263,9 +263,7 @@ def _item_context(request: HttpRequest, project: Project, item: Item) -> dict[st
     for traj in trajectories:
         shas += [r.get("sha256") for r in traj.image_refs or []]
     images = image_selectors.images_by_sha(user=request.user, shas=shas)
-    history = list(
-        selectors.item_status_history(user=request.user, item=item, project=project)
-    )
+    history = list(selectors.item_status_history(user=request.user, item=item, project=project))
     restore_to = services.status_before_discard(history)
     return {
         **project_context(request, project),

@@ -57,7 +57,7 @@ def _normalized(html: str, item: Item, previous: Item | None) -> str:
             continue
         html = html.replace(it.external_id, f"{name}-EXT").replace(it.query, f"{name}-QUERY")
         html = html.replace(f"/items/{it.pk}/", f"/items/{name}-PK/")
-        html = html.replace(f"?after={it.pk}\"", f"?after={name}-PK\"")  # next item's images
+        html = html.replace(f'?after={it.pk}"', f'?after={name}-PK"')  # next item's images
     html = CSRF.sub("TOKEN", html)
     return PROGRESS.sub("PROGRESS", html)
 

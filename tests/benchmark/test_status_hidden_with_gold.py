@@ -68,7 +68,9 @@ def _normalized(html: str, item: Item) -> str:
 
 
 def _row(html: str, item: Item) -> str:
-    match = re.search(r"<tr[^>]*>(?:(?!</tr>).)*?" + re.escape(item.external_id) + r".*?</tr>", html, re.S)
+    match = re.search(
+        r"<tr[^>]*>(?:(?!</tr>).)*?" + re.escape(item.external_id) + r".*?</tr>", html, re.S
+    )
     assert match, item.external_id
     return _normalized(match.group(0), item)
 
@@ -148,7 +150,9 @@ def test_annotator_items_api_omits_status(
         body = api.get(f"/api/items/{item.pk}/").json()
         assert body["status"] is None
         details[name] = {
-            k: v for k, v in body.items() if k not in {"id", "external_id", "query", "position", "raw", "updated_at"}
+            k: v
+            for k, v in body.items()
+            if k not in {"id", "external_id", "query", "position", "raw", "updated_at"}
         }
     assert details["gold"] == details["draft"]
 
