@@ -60,6 +60,17 @@ are is decided by **identity-hiding rules**, ``rule(user=...) -> QuerySet[Respon
 saved. Every selector that returns responses to show applies it
 (:func:`benchmark.selectors.response_list` and ``item_get_detailed``, the tag review
 and rendering selectors); reviewers see everything.
+
+Item status
+-----------
+
+A third rule hides *item status* from members who may not adjudicate (annotators) in a project
+with current gold items (``Project.has_gold``, kept by ``review.gold.services``): only verified
+items can be gold, so status would tell gold items apart from drafts. :func:`status_hidden`
+decides it for one project (the selectors ask the role: ``benchmark.selectors.item_status_hidden``),
+:func:`items_status_shown` for rows of many projects in the database (``shown_status``, None
+where hidden: the items API). The item list's rows then carry no status, the item page no
+badge, and the status history selector answers none (``benchmark.selectors``).
 """
 
 from __future__ import annotations
