@@ -8,7 +8,7 @@ and what hangs off a hidden item is left out."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connection
@@ -34,7 +34,8 @@ from django.db.models.lookups import GreaterThan
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from benchmark import visibility
+from benchmark import permissions, visibility
+from benchmark.exceptions import ValidationFailed
 from benchmark.fields import JSONArrayLength
 from benchmark.models import (
     Item,
@@ -184,6 +185,35 @@ def item_list(
     return visibility.items_visible(items, user=user, load_secrets=load_secrets)
 
 
+def item_list_status_shown(
+    *,
+    user: AnyUser,
+    project: Project | None = None,
+    filters: ItemFilters | None = None,
+    load_secrets: bool = True,
+) -> QuerySet[Item]:
+    """:func:`item_list` with ``shown_status`` on each row: the item's status, or None where
+    item status is hidden from ``user`` (:func:`benchmark.visibility.items_status_shown`)."""
+    items = item_list(user=user, project=project, filters=filters, load_secrets=load_secrets)
+    return visibility.items_status_shown(
+        items, user=user, adjudicating_roles=permissions.roles_for("adjudicate")
+    )
+
+
+def item_status_filter_check(*, user: AnyUser, project: Project | None) -> None:
+    """Refuse (:class:`ValidationFailed`, 400) a status filter from ``user`` on ``project``'s
+    items (or, without one, on all their projects' items) where item status is hidden from
+    them in that project (or in any of their projects)."""
+    if project is not None:
+        hidden = item_status_hidden(user=user, project=project)
+    else:
+        hidden = visibility.status_hidden_projects(
+            user=user, adjudicating_roles=permissions.roles_for("adjudicate")
+        ).exists()
+    if hidden:
+        raise ValidationFailed(f"status: {visibility.STATUS_HIDDEN_REASON}")
+
+
 def item_rows_flag(*, user: AnyUser, rows: list[Item]) -> None:
     """Decide ``answer_hidden`` for the rows of :func:`item_list` with ``load_secrets=False``
     that a page shows (one query; until then the rows read as hidden)."""
@@ -318,8 +348,28 @@ def item_table_rows(
     """The item list's table: per item a dict of :data:`TABLE_FIELDS` (``pk``, ``external_id``,
     ``status``, ``modality``, ``category``, ``intent``, ``level``, ``query_shown``,
     ``n_images``, ``status_label``), in the list's order. A read that cannot be saved, and a
-    template reads a dict's values with fewer steps than a model's attributes."""
-    return item_list_rows(user=user, project=project, filters=filters).values(*TABLE_FIELDS)
+    template reads a dict's values with fewer steps than a model's attributes. Where item
+    status is hidden from ``user`` (:func:`item_status_hidden`) the rows have no ``status``
+    and ``status_label``, and a status filter is not applied."""
+    fields: tuple[str, ...] = TABLE_FIELDS
+    if item_status_hidden(user=user, project=project):
+        fields = tuple(f for f in TABLE_FIELDS if f not in STATUS_FIELDS)
+        if filters is not None and filters.status:
+            filters = replace(filters, status="")
+    return item_list_rows(user=user, project=project, filters=filters).values(*fields)
+
+
+STATUS_FIELDS = ("status", "status_label")
+"""The table's fields that tell an item's status."""
+
+
+def item_status_hidden(*, user: AnyUser, project: Project) -> bool:
+    """Whether item status is hidden from ``user`` in ``project`` (annotators, in a project
+    with gold items: :func:`benchmark.visibility.status_hidden`)."""
+    if not user.is_authenticated or not project.has_gold:
+        return False  # (no role asked)
+    may_adjudicate = permissions.can(user=user, project=project, action="adjudicate")
+    return visibility.status_hidden(project=project, may_adjudicate=may_adjudicate)
 
 
 def item_table_rows_of(*, user: AnyUser, project: Project, ids: list[int]) -> list[dict]:
@@ -448,10 +498,16 @@ def item_get_detailed(*, user: AnyUser, project: Project, pk: int) -> Item:
     return item
 
 
-def item_status_history(*, user: AnyUser, item: Item) -> QuerySet[ItemStatusChange]:
+def item_status_history(
+    *, user: AnyUser, item: Item, project: Project | None = None
+) -> QuerySet[ItemStatusChange]:
     """Every recorded status change of the item, oldest first, with who made it; none for a
-    user outside the item's project."""
-    if not user.is_authenticated:
+    user outside the item's project, or from whom item status is hidden there. ``project``:
+    the item's project, when the caller has it (no query to read it again)."""
+    if project is None or project.pk != item.project_id:
+        project = item.project
+    if not user.is_authenticated or item_status_hidden(user=user, project=project):
+        # none either where item status is hidden from the user (annotators, with gold)
         return ItemStatusChange.objects.none()
     return (
         ItemStatusChange.objects.filter(item=item, item__project__memberships__user=user.pk)

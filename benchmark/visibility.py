@@ -60,6 +60,17 @@ are is decided by **identity-hiding rules**, ``rule(user=...) -> QuerySet[Respon
 saved. Every selector that returns responses to show applies it
 (:func:`benchmark.selectors.response_list` and ``item_get_detailed``, the tag review
 and rendering selectors); reviewers see everything.
+
+Item status
+-----------
+
+A third rule hides *item status* from members who may not adjudicate (annotators) in a project
+with current gold items (``Project.has_gold``, kept by ``review.gold.services``): only verified
+items can be gold, so status would tell gold items apart from drafts. :func:`status_hidden`
+decides it for one project (the selectors ask the role: ``benchmark.selectors.item_status_hidden``),
+:func:`items_status_shown` for rows of many projects in the database (``shown_status``, None
+where hidden: the items API). The item list's rows then carry no status, the item page no
+badge, and the status history selector answers none (``benchmark.selectors``).
 """
 
 from __future__ import annotations
@@ -89,7 +100,7 @@ from django.db.models.functions import Cast, Concat
 from django.http import HttpRequest, HttpResponse
 from django.utils.module_loading import import_string
 
-from benchmark.models import Item, Job, Response
+from benchmark.models import Item, Job, Membership, Project, Response
 from benchmark.reads import SHOWN
 from benchmark.typing import AnyUser
 
@@ -354,4 +365,53 @@ def responses_visible(rows: QuerySet[Response], *, user: AnyUser) -> QuerySet[Re
             )
             for name in IDENTITY_FIELDS
         }
+    )
+
+
+# --------------------------------------------------------------------------- item status
+
+STATUS_HIDDEN_REASON = (
+    "item status is not shown to annotators in a project with gold items (a gold item is "
+    "always verified, so its status would tell it apart)"
+)
+"""Why a status filter is refused to a user from whom item status is hidden."""
+
+
+def status_hidden(*, project: Project, may_adjudicate: bool) -> bool:
+    """Whether item status is hidden in ``project`` from a member who may (or may not)
+    adjudicate: the project has current gold items (``Project.has_gold``, kept by the gold
+    services) and they may not (annotators). Only verified items can be gold, so in a task
+    that verifies drafts every gold item would read "verified" among drafts: for such users
+    the item list has no status column, counts or filter, the item page no status badge or
+    status history, and the items API reads ``status`` as null. The selectors ask the role
+    (``benchmark.selectors.item_status_hidden``; the rules here do not import the
+    permissions, a sibling layer); no query of its own."""
+    return project.has_gold and not may_adjudicate
+
+
+def status_hidden_projects(*, user: AnyUser, adjudicating_roles: Iterable[str]) -> QuerySet[Any]:
+    """The ids of the projects in which item status is hidden from ``user``
+    (:func:`status_hidden`; ``adjudicating_roles``: the roles that may adjudicate), as a
+    subquery."""
+    return (
+        Membership.objects.filter(user=user.pk, project__has_gold=True)
+        .exclude(role__in=list(adjudicating_roles))
+        .values("project_id")
+    )
+
+
+def items_status_shown(
+    items: QuerySet[Item], *, user: AnyUser, adjudicating_roles: Iterable[str]
+) -> QuerySet[Item]:
+    """``items`` with ``shown_status`` on each row: the item's status, or None where it is
+    hidden from ``user`` (:func:`status_hidden`), decided by the database."""
+    if not user.is_authenticated:
+        return items.annotate(shown_status=Value(None, output_field=CharField()))
+    hidden = status_hidden_projects(user=user, adjudicating_roles=adjudicating_roles)
+    return items.annotate(
+        shown_status=Case(
+            When(project_id__in=hidden, then=Value(None)),
+            default=F("status"),
+            output_field=CharField(),
+        )
     )

@@ -70,6 +70,14 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 class ItemListSerializer(serializers.ModelSerializer):
     n_images = serializers.SerializerMethodField()
+    status = serializers.ChoiceField(
+        choices=ItemStatus.choices,
+        source="shown_status",
+        read_only=True,
+        allow_null=True,
+        help_text="The item's status; null where item status is not shown to you (annotators "
+        "in a project with gold items, which are always verified).",
+    )
 
     class Meta:
         model = Item

@@ -170,7 +170,7 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
             item = item_records.item_create_with_records(
                 project=project, user=user, data=data, answer=answer, plan=plan, images=images
             )
-        created = selectors.item_get(user=user, project=project, pk=item.pk)
+        created = selectors.item_list_status_shown(user=user, project=project).get(pk=item.pk)
         out = ItemDetailSerializer(created, context=self.get_serializer_context()).data
         location = request.build_absolute_uri(reverse("item-detail", kwargs={"pk": item.pk}))
         return Response(out, status=status.HTTP_201_CREATED, headers={"Location": location})
@@ -247,7 +247,7 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[Item]:
         user = self.request.user
         if self.action != "list":
-            return selectors.item_list(user=user)
+            return selectors.item_list_status_shown(user=user)
         query = _query(ItemQuery, self.request)
         filters = ItemFilters(
             status=query.get("status", ""),
@@ -264,8 +264,11 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
             project = selectors.project_visible(user=user).filter(pk=query["project"]).first()
             if project is None:
                 return Item.objects.none()
+        if filters.status:
+            # refused (400, saying why) where item status is hidden from the user
+            selectors.item_status_filter_check(user=user, project=project)
         self.counted: tuple[Project | None, ItemFilters] = (project, filters)
-        return selectors.item_list(
+        return selectors.item_list_status_shown(
             user=user, project=project, filters=filters, load_secrets=False
         ).defer("raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer")
 

@@ -176,6 +176,11 @@ class Project(models.Model):
         blank=True, help_text="Markdown, shown on every annotation screen of the project."
     )
     settings = JSONField(default=dict, blank=True)
+    #: Whether any judgment task of the project has current gold items: kept by the gold
+    #: services (``review.gold``) when items are marked and unmarked, so that ``benchmark``
+    #: can hide item status from annotators (``benchmark.visibility.status_hidden``)
+    #: without importing ``annotation``.
+    has_gold = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(
         django_settings.AUTH_USER_MODEL, through="Membership", related_name="projects"

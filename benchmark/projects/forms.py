@@ -40,8 +40,17 @@ class ItemFilterForm(forms.Form):
     )
     modality = forms.ChoiceField(required=False, choices=ANY + Modality.choices)
 
-    def __init__(self, *args: Any, facets: ItemFacets | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        facets: ItemFacets | None = None,
+        status_filter: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
+        if not status_filter:
+            # item status is hidden from the user (annotators, in a project with gold items)
+            del self.fields["status"]
         facets = facets or ItemFacets()
         category = cast(forms.ChoiceField, self.fields["category"])
         intent = cast(forms.ChoiceField, self.fields["intent"])

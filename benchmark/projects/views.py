@@ -121,13 +121,16 @@ def project_page_context(
     or a posted form's fields named ``<prefix>-<filter>``); pages that act on the item list
     (bulk actions) re-render the page with it."""
     facets = selectors.item_facets(user=request.user, project=project)
+    status_hidden = selectors.item_status_hidden(user=request.user, project=project)
     start = f"{prefix}-" if prefix else ""
     bound = {
         k[len(start) :]: v
         for k, v in query.items()
-        if k.startswith(start) and k[len(start) :] in ItemFilterForm.base_fields
+        if k.startswith(start)
+        and k[len(start) :] in ItemFilterForm.base_fields
+        and not (status_hidden and k[len(start) :] == "status")  # ignored: not shown to them
     }
-    form = ItemFilterForm(bound or None, facets=facets)
+    form = ItemFilterForm(bound or None, facets=facets, status_filter=not status_hidden)
     if form.is_bound:
         form.is_valid()
     filters = form.filters()
@@ -171,7 +174,12 @@ def project_page_context(
         "page": page,
         "count_label": f"{total.n:,}+" if total.capped else str(total.n),
         "counts": counts,
-        "status_counts": [(value, label, counts[value]) for value, label in ItemStatus.choices],
+        "status_hidden": status_hidden,
+        "status_counts": [
+            (value, label, counts[value])
+            for value, label in ItemStatus.choices
+            if not status_hidden
+        ],
         "export_form": ExportForm(),
         "drafting": model_context(project),
         # the kind's columns that hold something in this list (m&m's has no category,
@@ -255,7 +263,7 @@ def _item_context(request: HttpRequest, project: Project, item: Item) -> dict[st
     for traj in trajectories:
         shas += [r.get("sha256") for r in traj.image_refs or []]
     images = image_selectors.images_by_sha(user=request.user, shas=shas)
-    history = list(selectors.item_status_history(user=request.user, item=item))
+    history = list(selectors.item_status_history(user=request.user, item=item, project=project))
     restore_to = services.status_before_discard(history)
     return {
         **project_context(request, project),
@@ -275,6 +283,7 @@ def _item_context(request: HttpRequest, project: Project, item: Item) -> dict[st
         "trajectories": [trajectory_view(t, images) for t in trajectories],
         "answer_hidden": item.answer_hidden,  # type: ignore[attr-defined]  # by the selector
         "notices": item_notices(user=request.user, project=project, item=item),
+        "status_hidden": selectors.item_status_hidden(user=request.user, project=project),
         "status_history": history,
         "restore_to": ItemStatus(restore_to).label,
         "restore_form": RestoreForm(),

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlencode
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from benchmark import selectors
+from benchmark import selectors, visibility
 from benchmark.exceptions import ValidationFailed
 from benchmark.models import Item, Membership, Project, SavedFilter
 from benchmark.projects.forms import ItemFilterForm
@@ -58,6 +58,12 @@ def filters_of_query(
     pairs = dict(parse_qsl(query.lstrip("?"), keep_blank_values=False))
     bound = {k: v.strip() for k, v in pairs.items() if k in ItemFilterForm.base_fields}
     bound = {k: v for k, v in bound.items() if v}
+    if (
+        "status" in bound
+        and user is not None
+        and selectors.item_status_hidden(user=user, project=project)
+    ):
+        raise ValidationFailed(f"status: {visibility.STATUS_HIDDEN_REASON}")
     form = ItemFilterForm(bound, facets=selectors.item_facets(user=user, project=project))
     if not form.is_valid():
         wrong = "; ".join(f"{name}={bound.get(name, '')!r}" for name in form.errors)

@@ -24,7 +24,7 @@ from annotation.judgment_tasks.models import (
 )
 from annotation.judgment_tasks.services import item_follows_outcome, judgment_agreement_sync
 from benchmark.exceptions import Conflict, NotFound, ValidationFailed
-from benchmark.models import Item, ItemStatus, Membership
+from benchmark.models import Item, ItemStatus, Membership, Project
 from benchmark.permissions import require
 from benchmark.typing import User
 
@@ -99,6 +99,7 @@ def gold_mark(*, task: JudgmentTask, item: Item, user: User, value: Any = None) 
             mark = GoldItem(task=task, item=item, value=value, created_by=user)
             mark.full_clean(validate_constraints=False)
             mark.save()
+            project_has_gold_sync(project_id=task.project_id)
     except IntegrityError:
         raise Conflict(f"item {item.external_id} was marked gold meanwhile") from None
     return mark
@@ -118,7 +119,19 @@ def gold_unmark(*, task: JudgmentTask, item_id: int, user: User) -> GoldItem:
             raise NotFound("this item is not a gold item of the task")
         mark.removed_at, mark.removed_by = timezone.now(), user
         mark.save(update_fields=["removed_at", "removed_by"])
+        project_has_gold_sync(project_id=task.project_id)
     return mark
+
+
+def project_has_gold_sync(*, project_id: int) -> bool:
+    """Set the project's ``has_gold`` flag to whether any of its tasks has a current gold item
+    (``benchmark`` hides item status from annotators by it); returns the flag."""
+    with transaction.atomic():
+        has_gold = GoldItem.objects.filter(
+            task__project_id=project_id, removed_at__isnull=True
+        ).exists()
+        Project.objects.filter(pk=project_id).exclude(has_gold=has_gold).update(has_gold=has_gold)
+    return has_gold
 
 
 def _annotator(task: JudgmentTask, annotator_id: int) -> User:
