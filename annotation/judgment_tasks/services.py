@@ -98,7 +98,7 @@ def assignment_next_for_user(
 
 def _open_lease_and_pushes(
     task: JudgmentTask, user: User, now: datetime
-) -> tuple[int | None, bool, bool]:
+) -> tuple[int | None, bool, bool, bool]:
     """(the id of this user's oldest unexpired lease in the task, or None; whether items are
     pushed to this user and not taken yet; whether routing by doubt serves this user the least
     doubtful first, the reliability gate; whether a reviewer paused this user's queue in the
