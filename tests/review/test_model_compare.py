@@ -311,3 +311,33 @@ def test_the_leaderboard_and_the_human_evaluation_link_to_it(
         reverse("review:model_compare", args=[project.pk]) + f"?task={task.pk}"
     )
     assert form.status_code == 200 and "Which is better?" in form.content.decode()
+
+
+# --------------------------------------------------------------------------- identical answers
+
+
+def test_identical_answers_are_a_tie_without_asking_the_judge(
+    project: Project, clients: dict[str, Client]
+) -> None:
+    # q7: both models give the very same text. Both orders would be the same prompt (so one
+    # call key): the pair is a tie by definition, and the judge is not asked. Its query says
+    # POSITION, so a judge asked anyway would prefer the first answer (a flip, or A winning
+    # when only one order were read back).
+    item = ItemFactory(project=project, external_id="q7", query="Explain it. POSITION", position=7)
+    for model in (ALPHA, MODEL):
+        ResponseFactory(
+            item=item, key=f"model:{model}", origin=Origin.MODEL, model_name=model, text="same"
+        )
+    run, summary = compare(project)
+    alpha = answer(project, "q7", ALPHA)
+    assert not run.calls.filter(response=alpha).exists()
+    assert run.calls.count() == 10  # q1-q5's two orders, nothing for q7
+    c = summary["comparison"]
+    # q1-q5 as before (2 A wins, 2 ties, 1 B win, q3 flipped) plus q7's tie, nothing excluded.
+    assert (c["n"], c["excluded"], c["a_wins"], c["ties"], c["b_wins"]) == (6, 0, 2, 3, 1)
+    assert c["flip"]["value"] == pytest.approx(100 / 6)
+    assert summary["verdicts"][f"{alpha.pk}:{answer(project, 'q7', MODEL).pk}"] == "tie"
+    html = clients["reviewer"].get(reverse("review:judge_run", args=[run.pk])).content.decode()
+    article = html[html.index(f'data-pair="{alpha.pk}:') :]
+    article = article[: article.index("</article>")]
+    assert 'data-winner="tie"' in article and "identical answers" in article

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.core.paginator import Page
+from django.db.models import Q, QuerySet
 
 from benchmark.judge_prompts import Call, Judgment, Template
 from benchmark.judge_prompts import pairwise as pw
@@ -76,12 +77,27 @@ class ModelPairs(Answers):
     def run_selection(self, *, project: Project, selection: Mapping[str, Any]) -> Mapping[str, Any]:
         """Without ``pairs`` (``manage.py judge --judge pairwise-models --model-answers A
         --model-answers B``), the pairs of every item both models answered, chosen now: the
-        run's report and figures read its pairs from the selection."""
+        run's report and figures read its pairs from the selection. ``identical``: A's answers
+        whose pair is two identical texts (a tie without a call, listed from here)."""
         models = list(selection.get("models") or [])
-        if selection.get("pairs") is not None or len(models) != 2 or models[0] == models[1]:
-            return selection
-        pairs = comparison_pairs(project=project, model_a=models[0], model_b=models[1])
-        return {**selection, "pairs": pairs}
+        pairs = selection.get("pairs")
+        if pairs is None:
+            if len(models) != 2 or models[0] == models[1]:
+                return selection
+            pairs = comparison_pairs(project=project, model_a=models[0], model_b=models[1])
+            selection = {**selection, "pairs": pairs}
+        if "identical" not in selection:
+            ids = {int(pk) for pair in pairs for pk in pair}
+            texts = dict(Response.objects.filter(pk__in=ids).values_list("pk", "text"))
+            same = [
+                int(a)
+                for a, b in pairs
+                if int(a) in texts
+                and int(b) in texts
+                and pw.identical(texts[int(a)], texts[int(b)])
+            ]
+            selection = {**selection, "identical": same}
+        return selection
 
     def run_things(self, *, project: Project, selection: Mapping[str, Any]) -> list[Any]:
         pairs = selection.get("pairs")
@@ -108,9 +124,22 @@ class ModelPairs(Answers):
         return f"{models[0]} and {models[1]} have answered no item in common"
 
     def run_load(self, *, run: JudgeRun, ids: Any) -> dict[int, Any]:
+        """The pairs with calls and the identical pairs (a tie with none)."""
         things = self.load(ids)
+        same = [pk for pk in self._identical(run) if pk not in things]
+        if same:
+            things.update(self.load(same))
         self._with_versus(run.selection or {}, list(things.values()))
         return things
+
+    def _identical(self, run: JudgeRun) -> list[int]:
+        return [int(pk) for pk in (run.selection or {}).get("identical") or []]
+
+    def _judged(self, run: JudgeRun) -> QuerySet[Response]:
+        """A's answers of the pairs the run asked about, and of its identical pairs."""
+        return Response.objects.filter(
+            Q(pk__in=run.calls.values("response_id")) | Q(pk__in=self._identical(run))
+        )
 
     def source_of(self, thing: Response) -> str:
         versus = getattr(thing, "versus", None)
@@ -185,7 +214,8 @@ class ModelPairsJudge(JudgeSpec):
         return {pw.AB: pw.parse_preference, pw.BA: pw.parse_preference}
 
     def first_call_count(self, subject: Response) -> int:
-        return 2
+        versus = getattr(subject, "versus", None)
+        return 0 if versus is None or pw.identical(subject.text, versus.text) else 2
 
     def first_calls(
         self, subject: Response, model: str, templates: Mapping[str, Template]
@@ -205,10 +235,12 @@ class ModelPairsJudge(JudgeSpec):
         self, subject: Response, judgments: Mapping[str, Judgment[Any]], run: JudgeRun
     ) -> tuple[Any, dict[str, Any]]:
         versus = getattr(subject, "versus", None)
+        same = versus is not None and pw.identical(subject.text, versus.text)
         verdict = pw.verdict_of(
             dict(judgments),
             answer_length=len(subject.text),
             other_length=len(versus.text) if versus is not None else 0,
+            same=same,
         )
         choices = {
             label: (j.value.choice if j.value is not None else None)
@@ -220,6 +252,7 @@ class ModelPairsJudge(JudgeSpec):
             "flipped": verdict.flipped if verdict else None,
             "a_first": choices.get(pw.AB),
             "b_first": choices.get(pw.BA),
+            "identical": same,
         }
 
     def figures(self, values: Sequence[Any]) -> dict[str, Any]:
