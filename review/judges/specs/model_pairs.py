@@ -294,19 +294,79 @@ class ModelPairsJudge(JudgeSpec):
 
     def run_extra(self, run: JudgeRun, summary: Mapping[str, Any]) -> dict[str, Any]:
         """People's agreement with the judge on the pairs they rated, and the judge model's
-        self-preference when it is model A or B (see the module's docstring)."""
-        verdicts: dict[str, str] = dict(summary.get("verdicts") or {})
-        people = people_winners(run.project, verdicts)
-        extra: dict[str, Any] = {"people": people_agreement(people, verdicts)}
-        model_a, model_b = summary.get("model_a"), summary.get("model_b")
-        side = "A" if run.model == model_a else "B" if run.model == model_b else ""
-        if side and verdicts:
-            others = [w for _, _, w in people] + other_runs_winners(run, verdicts)
-            extra["self_preference"] = asdict(
-                pw.self_preference(side=side, own=list(verdicts.values()), others=others)
-            )
-            extra["self_model"] = run.model
+        self-preference when it is model A or B (see the module's docstring). Kept in
+        Django's cache under a key naming all they are computed from (:func:`extra_key`), so
+        the bootstrap and the reading of every rating run once per state, not per view."""
+        from django.core.cache import cache
+
+        key = extra_key(run, summary)
+        kept = cache.get(key)
+        if kept is not None:
+            return dict(kept)
+        extra = extra_compute(run, summary)
+        cache.set(key, extra, EXTRA_CACHE_SECONDS)
         return extra
+
+
+#: How long a run's agreement with people and self-preference stay in Django's cache. The key
+#: names everything they are computed from, so a kept value is never stale: a change is a new
+#: key.
+EXTRA_CACHE_SECONDS = 7 * 24 * 3600
+#: Bumped when what they hold or how they are computed changes (old keys are then unread).
+EXTRA_CACHE_VERSION = 1
+
+
+def extra_key(run: JudgeRun, summary: Mapping[str, Any]) -> str:
+    """The cache key of :func:`extra_compute`: a digest of the run's verdicts, its two models
+    and judge model, the state of the project's human-evaluation ratings of pairs (how many,
+    the largest id, the sum of their versions, the latest edit: an added, removed or edited
+    rating moves it) and the other judge models' finished runs (each with its job: a run's
+    verdicts change only with a new job). Two small queries."""
+    import hashlib
+
+    import orjson
+    from django.db.models import Count, Max, Sum
+
+    from annotation.judgment_tasks.models import Judgment as PersonJudgment
+    from annotation.judgment_tasks.models import UnitKind
+
+    ratings = PersonJudgment.objects.filter(
+        task__project_id=run.project_id, task__unit_kind=UnitKind.ANSWER_PAIR
+    ).aggregate(n=Count("id"), last=Max("id"), versions=Sum("version"), edit=Max("edited_at"))
+    state = [
+        EXTRA_CACHE_VERSION,
+        run.pk,
+        run.model,
+        summary.get("model_a"),
+        summary.get("model_b"),
+        sorted((summary.get("verdicts") or {}).items()),
+        [
+            ratings["n"],
+            ratings["last"],
+            ratings["versions"],
+            ratings["edit"].isoformat() if ratings["edit"] else None,
+        ],
+        list(_other_runs(run).order_by("pk").values_list("pk", "job_id")),
+    ]
+    digest = hashlib.blake2b(orjson.dumps(state), digest_size=16).hexdigest()
+    return f"pairwise-extra:v{EXTRA_CACHE_VERSION}:run{run.pk}:{digest}"
+
+
+def extra_compute(run: JudgeRun, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """People's agreement and self-preference, computed (what :meth:`ModelPairsJudge.run_extra`
+    keeps in the cache)."""
+    verdicts: dict[str, str] = dict(summary.get("verdicts") or {})
+    people = people_winners(run.project, verdicts)
+    extra: dict[str, Any] = {"people": people_agreement(people, verdicts)}
+    model_a, model_b = summary.get("model_a"), summary.get("model_b")
+    side = "A" if run.model == model_a else "B" if run.model == model_b else ""
+    if side and verdicts:
+        others = [w for _, _, w in people] + other_runs_winners(run, verdicts)
+        extra["self_preference"] = asdict(
+            pw.self_preference(side=side, own=list(verdicts.values()), others=others)
+        )
+        extra["self_model"] = run.model
+    return extra
 
 
 def people_winners(project: Project, verdicts: Mapping[str, str]) -> list[tuple[str, str, str]]:
@@ -355,19 +415,23 @@ def people_agreement(
     }
 
 
-def other_runs_winners(run: JudgeRun, verdicts: Mapping[str, str]) -> list[str]:
-    """The winners other judge models gave the same pairs (their finished runs of this judge
-    on the project, either order of the two models), read in this run's order. One query."""
+def _other_runs(run: JudgeRun) -> QuerySet[JudgeRun]:
+    """The project's finished runs of the same judge with another judge model."""
     from review.judges.models import JudgeRun as Run
 
-    others = (
+    return (
         Run.objects.filter(
             project_id=run.project_id, judge=run.judge, job__status=JobStatus.SUCCEEDED
         )
         .exclude(pk=run.pk)
         .exclude(model=run.model)
-        .select_related("job")
     )
+
+
+def other_runs_winners(run: JudgeRun, verdicts: Mapping[str, str]) -> list[str]:
+    """The winners other judge models gave the same pairs (their finished runs of this judge
+    on the project, either order of the two models), read in this run's order. One query."""
+    others = _other_runs(run).select_related("job")
     winners = []
     for other in others:
         result = other.job.result if other.job is not None else None
