@@ -320,8 +320,9 @@ def extra_key(run: JudgeRun, summary: Mapping[str, Any]) -> str:
     """The cache key of :func:`extra_compute`: a digest of the run's verdicts, its two models
     and judge model, the state of the project's human-evaluation ratings of pairs (how many,
     the largest id, the sum of their versions, the latest edit: an added, removed or edited
-    rating moves it) and the other judge models' finished runs (each with its job: a run's
-    verdicts change only with a new job). Two small queries."""
+    rating moves it) and, when the judge model is model A or B, the other judge models'
+    finished runs (each with its job: a run's verdicts change only with a new job). One or two
+    small queries."""
     import hashlib
 
     import orjson
@@ -346,10 +347,20 @@ def extra_key(run: JudgeRun, summary: Mapping[str, Any]) -> str:
             ratings["versions"],
             ratings["edit"].isoformat() if ratings["edit"] else None,
         ],
-        list(_other_runs(run).order_by("pk").values_list("pk", "job_id")),
+        # Other judge models count only for self-preference (the judge is model A or B).
+        list(_other_runs(run).order_by("pk").values_list("pk", "job_id"))
+        if _own_side(run, summary)
+        else [],
     ]
     digest = hashlib.blake2b(orjson.dumps(state), digest_size=16).hexdigest()
     return f"pairwise-extra:v{EXTRA_CACHE_VERSION}:run{run.pk}:{digest}"
+
+
+def _own_side(run: JudgeRun, summary: Mapping[str, Any]) -> str:
+    """ "A" or "B" when the judge model is model A or B of the comparison, else ""."""
+    if run.model == summary.get("model_a"):
+        return "A"
+    return "B" if run.model == summary.get("model_b") else ""
 
 
 def extra_compute(run: JudgeRun, summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -358,8 +369,7 @@ def extra_compute(run: JudgeRun, summary: Mapping[str, Any]) -> dict[str, Any]:
     verdicts: dict[str, str] = dict(summary.get("verdicts") or {})
     people = people_winners(run.project, verdicts)
     extra: dict[str, Any] = {"people": people_agreement(people, verdicts)}
-    model_a, model_b = summary.get("model_a"), summary.get("model_b")
-    side = "A" if run.model == model_a else "B" if run.model == model_b else ""
+    side = _own_side(run, summary)
     if side and verdicts:
         others = [w for _, _, w in people] + other_runs_winners(run, verdicts)
         extra["self_preference"] = asdict(
