@@ -11,6 +11,10 @@ The pair's verdict (:func:`pair_verdict`), from the answer's side: **win** when 
 prefer it, **loss** when both prefer the other, **tie** when both say TIE, when one says TIE and
 the other prefers one of them, or when the verdict **flips** (each order prefers whichever answer
 sits in the same position; ``flipped`` then says so). A failed call leaves the pair out.
+Two **identical** answers (the same text, character for character: :func:`identical`) are a
+tie by definition, and the judge is not asked: both orders would be one and the same prompt,
+so the only verdicts the judge could give are a tie or a position preference, never a reason to
+prefer one of them.
 
 Figures over a set of pairs (:func:`pairwise_figures`): win, tie and loss rates (percent of the
 pairs with both calls answered), the **flip rate** (percent of those pairs whose verdict
@@ -64,10 +68,18 @@ def parse_preference(raw: str) -> Preference:
     return Preference(choice=word, why=lines[1])  # type: ignore[arg-type]
 
 
+def identical(answer: str, other: str) -> bool:
+    """The two answers are the same text: the two orders would be the same prompt."""
+    return answer == other
+
+
 def pair_calls(
     *, query: str, answer: str, other: str, model: str, template: Template = PAIRWISE_TEMPLATE
 ) -> list[Call]:
-    """The two calls of one pair: the answer first (``ab``), then the other first (``ba``)."""
+    """The two calls of one pair: the answer first (``ab``), then the other first (``ba``);
+    none for identical answers (a tie without asking, :func:`verdict_of`)."""
+    if identical(answer, other):
+        return []
     return [
         build_call(template, model, AB, {"query": query, "first": answer, "second": other}),
         build_call(template, model, BA, {"query": query, "first": other, "second": answer}),
@@ -104,9 +116,18 @@ def pair_verdict(
 
 
 def verdict_of(
-    judgments: dict[str, Judgment[Preference]], *, answer_length: int, other_length: int
+    judgments: dict[str, Judgment[Preference]],
+    *,
+    answer_length: int,
+    other_length: int,
+    same: bool = False,
 ) -> PairVerdict | None:
-    """The pair's verdict from its two judgments; None when either failed."""
+    """The pair's verdict from its two judgments; None when either failed. ``same``: the two
+    answers are identical, a tie by definition (no judgment is read)."""
+    if same:
+        return PairVerdict(
+            outcome="tie", flipped=False, answer_length=answer_length, other_length=other_length
+        )
     ab, ba = judgments.get(AB), judgments.get(BA)
     if ab is None or ba is None or ab.value is None or ba.value is None:
         return None

@@ -404,7 +404,9 @@ def compare_choices(*, user: AnyUser, project: Project) -> list[tuple[str, str]]
     subject = judge_page(project).subject
     runs = [
         (f"run:{run.pk}", f"#{run.pk} {run.get_judge_display()} · {run.model}")
-        for run in judge_runs_of(user=user, project=project)
+        # The list needs each run's job status, not its result (a comparison's result holds
+        # every pair's verdict): parsing every run's result is what made the page slow.
+        for run in judge_runs_of(user=user, project=project).defer("job__result")
         if (run.job is None or run.job.done)
         and (spec := judge_spec_get(run.judge)) is not None
         and spec.rates is subject

@@ -49,6 +49,9 @@ def judge_run_report(*, run: JudgeRun, responses: Collection[int] | None = None)
     # Each thing once (not once per call), and of each call only what the report reads: a
     # run of 10,000 calls stays small in memory.
     things = subject.run_load(run=run, ids=calls.values(subject.fk_id))
+    if responses is not None:  # a subject may add things without calls (identical pairs)
+        wanted = set(responses)
+        things = {pk: thing for pk, thing in things.items() if pk in wanted}
     fields = (
         "id",
         "run",  # the calls set each row's run: without it Django fetches it row by row

@@ -1,6 +1,6 @@
 """Speed of issue 26's model comparison and leaderboard trust: a comparison of two models on
 ``--pairs`` items (2 calls each) against a local scripted judge answering at once, 8 workers;
-then the run's page; then the Leaderboard of an LLM-I project whose rubric judge run covers
+then the run's page, with two people's ratings of every pair (its agreement with people); then the Leaderboard of an LLM-I project whose rubric judge run covers
 ``--pairs`` answers x 2 criteria, rated by two people each (the trust row: kappa with a 1000-
 resample bootstrap), against the same page with no ratings.
 
@@ -8,7 +8,10 @@ resample bootstrap), against the same page with no ratings.
     python tests/perf/bench_model_compare.py --pairs 2000 --repeat 5
     python tests/perf/bench_model_compare.py --database-url postgres://postgres@127.0.0.1:5432/bw_perf_compare
 
-Pages are timed in the server (Django's test client): the first request's wall time, the median
+What a web process does once when it starts (``benchmark.startup.warm_up``: the URLconf and
+its views imported, the reverse map built) is timed apart (``process_warm_up_s``): before it
+moved there, the first request of the process paid it, whatever the page. Pages are timed in
+the server (Django's test client): the first request's wall time, the median
 of ``--repeat`` requests after it, and the query count. The leaderboard's trust figure is
 computed on the first view and then read from Django's cache (its key moves when a judgment or
 the judge run changes), so ``first_s`` is the view after a change and ``median_s`` the others. Prints figures and the machine's load;
@@ -117,6 +120,53 @@ def phase_all(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         server.stop()
     assert job.status == JobStatus.SUCCEEDED, job.error
+    # People rated every pair too (a pairwise human evaluation, two people each): the run page
+    # shows their agreement with the judge (kappa with a 1000-resample bootstrap), computed on
+    # its first view and then read from the cache.
+    pairs = run.selection["pairs"]
+    pair_eval = JudgmentTask.objects.create(
+        project=project,
+        name="Which is better?",
+        question="Which answer is better?",
+        scheme="nominal",
+        labels=[{"value": "a"}, {"value": "b"}, {"value": "tie"}],
+        unit_kind="answer-pair",
+        unit_params={"pairs": pairs, "models": ["alpha", "beta"], "scale": "pair"},
+        overlap=2,
+    )
+    item_of = {a.pk: a.item_id for a in answers["alpha"]}
+    pair_leases, pair_votes = [], []
+    for n, (a, b) in enumerate(pairs):
+        for person, value in ((reviewer, "a"), (rater, "ab"[n % 2] if n % 3 else "tie")):
+            lease = Assignment(
+                task=pair_eval,
+                item_id=item_of[a],
+                user=person,
+                unit=f"pair:{a}:{b}",
+                status="submitted",
+                leased_at=timezone.now(),
+                expires_at=timezone.now(),
+            )
+            pair_leases.append(lease)
+            pair_votes.append(
+                Judgment(
+                    task=pair_eval,
+                    item_id=item_of[a],
+                    user=person,
+                    assignment=lease,
+                    unit=f"pair:{a}:{b}",
+                    value=value,
+                )
+            )
+    Assignment.objects.bulk_create(pair_leases, batch_size=2000)
+    Judgment.objects.bulk_create(pair_votes, batch_size=2000)
+    # What a web process does when it starts (benchmark.wsgi): timed apart, so first_s is the
+    # page's own first view, not the process's first request.
+    from benchmark.startup import warm_up
+
+    start = time.perf_counter()
+    warm_up()
+    warm_up_s = time.perf_counter() - start
     client = Client()
     client.force_login(reviewer)
     run_page = _timed(client, f"/judges/runs/{run.pk}/", args.repeat)
@@ -193,6 +243,7 @@ def phase_all(args: argparse.Namespace) -> dict[str, Any]:
         "pairs": args.pairs,
         "compare_seconds": round(compare_s, 2),
         "calls": job.result["summary"]["calls"]["total"],
+        "process_warm_up_s": round(warm_up_s, 4),
         "run_page": run_page,
         "leaderboard_no_ratings": no_ratings,
         "leaderboard_with_ratings": with_ratings,

@@ -311,3 +311,83 @@ def test_the_leaderboard_and_the_human_evaluation_link_to_it(
         reverse("review:model_compare", args=[project.pk]) + f"?task={task.pk}"
     )
     assert form.status_code == 200 and "Which is better?" in form.content.decode()
+
+
+# --------------------------------------------------------------------------- identical answers
+
+
+def test_identical_answers_are_a_tie_without_asking_the_judge(
+    project: Project, clients: dict[str, Client]
+) -> None:
+    # q7: both models give the very same text. Both orders would be the same prompt (so one
+    # call key): the pair is a tie by definition, and the judge is not asked. Its query says
+    # POSITION, so a judge asked anyway would prefer the first answer (a flip, or A winning
+    # when only one order were read back).
+    item = ItemFactory(project=project, external_id="q7", query="Explain it. POSITION", position=7)
+    for model in (ALPHA, MODEL):
+        ResponseFactory(
+            item=item, key=f"model:{model}", origin=Origin.MODEL, model_name=model, text="same"
+        )
+    run, summary = compare(project)
+    alpha = answer(project, "q7", ALPHA)
+    assert not run.calls.filter(response=alpha).exists()
+    assert run.calls.count() == 10  # q1-q5's two orders, nothing for q7
+    c = summary["comparison"]
+    # q1-q5 as before (2 A wins, 2 ties, 1 B win, q3 flipped) plus q7's tie, nothing excluded.
+    assert (c["n"], c["excluded"], c["a_wins"], c["ties"], c["b_wins"]) == (6, 0, 2, 3, 1)
+    assert c["flip"]["value"] == pytest.approx(100 / 6)
+    assert summary["verdicts"][f"{alpha.pk}:{answer(project, 'q7', MODEL).pk}"] == "tie"
+    html = clients["reviewer"].get(reverse("review:judge_run", args=[run.pk])).content.decode()
+    article = html[html.index(f'data-pair="{alpha.pk}:') :]
+    article = article[: article.index("</article>")]
+    assert 'data-winner="tie"' in article and "identical answers" in article
+
+
+# --------------------------------------------------------------------------- the run page's cost
+
+
+def test_the_run_page_keeps_people_agreement_until_a_rating_changes(
+    project: Project,
+    users: dict[str, Any],
+    clients: dict[str, Client],
+    django_assert_max_num_queries: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    task = pair_task(project, users)
+    compare(project, model="another-judge")
+    run, _ = compare(project)
+    url = reverse("review:judge_run", args=[run.pk])
+    with django_assert_max_num_queries(16):
+        first = clients["reviewer"].get(url).content.decode()
+    assert 'data-figure="people_kappa">0.50<' in first and "over 3 pairs" in first
+
+    # Later views read the agreement (a bootstrap over every rating) and self-preference from
+    # the cache: nothing is computed again, and fewer queries are made.
+    from benchmark.metrics import judge_rater
+
+    def computed_again(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the agreement was computed again")
+
+    monkeypatch.setattr(judge_rater, "judge_calibration", computed_again)
+    with django_assert_max_num_queries(14):
+        again = clients["reviewer"].get(url).content.decode()
+    assert 'data-figure="people_kappa">0.50<' in again and 'data-figure="own_share">' in again
+
+    # A new rating moves the key: q4 gets a majority (a third person says "b": alpha's answer,
+    # shown second there, i.e. A), and the page counts it.
+    monkeypatch.undo()
+    q4 = answer(project, "q4", ALPHA)
+    a, b = answer(project, "q4", MODEL).pk, q4.pk
+    lease = AssignmentFactory(
+        task=task, item=q4.item, user=users["admin"], unit=f"pair:{a}:{b}", status="submitted"
+    )
+    Judgment.objects.create(
+        task=task,
+        item=q4.item,
+        user=users["admin"],
+        assignment=lease,
+        unit=f"pair:{a}:{b}",
+        value="b",
+    )
+    after = clients["reviewer"].get(url).content.decode()
+    assert "over 4 pairs" in after

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.core.paginator import Page
+from django.db.models import Q, QuerySet
 
 from benchmark.judge_prompts import Call, Judgment, Template
 from benchmark.judge_prompts import pairwise as pw
@@ -76,12 +77,27 @@ class ModelPairs(Answers):
     def run_selection(self, *, project: Project, selection: Mapping[str, Any]) -> Mapping[str, Any]:
         """Without ``pairs`` (``manage.py judge --judge pairwise-models --model-answers A
         --model-answers B``), the pairs of every item both models answered, chosen now: the
-        run's report and figures read its pairs from the selection."""
+        run's report and figures read its pairs from the selection. ``identical``: A's answers
+        whose pair is two identical texts (a tie without a call, listed from here)."""
         models = list(selection.get("models") or [])
-        if selection.get("pairs") is not None or len(models) != 2 or models[0] == models[1]:
-            return selection
-        pairs = comparison_pairs(project=project, model_a=models[0], model_b=models[1])
-        return {**selection, "pairs": pairs}
+        pairs = selection.get("pairs")
+        if pairs is None:
+            if len(models) != 2 or models[0] == models[1]:
+                return selection
+            pairs = comparison_pairs(project=project, model_a=models[0], model_b=models[1])
+            selection = {**selection, "pairs": pairs}
+        if "identical" not in selection:
+            ids = {int(pk) for pair in pairs for pk in pair}
+            texts = dict(Response.objects.filter(pk__in=ids).values_list("pk", "text"))
+            same = [
+                int(a)
+                for a, b in pairs
+                if int(a) in texts
+                and int(b) in texts
+                and pw.identical(texts[int(a)], texts[int(b)])
+            ]
+            selection = {**selection, "identical": same}
+        return selection
 
     def run_things(self, *, project: Project, selection: Mapping[str, Any]) -> list[Any]:
         pairs = selection.get("pairs")
@@ -108,9 +124,22 @@ class ModelPairs(Answers):
         return f"{models[0]} and {models[1]} have answered no item in common"
 
     def run_load(self, *, run: JudgeRun, ids: Any) -> dict[int, Any]:
+        """The pairs with calls and the identical pairs (a tie with none)."""
         things = self.load(ids)
+        same = [pk for pk in self._identical(run) if pk not in things]
+        if same:
+            things.update(self.load(same))
         self._with_versus(run.selection or {}, list(things.values()))
         return things
+
+    def _identical(self, run: JudgeRun) -> list[int]:
+        return [int(pk) for pk in (run.selection or {}).get("identical") or []]
+
+    def _judged(self, run: JudgeRun) -> QuerySet[Response]:
+        """A's answers of the pairs the run asked about, and of its identical pairs."""
+        return Response.objects.filter(
+            Q(pk__in=run.calls.values("response_id")) | Q(pk__in=self._identical(run))
+        )
 
     def source_of(self, thing: Response) -> str:
         versus = getattr(thing, "versus", None)
@@ -185,7 +214,8 @@ class ModelPairsJudge(JudgeSpec):
         return {pw.AB: pw.parse_preference, pw.BA: pw.parse_preference}
 
     def first_call_count(self, subject: Response) -> int:
-        return 2
+        versus = getattr(subject, "versus", None)
+        return 0 if versus is None or pw.identical(subject.text, versus.text) else 2
 
     def first_calls(
         self, subject: Response, model: str, templates: Mapping[str, Template]
@@ -205,10 +235,12 @@ class ModelPairsJudge(JudgeSpec):
         self, subject: Response, judgments: Mapping[str, Judgment[Any]], run: JudgeRun
     ) -> tuple[Any, dict[str, Any]]:
         versus = getattr(subject, "versus", None)
+        same = versus is not None and pw.identical(subject.text, versus.text)
         verdict = pw.verdict_of(
             dict(judgments),
             answer_length=len(subject.text),
             other_length=len(versus.text) if versus is not None else 0,
+            same=same,
         )
         choices = {
             label: (j.value.choice if j.value is not None else None)
@@ -220,6 +252,7 @@ class ModelPairsJudge(JudgeSpec):
             "flipped": verdict.flipped if verdict else None,
             "a_first": choices.get(pw.AB),
             "b_first": choices.get(pw.BA),
+            "identical": same,
         }
 
     def figures(self, values: Sequence[Any]) -> dict[str, Any]:
@@ -261,19 +294,89 @@ class ModelPairsJudge(JudgeSpec):
 
     def run_extra(self, run: JudgeRun, summary: Mapping[str, Any]) -> dict[str, Any]:
         """People's agreement with the judge on the pairs they rated, and the judge model's
-        self-preference when it is model A or B (see the module's docstring)."""
-        verdicts: dict[str, str] = dict(summary.get("verdicts") or {})
-        people = people_winners(run.project, verdicts)
-        extra: dict[str, Any] = {"people": people_agreement(people, verdicts)}
-        model_a, model_b = summary.get("model_a"), summary.get("model_b")
-        side = "A" if run.model == model_a else "B" if run.model == model_b else ""
-        if side and verdicts:
-            others = [w for _, _, w in people] + other_runs_winners(run, verdicts)
-            extra["self_preference"] = asdict(
-                pw.self_preference(side=side, own=list(verdicts.values()), others=others)
-            )
-            extra["self_model"] = run.model
+        self-preference when it is model A or B (see the module's docstring). Kept in
+        Django's cache under a key naming all they are computed from (:func:`extra_key`), so
+        the bootstrap and the reading of every rating run once per state, not per view."""
+        from django.core.cache import cache
+
+        key = extra_key(run, summary)
+        kept = cache.get(key)
+        if kept is not None:
+            return dict(kept)
+        extra = extra_compute(run, summary)
+        cache.set(key, extra, EXTRA_CACHE_SECONDS)
         return extra
+
+
+#: How long a run's agreement with people and self-preference stay in Django's cache. The key
+#: names everything they are computed from, so a kept value is never stale: a change is a new
+#: key.
+EXTRA_CACHE_SECONDS = 7 * 24 * 3600
+#: Bumped when what they hold or how they are computed changes (old keys are then unread).
+EXTRA_CACHE_VERSION = 1
+
+
+def extra_key(run: JudgeRun, summary: Mapping[str, Any]) -> str:
+    """The cache key of :func:`extra_compute`: a digest of the run's verdicts, its two models
+    and judge model, the state of the project's human-evaluation ratings of pairs (how many,
+    the largest id, the sum of their versions, the latest edit: an added, removed or edited
+    rating moves it) and, when the judge model is model A or B, the other judge models'
+    finished runs (each with its job: a run's verdicts change only with a new job). One or two
+    small queries."""
+    import hashlib
+
+    import orjson
+    from django.db.models import Count, Max, Sum
+
+    from annotation.judgment_tasks.models import Judgment as PersonJudgment
+    from annotation.judgment_tasks.models import UnitKind
+
+    ratings = PersonJudgment.objects.filter(
+        task__project_id=run.project_id, task__unit_kind=UnitKind.ANSWER_PAIR
+    ).aggregate(n=Count("id"), last=Max("id"), versions=Sum("version"), edit=Max("edited_at"))
+    state = [
+        EXTRA_CACHE_VERSION,
+        run.pk,
+        run.model,
+        summary.get("model_a"),
+        summary.get("model_b"),
+        sorted((summary.get("verdicts") or {}).items()),
+        [
+            ratings["n"],
+            ratings["last"],
+            ratings["versions"],
+            ratings["edit"].isoformat() if ratings["edit"] else None,
+        ],
+        # Other judge models count only for self-preference (the judge is model A or B).
+        list(_other_runs(run).order_by("pk").values_list("pk", "job_id"))
+        if _own_side(run, summary)
+        else [],
+    ]
+    digest = hashlib.blake2b(orjson.dumps(state), digest_size=16).hexdigest()
+    return f"pairwise-extra:v{EXTRA_CACHE_VERSION}:run{run.pk}:{digest}"
+
+
+def _own_side(run: JudgeRun, summary: Mapping[str, Any]) -> str:
+    """ "A" or "B" when the judge model is model A or B of the comparison, else ""."""
+    if run.model == summary.get("model_a"):
+        return "A"
+    return "B" if run.model == summary.get("model_b") else ""
+
+
+def extra_compute(run: JudgeRun, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """People's agreement and self-preference, computed (what :meth:`ModelPairsJudge.run_extra`
+    keeps in the cache)."""
+    verdicts: dict[str, str] = dict(summary.get("verdicts") or {})
+    people = people_winners(run.project, verdicts)
+    extra: dict[str, Any] = {"people": people_agreement(people, verdicts)}
+    side = _own_side(run, summary)
+    if side and verdicts:
+        others = [w for _, _, w in people] + other_runs_winners(run, verdicts)
+        extra["self_preference"] = asdict(
+            pw.self_preference(side=side, own=list(verdicts.values()), others=others)
+        )
+        extra["self_model"] = run.model
+    return extra
 
 
 def people_winners(project: Project, verdicts: Mapping[str, str]) -> list[tuple[str, str, str]]:
@@ -322,19 +425,23 @@ def people_agreement(
     }
 
 
-def other_runs_winners(run: JudgeRun, verdicts: Mapping[str, str]) -> list[str]:
-    """The winners other judge models gave the same pairs (their finished runs of this judge
-    on the project, either order of the two models), read in this run's order. One query."""
+def _other_runs(run: JudgeRun) -> QuerySet[JudgeRun]:
+    """The project's finished runs of the same judge with another judge model."""
     from review.judges.models import JudgeRun as Run
 
-    others = (
+    return (
         Run.objects.filter(
             project_id=run.project_id, judge=run.judge, job__status=JobStatus.SUCCEEDED
         )
         .exclude(pk=run.pk)
         .exclude(model=run.model)
-        .select_related("job")
     )
+
+
+def other_runs_winners(run: JudgeRun, verdicts: Mapping[str, str]) -> list[str]:
+    """The winners other judge models gave the same pairs (their finished runs of this judge
+    on the project, either order of the two models), read in this run's order. One query."""
+    others = _other_runs(run).select_related("job")
     winners = []
     for other in others:
         result = other.job.result if other.job is not None else None

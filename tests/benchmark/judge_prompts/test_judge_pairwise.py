@@ -130,3 +130,15 @@ def test_self_preference_is_own_share_minus_the_others() -> None:
     # Own: (2 + 1/2) / 4 = 62.5 %; others: (1 + 1/2) / 4 = 37.5 %.
     assert (s.own.value, s.others.value, s.difference) == (62.5, 37.5, 25.0)
     assert self_preference(side="A", own=["A"], others=[]).difference is None
+
+
+def test_identical_answers_make_no_call_and_are_a_tie_not_a_flip() -> None:
+    from benchmark.judge_prompts.pairwise import pair_calls, verdict_of
+
+    # The two orders of identical answers would be one prompt with one cache key.
+    assert pair_calls(query="Q", answer="same", other="same", model="m") == []
+    assert len(pair_calls(query="Q", answer="same", other="same ", model="m")) == 2
+    verdict = verdict_of({}, answer_length=4, other_length=4, same=True)
+    assert verdict is not None
+    assert (verdict.outcome, verdict.flipped) == ("tie", False)
+    assert verdict_of({}, answer_length=4, other_length=4) is None  # not identical: failed
