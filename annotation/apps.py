@@ -9,7 +9,7 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         # Routing by doubt: a doubt row for every item a routed task may serve.
-        from annotation.doubt import signals as _doubt_signals  # noqa: F401
+        from annotation.judgment_tasks.doubt import signals as _doubt_signals  # noqa: F401
 
         # Blind verification: the items a verifier may not see the answer of yet (every item
         # selector in benchmark applies it), and the state rule that a verifier may not change
@@ -76,13 +76,13 @@ class AnnotationConfig(AppConfig):
             )
         )
         model_call_kind_register(MODEL_DRAFT_KIND)
-        # Routing by doubt: "Recompute doubt" of a whole task (annotation.doubt).
-        from annotation.doubt.services import DOUBT_KIND
+        # Routing by doubt: "Recompute doubt" of a whole task (annotation.judgment_tasks.doubt).
+        from annotation.judgment_tasks.doubt.services import DOUBT_KIND
 
         job_kind_register(
             JobKind(
                 name=DOUBT_KIND,
-                runner="annotation.doubt.services.doubt_recompute_job",
+                runner="annotation.judgment_tasks.doubt.services.doubt_recompute_job",
                 action="manage_studies",
                 title="Doubt",
                 unit="items",

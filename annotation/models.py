@@ -3,7 +3,7 @@ registers them with Django."""
 
 from annotation.backward_drafting.models import *  # noqa: F403
 from annotation.discarding.models import *  # noqa: F403
-from annotation.doubt.models import *  # noqa: F403
+from annotation.judgment_tasks.doubt.models import *  # noqa: F403
 from annotation.judgment_tasks.models import *  # noqa: F403
 from annotation.model_drafts.models import *  # noqa: F403
 from annotation.plan_editor.models import *  # noqa: F403

@@ -184,9 +184,9 @@ class ReviewConfig(AppConfig):
                 template="review/_unit_report.html",
             )
         )
-        # Routing by doubt (annotation.doubt): a model judge disagreeing with the people and
+        # Routing by doubt (annotation.judgment_tasks.doubt): a model judge disagreeing with the people and
         # models under test getting an item wrong raise its doubt.
-        from annotation.doubt.services import doubt_source_register
+        from annotation.judgment_tasks.doubt.services import doubt_source_register
 
         doubt_source_register("review.agreement.judge_sources.doubt_judge_values")
         doubt_source_register("review.evaluation.selectors.doubt_models_wrong")

@@ -40,9 +40,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.discarding.services import discard_propose
-from annotation.doubt.services import doubt_rows_fill
 from annotation.judgment_tasks import solving
 from annotation.judgment_tasks.consensus import Verdict
+from annotation.judgment_tasks.doubt.services import doubt_rows_fill
 from annotation.judgment_tasks.models import ItemPush, JudgmentTask, Outcome, TaskItem
 from annotation.judgment_tasks.services import assignments_live
 from benchmark.exceptions import Conflict, Forbidden, ValidationFailed

@@ -213,7 +213,7 @@ def gold_tallies(*, tasks: list[JudgmentTask]) -> dict[tuple[int, int], tuple[in
     """``{(task id, user id): (correct, total, username)}``: each annotator's gold judgments of
     the tasks' current gold items (one query), a judgment correct when its value earns full
     credit against the gold item's value as the consensus compares them. The one count behind
-    gold accuracy (``review.gold``) and routing by doubt's reliability (``annotation.doubt``).
+    gold accuracy (``review.gold``) and routing by doubt's reliability (``annotation.judgment_tasks.doubt``).
     No permission check: callers decide who sees it."""
     from django.db.models import Subquery
 

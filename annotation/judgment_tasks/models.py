@@ -91,7 +91,7 @@ class JudgmentTask(models.Model):
         "'Assign to task'); otherwise every item of the project.",
     )
     #: Routing by doubt (issue 26): the queue serves the items most in doubt first
-    #: (``annotation.doubt``) instead of in position order.
+    #: (``annotation.judgment_tasks.doubt``) instead of in position order.
     serve_by_doubt = models.BooleanField(
         "Serve items by doubt",
         default=False,

@@ -15,10 +15,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from annotation.doubt.queue import doubt_join, doubt_walk, gated_sql, unscored_sql
-from annotation.doubt.services import doubt_rows_fill, item_doubt_update
 from annotation.judgment_tasks import gold, solving
 from annotation.judgment_tasks.consensus import SETTLED, Rule, Verdict, agreement_credits, decide
+from annotation.judgment_tasks.doubt.queue import doubt_join, doubt_walk, gated_sql, unscored_sql
+from annotation.judgment_tasks.doubt.services import doubt_rows_fill, item_doubt_update
 from annotation.judgment_tasks.models import (
     Assignment,
     AssignmentStatus,
@@ -255,7 +255,7 @@ def _candidate(
     untaken pushes to other people; its row stays locked. Answers ``(item id, item id, "")``.
     A task that takes only listed items offers only those; ``pushed``: only the items pushed
     to this user and not yet taken. A task that serves items by doubt walks its doubt rows
-    instead (``annotation.doubt.queue``; ``gated``: least doubtful first); ``unscored``: only
+    instead (``annotation.judgment_tasks.doubt.queue``; ``gated``: least doubtful first); ``unscored``: only
     the items without a doubt row, in position order. ``lock=False``: a read
     that locks nothing (a guess).
 
@@ -657,24 +657,30 @@ def _check_relabel(
                 + (hint if known else "")
             )
     if "intent" in relabel and {"category", "intent"} & set(changed):
-        # The pair proposed (an intent given with a changed category, or a changed intent):
-        # the intent must sit under the category the item has after the relabel.
-        category = relabel.get("category") or item.category or ""
-        intent = relabel["intent"]
-        of_intent = parents.get(("intent", intent))
-        if of_intent is None:
-            of_intent = set(
-                TaxonomyTerm.objects.filter(taxonomy_id=taxonomy_id, kind="intent", name=intent)
-                .exclude(parent=None)
-                .values_list("parent__name", flat=True)
-            )
-        if of_intent and category and category not in of_intent:
-            raise ValidationFailed(
-                f"relabel intent: {intent!r} is not an intent of the category {category!r} "
-                f"(it belongs to {', '.join(sorted(of_intent))}); choose one of the "
-                f"intents of {category!r}"
-            )
+        _check_relabel_pair(taxonomy_id, item, relabel, parents)
     return relabel
+
+
+def _check_relabel_pair(
+    taxonomy_id: int, item: Item, relabel: dict[str, str], parents: dict[tuple[str, str], set[str]]
+) -> None:
+    """The pair proposed (an intent given with a changed category, or a changed intent): the
+    intent must sit under the category the item has after the relabel."""
+    category = relabel.get("category") or item.category or ""
+    intent = relabel["intent"]
+    of_intent = parents.get(("intent", intent))
+    if of_intent is None:
+        of_intent = set(
+            TaxonomyTerm.objects.filter(taxonomy_id=taxonomy_id, kind="intent", name=intent)
+            .exclude(parent=None)
+            .values_list("parent__name", flat=True)
+        )
+    if of_intent and category and category not in of_intent:
+        raise ValidationFailed(
+            f"relabel intent: {intent!r} is not an intent of the category {category!r} "
+            f"(it belongs to {', '.join(sorted(of_intent))}); choose one of the "
+            f"intents of {category!r}"
+        )
 
 
 def judgment_submit_once(
@@ -1099,6 +1105,19 @@ def judgment_task_save(
         raise ValidationFailed("author plus two verifiers needs an overlap of at least 2")
     if task.overlap < 1 or task.overlap > 50:
         raise ValidationFailed("overlap is the number of annotators per item: 1 to 50")
+    _check_quality_settings(task)
+    _check_rule_fits_scheme(task)
+    if task.has_units:
+        _keep_unit_scale(task)
+    task.full_clean()
+    return _task_store(
+        task, scheme_before=scheme_before, route=task.serve_by_doubt and not routed_before
+    )
+
+
+def _check_quality_settings(task: JudgmentTask) -> None:
+    """The task's quality-control settings: routing by doubt's reliability threshold and the
+    gold items' rate and threshold (issue 26)."""
     threshold = task.reliability_threshold
     if (
         isinstance(threshold, bool)
@@ -1115,13 +1134,6 @@ def judgment_task_save(
         )
     if not 0 <= task.gold_threshold <= 1:
         raise ValidationFailed("gold threshold: an accuracy from 0 to 1, e.g. 0.7")
-    _check_rule_fits_scheme(task)
-    if task.has_units:
-        _keep_unit_scale(task)
-    task.full_clean()
-    return _task_store(
-        task, scheme_before=scheme_before, route=task.serve_by_doubt and not routed_before
-    )
 
 
 def _task_store(
@@ -1133,7 +1145,7 @@ def _task_store(
             # Values compare by the scheme: the stored agreement credits follow.
             judgment_agreement_sync(task=task)
         if route:  # routing by doubt turned on: every item's doubt, as a job
-            from annotation.doubt.services import doubt_recompute_start
+            from annotation.judgment_tasks.doubt.services import doubt_recompute_start
 
             doubt_recompute_start(task=task, user=None)
     return task

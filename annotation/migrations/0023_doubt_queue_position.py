@@ -5,10 +5,14 @@ from django.db import migrations, models
 
 def copy_positions_and_fill(apps, schema_editor):
     """Copy each doubt row's item (unit) position, and give every item (unit) of a task that
-    serves items by doubt a row (the prior doubt, 1 with nothing known) where it has none."""
+    serves items by doubt a row (the prior doubt, 1 with nothing known) where it has none.
+
+    Old rows: every doubt row is kept with its score; it gains its item's (unit's) position.
+    Rows are added only for items of tasks that serve by doubt and had none. Migrating back
+    drops the position column and keeps the rows."""
     from django.utils import timezone
 
-    from annotation.doubt.queue import fill_sql
+    from annotation.judgment_tasks.doubt.queue import fill_sql
 
     q = schema_editor.connection.ops.quote_name
     models_ = {

@@ -1,4 +1,8 @@
-"""Set ``Project.has_gold`` for the projects that already have current gold items."""
+"""Set ``Project.has_gold`` for the projects that already have current gold items.
+
+Old rows: projects keep every value; ``has_gold`` (added false by benchmark 0025) becomes true
+for a project with a current gold item, so annotators stop seeing item status there. Migrating
+back changes nothing."""
 
 from django.db import migrations
 

@@ -1222,7 +1222,7 @@ def dataset_export(
     targets = {**run_images, **item_images}
     if copy_images and targets:
         _copy_images(project, out.parent if out.suffix else out, targets)
-    if copy_images:
+    if copy_images and project.benchmark.offers.audio_inputs:  # kinds whose items name audio
         _copy_audio(project, out.parent if out.suffix else out, status, selected)
     return written
 

@@ -1,5 +1,5 @@
 """Signals of items written in bulk (``bulk_insert`` sends no ``post_save``): apps that keep rows
-per item listen (routing by doubt, ``annotation.doubt.signals``); benchmark may not import them."""
+per item listen (routing by doubt, ``annotation.judgment_tasks.doubt.signals``); benchmark may not import them."""
 
 from __future__ import annotations
 

@@ -114,6 +114,18 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     )
 
 
+def _filter_fields(query: Mapping[str, Any], start: str, *, status_hidden: bool) -> dict[str, Any]:
+    """The item filter's fields in ``query`` (named ``<start><filter>``), without the status
+    filter for people who are not shown item status (it is ignored for them)."""
+    return {
+        k[len(start) :]: v
+        for k, v in query.items()
+        if k.startswith(start)
+        and k[len(start) :] in ItemFilterForm.base_fields
+        and not (status_hidden and k[len(start) :] == "status")
+    }
+
+
 def project_page_context(
     request: HttpRequest, project: Project, query: Mapping[str, Any], *, prefix: str = ""
 ) -> dict[str, Any]:
@@ -123,13 +135,7 @@ def project_page_context(
     facets = selectors.item_facets(user=request.user, project=project)
     status_hidden = selectors.item_status_hidden(user=request.user, project=project)
     start = f"{prefix}-" if prefix else ""
-    bound = {
-        k[len(start) :]: v
-        for k, v in query.items()
-        if k.startswith(start)
-        and k[len(start) :] in ItemFilterForm.base_fields
-        and not (status_hidden and k[len(start) :] == "status")  # ignored: not shown to them
-    }
+    bound = _filter_fields(query, start, status_hidden=status_hidden)
     form = ItemFilterForm(bound or None, facets=facets, status_filter=not status_hidden)
     if form.is_bound:
         form.is_valid()

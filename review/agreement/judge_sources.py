@@ -196,13 +196,13 @@ def judge_rater_report(*, user: AnyUser, task: JudgmentTask, key: str) -> dict[s
 
 def _without_examples(source: JudgeSource, task: JudgmentTask) -> tuple[list[Row], dict, int]:
     """People's ratings and the judge's values, without the units written as worked examples
-    into the template versions the judge run used (``review.judge_examples``): a version is
+    into the template versions the judge run used (``review.agreement.judge_examples``): a version is
     never evaluated on its own examples. Also how many judged units were left out."""
     people = task_human_ratings(task=task)
     judge = source.values()
     if source.run is None:
         return people, judge, 0
-    from review.judge_examples.selectors import examples_in_run
+    from review.agreement.judge_examples.selectors import examples_in_run
 
     examples = examples_in_run(run=source.run)
     if not examples:
@@ -362,7 +362,7 @@ def judge_trust(
         return None
     from django.core.cache import cache
 
-    from review.judge_examples.selectors import examples_in_run
+    from review.agreement.judge_examples.selectors import examples_in_run
 
     # A version is never evaluated on its own worked examples.
     examples = set(examples_in_run(run=run))
@@ -425,7 +425,7 @@ def _trust_compute(
 
 
 def doubt_judge_values(task: JudgmentTask) -> dict[str, dict[str, Any]]:
-    """Routing by doubt's judge signal (``annotation.doubt``): the values of the newest run of
+    """Routing by doubt's judge signal (``annotation.judgment_tasks.doubt``): the values of the newest run of
     a judge that rates the task's units, ``{unit key: {"judge": value, "judge_name": ...}}``.
     A run that is finishing counts (the doubt is recomputed at the end of each judge run,
     before its job is marked done); failed runs do not. Two statements per judge that rates the

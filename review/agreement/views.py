@@ -11,7 +11,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.doubt.selectors import doubt_table
+from annotation.judgment_tasks.doubt.selectors import doubt_table
 from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.exceptions import DomainError, NotFound
 from benchmark.pages import htmx_page
@@ -96,9 +96,9 @@ def _corrections_context(
     user: Any, task: JudgmentTask, key: str, names: dict[Any, str]
 ) -> dict[str, Any]:
     """The calibration report's correction cases of a judge run, which a reviewer can add as
-    worked examples (``review.judge_examples``); nothing for a source that is not a run."""
+    worked examples (``review.agreement.judge_examples``); nothing for a source that is not a run."""
     from benchmark import permissions
-    from review.judge_examples import selectors as examples
+    from review.agreement.judge_examples import selectors as examples
 
     if not permissions.can(user=user, project=task.project, action="run_judges"):
         return {}

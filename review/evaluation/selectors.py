@@ -586,7 +586,7 @@ def _by_model(results: tuple[PilotResult, ...]) -> tuple[PilotResult, ...]:
 
 
 def doubt_models_wrong(task: JudgmentTask) -> dict[str, dict[str, Any]]:
-    """Routing by doubt's evaluation signal (``annotation.doubt``): per item, the share of the
+    """Routing by doubt's evaluation signal (``annotation.judgment_tasks.doubt``): per item, the share of the
     models under test (the latest finished run of each) that did not solve it against its
     reference, ``{item id: {"models_wrong": share, "models": n}}``; items no model was scored
     on are left out. Item-level tasks only; three statements."""

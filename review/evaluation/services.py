@@ -906,7 +906,7 @@ def run_summarize(*, run: EvaluationRun) -> dict[str, Any]:
         run.finished_at = timezone.now()
         run.save(update_fields=["summary", "intervals", "finished_at"])
         # Routing by doubt: the items the models got wrong are more in doubt now.
-        from annotation.doubt.services import project_doubt_recompute
+        from annotation.judgment_tasks.doubt.services import project_doubt_recompute
 
         project = run.project
         transaction.on_commit(lambda: project_doubt_recompute(project=project))

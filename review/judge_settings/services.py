@@ -230,7 +230,7 @@ def judge_template_version_create(
 ) -> JudgeTemplateVersion:
     """The template-version service itself, for a caller that has checked the user may do
     it (the settings page: admins, ``judge_template_save``; worked examples from corrections:
-    reviewers, ``review.judge_examples``). The same checks, the same new version."""
+    reviewers, ``review.agreement.judge_examples``). The same checks, the same new version."""
     base_number = _check_base(base_number)
     note = _check_note(note)
     template = template_check(

@@ -261,7 +261,7 @@ def judge_run_create(
     None is the command line. ``evaluation_run``: the evaluation run whose answers are judged
     (kept in the run's selection and its job's params, so the evaluation's page lists it).
     ``units``: only the calls whose unit (``JudgeSpec.call_unit``) is one of these are made (a
-    held-back run, ``review.judge_examples``). ``templates``: the ``{template id: version}``
+    held-back run, ``review.agreement.judge_examples``). ``templates``: the ``{template id: version}``
     the run uses instead of the project's current ones. ``selection``: what else the run's
     subject reads (``Subject.run_things``: the pairs of a comparison of two models)."""
     if user is not None:
@@ -792,7 +792,7 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
             runner.execute(runner.later_pairs(things, model, templates))
     summary = judge_run_report(run=run)["summary"]
     # Routing by doubt: where this judge disagrees with the people, items are more in doubt.
-    from annotation.doubt.services import project_doubt_recompute
+    from annotation.judgment_tasks.doubt.services import project_doubt_recompute
 
     project_doubt_recompute(project=run.project)
     summary["calls"] = {

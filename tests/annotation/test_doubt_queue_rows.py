@@ -14,9 +14,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.bulk_actions.services import bulk_action_apply
-from annotation.doubt.models import ItemDoubt
-from annotation.doubt.services import task_doubt_recompute
 from annotation.judgment_tasks import services
+from annotation.judgment_tasks.doubt.models import ItemDoubt
+from annotation.judgment_tasks.doubt.services import task_doubt_recompute
 from annotation.judgment_tasks.models import JudgmentTask
 from benchmark.datasets.services import dataset_import
 from benchmark.models import Item, Toolset
@@ -199,7 +199,7 @@ def test_a_units_task_gets_a_row_per_unit() -> None:
 
 
 def test_the_page_does_not_count_the_prior_rows_as_scored(task: JudgmentTask) -> None:
-    from annotation.doubt.selectors import doubt_table
+    from annotation.judgment_tasks.doubt.selectors import doubt_table
 
     task.serve_by_doubt = True
     task.save()

@@ -12,9 +12,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.doubt import services as doubt_services
-from annotation.doubt.models import AnnotatorReliability, ItemDoubt
 from annotation.judgment_tasks import services
+from annotation.judgment_tasks.doubt import services as doubt_services
+from annotation.judgment_tasks.doubt.models import AnnotatorReliability, ItemDoubt
 from annotation.judgment_tasks.models import Assignment, JudgmentTask
 from benchmark.metrics.doubt import Evidence, doubt
 from benchmark.models import Item, Job

@@ -12,8 +12,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, connections
 
-from annotation.doubt.models import AnnotatorReliability, ItemDoubt
 from annotation.judgment_tasks import services
+from annotation.judgment_tasks.doubt.models import AnnotatorReliability, ItemDoubt
 from annotation.judgment_tasks.models import Assignment, JudgmentTask
 from benchmark.models import Item, Membership, Project, Toolset
 

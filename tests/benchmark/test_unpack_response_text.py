@@ -19,7 +19,6 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
 from annotation.tag_review import selectors as tag_selectors
-from annotation.tag_review.models import ResponseVersion
 from annotation.tag_review.services import response_save_version
 from benchmark.models import ItemStatus, Origin, Project, Response, Role
 from review.answers.services import ground_truth_texts
@@ -74,11 +73,14 @@ def migrate(targets: list[tuple[str, str]]) -> None:
 
 
 @pytest.fixture
-def before_unpacking(transactional_db: None) -> Iterator[None]:
-    """The database as it stood before the unpacking migrations; afterwards, the newest."""
+def before_unpacking(transactional_db: None) -> Iterator[Any]:
+    """The database as it stood before the unpacking migrations, and its models as they stood
+    then (rows are written with those: today's models have columns added since);
+    afterwards, the newest."""
     migrate(BEFORE)
     try:
-        yield
+        executor = MigrationExecutor(connection)
+        yield executor.loader.project_state(BEFORE).apps
     finally:
         executor = MigrationExecutor(connection)
         migrate(executor.loader.graph.leaf_nodes())
@@ -87,14 +89,30 @@ def before_unpacking(transactional_db: None) -> Iterator[None]:
 # --------------------------------------------------------------------------- the migrations
 
 
-def test_the_migrations_unpack_what_was_stored_compressed(before_unpacking: None) -> None:
+def test_the_migrations_unpack_what_was_stored_compressed(before_unpacking: Any) -> None:
+    apps = before_unpacking
+    toolset = apps.get_model("benchmark", "Toolset").objects.create(name="unpacking")
+    project = apps.get_model("benchmark", "Project").objects.create(
+        name="unpacking", kind="interleaved", data_format="atp", tag_syntax="atp", toolset=toolset
+    )
+    item = apps.get_model("benchmark", "Item").objects.create(project=project, external_id="i1")
+    answer_model = apps.get_model("benchmark", "Response")
+    keys = iter(range(100))
+
+    def answer(text: str) -> Any:
+        n = next(keys)
+        return answer_model.objects.create(
+            item=item, key=f"k{n}", origin="ground_truth", position=n, text=text
+        )
+
     texts = [long_answer(2, seed=n) for n in range(5)]
-    answers = [ResponseFactory(text=text) for text in texts]
-    short = ResponseFactory(text="A short answer.")
-    plain = ResponseFactory(text=long_answer(1, seed=9))  # a long text stored as text
-    reviewer = UserFactory()
+    answers = [answer(text) for text in texts]
+    short = answer("A short answer.")
+    plain = answer(long_answer(1, seed=9))  # a long text stored as text
+    reviewer = apps.get_model("auth", "User").objects.create(username="reviewer")
+    version_model = apps.get_model("annotation", "ResponseVersion")
     versions = [
-        ResponseVersion.objects.create(response=answers[0], number=n, author=reviewer, text=text)
+        version_model.objects.create(response=answers[0], number=n, author=reviewer, text=text)
         for n, text in ((1, "x"), (2, texts[4] + " edited"))
     ]
     if SQLITE:  # as the old code stored them; PostgreSQL always kept text

@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotation.doubt.services import task_doubt_recompute
+from annotation.judgment_tasks.doubt.services import task_doubt_recompute
 from annotation.judgment_tasks.models import JudgmentTask, Outcome
 from annotation.judgment_tasks.services import (
     assignment_next_for_user,
@@ -36,13 +36,13 @@ from benchmark.evaluation.atp import score_answer
 from benchmark.judge_prompts.mam import SUB_CHECKS
 from benchmark.models import ItemStatus, JobStatus, Project
 from benchmark.projects.services import item_status_set
+from review.agreement.judge_examples.models import ExampleSet
+from review.agreement.judge_examples.selectors import correction_cases
+from review.agreement.judge_examples.services import judge_examples_add
 from review.demo import demo_load
 from review.evaluation.models import EvaluationResult, EvaluationRun
 from review.evaluation.services import run_summarize
 from review.gold.services import gold_mark
-from review.judge_examples.models import ExampleSet
-from review.judge_examples.selectors import correction_cases
-from review.judge_examples.services import judge_examples_add
 from review.judges.services import judge_run_create, judge_run_execute
 from review.releases.services import release_create
 from tests.judge_server import ScriptedServer

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from benchmark.models import JobStatus
-from review.judge_examples.models import ExampleSet
+from review.agreement.judge_examples.models import ExampleSet
 from review.judges import services as judge_services
 from tests.factories import (
     ItemFactory,

@@ -92,9 +92,9 @@ def main() -> None:
         from django.contrib.auth import get_user_model
         from django.utils import timezone
 
-        from annotation.doubt.models import AnnotatorReliability, ItemDoubt
-        from annotation.doubt.services import task_doubt_recompute
         from annotation.judgment_tasks import services
+        from annotation.judgment_tasks.doubt.models import AnnotatorReliability, ItemDoubt
+        from annotation.judgment_tasks.doubt.services import task_doubt_recompute
         from annotation.judgment_tasks.models import Assignment, Judgment, JudgmentTask
         from benchmark.datasets.bulk import bulk_insert
         from benchmark.models import Item, Membership, Project, Toolset

@@ -139,7 +139,7 @@ def queue_run(
 ) -> tuple[list[float], int, int]:
     """Judge a fresh task through the real queue; (the agreement curve, the steps whose served
     item is the one the policy picks, the steps)."""
-    from annotation.doubt.models import AnnotatorReliability
+    from annotation.judgment_tasks.doubt.models import AnnotatorReliability
     from annotation.judgment_tasks.models import JudgmentTask
     from annotation.judgment_tasks.services import assignment_next_for_user, judgment_submit
     from benchmark.models import Item, Membership, Project, Toolset

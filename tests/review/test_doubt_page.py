@@ -12,8 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation.doubt.models import ItemDoubt
-from annotation.doubt.services import DOUBT_KIND
+from annotation.judgment_tasks.doubt.models import ItemDoubt
+from annotation.judgment_tasks.doubt.services import DOUBT_KIND
 from benchmark.models import Job
 from tests.factories import (
     AnnotatorReliabilityFactory,

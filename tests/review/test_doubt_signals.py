@@ -1,4 +1,4 @@
-"""Routing by doubt's outside signals (issue 26), as review gives them to ``annotation.doubt``:
+"""Routing by doubt's outside signals (issue 26), as review gives them to ``annotation.judgment_tasks.doubt``:
 the newest plan-validity judge run against the people's votes, and the share of the models
 under test (each model's latest finished run) that got an item wrong; each read in a few
 statements, and both raising the items' doubt when the task is recomputed."""
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from annotation.doubt import services as doubt_services
-from annotation.doubt.models import ItemDoubt
+from annotation.judgment_tasks.doubt import services as doubt_services
+from annotation.judgment_tasks.doubt.models import ItemDoubt
 from review.agreement.judge_sources import doubt_judge_values
 from review.evaluation.selectors import doubt_models_wrong
 from tests.factories import (

@@ -252,7 +252,7 @@ def test_gold_accuracy_is_routing_by_doubts_reliability(w) -> None:  # type: ign
     """Routing by doubt's reliability gate reads the gold accuracy reviewers see (4 of 5 right:
     0.8), once an annotator has the task's minimum of gold judgments (bea has 2 of 5: unknown
     from gold)."""
-    from annotation.doubt.services import annotator_reliabilities, gold_accuracy_of
+    from annotation.judgment_tasks.doubt.services import annotator_reliabilities, gold_accuracy_of
 
     for n, item in enumerate(w.verified[:5]):
         services.gold_mark(task=w.task, item=item, user=w.rev, value=1)

@@ -18,8 +18,8 @@ from benchmark.judge_prompts import plan_validity
 from benchmark.judge_prompts.examples import BEGIN, END, WorkedExample, with_examples
 from benchmark.metrics.judge_rater import disagreements, held_back_comparison
 from benchmark.models import Item, JobStatus, Project
-from review.judge_examples import selectors, services
-from review.judge_examples.models import ExampleSet, WorkedExampleCase
+from review.agreement.judge_examples import selectors, services
+from review.agreement.judge_examples.models import ExampleSet, WorkedExampleCase
 from review.judges import services as judge_services
 from review.judges.models import JudgeRun, JudgeTemplateVersion
 from review.judges.run_settings import judge_templates_for

@@ -1,6 +1,6 @@
 """python manage.py recompute_doubt --project NAME [--task NAME] [--top N]
 
-Recompute routing by doubt (``annotation.doubt``) for one judgment task, or for every task of
+Recompute routing by doubt (``annotation.judgment_tasks.doubt``) for one judgment task, or for every task of
 the project that serves items by doubt: the annotators' reliabilities, the Dawid-Skene
 posteriors, the model judge's and the evaluations' signals, and every item's doubt. Prints one
 JSON object per task (its summary), then with ``--top N`` that many items most in doubt, one
@@ -26,8 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--top", type=int, default=0, help="print the N items most in doubt")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from annotation.doubt.models import ItemDoubt
-        from annotation.doubt.services import task_doubt_recompute
+        from annotation.judgment_tasks.doubt.models import ItemDoubt
+        from annotation.judgment_tasks.doubt.services import task_doubt_recompute
         from annotation.judgment_tasks.models import JudgmentTask
 
         project, name = options["project"].strip(), options["task"].strip()

@@ -1,4 +1,4 @@
-"""Reads of the worked examples (``review.judge_examples``): a judge's correction cases on a
+"""Reads of the worked examples (``review.agreement.judge_examples``): a judge's correction cases on a
 people's task, the example units held back, one example set and its held-back comparison.
 Reviewers and admins only (``manage_studies``); another project's set answers 404."""
 
@@ -14,7 +14,7 @@ from benchmark.models import Project
 from benchmark.typing import AnyUser
 from review.adjudication.models import Decision
 from review.agreement import judge_sources
-from review.judge_examples.models import ExampleSet, WorkedExampleCase
+from review.agreement.judge_examples.models import ExampleSet, WorkedExampleCase
 from review.judges.models import JudgeRun
 
 MAJORITY = "majority"

@@ -1,7 +1,7 @@
 """Routing by doubt keeps a doubt row for every item (or unit) of a task that serves items by
-doubt (``annotation.doubt.queue`` walks them): these receivers give the rows to an item, a
+doubt (``annotation.judgment_tasks.doubt.queue`` walks them): these receivers give the rows to an item, a
 listing or a unit as it is created, and to every item of a task as routing is turned on, by
-:func:`annotation.doubt.services.doubt_rows_fill` (one statement each, nothing when no task of
+:func:`annotation.judgment_tasks.doubt.services.doubt_rows_fill` (one statement each, nothing when no task of
 the project routes by doubt). Bulk writers that send no signal call the service themselves
 (the dataset import through ``benchmark.models.signals.items_added``)."""
 
@@ -30,7 +30,7 @@ def _task_saved(sender: Any, instance: JudgmentTask, **kwargs: Any) -> None:
     if routed == getattr(instance, "_routed_as_loaded", False):
         return
     instance._routed_as_loaded = routed  # type: ignore[attr-defined]
-    from annotation.doubt.services import doubt_rows_drop_prior, doubt_rows_fill
+    from annotation.judgment_tasks.doubt.services import doubt_rows_drop_prior, doubt_rows_fill
 
     if routed:
         doubt_rows_fill(task=instance)
@@ -41,14 +41,14 @@ def _task_saved(sender: Any, instance: JudgmentTask, **kwargs: Any) -> None:
 @receiver(post_save, sender=Item, dispatch_uid="doubt_rows_item")
 def _item_saved(sender: Any, instance: Item, created: bool, **kwargs: Any) -> None:
     if created:
-        from annotation.doubt.services import project_doubt_rows_fill
+        from annotation.judgment_tasks.doubt.services import project_doubt_rows_fill
 
         project_doubt_rows_fill(project_id=instance.project_id, item_ids=[instance.pk])
 
 
 @receiver(items_added, dispatch_uid="doubt_rows_items")
 def _items_added(sender: Any, project_id: int, item_ids: list[int], **kwargs: Any) -> None:
-    from annotation.doubt.services import project_doubt_rows_fill
+    from annotation.judgment_tasks.doubt.services import project_doubt_rows_fill
 
     project_doubt_rows_fill(project_id=project_id, item_ids=item_ids)
 
@@ -57,6 +57,6 @@ def _items_added(sender: Any, project_id: int, item_ids: list[int], **kwargs: An
 @receiver(post_save, sender=TaskUnit, dispatch_uid="doubt_rows_unit")
 def _listed(sender: Any, instance: TaskItem | TaskUnit, created: bool, **kwargs: Any) -> None:
     if created and instance.task.serve_by_doubt:
-        from annotation.doubt.services import doubt_rows_fill
+        from annotation.judgment_tasks.doubt.services import doubt_rows_fill
 
         doubt_rows_fill(task=instance.task, item_ids=[instance.item_id])

@@ -9,8 +9,8 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.doubt import services
 from annotation.judgment_tasks import selectors as judging_selectors
+from annotation.judgment_tasks.doubt import services
 from benchmark import permissions
 from benchmark.typing import request_user
 

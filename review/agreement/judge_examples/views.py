@@ -17,9 +17,9 @@ from benchmark.exceptions import DomainError, Forbidden, NotFound
 from benchmark.pages import htmx_page
 from benchmark.typing import request_user
 from review.agreement import judge_sources
+from review.agreement.judge_examples import selectors, services
+from review.agreement.judge_examples.models import ExampleSet
 from review.agreement.presenters import calibration_view
-from review.judge_examples import selectors, services
-from review.judge_examples.models import ExampleSet
 from review.pages import task_for_review
 
 

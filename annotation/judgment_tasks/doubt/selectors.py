@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from annotation.doubt.models import AnnotatorReliability, ItemDoubt
-from annotation.doubt.services import DOUBT_KIND, prior
+from annotation.judgment_tasks.doubt.models import AnnotatorReliability, ItemDoubt
+from annotation.judgment_tasks.doubt.services import DOUBT_KIND, prior
 from annotation.judgment_tasks.models import JudgmentTask
 from benchmark import permissions
 from benchmark.models import Job

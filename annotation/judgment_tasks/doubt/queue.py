@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connection
 
-from annotation.doubt.models import AnnotatorReliability, ItemDoubt
+from annotation.judgment_tasks.doubt.models import AnnotatorReliability, ItemDoubt
 
 __all__ = ["doubt_join", "doubt_walk", "fill_sql", "gated_sql", "unscored_sql"]
 
@@ -56,7 +56,7 @@ def doubt_join(task: Any, *, gated: bool, item: str, unit: str) -> tuple[str, li
     """``(LEFT JOIN, its params, ORDER BY prefix)`` for a candidate statement driven by another
     table (the items pushed to the annotator: few, so not worth walking the doubt index for).
     ``item`` and ``unit``: the SQL of the candidate's item id and unit key."""
-    from annotation.doubt.services import prior
+    from annotation.judgment_tasks.doubt.services import prior
 
     (doubt,) = _tables(ItemDoubt)
     join = (

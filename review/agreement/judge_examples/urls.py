@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review.judge_examples import views
+from review.agreement.judge_examples import views
 
 # Mounted at judge-examples/ (benchmark/routing.py): <pk> is the judgment task (add) or the
 # example set.

@@ -1,7 +1,7 @@
 """Routing by doubt (issue 26): each item's (or unit's) doubt per task, which the queue of a
 task that serves items by doubt orders by, and each annotator's reliability on a task, which
 the reliability gate compares with the task's threshold. Both are caches, rebuilt by
-``annotation.doubt.services`` from the judgments and the outside signals."""
+``annotation.judgment_tasks.doubt.services`` from the judgments and the outside signals."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ class ItemDoubt(models.Model):
     judgments, the leading label and its share, the aggregated posterior, a model judge's
     value, the share of models under test that got the item wrong). A task that serves items by
     doubt keeps a row for every item (or unit) it may serve, the task's prior doubt where
-    nothing is known yet (``annotation.doubt.services.doubt_rows_fill``)."""
+    nothing is known yet (``annotation.judgment_tasks.doubt.services.doubt_rows_fill``)."""
 
     task = models.ForeignKey(
         "annotation.JudgmentTask", on_delete=models.CASCADE, related_name="doubts"

@@ -38,7 +38,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.module_loading import import_string
 
-from annotation.doubt.models import AnnotatorReliability, ItemDoubt
+from annotation.judgment_tasks.doubt.models import AnnotatorReliability, ItemDoubt
 from annotation.judgment_tasks.models import Judgment, JudgmentTask, Scheme, TaskItem, TaskUnit
 from benchmark import permissions
 from benchmark.exceptions import NotFound
@@ -260,7 +260,7 @@ def _store(task: JudgmentTask, rows: Iterable[ItemDoubt]) -> None:
 def doubt_rows_fill(*, task: JudgmentTask, item_ids: Iterable[int] | None = None) -> int:
     """Give every item (or unit) the task may serve a doubt row, the task's prior doubt and the
     item's (unit's) position, where it has none: the queue of a task that serves items by
-    doubt walks these rows (``annotation.doubt.queue``). One statement; ``item_ids``: only
+    doubt walks these rows (``annotation.judgment_tasks.doubt.queue``). One statement; ``item_ids``: only
     those items (added to the project, listed or given units). Nothing for a task that does
     not serve by doubt. Answers how many rows were written."""
     ids = None if item_ids is None else list(item_ids)
@@ -269,7 +269,7 @@ def doubt_rows_fill(*, task: JudgmentTask, item_ids: Iterable[int] | None = None
     from django.db import connection
     from django.utils import timezone
 
-    from annotation.doubt.queue import fill_sql
+    from annotation.judgment_tasks.doubt.queue import fill_sql
 
     q = connection.ops.quote_name
     tables = {

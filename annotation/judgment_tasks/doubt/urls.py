@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotation.doubt import views
+from annotation.judgment_tasks.doubt import views
 
 # Mounted at doubt/ (benchmark/routing.py); <pk> is the judgment task.
 urlpatterns = [

@@ -18,8 +18,8 @@ from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.judge_prompts.examples import WorkedExample, with_examples
 from benchmark.models import Job
 from benchmark.typing import User
-from review.judge_examples import selectors
-from review.judge_examples.models import ExampleSet, WorkedExampleCase
+from review.agreement.judge_examples import selectors
+from review.agreement.judge_examples.models import ExampleSet, WorkedExampleCase
 from review.judge_settings.services import judge_template_version_create
 from review.judges.run_settings import judge_templates_for, template_current
 from review.judges.services import judge_run_create
