@@ -14,5 +14,5 @@ urlpatterns = [
     *feature_urls("trajectories", "annotation.trajectories.urls"),
     *feature_urls("bulk-actions", "annotation.bulk_actions.urls"),
     *feature_urls("plan-editor", "annotation.plan_editor.urls"),
-    *feature_urls("doubt", "annotation.judgment_tasks.doubt.urls"),
+    *feature_urls("judgment-tasks/doubt", "annotation.judgment_tasks.doubt.urls"),
 ]

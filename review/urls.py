@@ -17,7 +17,7 @@ urlpatterns = [
     *feature_urls("evaluation", "review.evaluation.urls"),
     *feature_urls("model-compare", "review.model_compare.urls"),
     *feature_urls("judge-settings", "review.judge_settings.urls"),
-    *feature_urls("judge-examples", "review.agreement.judge_examples.urls"),
+    *feature_urls("agreement/judge-examples", "review.agreement.judge_examples.urls"),
     *feature_urls("human-eval", "review.human_eval.urls"),
     *feature_urls("answer-rendering", "review.answer_rendering.urls"),
     *feature_urls("team", "review.team.urls"),

@@ -160,7 +160,7 @@ SHOTS = [
     Shot(
         "reviewer-worked-examples.png",
         "reviewer",
-        lambda: f"/judge-examples/{ExampleSet.objects.earliest('id').pk}/",
+        lambda: f"/agreement/judge-examples/{ExampleSet.objects.earliest('id').pk}/",
         "",
     ),
     Shot(

@@ -2,7 +2,7 @@ from django.urls import path
 
 from review.agreement.judge_examples import views
 
-# Mounted at judge-examples/ (benchmark/routing.py): <pk> is the judgment task (add) or the
+# Mounted at agreement/judge-examples/ (review/urls.py): <pk> is the judgment task (add) or the
 # example set.
 urlpatterns = [
     path("tasks/<int:pk>/add/", views.judge_examples_add, name="judge_examples_add"),
