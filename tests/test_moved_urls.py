@@ -286,9 +286,17 @@ PATHS: list[tuple[str, str, str]] = [
     ("/projects/3/judge-runs/compare/", "/projects/3/judges/compare/", "review:judge_compare"),
     ("/judge-runs/7/", "/judges/runs/7/", "review:judge_run"),
     ("/judge-runs/7/resume/", "/judges/runs/7/resume/", "review:judge_run_resume"),
-    ("/agreement/judge-examples/tasks/7/add/", "/agreement/judge-examples/tasks/7/add/", "review:judge_examples_add"),
+    (
+        "/agreement/judge-examples/tasks/7/add/",
+        "/agreement/judge-examples/tasks/7/add/",
+        "review:judge_examples_add",
+    ),
     ("/agreement/judge-examples/7/", "/agreement/judge-examples/7/", "review:example_set"),
-    ("/agreement/judge-examples/7/held-back/", "/agreement/judge-examples/7/held-back/", "review:held_back_start"),
+    (
+        "/agreement/judge-examples/7/held-back/",
+        "/agreement/judge-examples/7/held-back/",
+        "review:held_back_start",
+    ),
     ("/projects/3/judges/settings/", "/projects/3/judge-settings/", "review:judge_settings"),
     (
         "/projects/3/judges/templates/",
@@ -336,7 +344,11 @@ PATHS: list[tuple[str, str, str]] = [
     ),
     ("/projects/3/team/", "/projects/3/team/", "review:team"),
     # Routing by doubt, next item's images (issues 25, 26), audio inputs (issue 24).
-    ("/judgment-tasks/doubt/7/recompute/", "/judgment-tasks/doubt/7/recompute/", "annotation:doubt_recompute"),
+    (
+        "/judgment-tasks/doubt/7/recompute/",
+        "/judgment-tasks/doubt/7/recompute/",
+        "annotation:doubt_recompute",
+    ),
     (
         "/judgment-tasks/7/next/images/",
         "/judgment-tasks/7/next/images/",
