@@ -281,6 +281,26 @@ def _calibrate(
     return out
 
 
+def _people_and_judge(
+    human_rows: Iterable[Row],
+    judge: Mapping[Any, Any],
+    level: Level,
+    categories: Sequence[Any] | None,
+) -> tuple[Any, dict[Any, Any], list[Any]]:
+    """The people's ratings encoded on the scale (``categories``, or every value seen, sorted
+    where they sort), the judge's values, and the scale's labels; missing values left out."""
+    rows = [(unit, rater, value) for unit, rater, value in human_rows if not _missing(value)]
+    judged = {unit: value for unit, value in judge.items() if not _missing(value)}
+    if categories is None:
+        seen = dict.fromkeys([v for _, _, v in rows] + list(judged.values()))
+        try:
+            categories = sorted(seen)
+        except TypeError:
+            categories = list(seen)
+    humans = encode(rows, level, categories)
+    return humans, judged, [_plain(c) for c in humans.categories]
+
+
 def judge_calibration(
     human_rows: Iterable[Row],
     judge: Mapping[Any, Any],
@@ -299,16 +319,7 @@ def judge_calibration(
     and false-positive rates (people's majority as the truth) with Wilson intervals, for a graded
     numeric scale a reliability diagram (per judge value, the people's mean), and ``flagged``
     where kappa is below ``threshold`` or undefined."""
-    rows = [(unit, rater, value) for unit, rater, value in human_rows if not _missing(value)]
-    judged = {unit: value for unit, value in judge.items() if not _missing(value)}
-    if categories is None:
-        seen = dict.fromkeys([v for _, _, v in rows] + list(judged.values()))
-        try:
-            categories = sorted(seen)
-        except TypeError:
-            categories = list(seen)
-    humans = encode(rows, level, categories)
-    labels = [_plain(c) for c in humans.categories]
+    humans, judged, labels = _people_and_judge(human_rows, judge, level, categories)
     index = humans.category_index
     majority, ties = majority_per_unit(humans)
     grouped: dict[str, list[tuple[int, int]]] = {}
@@ -349,16 +360,7 @@ def disagreements(
     """The units where the people's majority (ties left out) differs from the judge's value:
     ``{"unit", "judge", "people", "votes", "n_raters"}`` (``votes``: how many people gave the
     majority's value), in the people's unit order."""
-    rows = [(unit, rater, value) for unit, rater, value in human_rows if not _missing(value)]
-    judged = {unit: value for unit, value in judge.items() if not _missing(value)}
-    if categories is None:
-        seen = dict.fromkeys([v for _, _, v in rows] + list(judged.values()))
-        try:
-            categories = sorted(seen)
-        except TypeError:
-            categories = list(seen)
-    humans = encode(rows, level, categories)
-    labels = [_plain(c) for c in humans.categories]
+    humans, judged, labels = _people_and_judge(human_rows, judge, level, categories)
     majority, _ = majority_per_unit(humans)
     out = []
     for pos, unit in enumerate(humans.items):
