@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,39 @@ def _redis_up() -> bool:
             return sock.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+#: Where test runs on this machine take turns for the Redis databases they empty: a test that
+#: empties one (``flushdb``) holds this lock while it runs, so two suites run side by side (say
+#: SQLite and PostgreSQL) never empty each other's database mid-test. A run that dies leaves the
+#: lock to expire.
+TURN_LOCK_URL = os.environ.get("BENCHWRIGHT_TEST_LOCK_REDIS", "redis://127.0.0.1:6379/15")
+TURN_SECONDS = 900
+
+
+@contextmanager
+def redis_turn(what: str) -> Iterator[None]:
+    """Holds the machine-wide turn for the Redis databases tests empty (see TURN_LOCK_URL),
+    waiting for another run's test to finish with them; ``what`` names the test in the error
+    when the wait is longer than TURN_SECONDS."""
+    import redis
+
+    client = redis.Redis.from_url(TURN_LOCK_URL, socket_connect_timeout=2)
+    lock = client.lock("benchwright-tests:redis-turn", timeout=TURN_SECONDS)
+    try:
+        if not lock.acquire(blocking=True, blocking_timeout=TURN_SECONDS):
+            pytest.fail(f"{what}: another test run held the Redis databases for {TURN_SECONDS} s")
+    except redis.RedisError as exc:
+        client.close()
+        _require(f"Redis is not answering at {TURN_LOCK_URL}: {exc}")
+    try:
+        yield
+    finally:
+        try:
+            lock.release()
+        except redis.exceptions.LockError:
+            pass  # expired while held: the other run has it now
+        client.close()
 
 
 def _db_url() -> str:

@@ -42,6 +42,7 @@ from django.conf import settings as django_settings
 
 from benchmark.jobs.tasks import job_task
 from tests.factories import png_bytes
+from tests.integration.conftest import redis_turn
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -105,18 +106,20 @@ def scale_db() -> Iterator[str]:
 
 
 @pytest.fixture
-def broker() -> str:
-    """The Redis database the processes share as broker, emptied first."""
+def broker() -> Iterator[str]:
+    """The Redis database the processes share as broker, emptied first; held for this test
+    alone on the machine (``redis_turn``: another suite run beside this one waits)."""
     import redis
 
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.flushdb()
-    except redis.RedisError as exc:
-        _require(f"Redis is not answering at {REDIS_URL}: {exc}")
-    finally:
-        client.close()
-    return REDIS_URL
+    with redis_turn("the scale-out test"):
+        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+        try:
+            client.flushdb()
+        except redis.RedisError as exc:
+            _require(f"Redis is not answering at {REDIS_URL}: {exc}")
+        finally:
+            client.close()
+        yield REDIS_URL
 
 
 def _s3_supported() -> bool:

@@ -28,7 +28,7 @@ from tests.factories import (
     MembershipFactory,
     UserFactory,
 )
-from tests.integration.conftest import _db_url, _redis_up, _require
+from tests.integration.conftest import _db_url, _redis_up, _require, redis_turn
 
 pytestmark = pytest.mark.integration
 
@@ -46,13 +46,14 @@ def shared_cache() -> Iterator[str]:
 
     url, _ = cache_url_resolve(cache_url="", broker_url=BROKER)
     assert urlsplit(url).path != urlsplit(BROKER).path  # never the broker's own database
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    try:
-        yield url
-    finally:
+    with redis_turn("the shared cache test"):
+        client = redis.Redis.from_url(url)
         client.flushdb()
-        client.close()
+        try:
+            yield url
+        finally:
+            client.flushdb()
+            client.close()
 
 
 def _process(code: str, *, database_url: str = "") -> Any:
