@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from benchmark import permissions
-from benchmark.exceptions import DomainError
+from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.typing import request_user
 from review.agreement.judge_examples.models import ExampleSet
 from review.agreement.judge_examples.reports import selectors, services
@@ -63,6 +63,29 @@ def _task(request: HttpRequest, pk: int) -> Any:
     return task
 
 
+def _refused(request: HttpRequest, task: Any, exc: DomainError) -> HttpResponse:
+    return render(
+        request,
+        "review/judge_examples/error.html",
+        {"task": task, "project": task.project, "message": exc.message},
+        status=exc.status_code,
+    )
+
+
+def _no_reports(request: HttpRequest, task: Any) -> HttpResponse | None:
+    """The refusal for a task whose reports take no corrections (None: they do)."""
+    if selectors.is_report_task(task):
+        return None
+    return _refused(
+        request,
+        task,
+        ValidationFailed(
+            f"task {task.name!r} is not a 'Rate the judge' task of a judge whose reports "
+            "take corrections (ATP-Bench MAM, the LLM-I judges)"
+        ),
+    )
+
+
 def _threshold(request: HttpRequest, source: Any) -> tuple[float, str]:
     try:
         return selectors.threshold_of(source.get("rate_threshold")), ""
@@ -76,6 +99,9 @@ def report_cases(request: HttpRequest, pk: int) -> HttpResponse:
     """The reports people rated wrong (below ``?rate_threshold=``, 80 % by default) or a
     reviewer corrected; ``?all=1`` lists every rated report."""
     task = _task(request, pk)
+    refused = _no_reports(request, task)
+    if refused is not None:
+        return refused
     threshold, error = _threshold(request, request.GET)
     try:
         return _page(
@@ -87,12 +113,7 @@ def report_cases(request: HttpRequest, pk: int) -> HttpResponse:
             status=400 if error else 200,
         )
     except DomainError as exc:
-        return render(
-            request,
-            "review/judge_examples/error.html",
-            {"task": task, "project": task.project, "message": exc.message},
-            status=exc.status_code,
-        )
+        return _refused(request, task, exc)
 
 
 @login_required
@@ -101,6 +122,9 @@ def report_correct(request: HttpRequest, pk: int) -> HttpResponse:
     """Save what the agent should have said in one report (``unit``, ``text``). A text the
     judge's parser refuses re-renders the page with the reason and the text kept (400)."""
     task = _task(request, pk)
+    refused = _no_reports(request, task)
+    if refused is not None:
+        return refused
     threshold, _ = _threshold(request, request.POST)
     every = request.POST.get("all") == "1"
     unit = request.POST.get("unit", "")
@@ -128,6 +152,9 @@ def report_examples_add(request: HttpRequest, pk: int) -> HttpResponse:
     """Add the ticked corrected reports (``units``) as worked examples; redirects to the new
     example set. A bad choice re-renders the page with the reason (400)."""
     task = _task(request, pk)
+    refused = _no_reports(request, task)
+    if refused is not None:
+        return refused
     threshold, _ = _threshold(request, request.POST)
     try:
         example_set = services.report_examples_add(
