@@ -438,9 +438,12 @@ def report_trust(*, spec: JudgeSpec, tasks: list[JudgmentTask]) -> dict[str, Any
     task = next((t for t in tasks if reports.report_spec(t) is spec), None)
     if task is None:
         return None
-    run = JudgeRun.objects.filter(
-        project_id=task.project_id, pk=(task.unit_params or {}).get("judge_run")
-    ).first()
+    run_id = (task.unit_params or {}).get("judge_run")
+    run = (
+        JudgeRun.objects.filter(project_id=task.project_id, pk=run_id).first()
+        if isinstance(run_id, int)
+        else None
+    )
     if run is None:
         return None
     threshold = reports.DEFAULT_THRESHOLD / 100

@@ -46,9 +46,12 @@ def is_report_task(task: JudgmentTask) -> bool:
 
 def task_run(task: JudgmentTask) -> JudgeRun:
     """The judge run whose reports the task's people rated."""
-    run = JudgeRun.objects.filter(
-        project=task.project, pk=(task.unit_params or {}).get("judge_run")
-    ).first()
+    run_id = (task.unit_params or {}).get("judge_run")
+    run = (
+        JudgeRun.objects.filter(project=task.project, pk=run_id).first()
+        if isinstance(run_id, int)
+        else None
+    )
     if run is None:
         raise ValidationFailed(f"task {task.name!r}: the judge run its people rated is gone")
     return run
