@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db
 RATINGS = [(2, 2), (2, 1), (0, 0)]
 
 
-def rate_llm_reports(project: Project, run: JudgeRun, users: dict[str, Any]) -> JudgmentTask:
+def rate_llm_reports(project: Project, run: JudgeRun, users: dict[str, Any]) -> JudgmentTask:  # noqa: F811
     answers = Response.objects.filter(item__project=project, origin=Origin.MODEL).order_by(
         "item__position", "model_name"
     )
