@@ -354,6 +354,8 @@ def test_pages_correct_add_and_compare(
     html = shown.content.decode()
     assert shown.status_code == 200 and 'data-version="after"' in html
     assert "held-back report" in html and 'data-version="difference"' in html
+    assert 'data-version="before"' in html
+    assert reverse("review:report_cases", args=[task.pk]) in html  # the breadcrumb
 
 
 def test_a_task_whose_judge_takes_no_report_corrections_is_refused(

@@ -181,8 +181,12 @@ def set_context(request: HttpRequest, example_set: ExampleSet) -> dict[str, Any]
     if not selectors.is_report_task(example_set.task):
         return None
     user = request_user(request)
+    comparison = selectors.report_comparison(user=user, example_set=example_set)
     return {
         "reports": True,
         "held_back_count": len(selectors.held_back_units(example_set=example_set)),
-        "report_comparison": selectors.report_comparison(user=user, example_set=example_set),
+        "report_comparison": comparison,
+        "report_rows": [("before", comparison["before"]), ("after", comparison["after"])]
+        if comparison
+        else [],
     }
