@@ -365,3 +365,45 @@ def test_a_task_whose_judge_takes_no_report_corrections_is_refused(
     with pytest.raises(ValidationFailed, match="not a 'Rate the judge' task"):
         selectors.report_cases(user=users["reviewer"], task=other)
     assert TaskUnit.objects.filter(task=rated.task).count() == 6
+
+
+def test_the_llm_judge_takes_its_corrections_as_whole_score_lines(users: dict[str, Any]) -> None:
+    from benchmark.judge_prompts import render
+    from benchmark.models import Origin
+    from review.judges.run_settings import judge_templates_for
+    from tests.factories import JudgeCallFactory, JudgeRunFactory, ResponseFactory
+
+    project = ProjectFactory(name="LLM-I rated", data_format="llmi")
+    from tests.factories import MembershipFactory
+
+    MembershipFactory(project=project, user=users["reviewer"], role="reviewer")
+    item = ItemFactory(project=project, external_id="q1", query="Draw the harbour")
+    answer = ResponseFactory(item=item, origin=Origin.MODEL, model_name="alpha", text="A harbour.")
+    run = JudgeRunFactory(project=project, judge="llmi-llm", templates={})
+    JudgeCallFactory(
+        run=run, response=answer, label="llm", outputs=["Text: 5\nImage: 5"], parsed=None
+    )
+    reviewer = users["reviewer"]
+    task = rate_judge_task_create(run=run, user=reviewer, labels=["llm"], overlap=2)
+    unit = f"response:{answer.pk}:llm"
+    for n, value in enumerate((0, 1)):
+        JudgmentFactory(
+            task=task,
+            item=item,
+            user=UserFactory(username=f"llm-rater-{n}"),
+            value=value,
+            unit=unit,
+        )
+    (case,) = selectors.report_cases(user=reviewer, task=task)
+    assert case.agent == "LLM judge" and case.verdict == "text 5, image 5"
+    assert case.prefill == "Text: 5\nImage: 5"
+    with pytest.raises(ValidationFailed, match=r"\(LLM judge\): expected 2 lines"):
+        services.report_correction_save(user=reviewer, task=task, unit=unit, text="Text: 2")
+    services.report_correction_save(user=reviewer, task=task, unit=unit, text="Text: 2\nImage: 1")
+    example_set = services.report_examples_add(user=reviewer, task=task, units=[unit])
+    template = judge_templates_for(project=project, judge="llmi-llm")["llmi.llm_judge"]
+    assert example_set.templates == {"llmi.llm_judge": template.version}
+    # The correction is written whole, one score per line, and the template still renders.
+    assert "Correct answer:\nText: 2\nImage: 1" in template.system
+    system, _ = render(template, {"prompt": "p", "answer": "a"})
+    assert "Draw the harbour" in system and "A judge answered: text 5, image 5" in system

@@ -48,7 +48,7 @@ def rate_llm_reports(project: Project, run: JudgeRun, users: dict[str, Any]) -> 
             response=answer,
             label="llm",
             key=f"k{n}",
-            template_id="llmi.llm",
+            template_id="llmi.llm_judge",
             template_version="v",
             outputs=["Text: 4\nImage: 3"],
             ok=True,
