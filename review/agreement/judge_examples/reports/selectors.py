@@ -29,6 +29,8 @@ from review.judges.specs import JudgeSpec, judge_spec_get
 DEFAULT_THRESHOLD = 80.0
 PEOPLE = "people"
 OVERRIDE = "override"
+#: A report people rated right that nobody corrected (listed only with ``every``).
+RIGHT = "right"
 
 
 def report_spec(task: JudgmentTask) -> JudgeSpec | None:
@@ -179,7 +181,7 @@ def report_cases(
                 rated_right=bool(right),
                 said=report.text,
                 verdict=report.verdict,
-                source=OVERRIDE if right else PEOPLE,
+                source=PEOPLE if not right else OVERRIDE if correction else RIGHT,
                 correction=correction,
                 example_set=held.get(unit, 0),
             )
