@@ -291,6 +291,21 @@ PATHS: list[tuple[str, str, str]] = [
         "/agreement/judge-examples/tasks/7/add/",
         "review:judge_examples_add",
     ),
+    (
+        "/agreement/judge-examples/tasks/7/reports/",
+        "/agreement/judge-examples/tasks/7/reports/",
+        "review:report_cases",
+    ),
+    (
+        "/agreement/judge-examples/tasks/7/reports/correct/",
+        "/agreement/judge-examples/tasks/7/reports/correct/",
+        "review:report_correct",
+    ),
+    (
+        "/agreement/judge-examples/tasks/7/reports/add/",
+        "/agreement/judge-examples/tasks/7/reports/add/",
+        "review:report_examples_add",
+    ),
     ("/agreement/judge-examples/7/", "/agreement/judge-examples/7/", "review:example_set"),
     (
         "/agreement/judge-examples/7/held-back/",

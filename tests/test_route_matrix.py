@@ -1422,6 +1422,27 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
         ),
     ),
+    "review:report_cases": (
+        Case("correct the judge's reports", lambda w: {"pk": w.utask.pk}, "run_judges"),
+    ),
+    "review:report_correct": (
+        Case(
+            "correct one report of the judge",
+            lambda w: {"pk": w.utask.pk},
+            "run_judges",
+            method="post",
+            data=lambda w: {"unit": w.unit, "text": '{"score": 30, "tier": "Poor", "why": ""}'},
+        ),
+    ),
+    "review:report_examples_add": (
+        Case(
+            "add corrected reports as worked examples",
+            lambda w: {"pk": w.utask.pk},
+            "run_judges",
+            method="post",
+            data=lambda w: {"units": [w.unit]},
+        ),
+    ),
     "review:judgments_export": (
         Case("judgments csv", lambda w: {"pk": w.task.pk, "fmt": "csv"}, "manage_studies"),
         Case("blind answers jsonl", lambda w: {"pk": w.vtask.pk, "fmt": "jsonl"}, "manage_studies"),

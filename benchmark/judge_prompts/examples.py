@@ -55,8 +55,15 @@ def shorten(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
 
 
-def examples_block(examples: Sequence[WorkedExample], *, intro: str = DEFAULT_INTRO) -> str:
-    """The examples as one block of plain text (no template escaping), numbered in order."""
+def examples_block(
+    examples: Sequence[WorkedExample],
+    *,
+    intro: str = DEFAULT_INTRO,
+    answer_chars: int | None = 200,
+) -> str:
+    """The examples as one block of plain text (no template escaping), numbered in order; each
+    answer on one line cut at ``answer_chars``, or with None written whole on the lines after
+    "Correct answer:" (a corrected report in the agent's own output format)."""
     lines = [BEGIN, intro]
     for n, example in enumerate(examples, start=1):
         lines.append("")
@@ -64,7 +71,11 @@ def examples_block(examples: Sequence[WorkedExample], *, intro: str = DEFAULT_IN
         lines.append(f"Input: {shorten(example.summary)}")
         if example.judge_answer:
             lines.append(f"A judge answered: {shorten(example.judge_answer, 200)}")
-        lines.append(f"Correct answer: {shorten(example.answer, 200)}")
+        if answer_chars is None:
+            lines.append("Correct answer:")
+            lines.append(example.answer.strip())
+        else:
+            lines.append(f"Correct answer: {shorten(example.answer, answer_chars)}")
         if example.reason:
             lines.append(f"Why: {shorten(example.reason)}")
     lines.append(END)

@@ -355,6 +355,8 @@ def judge_trust(
     the bootstrap runs once per state of the run, its examples and the people's judgments. A
     view reads one or two small queries per judge (the run's worked examples) and, on a miss,
     at most TRUST_TASKS_TRIED tasks' ratings, so a page that shows it stays bounded."""
+    if spec.report_templates:  # people rate its agents' reports, not on its scale
+        return report_trust(spec=spec, tasks=tasks)
     if not spec.rater_run(run):
         return None
     fitting = [task for task in tasks if spec.rates_task(task)][:TRUST_TASKS_TRIED]
@@ -419,6 +421,58 @@ def _trust_compute(
             "source": f"judge-run:{run.pk}",
         }
     return None
+
+
+def report_trust(*, spec: JudgeSpec, tasks: list[JudgmentTask]) -> dict[str, Any] | None:
+    """The trust of a judge whose agents' reports people rate ("Rate the judge"): on the most
+    rated such task of this judge (from :func:`trust_tasks`), the share of its reports people
+    rated right (agreement rate with the report at least 80 %,
+    ``benchmark.metrics.report_agreement``) with its 95 % Wilson interval, flagged below 0.8;
+    reports written as worked examples into the versions that run used are left out. None when
+    people rated none. Cached as :func:`judge_trust` is, on the task's ratings."""
+    from django.core.cache import cache
+
+    from review.agreement.judge_examples.reports import selectors as reports
+    from review.agreement.judge_examples.selectors import examples_in_run
+
+    task = next((t for t in tasks if reports.report_spec(t) is spec), None)
+    if task is None:
+        return None
+    run_id = (task.unit_params or {}).get("judge_run")
+    run = (
+        JudgeRun.objects.filter(project_id=task.project_id, pk=run_id).first()
+        if isinstance(run_id, int)
+        else None
+    )
+    if run is None:
+        return None
+    threshold = reports.DEFAULT_THRESHOLD / 100
+    examples = set(examples_in_run(run=run))
+    key = _trust_key(spec=spec, run=run, tasks=[task], threshold=threshold, examples=examples)
+    kept = cache.get(key)
+    if kept is not None:
+        return kept["trust"]
+    from benchmark.metrics.report_agreement import rated_right_share
+
+    ratings = {u: r for u, r in reports.unit_ratings(task).items() if u not in examples}
+    found = rated_right_share(ratings, reports.DEFAULT_THRESHOLD)
+    trust = None
+    if found["n"]:
+        trust = {
+            "kappa": None,
+            "low": found["low"],
+            "high": found["high"],
+            "n_units": found["n"],
+            "flagged": found["value"] < threshold,
+            "threshold": threshold,
+            "task": task.pk,
+            "task_name": task.name,
+            "source": f"judge-run:{run.pk}",
+            "figure": "rated-right",
+            "share": found["value"],
+        }
+    cache.set(key, {"trust": trust}, TRUST_CACHE_SECONDS)
+    return trust
 
 
 # =========================================================================== routing by doubt

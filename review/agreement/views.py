@@ -19,6 +19,7 @@ from benchmark.typing import request_user
 from review.agreement import judge_sources
 from review.agreement import selectors as agreement_selectors
 from review.agreement import services as agreement_module
+from review.agreement.judge_examples.reports.selectors import is_report_task
 from review.agreement.presenters import calibration_view, estimated_confusion, judge_rater_view
 from review.gold.selectors import gold_report
 from review.pages import task_for_review
@@ -259,6 +260,8 @@ def agreement(request: HttpRequest, pk: int) -> HttpResponse:
             # Rate the judge: agreement rate per agent (ATP-Bench §6), None for other tasks;
             # agents below the reviewer's ?rate_threshold= (percent) are flagged.
             "judge_rates": rate_figures(task=task, threshold=_rate_threshold(request)),
+            # Its reports take corrections that become worked examples (MAM, LLM-I judges).
+            "report_corrections": is_report_task(task),
             # Routing by doubt: the items served first and why.
             "doubt": doubt_table(user=user, task=task),
             # Gold accuracy per annotator (gold judgments are not in the figures above).

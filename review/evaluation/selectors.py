@@ -283,6 +283,10 @@ class Trust:
     task: int
     task_name: str
     source: str
+    #: "kappa", or "rated-right" for a judge whose reports people rate: ``share`` of its
+    #: reports people rated right, its Wilson interval in ``low`` and ``high``.
+    figure: str = "kappa"
+    share: float | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from benchmark.fields import JSONField
 from benchmark.models import Project
 from review.judges.models import JudgeRun, JudgeTemplateVersion
 
-__all__ = ["ExampleSet", "WorkedExampleCase"]
+__all__ = ["ExampleSet", "ReportCorrection", "WorkedExampleCase"]
 
 
 class ExampleSet(models.Model):
@@ -53,7 +53,9 @@ class WorkedExampleCase(models.Model):
     people = JSONField(null=True, blank=True)
     judge_value = JSONField(null=True, blank=True)
     summary = models.TextField(blank=True)
-    answer = models.CharField(max_length=300)
+    #: People's answer as the judge is asked to write it (a corrected report: the agent's
+    #: whole output, so text of any length).
+    answer = models.TextField()
     reason = models.TextField(blank=True)
     #: What made it a correction: "override" (a reviewer's decision) or "majority".
     source = models.CharField(max_length=20)
@@ -66,3 +68,33 @@ class WorkedExampleCase(models.Model):
 
     def __str__(self) -> str:
         return f"example {self.unit} of set {self.example_set_id}"
+
+
+class ReportCorrection(models.Model):
+    """What an agent should have said in one report people rated in a "Rate the judge" task
+    (``unit``: ``response:<answer id>:<agent label>``): the reviewer's text in the agent's own
+    output format (validated by the judge's parser) and the verdict it gives. Every edit is a
+    new row (``version`` 1, 2, ...); the newest counts. Nothing is overwritten."""
+
+    task = models.ForeignKey(
+        JudgmentTask, on_delete=models.CASCADE, related_name="report_corrections"
+    )
+    unit = models.CharField(max_length=100)
+    version = models.PositiveIntegerField(default=1)
+    text = models.TextField()
+    verdict = models.CharField(max_length=300)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_id", "unit", "version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "unit", "version"], name="report_correction_version_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"correction v{self.version} of {self.unit} in task {self.task_id}"

@@ -190,7 +190,12 @@ def held_back_inputs(*, example_set: ExampleSet) -> HeldBackInputs:
 
 def held_back_units(*, example_set: ExampleSet, inputs: HeldBackInputs | None = None) -> list[str]:
     """The units a held-back comparison uses: those people judged in the set's task that the
-    source run judged, minus every example unit of the judge in the project."""
+    source run judged, minus every example unit of the judge in the project. For a judge whose
+    reports people rate: the reports they rated (``reports.selectors.held_back_units``)."""
+    from review.agreement.judge_examples.reports import selectors as reports
+
+    if reports.is_report_task(example_set.task):
+        return reports.held_back_units(example_set=example_set)
     inputs = inputs or held_back_inputs(example_set=example_set)
     people = {unit for unit, _, value in inputs.rows if value is not None}
     before = {u for u, v in inputs.before.items() if v is not None}

@@ -180,7 +180,7 @@ def held_back_run_start(
             models=list((source.selection or {}).get("models") or []),
             workers=workers,
             enqueue=True,
-            units=chosen,
+            units=source.spec.held_back_call_units(chosen),
             templates=example_set.templates,
         )
         locked.held_back_run = run

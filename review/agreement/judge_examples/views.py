@@ -34,8 +34,15 @@ def _set_for(request: HttpRequest, pk: int) -> ExampleSet:
 
 def _context(request: HttpRequest, example_set: ExampleSet) -> dict[str, Any]:
     user = request_user(request)
+    from review.agreement.judge_examples.reports.views import set_context
+
+    reports = set_context(request, example_set)
     inputs = selectors.held_back_inputs(example_set=example_set)
-    report = selectors.held_back_comparison(user=user, example_set=example_set, inputs=inputs)
+    report = (
+        None
+        if reports
+        else selectors.held_back_comparison(user=user, example_set=example_set, inputs=inputs)
+    )
     names = judge_sources.value_names(example_set.task)
     rows = None
     if report is not None:
@@ -55,13 +62,16 @@ def _context(request: HttpRequest, example_set: ExampleSet) -> dict[str, Any]:
         "task": example_set.task,
         "cases": list(example_set.cases.all()),
         "versions": list(example_set.template_versions.order_by("template_id")),
-        "held_back_count": len(selectors.held_back_units(example_set=example_set, inputs=inputs)),
+        "held_back_count": reports["held_back_count"]
+        if reports
+        else len(selectors.held_back_units(example_set=example_set, inputs=inputs)),
         "comparison": report,
         "comparison_rows": rows,
         "run": run,
         "job": run.job if run is not None else None,
         "can_run": permissions.can(user=user, project=example_set.project, action="run_judges"),
         "judge_label": example_set.source_run.spec.label,
+        **(reports or {}),
     }
 
 

@@ -55,6 +55,12 @@ class MamJudge(JudgeSpec):
         mam.RECALL_TEMPLATE.id: "Recall Inspector",
         mam.CHIEF_TEMPLATE.id: "Chief Judge",
     }
+    #: People rate each agent's report ("Rate the judge", ATP-Bench §6).
+    report_templates = {
+        "precision": mam.PRECISION_TEMPLATE.id,
+        "recall": mam.RECALL_TEMPLATE.id,
+        "chief": mam.CHIEF_TEMPLATE.id,
+    }
     columns = (
         Column("fs", "FS"),
         Column("sr", "SR", "%"),
@@ -173,6 +179,32 @@ class MamJudge(JudgeSpec):
             "chief": report.chief.value if report.chief is not None else None,
             "valid": report.valid,
         }
+
+    # ------------------------------------------------------------------ reports people rate
+
+    def report_verdict(self, label: str, value: Any) -> str | None:
+        """Precision: each tool call's six sub-check scores ("1: 222122"); Recall: how many
+        images were missed; Chief: the tier (ATP-Bench §4.3's five tiers)."""
+        if isinstance(value, mam.PrecisionReport):
+            return "; ".join(
+                f"{c.index}: " + "".join(str(c.score(name)) for name in mam.SUB_CHECKS)
+                for c in value.calls
+            )
+        if isinstance(value, mam.RecallReport):
+            return f"{len(value.missed)} missed"
+        if isinstance(value, mam.ChiefVerdict):
+            return value.tier
+        return None
+
+    def held_back_call_units(self, units: Sequence[str]) -> list[str]:
+        """The Chief Judge reads both inspectors' reports: a held-back Chief report makes the
+        inspectors' calls of the same answer too."""
+        needed = set(units)
+        for unit in units:
+            head, _, label = unit.rpartition(":")
+            if label == "chief":
+                needed |= {f"{head}:precision", f"{head}:recall"}
+        return sorted(needed)
 
 
 JUDGE = MamJudge()

@@ -228,5 +228,24 @@ class JudgeSpec:
         """The text the worked examples add to a template (``benchmark.judge_prompts.examples``)."""
         return examples_block(cases)
 
+    # ------------------------------------------------------------------ reports people rate
+
+    #: Call label -> the id of the template of the agent whose reports people rate 0-2 in
+    #: "Rate the judge" tasks (``review.rate_judge``). A reviewer's correction of such a
+    #: report (the agent's output as it should have been) becomes a worked example of that
+    #: agent's template only (``review.agreement.judge_examples.reports``).
+    report_templates: ClassVar[Mapping[str, str]] = {}
+
+    def report_verdict(self, label: str, value: Any) -> str | None:
+        """The verdict of the agent ``label`` in its parsed report ``value`` (what ``parser``
+        gives), as text: two reports with the same text give the same verdict. None when the
+        report has no value."""
+        return None
+
+    def held_back_call_units(self, units: Sequence[str]) -> list[str]:
+        """The call units a held-back run makes so that the reports ``units`` are made (a
+        later agent needs the reports it reads): by default ``units`` themselves."""
+        return sorted(set(units))
+
     def __repr__(self) -> str:
         return f"<judge {self.name}>"

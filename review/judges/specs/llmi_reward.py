@@ -85,6 +85,8 @@ class LlmJudge(JudgeSpec):
     formats = (DataFormat.LLMI, DataFormat.ATP)
     templates: ClassVar[tuple[Template, ...]] = (llmi_judge.LLM_TEMPLATE,)
     agents = {"llm": "LLM judge"}
+    #: People rate the judge's report ("Rate the judge").
+    report_templates: ClassVar[Mapping[str, str]] = {"llm": llmi_judge.LLM_TEMPLATE.id}
     columns: ClassVar[tuple[Column, ...]] = (Column("r_llm", "R_llm", digits=3),)
     result_template = "review/judges/llmi_reward/llm_result.html"
     definitions_template = "review/judges/llmi_reward/llm_definitions.html"
@@ -107,6 +109,18 @@ class LlmJudge(JudgeSpec):
                 template=templates[llmi_judge.LLM_TEMPLATE.id],
             )
         ]
+
+    def report_verdict(self, label: str, value: Any) -> str | None:
+        """The report's scores, in the order the judge gives them ("text 4, image 3"; the
+        MLLM judge's "image quality 4, task relevance 5, text-image relevance 3")."""
+        if isinstance(value, llmi_judge.LlmScores):
+            return f"text {value.text}, image {value.image}"
+        if isinstance(value, llmi_judge.MllmScores):
+            return (
+                f"image quality {value.image_quality}, task relevance {value.task_relevance}, "
+                f"text-image relevance {value.text_image_relevance}"
+            )
+        return None
 
     def weights(self, run: JudgeRun) -> llmi_judge.Weights:
         """The weights of the per-answer R in the report (the LLM judge has no R)."""
@@ -155,6 +169,10 @@ class MllmJudge(LlmJudge):
     label = "LLM-I MLLM judge (with the LLM judge: reward R)"
     templates = (llmi_judge.LLM_TEMPLATE, llmi_judge.MLLM_TEMPLATE)
     agents = {"llm": "LLM judge", "mllm": "MLLM judge"}
+    report_templates = {
+        "llm": llmi_judge.LLM_TEMPLATE.id,
+        "mllm": llmi_judge.MLLM_TEMPLATE.id,
+    }
     columns = (
         Column("r", "R", digits=3),
         Column("r_rule", "R_rule", digits=3),
