@@ -531,58 +531,75 @@ def run_set_check_judges(
 CHECK_TRUST_CACHE_VERSION = 1
 
 
-def _check_trust_key(*, judge: CheckJudge, project: Project, threshold: float) -> str:
-    """The cache key of a check judge's trust on a project: a digest of what it is computed
-    from. People's answers (how many, the newest id), the runs (how many, the newest id), and
-    the newest finished rescoring job of the project (a rescore may change the judge's
-    answers; a person's visual answer rescoring a run adds an answer). Three queries."""
-    import hashlib
-
-    import orjson
+def _runs_state(project: Project) -> list[Any]:
+    """What the project's runs are, for the trust cache keys: how many, the newest id, and
+    the newest finished rescoring job (a rescore may change the judges' answers). Two
+    queries."""
     from django.db.models import Max
 
     from review.runs.services import RESCORE_KIND
 
-    verdicts = judge.verdicts.objects.filter(run__run_set__project=project).aggregate(
-        n=Count("id"), last=Max("id")
-    )
     runs = AgentRun.objects.filter(run_set__project=project).aggregate(
         n=Count("id"), last=Max("id")
     )
     rescored = Job.objects.filter(project=project, kind=RESCORE_KIND).aggregate(
         last=Max("finished_at")
     )["last"]
+    return [runs["n"], runs["last"], rescored.isoformat() if rescored else None]
+
+
+def _check_trust_key(
+    *, judge: CheckJudge, project: Project, threshold: float, runs_state: list[Any]
+) -> str:
+    """The cache key of a check judge's trust on a project: a digest of what it is computed
+    from. People's answers to its checks (how many, the newest id: a person's visual answer
+    that rescores a run adds one) and the runs' state (:func:`_runs_state`). One query."""
+    import hashlib
+
+    import orjson
+    from django.db.models import Max
+
+    verdicts = judge.verdicts.objects.filter(run__run_set__project=project).aggregate(
+        n=Count("id"), last=Max("id")
+    )
     state = [
         CHECK_TRUST_CACHE_VERSION,
         judge.key,
         threshold,
         verdicts["n"],
         verdicts["last"],
-        runs["n"],
-        runs["last"],
-        rescored.isoformat() if rescored else None,
+        *runs_state,
     ]
     digest = hashlib.blake2b(orjson.dumps(state), digest_size=16).hexdigest()
     return f"check-trust:v{CHECK_TRUST_CACHE_VERSION}:p{project.pk}:{judge.key}:{digest}"
 
 
-def check_judge_trust(
-    *, judge: CheckJudge, project: Project, threshold: float
-) -> dict[str, Any] | None:
-    """How far the check judge agrees with reviewers' answers to its checks on this project's
-    runs (every upload): Cohen's kappa against the people's majority per check with its
-    bootstrap 95 % interval, flagged below ``threshold``; None when no check both the judge
-    and a person answered ("no human ratings yet"). Cached under a key naming what it is
-    computed from (:func:`_check_trust_key`)."""
+def check_judges_trust(
+    *, judges: Iterable[CheckJudge], project: Project, threshold: float
+) -> dict[str, dict[str, Any] | None]:
+    """How far each check judge agrees with reviewers' answers to its checks on this
+    project's runs (every upload), by the judge's key: Cohen's kappa against the people's
+    majority per check with its bootstrap 95 % interval, flagged below ``threshold``; None
+    when no check both the judge and a person answered ("no human ratings yet"). Cached
+    under a key naming what it is computed from (:func:`_check_trust_key`): two queries plus
+    one per judge when kept."""
     from django.core.cache import cache
 
-    key = _check_trust_key(judge=judge, project=project, threshold=threshold)
-    kept = cache.get(key)
-    if kept is not None:
-        return kept["trust"]
-    trust = _check_trust_compute(judge=judge, project=project, threshold=threshold)
-    cache.set(key, {"trust": trust}, 7 * 24 * 3600)
-    return trust
+    judges = list(judges)
+    if not judges:
+        return {}
+    state = _runs_state(project)
+    found: dict[str, dict[str, Any] | None] = {}
+    for judge in judges:
+        key = _check_trust_key(judge=judge, project=project, threshold=threshold, runs_state=state)
+        kept = cache.get(key)
+        if kept is None:
+            kept = {
+                "trust": _check_trust_compute(judge=judge, project=project, threshold=threshold)
+            }
+            cache.set(key, kept, 7 * 24 * 3600)
+        found[judge.key] = kept["trust"]
+    return found
 
 
 def _check_trust_compute(
@@ -599,9 +616,7 @@ def _check_trust_compute(
         return None
     from benchmark.metrics.judge_rater import judge_calibration  # lazy: NumPy
 
-    overall = judge_calibration(people, answers, "nominal", [0, 1], threshold=threshold)[
-        "overall"
-    ]
+    overall = judge_calibration(people, answers, "nominal", [0, 1], threshold=threshold)["overall"]
     if not overall["n_units"]:
         return None
     kappa = overall["kappa"]

@@ -18,7 +18,13 @@ from benchmark.models import Project
 from review.runs import selectors as run_selectors
 from review.runs import services as runs
 from review.runs.models import AgentRun, RunSet, SearchVerdict
-from tests.factories import AgentRunFactory, ItemFactory, RunSetFactory, TrajectoryFactory, UserFactory
+from tests.factories import (
+    AgentRunFactory,
+    ItemFactory,
+    RunSetFactory,
+    TrajectoryFactory,
+    UserFactory,
+)
 from tests.llm_server import FakeModelServer, point_at
 
 pytestmark = pytest.mark.django_db
@@ -91,9 +97,7 @@ def s_runs(s_project: Project, users: dict[str, Any]) -> dict[str, AgentRun]:
 
 def answer(run: AgentRun, user: Any, passed: bool) -> SearchVerdict:
     seen = run.search_verdicts.order_by("-id").values_list("pk", flat=True).first() or 0
-    return runs.search_verdict_set(
-        run=run, user=user, checkpoint_id="S1", passed=passed, seen=seen
-    )
+    return runs.search_verdict_set(run=run, user=user, checkpoint_id="S1", passed=passed, seen=seen)
 
 
 def test_the_s_judge_decided_each_search_check(s_runs: dict[str, AgentRun]) -> None:
@@ -230,6 +234,60 @@ def test_run_page_hides_the_s_verdict_until_the_person_answered(
         f"/runs/agent-runs/{run.pk}/search/", {"checkpoint": "S1", "passed": "maybe"}
     )
     assert bad.status_code == 400 and "Answer PASS or FAIL" in bad.content.decode()
-    assert clients["annotator"].post(
-        f"/runs/agent-runs/{run.pk}/search/", {"checkpoint": "S1", "passed": "pass"}
-    ).status_code == 403
+    assert (
+        clients["annotator"]
+        .post(f"/runs/agent-runs/{run.pk}/search/", {"checkpoint": "S1", "passed": "pass"})
+        .status_code
+        == 403
+    )
+
+
+def column_trust_cells(html: str) -> dict[str, str]:
+    row = html[html.index('id="judge-trust"') :]
+    row = row[: row.index("</tr>")]
+    cells = {}
+    for part in row.split("data-column-trust=")[1:]:
+        label, _, rest = part[1:].partition('"')
+        cells[label] = rest.split("</td>")[0]
+    return cells
+
+
+def test_leaderboard_trust_row_under_s_and_v_is_cached(
+    answered: RunSet,
+    users: dict[str, Any],
+    clients: dict[str, Client],
+    monkeypatch: pytest.MonkeyPatch,
+    django_assert_max_num_queries: Any,
+) -> None:
+    from django.core.cache import cache
+    from django.urls import reverse
+    from django.utils import timezone
+
+    from tests.factories import EvaluationRunFactory
+
+    cache.clear()
+    project = answered.project
+    EvaluationRunFactory(project=project, model="alpha", finished_at=timezone.now(), summary={})
+    computed: list[str] = []
+    real = run_selectors._check_trust_compute
+
+    def counting(*, judge: Any, project: Project, threshold: float) -> Any:
+        computed.append(judge.key)
+        return real(judge=judge, project=project, threshold=threshold)
+
+    monkeypatch.setattr(run_selectors, "_check_trust_compute", counting)
+    url = reverse("review:leaderboard", args=[project.pk])
+    cells = column_trust_cells(clients["reviewer"].get(url).content.decode())
+    s_cell = cells[run_selectors.S_CHECKS.label]
+    assert "0.17" in s_cell and "below 0.6" in s_cell  # kappa 1/6, as by hand above
+    assert "no human ratings yet" in cells[run_selectors.V_CHECKS.label]
+    assert sorted(computed) == ["s-judge", "v-judge"]
+    with django_assert_max_num_queries(20):
+        again = clients["reviewer"].get(url).content.decode()
+    assert column_trust_cells(again) == cells and len(computed) == 2  # from the cache
+    # A new answer changes the key: r7 (judge PASS) answered PASS.
+    answer(AgentRun.objects.get(run_set=answered, folder="r7"), users["reviewer"], True)
+    cells = column_trust_cells(clients["reviewer"].get(url).content.decode())
+    assert computed[2:] == ["s-judge"]
+    # (1,1) x3 (1,0) (0,0) (0,1): po 4/6, pe (4*4 + 2*2)/36 = 20/36, kappa (24-20)/(36-20).
+    assert "0.25" in cells[run_selectors.S_CHECKS.label]
