@@ -186,48 +186,16 @@ def run_page(*, run: AgentRun, user: AnyUser) -> dict[str, Any]:
     )
     suggestions = mme.suggest_failure_observations(task, agent, score) if not score.acc else []
     suggested = mme.dominant_failure_mode(suggestions)
-    regions: dict[str, tuple[float, float, float, float] | None] = {}
-    for cid, frame in mme.reference_frames(task).items():
-        regions[cid] = frame.region() if frame is not None else None
-    checkpoints = (task.get("process_evaluation") or {}).get("checkpoints") or []
-    by_id = {c.id: c for c in score.checkpoints}
-    searches = search_checks(run=run, user=user)
-    rows = []
-    for position, cp in enumerate(checkpoints):
-        if not isinstance(cp, dict):
-            continue
-        cid = str(cp.get("id"))
-        res = by_id.get(cid)
-        region = regions.get(cid)
-        rows.append(
-            {
-                "position": position,
-                "cp": cp,
-                "id": cid,
-                "result": res,
-                "visual": (res.detail.get("visual") or {}) if res else {},
-                "proxy": _proxy_detail(res),
-                "judge": _judge_detail(res),
-                "decided_by": (res.detail.get("decided_by") or "") if res else "",
-                "verdict": latest.get(cid),
-                "reference_shas": _shas_in(cp),
-                "region": None
-                if region is None
-                else {
-                    "left": region[0] / 10,
-                    "top": region[1] / 10,
-                    "width": (region[2] - region[0]) / 10,
-                    "height": (region[3] - region[1]) / 10,
-                    "box": [round(v) for v in region],
-                },
-                "answerable": bool(res and res.kind == "visual" and res.has_visual_check),
-                **_search_row(cid, searches),
-            }
-        )
+    rows = _checkpoint_rows(task, score, latest=latest, searches=search_checks(run=run, user=user))
+    hidden = {row["position"] for row in rows if row["judge_hidden"]}
     for row in rows:
         if row["judge_hidden"]:
-            # Blind until this person answered: what the S judge decided stays unseen.
+            # Blind until this person answered: what the S judge decided stays unseen, in
+            # the checkpoint and in the failure modes suggested from it.
             row["result"], row["decided_by"] = None, ""
+    if hidden:
+        suggestions = [o for o in suggestions if o.step not in hidden]
+        suggested = mme.dominant_failure_mode(suggestions)
     mine = None
     if user.is_authenticated:
         mine = run.failure_labels.filter(reviewer=user.pk).order_by("-id").first()
@@ -249,6 +217,58 @@ def run_page(*, run: AgentRun, user: AnyUser) -> dict[str, Any]:
             run.visual_verdicts.select_related("reviewer").order_by("-id")[:50]
         ),
     }
+
+
+def _region_box(region: tuple[float, float, float, float] | None) -> dict[str, Any] | None:
+    if region is None:
+        return None
+    return {
+        "left": region[0] / 10,
+        "top": region[1] / 10,
+        "width": (region[2] - region[0]) / 10,
+        "height": (region[3] - region[1]) / 10,
+        "box": [round(v) for v in region],
+    }
+
+
+def _checkpoint_rows(
+    task: dict[str, Any],
+    score: mme.RunScore,
+    *,
+    latest: dict[str, VisualVerdict],
+    searches: dict[str, dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """One row per checkpoint of the task: its result, what decided it, the visual check's
+    reference and people's answer, and the search check a person can answer."""
+    regions: dict[str, tuple[float, float, float, float] | None] = {}
+    for cid, frame in mme.reference_frames(task).items():
+        regions[cid] = frame.region() if frame is not None else None
+    checkpoints = (task.get("process_evaluation") or {}).get("checkpoints") or []
+    by_id = {c.id: c for c in score.checkpoints}
+    rows = []
+    for position, cp in enumerate(checkpoints):
+        if not isinstance(cp, dict):
+            continue
+        cid = str(cp.get("id"))
+        res = by_id.get(cid)
+        rows.append(
+            {
+                "position": position,
+                "cp": cp,
+                "id": cid,
+                "result": res,
+                "visual": (res.detail.get("visual") or {}) if res else {},
+                "proxy": _proxy_detail(res),
+                "judge": _judge_detail(res),
+                "decided_by": (res.detail.get("decided_by") or "") if res else "",
+                "verdict": latest.get(cid),
+                "reference_shas": _shas_in(cp),
+                "region": _region_box(regions.get(cid)),
+                "answerable": bool(res and res.kind == "visual" and res.has_visual_check),
+                **_search_row(cid, searches),
+            }
+        )
+    return rows
 
 
 def search_checks(*, run: AgentRun, user: AnyUser) -> dict[str, dict[str, Any]]:

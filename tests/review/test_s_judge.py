@@ -212,6 +212,7 @@ def test_run_page_hides_the_s_verdict_until_the_person_answered(
     assert "query-r3" in page and "results of r3" in page and "Old Town" in page
     assert 'data-key="p"' in page and 'data-key="f"' in page
     assert 'data-decided-by="judge"' not in page and "not passed" not in page
+    assert "search not satisfied" not in page  # nor in the suggested failure modes
     response = clients["reviewer"].post(
         f"/runs/agent-runs/{run.pk}/search/",
         {"checkpoint": "S1", "passed": "pass", "seen": "0"},
@@ -221,6 +222,8 @@ def test_run_page_hides_the_s_verdict_until_the_person_answered(
     assert response.status_code == 200 and 'id="run-checks"' in body
     assert "data-s-judge>" in body and "<strong>FAIL</strong>" in body
     assert "Answered <strong>PASS</strong> by reviewer-user" in body
+    page = clients["reviewer"].get(f"/runs/agent-runs/{run.pk}/").content.decode()
+    assert "S1: search not satisfied" in page and "not passed" in page
     # Another reviewer has not answered: still blind to the judge.
     other = clients["admin"].get(f"/runs/agent-runs/{run.pk}/").content.decode()
     assert "data-s-judge-hidden" in other
