@@ -493,8 +493,10 @@ def run_set_judge_rater(
     """The check judge (the V judge by default) against the people who answered its kind of
     check in the upload's runs (reviewers and admins), with its calibration (``calibration``:
     kappa with an interval, percent agreement, TPR/FPR, flagged below ``threshold``, 0.6 by
-    default); None when no run has an answer of the judge. ``scores``: the runs' ``(id,
-    score)`` when the caller has read them already."""
+    default), and ``corrections``: the checks where the reviewers' majority (ties left out)
+    differs from the judge (``unit``, ``run_id``, ``checkpoint``, ``judge``, ``people``,
+    ``votes`` of ``n_raters``); None when no run has an answer of the judge. ``scores``: the
+    runs' ``(id, score)`` when the caller has read them already."""
     permissions.require(user=user, project=run_set.project, action="manage_studies")
     if scores is None:
         scores = run_set.runs.values_list("id", "score").iterator(500)
@@ -503,6 +505,7 @@ def run_set_judge_rater(
         return None
     from benchmark.metrics.judge_rater import (  # lazy: NumPy, ~0.1 s
         DEFAULT_TRUST_THRESHOLD,
+        disagreements,
         judge_as_rater,
         judge_calibration,
     )
@@ -523,6 +526,15 @@ def run_set_judge_rater(
         [0, 1],
         threshold=DEFAULT_TRUST_THRESHOLD if threshold is None else threshold,
     )
+    # The correction cases: checks where the reviewers' majority differs from the judge.
+    report["corrections"] = [
+        {
+            **case,
+            "run_id": int(case["unit"].split(":")[1]),
+            "checkpoint": case["unit"].split(":", 2)[2],
+        }
+        for case in disagreements(people, answers, "nominal", [0, 1])
+    ]
     return report
 
 

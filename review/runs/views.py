@@ -151,6 +151,7 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 "judge": judge,
                 "rater": judge_rater_view(report, judge.answers),
                 "calibration": calibration_view(report["calibration"], judge.answers),
+                "corrections": _corrections(report["corrections"], judge.answers, results),
             }
             for judge, report in found
         ],
@@ -158,6 +159,22 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "threshold_error": threshold_error,
     }
     return render_page(request, "review/runs_results.html", context)
+
+
+def _corrections(
+    cases: list[dict[str, Any]], answers: dict[int, str], results: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The correction cases as the page lists them: the run's folder, the answers' names."""
+    folders = {row["run"].pk: row["run"].folder for row in results["runs"]}
+    return [
+        {
+            **case,
+            "folder": folders.get(case["run_id"], str(case["run_id"])),
+            "judge_said": answers.get(case["judge"], str(case["judge"])),
+            "people_said": answers.get(case["people"], str(case["people"])),
+        }
+        for case in cases
+    ]
 
 
 def _threshold(request: HttpRequest) -> tuple[float | None, str]:

@@ -177,6 +177,15 @@ def test_s_judge_calibration_hand_computed(answered: RunSet, users: dict[str, An
     assert calibration["false_positive_rate"]["value"] == pytest.approx(1 / 2)  # r2 of r2, r3
     assert calibration["flagged"] is True  # 1/6 < 0.6
     assert report["calibration"]["n_ties"] == 1
+    # Correction cases: r2 (judge PASS, majority FAIL) and r4 (judge FAIL, majority PASS).
+    ids = dict(AgentRun.objects.filter(run_set=answered).values_list("folder", "pk"))
+    assert [
+        (c["run_id"], c["checkpoint"], c["judge"], c["people"], c["votes"], c["n_raters"])
+        for c in report["corrections"]
+    ] == [
+        (ids["r2"], "S1", 1, 0, 1, 1),
+        (ids["r4"], "S1", 0, 1, 1, 1),
+    ]
     lenient = run_selectors.run_set_judge_rater(
         user=users["reviewer"], run_set=answered, judge=run_selectors.S_CHECKS, threshold=0.1
     )
@@ -197,6 +206,7 @@ def test_run_set_page_shows_the_s_judge_calibration(
     assert 'id="s-judge-vs-people"' in page and "S judge vs people" in page
     assert 'id="s-judge-calibration"' in page and "0.167" in page and "not trustworthy" in page
     assert 'id="judge-vs-people"' not in page  # no V judge answers in this upload
+    assert 'data-corrections="s-judge"' in page and page.count('<tr data-unit="run:') == 2
     page = clients["reviewer"].get(f"/runs/{answered.pk}/?threshold=0.1").content.decode()
     assert "0.167" in page and "not trustworthy" not in page
     page = clients["reviewer"].get(f"/runs/{answered.pk}/?threshold=abc").content.decode()
