@@ -272,6 +272,8 @@ PATHS: list[tuple[str, str, str]] = [
     ("/agent-runs/7/", "/runs/agent-runs/7/", "review:run_detail"),
     ("/agent-runs/7/visual/", "/runs/agent-runs/7/visual/", "review:run_visual"),
     ("/agent-runs/7/label/", "/runs/agent-runs/7/label/", "review:run_label"),
+    # New with issue 26's S judge calibration: nothing to redirect.
+    ("/runs/agent-runs/7/search/", "/runs/agent-runs/7/search/", "review:run_search"),
     ("/projects/3/oracle/", "/projects/3/oracle/", "review:oracle"),
     ("/oracle-runs/7/", "/oracle/runs/7/", "review:oracle_run"),
     ("/oracle-runs/7/resume/", "/oracle/runs/7/resume/", "review:oracle_run_resume"),

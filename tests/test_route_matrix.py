@@ -1631,6 +1631,9 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "review:run_visual": (
         Case("visual check, empty", lambda w: {"pk": w.run.pk}, "score", method="post"),
     ),
+    "review:run_search": (
+        Case("search check, empty", lambda w: {"pk": w.run.pk}, "score", method="post"),
+    ),
     "review:run_label": (
         Case("failure label, empty", lambda w: {"pk": w.run.pk}, "score", method="post"),
     ),

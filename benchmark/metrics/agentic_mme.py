@@ -652,6 +652,11 @@ def _squash(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def search_result_text(out: Any) -> str:
+    """A search call's output as the S judge reads it (context, text and the raw payload)."""
+    return _search_text(out)
+
+
 def _search_text(out: Any) -> str:
     if not isinstance(out, Mapping):
         return str(out or "")

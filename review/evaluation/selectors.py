@@ -324,11 +324,27 @@ class Row:
 
 
 @dataclass(frozen=True)
+class ColumnTrust:
+    """Under a column of the protocol's own that a model judge decides while runs are scored
+    (Agentic-MME's S and V: the S and V judges): that judge's agreement with reviewers'
+    answers to its checks on this project's runs; ``trust`` None: no human ratings yet."""
+
+    label: str
+    trust: Trust | None
+
+
+@dataclass(frozen=True)
 class Leaderboard:
     columns: tuple[Column, ...]
     rows: list[Row]
     reason: str = ""
     judges: tuple[JudgeGroup, ...] = ()
+    #: One entry per column: its judge's trust, or None for a column no judge decides.
+    column_trust: tuple[ColumnTrust | None, ...] = ()
+
+    @property
+    def has_trust(self) -> bool:
+        return bool(self.judges) or any(t is not None for t in self.column_trust)
 
 
 #: Judge runs read for the leaderboard's judge columns, newest first.
@@ -396,6 +412,34 @@ def judge_figures(
     return tuple(groups), cells
 
 
+def column_trust(
+    project: Project, columns: tuple[Column, ...], *, threshold: float | None = None
+) -> tuple[ColumnTrust | None, ...]:
+    """Per column, the trust of the check judge that decides it in this project's format
+    (``review.runs.selectors.CHECK_JUDGES``: the S judge under S, the V judge under V and
+    V_true), each computed once and cached (``check_judges_trust``); None elsewhere."""
+    from benchmark.metrics.judge_rater import DEFAULT_TRUST_THRESHOLD
+    from review.runs.selectors import CHECK_JUDGES, check_judges_trust
+
+    threshold = DEFAULT_TRUST_THRESHOLD if threshold is None else threshold
+    keys = {column.key for column in columns}
+    judges = [
+        j for j in CHECK_JUDGES if project.data_format in j.spec.formats and keys & set(j.columns)
+    ]
+    trusts = check_judges_trust(judges=judges, project=project, threshold=threshold)
+    out: list[ColumnTrust | None] = []
+    for column in columns:
+        judge = next((j for j in judges if column.key in j.columns), None)
+        if judge is None:
+            out.append(None)
+            continue
+        trust = trusts[judge.key]
+        out.append(
+            ColumnTrust(label=judge.label, trust=Trust(**trust) if trust is not None else None)
+        )
+    return tuple(out)
+
+
 def latest_runs(*, user: AnyUser, project: Project) -> dict[str, EvaluationRun]:
     """The leaderboard's runs: the latest finished run of each model, by model (one query
     after the project's lookup)."""
@@ -431,7 +475,13 @@ def leaderboard(*, user: AnyUser, project: Project) -> Leaderboard:
         rows.append(Row(run=run, cells=cells, changed=changed, judged=judged.get(run.model, [])))
     first = protocol.columns[0].key if protocol.columns else ""
     rows.sort(key=lambda r: -(services.figure(r.run.summary or {}, first) or -1.0))
-    return Leaderboard(columns=tuple(protocol.columns), rows=rows, judges=judges)
+    columns = tuple(protocol.columns)
+    return Leaderboard(
+        columns=columns,
+        rows=rows,
+        judges=judges,
+        column_trust=column_trust(project, columns) if rows else (),
+    )
 
 
 def run_has_file(*, run: EvaluationRun, sha256: str) -> bool:

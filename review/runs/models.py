@@ -81,6 +81,24 @@ class VisualVerdict(models.Model):
         indexes = [models.Index(fields=["run", "checkpoint_id", "-id"])]
 
 
+class SearchVerdict(models.Model):
+    """A person's answer to a search checkpoint of a run: did the agent's search retrieve the
+    expected finding (PASS / FAIL), judged on what the S judge sees. Every answer is kept;
+    each reviewer's newest one counts. It stands beside the S judge's verdict (calibration)
+    and does not change the run's S: a search check's match also decides which later calls
+    the next checkpoints may use, so the judge's verdict stays the score's."""
+
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="search_verdicts")
+    checkpoint_id = models.CharField(max_length=100)
+    passed = models.BooleanField()
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "checkpoint_id", "id"]
+        indexes = [models.Index(fields=["run", "checkpoint_id", "-id"])]
+
+
 class FailureLabel(models.Model):
     """A reviewer's label of a failed run with one of the seven App. E failure modes. Every
     label is kept; each reviewer's newest one counts."""

@@ -61,7 +61,7 @@ from benchmark.typing import AnyUser, User
 from review import job_names
 from review.runs import judging
 from review.runs.folders import TOOL_IMAGES_DIR, RunFolder, _where, read_run_folders
-from review.runs.models import AgentRun, FailureLabel, RunSet, VisualVerdict
+from review.runs.models import AgentRun, FailureLabel, RunSet, SearchVerdict, VisualVerdict
 
 SCORE_KIND = job_names.RUNS_SCORE_KIND
 RESCORE_KIND = job_names.RUNS_RESCORE_KIND
@@ -677,6 +677,55 @@ def visual_verdict_set(
             judge = run_judge_for(project=run.run_set.project, offline=True)
         run_rescore(run=locked, judge=judge)
     run.score, run.acc, run.level = locked.score, locked.acc, locked.level
+    return verdict
+
+
+def search_checkpoint_ids(score: Mapping[str, Any]) -> set[str]:
+    """The search checkpoints of a stored score that people can answer: those whose check put
+    the agent's search queries and results to the S judge (or, without a judge, to the
+    keyword proxy)."""
+    return {
+        str(c.get("id"))
+        for c in score.get("checkpoints") or []
+        if isinstance(c, dict)
+        and c.get("kind") == "search"
+        and "queries" in (c.get("detail") or {})
+    }
+
+
+def search_verdict_set(
+    *, run: AgentRun, user: AnyUser, checkpoint_id: str, passed: bool, seen: int
+) -> SearchVerdict:
+    """Record a person's PASS / FAIL for a search checkpoint: did the agent's search retrieve
+    the expected finding? The run's score stays as it is (the S judge's verdict counts; the
+    answer stands beside it). ``seen`` is the id of the newest answer to the check the person
+    saw (0 for none): if someone answered since, nothing is written and Conflict says who
+    answered what."""
+    reviewer = _require_review(user, run.run_set.project)
+    if checkpoint_id not in search_checkpoint_ids(run.score or {}):
+        raise ValidationFailed(
+            f"checkpoint {checkpoint_id!r} is not a search check of this run that searched "
+            "(only google_search checkpoints with the agent's queries can be answered)"
+        )
+    with transaction.atomic():
+        locked = AgentRun.objects.select_for_update().get(pk=run.pk)
+        current = (
+            SearchVerdict.objects.filter(run=locked, checkpoint_id=checkpoint_id)
+            .select_related("reviewer")
+            .order_by("-id")
+            .first()
+        )
+        if current is not None and current.pk != seen:
+            answer = "PASS" if current.passed else "FAIL"
+            raise Conflict(
+                f"{current.reviewer.get_username()} answered {checkpoint_id} with "
+                f"{answer} while you were looking; reload to see it, then answer again"
+            )
+        verdict = SearchVerdict(
+            run=locked, checkpoint_id=checkpoint_id, passed=passed, reviewer=reviewer
+        )
+        verdict.full_clean(exclude=["run", "reviewer"])
+        verdict.save()
     return verdict
 
 

@@ -12,5 +12,6 @@ urlpatterns = [
     path("<int:pk>/rescore/", views.run_set_rescore, name="run_set_rescore"),
     path("agent-runs/<int:pk>/", views.run_detail, name="run_detail"),
     path("agent-runs/<int:pk>/visual/", views.run_visual, name="run_visual"),
+    path("agent-runs/<int:pk>/search/", views.run_search, name="run_search"),
     path("agent-runs/<int:pk>/label/", views.run_label, name="run_label"),
 ]

@@ -35,8 +35,6 @@ DOMINANT_RULE = (
     "the relevant region and later also issues a poor search query, the case is labeled as "
     "Unfaithful visual tool use rather than Bad search query."
 )
-#: How a visual check's answers read in the judge-vs-people figures.
-VISUAL_ANSWERS = {1: "yes", 0: "no"}
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -57,6 +55,14 @@ class VerdictForm(forms.Form):
     checkpoint = forms.CharField(max_length=100)
     passed = forms.TypedChoiceField(
         choices=[("yes", "Yes"), ("no", "No")], coerce=lambda v: v == "yes"
+    )
+    seen = forms.IntegerField(min_value=0, required=False)
+
+
+class SearchVerdictForm(forms.Form):
+    checkpoint = forms.CharField(max_length=100)
+    passed = forms.TypedChoiceField(
+        choices=[("pass", "PASS"), ("fail", "FAIL")], coerce=lambda v: v == "pass"
     )
     seen = forms.IntegerField(min_value=0, required=False)
 
@@ -128,24 +134,62 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     run_set = run_selectors.run_set_get(user=request.user, pk=pk)
     _require_review(request, run_set.project)
     results = run_selectors.run_set_results(run_set=run_set)
-    judge_vs_people = run_selectors.run_set_judge_rater(
+    threshold, threshold_error = _threshold(request)
+    found = run_selectors.run_set_check_judges(
         user=request.user,
         run_set=run_set,
         scores=[(row["run"].pk, row["data"]) for row in results["runs"]],
+        threshold=threshold,
     )
     context = {
         **project_context(request, run_set.project),
         "run_set": run_set,
         "results": results,
         "levels": ["L1", "L2", "L3"],
-        "judge_vs_people": judge_rater_view(judge_vs_people, VISUAL_ANSWERS)
-        if judge_vs_people
-        else None,
-        "judge_calibration": calibration_view(judge_vs_people["calibration"], VISUAL_ANSWERS)
-        if judge_vs_people
-        else None,
+        "check_judges": [
+            {
+                "judge": judge,
+                "rater": judge_rater_view(report, judge.answers),
+                "calibration": calibration_view(report["calibration"], judge.answers),
+                "corrections": _corrections(report["corrections"], judge.answers, results),
+            }
+            for judge, report in found
+        ],
+        "threshold": threshold,
+        "threshold_error": threshold_error,
     }
     return render_page(request, "review/runs_results.html", context)
+
+
+def _corrections(
+    cases: list[dict[str, Any]], answers: dict[int, str], results: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The correction cases as the page lists them: the run's folder, the answers' names."""
+    folders = {row["run"].pk: row["run"].folder for row in results["runs"]}
+    return [
+        {
+            **case,
+            "folder": folders.get(case["run_id"], str(case["run_id"])),
+            "judge_said": answers.get(case["judge"], str(case["judge"])),
+            "people_said": answers.get(case["people"], str(case["people"])),
+        }
+        for case in cases
+    ]
+
+
+def _threshold(request: HttpRequest) -> tuple[float | None, str]:
+    """The reviewer's trust threshold (``?threshold=``, 0 to 1; 0.6 when not given), or the
+    default and why the one given was not used."""
+    raw = request.GET.get("threshold", "").strip()
+    if not raw:
+        return None, ""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        return None, f"threshold: {raw[:20]!r} is not a number between 0 and 1; 0.6 is used"
+    return value, ""
 
 
 @login_required
@@ -273,6 +317,44 @@ def run_visual(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         response.status_code = status
         response["HX-Retarget"] = "#run-checks"
         response["HX-Reswap"] = "outerHTML"
+    return response
+
+
+@login_required
+@require_POST
+def run_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Answer a search checkpoint PASS or FAIL: did the agent's search retrieve the expected
+    finding? The S judge's verdict is shown once the person answered."""
+    run = run_selectors.run_get(user=request.user, pk=pk)
+    _require_review(request, run.run_set.project)
+    form = SearchVerdictForm(request.POST)
+    message = ""
+    status = 200
+    if form.is_valid():
+        try:
+            runs.search_verdict_set(
+                run=run,
+                user=request.user,
+                checkpoint_id=form.cleaned_data["checkpoint"],
+                passed=form.cleaned_data["passed"],
+                seen=form.cleaned_data["seen"] or 0,
+            )
+        except DomainError as exc:
+            message, status = exc.message, exc.status_code
+    else:
+        message = "Answer PASS or FAIL for one search checkpoint."
+        status = 400
+    if not request.htmx and status == 200:
+        return redirect("review:run_detail", pk=run.pk)
+    context = _run_context(request, run, verdict_error=message)
+    response = render_page(
+        request, "review/runs_run.html", context, fragments={"run-checks": "checks"}
+    )
+    if status != 200:
+        response.status_code = status
+        if request.htmx:
+            response["HX-Retarget"] = "#run-checks"
+            response["HX-Reswap"] = "outerHTML"
     return response
 
 

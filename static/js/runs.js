@@ -33,31 +33,37 @@
   // The visual check a key answers: the one last clicked, else the first unanswered one.
   var current = null;
   document.addEventListener("click", function (event) {
-    var li = event.target.closest && event.target.closest("[data-run-checks] li.answerable");
+    var li = event.target.closest && event.target.closest("[data-run-checks] li.answerable, [data-run-checks] li.search-answerable");
     if (!li) return;
     current = li.dataset.checkpoint;
     document.querySelectorAll("[data-run-checks] li.current").forEach(function (el) { el.classList.remove("current"); });
     li.classList.add("current");
   });
 
-  function target() {
+  // kind: "answerable" (visual checks) or "search-answerable" (search checks).
+  function target(kind) {
     var box = document.querySelector("[data-run-checks]");
     if (!box) return null;
     if (current) {
-      var chosen = box.querySelector('li.answerable[data-checkpoint="' + CSS.escape(current) + '"]');
+      var chosen = box.querySelector("li." + kind + '[data-checkpoint="' + CSS.escape(current) + '"]');
       if (chosen) return chosen;
     }
-    return box.querySelector("li.answerable.unanswered") || box.querySelector("li.answerable");
+    var open = kind === "answerable" ? "unanswered" : "search-unanswered";
+    return box.querySelector("li." + kind + "." + open) || box.querySelector("li." + kind);
   }
 
-  // y/n answer the visual check (the button of that answer), 1-7 pick a failure mode.
+  // y/n answer the visual check, p/f the search check (the button of that answer), 1-7 pick
+  // a failure mode.
   window.Benchwright.shortcuts({
     y: answer,
     n: answer,
+    p: answer,
+    f: answer,
   }, { scope: "[data-run-checks]" });
 
   function answer(event) {
-    var li = target();
+    var key = event.key.toLowerCase();
+    var li = target(key === "p" || key === "f" ? "search-answerable" : "answerable");
     var button = li && li.querySelector('button[data-key="' + event.key.toLowerCase() + '"]');
     if (!button) return false;
     button.click();

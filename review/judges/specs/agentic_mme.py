@@ -96,6 +96,17 @@ class SearchJudge(JudgeSpec):
         passed = None if value is None else bool(value.passed)
         return passed, {"passed": passed}
 
+    def checkpoint_answer(self, cp: Mapping[str, Any]) -> tuple[bool, int | None]:
+        """Whether this judge decided a checkpoint of a stored run score, and its answer
+        (1 PASS / 0 FAIL): a search checkpoint whose check the S judge gave a verdict on (where
+        its reply did not parse twice the proxy decided, and it is not counted)."""
+        if cp.get("kind") != "search" or cp.get("method") != "judge":
+            return False, None
+        detail = cp.get("detail") or {}
+        if "queries" not in detail or detail.get("undetermined"):
+            return False, None
+        return True, int(bool(cp.get("passed")))
+
 
 class VisualJudge(JudgeSpec):
     name = "agentic-mme-v"
@@ -130,6 +141,25 @@ class VisualJudge(JudgeSpec):
         """The any-pass rule over the per-image judgments (``VCheckpoint``)."""
         outcome = mme_judges.v_checkpoint(list(judgments.values()), subject.expected)
         return outcome, {"passed": outcome.passed, "excluded": outcome.excluded}
+
+    def checkpoint_answer(self, cp: Mapping[str, Any]) -> tuple[bool, int | None]:
+        """Whether this judge answered a visual checkpoint of a stored run score, and its
+        answer (1 / 0 / None): ``detail["visual"]`` when the judge decided the check,
+        ``detail["judge"]`` once a person's answer replaced it."""
+        if cp.get("kind") != "visual" or not cp.get("has_visual_check"):
+            return False, None
+        detail = cp.get("detail") or {}
+        decided = detail.get("decided_by")
+        if decided == "judge":
+            answer = detail.get("visual")
+        elif decided == "person":
+            answer = detail.get("judge")  # the judge's answer a person's replaced
+        else:
+            return False, None
+        if not isinstance(answer, Mapping) or answer.get("method") != "judge":
+            return False, None
+        passed = answer.get("passed")
+        return True, None if passed is None else int(bool(passed))
 
 
 S_JUDGE = SearchJudge()

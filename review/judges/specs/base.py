@@ -203,6 +203,12 @@ class JudgeSpec:
         """``{unit key: value or None}`` of a run, on the units ``rates_task`` accepts."""
         return {}
 
+    def checkpoint_answer(self, cp: Mapping[str, Any]) -> tuple[bool, Any]:
+        """For a judge that rates agent runs' checkpoints while runs are scored (the
+        Agentic-MME S and V judges): whether it answered the checkpoint ``cp`` of a stored
+        run score (``RunScore.to_dict()``), and its answer. Other judges answer none."""
+        return False, None
+
     # ------------------------------------------------------------------ worked examples
 
     def call_unit(self, subject: Any, call: Call) -> str:
