@@ -58,3 +58,49 @@ def test_a_reply_with_a_nul_is_kept_exactly(
     assert eval_server.count == asked
     replayed = EvaluationResult.objects.filter(run=again)
     assert {(r.status, r.output) for r in replayed} == {(Status.OK, REPLY)}
+
+
+def test_the_judges_judge_an_answer_with_a_nul(
+    eval_project: Project, eval_server: FakeModelServer
+) -> None:
+    """The answer judges' calls of an answer with a NUL (its text is in their prompts) and a
+    judge's reply with one are stored, and the judge run reads them back exactly."""
+    from review.evaluation import judges
+    from review.judges import services as judge_services
+    from review.judges.models import JudgeCall
+    from tests.judge_server import ScriptedServer
+
+    eval_server.respond = nul_model
+    run = _evaluate(eval_project, eval_server)
+    judge_server = ScriptedServer()
+    judge_server.script = staticmethod(  # type: ignore[assignment]
+        lambda system, user, model: (
+            json.dumps({"missed": [], "why": "odd\x00"})
+            if system.startswith("You are the Recall")
+            else "I think it is fine.\x00"
+        )
+    )
+    judge_server.start()
+    try:
+        jobs = judges.evaluation_judge_start(
+            run=run, user=None, base_url=judge_server.url, model="judge-m", enqueue=False
+        )
+        for job in jobs:
+            done = judge_services.judge_run_execute(job=job)
+            assert done.status == "succeeded", done.error
+    finally:
+        judge_server.stop()
+    calls = list(JudgeCall.objects.filter(run__project=eval_project))
+    assert calls and any(REPLY in text for c in calls for text in _texts(c.messages))
+    assert any("fine.\x00" in text for c in calls for text in c.outputs)
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for part in value for text in _texts(part)]
+    return []
