@@ -193,8 +193,9 @@ class ItemDetailSerializer(ItemListSerializer):
         if not obj.audio_refs:
             return []
         request = self.context.get("request")
-        user = request.user if request is not None else None
-        return audio_rows(item_audio(user=user, item=obj), request)
+        if request is None:  # no user to scope the files to: none is shown
+            return []
+        return audio_rows(item_audio(user=request.user, item=obj), request)
 
 
 class AudioUploadSerializer(serializers.Serializer):

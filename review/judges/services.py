@@ -806,7 +806,7 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     # What the run had judged before this job (a resumed or followed run keeps it).
     judged_before = _judged_ids(run, spec)
     ids = {thing.pk for thing in things}
-    kept = len(ids & judged_before)
+    kept_before = len(ids & judged_before)
     model = runner.config.model
     # The very template versions the run recorded when it was created (a resumed run makes
     # the calls it made before, even if the project's text changed since).
@@ -836,7 +836,7 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         runner.execute(_first_pairs(spec, things, model, templates))
         if spec.later_call_count:
             runner.execute(runner.later_pairs(things, model, templates))
-    judged = len(ids & _judged_ids(run, spec)) - kept
+    judged = len(ids & _judged_ids(run, spec)) - kept_before
     summary = judge_run_report(run=run)["summary"]
     # Routing by doubt: where this judge disagrees with the people, items are more in doubt.
     from annotation.judgment_tasks.doubt.services import project_doubt_recompute
@@ -853,7 +853,7 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         "run_id": run.pk,
         "summary": summary,
         "judged": judged,
-        "already_judged": kept,
+        "already_judged": kept_before,
     }
 
 
