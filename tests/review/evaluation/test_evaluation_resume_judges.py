@@ -181,6 +181,11 @@ def test_a_resumed_evaluation_has_its_new_answers_judged_by_the_judges_that_judg
     mam_follow = next(j for j in follows if j.params["run_id"] == mam.pk)
     card = clients["reviewer"].get(reverse("benchmark:job_detail", args=[mam_follow.pk]))
     assert "1 answer judged by judge-m (2 judged before, kept)" in card.content.decode()
+    # The run's Judges card lists the follow-up jobs and says what happens on a resume.
+    page = clients["reviewer"].get(reverse("review:evaluation_run", args=[run.pk]))
+    text = page.content.decode()
+    assert "what the resume added judged by the same judges" in text
+    assert all(f'data-judge-job="{job.pk}"' in text for job in follows)
     # The leaderboard reads the judge run with pear in it: (85 + 85 + 30) / 3.
     board = clients["reviewer"].get(reverse("review:leaderboard", args=[run.project.pk]))
     assert f'<a href="/judges/runs/{mam.pk}/" data-judged>66.67</a>' in board.content.decode()
