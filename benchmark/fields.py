@@ -6,6 +6,8 @@ that must read back exactly as written.
 - :class:`ImageRefsField` stores a list of image references as positional arrays.
 - :class:`JSONTextField` keeps a JSON value as its text on every database, so its keys come
   back in the order they were written (PostgreSQL's ``jsonb`` sorts them).
+- :class:`NulTextField` is a text column that also keeps a NUL character (``\x00``), which
+  PostgreSQL's text columns refuse: a model's reply is kept exactly as it came.
 """
 
 from __future__ import annotations
@@ -59,6 +61,45 @@ class JSONTextField(models.Field):
 
     def value_to_string(self, obj: Any) -> Any:
         return self.value_from_object(obj)
+
+
+#: What starts a stored text that carried a NUL character (or began with this mark itself):
+#: the rest is the text as a JSON string literal, which writes NUL as ``\u0000``.
+NUL_MARK = "\x01json:"
+
+
+def nul_escape(text: str) -> str:
+    """``text`` as a text column on any database can store it: unchanged unless it holds a
+    NUL character or starts with ``NUL_MARK``, else the mark and its JSON string literal.
+    ``nul_unescape`` gives ``text`` back exactly."""
+    if "\x00" not in text and not text.startswith(NUL_MARK):
+        return text
+    return NUL_MARK + json.dumps(text, ensure_ascii=False)
+
+
+def nul_unescape(stored: str) -> str:
+    """The text ``nul_escape`` stored."""
+    if not stored.startswith(NUL_MARK):
+        return stored
+    try:
+        value = json.loads(stored[len(NUL_MARK) :])
+    except ValueError:  # not written by nul_escape: kept as it is
+        return stored
+    return value if isinstance(value, str) else stored
+
+
+class NulTextField(models.TextField):
+    """A text column that keeps any text exactly, NUL characters included, on SQLite and
+    PostgreSQL alike (PostgreSQL refuses NUL in text; a model's reply may carry one): such a
+    text is stored escaped (``nul_escape``) and read back as it was. Every other text is
+    stored as it is, so lookups, ordering and old rows are unchanged."""
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = super().get_prep_value(value)
+        return nul_escape(value) if isinstance(value, str) else value
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        return nul_unescape(value) if isinstance(value, str) else value
 
 
 # An image reference as imports write it, in this key order: ``{"sha256", "role", "path",

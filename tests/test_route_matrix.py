@@ -1891,6 +1891,15 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
         ),
     ),
+    "item-audio": (
+        Case("attach audio to an item, no file", lambda w: {"pk": w.item.pk}, "edit", "post"),
+        Case(
+            "attach audio to another project's item",
+            lambda w: {"pk": w.other_item.pk},
+            Access.OTHER,
+            method="post",
+        ),
+    ),
     "item-list": (
         Case("items", lambda w: {}, Access.LOGGED_IN),
         Case(

@@ -22,6 +22,7 @@ from annotation.judgment_tasks.plan_graph import layout
 from annotation.judgment_tasks.units import unit_source
 from benchmark import permissions
 from benchmark import selectors as project_selectors
+from benchmark.audio import selectors as audio_selectors
 from benchmark.exceptions import DomainError
 from benchmark.images import selectors as image_selectors
 from benchmark.models import Item
@@ -176,6 +177,9 @@ def _judge_context(
         "project": task.project,
         "item": item,
         "view": _item_view(request, task, item),
+        "audio": audio_selectors.item_audio(user=request.user, item=item)
+        if item.audio_refs
+        else [],
         "judgments": selectors.judgments_visible(
             user=request.user, task=task, item=item, unit=unit, lease=lease
         ),

@@ -29,6 +29,7 @@ from django.views.decorators.vary import vary_on_headers
 from annotation.plan_editor import input_drafts, selectors, services
 from annotation.plan_editor.diff import diff_summary, step_diff
 from benchmark import limits, permissions
+from benchmark.audio import selectors as audio_selectors
 from benchmark.exceptions import DomainError, ValidationFailed
 from benchmark.input_drafts.services import input_draft_delete
 from benchmark.models import Item, Project
@@ -135,6 +136,9 @@ def _context(
         "base_number": base_number if base_number is not None else "",
         "tools": tools.tools,
         "input_files": plan_input_files(getattr(item, "editable_plans", [])),
+        "audio": audio_selectors.item_audio(user=request.user, item=item)
+        if item.audio_refs
+        else [],
         "error": error,
         "conflict": conflict,
         "conflict_steps": conflict_steps,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from typing import Any
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -70,6 +71,7 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 class ItemListSerializer(serializers.ModelSerializer):
     n_images = serializers.SerializerMethodField()
+    n_audio = serializers.SerializerMethodField(help_text="Audio files the item's task names.")
     status = serializers.ChoiceField(
         choices=ItemStatus.choices,
         source="shown_status",
@@ -94,11 +96,15 @@ class ItemListSerializer(serializers.ModelSerializer):
             "level",
             "status",
             "n_images",
+            "n_audio",
             "updated_at",
         ]
 
     def get_n_images(self, obj: Item) -> int:
         return len(obj.image_refs or [])
+
+    def get_n_audio(self, obj: Item) -> int:
+        return len(obj.audio_refs or [])
 
 
 class ImageRefSerializer(serializers.Serializer):
@@ -108,8 +114,46 @@ class ImageRefSerializer(serializers.Serializer):
     position = serializers.IntegerField()
 
 
+class AudioRefSerializer(serializers.Serializer):
+    """One audio file the item's task names (m&m's speech inputs): the name the task uses and,
+    when the file is stored here, its hash, kind, size and the permission-checked URL
+    (``/audio/<sha256>/``, the same rule as images: members of a project holding it)."""
+
+    name = serializers.CharField(help_text="The file name the item's task uses.")
+    sha256 = serializers.CharField(allow_null=True, help_text="null: not stored here")
+    kind = serializers.ChoiceField(
+        choices=["flac", "wav", "mp3"], allow_null=True, help_text="The file's format."
+    )
+    size = serializers.IntegerField(allow_null=True, help_text="Bytes.")
+    url = serializers.URLField(allow_null=True)
+
+
+def audio_rows(item_audio: list[dict[str, Any]], request: Any) -> list[dict[str, Any]]:
+    """``benchmark.audio.selectors.item_audio`` as the API gives it."""
+    rows = []
+    for entry in item_audio:
+        audio = entry["audio"]
+        url = None
+        if audio is not None:
+            url = reverse("benchmark:audio", kwargs={"sha256": audio.sha256})
+            url = request.build_absolute_uri(url) if request else url
+        rows.append(
+            {
+                "name": entry["path"],
+                "sha256": audio.sha256 if audio is not None else None,
+                "kind": audio.format if audio is not None else None,
+                "size": audio.size_bytes if audio is not None else None,
+                "url": url,
+            }
+        )
+    return rows
+
+
 class ItemDetailSerializer(ItemListSerializer):
     image_refs = ImageRefSerializer(many=True, read_only=True)
+    audio_files = serializers.SerializerMethodField(
+        help_text="The audio files the item's task names (m&m's), in order."
+    )
     documents = serializers.JSONField(read_only=True)
     constraints = serializers.JSONField(read_only=True)
     accepted_variants = serializers.JSONField(read_only=True)
@@ -126,6 +170,7 @@ class ItemDetailSerializer(ItemListSerializer):
             "source_file",
             "documents",
             "image_refs",
+            "audio_files",
             "constraints",
             "expected_answer",
             "accepted_variants",
@@ -140,6 +185,34 @@ class ItemDetailSerializer(ItemListSerializer):
 
     def get_answer_hidden(self, obj: Item) -> bool:
         return bool(getattr(obj, "answer_hidden", False))  # set by the item selector
+
+    @extend_schema_field(AudioRefSerializer(many=True))
+    def get_audio_files(self, obj: Item) -> list[dict[str, Any]]:
+        from benchmark.audio.selectors import item_audio
+
+        if not obj.audio_refs:
+            return []
+        request = self.context.get("request")
+        if request is None:  # no user to scope the files to: none is shown
+            return []
+        return audio_rows(item_audio(user=request.user, item=obj), request)
+
+
+class AudioUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(
+        help_text="One FLAC, WAV or MP3 file named as the item's task names it (or a new name "
+        "ending in .flac, .wav or .mp3), within the server's size limit; sent as "
+        "multipart/form-data."
+    )
+
+
+class AudioAttachedSerializer(serializers.Serializer):
+    audio_files = AudioRefSerializer(many=True, help_text="The item's audio files now.")
+    version = serializers.IntegerField(
+        allow_null=True,
+        help_text="The item's new version (null: the item already had this file under that "
+        "name, nothing changed).",
+    )
 
 
 ATTACHED_FIELDS = ["id", "item", "key", "origin", "model_name", "source_file", "position"]

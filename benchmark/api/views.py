@@ -30,6 +30,8 @@ from benchmark.api.item_inputs import ItemFieldsInput, ItemRecordInput
 from benchmark.api.parsers import LimitedJSONParser
 from benchmark.api.schema import CountedPagination, QueryIntegerField, id_filter
 from benchmark.api.serializers import (
+    AudioAttachedSerializer,
+    AudioUploadSerializer,
     ImageSerializer,
     ImageStoredSerializer,
     ImageUploadSerializer,
@@ -41,7 +43,10 @@ from benchmark.api.serializers import (
     ProjectSerializer,
     ResponseSerializer,
     TrajectorySerializer,
+    audio_rows,
 )
+from benchmark.audio import selectors as audio_selectors
+from benchmark.audio import services as audio_services
 from benchmark.datasets import services as dataset_services
 from benchmark.exceptions import Forbidden, ValidationFailed
 from benchmark.images import selectors as image_selectors
@@ -271,6 +276,41 @@ class ItemViewSet(viewsets.ReadOnlyModelViewSet):
         return selectors.item_list_status_shown(
             user=user, project=project, filters=filters, load_secrets=False
         ).defer("raw", "documents", "constraints", "rubric", "accepted_variants", "expected_answer")
+
+    @extend_schema(
+        summary="Attach an audio file to the item (members who may edit it)",
+        description=(
+            "One FLAC, WAV or MP3 file as multipart/form-data `file`, checked by its first "
+            "bytes and stored once by its sha256, attached under its file name: it fills the "
+            "item's file of that name that is not stored here, or adds one, as a new version "
+            "of the item (like the item page's **Attach audio**). A file that is not audio, "
+            "is over the limit or has another name ending answers 400 naming it. The answer "
+            "lists the item's audio files as `audio_files` of the item does."
+        ),
+        request={"multipart/form-data": AudioUploadSerializer},
+        responses={201: AudioAttachedSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="audio",
+        parser_classes=[MultiPartParser, FormParser],
+        serializer_class=AudioUploadSerializer,
+    )
+    def audio(self, request: Request, pk: str | None = None) -> Response:
+        item = self.get_object()  # scoped: another project's item answers 404
+        upload = AudioUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        audio_services.item_audio_attach(
+            user=request.user, item=item, file=upload.validated_data["file"]
+        )
+        out = {
+            "audio_files": audio_rows(
+                audio_selectors.item_audio(user=request.user, item=item), request
+            ),
+            "version": getattr(getattr(item, "version", None), "number", None),
+        }
+        return Response(AudioAttachedSerializer(out).data, status=status.HTTP_201_CREATED)
 
     def paginate_queryset(self, queryset: Any) -> list[Any] | None:
         """A page of the list, each row's ``answer_hidden`` decided for the rows shown."""

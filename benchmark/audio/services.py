@@ -6,19 +6,25 @@ the next store of the same bytes reuses."""
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
+from django.utils.module_loading import import_string
 
 from benchmark import permissions
 from benchmark.exceptions import ValidationFailed
 from benchmark.formats.audio import AudioInfo, AudioRejected, inspect_audio, is_audio_name
 from benchmark.models import AudioFile, Item, Project
-from benchmark.typing import AnyUser
+from benchmark.typing import AnyUser, User
 
 __all__ = ["audio_check", "audio_store", "audio_store_inspected", "item_audio_attach"]
+
+
+#: The one versioned save of an item's fields for its audio list, named by its path (as job
+#: runners are): the item services sit above this package (their imports store audio).
+ITEM_AUDIO_SAVE = "benchmark.items.services.item_audio_refs_save"
 
 
 def max_audio_bytes() -> int:
@@ -79,7 +85,8 @@ def _read(file: Any) -> tuple[str, bytes]:
 
 def item_audio_attach(*, user: AnyUser, item: Item, file: Any) -> AudioFile:
     """Store an uploaded audio file and attach it to ``item`` under its file name: it fills
-    the item's missing file of that name, or adds one. Refused (400, naming the file) when
+    the item's missing file of that name, or adds one, as a new version of the item like any
+    other edit (``benchmark.items.services.item_audio_refs_save``). Refused (400, naming the file) when
     it is not FLAC, WAV or MP3, is over the limit, or its name is not an audio file name."""
     permissions.require(user=user, project=item.project, action="edit", item=item)
     if file is None:
@@ -89,16 +96,20 @@ def item_audio_attach(*, user: AnyUser, item: Item, file: Any) -> AudioFile:
     if not is_audio_name(name):
         raise ValidationFailed(f"{name}: the name must end in .flac, .wav or .mp3")
     info = audio_check(data=data, name=name)
-    with transaction.atomic():
-        audio = audio_store_inspected(data=data, info=info, project=item.project)
-        locked = Item.objects.select_for_update().only("id", "audio_refs").get(pk=item.pk)
-        refs = [dict(r) for r in locked.audio_refs or []]
+    item_audio_refs_save = import_string(ITEM_AUDIO_SAVE)
+
+    def attached(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for ref in refs:
             if ref.get("path") == name or PurePosixPath(str(ref.get("path"))).name == name:
-                ref["sha256"] = audio.sha256
-                break
-        else:
-            refs.append({"sha256": audio.sha256, "path": name})
-        Item.objects.filter(pk=item.pk).update(audio_refs=refs)
-        item.audio_refs = refs
+                ref["sha256"] = info.sha256
+                return refs
+        return [*refs, {"sha256": info.sha256, "path": name}]
+
+    with transaction.atomic():
+        audio = audio_store_inspected(data=data, info=info, project=item.project)
+        saved = item_audio_refs_save(
+            item=item, user=cast("User", user), refs=attached, note=f"Attached audio {name}"
+        )
+        item.audio_refs = saved.audio_refs
+        item.version = saved.version  # type: ignore[attr-defined]
     return audio

@@ -76,6 +76,7 @@ __all__ = [
     "ItemInvalid",
     "criterion_warnings",
     "item_create",
+    "item_audio_refs_save",
     "item_form_data",
     "item_revert",
     "item_snapshot",
@@ -99,7 +100,12 @@ EDITABLE_FIELDS = (
     "intent",
     "domain",
     "level",
+    "audio_refs",
 )
+
+#: Fields versions began to record later: a version saved before holds no value for them,
+#: and is compared on them only with a version that does.
+RECORDED_LATER = frozenset({"audio_refs"})
 
 #: Agentic-MME's answer checks (``benchmark.metrics.agentic_mme.answer_matches``).
 MATCH_TYPES = ("exact", "contains", "numeric")
@@ -855,7 +861,12 @@ def latest_number(item: Item) -> int:
 
 
 def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    return [name for name in EDITABLE_FIELDS if before.get(name) != after.get(name)]
+    return [
+        name
+        for name in EDITABLE_FIELDS
+        if before.get(name) != after.get(name)
+        and (name not in RECORDED_LATER or (name in before and name in after))
+    ]
 
 
 def _conflict(current: ItemVersion, base_version: int) -> StaleVersion:
@@ -963,6 +974,32 @@ def item_update(
 
         version = _save_version(locked, user, note, base_version, write)
     locked.warnings = cleaner.warnings  # type: ignore[attr-defined]
+    locked.version = version  # type: ignore[attr-defined]
+    return locked
+
+
+def item_audio_refs_save(
+    *,
+    item: Item,
+    user: User,
+    refs: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    note: str,
+) -> Item:
+    """Change the item's audio files (``refs`` gives the new list from the current one, read
+    under the item's row lock) as a new version like any other edit (version 1, the state
+    before, on the first save); the caller checked the user may edit the item. Returns the
+    item with ``version`` set (None when the list did not change: no version is written)."""
+    with transaction.atomic():
+        locked = _lock(item)
+        after = refs([dict(r) for r in locked.audio_refs or []])
+        version = None
+        if after != list(locked.audio_refs or []):
+
+            def write() -> None:
+                locked.audio_refs = after
+                locked.save(update_fields=["audio_refs", "updated_at"])
+
+            version = _save_version(locked, user, note, None, write)
     locked.version = version  # type: ignore[attr-defined]
     return locked
 

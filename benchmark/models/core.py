@@ -15,7 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.functional import cached_property
 
-from benchmark.fields import ImageRefsField, JSONField
+from benchmark.fields import ImageRefsField, JSONField, NulTextField
 from benchmark.kinds import BenchmarkKind, kind_choices, kind_for
 from benchmark.reads import GuardedColumns
 
@@ -495,7 +495,8 @@ class Response(GuardedColumns, AttachedRecord):
     """The columns that name (or give away) the model that wrote the answer, with what a
     response whose model is hidden reads when the selector did not mask the column itself."""
 
-    text = models.TextField(blank=True)
+    #: The answer as the model (or file) gave it; a NUL character in it is kept too.
+    text = NulTextField(blank=True)
     extra = JSONField(default=dict, blank=True)
 
     class Meta(AttachedRecord.Meta):

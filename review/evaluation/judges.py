@@ -12,7 +12,12 @@
   (``review.runs.services.run_files_score``) with the judge model, stores those scores on the
   results and the run's figures (Acc, S, V, Overthink) from all of them. A run judged so and
   resumed later (its failed items evaluated again) has its new runs judged by the same judge
-  once it finishes (``evaluation_judge_follow``, from the "evaluate" job that finishes it).
+  once it finishes.
+
+Either way (one ``Judges`` object per way, ``JUDGES``), a run judged and then resumed has
+what the resume added judged by the judges that judged it, as soon as its last chunk finishes
+(``evaluation_judge_follow``, from the "evaluate" job that finishes it); what they judged
+before is kept.
 
 A judge job of a run is found by its params (``evaluation_run``): the run's page lists them
 with their progress."""
@@ -100,7 +105,59 @@ def evaluation_judge_start(
         permissions.require(user=user, project=run.project, action="run_judges")
     how = _check(run)
     config, _ = judge_services.judge_config(project=run.project, base_url=base_url, model=model)
-    if how == ANSWERS:
+    return JUDGES[how].start(
+        run=run, user=user, base_url=base_url, model=model, judge_model=config.model,
+        workers=workers, enqueue=enqueue,
+    )  # fmt: skip
+
+
+class Judges:
+    """The judges of one way of judging an evaluation's outputs (``judged_as``): how they
+    start on a finished run, and how they follow a resume (judge the outputs the resume
+    added, with the judges that judged the run before, keeping what they judged)."""
+
+    how: str = ""
+
+    def start(
+        self,
+        *,
+        run: EvaluationRun,
+        user: User | None,
+        base_url: str,
+        model: str,
+        judge_model: str,
+        workers: int,
+        enqueue: bool,
+    ) -> list[Job]:
+        raise NotImplementedError
+
+    def follow(self, *, run: EvaluationRun, user: User | None, follows: int | None) -> list[Job]:
+        """Called with the run's row locked, no judge job of the run queued or running: the
+        jobs (enqueued after commit) judging the outputs its judges have not judged yet."""
+        raise NotImplementedError
+
+
+class AnswerJudges(Judges):
+    """Every runnable answer judge of the project's judge page, each as a judge run of the
+    model's answers (ATP-Bench's MAM; LLM-I's rubric and LLM/MLLM judges). After a resume,
+    each judge run that judged the run (the newest of each judge, if it succeeded) is
+    resumed: the judge runner makes only the calls of the answers it has not judged, and
+    keeps the others (``review.judges.services.judge_run_follow``)."""
+
+    how = ANSWERS
+
+    def start(
+        self,
+        *,
+        run: EvaluationRun,
+        user: User | None,
+        base_url: str,
+        model: str,
+        judge_model: str,
+        workers: int,
+        enqueue: bool,
+    ) -> list[Job]:
+        from review.judges import services as judge_services
         from review.judges.reports import judge_page
 
         specs = judge_page(run.project).judges
@@ -116,16 +173,82 @@ def evaluation_judge_start(
                 )  # fmt: skip
                 jobs.append(job)
         return jobs
-    return [
-        _runs_judge_start(
-            run=run,
-            user=user,
-            base_url=base_url,
-            model=model,
-            judge_model=config.model,
-            enqueue=enqueue,
+
+    def follow(self, *, run: EvaluationRun, user: User | None, follows: int | None) -> list[Job]:
+        from review.judges import services as judge_services
+        from review.judges.models import JudgeRun
+
+        newest: dict[str, JudgeRun] = {}
+        rows = (
+            JudgeRun.objects.filter(project_id=run.project_id, selection__evaluation_run=run.pk)
+            .select_related("job", "project")
+            .order_by("-created_at", "-id")
         )
-    ]
+        for judge_run in rows:
+            newest.setdefault(judge_run.judge, judge_run)
+        jobs = []
+        for judge_run in newest.values():
+            job = judge_run.job
+            if job is None or job.status != JobStatus.SUCCEEDED:
+                continue
+            if not judge_services.judge_run_unjudged(run=judge_run):
+                continue
+            jobs.append(judge_services.judge_run_follow(run=judge_run, user=user, follows=follows))
+        return jobs
+
+
+class RunJudges(Judges):
+    """The S and V judges of run scoring on agent runs (Agentic-MME): one
+    ``evaluation_judge`` job. After a resume, the same judge (the endpoint and model of the
+    run's newest such job that succeeded) scores the runs it has not scored."""
+
+    how = RUNS
+
+    def start(
+        self,
+        *,
+        run: EvaluationRun,
+        user: User | None,
+        base_url: str,
+        model: str,
+        judge_model: str,
+        workers: int,
+        enqueue: bool,
+    ) -> list[Job]:
+        return [
+            _runs_judge_start(
+                run=run,
+                user=user,
+                base_url=base_url,
+                model=model,
+                judge_model=judge_model,
+                enqueue=enqueue,
+            )
+        ]
+
+    def follow(self, *, run: EvaluationRun, user: User | None, follows: int | None) -> list[Job]:
+        jobs = judge_jobs_of(run=run).filter(kind=EVALUATION_JUDGE_KIND)
+        last = jobs.filter(status=JobStatus.SUCCEEDED).first()
+        if last is None or not isinstance(last.result, dict):
+            return []
+        judge_model = str(last.result.get("judge_model") or "")
+        if not judge_model or not _to_judge(run, judge_model):
+            return []
+        return [
+            _runs_judge_start(
+                run=run,
+                user=user,
+                base_url=str(last.params.get("base_url") or ""),
+                model=str(last.params.get("model") or ""),
+                judge_model=judge_model,
+                enqueue=True,
+                follows=follows,
+            )  # fmt: skip
+        ]
+
+
+#: The judges of each way an evaluation's outputs are judged, by ``judged_as``.
+JUDGES: dict[str, Judges] = {j.how: j for j in (AnswerJudges(), RunJudges())}
 
 
 def _to_judge(run: EvaluationRun, judge_model: str) -> list[EvaluationResult]:
@@ -168,34 +291,24 @@ def _runs_judge_start(
 
 def evaluation_judge_follow(
     *, run: EvaluationRun, user: User | None, follows: int | None = None
-) -> Job | None:
-    """When an evaluation finishes again after a resume: if the S/V judges had scored it
-    (its newest ``evaluation_judge`` job succeeded), the same judge (that job's endpoint and
-    model) on the runs it has not scored, as a job enqueued after commit; ``follows`` is the
-    "evaluate" job that finished the run. None when the kind's judges rate answers (their
-    judge runs are started again from the page), the run was never judged, a judge job of
-    the run is queued or running, or every finished run is judged already. Chunks finishing
-    together start one job: the run's row is locked while this one looks."""
-    if judged_as(run.project) != RUNS:
-        return None
+) -> list[Job]:
+    """When an evaluation finishes again after a resume: the judges that judged it before
+    judge what the resume added, as jobs enqueued after commit (``Judges.follow`` of the
+    kind's way of judging: the answer judges' runs resumed, or the S/V judge's rescoring of
+    the new runs); ``follows`` is the "evaluate" job that finished the run. Nothing when the
+    run was never judged, a judge job of the run is queued or running, or everything is
+    judged already. Chunks finishing together start the jobs once: the run's row is locked
+    while this one looks."""
+    judges = JUDGES.get(judged_as(run.project))
+    if judges is None:
+        return []
     with transaction.atomic():
         run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
         if run.finished_at is None:
-            return None
-        jobs = judge_jobs_of(run=run).filter(kind=EVALUATION_JUDGE_KIND)
-        if jobs.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists():
-            return None
-        last = jobs.filter(status=JobStatus.SUCCEEDED).first()
-        if last is None or not isinstance(last.result, dict):
-            return None
-        judge_model = str(last.result.get("judge_model") or "")
-        if not judge_model or not _to_judge(run, judge_model):
-            return None
-        return _runs_judge_start(
-            run=run, user=user, base_url=str(last.params.get("base_url") or ""),
-            model=str(last.params.get("model") or ""), judge_model=judge_model, enqueue=True,
-            follows=follows,
-        )  # fmt: skip
+            return []
+        if judge_jobs_of(run=run).filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).exists():
+            return []
+        return judges.follow(run=run, user=user, follows=follows)
 
 
 def evaluation_judge(

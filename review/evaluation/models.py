@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.db import models
 
 from benchmark.evaluation.base import Status
-from benchmark.fields import JSONField, JSONTextField
+from benchmark.fields import JSONField, JSONTextField, NulTextField
 from benchmark.models import Item, Job, Project
 
 __all__ = ["EvaluationCall", "EvaluationResult", "EvaluationRun", "ToolCallRecord"]
@@ -110,7 +110,7 @@ class EvaluationResult(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
+    error = NulTextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -144,7 +144,8 @@ class EvaluationCall(models.Model):
     messages = JSONTextField(default=list, blank=True)
     tools = JSONField(default=list, blank=True)
     params = JSONField(default=dict, blank=True)
-    answer = models.TextField(blank=True)
+    #: The reply's text exactly, a NUL character in it included (``NulTextField``).
+    answer = NulTextField(blank=True)
     #: ``[{"id", "name", "arguments"}]`` as the model wrote them.
     tool_calls = JSONField(default=list, blank=True)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
@@ -179,7 +180,7 @@ class ToolCallRecord(models.Model):
     response = JSONTextField(null=True, blank=True)
     #: ``{file name: sha256}``, stored by content hash.
     files = JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
+    error = NulTextField(blank=True)
     seconds = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -603,8 +603,9 @@ def evaluation_run_resume(
 ) -> list[Job]:
     """New jobs for a run whose jobs have ended (failed, cancelled, or their worker died):
     only the items the run has not finished are evaluated. Conflict while a job of the run,
-    or a judge job on its outputs, is still queued or running. A run the S/V judges had
-    scored has its new runs judged by the same judge once it finishes
+    or a judge job on its outputs, is still queued or running. A run its judges had judged
+    (the S/V judges of agent runs, or the answer judges' runs) has what the resume adds
+    judged by the same judges once it finishes
     (``review.evaluation.judges.evaluation_judge_follow``)."""
     from review.evaluation.judges import judge_jobs_of
 
@@ -1148,8 +1149,8 @@ def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     ids = [int(pk) for pk in (job.params.get("items") or list(run.item_versions or {}))]
     runner.execute(ids)
     summary = run_summarize(run=run)
-    judged = None
-    if run.finished_at is not None:  # a run the judges scored before it was resumed: again
+    judged: list[Job] = []
+    if run.finished_at is not None:  # a run the judges judged before it was resumed: again
         from review.evaluation.judges import evaluation_judge_follow
 
         judged = evaluation_judge_follow(run=run, user=job.created_by, follows=job.pk)
@@ -1165,7 +1166,7 @@ def evaluation_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         "completion_tokens": c.completion_tokens,
         "cost": run.cost(c.prompt_tokens, c.completion_tokens),
         "summary": summary,
-        **({"judge_job": judged.pk} if judged is not None else {}),
+        **({"judge_jobs": [j.pk for j in judged]} if judged else {}),
     }
 
 

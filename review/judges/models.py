@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.db import models
 
-from benchmark.fields import JSONField
+from benchmark.fields import JSONField, JSONTextField, NulTextField
 from benchmark.models import Job, Plan, Project, Response
 from benchmark.versions import VersionRow
 
@@ -90,13 +90,16 @@ class CallRecord(models.Model):
     key = models.CharField(max_length=64, db_index=True)
     template_id = models.CharField(max_length=100)
     template_version = models.CharField(max_length=20)
-    messages = JSONField(default=list, blank=True)
+    #: Kept as their JSON text (``JSONTextField``), as are the outputs and the parsed value:
+    #: an answer or a reply with a NUL character in it is stored on PostgreSQL too (``jsonb``
+    #: refuses ``\u0000``), and reads back exactly.
+    messages = JSONTextField(default=list, blank=True)
     #: The raw output of each attempt, in order.
-    outputs = JSONField(default=list, blank=True)
-    parsed = JSONField(null=True, blank=True)
+    outputs = JSONTextField(default=list, blank=True)
+    parsed = JSONTextField(null=True, blank=True)
     ok = models.BooleanField(default=False)
     #: Why the call has no value: the last parse error, or the model error.
-    error = models.TextField(blank=True)
+    error = NulTextField(blank=True)
     #: True when the endpoint gave no answer (then a later run calls again).
     transport_error = models.BooleanField(default=False)
     cached = models.BooleanField(default=False)

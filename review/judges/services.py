@@ -304,10 +304,13 @@ def _job(
     enqueue: bool,
     *,
     evaluation_run: int | None = None,
+    follows: int | None = None,
 ) -> Job:
     params: dict[str, Any] = {"project_id": run.project_id, "run_id": run.pk, "workers": workers}
     if evaluation_run:
         params["evaluation_run"] = evaluation_run
+    if follows is not None:
+        params["follows"] = follows
     if enqueue:
         return job_services.job_start(
             kind=JUDGE_KIND, user=user, project=run.project, params=params
@@ -362,6 +365,22 @@ def judge_run_resume(
     if user is not None:
         permissions.require(user=user, project=run.project, action="run_judges")
     _check_workers(workers)
+    return _run_again(run=run, user=user, workers=workers, enqueue=enqueue)
+
+
+def judge_run_follow(*, run: JudgeRun, user: User | None, follows: int | None) -> Job:
+    """The run again, as a job enqueued after commit, because what it judges grew (an
+    evaluation whose answers it judged was resumed and finished: ``follows`` is the job that
+    finished it; ``review.evaluation.judges``): the calls of the things it judged are kept,
+    only the new things' are made. Started by the system for the run its judges' starter
+    chose, so no permission is asked again; ``user`` is who set it off (the job's owner)."""
+    workers = int(((run.job.params or {}) if run.job else {}).get("workers") or 4)
+    return _run_again(run=run, user=user, workers=workers, enqueue=True, follows=follows)
+
+
+def _run_again(
+    *, run: JudgeRun, user: User | None, workers: int, enqueue: bool, follows: int | None = None
+) -> Job:
     with transaction.atomic():
         run = (
             JudgeRun.objects.select_for_update(of=("self",))
@@ -371,11 +390,34 @@ def judge_run_resume(
         if run.job is not None and not run.job.done:
             raise Conflict(f"judge run #{run.pk} is still {run.job.status}; wait for its job")
         job = _job(
-            run, user, workers, enqueue, evaluation_run=(run.selection or {}).get("evaluation_run")
-        )
+            run, user, workers, enqueue,
+            evaluation_run=(run.selection or {}).get("evaluation_run"), follows=follows,
+        )  # fmt: skip
         run.job = job
         run.save(update_fields=["job"])
     return job
+
+
+def _judged_ids(run: JudgeRun, spec: JudgeSpec) -> set[int]:
+    """The ids of the things the run has stored a call of."""
+    return set(spec.rates.calls(run).values_list(spec.rates.fk_id, flat=True).distinct())
+
+
+def judge_run_unjudged(*, run: JudgeRun) -> int:
+    """How many of the things the run judges (its selection read now: an evaluation's
+    answers grow when it is resumed) it has no call of and would make calls for (a thing
+    the judge makes no call of, such as an answer without a reference for the pairwise
+    judge, is not waiting to be judged)."""
+    spec = judge_spec(run.judge)
+    things = spec.rates.run_things(project=run.project, selection=run.selection or {})
+    judged = _judged_ids(run, spec)
+    rest = [thing for thing in things if thing.pk not in judged]
+    if not rest:
+        return 0
+    templates = judge_templates_for(
+        project=run.project, judge=run.judge, versions=run.templates or None
+    )
+    return sum(1 for thing in rest if spec.first_calls(thing, run.model, templates))
 
 
 # =========================================================================== running
@@ -761,6 +803,10 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
     except ModelError as exc:
         raise DomainError(str(exc)) from exc
     things = spec.rates.run_things(project=run.project, selection=run.selection or {})
+    # What the run had judged before this job (a resumed or followed run keeps it).
+    judged_before = _judged_ids(run, spec)
+    ids = {thing.pk for thing in things}
+    kept_before = len(ids & judged_before)
     model = runner.config.model
     # The very template versions the run recorded when it was created (a resumed run makes
     # the calls it made before, even if the project's text changed since).
@@ -790,6 +836,7 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         runner.execute(_first_pairs(spec, things, model, templates))
         if spec.later_call_count:
             runner.execute(runner.later_pairs(things, model, templates))
+    judged = len(ids & _judged_ids(run, spec)) - kept_before
     summary = judge_run_report(run=run)["summary"]
     # Routing by doubt: where this judge disagrees with the people, items are more in doubt.
     from annotation.judgment_tasks.doubt.services import project_doubt_recompute
@@ -802,7 +849,12 @@ def judge_run_job(*, job: Job, progress: Progress) -> dict[str, Any]:
         "reused": runner.reused,
         "seconds": round(time.monotonic() - started, 3),
     }
-    return {"run_id": run.pk, "summary": summary}
+    return {
+        "run_id": run.pk,
+        "summary": summary,
+        "judged": judged,
+        "already_judged": kept_before,
+    }
 
 
 def judge_run_execute(*, job: Job) -> Job:

@@ -262,4 +262,9 @@ def job_result_context(*, job: Job) -> dict[str, Any]:
         "judge_summary": summary,
         "judge_columns": spec.columns if spec is not None else (),
         "judge_rows": reports.figure_rows(spec, summary or {}),
+        # A run resumed or followed (an evaluation's new answers): what it judged now and
+        # what it had judged before and kept.
+        "judge_new": int(result.get("judged") or 0),
+        "judge_kept": int(result.get("already_judged") or 0),
+        "judge_model": str((summary or {}).get("judge_model") or ""),
     }

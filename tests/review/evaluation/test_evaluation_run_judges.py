@@ -257,7 +257,8 @@ def test_a_judged_run_resumed_has_its_new_runs_judged_by_the_same_judge(
         services.evaluation_run_execute(run=run, jobs=jobs)
     assert model.count > asked  # demo04 evaluated again
     evaluated = Job.objects.get(pk=jobs[0].pk)
-    follow = Job.objects.get(pk=evaluated.result["judge_job"])
+    (follow_pk,) = evaluated.result["judge_jobs"]
+    follow = Job.objects.get(pk=follow_pk)
     assert follow.kind == "evaluation_judge" and follow.status == JobStatus.SUCCEEDED, follow.error
     assert follow.params["follows"] == evaluated.pk and follow.created_by == users["reviewer"]
     assert (follow.params["base_url"], follow.params["model"]) == (judge_server.url, "judge-m")
@@ -283,18 +284,18 @@ def test_judges_follow_a_resume_once_and_only_a_judged_run(
     project, model, judge_server = mme
     _evaluate(project, "--model", MODEL, "--base-url", model.url)
     run = EvaluationRun.objects.get(project=project)
-    assert evaluation_judge_follow(run=run, user=None) is None  # never judged
+    assert evaluation_judge_follow(run=run, user=None) == []  # never judged
     _judge(run, judge_server)
-    assert evaluation_judge_follow(run=run, user=None) is None  # every run judged
+    assert evaluation_judge_follow(run=run, user=None) == []  # every run judged
     _fail(run, "demo02")
     EvaluationResult.objects.filter(run=run, item__external_id="demo02").update(
         status="ok", scores={"acc": True, "judge_model": ""}
     )
     # Two chunks finishing the run together: one judge job.
     with django_capture_on_commit_callbacks(execute=False) as enqueued:
-        first = evaluation_judge_follow(run=run, user=None)
+        (first,) = evaluation_judge_follow(run=run, user=None)
         second = evaluation_judge_follow(run=run, user=None)
-    assert first is not None and second is None and len(enqueued) == 1
+    assert second == [] and len(enqueued) == 1
     assert first.total == 1
 
 
