@@ -20,7 +20,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('review', '0016_evaluation_text_keeps_nul'),
+        ('review', '0018_evaluation_text_keeps_nul'),
     ]
 
     operations = [

@@ -16,7 +16,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('review', '0015_evaluation_json_kept_as_text'),
+        ('review', '0017_search_verdicts'),
     ]
 
     operations = [
