@@ -35,6 +35,7 @@ pytestmark = pytest.mark.django_db
 
 LABELS = ("precision", "recall", "chief")
 CSRF = re.compile(r"[A-Za-z0-9]{64}")
+AGENT = re.compile(r'(id="unit-title"><span class="chip">)[^<]*(</span>)')
 PROGRESS = re.compile(
     r'data-progress="today">(\d+) judged today.*?data-progress="left">(\d+) left for you'
     r'.*?data-progress="position">(?:Item|Unit) (\d+) of (\d+)',
@@ -75,7 +76,7 @@ def _unit_task(project: Any, *, gold_rate: int = 50, n_items: int = 3) -> Judgme
 
 @pytest.fixture
 def world() -> Any:
-    project = ProjectFactory(name="gold units")
+    project = ProjectFactory(name="rating reports")
     task = _unit_task(project)
     people = {}
     for name, role in (("ann", "annotator"), ("ben", "annotator"), ("rev", "reviewer")):
@@ -223,6 +224,7 @@ def _normalized(html: str, unit: TaskUnit, previous: TaskUnit | None) -> str:
         html = html.replace(u.key, f"{name}-KEY").replace(u.item.external_id, "AN-ITEM-EXT")
         html = html.replace(u.item.query, "AN-ITEM-QUERY")
         html = html.replace(f"/items/{u.item_id}/", "/items/AN-ITEM-PK/")
+    html = AGENT.sub(r"\1AGENT\2", html)  # which agent's report: the unit's own content
     html = CSRF.sub("TOKEN", html)
     return PROGRESS.sub("PROGRESS", html)
 
