@@ -75,8 +75,10 @@ def gold_mark(
     if item.project_id != task.project_id:
         raise NotFound("no such item in this task's project")
     unit = (unit or "").strip()
-    outcome = _gold_unit_outcome(task, item, unit) if task.has_units else _gold_item_outcome(
-        task, item, unit
+    outcome = (
+        _gold_unit_outcome(task, item, unit)
+        if task.has_units
+        else _gold_item_outcome(task, item, unit)
     )
     if solving.is_solve_task(task):
         value = _solve_gold_value(item, value)
@@ -123,8 +125,7 @@ def _gold_unit_outcome(task: JudgmentTask, item: Item, unit: str) -> Outcome:
     outcome = Outcome.objects.filter(task=task, item=item, unit=unit).first()
     if outcome is None or outcome.verdict not in SETTLED:
         raise ValidationFailed(
-            f"unit {unit} of item {item.external_id}: its outcome in this task is not settled "
-            "yet"
+            f"unit {unit} of item {item.external_id}: its outcome in this task is not settled yet"
         )
     return outcome
 

@@ -68,7 +68,10 @@ def test_marking_takes_the_reference_answer_or_the_reviewers(world: Any) -> None
     }  # fmt: skip
     given = gold_services.gold_mark(task=task, item=v1, user=people["rev"], value=" 2.8 ")
     assert given.value == {
-        "value": "2.8", "match_type": "numeric", "tolerance": 0.1, "accepted_answers": []
+        "value": "2.8",
+        "match_type": "numeric",
+        "tolerance": 0.1,
+        "accepted_answers": [],
     }
     draft = Item.objects.get(project=task.project, external_id="d0")
     with pytest.raises(ValidationFailed, match="only verified items"):
