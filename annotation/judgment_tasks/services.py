@@ -496,8 +496,12 @@ def _lease(
         ItemPush.objects.filter(
             task=task, item_id=item_id, user=user, taken_at__isnull=True
         ).update(taken_at=now)
-    if not gold:  # a gold item's outcome is settled: nothing to begin
+    if not gold:
         verification_begin(task=task, item_id=item_id)
+    elif solving.is_solve_task(task):
+        # A gold item's outcome is settled: nothing to begin, but its row is read as a later
+        # verifier's lease of any item reads it, so timing does not tell gold items apart.
+        Outcome.objects.select_for_update().filter(task=task, item_id=item_id).first()
     return lease
 
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from annotation.judgment_tasks import gold, services, solving
 from annotation.judgment_tasks.models import GoldItem, Judgment, JudgmentTask, Outcome
@@ -144,3 +147,31 @@ def test_the_solve_page_leads_to_the_audit_for_a_gold_item_as_for_any(world: Any
         statuses[lease.gold].add((page.status_code, audit.status_code if audit else 0))
         assert "gold" not in page.content.decode().lower()
     assert statuses[True] and statuses[True] == statuses[False] == {(200, 200)}
+
+
+def test_next_runs_the_same_statements_for_a_gold_item(world: Any) -> None:
+    """Ben answers everything first, so Ann's leases of drafts are later verifiers' leases;
+    her "next" then runs as many statements for a gold item as for a draft."""
+    task, people, v0, v1 = world
+    gold_services.gold_mark(task=task, item=v0, user=people["rev"])
+    gold_services.gold_mark(task=task, item=v1, user=people["rev"])
+    api = APIClient()
+    statements: dict[str, dict[bool, set[int]]] = {}
+    for name in ("ben", "ann"):
+        api.force_authenticate(people[name])
+        statements[name] = {True: set(), False: set()}
+        while True:
+            with CaptureQueriesContext(connection) as ctx:
+                answer = api.post(f"/api/judgment-tasks/{task.pk}/next/")
+            if answer.status_code == 204:
+                break
+            lease = task.assignments.get(user=people[name], status="active")
+            statements[name][lease.gold].add(len(ctx.captured_queries))
+            posted = api.post(
+                f"/api/judgment-tasks/{task.pk}/judgments/",
+                {"item": answer.json()["item"], "value": "7"},
+                format="json",
+            )
+            assert posted.status_code == 201, posted.content
+    ann = statements["ann"]
+    assert ann[True] and len(ann[True]) == 1 and ann[True] == ann[False], statements
