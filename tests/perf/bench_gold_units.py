@@ -103,11 +103,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         figures = run_once(args.units, args.gold, args.rate, args.rounds)
-        print(" ".join(f"{k}={statistics.median(v) if v else 0:.3f}" for k, v in figures.items()))
+        print(
+            " ".join(
+                f"{k.replace(' ', '_')}={statistics.median(v) if v else 0:.3f}"
+                for k, v in figures.items()
+            )
+        )
         return
     results: list[dict[str, float]] = []
     for run in range(args.runs):
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "benchmark.settings", "DEBUG": "0"}
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "benchmark.settings"}
         with tempfile.TemporaryDirectory() as folder:
             if args.database_url:
                 name = args.database_url.rsplit("/", 1)[1]
@@ -119,9 +124,9 @@ def main() -> None:
                 env["DATABASE_URL"] = f"sqlite:///{folder}/perf.sqlite3"
             out = subprocess.run(
                 [sys.executable, __file__, "--child", *sys.argv[1:]],
-                env=env, cwd=ROOT, capture_output=True, text=True, check=True,
+                env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True,
             ).stdout.strip().splitlines()[-1]  # fmt: skip
-        row = {k: float(v) for k, v in (pair.split("=") for pair in out.split())}
+        row = {k.replace("_", " "): float(v) for k, v in (p.split("=") for p in out.split())}
         results.append(row)
         print(f"run {run + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()))
     print(os.popen("uptime").read().strip())
