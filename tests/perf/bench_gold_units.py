@@ -1,4 +1,4 @@
-""""Next" in a task with units when gold units are mixed in (issue 26): does asking for the next
+""" "Next" in a task with units when gold units are mixed in (issue 26): does asking for the next
 unit cost the same whether a gold unit or an ordinary one is served?
 
     python tests/perf/bench_gold_units.py                       # SQLite, 3 runs
@@ -37,14 +37,18 @@ def run_once(units: int, gold: int, rate: int, rounds: int) -> dict[str, list[fl
     from django.test.utils import CaptureQueriesContext
 
     call_command("migrate", verbosity=0)
+    from django.contrib.auth import get_user_model
+
     from annotation.judgment_tasks import services
     from annotation.judgment_tasks.models import GoldItem, JudgmentTask, Outcome, TaskUnit
     from benchmark.models import Item, Membership, Project, Toolset
-    from django.contrib.auth import get_user_model
 
     toolset = Toolset.objects.create(name="perf-gold")
     project = Project.objects.create(
-        name="perf gold units", kind="interleaved", data_format="atp", tag_syntax="atp",
+        name="perf gold units",
+        kind="interleaved",
+        data_format="atp",
+        tag_syntax="atp",
         toolset=toolset,
     )
     task = JudgmentTask.objects.create(
@@ -66,7 +70,10 @@ def run_once(units: int, gold: int, rate: int, rounds: int) -> dict[str, list[fl
     )
     marked = list(TaskUnit.objects.filter(task=task).order_by("-position")[:gold])
     Outcome.objects.bulk_create(
-        [Outcome(task=task, item_id=u.item_id, unit=u.key, verdict="accepted", value=2) for u in marked]
+        [
+            Outcome(task=task, item_id=u.item_id, unit=u.key, verdict="accepted", value=2)
+            for u in marked
+        ]
     )
     GoldItem.objects.bulk_create(
         [GoldItem(task=task, item_id=u.item_id, unit=u.key, value=2) for u in marked]
@@ -74,7 +81,9 @@ def run_once(units: int, gold: int, rate: int, rounds: int) -> dict[str, list[fl
     user = get_user_model().objects.create_user("perf-annotator", password="x")
     Membership.objects.create(project=project, user=user, role="annotator")
     figures: dict[str, list[float]] = {
-        f"{kind} {what}": [] for kind in ("gold", "other") for what in ("cpu ms", "wall ms", "stmts")
+        f"{kind} {what}": []
+        for kind in ("gold", "other")
+        for what in ("cpu ms", "wall ms", "stmts")
     }
     for _ in range(rounds):
         cpu, wall = time.process_time(), time.perf_counter()
