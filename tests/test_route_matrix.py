@@ -1498,7 +1498,10 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     ),
     # Gold items of a task (issue 26): reviewers only; an annotator may not even learn which
     # items are gold.
-    "review:gold": (Case("gold items page", lambda w: {"pk": w.task.pk}, "adjudicate"),),
+    "review:gold": (
+        Case("gold items page", lambda w: {"pk": w.task.pk}, "adjudicate"),
+        Case("gold units page", lambda w: {"pk": w.utask.pk}, "adjudicate"),
+    ),
     "review:gold_mark": (
         Case(
             "mark an item gold",
@@ -1507,6 +1510,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             method="post",
             data=lambda w: {"item": w.item.external_id, "value": "1"},
         ),
+        Case(
+            "mark a unit gold",
+            lambda w: {"pk": w.utask.pk},
+            "adjudicate",
+            method="post",
+            data=lambda w: {"item": w.item.external_id, "unit": w.unit, "value": "1"},
+        ),
     ),
     "review:gold_unmark": (
         Case(
@@ -1514,6 +1524,13 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             lambda w: {"pk": w.task.pk, "item_id": w.item.pk},
             "adjudicate",
             method="post",
+        ),
+        Case(
+            "unmark a gold unit",
+            lambda w: {"pk": w.utask.pk, "item_id": w.item.pk},
+            "adjudicate",
+            method="post",
+            data=lambda w: {"unit": w.unit},
         ),
     ),
     "review:gold_pause": (
@@ -2190,6 +2207,10 @@ def build_world() -> SimpleNamespace:
     w.unit = f"response:{w.model_answer.pk}:chief"
     TaskUnit.objects.create(task=w.utask, item=w.item, key=w.unit)
     AssignmentFactory(task=w.utask, item=w.item, unit=w.unit, user=users["annotator"])
+    # The unit is a gold unit of the task too (so that unmarking one has something to unmark).
+    GoldItem.objects.create(
+        task=w.utask, item=w.item, unit=w.unit, value=2, created_by=users["reviewer"]
+    )
     # Human evaluation: the model answer as one unit on the ATP-Bench B.2 scale, leased to
     # the annotator.
     w.htask = JudgmentTaskFactory(

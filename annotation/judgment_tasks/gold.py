@@ -1,6 +1,8 @@
 """Gold items in the queue: when one is due for an annotator, which one, and what the judge
 page counts of them. (Marking items gold, gold accuracy and the reviewer's actions are
-``review.gold``'s.)
+``review.gold``'s.) A task with units has gold *units* (``GoldItem.unit``, an item and a
+unit key); they are scheduled, locked and counted exactly as gold items, below "item" means
+either. Blind solving's gold items are whole items like any other task's.
 
 The schedule is deterministic per annotator. With a task's ``gold_rate`` r percent the
 *period* is ``round(100 / r)`` items: after a gold item, ``period - 1`` other items, then the
@@ -33,6 +35,8 @@ from annotation.judgment_tasks.models import (
     Judgment,
     JudgmentTask,
     QueuePause,
+    Scheme,
+    TaskUnit,
 )
 from benchmark.models import Item, ItemStatus
 from benchmark.typing import AnyUser
@@ -89,12 +93,18 @@ class GoldState:
     since: int
     #: Whether they have a gold judgment in the task.
     served_before: bool
-    #: The gold items they may still be served (not judged by them), in serving order.
-    open_ids: tuple[int, ...]
+    #: The gold items (units) they may still be served (not judged by them), in serving
+    #: order, as ``(item id, unit key)`` (the key "" for a whole item).
+    open_keys: tuple[tuple[int, str], ...]
+
+    @property
+    def open_ids(self) -> tuple[int, ...]:
+        """The items of :attr:`open_keys`, in the same order."""
+        return tuple(item_id for item_id, _ in self.open_keys)
 
     @property
     def due(self) -> bool:
-        return bool(self.open_ids) and gold_due(
+        return bool(self.open_keys) and gold_due(
             rate=self.rate, phase=self.phase, since=self.since, served_before=self.served_before
         )
 
@@ -105,14 +115,16 @@ class GoldState:
             since=self.since,
             served_before=self.served_before,
             other_left=other_left,
-            gold_left=len(self.open_ids),
+            gold_left=len(self.open_keys),
         )
 
 
 def gold_state(*, task: JudgmentTask, user: AnyUser) -> GoldState:
     """The annotator's place in the schedule (two queries). Gold items are those currently
-    marked for the task whose item is still verified and that the annotator has neither
-    judged nor (unless the task lets authors judge) authored."""
+    marked for the task that the annotator has not judged; of a task that judges whole items,
+    only those whose item is still verified and that the annotator did not author (unless the
+    task lets authors judge). Gold units are rated whatever their item's status or author, as
+    the unit queue rates units."""
     mine = Judgment.with_gold.filter(task=task, user=user.pk)
     later_gold = Judgment.with_gold.filter(
         task=task, user=user.pk, gold=True, created_at__gte=OuterRef("created_at")
@@ -122,25 +134,30 @@ def gold_state(*, task: JudgmentTask, user: AnyUser) -> GoldState:
         gold=_count(Q(gold=True)),
     )
     judged = Assignment.objects.filter(
-        task=task, user=user.pk, item=OuterRef("item_id"), status=AssignmentStatus.SUBMITTED
+        task=task,
+        user=user.pk,
+        item=OuterRef("item_id"),
+        unit=OuterRef("unit"),
+        status=AssignmentStatus.SUBMITTED,
     )
-    rows = (
-        GoldItem.objects.filter(
-            task=task, removed_at__isnull=True, item__status=ItemStatus.VERIFIED
-        )
-        .exclude(Exists(judged))
-        .values_list("item_id", "item__provenance")
-    )
-    open_ids = [item_id for item_id, provenance in rows if _may_judge(task, user, provenance)]
+    marks = GoldItem.objects.filter(task=task, removed_at__isnull=True).exclude(Exists(judged))
+    if not task.has_units:
+        marks = marks.filter(item__status=ItemStatus.VERIFIED)
+    rows = marks.values_list("item_id", "unit", "item__provenance")
+    open_keys = [
+        (item_id, unit)
+        for item_id, unit, provenance in rows
+        if task.has_units or _may_judge(task, user, provenance)
+    ]
     period = gold_period(task.gold_rate) if task.gold_rate else 1
     user_id = int(user.pk or 0)
-    open_ids.sort(key=lambda item_id: (_rank(task.pk, user_id, item_id), item_id))
+    open_keys.sort(key=lambda key: (_rank(task.pk, user_id, *key), key))
     return GoldState(
         rate=task.gold_rate,
         phase=gold_phase(task_id=task.pk, user_id=user_id, period=period),
         since=counts["since"] or 0,
         served_before=bool(counts["gold"]),
-        open_ids=tuple(open_ids),
+        open_keys=tuple(open_keys),
     )
 
 
@@ -150,9 +167,11 @@ def _count(condition: Q) -> Any:
     return Count("pk", filter=condition)
 
 
-def _rank(task_id: int, user_id: int, item_id: int) -> int:
-    """The order in which one annotator meets the gold items: a hash, different per person."""
-    digest = hashlib.blake2b(f"gold-order:{task_id}:{user_id}:{item_id}".encode(), digest_size=8)
+def _rank(task_id: int, user_id: int, item_id: int, unit: str = "") -> int:
+    """The order in which one annotator meets the gold items (units): a hash, different per
+    person (a whole item's hash is the one it had before units could be gold)."""
+    name = f"gold-order:{task_id}:{user_id}:{item_id}" + (f":{unit}" if unit else "")
+    digest = hashlib.blake2b(name.encode(), digest_size=8)
     return int.from_bytes(digest.digest(), "big")
 
 
@@ -161,23 +180,44 @@ def _may_judge(task: JudgmentTask, user: AnyUser, provenance: str) -> bool:
     return task.author_may_judge or not solving.is_author(provenance or "", user.get_username())
 
 
-def gold_item_lock(*, state: GoldState, skip_locked: bool) -> int | None:
-    """The first of the annotator's open gold items whose row can be locked (``FOR UPDATE``,
-    as the pull queue locks its candidates; ``SKIP LOCKED`` first), its row locked."""
-    if not state.open_ids:
+def gold_item_lock(
+    *, task: JudgmentTask, state: GoldState, skip_locked: bool
+) -> tuple[int, str] | None:
+    """The first of the annotator's open gold items (units) whose row can be locked (``FOR
+    UPDATE``, as the pull queue locks its candidates: the item row, or for a unit its
+    ``TaskUnit`` row; ``SKIP LOCKED`` first), its row locked; ``(item id, unit key)``."""
+    if not state.open_keys:
         return None
-    if not connection.features.has_select_for_update:
-        return state.open_ids[0]
-    table = connection.ops.quote_name(Item._meta.db_table)
-    sql = f"SELECT i.id FROM {table} i WHERE i.id = %s FOR UPDATE OF i" + (
-        " SKIP LOCKED" if skip_locked else ""
-    )
+    q = connection.ops.quote_name
+    # Without row locks (SQLite serialises writers) the row is read all the same, so "next"
+    # makes as many statements for a gold item as for any other.
+    locks = connection.features.has_select_for_update
+    skip = " SKIP LOCKED" if skip_locked and locks else ""
+    if task.has_units:
+        table = q(TaskUnit._meta.db_table)
+        sql = f"SELECT r.id FROM {table} r WHERE r.task_id = %s AND r.{q('key')} = %s"
+    else:
+        table = q(Item._meta.db_table)
+        sql = f"SELECT r.id FROM {table} r WHERE r.id = %s"
+    sql += (" FOR UPDATE OF r" + skip) if locks else ""
     with connection.cursor() as cursor:
-        for item_id in state.open_ids:
-            cursor.execute(sql, [item_id])
+        for item_id, unit in state.open_keys:
+            cursor.execute(sql, [task.pk, unit] if task.has_units else [item_id])
             if cursor.fetchone() is not None:
-                return item_id
+                return item_id, unit
     return None
+
+
+def gold_refusal(task: JudgmentTask) -> str:
+    """Why ``task`` cannot have gold items (units), or "" when it can: one rule for its
+    settings and for marking. Every scheme with one value per judgment can; a task that gives
+    several scores in one judgment (``scores``) has no single answer that counts."""
+    if task.scheme == Scheme.SCORES:
+        return (
+            "gold items need one answer that counts per item or unit; this task gives several "
+            "scores in one judgment"
+        )
+    return ""
 
 
 def queue_paused(*, task: JudgmentTask, user: AnyUser) -> QueuePause | None:
@@ -199,10 +239,16 @@ def paused_message(*, task: JudgmentTask, user: AnyUser) -> str:
     )
 
 
-def gold_open_lease(*, task: JudgmentTask, user: AnyUser, item_id: int) -> bool:
-    """Whether ``item_id`` is leased to the annotator as a gold item and not judged yet."""
+def gold_open_lease(*, task: JudgmentTask, user: AnyUser, item_id: int, unit: str = "") -> bool:
+    """Whether ``item_id`` (its ``unit``) is leased to the annotator as a gold item (unit)
+    and not judged yet."""
     return Assignment.objects.filter(
-        task=task, user=user.pk, item_id=item_id, gold=True, status=AssignmentStatus.ACTIVE
+        task=task,
+        user=user.pk,
+        item_id=item_id,
+        unit=unit,
+        gold=True,
+        status=AssignmentStatus.ACTIVE,
     ).exists()
 
 
@@ -211,19 +257,20 @@ def gold_open_lease(*, task: JudgmentTask, user: AnyUser, item_id: int) -> bool:
 
 def gold_tallies(*, tasks: list[JudgmentTask]) -> dict[tuple[int, int], tuple[int, int, str]]:
     """``{(task id, user id): (correct, total, username)}``: each annotator's gold judgments of
-    the tasks' current gold items (one query), a judgment correct when its value earns full
-    credit against the gold item's value as the consensus compares them. The one count behind
-    gold accuracy (``review.gold``) and routing by doubt's reliability (``annotation.judgment_tasks.doubt``).
-    No permission check: callers decide who sees it."""
+    the tasks' current gold items and units (one query), a judgment correct when
+    :func:`gold_correct` says so. The one count behind gold accuracy (``review.gold``) and
+    routing by doubt's reliability (``annotation.judgment_tasks.doubt``). No permission
+    check: callers decide who sees it."""
     from django.db.models import Subquery
-
-    from annotation.judgment_tasks.consensus import value_credit
 
     by_id = {t.pk: t for t in tasks}
     if not by_id:
         return {}
     gold_value = GoldItem.objects.filter(
-        task=OuterRef("task_id"), item=OuterRef("item_id"), removed_at__isnull=True
+        task=OuterRef("task_id"),
+        item=OuterRef("item_id"),
+        unit=OuterRef("unit"),
+        removed_at__isnull=True,
     ).values("value")[:1]
     rows = (
         Judgment.with_gold.filter(task_id__in=by_id, gold=True)
@@ -235,6 +282,19 @@ def gold_tallies(*, tasks: list[JudgmentTask]) -> dict[tuple[int, int], tuple[in
         if gold is None:  # unmarked since: not counted
             continue
         correct, total, _ = tallies.get((task_id, user_id), (0, 0, username))
-        right = value_credit(by_id[task_id].scheme, value, gold) == 1.0
+        right = gold_correct(task=by_id[task_id], value=value, gold=gold)
         tallies[(task_id, user_id)] = (correct + right, total + 1, username)
     return tallies
+
+
+def gold_correct(*, task: JudgmentTask, value: Any, gold: Any) -> bool:
+    """Whether a gold judgment's ``value`` counts as right against the gold item's (unit's)
+    value: for blind solving, by the rule that compares a verifier's answer with the item's
+    answer (:func:`annotation.judgment_tasks.solving.answer_matches`, ``gold`` in its golden
+    shape); otherwise when it earns full credit as the consensus compares values (a unit's
+    rating on its scale like an item's label)."""
+    from annotation.judgment_tasks.consensus import value_credit
+
+    if solving.is_solve_task(task) and isinstance(gold, dict):
+        return solving.answer_matches(gold, value)
+    return value_credit(task.scheme, value, gold) == 1.0

@@ -420,14 +420,19 @@ class Outcome(models.Model):
 
 
 class GoldItem(models.Model):
-    """A verified item a reviewer marked as gold for an item-level task, with the answer
-    that counts (``value``, a value of the task's scheme). Served to annotators at the task's
-    ``gold_rate``, indistinguishable from other items; their judgments of it are gold
-    judgments (``Judgment.gold``), compared with ``value`` for their gold accuracy. Unmarking
-    keeps the row (``removed_at``): its judgments stay gold and stay out of outcomes."""
+    """An item (or a unit of one) a reviewer marked as gold for a task, with the answer that
+    counts (``value``): a value of the task's scheme, on the unit's scale for a task with
+    units (``unit``, the ``TaskUnit`` key; "" for a whole item), and for blind solving the
+    reference answer in the scorer's ``golden_answer`` shape (``annotation.judgment_tasks
+    .solving.golden_answer``). Served to annotators at the task's ``gold_rate``,
+    indistinguishable from other items (units); their judgments of it are gold judgments
+    (``Judgment.gold``), compared with ``value`` for their gold accuracy. Unmarking keeps the
+    row (``removed_at``): its judgments stay gold and stay out of outcomes."""
 
     task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="gold_items")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="gold_marks")
+    #: The unit key (``TaskUnit.key``) for a task with units; "" for a whole item.
+    unit = models.CharField(max_length=100, default="", blank=True)
     value = JSONField()
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -442,7 +447,7 @@ class GoldItem(models.Model):
         ordering = ["task", "item", "created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["task", "item"],
+                fields=["task", "item", "unit"],
                 condition=Q(removed_at__isnull=True),
                 name="golditem_one_current",
             ),

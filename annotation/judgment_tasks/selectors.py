@@ -237,9 +237,9 @@ def judging_progress(
     their latest judgment in the task when it is of another item (or unit) and may still be
     undone (see :mod:`annotation.judgment_tasks.undo`), else None."""
     done, left, position, total = _progress_counts(user=user, task=task, item_id=item.pk, unit=unit)
-    if task.gold_rate and not unit:
-        # The gold items the schedule will still serve count as items left, so the count
-        # goes down by one per item, gold or not (annotation.judgment_tasks.gold).
+    if task.gold_rate:
+        # The gold items (units) the schedule will still serve count as items left, so the
+        # count goes down by one per item, gold or not (annotation.judgment_tasks.gold).
         left += gold.gold_state(task=task, user=user).ahead(other_left=left)
     verdicts = Outcome.objects.filter(task=task, item=OuterRef("item_id"), unit=OuterRef("unit"))
     last = (

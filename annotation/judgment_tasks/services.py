@@ -70,14 +70,6 @@ def assignment_next_for_user(
             raise Forbidden(gold.paused_message(task=task, user=user))
         if mine_id is not None:
             return Assignment.objects.select_related("item").get(pk=mine_id)
-        if task.gold_rate and not task.has_units and not solving.is_solve_task(task):
-            # A gold item, when one is due (gold.py).
-            lease = _lease_gold(task, user, now)
-            if lease is not None:
-                # The pull queue is searched all the same, so "next" takes as long for a gold
-                # item as for any other (timing must not tell them apart).
-                _candidate(task, user, now, [], skip_locked=True, gated=gated)
-                return lease
         find = _unit_candidate if task.has_units else _candidate
         finders: list[Any] = [partial(find, gated=gated)]
         if task.serve_by_doubt:
@@ -86,6 +78,14 @@ def assignment_next_for_user(
             finders.append(partial(find, gated=gated, unscored=True))
         if task.has_units and rater_order_seed(task) is not None:
             finders = [_shuffled_unit_candidate]
+        if task.gold_rate:
+            # A gold item (unit), when one is due (gold.py).
+            lease = _lease_gold(task, user, now)
+            if lease is not None:
+                # The pull queue is searched all the same, so "next" takes as long for a gold
+                # item (unit) as for any other (timing must not tell them apart).
+                finders[0](task, user, now, [], skip_locked=True)
+                return lease
         if not task.has_units and pushed:
             # Items pushed to this user come first, then the pull queue.
             finders.insert(0, partial(_candidate, gated=gated, pushed=True))
@@ -138,7 +138,7 @@ def item_next_guess(*, task: JudgmentTask, user: User, after: int) -> int | None
         return None
     now = timezone.now()
     _, pushed, gated, _paused = _open_lease_and_pushes(task, user, now)
-    if task.gold_rate and not solving.is_solve_task(task):
+    if task.gold_rate:
         # A gold item due next is guessed too, or its images would load later than any
         # other item's (timing must not tell gold items apart).
         due = _gold_due_after(task, user, after)
@@ -171,7 +171,7 @@ def _gold_due_after(task: JudgmentTask, user: User, after: int) -> int | None:
         state,
         since=0 if current_gold else state.since + 1,
         served_before=state.served_before or current_gold,
-        open_ids=tuple(i for i in state.open_ids if i != after),
+        open_keys=tuple(key for key in state.open_keys if key[0] != after),
     )
     return state.open_ids[0] if state.due else None
 
@@ -183,18 +183,20 @@ def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignmen
 
 
 def _lease_gold(task: JudgmentTask, user: User, now: datetime) -> Assignment | None:
-    """Lease a gold item to ``user`` when their schedule says one is due (see
-    :mod:`annotation.judgment_tasks.gold`), its item row locked as the pull queue locks its
-    candidates. Gold items take no place of the overlap (their outcome is settled)."""
+    """Lease a gold item (or unit) to ``user`` when their schedule says one is due (see
+    :mod:`annotation.judgment_tasks.gold`), its row locked as the pull queue locks its
+    candidates (the item's, or the unit's ``TaskUnit``). Gold items take no place of the
+    overlap (their outcome is settled)."""
     state = gold.gold_state(task=task, user=user)
     if not state.due:
         return None
-    item_id = gold.gold_item_lock(state=state, skip_locked=True)
-    if item_id is None:
-        item_id = gold.gold_item_lock(state=state, skip_locked=False)
-    if item_id is None:
+    found = gold.gold_item_lock(task=task, state=state, skip_locked=True)
+    if found is None:
+        found = gold.gold_item_lock(task=task, state=state, skip_locked=False)
+    if found is None:
         return None
-    return _lease(task=task, user=user, item_id=item_id, now=now, gold=True)
+    item_id, unit = found
+    return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now, gold=True)
 
 
 def _lease_first(task: JudgmentTask, user: User, now: datetime, find: Any) -> Assignment | None:
@@ -494,8 +496,12 @@ def _lease(
         ItemPush.objects.filter(
             task=task, item_id=item_id, user=user, taken_at__isnull=True
         ).update(taken_at=now)
-    if not gold:  # a gold item's outcome is settled: nothing to begin
+    if not gold:
         verification_begin(task=task, item_id=item_id)
+    elif solving.is_solve_task(task):
+        # A gold item's outcome is settled: nothing to begin, but its row is read as a later
+        # verifier's lease of any item reads it, so timing does not tell gold items apart.
+        Outcome.objects.select_for_update().filter(task=task, item_id=item_id).first()
     return lease
 
 
@@ -1127,11 +1133,9 @@ def _check_quality_settings(task: JudgmentTask) -> None:
         raise ValidationFailed(f"reliability threshold: {threshold!r} is not a number from 0 to 1")
     if not 0 <= (task.gold_rate or 0) <= 50:
         raise ValidationFailed("gold rate: the percent of items served that are gold, 0 to 50")
-    if task.gold_rate and (task.has_units or solving.is_solve_task(task)):
-        raise ValidationFailed(
-            "gold rate: gold items are for tasks that judge whole items on the judge page "
-            "(blind solving compares every answer with the author's already)"
-        )
+    refusal = gold.gold_refusal(task) if task.gold_rate else ""
+    if refusal:
+        raise ValidationFailed(f"gold rate: {refusal}")
     if not 0 <= task.gold_threshold <= 1:
         raise ValidationFailed("gold threshold: an accuracy from 0 to 1, e.g. 0.7")
 

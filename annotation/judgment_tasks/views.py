@@ -347,6 +347,7 @@ def _show(
     )
     if task_unit is not None:
         context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)
+        context["unit_key"] = unit
     template = "annotation/judge.html#judging" if _in_place(request) else "annotation/judge.html"
     return render(request, template, context, status=status)
 

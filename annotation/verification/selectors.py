@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 
 from annotation.judgment_tasks.consensus import Rule, Verdict
-from annotation.judgment_tasks.models import Judgment, JudgmentTask, Outcome, Scheme
+from annotation.judgment_tasks.models import GoldItem, Judgment, JudgmentTask, Outcome, Scheme
 from annotation.judgment_tasks.selectors import tasks_below_reviewer_exist
 from annotation.judgment_tasks.solving import (
     answer_matches,
@@ -73,20 +73,35 @@ def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     def could_verify(tasks: QuerySet[JudgmentTask]) -> Q:
         return Q(Exists(tasks.filter(author_may_judge=True))) | (Q(Exists(tasks)) & ~author)
 
+    # A gold item of such a task (settled, verified) may be served to ``user`` blind like
+    # any other item: hidden as well until they answer it, or its visible answer would give
+    # it away (annotation.judgment_tasks.gold).
+    gold_waiting = JudgmentTask.objects.filter(
+        Exists(GoldItem.objects.filter(task=OuterRef("pk"), item=item, removed_at__isnull=True)),
+        ~Exists(Judgment.with_gold.filter(task=OuterRef("pk"), item=item, user=user.pk)),
+        project_id=OuterRef("project_id"),
+        active=True,
+        gold_rate__gt=0,
+        scheme=Scheme.TEXT,
+        consensus=Rule.AUTHOR_PLUS_TWO,
+    )
+
     reviewer = Membership.objects.filter(
         project_id=OuterRef("project_id"), user=user.pk, role__in=roles_for("adjudicate")
     )
     return Item.objects.filter(
         ~Q(Exists(reviewer)),
         could_verify(waiting.filter(updates_item_status=False))
-        | (Q(status=ItemStatus.DRAFT) & could_verify(waiting.filter(updates_item_status=True))),
+        | (Q(status=ItemStatus.DRAFT) & could_verify(waiting.filter(updates_item_status=True)))
+        | (Q(status=ItemStatus.VERIFIED) & could_verify(gold_waiting)),
     )
 
 
 def my_judgment(*, user: AnyUser, task: JudgmentTask, item: Item) -> Judgment | None:
+    """The user's own answer of the item (a gold one included: to them it is like any other)."""
     if not user.is_authenticated:
         return None
-    return Judgment.objects.filter(task=task, item=item, user=user).first()  # type: ignore[misc]
+    return Judgment.with_gold.filter(task=task, item=item, user=user).first()  # type: ignore[misc]
 
 
 @dataclass

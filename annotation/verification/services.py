@@ -218,7 +218,7 @@ def audit_save(
         raise ValidationFailed("this task does not audit reference trajectories")
     if item.project_id != task.project_id:
         raise ValidationFailed("the item is not in this task's project")
-    if not Judgment.objects.filter(task=task, item=item, user=user).exists():
+    if not Judgment.with_gold.filter(task=task, item=item, user=user).exists():
         raise Forbidden("answer the item blind before you audit its reference trajectory")
     reference = reference_trajectory(item)
     if reference is None:

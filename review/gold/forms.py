@@ -7,13 +7,15 @@ from typing import Any
 
 from django import forms
 
+from annotation.judgment_tasks import solving
 from annotation.judgment_tasks.models import JudgmentTask, Scheme
 from review.gold.services import SEND_BACK_MAX
 
 
 class GoldMarkForm(forms.Form):
-    """An item of the task's project (its id or its external id) and the answer that counts;
-    left empty, the value of the item's accepted outcome."""
+    """An item of the task's project (its id or its external id), for a task with units the
+    unit's key, and the answer that counts; left empty, the value of the item's (unit's)
+    accepted outcome, or for blind solving the item's reference answer."""
 
     item = forms.CharField(
         max_length=200, help_text="The item's id or its external id (a verified item)."
@@ -24,8 +26,24 @@ class GoldMarkForm(forms.Form):
         help_text="The answer that counts; empty: the value its outcome accepted.",
     )
 
+    unit = forms.CharField(
+        max_length=100,
+        required=False,
+        help_text="The unit's key (response:<answer id>:<label>, or pair:<id>:<id>), as the "
+        "unit's judge page and the agreement page name it.",
+    )
+
     def __init__(self, *args: Any, task: JudgmentTask, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not task.has_units:
+            del self.fields["unit"]
+        else:
+            self.fields["unit"].required = True
+        if solving.is_solve_task(task):
+            self.fields["value"].help_text = (
+                "The answer that counts; empty: the item's reference answer (with its "
+                "variants). Verifiers' answers are compared with it as with the reference."
+            )
         if task.scheme in (Scheme.BINARY, Scheme.NOMINAL, Scheme.ORDINAL):
             labels = (
                 [(1, "1 · yes"), (0, "0 · no")]

@@ -170,13 +170,14 @@ def item_gold_notices(*, user: AnyUser, project: Project, item: Item) -> list[It
         flagged = ", ".join(
             f"{row.username} ({row.accuracy:.2f})" for row in (report.flagged if report else [])
         )
-        text = f"The answer that counts: {mark.value!r}."
+        what = f"unit {mark.unit}" if mark.unit else "item"
+        text = f"The answer that counts for the gold {what}: {mark.value!r}."
         if flagged:
             text += f" Below the gold threshold in this task: {flagged}."
         notices.append(
             ItemNotice(
                 kind="gold",
-                title=f"Gold item of task {mark.task.name}",
+                title=f"Gold {'unit' if mark.unit else 'item'} of task {mark.task.name}",
                 text=text,
                 url=reverse("review:gold", args=[mark.task_id]),
                 link_text="Gold items and accuracy",

@@ -10,7 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.judgment_tasks import solving
+from annotation.judgment_tasks import gold, solving
 from annotation.judgment_tasks.consensus import SETTLED, Verdict
 from annotation.judgment_tasks.models import (
     GoldItem,
@@ -21,6 +21,7 @@ from annotation.judgment_tasks.models import (
     Scheme,
     SendBack,
     TaskItem,
+    TaskUnit,
 )
 from annotation.judgment_tasks.services import item_follows_outcome, judgment_agreement_sync
 from benchmark.exceptions import Conflict, NotFound, ValidationFailed
@@ -36,8 +37,9 @@ def gold_value_check(*, task: JudgmentTask, value: Any) -> Any:
     """``value`` as a value of the task's scheme (a label's value; a number; a text), read from
     its text where it comes as one; ValidationFailed says what fits."""
     scheme = Scheme(task.scheme)
-    if scheme is Scheme.SCORES:
-        raise ValidationFailed("gold items are for tasks that judge whole items")
+    refusal = gold.gold_refusal(task)
+    if refusal:
+        raise ValidationFailed(refusal)
     if scheme is Scheme.TEXT:
         if not isinstance(value, str) or not value.strip():
             raise ValidationFailed("value: give the answer that counts")
@@ -55,19 +57,44 @@ def gold_value_check(*, task: JudgmentTask, value: Any) -> Any:
     raise ValidationFailed(f"value: {value!r} is not one of the task's labels ({labels})")
 
 
-def gold_mark(*, task: JudgmentTask, item: Item, user: User, value: Any = None) -> GoldItem:
-    """Mark ``item`` gold for ``task`` (reviewers). The item must be verified and in the
-    task's items; ``value`` (the answer that counts) defaults to the value of the item's
-    accepted outcome in the task. Marking a gold item again with another value keeps the
-    earlier mark (``removed_at`` set) and adds the new one."""
+def gold_mark(
+    *, task: JudgmentTask, item: Item, user: User, value: Any = None, unit: str = ""
+) -> GoldItem:
+    """Mark ``item`` (for a task with units: its ``unit``, a unit key of the task) gold for
+    ``task`` (reviewers), with the answer that counts. A whole item must be verified and in
+    the task's items; a unit must have a settled outcome (the unit queue then no longer
+    offers it). ``value`` defaults to the value of the item's (unit's) accepted outcome in
+    the task; for blind solving, to the item's reference answer (a ``value`` given replaces
+    the reference's answer and its variants; it is compared as a verifier's answer is).
+    Marking again with another value keeps the earlier mark (``removed_at`` set) and adds
+    the new one."""
     require(user=user, project=task.project, action="adjudicate")
-    if task.has_units or solving.is_solve_task(task):
-        raise ValidationFailed(
-            "gold items are for tasks that judge whole items on the judge page (blind solving "
-            "compares every answer with the author's already)"
-        )
+    refusal = gold.gold_refusal(task)
+    if refusal:
+        raise ValidationFailed(refusal)
     if item.project_id != task.project_id:
         raise NotFound("no such item in this task's project")
+    unit = (unit or "").strip()
+    outcome = (
+        _gold_unit_outcome(task, item, unit)
+        if task.has_units
+        else _gold_item_outcome(task, item, unit)
+    )
+    if solving.is_solve_task(task):
+        value = _solve_gold_value(item, value)
+    else:
+        if value in (None, ""):
+            if outcome is None or outcome.verdict != Verdict.ACCEPTED or outcome.value is None:
+                raise ValidationFailed("value: give the answer that counts (no accepted outcome)")
+            value = outcome.value
+        value = gold_value_check(task=task, value=value)
+    return _gold_store(task=task, item=item, unit=unit, user=user, value=value)
+
+
+def _gold_item_outcome(task: JudgmentTask, item: Item, unit: str) -> Outcome | None:
+    """A whole item's checks before it is marked gold; its outcome in the task."""
+    if unit:
+        raise ValidationFailed(f"unit: task {task.name!r} judges whole items; it has no units")
     if item.status != ItemStatus.VERIFIED:
         raise ValidationFailed(
             f"item {item.external_id}: only verified items can be gold (it is {item.status})"
@@ -80,43 +107,83 @@ def gold_mark(*, task: JudgmentTask, item: Item, user: User, value: Any = None) 
         raise ValidationFailed(
             f"item {item.external_id}: its outcome in this task is not settled yet"
         )
+    return outcome
+
+
+def _gold_unit_outcome(task: JudgmentTask, item: Item, unit: str) -> Outcome:
+    """A unit's checks before it is marked gold: a unit of the task, of ``item``, settled
+    (the unit queue offers the units it has not settled); its outcome."""
+    if not unit:
+        raise ValidationFailed(
+            f"unit: task {task.name!r} is judged unit by unit; say which unit of item "
+            f"{item.external_id} (its key, e.g. response:<answer id>:<label>)"
+        )
+    if not TaskUnit.objects.filter(task=task, item=item, key=unit).exists():
+        raise ValidationFailed(
+            f"unit: {unit!r} is not a unit of item {item.external_id} in this task"
+        )
+    outcome = Outcome.objects.filter(task=task, item=item, unit=unit).first()
+    if outcome is None or outcome.verdict not in SETTLED:
+        raise ValidationFailed(
+            f"unit {unit} of item {item.external_id}: its outcome in this task is not settled yet"
+        )
+    return outcome
+
+
+def _solve_gold_value(item: Item, value: Any) -> dict[str, Any]:
+    """The answer that counts for blind solving, in the scorer's golden shape
+    (``solving.golden_answer``): the item's reference answer, or ``value`` in its place
+    (same match type and tolerance, no other variants)."""
+    golden = solving.golden_answer(item)
     if value in (None, ""):
-        if outcome is None or outcome.verdict != Verdict.ACCEPTED or outcome.value is None:
-            raise ValidationFailed("value: give the answer that counts (no accepted outcome)")
-        value = outcome.value
-    value = gold_value_check(task=task, value=value)
+        if not str(golden.get("value") or "").strip():
+            raise ValidationFailed(
+                f"value: item {item.external_id} has no reference answer; give the answer "
+                "that counts"
+            )
+        return golden
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationFailed("value: give the answer that counts as text")
+    return {**golden, "value": value.strip(), "accepted_answers": []}
+
+
+def _gold_store(*, task: JudgmentTask, item: Item, unit: str, user: User, value: Any) -> GoldItem:
+    """The new mark, the current one (of another value) kept as removed."""
+    what = f"unit {unit} of item {item.external_id}" if unit else f"item {item.external_id}"
     now = timezone.now()
     try:
         with transaction.atomic():
             current = GoldItem.objects.select_for_update().filter(
-                task=task, item=item, removed_at__isnull=True
+                task=task, item=item, unit=unit, removed_at__isnull=True
             )
             for mark in current:
                 if mark.value == value:
                     return mark
                 mark.removed_at, mark.removed_by = now, user
                 mark.save(update_fields=["removed_at", "removed_by"])
-            mark = GoldItem(task=task, item=item, value=value, created_by=user)
+            mark = GoldItem(task=task, item=item, unit=unit, value=value, created_by=user)
             mark.full_clean(validate_constraints=False)
             mark.save()
             project_has_gold_sync(project_id=task.project_id)
     except IntegrityError:
-        raise Conflict(f"item {item.external_id} was marked gold meanwhile") from None
+        raise Conflict(f"{what} was marked gold meanwhile") from None
     return mark
 
 
-def gold_unmark(*, task: JudgmentTask, item_id: int, user: User) -> GoldItem:
-    """Unmark a gold item (reviewers): it is no longer served; the mark is kept with the time
-    it was removed, and the judgments made of it stay gold (out of outcomes)."""
+def gold_unmark(*, task: JudgmentTask, item_id: int, user: User, unit: str = "") -> GoldItem:
+    """Unmark a gold item (or the gold ``unit`` of it) (reviewers): it is no longer served;
+    the mark is kept with the time it was removed, and the judgments made of it stay gold
+    (out of outcomes)."""
     require(user=user, project=task.project, action="adjudicate")
     with transaction.atomic():
         mark = (
             GoldItem.objects.select_for_update()
-            .filter(task=task, item_id=item_id, removed_at__isnull=True)
+            .filter(task=task, item_id=item_id, unit=unit or "", removed_at__isnull=True)
             .first()
         )
         if mark is None:
-            raise NotFound("this item is not a gold item of the task")
+            what = f"unit {unit!r} of this item" if unit else "this item"
+            raise NotFound(f"{what} is not a gold {'unit' if unit else 'item'} of the task")
         mark.removed_at, mark.removed_by = timezone.now(), user
         mark.save(update_fields=["removed_at", "removed_by"])
         project_has_gold_sync(project_id=task.project_id)

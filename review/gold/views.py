@@ -38,7 +38,10 @@ def _page(
         "gold": selectors.gold_report(user=user, task=task),
         "paused": list(selectors.paused_people(user=user, task=task)),
         "mark_form": mark_form
-        or GoldMarkForm(task=task, initial={"item": request.GET.get("item", "")}),
+        or GoldMarkForm(
+            task=task,
+            initial={"item": request.GET.get("item", ""), "unit": request.GET.get("unit", "")},
+        ),
         "send_back_form": SendBackForm(),
         "pause_form": PauseForm(),
         "error": error,
@@ -64,7 +67,13 @@ def gold_mark(request: HttpRequest, pk: int) -> HttpResponse:
     user = request_user(request)
     try:
         item = selectors.gold_item_lookup(user=user, task=task, ref=form.cleaned_data["item"])
-        services.gold_mark(task=task, item=item, user=user, value=form.gold_value())
+        services.gold_mark(
+            task=task,
+            item=item,
+            user=user,
+            value=form.gold_value(),
+            unit=form.cleaned_data.get("unit") or "",
+        )
     except DomainError as exc:
         return _page(request, task, mark_form=form, error=exc.message, status=exc.status_code)
     return redirect("review:gold", pk=task.pk)
@@ -74,7 +83,8 @@ def gold_mark(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def gold_unmark(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
     task = task_for_review(request, pk, WHY, action="adjudicate")
-    return _act(request, task, services.gold_unmark, item_id=item_id)
+    unit = (request.POST.get("unit") or "")[:100]  # the gold unit of the item, if any
+    return _act(request, task, services.gold_unmark, item_id=item_id, unit=unit)
 
 
 @login_required

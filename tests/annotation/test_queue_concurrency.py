@@ -206,3 +206,77 @@ def test_parallel_requests_respect_the_overlap_in_each_raters_own_order(routing:
     assert not errors, errors
     per_unit = Counter(Assignment.objects.filter(task=task).values_list("unit", flat=True))
     assert per_unit == {"response:1:likert": 2, "response:2:likert": 2, "response:3:likert": 2}
+
+
+@routing
+def test_parallel_requests_with_gold_units(routing: bool) -> None:
+    """Gold units mixed in (issue 26): eight raters ask and rate concurrently until nothing is
+    left. Every open unit gets exactly its k = 2 ratings (a gold unit takes no place of the
+    overlap and is never served as an ordinary unit), each rater meets each gold unit at most
+    once and only as gold, and no gold rating reaches an outcome."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row-level locking is proven on PostgreSQL")
+    from annotation.judgment_tasks.models import GoldItem, Judgment, Outcome, TaskUnit
+
+    toolset = Toolset.objects.create(name="atp-g")
+    project = Project.objects.create(name="g", kind="interleaved", data_format="atp",
+                                     tag_syntax="atp", toolset=toolset)  # fmt: skip
+    task = JudgmentTask.objects.create(
+        project=project, name="rate", question="?", scheme="ordinal",
+        labels=[{"value": v, "label": str(v)} for v in (0, 1, 2)], overlap=2,
+        consensus="majority", updates_item_status=False, unit_kind="judge-report", gold_rate=50,
+    )  # fmt: skip
+    gold_keys = []
+    for i in range(3):
+        item = Item.objects.create(project=project, external_id=f"i{i}", position=i)
+        for n, label in enumerate(("precision", "recall", "chief")):
+            key = f"response:{i + 1}:{label}"
+            TaskUnit.objects.create(task=task, item=item, key=key, position=3 * i + n)
+            if i == 2 and label != "chief":  # two settled units of the last item are gold
+                Outcome.objects.create(task=task, item=item, unit=key, verdict="accepted", value=2)
+                GoldItem.objects.create(task=task, item=item, unit=key, value=2)
+                gold_keys.append(key)
+    users = []
+    for n in range(8):
+        user = get_user_model().objects.create_user(f"g{n}", password="x")
+        Membership.objects.create(project=project, user=user, role="annotator")
+        users.append(user)
+    _route(task, users, on=routing)
+    barrier = threading.Barrier(len(users))
+    errors: list[BaseException] = []
+
+    def work(user) -> None:  # type: ignore[no-untyped-def]
+        try:
+            barrier.wait()
+            for _ in range(12):
+                lease = services.assignment_next_for_user(task=task, user=user)
+                if lease is None:
+                    break
+                services.judgment_submit(
+                    task=task, item=lease.item, user=user, value=1, unit=lease.unit
+                )
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert not errors, errors
+    rows = list(Assignment.objects.filter(task=task).values_list("unit", "gold", "user_id"))
+    ordinary = Counter(unit for unit, is_gold, _ in rows if not is_gold)
+    open_keys = set(TaskUnit.objects.filter(task=task).values_list("key", flat=True)) - set(
+        gold_keys
+    )
+    assert ordinary == dict.fromkeys(open_keys, 2)  # every open unit exactly k times
+    served_gold = [(unit, user) for unit, is_gold, user in rows if is_gold]
+    assert served_gold and {unit for unit, _ in served_gold} <= set(gold_keys)
+    assert len(served_gold) == len(set(served_gold))  # once per rater
+    assert not Judgment.objects.filter(task=task, unit__in=gold_keys).exists()
+    assert set(
+        Outcome.objects.filter(task=task, unit__in=gold_keys).values_list("verdict", "value")
+    ) == {("accepted", 2)}
