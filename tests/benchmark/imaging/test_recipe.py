@@ -229,3 +229,24 @@ def test_sample_crop_recipe_is_reproducible() -> None:
     digest = artifact_sha256(artifact)
     assert verify(data, r, digest)
     assert verify(data, Recipe.from_json(r.to_json()), digest)
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "L", "LA", "P", "1"])
+def test_render_bytes_are_the_png_of_the_pixels_alone_as_they_always_were(mode: str) -> None:
+    """Artifacts are keyed by these bytes (records, replays, releases): they are the PNG of a
+    fresh image holding only the pixels (the raw-bytes round trip they were first made with),
+    whatever ``info`` the image carries."""
+    from PIL import ImageDraw
+
+    from benchmark.imaging import recipe
+
+    base = Image.new("RGB", (97, 61), (30, 140, 200))
+    ImageDraw.Draw(base).rectangle([10, 5, 60, 40], fill=(250, 20, 90))
+    image = base.convert(mode)
+    image.info.update(dpi=(300, 300), icc_profile=b"not a profile", exif=b"Exif\x00\x00")
+    pixels = ops.normalize_mode(image)
+    fresh = Image.frombytes(pixels.mode, pixels.size, pixels.tobytes())
+    expected = io.BytesIO()
+    fresh.save(expected, format="PNG", compress_level=recipe.PNG_COMPRESS_LEVEL, optimize=False)
+    assert recipe.render_bytes(image) == expected.getvalue()
+    assert image.info["icc_profile"] == b"not a profile"  # the caller's image is untouched
