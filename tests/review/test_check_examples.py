@@ -75,7 +75,9 @@ def test_ticked_cases_become_a_new_template_version_that_scoring_reads(
         units=[f"run:{ids(answered)['r4']}:S1"],
     )
     assert second.pk != example_set.pk
-    versions = list(JudgeTemplateVersion.objects.filter(project=answered.project).order_by("number"))
+    versions = list(
+        JudgeTemplateVersion.objects.filter(project=answered.project).order_by("number")
+    )
     assert [v.number for v in versions] == [1, 2]
     assert versions[1].system.count("Example ") == 2 and versions[0].system.count("Example ") == 1
     # Scoring reads the project's newest version (2): rescoring r4 now passes it.
@@ -90,10 +92,15 @@ def test_bad_choices_are_refused_with_what_and_where(
 ) -> None:
     folder = ids(answered)
     with pytest.raises(ValidationFailed, match="tick at least one search check"):
-        services.check_examples_add(user=users["reviewer"], run_set=answered, key="s-judge", units=[])
+        services.check_examples_add(
+            user=users["reviewer"], run_set=answered, key="s-judge", units=[]
+        )
     with pytest.raises(ValidationFailed, match="is not a correction case of the S judge"):
         services.check_examples_add(
-            user=users["reviewer"], run_set=answered, key="s-judge", units=[f"run:{folder['r1']}:S1"]
+            user=users["reviewer"],
+            run_set=answered,
+            key="s-judge",
+            units=[f"run:{folder['r1']}:S1"],
         )
     with pytest.raises(ValidationFailed, match="'x-judge' is not a check judge"):
         services.check_examples_add(
