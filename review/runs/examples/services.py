@@ -69,7 +69,10 @@ def _checked_cases(
     return out
 
 
-def _new_rows(judge: CheckJudge, cases: list[dict[str, Any]]) -> list[WorkedExampleCase]:
+def _new_rows(
+    judge: CheckJudge, cases: list[dict[str, Any]]
+) -> list[tuple[WorkedExampleCase, str]]:
+    """Each case as an example row, with the judge's answer written as it answers."""
     runs = {
         r.pk: r
         for r in AgentRun.objects.select_related("item").filter(pk__in={c["run_id"] for c in cases})
@@ -87,16 +90,20 @@ def _new_rows(judge: CheckJudge, cases: list[dict[str, Any]]) -> list[WorkedExam
             {},
         )
         said = judge.answers.get(case["people"], str(case["people"]))
+        judge_said = judge.spec.check_example_answer(case["judge"], cp)
         rows.append(
-            WorkedExampleCase(
-                unit=case["unit"],
-                people=case["people"],
-                judge_value=case["judge"],
-                summary=judge.spec.check_example_input(cp, stored.get("detail") or {}),
-                answer=judge.spec.check_example_answer(case["people"], cp),
-                reason=f"{case['votes']} of {case['n_raters']} reviewers answered {said}; "
-                f"the judge answered {judge.answers.get(case['judge'], str(case['judge']))}",
-                source="majority",
+            (
+                WorkedExampleCase(
+                    unit=case["unit"],
+                    people=case["people"],
+                    judge_value=case["judge"],
+                    summary=judge.spec.check_example_input(cp, stored.get("detail") or {}),
+                    answer=judge.spec.check_example_answer(case["people"], cp),
+                    reason=f"{case['votes']} of {case['n_raters']} reviewers answered {said}; "
+                    f"the judge answered {judge.answers.get(case['judge'], str(case['judge']))}",
+                    source="majority",
+                ),
+                judge_said,
             )
         )
     return rows
@@ -123,16 +130,17 @@ def check_examples_add(
                 example_set__project=project, example_set__judge=spec.name
             ).order_by("example_set__created_at", "example_set_id", "id")
         ]
-        new_rows = _new_rows(judge, cases)
+        made = _new_rows(judge, cases)
+        new_rows = [r for r, _ in made]
         examples = earlier + [
             WorkedExample(
                 unit=r.unit,
                 summary=r.summary,
                 answer=r.answer,
                 reason=r.reason,
-                judge_answer=spec.check_example_answer(r.judge_value, {}),
+                judge_answer=judge_said,
             )
-            for r in new_rows
+            for r, judge_said in made
         ]
         block = spec.worked_examples_block(examples)
         current = judge_templates_for(project=project, judge=spec.name)
