@@ -21,6 +21,7 @@ class ReviewConfig(AppConfig):
         )
         from review.job_names import ANSWERS_SCORE_KIND as ANSWERS_KIND
         from review.job_names import ANSWERS_UPLOAD_AREA as ANSWERS_AREA
+        from review.job_names import CHECK_EXAMPLES_HELD_BACK_KIND as CHECK_EXAMPLES_KIND
         from review.job_names import RUNS_RESCORE_KIND as RESCORE_KIND
         from review.job_names import RUNS_SCORE_KIND as RUNS_KIND
         from review.job_names import RUNS_UPLOAD_AREA as RUNS_AREA
@@ -87,6 +88,16 @@ class ReviewConfig(AppConfig):
                 result_template="review/jobs/judge_result.html",
                 result_context="review.judges.views.job_result_context",
                 done_event="judge-run-done",
+            )
+        )
+        job_kind_register(
+            JobKind(
+                name=CHECK_EXAMPLES_KIND,
+                runner="review.runs.examples.services.held_back_checks_job",
+                action="run_judges",
+                title="Held-back comparison",
+                unit="runs",
+                result_template="review/jobs/check_examples_result.html",
             )
         )
         job_kind_register(

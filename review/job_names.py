@@ -20,3 +20,4 @@ RUNS_UPLOAD_AREA = "runs-upload"
 #: (the runner reports at least every ``review.evaluation.services.HEARTBEAT_SECONDS``).
 EVALUATE_RETAKES = 3
 EVALUATE_SILENT_LIMIT = 10 * 60
+CHECK_EXAMPLES_HELD_BACK_KIND = "check_examples_held_back"

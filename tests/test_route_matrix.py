@@ -1644,6 +1644,30 @@ ROUTES: dict[str, tuple[Case, ...]] = {
     "review:run_set_rescore": (
         Case("rescore", lambda w: {"pk": w.run_set.pk}, "score", method="post"),
     ),
+    "review:check_examples_add": (
+        Case(
+            "add an upload's correction cases as worked examples",
+            lambda w: {"pk": w.run_set.pk},
+            "run_judges",
+            method="post",
+            data={"key": "s-judge", "units": ["run:0:S1"]},
+        ),
+    ),
+    "review:check_example_set": (
+        Case(
+            "worked examples of a check judge: one set",
+            lambda w: {"pk": w.check_example_set.pk},
+            "manage_studies",
+        ),
+    ),
+    "review:check_held_back_start": (
+        Case(
+            "worked examples of a check judge: start the held-back comparison",
+            lambda w: {"pk": w.check_example_set.pk},
+            "run_judges",
+            method="post",
+        ),
+    ),
     "review:run_detail": (Case("agent run", lambda w: {"pk": w.run.pk}, "score"),),
     "review:run_visual": (
         Case("visual check, empty", lambda w: {"pk": w.run.pk}, "score", method="post"),
@@ -2317,6 +2341,11 @@ def build_world() -> SimpleNamespace:
     w.run = AgentRunFactory(run_set=w.run_set, item=w.titem)
     VisualVerdictFactory(run=w.run, reviewer=users["reviewer"])
     FailureLabelFactory(run=w.run, reviewer=users["reviewer"])
+    # Worked examples of the S judge made from the upload's correction cases.
+    w.check_example_set = ExampleSetFactory(
+        project=w.tproject, judge="agentic-mme-s", task=None, source_run=None, run_set=w.run_set
+    )
+    WorkedExampleCaseFactory(example_set=w.check_example_set, unit=f"run:{w.run.pk}:S1")
 
     # An oracle test the blind item failed: the conversation walks its reference, and the
     # item's page carries a notice with the model's answer (not for its blind verifier).

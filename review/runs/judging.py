@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmark.judge_prompts.base import Call, Judgment, judgment_from_outputs
+from benchmark.judge_prompts.base import Call, Judgment, Template, judgment_from_outputs
 from benchmark.llm.cache import ResponseCache
 from benchmark.llm.client import ChatClient, ChatRequest, ChatResult, ImageInput, ModelConfig
 from benchmark.metrics import agentic_mme as mme
@@ -51,6 +51,9 @@ class RunJudge:
     cache: ResponseCache | None = None
     params: dict[str, Any] = field(default_factory=dict)
     scope: str = ""
+    templates: dict[str, Template] = field(default_factory=dict)
+    """The S and V templates by id (the project's newest versions, ``run_judge_templates``);
+    a template not here is the built-in one."""
     offline: bool = False
     """Answer only from the cache (a person's answer rescoring a run in a web request must not
     wait for a model): a miss keeps the proxy for that checkpoint."""
@@ -134,7 +137,7 @@ class SearchJudge:
             queries=list(queries),
             results=list(contexts),
         )
-        (call,) = S_JUDGE.first_calls(step, self.judge.model, {})
+        (call,) = S_JUDGE.first_calls(step, self.judge.model, self.judge.templates)
         judgment = self.judge.judge(call, S_JUDGE.parser(call.label, step))
         passed, _ = S_JUDGE.scores(step, {call.label: judgment}, None)
         if passed is not None:
@@ -199,7 +202,7 @@ def _visual_judge(
     check = VisualCheck(
         question=question, expected=expected, images=[f"sha256:{i.sha256}" for i in inputs]
     )
-    calls = V_JUDGE.first_calls(check, judge.model, {})
+    calls = V_JUDGE.first_calls(check, judge.model, judge.templates)
     judgments = [
         judge.judge(call, V_JUDGE.parser(call.label, check), [image])
         for call, image in zip(calls, inputs, strict=True)
@@ -230,6 +233,56 @@ def _visual_judge(
     result.visual_passed = outcome.passed
     result.method = JUDGE
     result.detail["decided_by"] = JUDGE
+
+
+# --------------------------------------------------------------------------- re-asking
+
+
+def checkpoints_rejudge(
+    task: Mapping[str, Any],
+    run: mme.RunRecord,
+    *,
+    judge: RunJudge,
+    kind: str,
+    ids: Sequence[str],
+    accepted: Sequence[str] = (),
+) -> dict[str, int | None]:
+    """Ask ``judge`` again on the checkpoints ``ids`` of ``kind`` ("search": the S judge on
+    the run's queries and results; "visual": the V judge on the images from the match
+    onwards, the any-pass rule) of a stored run, and nothing else: ``{id: 1 / 0}``, None
+    where the judge gave no verdict (its reply did not parse twice, no image...)."""
+    wanted = set(ids)
+    found: dict[str, int | None] = {}
+    if kind == "search":
+        search = SearchJudge(judge)
+
+        def only(
+            cp: Mapping[str, Any], queries: Sequence[str], contexts: Sequence[str]
+        ) -> bool | None:
+            cid = str(cp.get("id"))
+            if cid not in wanted:
+                return None
+            passed = search(cp, queries, contexts)
+            found[cid] = None if cid in search.fallbacks or passed is None else int(passed)
+            return passed
+
+        mme.score_run(task, run, search_check=only, accepted=accepted)
+        return {cid: found.get(cid) for cid in ids}
+    score = mme.score_run(task, run, accepted=accepted)
+    checkpoints = {
+        str(cp.get("id")): cp
+        for cp in (task.get("process_evaluation") or {}).get("checkpoints") or []
+        if isinstance(cp, Mapping)
+    }
+    for res in score.checkpoints:
+        if res.kind != "visual" or res.id not in wanted or res.id not in checkpoints:
+            continue
+        _visual_judge(judge, checkpoints[res.id], res, run)
+        visual = res.detail.get("visual")
+        if isinstance(visual, Mapping) and visual.get("method") == JUDGE:
+            passed = visual.get("passed")
+            found[res.id] = None if passed is None else int(bool(passed))
+    return {cid: found.get(cid) for cid in ids}
 
 
 # --------------------------------------------------------------------------- scoring

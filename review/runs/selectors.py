@@ -403,6 +403,9 @@ class CheckJudge:
     #: Its short name on pages ("V judge") and the prefix of its sections' ids.
     title: str
     anchor: str
+    #: The kind of checkpoint it answers (``benchmark.metrics.agentic_mme``): what a
+    #: held-back comparison re-asks it on (``review.runs.judging.checkpoints_rejudge``).
+    checkpoint_kind: str = "visual"
 
     @property
     def label(self) -> str:
@@ -429,9 +432,22 @@ CHECK_JUDGES: tuple[CheckJudge, ...] = (
         columns=("S",),
         title="S judge",
         anchor="s-judge",
+        checkpoint_kind="search",
     ),
 )
 V_CHECKS, S_CHECKS = CHECK_JUDGES
+
+
+def check_judge_get(key: str) -> CheckJudge | None:
+    """The check judge whose key (``v-judge``, ``s-judge``) or judge spec name is ``key``."""
+    return next((j for j in CHECK_JUDGES if key in (j.key, j.spec.name)), None)
+
+
+def judge_answers(
+    judge: CheckJudge, scores: Iterable[tuple[int, Any]]
+) -> tuple[dict[str, Any], list[str]]:
+    """The judge's recorded answers in runs' scores (:func:`_judge_answers`)."""
+    return _judge_answers(judge, scores)
 
 
 def _judge_answers(

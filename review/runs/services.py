@@ -43,6 +43,7 @@ from benchmark.exceptions import Conflict, Forbidden, ValidationFailed
 from benchmark.images import services as image_services
 from benchmark.jobs import services as job_services
 from benchmark.jobs import uploads as job_uploads
+from benchmark.judge_prompts import Template
 from benchmark.llm import services as llm_services
 from benchmark.llm.cache import CachedAnswer
 from benchmark.llm.client import ModelConfig, ModelNotConfigured
@@ -59,6 +60,7 @@ from benchmark.models import (
 )
 from benchmark.typing import AnyUser, User
 from review import job_names
+from review.judges.specs.agentic_mme import S_JUDGE, V_JUDGE
 from review.runs import judging
 from review.runs.folders import TOOL_IMAGES_DIR, RunFolder, _where, read_run_folders
 from review.runs.models import AgentRun, FailureLabel, RunSet, SearchVerdict, VisualVerdict
@@ -238,7 +240,22 @@ def run_judge_at(
         cache=_RecordingCache(project=project, config=config, user_id=user_id),
         params=params,
         scope=f"project:{project.pk}",
+        templates=run_judge_templates(project=project),
     )
+
+
+def run_judge_templates(
+    *, project: Project, versions: Mapping[str, str] | None = None
+) -> dict[str, Template]:
+    """The S and V judges' templates by id: the project's newest version of each (the
+    template-version service; a worked-examples version takes effect when runs are scored
+    again), or exactly ``versions`` (``{id: version}``) where given."""
+    from review.judges.run_settings import judge_templates_for
+
+    found: dict[str, Template] = {}
+    for spec in (S_JUDGE, V_JUDGE):
+        found.update(judge_templates_for(project=project, judge=spec.name, versions=versions))
+    return found
 
 
 def items_for_scoring(*, project: Project, external_ids: Iterable[str]) -> dict[str, Item]:
@@ -285,6 +302,7 @@ def run_judge_for(
         params=dict(resolved.params),
         scope=f"project:{project.pk}",
         offline=offline,
+        templates=run_judge_templates(project=project),
     )
 
 
@@ -565,20 +583,43 @@ def _stored_run_dir(run: AgentRun) -> Iterator[Path | None]:
         yield Path(tmp)
 
 
+def _run_record(run: AgentRun, run_dir: Path | None) -> mme.RunRecord:
+    return mme.RunRecord(
+        tuple(run.events),
+        run.final_answer,
+        run_dir,
+        run.meta.get("effective_tool_calls") if isinstance(run.meta, dict) else None,
+        run.folder,
+    )
+
+
+def run_checkpoints_rejudge(
+    *, run: AgentRun, judge: judging.RunJudge, kind: str, ids: Sequence[str]
+) -> dict[str, int | None]:
+    """Ask ``judge`` again on the checkpoints ``ids`` of ``kind`` of a stored run (its stored
+    images, its item's current task), nothing else; the run's score is not changed
+    (``judging.checkpoints_rejudge``)."""
+    task = item_task(run.item, _reference(run.item))
+    with _stored_run_dir(run) as run_dir:
+        return judging.checkpoints_rejudge(
+            task,
+            _run_record(run, run_dir),
+            judge=judge,
+            kind=kind,
+            ids=ids,
+            accepted=list(run.item.accepted_variants or []),
+        )
+
+
 def run_rescore(*, run: AgentRun, judge: judging.RunJudge | None = None) -> AgentRun:
     """Score a stored run again against its item's current task (answer, variants, reference
     trajectory) with the judge model if given (else the proxies) and the newest person's
     verdict per visual checkpoint."""
     verdicts = {cid: v.passed for cid, v in _latest_verdicts(run).items()}
     with _stored_run_dir(run) as run_dir:
-        agent = mme.RunRecord(
-            tuple(run.events),
-            run.final_answer,
-            run_dir,
-            run.meta.get("effective_tool_calls") if isinstance(run.meta, dict) else None,
-            run.folder,
+        score = run_score(
+            item=run.item, run=_run_record(run, run_dir), verdicts=verdicts, judge=judge
         )
-        score = run_score(item=run.item, run=agent, verdicts=verdicts, judge=judge)
     run.score = score_to_dict(score, judge_model=judge.model if judge else "")
     run.level = score.level
     run.acc = score.acc
@@ -762,3 +803,13 @@ def rescore_job_active(*, run_set: RunSet) -> Job | None:
         .order_by("-id")
         .first()
     )
+
+
+def run_task_checkpoints(*, run: AgentRun) -> dict[str, dict[str, Any]]:
+    """The checkpoints of the run's item as its runs are scored against them, by id."""
+    task = item_task(run.item, _reference(run.item))
+    return {
+        str(cp.get("id")): cp
+        for cp in (task.get("process_evaluation") or {}).get("checkpoints") or []
+        if isinstance(cp, dict)
+    }

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from review.runs import views
 
@@ -14,4 +14,6 @@ urlpatterns = [
     path("agent-runs/<int:pk>/visual/", views.run_visual, name="run_visual"),
     path("agent-runs/<int:pk>/search/", views.run_search, name="run_search"),
     path("agent-runs/<int:pk>/label/", views.run_label, name="run_label"),
+    # Correction cases of the S and V judges become worked examples.
+    path("", include("review.runs.examples.urls")),
 ]

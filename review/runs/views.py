@@ -22,6 +22,7 @@ from benchmark.metrics.agentic_mme import FailureMode
 from benchmark.models import Job, Project
 from benchmark.pages import htmx_page, project_context, render_page
 from benchmark.typing import HtmxHttpRequest
+from review.agreement.judge_examples.selectors import example_units
 from review.agreement.presenters import calibration_view, judge_rater_view
 from review.runs import selectors as run_selectors
 from review.runs import services as runs
@@ -151,10 +152,19 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 "judge": judge,
                 "rater": judge_rater_view(report, judge.answers),
                 "calibration": calibration_view(report["calibration"], judge.answers),
-                "corrections": _corrections(report["corrections"], judge.answers, results),
+                "corrections": _corrections(
+                    report["corrections"],
+                    judge.answers,
+                    results,
+                    example_units(project=run_set.project, judge=judge.spec.name),
+                ),
             }
             for judge, report in found
         ],
+        "can_add_examples": permissions.can(
+            user=request.user, project=run_set.project, action="run_judges"
+        )
+        and permissions.can(user=request.user, project=run_set.project, action="manage_studies"),
         "threshold": threshold,
         "threshold_error": threshold_error,
     }
@@ -162,13 +172,18 @@ def run_set_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 def _corrections(
-    cases: list[dict[str, Any]], answers: dict[int, str], results: dict[str, Any]
+    cases: list[dict[str, Any]],
+    answers: dict[int, str],
+    results: dict[str, Any],
+    examples: dict[str, int],
 ) -> list[dict[str, Any]]:
-    """The correction cases as the page lists them: the run's folder, the answers' names."""
+    """The correction cases as the page lists them: the run's folder, the answers' names,
+    the worked-example set that holds the case (0: none)."""
     folders = {row["run"].pk: row["run"].folder for row in results["runs"]}
     return [
         {
             **case,
+            "example_set": examples.get(case["unit"], 0),
             "folder": folders.get(case["run_id"], str(case["run_id"])),
             "judge_said": answers.get(case["judge"], str(case["judge"])),
             "people_said": answers.get(case["people"], str(case["people"])),

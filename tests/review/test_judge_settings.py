@@ -173,7 +173,10 @@ def test_browser_line_ends_are_the_built_in_ones_and_no_change_saves_nothing(
             {"system": "x" * (services.MAX_TEMPLATE_CHARS + 1)},
             r"system text: is 20,001 characters long; at most 20,000",
         ),
-        ({"template_id": "llmi.nope"}, r"unknown judge template 'llmi.nope'; one of atp.mam"),
+        (
+            {"template_id": "llmi.nope"},
+            r"unknown judge template 'llmi.nope'; one of agentic_mme.s_judge, agentic_mme.v_judge, atp.mam",
+        ),
         ({"base_number": -1}, r"base version must be a number of 0 or more"),
         ({"note": "n" * 301}, r"the note is 301 characters long; at most 300"),
     ],
@@ -628,6 +631,9 @@ def test_settings_selector_checks_the_role(project: Project, users: dict[str, An
         "llmi-mllm",
         "atp-mam",
         "mms-plan",
+        # Run scoring reads the project's newest S and V templates (worked examples, issue 26).
+        "agentic-mme-s",
+        "agentic-mme-v",
         "pairwise",
         "pairwise-models",
     ]

@@ -25,8 +25,22 @@ __all__ = ["ExampleSet", "ReportCorrection", "WorkedExampleCase"]
 class ExampleSet(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="example_sets")
     judge = models.CharField(max_length=20)
-    task = models.ForeignKey(JudgmentTask, on_delete=models.CASCADE, related_name="example_sets")
-    source_run = models.ForeignKey(JudgeRun, on_delete=models.PROTECT, related_name="+")
+    #: A people's task and the judge run it was rated by; or, for a judge that answers checks
+    #: while runs are scored (the Agentic-MME S and V judges), the upload (``run_set``) whose
+    #: reviewers' answers made the correction cases.
+    task = models.ForeignKey(
+        JudgmentTask, null=True, blank=True, on_delete=models.CASCADE, related_name="example_sets"
+    )
+    source_run = models.ForeignKey(
+        JudgeRun, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    run_set = models.ForeignKey(
+        "review.RunSet",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="example_sets",
+    )
     #: ``{template id: version}`` of every template of the judge in the new version.
     templates = JSONField(default=dict, blank=True)
     template_versions = models.ManyToManyField(JudgeTemplateVersion, related_name="example_sets")
@@ -35,6 +49,12 @@ class ExampleSet(models.Model):
     )
     #: The units the held-back run judges: people judged them, none is an example.
     held_back = JSONField(default=list, blank=True)
+    #: A run-set source: the job that re-asked the judge on the held-back checks, and the
+    #: values it compared (``{"before": {unit: 1/0/None}, "after": {...}}``).
+    held_back_job = models.ForeignKey(
+        "benchmark.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    held_back_values = JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -45,6 +65,20 @@ class ExampleSet(models.Model):
 
     def __str__(self) -> str:
         return f"worked examples #{self.pk} of {self.judge} in project {self.project_id}"
+
+    @property
+    def people_task(self) -> JudgmentTask:
+        """The people's task of a set made from one (ValueError for an upload's set)."""
+        if self.task is None:
+            raise ValueError(f"set #{self.pk} is made from an upload's checks, not a task")
+        return self.task
+
+    @property
+    def judge_run(self) -> JudgeRun:
+        """The judge run a set made from a task compared (ValueError for an upload's set)."""
+        if self.source_run is None:
+            raise ValueError(f"set #{self.pk} is made from an upload's checks, not a judge run")
+        return self.source_run
 
 
 class WorkedExampleCase(models.Model):

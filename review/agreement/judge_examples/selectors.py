@@ -180,9 +180,9 @@ class HeldBackInputs:
 
 
 def held_back_inputs(*, example_set: ExampleSet) -> HeldBackInputs:
-    run = example_set.source_run
+    run = example_set.judge_run
     return HeldBackInputs(
-        rows=judge_sources.task_human_ratings(task=example_set.task),
+        rows=judge_sources.task_human_ratings(task=example_set.people_task),
         before=run.spec.rater_values(run),
         examples=example_units(project=example_set.project, judge=example_set.judge),
     )
@@ -194,7 +194,7 @@ def held_back_units(*, example_set: ExampleSet, inputs: HeldBackInputs | None = 
     reports people rate: the reports they rated (``reports.selectors.held_back_units``)."""
     from review.agreement.judge_examples.reports import selectors as reports
 
-    if reports.is_report_task(example_set.task):
+    if reports.is_report_task(example_set.people_task):
         return reports.held_back_units(example_set=example_set)
     inputs = inputs or held_back_inputs(example_set=example_set)
     people = {unit for unit, _, value in inputs.rows if value is not None}
@@ -214,7 +214,7 @@ def held_back_comparison(
     if run is None or run.job is None or run.job.status != "succeeded":
         return None
     inputs = inputs or held_back_inputs(example_set=example_set)
-    level, categories = judge_sources.task_scale(example_set.task)
+    level, categories = judge_sources.task_scale(example_set.people_task)
     held = set(example_set.held_back)
     before = {u: v for u, v in inputs.before.items() if u in held}
     after = {u: v for u, v in run.spec.rater_values(run).items() if u in held}

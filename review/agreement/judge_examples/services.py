@@ -137,6 +137,11 @@ def held_back_run_start(
     project = example_set.project
     permissions.require(user=user, project=project, action="run_judges")
     permissions.require(user=user, project=project, action="manage_studies")
+    if example_set.source_run is None:
+        raise ValidationFailed(
+            f"set #{example_set.pk} is made from an upload's checks; start its held-back "
+            "comparison on its own page"
+        )
     allowed = selectors.held_back_units(example_set=example_set)
     if units is None:
         chosen = allowed

@@ -43,7 +43,7 @@ def _context(request: HttpRequest, example_set: ExampleSet) -> dict[str, Any]:
         if reports
         else selectors.held_back_comparison(user=user, example_set=example_set, inputs=inputs)
     )
-    names = judge_sources.value_names(example_set.task)
+    names = judge_sources.value_names(example_set.people_task)
     rows = None
     if report is not None:
         before = calibration_view(
@@ -70,7 +70,7 @@ def _context(request: HttpRequest, example_set: ExampleSet) -> dict[str, Any]:
         "run": run,
         "job": run.job if run is not None else None,
         "can_run": permissions.can(user=user, project=example_set.project, action="run_judges"),
-        "judge_label": example_set.source_run.spec.label,
+        "judge_label": example_set.judge_run.spec.label,
         **(reports or {}),
     }
 
@@ -108,6 +108,8 @@ def example_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One set of worked examples: its cases, the template versions it created, and the
     held-back comparison (start it; its job's progress; before and after)."""
     example_set = _set_for(request, pk)
+    if example_set.run_set_id is not None:  # made from an upload's checks: its own page
+        return redirect("review:check_example_set", pk=example_set.pk)
     htmx = getattr(request, "htmx", None)
     target = htmx.target if htmx and not htmx.history_restore_request else None
     template = "review/judge_examples/set.html"

@@ -11,6 +11,10 @@ their verdicts become part of the run's score, with what decided each checkpoint
   run set's page).
 
 Their calls go through the same call lifecycle as every judge (``review.judges.calls``).
+Their templates are the project's to version (the judge settings page, or worked examples made
+from an upload's correction cases: ``review.runs.examples``); scoring reads the newest version.
+A correction case is written as the checkpoint's inputs (``check_example_input``) and the
+reviewers' answer in the judge's own format (``check_example_answer``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark.judge_prompts import Call, Judgment, Template
 from benchmark.judge_prompts import agentic_mme as mme_judges
+from benchmark.judge_prompts.examples import shorten
 from benchmark.models import DataFormat
 from review.judges.specs.base import JudgeSpec
 from review.judges.specs.subjects import CHECKPOINTS
@@ -61,7 +66,6 @@ class SearchJudge(JudgeSpec):
     rates = CHECKPOINTS
     formats = (DataFormat.AGENTIC_MME,)
     templates = (mme_judges.S_TEMPLATE,)
-    project_templates = False
     runnable = False
     runs_in = RUNS_IN
     agents = {"search": "S judge"}
@@ -107,6 +111,22 @@ class SearchJudge(JudgeSpec):
             return False, None
         return True, int(bool(cp.get("passed")))
 
+    def check_example_input(self, cp: Mapping[str, Any], detail: Mapping[str, Any]) -> str:
+        """The search step as the S judge saw it: description, keywords, expected finding and
+        the agent's queries (``cp``: the item's checkpoint; ``detail``: the stored score's)."""
+        sc = cp.get("search_check") if isinstance(cp.get("search_check"), Mapping) else {}
+        keywords = ", ".join(str(k) for k in (sc or {}).get("keywords") or []) or "(none)"
+        queries = "; ".join(str(q) for q in detail.get("queries") or []) or "(none)"
+        expected = (sc or {}).get("expected") or "(not stated)"
+        return (
+            f"Step description: {shorten(str(cp.get('description') or ''), 200)} | "
+            f"Search keywords: {keywords} | Expected finding: {shorten(str(expected), 150)} | "
+            f"Agent's queries: {shorten(queries, 200)}"
+        )
+
+    def check_example_answer(self, people: int, cp: Mapping[str, Any]) -> str:
+        return "PASS" if people else "FAIL"
+
 
 class VisualJudge(JudgeSpec):
     name = "agentic-mme-v"
@@ -114,7 +134,6 @@ class VisualJudge(JudgeSpec):
     rates = CHECKPOINTS
     formats = (DataFormat.AGENTIC_MME,)
     templates = (mme_judges.V_TEMPLATE,)
-    project_templates = False
     runnable = False
     runs_in = RUNS_IN
 
@@ -160,6 +179,23 @@ class VisualJudge(JudgeSpec):
             return False, None
         passed = answer.get("passed")
         return True, None if passed is None else int(bool(passed))
+
+    def check_example_input(self, cp: Mapping[str, Any], detail: Mapping[str, Any]) -> str:
+        """The visual check as the V judge is asked it: the question and what answer shows a
+        pass (the image itself is not in the prompt)."""
+        vc = cp.get("visual_check") if isinstance(cp.get("visual_check"), Mapping) else {}
+        question = str((vc or {}).get("question") or "")
+        expected = str((vc or {}).get("expected_answer") or "")
+        return f"Question: {shorten(question, 300)} | An answer showing {expected!r} passes"
+
+    def check_example_answer(self, people: int, cp: Mapping[str, Any]) -> str:
+        """``Answer: <expected>`` where reviewers saw it in the image; else an answer that
+        does not show it."""
+        vc = cp.get("visual_check") if isinstance(cp.get("visual_check"), Mapping) else {}
+        expected = str((vc or {}).get("expected_answer") or "").strip()
+        if people and expected:
+            return f"Answer: {expected}"
+        return "Answer: the image does not show it"
 
 
 S_JUDGE = SearchJudge()

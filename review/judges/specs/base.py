@@ -225,6 +225,15 @@ class JudgeSpec:
         """A short summary of what the judge is shown for ``unit`` (read from the project)."""
         return f"unit {unit}"
 
+    def check_example_input(self, cp: Mapping[str, Any], detail: Mapping[str, Any]) -> str:
+        """For a judge that answers checkpoints while runs are scored: a short summary of
+        what it is shown for the checkpoint ``cp`` (``detail``: the stored score's)."""
+        return str(cp.get("description") or cp.get("id") or "")
+
+    def check_example_answer(self, people: Any, cp: Mapping[str, Any]) -> str:
+        """For such a judge: the reviewers' answer (1 / 0) to ``cp`` written as it answers."""
+        return self.worked_example_answer(people)
+
     def worked_examples_templates(self) -> tuple[str, ...]:
         """The ids of the templates that get the worked examples (by default every template
         the project may edit)."""

@@ -195,10 +195,10 @@ def report_cases(
 def held_back_units(*, example_set: ExampleSet) -> list[str]:
     """The reports a held-back comparison uses: those people rated in the set's task that the
     source run reported on, minus every worked example unit of the judge in the project."""
-    task = example_set.task
+    task = example_set.people_task
     rated = set(unit_ratings(task))
-    reported = set(run_reports(run=example_set.source_run, units=rated))
-    spec = example_set.source_run.spec
+    reported = set(run_reports(run=example_set.judge_run, units=rated))
+    spec = example_set.judge_run.spec
     return sorted((rated & reported) - set(example_units(task, spec)))
 
 
@@ -215,9 +215,9 @@ def report_comparison(
     if run is None or run.job is None or run.job.status != "succeeded":
         return None
     held = set(example_set.held_back)
-    task = example_set.task
+    task = example_set.people_task
     ratings = {u: r for u, r in unit_ratings(task).items() if u in held}
-    before = {u: r.verdict for u, r in run_reports(run=example_set.source_run, units=held).items()}
+    before = {u: r.verdict for u, r in run_reports(run=example_set.judge_run, units=held).items()}
     after = {u: r.verdict for u, r in run_reports(run=run, units=held).items()}
     corrected = {u: c.verdict for u, c in newest_corrections(task).items() if u in held}
     reference, unknown = report_agreement.reference_verdicts(

@@ -178,7 +178,7 @@ def report_examples_add(request: HttpRequest, pk: int) -> HttpResponse:
 def set_context(request: HttpRequest, example_set: ExampleSet) -> dict[str, Any] | None:
     """What the example set's page shows of a set made from corrected reports (None for any
     other set): the held-back units and the comparison against people's verdicts."""
-    if not selectors.is_report_task(example_set.task):
+    if not selectors.is_report_task(example_set.people_task):
         return None
     user = request_user(request)
     comparison = selectors.report_comparison(user=user, example_set=example_set)
