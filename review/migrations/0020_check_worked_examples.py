@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('annotation', '0024_project_has_gold_fill'),
         ('benchmark', '0025_project_has_gold'),
-        ('review', '0017_search_verdicts'),
+        ('review', '0019_judge_calls_kept_as_text'),
     ]
 
     operations = [
