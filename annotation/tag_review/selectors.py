@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 
 from annotation.tag_review.models import ResponseVersion, TagDecision, TagDecisionKind
 from benchmark import visibility
+from benchmark.fields import NulTextField
 from benchmark.models import (
     Item,
     ItemStatus,
@@ -219,7 +220,11 @@ def dataset_stats(*, user: AnyUser, project: Project) -> dict[str, Any]:
             item__status=ItemStatus.VERIFIED,
             **{f"item__{k}": v for k, v in scope.items()},
         )
-        .annotate(latest=Coalesce(Subquery(latest.values("text")[:1]), F("text")))
+        .annotate(
+            latest=Coalesce(
+                Subquery(latest.values("text")[:1]), F("text"), output_field=NulTextField()
+            )
+        )
         .order_by()
         .values_list("item_id", "latest")
     ):
