@@ -102,6 +102,7 @@
       total: Number(node.dataset.leaseTotal || 0),
     };
     nameImages(held.node);
+    area.dataset.aheadHeld = held.key; // what the page holds ahead of this item
   }
 
   // Lease the item after the one on screen and hold its judging area (204: nothing is left;
@@ -162,6 +163,14 @@
     return errors.filter(Boolean).join(" ") || `the server refused it (HTTP ${response.status})`;
   }
 
+  // A refusal answered with a whole page (403: the lease is no longer this person's): its reason.
+  function pageReason(html) {
+    const holder = document.createElement("template");
+    holder.innerHTML = html;
+    const box = holder.content.getElementById("error-reason");
+    return box ? box.textContent.trim().replace(/\.$/, "") : "";
+  }
+
   // A judgment sent in the background was not saved: put its item back (the server's area
   // with its errors, else the area as it was left), say so, and hold the item ahead again.
   function putBack(kept, ahead, response, html) {
@@ -172,7 +181,7 @@
       node = holder.content.getElementById("judging");
       if (node && node.dataset.itemKey !== kept.node.dataset.itemKey) node = null;
     }
-    const why = reason(response, node);
+    const why = (!node && response && response.status === 403 && pageReason(html)) || reason(response, node);
     node = node || kept.node;
     const area = judging();
     if (area === ahead.node) held = ahead; // as it is, with anything typed into it
