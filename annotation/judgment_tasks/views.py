@@ -125,19 +125,26 @@ def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 def _show_lease(
-    request: HtmxHttpRequest, task: JudgmentTask, assignment: Assignment, *, ahead: bool = False
+    request: HtmxHttpRequest,
+    task: JudgmentTask,
+    assignment: Assignment,
+    *,
+    ahead: bool = False,
+    saved: dict[str, Any] | None = None,
 ) -> HttpResponse:
-    """The judging area of the item (or unit) of ``assignment``, its URL pushed."""
+    """The judging area of the item (or unit) of ``assignment``, its URL pushed. ``saved``:
+    the answer to a judgment sent in the background, which holds this area (see ``_saved``)."""
     if assignment.unit:
         url = reverse("annotation:judge_unit", args=[task.pk, assignment.unit])
         task_unit = selectors.task_unit_get(user=request.user, task=task, key=assignment.unit)
-        response = _show(
-            request, task, task_unit.item, task_unit, assignment=assignment, ahead=ahead
-        )
+        item = task_unit.item
     else:
         url = reverse("annotation:judge", args=[task.pk, assignment.item_id])
+        task_unit = None
         item = selectors.task_item_get(user=request.user, task=task, pk=assignment.item_id)
-        response = _show(request, task, item, assignment=assignment, ahead=ahead)
+    response = _show(
+        request, task, item, task_unit, assignment=assignment, ahead=ahead, saved=saved
+    )
     response["HX-Push-Url"] = url
     return response
 
@@ -305,7 +312,9 @@ def _judge_page(
         # Sent in the background (the next item already on screen): 400, so the page puts
         # this item back with its errors.
         status = 400 if shown is not None else 200
-        return _show(request, task, item, task_unit, form=form, read_again=read_again, status=status)
+        return _show(
+            request, task, item, task_unit, form=form, read_again=read_again, status=status
+        )
     # The service checks the lease under its lock; the page's own check runs only when the
     # page is shown (a refused or invalid submit), not on every submit.
     kwargs = form.judgment_kwargs()
@@ -360,8 +369,19 @@ def _saved(request: HtmxHttpRequest, task: JudgmentTask, shown: str) -> HttpResp
             return HttpResponseBadRequest(f"{AHEAD_HEADER}: give the id of the item on screen.")
         item, unit = selectors.task_item_get(user=request.user, task=task, pk=item_id), ""
     progress = selectors.judging_progress(user=request.user, task=task, item=item, unit=unit)
-    context = {"task": task, "item": item, "progress": progress, "what": "unit" if unit else "item"}
-    response = render(request, "annotation/judge.html#saved", context)
+    saved = {"progress": progress, "what": "unit" if unit else "item"}
+    # The item after the one shown, leased ahead in the same request (one round trip less
+    # for the page, which would ask for it next); the page holds it.
+    try:
+        assignment = services.assignment_next_for_user(
+            task=task, user=request_user(request), ahead_of=(item.pk, unit)
+        )
+    except DomainError:  # a paused queue, a lease run out: the page asks "next" itself
+        assignment = None
+    if assignment is not None:
+        response = _show_lease(request, task, assignment, ahead=True, saved=saved)
+    else:
+        response = render(request, "annotation/judge.html#saved", {"saved": saved})
     response["X-Judgment-Saved"] = "1"
     return response
 
@@ -377,6 +397,7 @@ def _show(
     read_again: bool = False,
     assignment: Assignment | None = None,
     ahead: bool = False,
+    saved: dict[str, Any] | None = None,
 ) -> HttpResponse:
     """The judge page of ``item`` (or of one unit of it), or only its judging area for htmx
     from the judge page. ``assignment``: the user's lease of it, when the caller has it.
@@ -431,6 +452,8 @@ def _show(
     if task_unit is not None:
         context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)
     template = "annotation/judge.html#judging" if _in_place(request) else "annotation/judge.html"
+    if saved is not None:  # held in the answer to a judgment sent in the background
+        template, context["saved"] = "annotation/judge.html#saved", saved
     return render(request, template, context, status=status)
 
 

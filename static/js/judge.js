@@ -15,7 +15,7 @@
 // its length left), that area is shown at once (URL, title, timer, the
 // "benchwright:judging-shown" event) and the judgment is sent in the background, one at a
 // time and in order (a second Enter waits for the first). Its answer updates the progress
-// line and the undo paragraph. A refusal puts the judged item back, with the server's errors
+// line and the undo paragraph, and holds the item leased ahead of the one now shown. A refusal puts the judged item back, with the server's errors
 // and the input sent, and a network failure puts back the item as it was left; either way
 // with "Your judgment of … was not saved: …", and the item ahead is held again as it is.
 (() => {
@@ -85,24 +85,29 @@
     }
   }
 
-  function hold(response, html) {
-    const holder = document.createElement("template");
-    holder.innerHTML = html;
-    const node = holder.content.getElementById("judging");
+  // Hold the judging area in ``fragment`` (a template's content), whose URL is ``url``.
+  function hold(url, fragment) {
+    const node = fragment.getElementById("judging");
     const area = judging();
     if (!node || (area && area.dataset.itemKey === node.dataset.itemKey)) return;
-    const title = holder.content.querySelector("title");
+    const title = fragment.querySelector("title");
     held = {
       node,
       key: node.dataset.itemKey,
-      url: response.headers.get("HX-Push-Url") || location.href,
+      url: url || location.href,
       title: title ? title.textContent : document.title,
       receivedAt: performance.now(),
       left: Number(node.dataset.leaseLeft || 0),
       total: Number(node.dataset.leaseTotal || 0),
     };
     nameImages(held.node);
-    area.dataset.aheadHeld = held.key; // what the page holds ahead of this item
+    if (area) area.dataset.aheadHeld = held.key; // what the page holds ahead of this item
+  }
+
+  function parse(html) {
+    const holder = document.createElement("template");
+    holder.innerHTML = html;
+    return holder.content;
   }
 
   // Lease the item after the one on screen and hold its judging area (204: nothing is left;
@@ -112,7 +117,11 @@
     const url = area && area.dataset.aheadUrl;
     if (!url || held || prefetching || !form()) return prefetching || Promise.resolve();
     prefetching = fetch(url, { method: "POST", credentials: "same-origin", redirect: "manual", headers: headers() })
-      .then((response) => (response.status === 200 ? response.text().then((html) => hold(response, html)) : undefined))
+      .then((response) =>
+        response.status === 200
+          ? response.text().then((html) => hold(response.headers.get("HX-Push-Url"), parse(html)))
+          : undefined,
+      )
       .catch(() => undefined)
       .finally(() => {
         prefetching = null;
@@ -142,18 +151,24 @@
   };
 
   // The answer to a judgment sent in the background: the progress line and the undo paragraph
-  // of the item now shown (when it still is).
-  function saved(html, key) {
+  // of the item now shown (when it still is), and the item leased ahead of that one (held;
+  // an empty template: nothing is left). Whether it said anything about the item ahead.
+  function saved(response, html, key) {
+    const answer = parse(html);
+    const next = answer.getElementById("ahead-next");
+    if (next) {
+      next.remove();
+      hold(response.headers.get("HX-Push-Url"), next.content);
+    }
     const area = judging();
-    if (!area || area.dataset.itemKey !== key) return;
-    const holder = document.createElement("template");
-    holder.innerHTML = html;
-    for (const part of [...holder.content.children]) {
+    if (!area || area.dataset.itemKey !== key) return Boolean(next);
+    for (const part of [...answer.children]) {
       const old = part.id && document.getElementById(part.id);
-      if (!old) continue;
+      if (!old || part.tagName === "TITLE") continue;
       old.replaceWith(part);
       if (window.htmx) window.htmx.process(part);
     }
+    return Boolean(next);
   }
 
   function reason(response, node) {
@@ -213,9 +228,8 @@
         (response) =>
           response.text().then((html) => {
             const ok = response.status === 200 && response.headers.get("X-Judgment-Saved") === "1";
-            if (ok) saved(html, ahead.key);
-            else putBack(kept, ahead, response, html);
-            return ok;
+            if (!ok) putBack(kept, ahead, response, html);
+            return ok && { answered: saved(response, html, ahead.key) };
           }),
         () => {
           putBack(kept, ahead, null, "");
@@ -224,9 +238,10 @@
       )
       .then((ok) => {
         sending -= 1;
-        const detail = { ms: performance.now() - t0, ok };
+        const detail = { ms: performance.now() - t0, ok: Boolean(ok) };
         document.dispatchEvent(new CustomEvent("benchwright:judgment-sent", { detail }));
-        return ok ? prefetch() : undefined;
+        // The answer held the next item ahead (or said none is left); else ask for it.
+        return ok && !ok.answered ? prefetch() : undefined;
       });
     return kept;
   }
@@ -254,6 +269,15 @@
       // A judgment is on its way: this one goes once it is answered (in order, one per item).
       pending.then(() => {
         if (!document.contains(f)) return; // its item was put back behind the refused one
+        delete f.dataset.sending;
+        submit();
+      });
+      return undefined;
+    }
+    if (!held && prefetching) {
+      // The item ahead is on its way: sooner than asking the server for the next one.
+      prefetching.then(() => {
+        if (!document.contains(f)) return;
         delete f.dataset.sending;
         submit();
       });
