@@ -136,8 +136,9 @@ def measure(
         # those).
         context.add_init_script(TIMER_JS)
         page = context.new_page()
-        page.goto(f"/judgment-tasks/{task}/next/")
-        expect(page.locator("html[data-ready]")).to_have_count(1)
+        # The first page under load may take long on a busy machine (not timed).
+        page.goto(f"/judgment-tasks/{task}/next/", timeout=180_000)
+        expect(page.locator("html[data-ready]")).to_have_count(1, timeout=180_000)
         page.evaluate(TAKE_JS)
         heading = page.locator("#judging h1")
         for n in range(items + skip):
