@@ -162,22 +162,18 @@ def test_gold_items_come_at_the_same_places_with_a_lease_ahead(project: Project)
             assert held is None or (lease is not None and lease.pk == held.pk)
         return order
 
-    # Two annotators with the same place in the schedule (the phase is a hash of the user).
-    plain = _user(project, "plain")
-    by_ahead = get_user_model().objects.create_user("ahead", password="x")
-    Membership.objects.create(project=project, user=by_ahead, role="annotator")
-    one, two = served(plain, False), served(by_ahead, True)
-    assert sum(gold for _, gold in one) == 2 and sum(gold for _, gold in two) == 2
+    # Leased ahead or not, the gold items come where the schedule puts them: after the
+    # annotator's phase of other items, then one in every period of 4 (gold_period(25)).
     from annotation.judgment_tasks import gold as gold_schedule
 
-    def phase(user: Any) -> int:
-        return gold_schedule.gold_phase(task_id=task.pk, user_id=user.pk, period=4)
-
-    if phase(plain) == phase(by_ahead):
-        assert one == two
-    # Either way every gold item comes after as many other items as the schedule says.
-    first_gold = next(n for n, (_, gold) in enumerate(two) if gold)
-    assert first_gold == phase(by_ahead)
+    for name, ahead in (("plain", False), ("ahead", True)):
+        user = _user(project, name)
+        order = served(user, ahead)
+        assert len(order) == 12
+        phase = gold_schedule.gold_phase(task_id=task.pk, user_id=user.pk, period=4)
+        assert [n for n, (_, gold) in enumerate(order) if gold] == [phase, phase + 4], order
+        # The other items in queue order, as "next" serves them.
+        assert [e for e, gold in order if not gold] == [f"i{i}" for i in range(10)]
 
 
 def test_units_are_leased_ahead_too(project: Project) -> None:
