@@ -185,8 +185,8 @@ def test_plan_votes_show_their_keys_and_a_key_votes_in_place(login_page, ready) 
     seen = requests_of(page)
     page.keyboard.press("0")
     expect(page.locator("h1")).not_to_have_text(first)
+    expect(page.locator("#undo")).to_contain_text(first)  # saved (in the background)
     assert [r for r in seen if r.startswith("POST")] and not [
         r for r in seen if r.startswith("GET") and PAGE_GET.search(r)
     ], seen
     assert task.judgments.get().value == 0
-    expect(page.locator("#undo")).to_contain_text(first)
