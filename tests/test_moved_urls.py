@@ -375,6 +375,11 @@ PATHS: list[tuple[str, str, str]] = [
         "annotation:task_next_images",
     ),
     (
+        "/judgment-tasks/7/next/ahead/",
+        "/judgment-tasks/7/next/ahead/",
+        "annotation:task_next_ahead",
+    ),
+    (
         "/audio/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
         "/audio/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
         "benchmark:audio",

@@ -896,6 +896,24 @@ ROUTES: dict[str, tuple[Case, ...]] = {
         Case("next item", lambda w: {"pk": w.task.pk}, "view", method="post"),
         Case("next item to solve blind", lambda w: {"pk": w.vtask.pk}, "view", method="post"),
     ),
+    "annotation:task_next_ahead": (
+        # Lease the item after the one judged now (held hidden by the judge page): without a
+        # live lease of ``after`` nothing is leased (400); a blind task answers nothing.
+        Case(
+            "lease ahead",
+            lambda w: {"pk": w.task.pk},
+            "view",
+            method="post",
+            query=lambda w: f"?after={w.item.pk}",
+        ),
+        Case(
+            "lease ahead, blind task (none)",
+            lambda w: {"pk": w.vtask.pk},
+            "view",
+            method="post",
+            query=lambda w: f"?after={w.titem.pk}",
+        ),
+    ),
     "annotation:task_next_images": (
         # The likely next item's thumbnails to prefetch: read-only, nothing leased.
         Case(

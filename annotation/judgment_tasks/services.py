@@ -50,7 +50,11 @@ def _live(task: JudgmentTask, now: datetime) -> Q:
 
 
 def assignment_next_for_user(
-    *, task: JudgmentTask, user: User, now: datetime | None = None
+    *,
+    task: JudgmentTask,
+    user: User,
+    now: datetime | None = None,
+    ahead_of: tuple[int, str] | None = None,
 ) -> Assignment | None:
     """Lease the next item (or unit, for a task with units) this user has not judged and that
     still needs judgments.
@@ -59,56 +63,97 @@ def assignment_next_for_user(
     candidate row (the item, or the task's ``TaskUnit``) is locked (``FOR UPDATE SKIP LOCKED``
     on PostgreSQL; SQLite serialises writers) and its live assignments are counted again after
     the lock is held.
+
+    ``ahead_of``: ``(item id, unit key)`` of the item (or unit) the user is judging now under
+    a live lease; the lease answered is the one *after* it, leased while it is judged (the
+    judge page's prefetch): the user's oldest open lease other than that one, else a new one
+    through the same finders, gold schedule (as it will stand once the current item is
+    judged), doubt routing and pushes. So a user holds at most one lease ahead. A user who
+    holds no live lease of ``ahead_of`` is refused (ValidationFailed).
     """
     require(user=user, project=task.project, action="judge")
     if not task.active:
         raise ValidationFailed("this judgment task is closed")
     now = now or timezone.now()
     with transaction.atomic():
-        mine_id, pushed, gated, paused = _open_lease_and_pushes(task, user, now)
+        skip = _ahead_skip(task, user, now, ahead_of) if ahead_of is not None else []
+        mine_id, pushed, gated, paused = _open_lease_and_pushes(task, user, now, ahead_of)
         if paused:
             raise Forbidden(gold.paused_message(task=task, user=user))
         if mine_id is not None:
             return Assignment.objects.select_related("item").get(pk=mine_id)
-        find = _unit_candidate if task.has_units else _candidate
-        finders: list[Any] = [partial(find, gated=gated)]
-        if task.serve_by_doubt:
-            # Routing by doubt walks the doubt rows; an item (or unit) added by a path that
-            # wrote none is served after them rather than never.
-            finders.append(partial(find, gated=gated, unscored=True))
-        if task.has_units and rater_order_seed(task) is not None:
-            finders = [_shuffled_unit_candidate]
+        finders = _finders(task, pushed=pushed, gated=gated)
         if task.gold_rate:
             # A gold item (unit), when one is due (gold.py).
-            lease = _lease_gold(task, user, now)
+            lease = _lease_gold(task, user, now, ahead_of=ahead_of)
             if lease is not None:
                 # The pull queue is searched all the same, so "next" takes as long for a gold
                 # item (unit) as for any other (timing must not tell them apart).
-                finders[0](task, user, now, [], skip_locked=True)
+                _finders(task, pushed=False, gated=gated)[0](
+                    task, user, now, list(skip), skip_locked=True
+                )
                 return lease
-        if not task.has_units and pushed:
-            # Items pushed to this user come first, then the pull queue.
-            finders.insert(0, partial(_candidate, gated=gated, pushed=True))
         for find in finders:
-            lease = _lease_first(task, user, now, find)
+            lease = _lease_first(task, user, now, find, skip=skip)
             if lease is not None:
                 return lease
         return None
 
 
+def _finders(task: JudgmentTask, *, pushed: bool, gated: bool) -> list[Any]:
+    """The candidate finders "next" tries, in order."""
+    find = _unit_candidate if task.has_units else _candidate
+    finders: list[Any] = [partial(find, gated=gated)]
+    if task.serve_by_doubt:
+        # Routing by doubt walks the doubt rows; an item (or unit) added by a path that
+        # wrote none is served after them rather than never.
+        finders.append(partial(find, gated=gated, unscored=True))
+    if task.has_units and rater_order_seed(task) is not None:
+        finders = [_shuffled_unit_candidate]
+    if not task.has_units and pushed:
+        # Items pushed to this user come first, then the pull queue.
+        finders.insert(0, partial(_candidate, gated=gated, pushed=True))
+    return finders
+
+
+def _ahead_skip(
+    task: JudgmentTask, user: User, now: datetime, ahead_of: tuple[int, str]
+) -> list[int]:
+    """The candidate row of the item (or unit) the user judges now, which the lease ahead
+    must not be (its item id, or its ``TaskUnit`` id); ValidationFailed when the user holds
+    no live lease of it."""
+    item_id, unit = ahead_of
+    current = Assignment.objects.filter(
+        task=task, user=user, item_id=item_id, unit=unit,
+        status=AssignmentStatus.ACTIVE, expires_at__gt=now,
+    )  # fmt: skip
+    if not current.exists():
+        what = f"unit {unit}" if unit else f"item {item_id}"
+        raise ValidationFailed(
+            f"after: you hold no open lease of {what} in this task, so nothing is leased ahead"
+        )
+    if not unit:
+        return [item_id]
+    return list(TaskUnit.objects.filter(task=task, key=unit).values_list("pk", flat=True))
+
+
 def _open_lease_and_pushes(
-    task: JudgmentTask, user: User, now: datetime
+    task: JudgmentTask, user: User, now: datetime, other_than: tuple[int, str] | None = None
 ) -> tuple[int | None, bool, bool, bool]:
     """(the id of this user's oldest unexpired lease in the task, or None; whether items are
     pushed to this user and not taken yet; whether routing by doubt serves this user the least
     doubtful first, the reliability gate; whether a reviewer paused this user's queue in the
-    task), in one statement: "next" asks them every time."""
+    task), in one statement: "next" asks them every time. ``other_than``: ``(item id, unit
+    key)`` of a lease left out (the one judged now, when leasing ahead)."""
     q = connection.ops.quote_name
     assignment, push, pause = (q(m._meta.db_table) for m in (Assignment, ItemPush, QueuePause))
     gate, gate_params = gated_sql(task, user)
+    other, other_params = "", []
+    if other_than is not None:
+        other, other_params = " AND NOT (a.item_id = %s AND a.unit = %s)", list(other_than)
     sql = (
         f"SELECT (SELECT a.id FROM {assignment} a WHERE a.task_id = %s AND a.user_id = %s "
-        "AND a.status = %s AND a.expires_at > %s ORDER BY a.leased_at, a.id LIMIT 1), "
+        f"AND a.status = %s AND a.expires_at > %s{other} ORDER BY a.leased_at, a.id LIMIT 1), "
         f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.user_id = %s "
         f"AND p.taken_at IS NULL), {gate}, "
         f"EXISTS (SELECT 1 FROM {pause} s WHERE s.task_id = %s AND s.user_id = %s "
@@ -118,7 +163,7 @@ def _open_lease_and_pushes(
         task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk, task.pk, user.pk
     ]  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute(sql, params[:6] + gate_params + params[6:])
+        cursor.execute(sql, params[:4] + other_params + params[4:6] + gate_params + params[6:])
         mine_id, pushed, gated, paused = cursor.fetchone()
     return mine_id, bool(pushed), bool(gated), bool(paused)
 
@@ -159,21 +204,27 @@ def item_next_guess(*, task: JudgmentTask, user: User, after: int) -> int | None
 
 def _gold_due_after(task: JudgmentTask, user: User, after: int) -> int | None:
     """The gold item the schedule serves next once ``after`` (the user's current item) is
-    judged, or None: the state as it will be after that judgment (a gold one starts the
-    count again, any other adds one)."""
+    judged, or None."""
+    state = _gold_state_after(task, user, after)
+    return state.open_ids[0] if state.due else None
+
+
+def _gold_state_after(task: JudgmentTask, user: User, ahead_of: tuple[int, str]) -> gold.GoldState:
+    """The user's gold schedule as it will be once ``ahead_of`` (their current item, or unit)
+    is judged (a gold one starts the count again, any other adds one)."""
     from dataclasses import replace
 
     state = gold.gold_state(task=task, user=user)
+    after, unit = ahead_of
     current_gold = Assignment.objects.filter(
-        task=task, user=user, item_id=after, status=AssignmentStatus.ACTIVE, gold=True
+        task=task, user=user, item_id=after, unit=unit, status=AssignmentStatus.ACTIVE, gold=True
     ).exists()
-    state = replace(
+    return replace(
         state,
         since=0 if current_gold else state.since + 1,
         served_before=state.served_before or current_gold,
-        open_keys=tuple(key for key in state.open_keys if key[0] != after),
+        open_keys=tuple(key for key in state.open_keys if key != (after, unit)),
     )
-    return state.open_ids[0] if state.due else None
 
 
 def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignment]:
@@ -182,12 +233,22 @@ def assignments_live(*, task: JudgmentTask, now: datetime) -> QuerySet[Assignmen
     return Assignment.objects.filter(_live(task, now))
 
 
-def _lease_gold(task: JudgmentTask, user: User, now: datetime) -> Assignment | None:
+def _lease_gold(
+    task: JudgmentTask,
+    user: User,
+    now: datetime,
+    *,
+    ahead_of: tuple[int, str] | None = None,
+) -> Assignment | None:
     """Lease a gold item (or unit) to ``user`` when their schedule says one is due (see
     :mod:`annotation.judgment_tasks.gold`), its row locked as the pull queue locks its
     candidates (the item's, or the unit's ``TaskUnit``). Gold items take no place of the
-    overlap (their outcome is settled)."""
-    state = gold.gold_state(task=task, user=user)
+    overlap (their outcome is settled). ``ahead_of``: the item (unit) the user judges now
+    (leasing ahead): the schedule as it will stand once that one is judged."""
+    if ahead_of is not None:
+        state = _gold_state_after(task, user, ahead_of)
+    else:
+        state = gold.gold_state(task=task, user=user)
     if not state.due:
         return None
     found = gold.gold_item_lock(task=task, state=state, skip_locked=True)
@@ -199,9 +260,12 @@ def _lease_gold(task: JudgmentTask, user: User, now: datetime) -> Assignment | N
     return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now, gold=True)
 
 
-def _lease_first(task: JudgmentTask, user: User, now: datetime, find: Any) -> Assignment | None:
-    """Lease the first candidate ``find`` answers that still has a free place once locked."""
-    skip: list[int] = []
+def _lease_first(
+    task: JudgmentTask, user: User, now: datetime, find: Any, *, skip: Collection[int] = ()
+) -> Assignment | None:
+    """Lease the first candidate ``find`` answers that still has a free place once locked;
+    ``skip``: candidate rows never answered (the item judged now, when leasing ahead)."""
+    skip = list(skip)
     while True:
         # Prefer one nobody else is locking; if every candidate is locked right now,
         # wait for the first one instead of answering "nothing left".

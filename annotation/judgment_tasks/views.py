@@ -10,14 +10,15 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.module_loading import import_string
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotation.judgment_tasks import selectors, services
 from annotation.judgment_tasks.forms import JudgmentForm, TaskForm
-from annotation.judgment_tasks.models import Assignment, JudgmentTask, TaskUnit
+from annotation.judgment_tasks.models import Assignment, AssignmentStatus, JudgmentTask, TaskUnit
 from annotation.judgment_tasks.plan_graph import layout
 from annotation.judgment_tasks.units import unit_source
 from benchmark import permissions
@@ -92,6 +93,63 @@ def task_next_images(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "annotation/judge.html#next-images", {"next_images": shas})
 
 
+@login_required
+@require_POST
+@htmx_page
+def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Lease the item (or unit) after ``?after=<item id>`` (a unit key for a task with units),
+    the one the user judges now under a live lease, and answer its judging area, which the
+    judge page keeps hidden (a ``<template>``) and shows at once when the current item is
+    submitted. At most one item ahead: asked again, the same lease answers. 204 when nothing
+    is left after it (the submit then goes the usual way), and for tasks judged on a screen
+    of their own."""
+    task = selectors.task_get(user=request.user, pk=pk)
+    if not _on_judge_page(task):
+        return HttpResponse(status=204)
+    after = request.GET.get("after", "")
+    if task.has_units:  # a unit key; 404 naming it when the task has no such unit
+        current = (selectors.task_unit_get(user=request.user, task=task, key=after).item_id, after)
+    else:
+        try:
+            current = (int(after), "")
+        except ValueError:
+            return HttpResponseBadRequest("after: give the id of the item being judged.")
+    try:
+        assignment = services.assignment_next_for_user(
+            task=task, user=request_user(request), ahead_of=current
+        )
+    except DomainError as exc:
+        return HttpResponse(exc.message, status=exc.status_code, content_type="text/plain")
+    if assignment is None:
+        return HttpResponse(status=204)
+    return _show_lease(request, task, assignment, ahead=True)
+
+
+def _show_lease(
+    request: HtmxHttpRequest,
+    task: JudgmentTask,
+    assignment: Assignment,
+    *,
+    ahead: bool = False,
+    saved: dict[str, Any] | None = None,
+) -> HttpResponse:
+    """The judging area of the item (or unit) of ``assignment``, its URL pushed. ``saved``:
+    the answer to a judgment sent in the background, which holds this area (see ``_saved``)."""
+    if assignment.unit:
+        url = reverse("annotation:judge_unit", args=[task.pk, assignment.unit])
+        task_unit = selectors.task_unit_get(user=request.user, task=task, key=assignment.unit)
+        item = task_unit.item
+    else:
+        url = reverse("annotation:judge", args=[task.pk, assignment.item_id])
+        task_unit = None
+        item = selectors.task_item_get(user=request.user, task=task, pk=assignment.item_id)
+    response = _show(
+        request, task, item, task_unit, assignment=assignment, ahead=ahead, saved=saved
+    )
+    response["HX-Push-Url"] = url
+    return response
+
+
 def _next(request: HtmxHttpRequest, task: JudgmentTask) -> HttpResponse:
     try:
         assignment = services.assignment_next_for_user(task=task, user=request_user(request))
@@ -110,14 +168,7 @@ def _next(request: HtmxHttpRequest, task: JudgmentTask) -> HttpResponse:
     if not _in_place(request) or not _on_judge_page(task):
         return _go(request, url)
     # In place: the next item's judging area answers this request, its URL pushed.
-    if assignment.unit:
-        task_unit = selectors.task_unit_get(user=request.user, task=task, key=assignment.unit)
-        response = _show(request, task, task_unit.item, task_unit, assignment=assignment)
-    else:
-        item = selectors.task_item_get(user=request.user, task=task, pk=assignment.item_id)
-        response = _show(request, task, item, assignment=assignment)
-    response["HX-Push-Url"] = url
-    return response
+    return _show_lease(request, task, assignment)
 
 
 def _in_place(request: HtmxHttpRequest) -> bool:
@@ -260,8 +311,14 @@ def _judge_page(
     if request.method != "POST":
         return _show(request, task, item, task_unit)
     form = JudgmentForm(request.POST, task=task, item=item, by_value=task_unit is not None)
+    shown = _ahead_shown(request)
     if not form.is_valid():
-        return _show(request, task, item, task_unit, form=form, read_again=read_again)
+        # Sent in the background (the next item already on screen): 400, so the page puts
+        # this item back with its errors.
+        status = 400 if shown is not None else 200
+        return _show(
+            request, task, item, task_unit, form=form, read_again=read_again, status=status
+        )
     # The service checks the lease under its lock; the page's own check runs only when the
     # page is shown (a refused or invalid submit), not on every submit.
     kwargs = form.judgment_kwargs()
@@ -281,12 +338,56 @@ def _judge_page(
         # 400 (a relabel the taxonomy does not know, a label without its reason), 403, 409:
         # the judging area says why (data-swap-errors swaps them in).
         status = exc.status_code if exc.status_code in (400, 403, 409) else 200
+        if shown is not None and status == 200:  # sent in the background: a refusal
+            status = 409
         return _show(
             request, task, item, task_unit, form=form, status=status, read_again=read_again
         )
+    if shown is not None and _in_place(request):
+        return _saved(request, task, shown)
     if _in_place(request):
         return _next(request, task)
     return _go(request, reverse("annotation:task_next", args=[task.pk]))
+
+
+#: The header of a judgment sent in the background by the judge page, which already shows
+#: the item leased ahead: its value is that item's id (or unit key).
+AHEAD_HEADER = "X-Benchwright-Ahead"
+
+
+def _ahead_shown(request: HttpRequest) -> str | None:
+    return request.headers.get(AHEAD_HEADER) or None
+
+
+def _saved(request: HtmxHttpRequest, task: JudgmentTask, shown: str) -> HttpResponse:
+    """The answer to a judgment sent in the background: small, never the judging area the
+    person works in now (the item ``shown``), only what the save changed there: the progress
+    line and the undo paragraph (out-of-band fragments)."""
+    if task.has_units:
+        task_unit = selectors.task_unit_get(user=request.user, task=task, key=shown)
+        item, unit = task_unit.item, task_unit.key
+    else:
+        try:
+            item_id = int(shown)
+        except ValueError:
+            return HttpResponseBadRequest(f"{AHEAD_HEADER}: give the id of the item on screen.")
+        item, unit = selectors.task_item_get(user=request.user, task=task, pk=item_id), ""
+    progress = selectors.judging_progress(user=request.user, task=task, item=item, unit=unit)
+    saved = {"progress": progress, "what": "unit" if unit else "item"}
+    # The item after the one shown, leased ahead in the same request (one round trip less
+    # for the page, which would ask for it next); the page holds it.
+    try:
+        assignment = services.assignment_next_for_user(
+            task=task, user=request_user(request), ahead_of=(item.pk, unit)
+        )
+    except DomainError:  # a paused queue, a lease run out: the page asks "next" itself
+        assignment = None
+    if assignment is not None:
+        response = _show_lease(request, task, assignment, ahead=True, saved=saved)
+    else:
+        response = render(request, "annotation/judge.html#saved", {"saved": saved})
+    response["X-Judgment-Saved"] = "1"
+    return response
 
 
 def _show(
@@ -299,9 +400,12 @@ def _show(
     status: int = 200,
     read_again: bool = False,
     assignment: Assignment | None = None,
+    ahead: bool = False,
+    saved: dict[str, Any] | None = None,
 ) -> HttpResponse:
     """The judge page of ``item`` (or of one unit of it), or only its judging area for htmx
-    from the judge page. ``assignment``: the user's lease of it, when the caller has it."""
+    from the judge page. ``assignment``: the user's lease of it, when the caller has it.
+    ``ahead``: leased ahead, to be kept hidden by the page until the current item is sent."""
     unit = task_unit.key if task_unit is not None else ""
     what = "unit" if unit else "item"
     if assignment is None:
@@ -338,6 +442,10 @@ def _show(
             "mine": mine,
             "change": change,
             "what": what,
+            "ahead": _ahead_context(task, assignment) if ahead else None,
+            "prefetch": assignment is not None
+            and assignment.status == AssignmentStatus.ACTIVE
+            and _on_judge_page(task),
             "progress": selectors.judging_progress(
                 user=request.user, task=task, item=item, unit=unit
             )
@@ -349,7 +457,18 @@ def _show(
         context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)
         context["unit_key"] = unit
     template = "annotation/judge.html#judging" if _in_place(request) else "annotation/judge.html"
+    if saved is not None:  # held in the answer to a judgment sent in the background
+        template, context["saved"] = "annotation/judge.html#saved", saved
     return render(request, template, context, status=status)
+
+
+def _ahead_context(task: JudgmentTask, assignment: Assignment | None) -> dict[str, int]:
+    """What the page needs to tell whether an item held ahead is still fresh: the seconds
+    its lease has left and the lease's length."""
+    left = 0
+    if assignment is not None:
+        left = max(0, int((assignment.expires_at - timezone.now()).total_seconds()))
+    return {"lease_left": left, "lease_total": task.lease_minutes * 60}
 
 
 @login_required

@@ -1,5 +1,5 @@
 """Issue 25, finding 3: while an item is judged, the browser fetches the thumbnails of the
-item it will most likely be given next, so they are in its cache before the submit swaps
+item it will be given next (the one leased ahead), so they are in its cache before the submit swaps
 that item in. The server side (nothing leased, nothing a blind rule hides, nothing for blind
 solving) is tests/annotation/test_next_images.py."""
 
@@ -38,8 +38,10 @@ def test_the_next_items_thumbnails_are_requested_before_the_submit(login_page, r
     assert hrefs
     page.wait_for_function(ALL_FETCHED, arg=hrefs)  # fetched while this item is judged
     before_submit = list(requested)
+    # The item after this one is leased ahead (test_next_ahead_browser.py): the current
+    # lease and that one, no more.
     leases = list(Assignment.objects.values_list("item_id", flat=True))
-    assert len(leases) == 1  # asking for the images leased nothing
+    assert len(leases) == 2
 
     page.keyboard.press("1")
     page.keyboard.press("Enter")
