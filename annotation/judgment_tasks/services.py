@@ -205,7 +205,7 @@ def item_next_guess(*, task: JudgmentTask, user: User, after: int) -> int | None
 def _gold_due_after(task: JudgmentTask, user: User, after: int) -> int | None:
     """The gold item the schedule serves next once ``after`` (the user's current item) is
     judged, or None."""
-    state = _gold_state_after(task, user, after)
+    state = _gold_state_after(task, user, (after, ""))
     return state.open_ids[0] if state.due else None
 
 

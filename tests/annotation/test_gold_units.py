@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from django.db import connection
@@ -221,7 +222,10 @@ def _normalized(html: str, unit: TaskUnit, previous: TaskUnit | None) -> str:
         if u is None:
             continue
         # Units of one item share its external id and query: one name for either item.
-        html = html.replace(u.key, f"{name}-KEY").replace(u.item.external_id, "AN-ITEM-EXT")
+        # The key as it is, and URL-encoded (the judge page's lease-ahead URL names it).
+        for key in (u.key, quote(u.key, safe="/")):
+            html = html.replace(key, f"{name}-KEY")
+        html = html.replace(u.item.external_id, "AN-ITEM-EXT")
         html = html.replace(u.item.query, "AN-ITEM-QUERY")
         html = html.replace(f"/items/{u.item_id}/", "/items/AN-ITEM-PK/")
     html = AGENT.sub(r"\1AGENT\2", html)  # which agent's report: the unit's own content
