@@ -20,13 +20,16 @@ from django.db import transaction
 from benchmark import permissions
 from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.jobs import services as job_services
-from benchmark.judge_prompts.examples import WorkedExample, with_examples
+from benchmark.judge_prompts.examples import WorkedExample
 from benchmark.models import Job
 from benchmark.typing import User
 from review import job_names
 from review.agreement.judge_examples.models import ExampleSet, WorkedExampleCase
-from review.judge_settings.services import judge_template_version_create
-from review.judges.run_settings import judge_templates_for, template_current
+from review.agreement.judge_examples.recording import (
+    example_set_record,
+    template_versions_with_examples,
+)
+from review.judges.run_settings import judge_templates_for
 from review.runs import services as run_services
 from review.runs.examples import selectors
 from review.runs.models import AgentRun, RunSet
@@ -145,36 +148,21 @@ def check_examples_add(
         block = spec.worked_examples_block(examples)
         current = judge_templates_for(project=project, judge=spec.name)
         note = f"worked examples: {len(examples)} correction case(s) from upload {run_set.name}"
-        versions = []
-        for template_id in spec.worked_examples_templates():
-            row = template_current(project=project, template_id=template_id)
-            template = with_examples(current[template_id], block)
-            versions.append(
-                judge_template_version_create(
-                    project=project,
-                    user=user,
-                    template_id=template_id,
-                    system=template.system,
-                    user_text=template.user,
-                    base_number=row.number if row is not None else 0,
-                    note=note[:300],
-                )
-            )
-        after = judge_templates_for(project=project, judge=spec.name)
-        example_set = ExampleSet(
+        versions = template_versions_with_examples(
+            project=project,
+            user=user,
+            blocks=[(template_id, block) for template_id in spec.worked_examples_templates()],
+            current=current,
+            note=note,
+        )
+        example_set = example_set_record(
             project=project,
             judge=spec.name,
+            user=user,
+            versions=versions,
+            cases=new_rows,
             run_set=run_set,
-            templates={t.id: t.version for t in after.values()},
-            created_by=user,
         )
-        example_set.full_clean()
-        example_set.save()
-        example_set.template_versions.set(versions)
-        for r in new_rows:
-            r.example_set = example_set
-            r.full_clean(validate_constraints=False)
-        WorkedExampleCase.objects.bulk_create(new_rows)
         before = selectors.held_back_before(run_set=run_set, judge=judge)
         example_set.held_back = sorted(before)
         example_set.held_back_values = {"before": before}

@@ -18,13 +18,16 @@ from annotation.judgment_tasks.units import unit_parse
 from benchmark import permissions
 from benchmark.exceptions import Conflict, ValidationFailed
 from benchmark.judge_prompts import JudgeOutputError
-from benchmark.judge_prompts.examples import WorkedExample, examples_block, shorten, with_examples
+from benchmark.judge_prompts.examples import WorkedExample, examples_block, shorten
 from benchmark.models import Response
 from benchmark.typing import User
 from review.agreement.judge_examples.models import ExampleSet, ReportCorrection, WorkedExampleCase
+from review.agreement.judge_examples.recording import (
+    example_set_record,
+    template_versions_with_examples,
+)
 from review.agreement.judge_examples.reports import selectors
-from review.judge_settings.services import judge_template_version_create
-from review.judges.run_settings import judge_templates_for, template_current
+from review.judges.run_settings import judge_templates_for
 from review.judges.specs import JudgeSpec
 
 #: At most this many reports are added at once, and a correction has at most this many
@@ -209,36 +212,23 @@ def report_examples_add(
         ]
         current = judge_templates_for(project=project, judge=spec.name)
         note = f"worked examples: {len(new_rows)} corrected report(s) from task {task.name}"
-        versions = []
-        for template_id, examples in _template_examples(spec, task, new_rows).items():
-            block = examples_block(examples, intro=INTRO, answer_chars=None)
-            template = with_examples(current[template_id], block)
-            row = template_current(project=project, template_id=template_id)
-            versions.append(
-                judge_template_version_create(
-                    project=project,
-                    user=user,
-                    template_id=template_id,
-                    system=template.system,
-                    user_text=template.user,
-                    base_number=row.number if row is not None else 0,
-                    note=note[:300],
-                )
-            )
-        after = judge_templates_for(project=project, judge=spec.name)
-        example_set = ExampleSet(
+        versions = template_versions_with_examples(
+            project=project,
+            user=user,
+            blocks=[
+                (template_id, examples_block(examples, intro=INTRO, answer_chars=None))
+                for template_id, examples in _template_examples(spec, task, new_rows).items()
+            ],
+            current=current,
+            note=note,
+        )
+        example_set = example_set_record(
             project=project,
             judge=spec.name,
+            user=user,
+            versions=versions,
+            cases=new_rows,
             task=task,
             source_run=run,
-            templates={t.id: t.version for t in after.values()},
-            created_by=user,
         )
-        example_set.full_clean()
-        example_set.save()
-        example_set.template_versions.set(versions)
-        for r in new_rows:
-            r.example_set = example_set
-            r.full_clean(validate_constraints=False)
-        WorkedExampleCase.objects.bulk_create(new_rows)
     return example_set
