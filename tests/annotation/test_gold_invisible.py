@@ -58,6 +58,7 @@ def _normalized(html: str, item: Item, previous: Item | None) -> str:
         html = html.replace(it.external_id, f"{name}-EXT").replace(it.query, f"{name}-QUERY")
         html = html.replace(f"/items/{it.pk}/", f"/items/{name}-PK/")
         html = html.replace(f'?after={it.pk}"', f'?after={name}-PK"')  # the prefetch's ask
+        html = html.replace(f'data-item-key="{it.pk}"', f'data-item-key="{name}-PK"')
     html = CSRF.sub("TOKEN", html)
     return PROGRESS.sub("PROGRESS", html)
 

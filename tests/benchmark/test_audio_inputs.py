@@ -239,7 +239,7 @@ def test_the_item_page_plays_the_audio_for_members_only(
     client_for: Any,
     django_assert_max_num_queries: Any,
 ) -> None:
-    audio = AudioFileFactory(projects=[project])
+    audio = AudioFileFactory(projects=[project], data=flac_bytes(1))
     item = ItemFactory(
         project=project,
         external_id="12",

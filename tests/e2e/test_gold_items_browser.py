@@ -44,7 +44,7 @@ def test_reviewer_marks_gold_annotator_is_served_it_reviewer_pauses(login_page, 
     # The annotator judges every item of the queue "no"; the gold item comes among them.
     annotator = login_page(ann)
     seen = []
-    for _ in range(4):
+    for n in range(4):
         annotator.goto(f"/judgment-tasks/{task.pk}/next/")
         expect(annotator.locator("form#judgment")).to_be_visible()
         ready(annotator)
@@ -54,6 +54,12 @@ def test_reviewer_marks_gold_annotator_is_served_it_reviewer_pauses(login_page, 
         annotator.get_by_label("0 · no").check()
         annotator.get_by_role("button", name=re.compile("^Submit")).click()
         expect(annotator.locator("h1")).not_to_have_text(name)
+        # Saved: in the background when the next item was held ahead (its answer updates the
+        # progress line), or by the server's answer when nothing was left.
+        saved = annotator.locator("#judge-progress", has_text=f"{n + 1} judged today").or_(
+            annotator.locator("h1", has_text="Nothing left to judge")
+        )
+        expect(saved).to_be_visible()
     assert sorted(seen) == ["draft-0", "draft-1", "draft-2", "known-1"]
     assert Assignment.objects.get(task=task, user=ann, item=gold).gold
     expect(annotator.locator("h1")).to_have_text("Nothing left to judge")

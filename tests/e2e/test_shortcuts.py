@@ -136,8 +136,11 @@ def test_judge_keys_do_not_vote_from_the_comment(login_page, ready) -> None:  # 
     assert not task.judgments.exists()
 
     page.keyboard.press("Escape")
-    with page.expect_navigation():
-        page.keyboard.press("1")  # outside the field: valid, submitted with the comment
+    page.keyboard.press("1")  # outside the field: valid, submitted with the comment
+    # The next item is shown at once and the judgment saved in the background: its answer
+    # fills in the undo line.
+    expect(page.locator("h1")).not_to_have_text(first)
+    expect(page.locator("#undo")).to_contain_text(first)
     judgment = task.judgments.get()
     assert (judgment.value, judgment.comment) == (1, "1 n")
 
