@@ -10,10 +10,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from benchmark.judge_prompts import Template
-from benchmark.judge_prompts.examples import with_examples
+from benchmark.judge_prompts.examples import WorkedExample, with_examples
 from review.agreement.judge_examples.models import ExampleSet, WorkedExampleCase
 from review.judge_settings.services import judge_template_version_create
 from review.judges.run_settings import judge_templates_for, template_current
+
+
+def earlier_examples(*, project: Any, judge: str) -> list[WorkedExample]:
+    """The worked examples already added to ``judge``'s templates in ``project``, oldest
+    first (a new version keeps them all)."""
+    return [
+        WorkedExample(unit=row.unit, summary=row.summary, answer=row.answer, reason=row.reason)
+        for row in WorkedExampleCase.objects.filter(
+            example_set__project=project, example_set__judge=judge
+        ).order_by("example_set__created_at", "example_set_id", "id")
+    ]
 
 
 def template_versions_with_examples(

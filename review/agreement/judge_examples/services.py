@@ -21,6 +21,7 @@ from benchmark.typing import User
 from review.agreement.judge_examples import selectors
 from review.agreement.judge_examples.models import ExampleSet, WorkedExampleCase
 from review.agreement.judge_examples.recording import (
+    earlier_examples,
     example_set_record,
     template_versions_with_examples,
 )
@@ -63,12 +64,7 @@ def judge_examples_add(
         raise ValidationFailed(f"the {spec.label}'s templates cannot be edited by a project")
     project = task.project
     with transaction.atomic():
-        earlier = [
-            WorkedExample(unit=row.unit, summary=row.summary, answer=row.answer, reason=row.reason)
-            for row in WorkedExampleCase.objects.filter(
-                example_set__project=project, example_set__judge=spec.name
-            ).order_by("example_set__created_at", "example_set_id", "id")
-        ]
+        earlier = earlier_examples(project=project, judge=spec.name)
         new_rows = []
         for unit in wanted:
             case = cases[unit]

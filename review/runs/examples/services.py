@@ -26,6 +26,7 @@ from benchmark.typing import User
 from review import job_names
 from review.agreement.judge_examples.models import ExampleSet, WorkedExampleCase
 from review.agreement.judge_examples.recording import (
+    earlier_examples,
     example_set_record,
     template_versions_with_examples,
 )
@@ -127,12 +128,7 @@ def check_examples_add(
     spec = judge.spec
     project = run_set.project
     with transaction.atomic():
-        earlier = [
-            WorkedExample(unit=row.unit, summary=row.summary, answer=row.answer, reason=row.reason)
-            for row in WorkedExampleCase.objects.filter(
-                example_set__project=project, example_set__judge=spec.name
-            ).order_by("example_set__created_at", "example_set_id", "id")
-        ]
+        earlier = earlier_examples(project=project, judge=spec.name)
         made = _new_rows(judge, cases)
         new_rows = [r for r, _ in made]
         examples = earlier + [
