@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from benchmark.models import ItemStatus, Role
 from tests import evaluation_protocol
+from tests.e2e.sqlite_locks import retry_while_locked
 from tests.factories import ItemFactory, MembershipFactory, ProjectFactory, UserFactory
 from tests.llm_server import MODEL, FakeModelServer, point_at
 
@@ -107,7 +108,8 @@ def test_the_progress_bar_fills_while_the_model_answers_then_the_leaderboard(  #
 
     def worker(job_id: int) -> None:
         try:
-            job_services.job_run(job_id=job_id)
+            with retry_while_locked():
+                job_services.job_run(job_id=job_id)
         finally:
             connection.close()
 
@@ -119,7 +121,8 @@ def test_the_progress_bar_fills_while_the_model_answers_then_the_leaderboard(  #
 
     monkeypatch.setattr(job_services, "_enqueue", enqueue)
     try:
-        _watch_the_run(login_page, ready, server)
+        with retry_while_locked():  # the live server's requests use this thread's connection
+            _watch_the_run(login_page, ready, server)
     finally:  # the worker finishes before the test's database goes
         server.open_gate()
         for thread in workers:
