@@ -8,6 +8,8 @@ that must read back exactly as written.
   back in the order they were written (PostgreSQL's ``jsonb`` sorts them).
 - :class:`NulTextField` is a text column that also keeps a NUL character (``\x00``), which
   PostgreSQL's text columns refuse: a model's reply is kept exactly as it came.
+- :class:`NulJSONField` is a JSON column whose strings (and keys) may hold a NUL character,
+  which PostgreSQL's ``jsonb`` refuses: a job's result that quotes a model's reply.
 """
 
 from __future__ import annotations
@@ -200,3 +202,31 @@ class JSONArrayLength(models.Func):
             "THEN jsonb_array_length(%(expressions)s) ELSE 0 END)"
         )
         return self.as_sql(compiler, connection, template=template, **extra)
+
+
+def json_strings_map(value: Any, text: Any) -> Any:
+    """``value`` with ``text`` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, list):
+        return [json_strings_map(v, text) for v in value]
+    if isinstance(value, dict):
+        return {
+            text(k) if isinstance(k, str) else k: json_strings_map(v, text)
+            for k, v in value.items()
+        }
+    return value
+
+
+class NulJSONField(JSONField):
+    """A JSON column on SQLite and PostgreSQL alike whose strings may hold a NUL character:
+    each string that does (or starts with ``NUL_MARK``) is stored as ``nul_escape`` writes it
+    and read back as it was. Any other value is stored as it is, so lookups and old rows are
+    unchanged."""
+
+    def get_prep_value(self, value: Any) -> Any:
+        return super().get_prep_value(json_strings_map(value, nul_escape))
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        value = super().from_db_value(value, expression, connection)
+        return json_strings_map(value, nul_unescape)

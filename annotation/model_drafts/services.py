@@ -42,6 +42,7 @@ from annotation.tag_review import services as tag_services
 from annotation.tag_review.models import ResponseVersion
 from benchmark import permissions
 from benchmark.exceptions import Conflict, DomainError, ValidationFailed
+from benchmark.fields import json_strings_map
 from benchmark.items.services import item_create, item_update
 from benchmark.jobs.kinds import Progress
 from benchmark.llm import services as llm_services
@@ -269,7 +270,7 @@ def _save_plan(draft: ModelDraft, user: User, answer: str) -> tuple[list[Any], d
     if not parsed.steps:
         problem = parsed.findings[0].message if parsed.findings else "no step"
         raise DraftParseError(f"the reply is not a plan in JSON form ({problem})")
-    steps = parsed.to_json()
+    steps = _without_nul(parsed.to_json())
     plan = plan_save(item=item, user=user, steps=steps, note=f"drafted by {draft.model}")
     number = _plan_latest(plan)
     # ``base``: the version the draft was saved on top of (None: the draft made the plan).
@@ -283,13 +284,22 @@ def _plan_latest(plan: Plan) -> int | None:
     )["n"]
 
 
+def _without_nul(value: Any) -> Any:
+    """``value`` (parsed from a model's JSON) with every NUL character left out of its texts."""
+    return json_strings_map(value, lambda text: text.replace("\x00", ""))
+
+
 def _apply(draft: ModelDraft, user: User, answer: str) -> list[DraftCandidate]:
-    """The candidates of the model's answer (and, for answers and plans, what was saved)."""
+    """The candidates of the model's answer (and, for answers and plans, what was saved).
+    A NUL character in the answer (or written ``\\u0000`` in its JSON) is left out of them:
+    people read and edit these texts (a form refuses NUL); the model call keeps the answer
+    exactly as it came."""
+    answer = answer.replace("\x00", "")
     if draft.kind == DraftKind.QUERIES:
-        queries = parse_queries(answer, n=int(draft.params.get("n") or MAX_QUERIES))
+        queries = _without_nul(parse_queries(answer, n=int(draft.params.get("n") or MAX_QUERIES)))
         return [DraftCandidate(draft=draft, position=n, content=q) for n, q in enumerate(queries)]
     if draft.kind == DraftKind.RUBRIC:
-        criteria = parse_rubric(answer)
+        criteria = _without_nul(parse_rubric(answer))
         return [DraftCandidate(draft=draft, position=0, content=criteria, item=draft.item)]
     if draft.kind == DraftKind.ANSWER:
         text = parse_answer(answer)

@@ -15,7 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.functional import cached_property
 
-from benchmark.fields import ImageRefsField, JSONField, NulTextField
+from benchmark.fields import ImageRefsField, JSONField, NulJSONField, NulTextField
 from benchmark.kinds import BenchmarkKind, kind_choices, kind_for
 from benchmark.reads import GuardedColumns
 
@@ -560,7 +560,7 @@ class Job(models.Model):
     message = models.CharField(max_length=500, blank=True)
     error = models.TextField(blank=True)
     params = JSONField(default=dict, blank=True)
-    result = JSONField(default=dict, blank=True)
+    result = NulJSONField(default=dict, blank=True)
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
     )
@@ -648,16 +648,16 @@ class ModelCall(models.Model):
     purpose = models.CharField(max_length=50)
     endpoint = models.CharField(max_length=500, blank=True)
     model = models.CharField(max_length=200)
-    system = models.TextField(blank=True)
-    prompt = models.TextField(blank=True)
+    system = NulTextField(blank=True)
+    prompt = NulTextField(blank=True)
     image_sha256s = JSONField(default=list, blank=True)
     params = JSONField(default=dict, blank=True)
-    answer = models.TextField(blank=True)
+    answer = NulTextField(blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
-    error = models.TextField(blank=True)
+    error = NulTextField(blank=True)
     cached = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
