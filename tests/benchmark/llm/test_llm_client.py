@@ -253,3 +253,32 @@ def test_concurrency_limit_two_lets_two_calls_run_together(model_server: FakeMod
     for t in threads:
         t.join(timeout=20)
     assert model_server.max_in_flight == 2
+
+
+def test_every_sdk_client_verifies_with_the_processs_one_tls_context(
+    monkeypatch: pytest.MonkeyPatch, model_server: FakeModelServer
+) -> None:
+    """The SDK's own HTTP client, given the one TLS context the process built (its CA bundle
+    is read once, not once a client), which still verifies certificates."""
+    import ssl
+
+    import openai
+
+    from benchmark.llm.client import tls_context
+
+    given: list[object] = []
+    default_client = openai.DefaultHttpxClient
+
+    def recording(**kwargs: object) -> object:
+        given.append(kwargs.get("verify"))
+        return default_client(**kwargs)
+
+    monkeypatch.setattr(openai, "DefaultHttpxClient", recording)
+    for url in ("https://one.example/v1", "https://two.example/v1"):
+        ChatClient(ModelConfig(base_url=url, model="m"))._sdk().close()
+    assert given == [tls_context(), tls_context()]
+    assert isinstance(given[0], ssl.SSLContext)
+    assert given[0].verify_mode == ssl.CERT_REQUIRED and given[0].check_hostname
+    # ... and a call through such a client still answers.
+    result = ChatClient(config(model_server)).complete(ChatRequest(prompt="How many apples?"))
+    assert result.text == "The chart shows 42 apples."
