@@ -14,11 +14,10 @@ class AnnotationConfig(AppConfig):
         # Blind verification: the items a verifier may not see the answer of yet (every item
         # selector in benchmark applies it), and the state rule that a verifier may not change
         # the answer of an item they verify (benchmark.permissions.require applies it).
-        from annotation.verification import selectors, services
         from benchmark import permissions, visibility
 
-        visibility.register_answer_hiding_rule(selectors.hidden_items)
-        permissions.register_state_rule(services.verifier_may_not_edit)
+        visibility.register_answer_hiding_rule("annotation.verification.selectors.hidden_items")
+        permissions.register_state_rule("annotation.verification.services.verifier_may_not_edit")
         # ... and its blind solve screen, which is the judge page of a solve task.
         from annotation.judgment_tasks.screens import task_screen_register
         from annotation.judgment_tasks.solving import is_solve_task

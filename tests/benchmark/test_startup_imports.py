@@ -103,13 +103,16 @@ def test_data_commands_skip_the_system_checks(app: str, name: str) -> None:
 
 
 #: What the apps' ``ready()`` hooks register by name (job kinds, project page hooks, judging
-#: screens, history sources), not by importing it: views and the services behind them.
+#: screens, history sources, blind verification's rules), not by importing it: views and the
+#: services and selectors behind them.
 NOT_AT_SETUP = [
     "benchmark.projects.views",
     "benchmark.datasets.services",
     "benchmark.items.history",
     "annotation.judgment_tasks.views",
     "annotation.model_drafts.services",
+    "annotation.verification.selectors",
+    "annotation.verification.services",
 ]
 
 SETUP = """
