@@ -282,3 +282,43 @@ def test_every_sdk_client_verifies_with_the_processs_one_tls_context(
     # ... and a call through such a client still answers.
     result = ChatClient(config(model_server)).complete(ChatRequest(prompt="How many apples?"))
     assert result.text == "The chart shows 42 apples."
+
+
+def test_the_answer_is_read_from_the_endpoints_json_as_it_is() -> None:
+    """The SDK hands the body over as parsed JSON (no typed objects built for it): text,
+    model, tokens and tool calls are read from it; a body without choices is an error."""
+    import json
+
+    from benchmark.llm.client import _result
+
+    body = {
+        "model": "m-1",
+        "choices": [
+            {
+                "message": {
+                    "content": "hi",
+                    "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
+                }
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
+    read = _result(body, "m", "k", 5, 1)
+    assert (read.text, read.model, read.prompt_tokens, read.completion_tokens) == (
+        "hi",
+        "m-1",
+        3,
+        1,
+    )
+    assert read.tool_calls == ({"id": "c1", "name": "f", "arguments": "{}"},)
+    # A body sent without a JSON content type arrives as text: read as JSON all the same.
+    assert _result(json.dumps(body), "m", "k", 5, 1) == read
+    bare = {
+        "choices": [{"message": {"content": None, "tool_calls": [{"function": {"name": "g"}}]}}]
+    }
+    read = _result(bare, "m", "k", 0, 1)
+    assert (read.text, read.model, read.prompt_tokens) == ("", "m", None)
+    assert read.tool_calls == ({"id": "call_0", "name": "g", "arguments": ""},)
+    for bad in ({}, {"choices": []}, "not json", None, [1], {"choices": ["x"]}):
+        with pytest.raises(ModelCallFailed, match="without any choices"):
+            _result(bad, "m", "k", 0, 1)
