@@ -14,21 +14,20 @@ class AnnotationConfig(AppConfig):
         # Blind verification: the items a verifier may not see the answer of yet (every item
         # selector in benchmark applies it), and the state rule that a verifier may not change
         # the answer of an item they verify (benchmark.permissions.require applies it).
-        from annotation.verification import selectors, services
         from benchmark import permissions, visibility
 
-        visibility.register_answer_hiding_rule(selectors.hidden_items)
-        permissions.register_state_rule(services.verifier_may_not_edit)
+        visibility.register_answer_hiding_rule("annotation.verification.selectors.hidden_items")
+        permissions.register_state_rule("annotation.verification.services.verifier_may_not_edit")
         # ... and its blind solve screen, which is the judge page of a solve task.
+        from annotation.judgment_tasks.screens import task_screen_register
         from annotation.judgment_tasks.solving import is_solve_task
-        from annotation.judgment_tasks.views import task_screen_register
 
         task_screen_register(is_solve_task, "annotation.verification.views.solve")
 
         # The item list's bulk actions: the bar on the project page, and the job that runs
         # an action on a large selection.
         from benchmark.jobs.kinds import JobKind, job_kind_register
-        from benchmark.projects.views import project_page_extend
+        from benchmark.projects.page_hooks import project_page_extend
 
         project_page_extend("annotation.bulk_actions.views.bulk_context")
         # The first-run checklist's "start a task" step (h-ui, issue 25).
@@ -47,7 +46,7 @@ class AnnotationConfig(AppConfig):
 
         # The item's one history: its plans', answers' and reference trajectory's versions
         # next to its fields' (benchmark's item history page lists every registered source).
-        from benchmark.items.history import history_source_register
+        from benchmark.items.history_sources import history_source_register
 
         history_source_register("annotation.plan_editor.history.plan_entries")
         history_source_register("annotation.tag_review.history.response_entries")
@@ -60,7 +59,7 @@ class AnnotationConfig(AppConfig):
             module = import_module(f"annotation.{feature}.input_drafts")
             input_draft_scope_register(module.SCOPE, f"annotation.{feature}.input_drafts.check")
         # Model drafting: a model-call job whose answer becomes candidates.
-        from annotation.model_drafts.services import MODEL_DRAFT_KIND
+        from annotation.job_names import MODEL_DRAFT_KIND
         from benchmark.llm.services import model_call_kind_register
 
         job_kind_register(

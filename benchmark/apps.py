@@ -24,12 +24,12 @@ class BenchmarkConfig(AppConfig):
 
         user_locked_out.connect(api_locked_out, dispatch_uid="benchmark.api_locked_out")
 
-        from benchmark.projects.views import project_page_extend
+        from benchmark.projects.page_hooks import project_page_extend
 
         # The item list's saved filters (benchmark.saved_filters sits above the project pages).
         project_page_extend("benchmark.saved_filters.views.saved_filters_context")
 
-        from benchmark.datasets.services import IMPORT_AREA, IMPORT_KIND
+        from benchmark.job_names import IMPORT_AREA, IMPORT_KIND
         from benchmark.jobs.kinds import JobKind, job_kind_register
         from benchmark.llm.services import MODEL_CALL_KIND
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.utils.module_loading import import_string
+
 from benchmark.exceptions import Forbidden
 from benchmark.models import Item, Membership, Project, Role
 from benchmark.typing import AnyUser
@@ -67,10 +69,12 @@ def roles_for(action: str) -> frozenset[str]:
 StateRule = Callable[..., "str | None"]
 """``rule(user=, item=, action=)``: why the item's state refuses the action, or None."""
 
-_STATE_RULES: list[StateRule] = []
+_STATE_RULES: list[StateRule | str] = []
 
 
-def register_state_rule(rule: StateRule) -> None:
+def register_state_rule(rule: StateRule | str) -> None:
+    """Add a rule (once), or its dotted path: imported on first use, so the app registering
+    it need not import the rule's module when it starts."""
     if rule not in _STATE_RULES:
         _STATE_RULES.append(rule)
 
@@ -114,6 +118,8 @@ def allowed_actions(*, user: AnyUser, project: Project) -> set[str]:
 def state_refusal(*, user: AnyUser, item: Item, action: str) -> str | None:
     """Why the item's state does not let ``user`` take ``action`` on it now, or None."""
     for rule in _STATE_RULES:
+        if isinstance(rule, str):
+            rule = import_string(rule)
         reason = rule(user=user, item=item, action=action)
         if reason:
             return reason

@@ -107,7 +107,7 @@ from benchmark.typing import AnyUser
 AnswerHidingRule = Callable[..., QuerySet[Item]]
 """Called as ``rule(user=user)``."""
 
-_RULES: list[AnswerHidingRule] = []
+_RULES: list[AnswerHidingRule | str] = []
 
 SECRET_FIELDS: dict[str, Callable[[], Any]] = Item.guarded_columns
 """The item columns that hold the answer, with the empty value a hidden item reads."""
@@ -157,21 +157,25 @@ def decided(user: AnyUser, key: str, decide: Callable[[], bool]) -> bool:
     return memo[remembered]
 
 
-def register_answer_hiding_rule(rule: AnswerHidingRule) -> None:
-    """Add a rule (once): ``rule(user=user)`` answers the items whose answer ``user`` may not see."""
+def register_answer_hiding_rule(rule: AnswerHidingRule | str) -> None:
+    """Add a rule (once): ``rule(user=user)`` answers the items whose answer ``user`` may not
+    see. A dotted path is imported on first use, so the app registering it need not import
+    the rule's module when it starts."""
     if rule not in _RULES:
         _RULES.append(rule)
 
 
 def answer_hiding_rules() -> list[AnswerHidingRule]:
-    return list(_RULES)
+    return [import_string(r) if isinstance(r, str) else r for r in _RULES]
 
 
 def hidden_items(*, user: AnyUser) -> QuerySet[Item]:
     """Every item whose answer ``user`` may not see, by any rule; use it as a subquery."""
     if not user.is_authenticated or not _RULES:
         return Item.objects.none()
-    hiding = [q for q in (rule(user=user) for rule in _RULES) if not q.query.is_empty()]
+    hiding = [
+        q for q in (rule(user=user) for rule in answer_hiding_rules()) if not q.query.is_empty()
+    ]
     if len(hiding) <= 1:
         return hiding[0] if hiding else Item.objects.none()
     condition = Q(pk__in=[])

@@ -1,5 +1,5 @@
 """What the project page's first-run checklist asks of this app: whether the project has a
-judgment task yet (registered with ``benchmark.projects.views.project_page_extend``). Asked
+judgment task yet (registered with ``benchmark.projects.page_hooks.project_page_extend``). Asked
 only for those who manage the project, the only ones who see the checklist."""
 
 from __future__ import annotations

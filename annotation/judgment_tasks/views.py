@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -20,6 +19,7 @@ from annotation.judgment_tasks import selectors, services
 from annotation.judgment_tasks.forms import JudgmentForm, TaskForm
 from annotation.judgment_tasks.models import Assignment, AssignmentStatus, JudgmentTask, TaskUnit
 from annotation.judgment_tasks.plan_graph import layout
+from annotation.judgment_tasks.screens import task_screens
 from annotation.judgment_tasks.units import unit_source
 from benchmark import permissions
 from benchmark import selectors as project_selectors
@@ -184,7 +184,7 @@ def _in_place(request: HtmxHttpRequest) -> bool:
 def _on_judge_page(task: JudgmentTask) -> bool:
     """Whether the task's items (or units) are judged on the judge page (not on a screen of
     their own: blind solving, response-level evaluation)."""
-    if any(applies(task) for applies, _ in _TASK_SCREENS):
+    if any(applies(task) for applies, _ in task_screens()):
         return False
     return not task.has_units or unit_source(task.unit_kind).page is None
 
@@ -243,19 +243,6 @@ def _judge_context(
     return context
 
 
-TaskApplies = Callable[[JudgmentTask], bool]
-_TASK_SCREENS: list[tuple[TaskApplies, str]] = []
-
-
-def task_screen_register(applies: TaskApplies, screen: str) -> None:
-    """Judge the tasks for which ``applies(task)`` holds on another screen: ``screen`` is the
-    dotted path of a view called as ``view(request, task=..., item_id=...)``. Registered from
-    an app's ``ready()`` by the features built on judging (blind verification's solve
-    screen), which judging does not import."""
-    if (applies, screen) not in _TASK_SCREENS:
-        _TASK_SCREENS.append((applies, screen))
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 @htmx_page
@@ -263,7 +250,7 @@ def judge(request: HtmxHttpRequest, pk: int, item_id: int) -> HttpResponse:
     """The judge page. Annotators reach it through a lease; reviewers may look at any item.
     Nobody sees another person's judgment here unless they may review."""
     task = selectors.task_get(user=request.user, pk=pk)
-    for applies, screen in _TASK_SCREENS:  # e.g. blind solving has its own screen
+    for applies, screen in task_screens():  # e.g. blind solving has its own screen
         if applies(task):
             return import_string(screen)(request, task=task, item_id=item_id)
     if task.has_units:

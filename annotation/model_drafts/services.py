@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotation.job_names import MODEL_DRAFT_KIND
 from annotation.model_drafts import prompts
 from annotation.model_drafts.models import (
     CandidateStatus,
@@ -62,7 +63,6 @@ from benchmark.typing import User
 
 log = logging.getLogger(__name__)
 
-MODEL_DRAFT_KIND = "model_draft"
 MAX_QUERIES = 20
 GT_KEY = "gt"
 MAX_EXAMPLES = 5

@@ -46,6 +46,7 @@ from benchmark.formats._jsonio import fill_holes, punch_holes
 from benchmark.formats.audio import is_audio_name
 from benchmark.images.selectors import project_images_named
 from benchmark.images.services import image_store
+from benchmark.job_names import IMPORT_AREA, IMPORT_KIND
 from benchmark.jobs.kinds import Progress
 from benchmark.jobs.services import job_start
 from benchmark.jobs.uploads import UploadBudget, place_uploads, safe_filename
@@ -1291,10 +1292,6 @@ def _copy_images(project: Project, root: Path, image_paths: dict[str, str]) -> N
 # =========================================================================== web import/export
 # Added for the import and export pages and API: starting an import job from an upload, and
 # packing an export into one downloadable file. Nothing above is changed by this section.
-
-
-IMPORT_KIND = "import"
-IMPORT_AREA = "imports"
 
 
 #: Interchange formats an upload may be read in instead of the project's own.

@@ -17,7 +17,6 @@ form posting ``revert_fields``), never a second revert implementation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,6 +24,11 @@ from typing import Any
 from django.urls import reverse
 from django.utils.module_loading import import_string
 
+from benchmark.items.history_sources import (  # noqa: F401 - the registry, named here too
+    _SOURCES,
+    HistorySource,
+    history_source_register,
+)
 from benchmark.items.selectors import FieldChange, item_versions
 from benchmark.models import Item, Project
 from benchmark.typing import AnyUser
@@ -62,16 +66,6 @@ class HistoryEntry:
         name = self.thread or self.source
         slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
         return f"{slug}-v{self.number}"
-
-
-HistorySource = Callable[..., list[HistoryEntry]]
-_SOURCES: list[HistorySource | str] = []
-
-
-def history_source_register(source: HistorySource | str) -> None:
-    """Add a source of versions to the item's history (its dotted path, or the callable)."""
-    if source not in _SOURCES:
-        _SOURCES.append(source)
 
 
 def field_entries(

@@ -4,7 +4,7 @@ renders the full page or, for htmx requests, only the fragment that was asked fo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -46,6 +46,7 @@ from benchmark.projects.forms import (
     ProjectModelForm,
     RestoreForm,
 )
+from benchmark.projects.page_hooks import project_page_hooks
 from benchmark.typing import request_user
 
 PAGE_SIZE = 50
@@ -88,18 +89,6 @@ def project_create(request: HttpRequest) -> HttpResponse:
         if project is not None:
             return redirect("benchmark:project_detail", project_id=project.pk)
     return render(request, "benchmark/project_create.html", {"form": form}, status=status)
-
-
-PageHook = Callable[[HttpRequest, Project], dict[str, Any]]
-_PAGE_HOOKS: list[PageHook | str] = []
-
-
-def project_page_extend(hook: PageHook | str) -> None:
-    """Add to the project page's context (``hook(request, project)`` or its dotted path,
-    e.g. the bulk-action bar of ``annotation.bulk_actions``): registered from an app's
-    ``ready()``, since ``benchmark`` does not import the apps built on it."""
-    if hook not in _PAGE_HOOKS:
-        _PAGE_HOOKS.append(hook)
 
 
 @login_required
@@ -166,7 +155,7 @@ def project_page_context(
     }
     actions = permissions.allowed_actions(user=request.user, project=project)
     extra: dict[str, Any] = {}
-    for hook in _PAGE_HOOKS:
+    for hook in project_page_hooks():
         extra.update((import_string(hook) if isinstance(hook, str) else hook)(request, project))
     return {
         **project_context(request, project),

@@ -8,6 +8,7 @@ the runner loads before the item and stores after it, on its own thread."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,7 +57,11 @@ class ItemCalls:
 class ModelChat:
     """``chat(messages, images=..., tools=...)`` on one endpoint for one item. A model error
     is an ``EvaluationError`` naming the model; in replay mode a call never recorded is a
-    ``ReplayMiss`` naming the model, the item and the call's number."""
+    ``ReplayMiss`` naming the model, the item and the call's number.
+
+    ``slots`` (the runner's): a call holds one while it is made, so the run's items have at
+    most that many model calls out at once however many of them are being prepared or
+    scored meanwhile."""
 
     def __init__(
         self,
@@ -65,12 +70,16 @@ class ModelChat:
         item: str,
         calls: ItemCalls,
         params: Mapping[str, Any] | None = None,
+        slots: threading.Semaphore | None = None,
     ) -> None:
         self.client = client
         self.item = item
         self.calls = calls
         self.params = dict(params or {})
         self.count = 0
+        self.slots: contextlib.AbstractContextManager[Any] = (
+            slots if slots is not None else contextlib.nullcontext()
+        )
 
     def __call__(
         self,
@@ -88,7 +97,8 @@ class ModelChat:
         )
         model = self.client.config.model
         try:
-            result = self.client.complete(request)
+            with self.slots:
+                result = self.client.complete(request)
         except CacheMiss as exc:
             raise ReplayMiss(
                 f"replay: no recorded answer of {model} for item {self.item} "

@@ -2,7 +2,8 @@
 chunk of items for a large run), the "evaluate" job's runner, resuming, and the summary.
 
 The runner evaluates the items its job was given that the run has not finished, with
-``workers`` threads. Worker threads only talk to the model and the tool providers (and read
+``workers`` model calls out at once (and a spare thread per ``SPARE_PER`` workers that reads,
+prepares and scores items meanwhile, ``ModelChat``'s slots). Worker threads only talk to the model and the tool providers (and read
 image files); every database read and write happens on the runner's thread: before an item
 runs its recorded model calls and tool records are loaded (the cache and the replay record),
 after it the result, the new calls and records are stored. A protocol's ``EvaluationError``
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -87,6 +89,10 @@ PROGRESS_SECONDS = 0.5
 HEARTBEAT_SECONDS = 30.0
 #: Items handed to the worker threads ahead of them, per thread.
 WINDOW_PER_WORKER = 2
+#: Worker threads beyond the run's workers, per ``SPARE_PER`` workers (at least one): the
+#: run's workers are its model calls at once (``ModelChat``'s slots), and the spare threads
+#: read, prepare and score items meanwhile, so no call slot waits for that work.
+SPARE_PER = 4
 #: Finished items are stored together, in one transaction, once this many wait (or once
 #: PROGRESS_SECONDS have passed since the last store), not one transaction an item.
 STORE_ITEMS = 50
@@ -668,6 +674,7 @@ def _evaluate(
     tools: ItemTools,
     providers: Sequence[Provider],
     replay: bool,
+    slots: threading.Semaphore | None = None,
 ) -> tuple[Outcome, int, dict[str, str]]:
     """In a worker thread: one item through the protocol. Touches no database. Returns the
     outcome, the milliseconds it took and its files as stored (``{path: sha256}``: written
@@ -677,7 +684,7 @@ def _evaluate(
     started = time.monotonic()
     try:
         item = EvalItem(id=external_id, record=loaded.record, images=_read_images(loaded.images))
-        chat = ModelChat(client, item=external_id, calls=calls, params=params)
+        chat = ModelChat(client, item=external_id, calls=calls, params=params, slots=slots)
         layer = ToolLayer(providers, records=tools, replay=replay)
         outcome = protocol.run_item(
             item, settings=settings, chat=chat, tools=layer, truth=loaded.record
@@ -1023,8 +1030,10 @@ class _Runner:
         self.counts.done = len(ids) - len(todo)
         self.tick(force=True)
         workers = max(1, min(self.workers, self.config.concurrency))
-        window = workers * WINDOW_PER_WORKER
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+        slots = threading.BoundedSemaphore(workers)
+        threads = workers + max(1, workers // SPARE_PER)
+        window = threads * WINDOW_PER_WORKER
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="evaluate")
         self.transport.keep_open()
         inflight: dict[Future[_Done], tuple[int, ItemCalls, ItemTools]] = {}
         try:
@@ -1048,6 +1057,7 @@ class _Runner:
                         tools=tools,
                         providers=self.providers,
                         replay=self.run.replay,
+                        slots=slots,
                     )
                     inflight[future] = (loaded.item.pk, calls, tools)
             while inflight:
@@ -1211,12 +1221,17 @@ def _preload_for_chunks(*, sdk: bool) -> None:
     used (``numpy.random``, and ``numpy.ma`` for percentiles: ~0.08 s of CPU at the end of the
     last chunk, while nothing else runs) and, with ``sdk`` (not a replay, which calls no
     model), the model SDK (its first model call, ~0.6 s of CPU while the worker threads
-    wait). The forked processes share the modules."""
+    wait) and its TLS context (``benchmark.llm.client.tls_context``: the CA bundle read once,
+    not once a chunk). The forked processes share them."""
     import numpy.ma  # noqa: F401
     import numpy.random  # noqa: F401
 
     if sdk:
         import openai  # noqa: F401
+
+        from benchmark.llm.client import tls_context
+
+        tls_context()
 
 
 def _jobs_in_processes(job_ids: Sequence[int], processes: int, *, sdk: bool = True) -> None:

@@ -100,3 +100,50 @@ def test_the_report_sees_a_heavy_library_when_one_is_imported() -> None:
 @pytest.mark.parametrize(("app", "name"), DATA_COMMANDS)
 def test_data_commands_skip_the_system_checks(app: str, name: str) -> None:
     assert load_command_class(app, name).requires_system_checks == []
+
+
+#: What the apps' ``ready()`` hooks register by name (job kinds, project page hooks, judging
+#: screens, history sources, blind verification's rules), not by importing it: views and the
+#: services and selectors behind them.
+NOT_AT_SETUP = [
+    "benchmark.projects.views",
+    "benchmark.datasets.services",
+    "benchmark.items.history",
+    "annotation.judgment_tasks.views",
+    "annotation.model_drafts.services",
+    "annotation.verification.selectors",
+    "annotation.verification.services",
+]
+
+SETUP = """
+import django
+django.setup()
+import json, sys
+print(json.dumps(sorted(set({names!r}) & set(sys.modules))))
+"""
+
+
+def modules_after_setup(names: list[str]) -> list[str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "benchmark.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", SETUP.format(names=names)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_setting_django_up_imports_no_view_nor_the_services_of_the_registered_kinds() -> None:
+    assert modules_after_setup(NOT_AT_SETUP) == []
+
+
+def test_the_setup_probe_sees_a_module_the_apps_import() -> None:
+    """The check above can fail: the same probe names a module that setting up imports."""
+    assert modules_after_setup(["benchmark.models", "benchmark.jobs.kinds"]) == [
+        "benchmark.jobs.kinds",
+        "benchmark.models",
+    ]

@@ -34,12 +34,16 @@ from benchmark.exceptions import DomainError
 from benchmark.models import Project
 from review.evaluation import selectors, services
 from review.evaluation.judges import evaluation_judge
-from review.evaluation.models import EvaluationResult
+from review.evaluation.models import EvaluationResult, EvaluationRun
 
 OPTIONS = frozenset(
     {"items", "mode", "plan_format", "strategy", "feedback", "shots", "max_rounds",
      "max_tool_calls", "workers"}
 )  # fmt: skip
+
+
+#: Lines written to stdout at once.
+PRINT_BLOCK = 500
 
 
 def _bad(message: str) -> CommandError:
@@ -145,27 +149,7 @@ class Command(BaseCommand):
             except DomainError as exc:
                 raise _bad(f"--judge-base-url: {exc.message}") from None
             run.refresh_from_db(fields=["summary"])  # judged runs: figures from judged scores
-        errors = []
-        # What a line prints; not the trace nor the files (the largest fields, read by the
-        # run's page and --out).
-        rows = (
-            EvaluationResult.objects.filter(run=run)
-            .select_related("item")
-            .only("item", "item__external_id", "status", "output", "scores", "error")
-        )
-        for row in rows.order_by("item__position", "item_id").iterator(chunk_size=500):
-            line: dict[str, Any] = {
-                "item": row.item.external_id,
-                "model": run.model,
-                "status": row.status,
-                "output": row.output,
-                "scores": row.scores,
-            }
-            if row.error:
-                line["error"] = row.error
-            if row.status == Status.ERROR:
-                errors.append(f"{row.item.external_id}: {row.error}")
-            self.stdout.write(json.dumps(line, ensure_ascii=False, sort_keys=True))
+        errors = self._print_items(run)
         summary = dict(run.summary or {})
         if judges is not None:
             summary["judges"] = judges
@@ -188,3 +172,34 @@ class Command(BaseCommand):
             self.stderr.write(f"wrote {len(written)} file(s) to {options['out']}")
         if errors and run.replay:
             raise CommandError(f"replay: {len(errors)} item(s) failed; {errors[0]}")
+
+    def _print_items(self, run: EvaluationRun) -> list[str]:
+        """One JSON line per item, in item order; the failed items' "id: error"."""
+        errors = []
+        # What a line prints; not the trace nor the files (the largest fields, read by the
+        # run's page and --out). Rows as tuples, the lines written a block at a time.
+        rows = (
+            EvaluationResult.objects.filter(run=run)
+            .order_by("item__position", "item_id")
+            .values_list("item__external_id", "status", "output", "scores", "error")
+        )
+        block: list[str] = []
+        for external_id, status, output, scores, error in rows.iterator(chunk_size=500):
+            line: dict[str, Any] = {
+                "item": external_id,
+                "model": run.model,
+                "status": status,
+                "output": output,
+                "scores": scores,
+            }
+            if error:
+                line["error"] = error
+            if status == Status.ERROR:
+                errors.append(f"{external_id}: {error}")
+            block.append(json.dumps(line, ensure_ascii=False, sort_keys=True))
+            if len(block) >= PRINT_BLOCK:
+                self.stdout.write("\n".join(block))
+                block = []
+        if block:
+            self.stdout.write("\n".join(block))
+        return errors

@@ -253,3 +253,72 @@ def test_concurrency_limit_two_lets_two_calls_run_together(model_server: FakeMod
     for t in threads:
         t.join(timeout=20)
     assert model_server.max_in_flight == 2
+
+
+def test_every_sdk_client_verifies_with_the_processs_one_tls_context(
+    monkeypatch: pytest.MonkeyPatch, model_server: FakeModelServer
+) -> None:
+    """The SDK's own HTTP client, given the one TLS context the process built (its CA bundle
+    is read once, not once a client), which still verifies certificates."""
+    import ssl
+
+    import openai
+
+    from benchmark.llm.client import tls_context
+
+    given: list[object] = []
+    default_client = openai.DefaultHttpxClient
+
+    def recording(**kwargs: object) -> object:
+        given.append(kwargs.get("verify"))
+        return default_client(**kwargs)
+
+    monkeypatch.setattr(openai, "DefaultHttpxClient", recording)
+    for url in ("https://one.example/v1", "https://two.example/v1"):
+        ChatClient(ModelConfig(base_url=url, model="m"))._sdk().close()
+    assert given == [tls_context(), tls_context()]
+    assert isinstance(given[0], ssl.SSLContext)
+    assert given[0].verify_mode == ssl.CERT_REQUIRED and given[0].check_hostname
+    # ... and a call through such a client still answers.
+    result = ChatClient(config(model_server)).complete(ChatRequest(prompt="How many apples?"))
+    assert result.text == "The chart shows 42 apples."
+
+
+def test_the_answer_is_read_from_the_endpoints_json_as_it_is() -> None:
+    """The SDK hands the body over as parsed JSON (no typed objects built for it): text,
+    model, tokens and tool calls are read from it; a body without choices is an error."""
+    import json
+
+    from benchmark.llm.client import _result
+
+    body = {
+        "model": "m-1",
+        "choices": [
+            {
+                "message": {
+                    "content": "hi",
+                    "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
+                }
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
+    read = _result(body, "m", "k", 5, 1)
+    assert (read.text, read.model, read.prompt_tokens, read.completion_tokens) == (
+        "hi",
+        "m-1",
+        3,
+        1,
+    )
+    assert read.tool_calls == ({"id": "c1", "name": "f", "arguments": "{}"},)
+    # A body sent without a JSON content type arrives as text: read as JSON all the same.
+    assert _result(json.dumps(body), "m", "k", 5, 1) == read
+    bare = {
+        "choices": [{"message": {"content": None, "tool_calls": [{"function": {"name": "g"}}]}}]
+    }
+    read = _result(bare, "m", "k", 0, 1)
+    assert (read.text, read.model, read.prompt_tokens) == ("", "m", None)
+    assert read.tool_calls == ({"id": "call_0", "name": "g", "arguments": ""},)
+    for bad in ({}, {"choices": []}, "not json", None, [1], {"choices": ["x"]}):
+        with pytest.raises(ModelCallFailed, match="without any choices"):
+            _result(bad, "m", "k", 0, 1)

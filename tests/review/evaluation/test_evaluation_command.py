@@ -44,6 +44,26 @@ def test_evaluate_prints_each_item_and_the_summary_and_writes_outputs(
     assert [json.loads(line)["answer"] for line in written] == ["a fruit", "unknown", "a fruit"]
 
 
+def test_the_lines_are_written_a_block_at_a_time_still_one_line_an_item(
+    eval_project: Project, eval_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from review.management.commands import evaluate
+
+    writes: list[str] = []
+    out = StringIO()
+    monkeypatch.setattr(evaluate, "PRINT_BLOCK", 2)
+    monkeypatch.setattr(out, "write", lambda text: writes.append(text) or len(text))
+    call_command(
+        "evaluate", "--project", eval_project.name, "--model", MODEL,
+        "--base-url", eval_server.url, stdout=out, stderr=StringIO(),
+    )  # fmt: skip
+    lines = "".join(writes).splitlines()
+    assert [json.loads(line).get("item") for line in lines] == ["apple", "pear", "kiwi", None]
+    assert "summary" in json.loads(lines[-1])
+    # Two items, then the last one, then the summary: three writes, not one a line.
+    assert len(writes) == 3
+
+
 def test_replay_reruns_with_no_model_server_and_names_a_missing_record(
     eval_project: Project, eval_server: FakeModelServer
 ) -> None:

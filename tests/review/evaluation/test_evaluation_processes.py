@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.db import connection, connections
 
+from benchmark.llm.client import tls_context
 from benchmark.models import Job, JobStatus, Project
 from review.evaluation import services
 from review.evaluation.models import EvaluationResult, EvaluationRun
@@ -113,11 +114,13 @@ def test_the_chunks_processes_find_the_sdk_imported_before_they_were_forked(
     names = {"openai", *numpy_parts}
     for name in names:  # as in a fresh command: not imported yet
         monkeypatch.delitem(sys.modules, name, raising=False)
-    # A replay calls no model: its processes are not given the SDK.
+    # A replay calls no model: its processes are not given the SDK (nor its TLS context).
     given = numpy_parts if replay else names
+    tls_context.cache_clear()
 
-    def child(job_id: int) -> None:  # in the forked process: which modules it was given
-        os._exit(0 if given == names & set(sys.modules) else 4)
+    def child(job_id: int) -> None:  # in the forked process: what it was given
+        built = tls_context.cache_info().currsize == 1
+        os._exit(0 if given == names & set(sys.modules) and built is not replay else 4)
 
     monkeypatch.setattr(services, "_job_in_child", child)
     services.evaluation_run_execute(run=run, jobs=jobs, processes=2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.request
 from typing import Any
 
@@ -23,6 +24,10 @@ from tests.factories import ItemFactory
 from tests.llm_server import MODEL, FakeModelServer
 
 pytestmark = pytest.mark.django_db
+
+#: The queries of a run's whole job (claim, runner, one batch of items and records, one store
+#: of results and calls, progress, summary, finish), the same for 3 items as for 30.
+RUN_QUERIES = 33
 
 
 def _items(project: Project, start: int, count: int) -> None:
@@ -145,3 +150,61 @@ def test_an_endpoint_given_for_the_run_takes_as_many_calls_at_once_as_workers(
     helper.join()
     assert run.results.filter(status="ok").count() == 12
     assert eval_server.max_in_flight == 6
+
+
+def test_a_runs_workers_are_its_calls_at_once_and_a_spare_thread_prepares_the_next_item(
+    project: Project, protocol: Any, eval_server: FakeModelServer, monkeypatch: Any
+) -> None:
+    """Two workers: never more than two model calls out, while a third item is read,
+    prepared and scored meanwhile (the worker's slot does not wait for that work)."""
+    _items(project, 0, 9)
+    busy, peak, lock = [0], [0], threading.Lock()
+    evaluate = services._evaluate
+
+    def counted(**kwargs: Any) -> Any:
+        with lock:
+            busy[0] += 1
+            peak[0] = max(peak[0], busy[0])
+        try:
+            return evaluate(**kwargs)
+        finally:
+            with lock:
+                busy[0] -= 1
+
+    monkeypatch.setattr(services, "_evaluate", counted)
+    eval_server.hold()
+
+    def release_when_two_arrive() -> None:
+        eval_server.wait_for_arrivals(2, timeout=10)
+        # Both slots are taken: the spare thread's item is in the runner too, waiting.
+        deadline = time.monotonic() + 10
+        while peak[0] < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        eval_server.release()
+
+    helper = threading.Thread(target=release_when_two_arrive)
+    helper.start()
+    run, jobs = services.evaluation_run_create(
+        project=project, user=None, base_url=eval_server.url, model=MODEL, workers=2
+    )
+    services.evaluation_run_execute(run=run, jobs=jobs)
+    helper.join()
+    assert run.results.filter(status="ok").count() == 9
+    assert eval_server.max_in_flight == 2
+    assert peak[0] == 3
+
+
+def test_a_runners_queries_are_a_fixed_few_per_batch_not_per_item(
+    eval_project: Project, monkeypatch: Any, django_assert_num_queries: Any
+) -> None:
+    """The runner's queries for 3 items and for 30 (one batch of records, one store):
+    pinned, so a query per item cannot creep back in."""
+    monkeypatch.setattr(services, "PROGRESS_SECONDS", 3600.0)
+    run, jobs = services.evaluation_run_create(project=eval_project, user=None, workers=4)
+    with django_assert_num_queries(RUN_QUERIES):
+        services.evaluation_run_execute(run=run, jobs=jobs)
+    _items(eval_project, 100, 27)
+    run, jobs = services.evaluation_run_create(project=eval_project, user=None, workers=4)
+    with django_assert_num_queries(RUN_QUERIES):
+        services.evaluation_run_execute(run=run, jobs=jobs)
+    assert run.results.filter(status="ok").count() == 30
