@@ -374,7 +374,8 @@ def _saved(request: HtmxHttpRequest, task: JudgmentTask, shown: str) -> HttpResp
         else None
     )
     saved = {"progress": progress, "what": "unit" if unit else "item"}
-    response = render(request, "annotation/judge.html#saved", {"saved": saved})
+    # The task names the undo link's URL.
+    response = render(request, "annotation/judge.html#saved", {"saved": saved, "task": task})
     response["X-Judgment-Saved"] = "1"
     return response
 

@@ -339,7 +339,8 @@
       submit();
     };
     const changing = f.querySelector("input[name=version]");
-    const inPlace = Boolean(judging().dataset.aheadUrl) && !(changing && changing.value);
+    const area = judging(); // none on the blind-solve page
+    const inPlace = Boolean(area && area.dataset.aheadUrl) && !(changing && changing.value);
     queue = queue.filter((entry) => entry.kept || fresh(entry));
     if (inPlace && queue.length) {
       swapAhead(f);

@@ -475,6 +475,7 @@ def test_a_judgment_sent_in_the_background_answers_small(
     # The progress line and the undo paragraph of the item now shown, nothing else.
     assert 'id="judge-progress"' in body and 'id="undo-line"' in body and 'id="keys-undo"' in body
     assert 'Judged <span class="mono">i0</span>' in body and "undo the judgment of i0" in body
+    assert f'hx-get="{url}"' in body  # the undo link names the item judged
     assert "Item 2 of 4" in body
     # Never a judging area: not the one the person works in now, and no item ahead.
     assert 'id="judging"' not in body and 'id="judgment"' not in body and "<template" not in body
