@@ -311,7 +311,9 @@ def test_leases_ahead_expire_like_any_other(project: Project) -> None:
     assert got is not None and got.item.external_id == "i0"
     nxt = services.assignment_next_for_user(task=task, user=b, now=later)
     assert nxt is not None and nxt.pk == got.pk  # b's own open lease
-    more = services.assignment_next_for_user(task=task, user=b, now=later, ahead_of=(got.item_id, ""))
+    more = services.assignment_next_for_user(
+        task=task, user=b, now=later, ahead_of=(got.item_id, "")
+    )
     assert more is not None and more.item_id == held[0].item_id
     # A's queue is gone: nothing is leased ahead of an expired lease.
     with pytest.raises(ValidationFailed, match="no open lease"):
@@ -351,7 +353,9 @@ def test_gold_units_come_at_the_same_places_with_a_full_queue(project: Project) 
                         break
                     queue.append(more)
                     keys.append(more.unit)
-            services.judgment_submit(task=task, item=lease.item, user=user, unit=lease.unit, value=2)
+            services.judgment_submit(
+                task=task, item=lease.item, user=user, unit=lease.unit, value=2
+            )
             order.append((lease.unit, lease.gold))
             lease = services.assignment_next_for_user(task=task, user=user)
             if queue:

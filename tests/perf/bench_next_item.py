@@ -12,16 +12,18 @@ DEBUG off) and starts the load test's locust annotators (tests/perf/load_users.p
 After --warmup seconds one more annotator judges in headless Chromium (/usr/bin/chromium, or
 BENCHWRIGHT_CHROMIUM) on the judge page, with the keyboard as a person would: ``1`` picks
 "Keep", then the timer starts at the keydown of ``Enter`` (the submit) and stops at the first
-animation frame after the next item's judging area is on the page: shown from the item the
-page held ahead (judge.js's ``benchwright:judging-shown`` event; the judgment is then sent in
-the background) or swapped in by htmx from the server's answer and settled. Every submit is
-timed: the next key press waits until the last one was, then --pause seconds (default 1.5,
-the simulated annotators' median think time; the item held ahead is not waited for); a
-submit answered by a whole page load instead is counted apart (and not timed). Prints, for
-all submits and for each path ("from prefetch", "from the server"), the median, p95 and max
-over --items-measured items (the first --skip are left out: the browser's caches warm up),
-the median time the background POSTs took, the load average, and the 150 ms target beside
-the median and p95. Asserts nothing about time.
+animation frame after the next item's judging area is on the page: shown from the queue of
+items the page holds leased ahead (judge.js's ``benchwright:judging-shown`` event; up to
+``AHEAD_MAX`` held, the next one asked for as soon as one is shown; the judgment joins the
+page's queue of saves, sent in the background one at a time in order) or swapped in by htmx
+from the server's answer and settled. Every submit is timed: the next key press waits until
+the last one was, then --pause seconds (default 1.5, the simulated annotators' median think
+time; neither the items ahead nor the saves are waited for); a submit answered by a whole
+page load instead is counted apart (and not timed). Prints, for all submits and for each path
+("from prefetch", "from the server"), the median, p95 and max over --items-measured items (the
+first --skip are left out: the browser's caches warm up), the median time the background
+POSTs took (each from its own start, not its wait behind the saves before it), the load
+average, and the 150 ms target beside the median and p95. Asserts nothing about time.
 
 The simulated annotators (locust) run on the same machine as the server; on a small machine
 they take CPU from it. ``--load-nice 19`` runs them under ``nice`` (clearly labelled in the
