@@ -159,21 +159,24 @@ def _ahead_leases(
     held: Sequence[str],
 ) -> _Ahead:
     """Leasing ahead of ``ahead_of`` (see :func:`assignment_next_for_user`): the user's open
-    leases in the task, locked (a judgment of one of them being saved meanwhile waits, so the
-    gold schedule read next counts it once), and what to answer. ValidationFailed when the
-    page holds :data:`AHEAD_MAX` items ahead already, or the user holds no live lease of
-    ``ahead_of``."""
+    leases in the task, and what to answer. The lease of ``ahead_of`` is locked, so two
+    requests naming it (two tabs) take turns and the user never holds more than
+    :data:`AHEAD_MAX` after it; the judgment of an earlier item being saved meanwhile is not
+    waited for, except in a task with gold items, whose schedule counts every open lease as
+    judged before the one leased now: there all of them are locked, so a judgment being saved
+    is counted once (after its commit). ValidationFailed when the page holds
+    :data:`AHEAD_MAX` items ahead already, or the user holds no live lease of ``ahead_of``."""
     if len(held) >= AHEAD_MAX:
         raise ValidationFailed(
             f"held: the page holds {len(held)} items ahead already; at most {AHEAD_MAX} are "
             "leased ahead of the one judged now"
         )
-    rows = list(
-        Assignment.objects.select_for_update()
-        .filter(task=task, user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now)
-        .order_by("leased_at", "pk")
-        .values_list("pk", "item_id", "unit", "gold")
-    )
+    leases = Assignment.objects.filter(
+        task=task, user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now
+    ).order_by("leased_at", "pk")
+    if task.gold_rate:
+        leases = leases.select_for_update()
+    rows = list(leases.values_list("pk", "item_id", "unit", "gold"))
     item_id, unit = ahead_of
     at = next((n for n, row in enumerate(rows) if (row[1], row[2]) == (item_id, unit)), None)
     if at is None:
@@ -181,6 +184,8 @@ def _ahead_leases(
         raise ValidationFailed(
             f"after: you hold no open lease of {what} in this task, so nothing is leased ahead"
         )
+    if not task.gold_rate:
+        list(Assignment.objects.select_for_update().filter(pk=rows[at][0]).values_list("pk"))
     named = {str(key) for key in held}
     answer = next((r[0] for r in rows[at + 1 :] if page_key(r[1], r[2]) not in named), None)
     if task.has_units:

@@ -68,6 +68,7 @@
   let queue = [];
   let onScreen = null; // the entry shown last from the queue, while it is on screen
   let prefetching = null; // the request for the next item ahead, while in flight
+  let waited = false; // a submit waits for it (the queue was empty)
   let sending = 0; // judgments queued or on their way, not answered yet
   const sendingKeys = []; // their items' keys
   let pending = Promise.resolve(); // settles once the last one is answered
@@ -171,8 +172,9 @@
     return prefetching;
   }
 
-  // Show a judging area in place of the one on screen.
-  function show(node, url, title, since, from) {
+  // Show a judging area in place of the one on screen (``waited``: the queue was empty at the
+  // key press, and the item came once a lease ahead on its way arrived).
+  function show(node, url, title, since, from, waited = false) {
     const area = judging();
     const active = document.activeElement;
     if (active && area && area.contains(active)) active.blur();
@@ -185,7 +187,7 @@
     window.scrollTo(0, 0);
     started = since;
     mark();
-    document.dispatchEvent(new CustomEvent("benchwright:judging-shown", { detail: { area: node, from } }));
+    document.dispatchEvent(new CustomEvent("benchwright:judging-shown", { detail: { area: node, from, waited } }));
   }
 
   const itemName = (area) => {
@@ -320,7 +322,8 @@
     const next = queue.shift();
     send(f, next);
     onScreen = next.putBack ? null : next;
-    show(next.node, next.url, next.title, performance.now(), next.putBack ? "put back" : "prefetch");
+    show(next.node, next.url, next.title, performance.now(), next.putBack ? "put back" : "prefetch", waited);
+    waited = false;
     prefetch();
   }
 
@@ -348,6 +351,7 @@
     }
     if (inPlace && prefetching) {
       // An item ahead is on its way: sooner than asking the server for the next one.
+      waited = true; // the queue was empty at the key press
       prefetching.then(again);
       return undefined;
     }

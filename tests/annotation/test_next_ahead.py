@@ -398,7 +398,7 @@ def test_the_ahead_endpoint_answers_the_next_items_judging_area(
     client = _client(user)
     client.post(reverse("annotation:task_next", args=[task.pk]))
     current = Assignment.objects.get(user=user)
-    with django_assert_max_num_queries(20):
+    with django_assert_max_num_queries(21):
         answer = client.post(_ahead_url(task, current.item_id), headers=HX)
     assert answer.status_code == 200
     ahead = Assignment.objects.exclude(pk=current.pk).get(user=user)
@@ -443,7 +443,7 @@ def test_the_ahead_endpoint_fills_the_queue_and_refuses_one_more(
     for n in range(services.AHEAD_MAX):
         url = _ahead_url(task, current.item_id) + "".join(f"&held={key}" for key in held)
         # As many statements for the last one as for the first: the held ones are read at once.
-        with django_assert_max_num_queries(20):
+        with django_assert_max_num_queries(21):
             answer = client.post(url, headers=HX)
         assert answer.status_code == 200, answer.content
         key = re.search(r'data-item-key="(\d+)"', answer.content.decode())

@@ -55,7 +55,8 @@ CHROMIUM = os.environ.get("BENCHWRIGHT_CHROMIUM", "/usr/bin/chromium")
 # ``detail.target`` the old one; both carry the id, and the check is on that id.
 # Each entry: [total, until the answer arrived (key press, request, server, network), from
 # the answer to the frame (htmx's swap, the page's scripts on it, layout and paint), path (1:
-# from the item held ahead, 0: from the server's answer)]. A judgment sent in the background
+# from the queue held ahead, 2: the same once a lease ahead on its way arrived, the queue
+# being empty at the key press, 0: from the server's answer)]. A judgment sent in the background
 # puts how long its POST took into window.__sendTimes.
 TIMER_JS = """
 (() => {
@@ -72,7 +73,7 @@ TIMER_JS = """
     answered = null;
     requestAnimationFrame(() => {
       const now = performance.now();
-      window.__nextTimes.push([now - began, 0, now - began, 1]);
+      window.__nextTimes.push([now - began, 0, now - began, e.detail.waited ? 2 : 1]);
     });
   });
   document.addEventListener("benchwright:judgment-sent", (e) => window.__sendTimes.push(e.detail.ms));
@@ -281,6 +282,7 @@ def main() -> int:
         return 1
     times = [t[0] for t in timed]
     prefetched = [t[0] for t in timed if t[3]]
+    waited = [t[0] for t in timed if t[3] == 2]
     served = [t for t in timed if not t[3]]
     print(
         f"key press to next item on screen, {len(times)} submits timed in place: "
@@ -298,6 +300,12 @@ def main() -> int:
             verdict = "meets" if value <= TARGET_MS else "MISSES"
             print(f"    {name:<6} {value:6.0f} ms ({verdict} the {TARGET_MS:.0f} ms target)")
         print(f"    max    {max(values):6.0f} ms")
+    if prefetched:
+        print(
+            f"  from prefetch with the queue empty at the key press (waited for a lease ahead on "
+            f"its way): {len(waited)}"
+            + (f", median {percentile(waited, 50):.0f} ms" if waited else "")
+        )
     if served:
         answer, swap = (percentile([t[n] for t in served], 50) for n in (1, 2))
         print(
