@@ -360,6 +360,7 @@
       pending.then(again);
       return undefined;
     }
+    waited = false; // the server answers this one
     f.requestSubmit();
   }
   document.addEventListener("htmx:afterRequest", (event) => {
