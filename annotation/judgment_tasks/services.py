@@ -6,7 +6,8 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -49,12 +50,19 @@ def _live(task: JudgmentTask, now: datetime) -> Q:
     )
 
 
+#: How many items (units) one user may hold leased ahead of the one they judge now in a
+#: task: the depth of the judge page's queue (static/js/judge.js reads it from the page,
+#: ``data-ahead-max``). The one place this number is set.
+AHEAD_MAX = 3
+
+
 def assignment_next_for_user(
     *,
     task: JudgmentTask,
     user: User,
     now: datetime | None = None,
     ahead_of: tuple[int, str] | None = None,
+    held: Sequence[str] = (),
 ) -> Assignment | None:
     """Lease the next item (or unit, for a task with units) this user has not judged and that
     still needs judgments.
@@ -65,27 +73,35 @@ def assignment_next_for_user(
     the lock is held.
 
     ``ahead_of``: ``(item id, unit key)`` of the item (or unit) the user is judging now under
-    a live lease; the lease answered is the one *after* it, leased while it is judged (the
-    judge page's prefetch): the user's oldest open lease other than that one, else a new one
-    through the same finders, gold schedule (as it will stand once the current item is
-    judged), doubt routing and pushes. So a user holds at most one lease ahead. A user who
-    holds no live lease of ``ahead_of`` is refused (ValidationFailed).
+    a live lease; the lease answered is one *after* it, leased while it is judged (the judge
+    page's queue, :data:`AHEAD_MAX` deep). ``held``: the keys (item id, or unit key) of the
+    items the page holds ahead of it already, in order. Answered: the user's oldest open lease
+    taken after ``ahead_of`` that ``held`` does not name (a page reloaded gets its queue back,
+    and no item is leased twice), else a new one through the same finders, gold schedule (as
+    it will stand once every open lease of the user is judged), doubt routing and pushes, none
+    of the user's open leases offered again (the judgments still being sent included). So a
+    user holds at most ``AHEAD_MAX`` leases after the one judged now. Refused
+    (ValidationFailed): a user who holds no live lease of ``ahead_of``, and ``held`` naming
+    ``AHEAD_MAX`` items or more.
     """
     require(user=user, project=task.project, action="judge")
     if not task.active:
         raise ValidationFailed("this judgment task is closed")
     now = now or timezone.now()
     with transaction.atomic():
-        skip = _ahead_skip(task, user, now, ahead_of) if ahead_of is not None else []
-        mine_id, pushed, gated, paused = _open_lease_and_pushes(task, user, now, ahead_of)
+        ahead = _ahead_leases(task, user, now, ahead_of, held) if ahead_of is not None else None
+        mine_id, pushed, gated, paused = _open_lease_and_pushes(task, user, now)
         if paused:
             raise Forbidden(gold.paused_message(task=task, user=user))
+        if ahead is not None:  # the page's own queue, not the oldest open lease
+            mine_id = ahead.answer
         if mine_id is not None:
             return Assignment.objects.select_related("item").get(pk=mine_id)
+        skip = ahead.skip if ahead is not None else []
         finders = _finders(task, pushed=pushed, gated=gated)
         if task.gold_rate:
             # A gold item (unit), when one is due (gold.py).
-            lease = _lease_gold(task, user, now, ahead_of=ahead_of)
+            lease = _lease_gold(task, user, now, opened=ahead.opened if ahead else None)
             if lease is not None:
                 # The pull queue is searched all the same, so "next" takes as long for a gold
                 # item (unit) as for any other (timing must not tell them apart).
@@ -116,44 +132,83 @@ def _finders(task: JudgmentTask, *, pushed: bool, gated: bool) -> list[Any]:
     return finders
 
 
-def _ahead_skip(
-    task: JudgmentTask, user: User, now: datetime, ahead_of: tuple[int, str]
-) -> list[int]:
-    """The candidate row of the item (or unit) the user judges now, which the lease ahead
-    must not be (its item id, or its ``TaskUnit`` id); ValidationFailed when the user holds
-    no live lease of it."""
+def page_key(item_id: int, unit: str) -> str:
+    """How the judge page names an item (its id) or a unit (its key)."""
+    return unit or str(item_id)
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """The user's open leases, as leasing ahead reads them (their rows locked)."""
+
+    #: The id of an open lease taken after the current one that the page does not hold, or
+    #: None (a new lease is due).
+    answer: int | None
+    #: The candidate rows of every open lease (item ids, or ``TaskUnit`` ids): never answered.
+    skip: list[int]
+    #: ``(item id, unit key, gold)`` of every open lease, in the order they were taken: the
+    #: items judged before the one leased now.
+    opened: list[tuple[int, str, bool]]
+
+
+def _ahead_leases(
+    task: JudgmentTask,
+    user: User,
+    now: datetime,
+    ahead_of: tuple[int, str],
+    held: Sequence[str],
+) -> _Ahead:
+    """Leasing ahead of ``ahead_of`` (see :func:`assignment_next_for_user`): the user's open
+    leases in the task, and what to answer. The lease of ``ahead_of`` is locked, so two
+    requests naming it (two tabs) take turns and the user never holds more than
+    :data:`AHEAD_MAX` after it; the judgment of an earlier item being saved meanwhile is not
+    waited for, except in a task with gold items, whose schedule counts every open lease as
+    judged before the one leased now: there all of them are locked, so a judgment being saved
+    is counted once (after its commit). ValidationFailed when the page holds
+    :data:`AHEAD_MAX` items ahead already, or the user holds no live lease of ``ahead_of``."""
+    if len(held) >= AHEAD_MAX:
+        raise ValidationFailed(
+            f"held: the page holds {len(held)} items ahead already; at most {AHEAD_MAX} are "
+            "leased ahead of the one judged now"
+        )
+    leases = Assignment.objects.filter(
+        task=task, user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now
+    ).order_by("leased_at", "pk")
+    if task.gold_rate:
+        leases = leases.select_for_update()
+    rows = list(leases.values_list("pk", "item_id", "unit", "gold"))
     item_id, unit = ahead_of
-    current = Assignment.objects.filter(
-        task=task, user=user, item_id=item_id, unit=unit,
-        status=AssignmentStatus.ACTIVE, expires_at__gt=now,
-    )  # fmt: skip
-    if not current.exists():
+    at = next((n for n, row in enumerate(rows) if (row[1], row[2]) == (item_id, unit)), None)
+    if at is None:
         what = f"unit {unit}" if unit else f"item {item_id}"
         raise ValidationFailed(
             f"after: you hold no open lease of {what} in this task, so nothing is leased ahead"
         )
-    if not unit:
-        return [item_id]
-    return list(TaskUnit.objects.filter(task=task, key=unit).values_list("pk", flat=True))
+    if not task.gold_rate:
+        list(Assignment.objects.select_for_update().filter(pk=rows[at][0]).values_list("pk"))
+    named = {str(key) for key in held}
+    answer = next((r[0] for r in rows[at + 1 :] if page_key(r[1], r[2]) not in named), None)
+    if task.has_units:
+        units = [row[2] for row in rows]
+        skip = list(TaskUnit.objects.filter(task=task, key__in=units).values_list("pk", flat=True))
+    else:
+        skip = [row[1] for row in rows]
+    return _Ahead(answer=answer, skip=skip, opened=[(r[1], r[2], r[3]) for r in rows])
 
 
 def _open_lease_and_pushes(
-    task: JudgmentTask, user: User, now: datetime, other_than: tuple[int, str] | None = None
+    task: JudgmentTask, user: User, now: datetime
 ) -> tuple[int | None, bool, bool, bool]:
     """(the id of this user's oldest unexpired lease in the task, or None; whether items are
     pushed to this user and not taken yet; whether routing by doubt serves this user the least
     doubtful first, the reliability gate; whether a reviewer paused this user's queue in the
-    task), in one statement: "next" asks them every time. ``other_than``: ``(item id, unit
-    key)`` of a lease left out (the one judged now, when leasing ahead)."""
+    task), in one statement: "next" asks them every time."""
     q = connection.ops.quote_name
     assignment, push, pause = (q(m._meta.db_table) for m in (Assignment, ItemPush, QueuePause))
     gate, gate_params = gated_sql(task, user)
-    other, other_params = "", []
-    if other_than is not None:
-        other, other_params = " AND NOT (a.item_id = %s AND a.unit = %s)", list(other_than)
     sql = (
         f"SELECT (SELECT a.id FROM {assignment} a WHERE a.task_id = %s AND a.user_id = %s "
-        f"AND a.status = %s AND a.expires_at > %s{other} ORDER BY a.leased_at, a.id LIMIT 1), "
+        "AND a.status = %s AND a.expires_at > %s ORDER BY a.leased_at, a.id LIMIT 1), "
         f"EXISTS (SELECT 1 FROM {push} p WHERE p.task_id = %s AND p.user_id = %s "
         f"AND p.taken_at IS NULL), {gate}, "
         f"EXISTS (SELECT 1 FROM {pause} s WHERE s.task_id = %s AND s.user_id = %s "
@@ -163,7 +218,7 @@ def _open_lease_and_pushes(
         task.pk, user.pk, AssignmentStatus.ACTIVE, now, task.pk, user.pk, task.pk, user.pk
     ]  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute(sql, params[:4] + other_params + params[4:6] + gate_params + params[6:])
+        cursor.execute(sql, params[:6] + gate_params + params[6:])
         mine_id, pushed, gated, paused = cursor.fetchone()
     return mine_id, bool(pushed), bool(gated), bool(paused)
 
@@ -205,25 +260,31 @@ def item_next_guess(*, task: JudgmentTask, user: User, after: int) -> int | None
 def _gold_due_after(task: JudgmentTask, user: User, after: int) -> int | None:
     """The gold item the schedule serves next once ``after`` (the user's current item) is
     judged, or None."""
-    state = _gold_state_after(task, user, (after, ""))
+    is_gold = Assignment.objects.filter(
+        task=task, user=user, item_id=after, unit="", status=AssignmentStatus.ACTIVE, gold=True
+    ).exists()
+    state = _gold_state_after(task, user, [(after, "", is_gold)])
     return state.open_ids[0] if state.due else None
 
 
-def _gold_state_after(task: JudgmentTask, user: User, ahead_of: tuple[int, str]) -> gold.GoldState:
-    """The user's gold schedule as it will be once ``ahead_of`` (their current item, or unit)
-    is judged (a gold one starts the count again, any other adds one)."""
+def _gold_state_after(
+    task: JudgmentTask, user: User, opened: Sequence[tuple[int, str, bool]]
+) -> gold.GoldState:
+    """The user's gold schedule as it will be once the items (units) ``opened`` (``(item id,
+    unit key, gold)``, in the order they are judged: their open leases) are judged: a gold one
+    starts the count again, any other adds one."""
     from dataclasses import replace
 
     state = gold.gold_state(task=task, user=user)
-    after, unit = ahead_of
-    current_gold = Assignment.objects.filter(
-        task=task, user=user, item_id=after, unit=unit, status=AssignmentStatus.ACTIVE, gold=True
-    ).exists()
+    since, served_before = state.since, state.served_before
+    for _item_id, _unit, is_gold in opened:
+        since, served_before = (0, True) if is_gold else (since + 1, served_before)
+    keys = {(item_id, unit) for item_id, unit, _ in opened}
     return replace(
         state,
-        since=0 if current_gold else state.since + 1,
-        served_before=state.served_before or current_gold,
-        open_keys=tuple(key for key in state.open_keys if key != (after, unit)),
+        since=since,
+        served_before=served_before,
+        open_keys=tuple(key for key in state.open_keys if key not in keys),
     )
 
 
@@ -238,15 +299,15 @@ def _lease_gold(
     user: User,
     now: datetime,
     *,
-    ahead_of: tuple[int, str] | None = None,
+    opened: Sequence[tuple[int, str, bool]] | None = None,
 ) -> Assignment | None:
     """Lease a gold item (or unit) to ``user`` when their schedule says one is due (see
     :mod:`annotation.judgment_tasks.gold`), its row locked as the pull queue locks its
     candidates (the item's, or the unit's ``TaskUnit``). Gold items take no place of the
-    overlap (their outcome is settled). ``ahead_of``: the item (unit) the user judges now
-    (leasing ahead): the schedule as it will stand once that one is judged."""
-    if ahead_of is not None:
-        state = _gold_state_after(task, user, ahead_of)
+    overlap (their outcome is settled). ``opened``: the user's open leases (leasing ahead):
+    the schedule as it will stand once they are judged."""
+    if opened is not None:
+        state = _gold_state_after(task, user, opened)
     else:
         state = gold.gold_state(task=task, user=user)
     if not state.due:
@@ -264,7 +325,7 @@ def _lease_first(
     task: JudgmentTask, user: User, now: datetime, find: Any, *, skip: Collection[int] = ()
 ) -> Assignment | None:
     """Lease the first candidate ``find`` answers that still has a free place once locked;
-    ``skip``: candidate rows never answered (the item judged now, when leasing ahead)."""
+    ``skip``: candidate rows never answered (the user's open leases, when leasing ahead)."""
     skip = list(skip)
     while True:
         # Prefer one nobody else is locking; if every candidate is locked right now,

@@ -97,12 +97,14 @@ def task_next_images(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @htmx_page
 def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """Lease the item (or unit) after ``?after=<item id>`` (a unit key for a task with units),
+    """Lease an item (or unit) after ``?after=<item id>`` (a unit key for a task with units),
     the one the user judges now under a live lease, and answer its judging area, which the
-    judge page keeps hidden (a ``<template>``) and shows at once when the current item is
-    submitted. At most one item ahead: asked again, the same lease answers. 204 when nothing
-    is left after it (the submit then goes the usual way), and for tasks judged on a screen
-    of their own."""
+    judge page keeps hidden (a ``<template>``) in its queue and shows at once when the items
+    before it are submitted. ``&held=<key>`` (repeated, in order): the items the page holds
+    ahead already; the answer comes after them, at most ``services.AHEAD_MAX`` ahead (one
+    more asked for: 400, saying so). Asked again with the same ``held``, the same lease
+    answers. 204 when nothing is left after them (the submit then goes the usual way), and for
+    tasks judged on a screen of their own."""
     task = selectors.task_get(user=request.user, pk=pk)
     if not _on_judge_page(task):
         return HttpResponse(status=204)
@@ -116,7 +118,10 @@ def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             return HttpResponseBadRequest("after: give the id of the item being judged.")
     try:
         assignment = services.assignment_next_for_user(
-            task=task, user=request_user(request), ahead_of=current
+            task=task,
+            user=request_user(request),
+            ahead_of=current,
+            held=request.GET.getlist("held"),
         )
     except DomainError as exc:
         return HttpResponse(exc.message, status=exc.status_code, content_type="text/plain")
@@ -131,10 +136,8 @@ def _show_lease(
     assignment: Assignment,
     *,
     ahead: bool = False,
-    saved: dict[str, Any] | None = None,
 ) -> HttpResponse:
-    """The judging area of the item (or unit) of ``assignment``, its URL pushed. ``saved``:
-    the answer to a judgment sent in the background, which holds this area (see ``_saved``)."""
+    """The judging area of the item (or unit) of ``assignment``, its URL pushed."""
     if assignment.unit:
         url = reverse("annotation:judge_unit", args=[task.pk, assignment.unit])
         task_unit = selectors.task_unit_get(user=request.user, task=task, key=assignment.unit)
@@ -143,9 +146,7 @@ def _show_lease(
         url = reverse("annotation:judge", args=[task.pk, assignment.item_id])
         task_unit = None
         item = selectors.task_item_get(user=request.user, task=task, pk=assignment.item_id)
-    response = _show(
-        request, task, item, task_unit, assignment=assignment, ahead=ahead, saved=saved
-    )
+    response = _show(request, task, item, task_unit, assignment=assignment, ahead=ahead)
     response["HX-Push-Url"] = url
     return response
 
@@ -349,32 +350,35 @@ def _ahead_shown(request: HttpRequest) -> str | None:
 def _saved(request: HtmxHttpRequest, task: JudgmentTask, shown: str) -> HttpResponse:
     """The answer to a judgment sent in the background: small, never the judging area the
     person works in now (the item ``shown``), only what the save changed there: the progress
-    line and the undo paragraph (out-of-band fragments)."""
-    if task.has_units:
-        task_unit = selectors.task_unit_get(user=request.user, task=task, key=shown)
-        item, unit = task_unit.item, task_unit.key
-    else:
-        try:
-            item_id = int(shown)
-        except ValueError:
-            return HttpResponseBadRequest(f"{AHEAD_HEADER}: give the id of the item on screen.")
-        item, unit = selectors.task_item_get(user=request.user, task=task, pk=item_id), ""
-    progress = selectors.judging_progress(user=request.user, task=task, item=item, unit=unit)
+    line and the undo paragraph (out-of-band fragments). It leases nothing: the page asks for
+    the items ahead itself, as soon as it shows one, so that request never waits behind a
+    save. The judgment is saved: a ``shown`` the page cannot name (none on screen) answers
+    nothing to draw, never an error."""
+    item, unit = _shown_item(request, task, shown)
+    progress = (
+        selectors.judging_progress(user=request.user, task=task, item=item, unit=unit)
+        if item is not None
+        else None
+    )
     saved = {"progress": progress, "what": "unit" if unit else "item"}
-    # The item after the one shown, leased ahead in the same request (one round trip less
-    # for the page, which would ask for it next); the page holds it.
-    try:
-        assignment = services.assignment_next_for_user(
-            task=task, user=request_user(request), ahead_of=(item.pk, unit)
-        )
-    except DomainError:  # a paused queue, a lease run out: the page asks "next" itself
-        assignment = None
-    if assignment is not None:
-        response = _show_lease(request, task, assignment, ahead=True, saved=saved)
-    else:
-        response = render(request, "annotation/judge.html#saved", {"saved": saved})
+    # The task names the undo link's URL.
+    response = render(request, "annotation/judge.html#saved", {"saved": saved, "task": task})
     response["X-Judgment-Saved"] = "1"
     return response
+
+
+def _shown_item(request: HttpRequest, task: JudgmentTask, shown: str) -> tuple[Item | None, str]:
+    """The item (and unit key) the page names as on screen, or (None, "") when it names none
+    the user may see."""
+    try:
+        if task.has_units:
+            task_unit = selectors.task_unit_get(user=request.user, task=task, key=shown)
+            return task_unit.item, task_unit.key
+        if shown.isdigit():
+            return selectors.task_item_get(user=request.user, task=task, pk=int(shown)), ""
+    except Http404:
+        pass
+    return None, ""
 
 
 def _show(
@@ -388,7 +392,6 @@ def _show(
     read_again: bool = False,
     assignment: Assignment | None = None,
     ahead: bool = False,
-    saved: dict[str, Any] | None = None,
 ) -> HttpResponse:
     """The judge page of ``item`` (or of one unit of it), or only its judging area for htmx
     from the judge page. ``assignment``: the user's lease of it, when the caller has it.
@@ -430,6 +433,7 @@ def _show(
             "change": change,
             "what": what,
             "ahead": _ahead_context(task, assignment) if ahead else None,
+            "ahead_max": services.AHEAD_MAX,
             "prefetch": assignment is not None
             and assignment.status == AssignmentStatus.ACTIVE
             and _on_judge_page(task),
@@ -444,8 +448,6 @@ def _show(
         context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)
         context["unit_key"] = unit
     template = "annotation/judge.html#judging" if _in_place(request) else "annotation/judge.html"
-    if saved is not None:  # held in the answer to a judgment sent in the background
-        template, context["saved"] = "annotation/judge.html#saved", saved
     return render(request, template, context, status=status)
 
 

@@ -1,4 +1,4 @@
-// Judge page (and the blind-solve page): time on item, the next item held ahead, and the keys
+// Judge page (and the blind-solve page): time on item, the queue of items held ahead, and the keys
 // shown on the page:
 //   digits   pick a choice (the key shown by each; on a binary or 0-2 scale the pick submits)
 //   Enter    submit once a choice is picked (outside a text field; in the comment it is a
@@ -8,16 +8,23 @@
 // The judging area is swapped in place by htmx after a submit (the next item), so everything
 // here looks the form up when a key is pressed, and the timer starts again on each swap.
 //
-// The next item, ahead (issue 25, finding 3): while an item is judged under a live lease its
-// judging area names data-ahead-url, and the item after it is leased and its judging area
-// fetched and held here, out of the page (a <template>'s content: not shown, not focusable).
-// On submit, once the form is valid and the item held is fresh (its lease has more than half
-// its length left), that area is shown at once (URL, title, timer, the
-// "benchwright:judging-shown" event) and the judgment is sent in the background, one at a
-// time and in order (a second Enter waits for the first). Its answer updates the progress
-// line and the undo paragraph, and holds the item leased ahead of the one now shown. A refusal puts the judged item back, with the server's errors
-// and the input sent, and a network failure puts back the item as it was left; either way
-// with "Your judgment of … was not saved: …", and the item ahead is held again as it is.
+// The queue of items ahead (issue 25, finding 3): while an item is judged under a live lease
+// its judging area names data-ahead-url and data-ahead-max, and the items after it are leased
+// one request at a time (each naming those already held, &held=) until data-ahead-max are
+// held here, out of the page (a <template>'s content: not shown, not focusable), in order.
+// On submit, once the form is valid, the first item held is shown at once (URL, title, timer,
+// the "benchwright:judging-shown" event) if it is fresh (its lease has more than half its
+// length left; staler ones are dropped, and the server serves them), the judgment joins the
+// queue of saves, and the next item ahead is asked for right then (never in a save's answer,
+// so that request does not wait behind the saves). Saves are sent one at a time, in the order
+// the items were judged; each answer updates the progress line and the undo paragraph of the
+// item on screen. A save refused (or lost to the network) puts its item back on screen with
+// the server's errors and the input sent, "Your judgment of ... was not saved: ...", and the
+// item that was on screen goes back to the front of the queue as it is, with anything typed
+// into it; a second refusal while an item put back is on screen waits in the queue right
+// after it. The saves after a refused one are still sent. With nothing held, a submit waits
+// for a lease ahead on its way, else for the saves, then goes the usual way (the server
+// answers with the next item, the oldest of the user's leases).
 (() => {
   "use strict";
   let started = performance.now();
@@ -43,8 +50,9 @@
     if (!swappedIn(event)) return;
     started = performance.now();
     const area = judging();
-    // The server showed the item held ahead (its oldest open lease): it is held no longer.
-    if (held && area && area.dataset.itemKey === held.key) held = null;
+    // The server showed an item held here (its oldest open lease): it is held no longer.
+    if (area) queue = queue.filter((entry) => entry.key !== area.dataset.itemKey);
+    mark();
     prefetch();
   });
   document.addEventListener("htmx:beforeSwap", (event) => {
@@ -52,12 +60,18 @@
     if (swappedIn(event) && active && event.detail.target.contains(active)) active.blur();
   });
 
-  // ------------------------------------------------------------------ the item held ahead
+  // ------------------------------------------------------------------ the items held ahead
 
-  let held = null; // {node, key, url, title, receivedAt, left, total}
-  let prefetching = null; // the request for it, while in flight
-  let sending = 0; // judgments sent in the background and not answered yet
-  let pending = Promise.resolve(); // settles once the last one is answered (and the next held)
+  // In the order they are shown: {node, key, url, title, receivedAt, left, total, kept, putBack}
+  // (kept: it was on screen, maybe with input, and is never dropped; putBack: a judgment of it
+  // was refused, and it comes back before the items leased ahead).
+  let queue = [];
+  let onScreen = null; // the entry shown last from the queue, while it is on screen
+  let prefetching = null; // the request for the next item ahead, while in flight
+  let waited = false; // a submit waits for it (the queue was empty)
+  let sending = 0; // judgments queued or on their way, not answered yet
+  const sendingKeys = []; // their items' keys
+  let pending = Promise.resolve(); // settles once the last one is answered
 
   function csrf() {
     try {
@@ -71,8 +85,19 @@
 
   // Fresh: its lease has more than half its length left.
   const fresh = (ahead) => ahead.left - (performance.now() - ahead.receivedAt) / 1000 > ahead.total / 2;
+  // The items leased ahead (not those put back).
+  const leased = () => queue.filter((entry) => !entry.putBack);
 
-  // The thumbnails of the item held ahead go into the browser's cache now.
+  // What the page holds ahead of the item on screen (data-ahead-held: their keys, in order).
+  function mark() {
+    const area = judging();
+    if (!area) return;
+    const keys = leased().map((entry) => entry.key);
+    if (keys.length) area.dataset.aheadHeld = keys.join(" ");
+    else delete area.dataset.aheadHeld;
+  }
+
+  // The thumbnails of an item held ahead go into the browser's cache now.
   function nameImages(node) {
     const box = document.getElementById("next-images");
     if (!box) return;
@@ -85,23 +110,29 @@
     }
   }
 
-  // Hold the judging area in ``fragment`` (a template's content), whose URL is ``url``.
+  // Hold the judging area in ``fragment`` (a template's content), whose URL is ``url``, at the
+  // end of the queue; false when the page has that item already (on screen, held, or sent).
   function hold(url, fragment) {
     const node = fragment.getElementById("judging");
     const area = judging();
-    if (!node || (area && area.dataset.itemKey === node.dataset.itemKey)) return;
+    const key = node && node.dataset.itemKey;
+    if (!node || (area && area.dataset.itemKey === key)) return false;
+    if (queue.some((entry) => entry.key === key) || sendingKeys.includes(key)) return false;
     const title = fragment.querySelector("title");
-    held = {
+    queue.push({
       node,
-      key: node.dataset.itemKey,
+      key,
       url: url || location.href,
       title: title ? title.textContent : document.title,
       receivedAt: performance.now(),
       left: Number(node.dataset.leaseLeft || 0),
       total: Number(node.dataset.leaseTotal || 0),
-    };
-    nameImages(held.node);
-    if (area) area.dataset.aheadHeld = held.key; // what the page holds ahead of this item
+      kept: false,
+      putBack: false,
+    });
+    nameImages(node);
+    mark();
+    return true;
   }
 
   function parse(html) {
@@ -110,27 +141,40 @@
     return holder.content;
   }
 
-  // Lease the item after the one on screen and hold its judging area (204: nothing is left;
-  // anything else: the next submit goes the usual way).
+  // Lease one more item after the one on screen and those held, and hold its judging area;
+  // then the next, until data-ahead-max are held (204: nothing is left; anything else: the
+  // submits go the usual way once the queue is empty). One request at a time: when another
+  // item came on screen meanwhile, the page asks again after it.
   function prefetch() {
     const area = judging();
     const url = area && area.dataset.aheadUrl;
-    if (!url || held || prefetching || !form()) return prefetching || Promise.resolve();
-    prefetching = fetch(url, { method: "POST", credentials: "same-origin", redirect: "manual", headers: headers() })
+    if (!url || prefetching || !form() || area.dataset.putBack) return prefetching || Promise.resolve();
+    const ahead = leased();
+    if (ahead.length >= Number(area.dataset.aheadMax || 1)) return Promise.resolve();
+    const after = area.dataset.itemKey;
+    const ask = new URL(url, location.href);
+    for (const entry of ahead) ask.searchParams.append("held", entry.key);
+    let more = false;
+    prefetching = fetch(ask, { method: "POST", credentials: "same-origin", redirect: "manual", headers: headers() })
       .then((response) =>
         response.status === 200
-          ? response.text().then((html) => hold(response.headers.get("HX-Push-Url"), parse(html)))
+          ? response.text().then((html) => {
+              more = hold(response.headers.get("HX-Push-Url"), parse(html));
+            })
           : undefined,
       )
       .catch(() => undefined)
       .finally(() => {
         prefetching = null;
+        const now = judging();
+        if (now && (more || now.dataset.itemKey !== after)) prefetch();
       });
     return prefetching;
   }
 
-  // Show a judging area in place of the one on screen.
-  function show(node, url, title, since, from) {
+  // Show a judging area in place of the one on screen (``waited``: the queue was empty at the
+  // key press, and the item came once a lease ahead on its way arrived).
+  function show(node, url, title, since, from, waited = false) {
     const area = judging();
     const active = document.activeElement;
     if (active && area && area.contains(active)) active.blur();
@@ -142,7 +186,8 @@
     document.title = title;
     window.scrollTo(0, 0);
     started = since;
-    document.dispatchEvent(new CustomEvent("benchwright:judging-shown", { detail: { area: node, from } }));
+    mark();
+    document.dispatchEvent(new CustomEvent("benchwright:judging-shown", { detail: { area: node, from, waited } }));
   }
 
   const itemName = (area) => {
@@ -151,24 +196,16 @@
   };
 
   // The answer to a judgment sent in the background: the progress line and the undo paragraph
-  // of the item now shown (when it still is), and the item leased ahead of that one (held;
-  // an empty template: nothing is left). Whether it said anything about the item ahead.
-  function saved(response, html, key) {
-    const answer = parse(html);
-    const next = answer.getElementById("ahead-next");
-    if (next) {
-      next.remove();
-      hold(response.headers.get("HX-Push-Url"), next.content);
-    }
+  // of the item on screen, when it is still the one the save named.
+  function saved(html, key) {
     const area = judging();
-    if (!area || area.dataset.itemKey !== key) return Boolean(next);
-    for (const part of [...answer.children]) {
+    if (!area || area.dataset.itemKey !== key) return;
+    for (const part of [...parse(html).children]) {
       const old = part.id && document.getElementById(part.id);
       if (!old || part.tagName === "TITLE") continue;
       old.replaceWith(part);
       if (window.htmx) window.htmx.process(part);
     }
-    return Boolean(next);
   }
 
   function reason(response, node) {
@@ -180,26 +217,20 @@
 
   // A refusal answered with a whole page (403: the lease is no longer this person's): its reason.
   function pageReason(html) {
-    const holder = document.createElement("template");
-    holder.innerHTML = html;
-    const box = holder.content.getElementById("error-reason");
+    const box = parse(html).getElementById("error-reason");
     return box ? box.textContent.trim().replace(/\.$/, "") : "";
   }
 
-  // A judgment sent in the background was not saved: put its item back (the server's area
-  // with its errors, else the area as it was left), say so, and hold the item ahead again.
-  function putBack(kept, ahead, response, html) {
+  // A judgment sent in the background was not saved: its item (the server's area with its
+  // errors, else the area as it was left), saying so.
+  function notSaved(kept, response, html) {
     let node = null;
     if (response && [400, 403, 409].includes(response.status)) {
-      const holder = document.createElement("template");
-      holder.innerHTML = html;
-      node = holder.content.getElementById("judging");
-      if (node && node.dataset.itemKey !== kept.node.dataset.itemKey) node = null;
+      node = parse(html).getElementById("judging");
+      if (node && node.dataset.itemKey !== kept.key) node = null;
     }
     const why = (!node && response && response.status === 403 && pageReason(html)) || reason(response, node);
     node = node || kept.node;
-    const area = judging();
-    if (area === ahead.node) held = ahead; // as it is, with anything typed into it
     for (const old of node.querySelectorAll("#not-saved")) old.remove();
     const message = document.createElement("p");
     message.id = "not-saved";
@@ -208,52 +239,92 @@
     message.textContent = `Your judgment of ${kept.name} was not saved: ${why}. Press Enter to send it again.`;
     const card = node.querySelector("#judge-form") || node;
     card.prepend(message);
+    node.dataset.putBack = "1";
+    return node;
+  }
+
+  // Put a refused judgment's item back: on screen, the item there going back to the front of
+  // the queue as it is; or, when an item put back is on screen already, in the queue right
+  // after it (and after any other put back before).
+  function putBack(kept, response, html) {
+    const node = notSaved(kept, response, html);
+    const entry = { node, key: kept.key, url: kept.url, title: kept.title, kept: true, putBack: true };
+    const area = judging();
+    if (area && area.dataset.putBack) {
+      const at = queue.findIndex((other) => !other.putBack);
+      queue.splice(at < 0 ? queue.length : at, 0, entry);
+      mark();
+      return;
+    }
+    if (area && area.querySelector("#judgment")) {
+      const back = onScreen && onScreen.node === area
+        ? onScreen
+        : { node: area, key: area.dataset.itemKey, url: location.href, title: document.title, putBack: false };
+      back.kept = true;
+      queue.unshift(back);
+    }
+    onScreen = null;
     show(node, kept.url, kept.title, kept.started, "put back");
   }
 
-  function send(f, ahead) {
-    const kept = { node: judging(), url: location.href, title: document.title, started, name: itemName(judging()) };
-    const body = new FormData(f);
+  // Send one judgment, once those before it are answered.
+  function post(kept, action, body, next) {
+    const area = judging();
+    const shown = (area && area.dataset.itemKey) || next.key;
     const t0 = performance.now();
-    sending += 1;
-    const request = fetch(f.action, {
+    return fetch(action, {
       method: "POST",
       body,
       credentials: "same-origin",
       redirect: "manual",
-      headers: headers({ "X-Benchwright-Ahead": ahead.key }),
-    });
-    pending = request
+      headers: headers({ "X-Benchwright-Ahead": shown }),
+    })
       .then(
         (response) =>
           response.text().then((html) => {
             const ok = response.status === 200 && response.headers.get("X-Judgment-Saved") === "1";
-            if (!ok) putBack(kept, ahead, response, html);
-            return ok && { answered: saved(response, html, ahead.key) };
+            if (ok) saved(html, shown);
+            else putBack(kept, response, html);
+            return ok;
           }),
         () => {
-          putBack(kept, ahead, null, "");
+          putBack(kept, null, "");
           return false;
         },
       )
       .then((ok) => {
         sending -= 1;
+        const at = sendingKeys.indexOf(kept.key);
+        if (at >= 0) sendingKeys.splice(at, 1);
         const detail = { ms: performance.now() - t0, ok: Boolean(ok) };
         document.dispatchEvent(new CustomEvent("benchwright:judgment-sent", { detail }));
-        // The answer held the next item ahead (or said none is left); else ask for it.
-        return ok && !ok.answered ? prefetch() : undefined;
-      });
-    return kept;
+      })
+      .catch((error) => console.error(error)); // the saves after it go on all the same
   }
 
-  // The item held ahead on screen at once, the judgment sent behind it.
+  // The judgment of the item on screen joins the queue of saves (``next``: the item shown
+  // in its place).
+  function send(f, next) {
+    const area = judging();
+    const kept = { node: area, key: area.dataset.itemKey, url: location.href, title: document.title, started, name: itemName(area) };
+    const action = f.action;
+    const body = new FormData(f);
+    sending += 1;
+    sendingKeys.push(kept.key);
+    pending = pending.then(() => post(kept, action, body, next));
+  }
+
+  // The first item held on screen at once, the judgment queued behind it, the next item ahead
+  // asked for now.
   function swapAhead(f) {
     const seconds = f.querySelector("input[name=seconds]");
     if (seconds) seconds.value = ((performance.now() - started) / 1000).toFixed(1);
-    const ahead = held;
-    held = null;
-    send(f, ahead);
-    show(ahead.node, ahead.url, ahead.title, performance.now(), "prefetch");
+    const next = queue.shift();
+    send(f, next);
+    onScreen = next.putBack ? null : next;
+    show(next.node, next.url, next.title, performance.now(), next.putBack ? "put back" : "prefetch", waited);
+    waited = false;
+    prefetch();
   }
 
   function submit() {
@@ -265,30 +336,31 @@
       return undefined;
     }
     f.dataset.sending = "1";
-    if (sending) {
-      // A judgment is on its way: this one goes once it is answered (in order, one per item).
-      pending.then(() => {
-        if (!document.contains(f)) return; // its item was put back behind the refused one
-        delete f.dataset.sending;
-        submit();
-      });
-      return undefined;
-    }
-    if (!held && prefetching) {
-      // The item ahead is on its way: sooner than asking the server for the next one.
-      prefetching.then(() => {
-        if (!document.contains(f)) return;
-        delete f.dataset.sending;
-        submit();
-      });
-      return undefined;
-    }
-    if (held && !fresh(held)) held = null;
+    const again = () => {
+      if (!document.contains(f)) return; // its item was put back behind a refused one
+      delete f.dataset.sending;
+      submit();
+    };
     const changing = f.querySelector("input[name=version]");
-    if (held && judging().dataset.aheadUrl && !(changing && changing.value)) {
+    const area = judging(); // none on the blind-solve page
+    const inPlace = Boolean(area && area.dataset.aheadUrl) && !(changing && changing.value);
+    queue = queue.filter((entry) => entry.kept || fresh(entry));
+    if (inPlace && queue.length) {
       swapAhead(f);
       return undefined;
     }
+    if (inPlace && prefetching) {
+      // An item ahead is on its way: sooner than asking the server for the next one.
+      waited = true; // the queue was empty at the key press
+      prefetching.then(again);
+      return undefined;
+    }
+    if (sending) {
+      // The usual way answers with the user's oldest open lease: after the saves queued.
+      pending.then(again);
+      return undefined;
+    }
+    waited = false; // the server answers this one
     f.requestSubmit();
   }
   document.addEventListener("htmx:afterRequest", (event) => {
@@ -337,7 +409,7 @@
     "submit",
     (event) => {
       const f = event.target;
-      if (f.id !== "judgment" || f.dataset.sending || (!held && !sending)) return;
+      if (f.id !== "judgment" || f.dataset.sending || (!queue.length && !sending)) return;
       event.preventDefault();
       event.stopImmediatePropagation();
       submit();

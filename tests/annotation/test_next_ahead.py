@@ -1,12 +1,13 @@
-"""Leasing the next item ahead (issue 25, finding 3): while an item is judged under a live
-lease, the judge page leases the one after it and holds its judging area, shown at once on
-submit while the judgment is sent in the background. The lease ahead goes through the same
-queue as "next" (overlap, pushes, gold schedule, doubt routing), counts toward the overlap and
-expires like any lease; at most one item is held ahead. The browser side is
-tests/e2e/test_next_ahead_browser.py."""
+"""Leasing items ahead (issue 25, finding 3): while an item is judged under a live lease, the
+judge page leases the items after it, one request at a time, and holds their judging areas,
+each shown at once on a submit while the judgment is sent in the background. A lease ahead
+goes through the same queue as "next" (overlap, pushes, gold schedule, doubt routing), counts
+toward the overlap and expires like any lease; at most ``services.AHEAD_MAX`` are held ahead of
+the item judged now. The browser side is tests/e2e/test_next_ahead_browser.py."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -64,14 +65,14 @@ def _ahead(task: JudgmentTask, user: Any, lease: Assignment, **kw: Any) -> Assig
     )
 
 
-def test_the_lease_ahead_is_the_next_item_and_only_one(project: Project) -> None:
+def test_the_lease_ahead_is_the_next_item(project: Project) -> None:
     task = _task(project)
     user = _user(project, "a")
     current = services.assignment_next_for_user(task=task, user=user)
     assert current is not None and current.item.external_id == "i0"
     ahead = _ahead(task, user, current)
     assert ahead is not None and ahead.item.external_id == "i1"
-    # Asked again (a reload, another tab): the same lease, not a third one.
+    # Asked again naming nothing held (a reload, another tab): the same lease, not a third one.
     assert _ahead(task, user, current).pk == ahead.pk  # type: ignore[union-attr]
     assert Assignment.objects.filter(user=user, status=AssignmentStatus.ACTIVE).count() == 2
     # Once the current item is judged, "next" (the usual way) serves the item held ahead.
@@ -191,6 +192,191 @@ def test_units_are_leased_ahead_too(project: Project) -> None:
     assert ahead is not None and ahead.unit == "response:1:recall"
 
 
+# ----------------------------------------------------------------------------- the queue
+
+
+def _more(project: Project, upto: int) -> None:
+    for i in range(4, upto):
+        Item.objects.create(project=project, external_id=f"i{i}", position=i, query=f"q{i}")
+
+
+def _fill(task: JudgmentTask, user: Any, current: Assignment) -> list[Assignment]:
+    """The leases the judge page takes ahead of ``current``, one request at a time, each
+    naming those held before it, until the service has no more (or refuses one more)."""
+    held: list[Assignment] = []
+    while len(held) < services.AHEAD_MAX:
+        keys = [services.page_key(a.item_id, a.unit) for a in held]
+        lease = _ahead(task, user, current, held=keys)
+        if lease is None:
+            break
+        held.append(lease)
+    return held
+
+
+def _open(user: Any) -> list[str]:
+    rows = Assignment.objects.filter(user=user, status=AssignmentStatus.ACTIVE)
+    return sorted(rows.values_list("item__external_id", flat=True))
+
+
+def test_the_queue_holds_up_to_ahead_max_in_the_tasks_order(project: Project) -> None:
+    _more(project, 9)
+    task = _task(project)
+    user = _user(project, "a")
+    current = services.assignment_next_for_user(task=task, user=user)
+    assert current is not None
+    held = _fill(task, user, current)
+    assert services.AHEAD_MAX in (2, 3)
+    assert [a.item.external_id for a in held] == [f"i{n}" for n in range(1, 1 + services.AHEAD_MAX)]
+    # One more than allowed: a clear refusal, nothing leased.
+    keys = [str(a.item_id) for a in held]
+    with pytest.raises(ValidationFailed, match=f"at most {services.AHEAD_MAX} are leased ahead"):
+        _ahead(task, user, current, held=keys)
+    assert len(_open(user)) == 1 + services.AHEAD_MAX
+    # The items held ahead are the ones "next" serves, in order, once each is judged.
+    lease: Assignment | None = current
+    served = []
+    while lease is not None and len(served) < 1 + services.AHEAD_MAX:
+        services.judgment_submit(task=task, item=lease.item, user=user, value=1)
+        lease = services.assignment_next_for_user(task=task, user=user)
+        assert lease is not None
+        served.append(lease.pk)
+    assert served[:-1] == [a.pk for a in held]
+    assert lease is not None and lease.item.external_id == f"i{1 + services.AHEAD_MAX}"
+
+
+def test_a_reloaded_page_gets_its_queue_back_without_new_leases(project: Project) -> None:
+    _more(project, 9)
+    task = _task(project)
+    user = _user(project, "a")
+    current = services.assignment_next_for_user(task=task, user=user)
+    assert current is not None
+    held = _fill(task, user, current)
+    before = Assignment.objects.count()
+    # The page reloaded holds nothing: asked again, it is given the same leases in order.
+    assert [a.pk for a in _fill(task, user, current)] == [a.pk for a in held]
+    assert Assignment.objects.count() == before
+    # Naming only some of them (a page that dropped the first): the first one not named.
+    again = _ahead(task, user, current, held=[str(held[1].item_id)])
+    assert again is not None and again.pk == held[0].pk
+
+
+def test_an_item_whose_judgment_is_being_sent_is_not_leased_again(project: Project) -> None:
+    """The page asks for the next item ahead as soon as it shows one, while the judgment of
+    the item before may still be on its way (its lease still open): that item is neither
+    answered nor leased again, and the gold schedule counts it."""
+    task = _task(project, overlap=2)
+    user = _user(project, "a")
+    first = services.assignment_next_for_user(task=task, user=user)
+    assert first is not None
+    shown = _ahead(task, user, first)
+    assert shown is not None and shown.item.external_id == "i1"
+    # i1 is on screen, i0's save not answered yet: the next ahead is i2, not i0.
+    nxt = _ahead(task, user, shown)
+    assert nxt is not None and nxt.item.external_id == "i2"
+    assert _open(user) == ["i0", "i1", "i2"]
+    # i0 saved meanwhile: the queue goes on after i2.
+    services.judgment_submit(task=task, item=first.item, user=user, value=1)
+    after = _ahead(task, user, shown, held=[str(nxt.item_id)])
+    assert after is not None and after.item.external_id == "i3"
+
+
+def test_two_annotators_never_share_an_item_ahead(project: Project) -> None:
+    _more(project, 10)
+    task = _task(project, overlap=1)
+    a, b = _user(project, "a"), _user(project, "b")
+    mine = services.assignment_next_for_user(task=task, user=a)
+    theirs = services.assignment_next_for_user(task=task, user=b)
+    assert mine is not None and theirs is not None
+    leases = [mine, theirs, *_fill(task, a, mine), *_fill(task, b, theirs)]
+    items = [lease.item_id for lease in leases]
+    assert len(items) == 2 * (1 + services.AHEAD_MAX)
+    assert len(set(items)) == len(items)  # no item leased twice
+    # Overlap 1: every item is taken by one of them; nothing is left for a third.
+    c = _user(project, "c")
+    left = 10 - len(items)
+    got = [services.assignment_next_for_user(task=task, user=c) for _ in range(1)]
+    assert (got[0] is None) == (left == 0)
+
+
+def test_leases_ahead_expire_like_any_other(project: Project) -> None:
+    _more(project, 6)
+    task = _task(project, overlap=1, lease_minutes=30)
+    a, b = _user(project, "a"), _user(project, "b")
+    current = services.assignment_next_for_user(task=task, user=a)
+    assert current is not None
+    held = _fill(task, a, current)
+    later = timezone.now() + timedelta(minutes=31)
+    # Expired, their places go to the next who asks, in the task's order.
+    got = services.assignment_next_for_user(task=task, user=b, now=later)
+    assert got is not None and got.item.external_id == "i0"
+    nxt = services.assignment_next_for_user(task=task, user=b, now=later)
+    assert nxt is not None and nxt.pk == got.pk  # b's own open lease
+    more = services.assignment_next_for_user(
+        task=task, user=b, now=later, ahead_of=(got.item_id, "")
+    )
+    assert more is not None and more.item_id == held[0].item_id
+    # A's queue is gone: nothing is leased ahead of an expired lease.
+    with pytest.raises(ValidationFailed, match="no open lease"):
+        _ahead(task, a, current, now=later)
+
+
+def test_gold_units_come_at_the_same_places_with_a_full_queue(project: Project) -> None:
+    """A task with units, some of them gold: served through a full queue ahead, the units come
+    in the same order, gold ones at the same places, as "next" serves them one by one."""
+    task = _task(
+        project, scheme="ordinal", labels=[{"value": v, "label": str(v)} for v in (0, 1, 2)],
+        overlap=3, updates_item_status=False, unit_kind="judge-report", gold_rate=25,
+    )  # fmt: skip
+    position = 0
+    for item in Item.objects.filter(project=project).order_by("position"):
+        for label in ("precision", "recall", "chief"):
+            TaskUnit.objects.create(
+                task=task, item=item, key=f"response:{item.pk}:{label}", position=position
+            )
+            position += 1
+    settled = Item.objects.get(project=project, external_id="i3")
+    for label in ("precision", "recall"):
+        key = f"response:{settled.pk}:{label}"
+        Outcome.objects.create(task=task, item=settled, unit=key, verdict="accepted", value=2)
+        GoldItem.objects.create(task=task, item=settled, unit=key, value=2)
+
+    def served(user: Any, ahead: bool) -> list[tuple[str, bool]]:
+        order: list[tuple[str, bool]] = []
+        lease = services.assignment_next_for_user(task=task, user=user)
+        queue: list[Assignment] = []
+        while lease is not None:
+            if ahead:  # the page tops its queue up as soon as an item is shown
+                keys = [a.unit for a in queue]
+                while len(queue) < services.AHEAD_MAX:
+                    more = _ahead(task, user, lease, held=keys)
+                    if more is None:
+                        break
+                    queue.append(more)
+                    keys.append(more.unit)
+            services.judgment_submit(
+                task=task, item=lease.item, user=user, unit=lease.unit, value=2
+            )
+            order.append((lease.unit, lease.gold))
+            lease = services.assignment_next_for_user(task=task, user=user)
+            if queue:
+                assert lease is not None and lease.pk == queue.pop(0).pk
+        return order
+
+    from annotation.judgment_tasks import gold as gold_schedule
+
+    orders = {}
+    for name in ("plain", "ahead"):
+        user = _user(project, name)
+        order = orders[name] = served(user, name == "ahead")
+        assert len(order) == 12
+        # The gold units where the schedule puts them: after the annotator's phase of other
+        # units, then one in every period of 4 (gold_period(25)).
+        phase = gold_schedule.gold_phase(task_id=task.pk, user_id=user.pk, period=4)
+        assert [n for n, (_, g) in enumerate(order) if g] == [phase, phase + 4], order
+    # The other units in the task's order, with a queue ahead or not.
+    assert [u for u, g in orders["ahead"] if not g] == [u for u, g in orders["plain"] if not g]
+
+
 # ----------------------------------------------------------------------------- the views
 
 
@@ -212,7 +398,7 @@ def test_the_ahead_endpoint_answers_the_next_items_judging_area(
     client = _client(user)
     client.post(reverse("annotation:task_next", args=[task.pk]))
     current = Assignment.objects.get(user=user)
-    with django_assert_max_num_queries(30):
+    with django_assert_max_num_queries(21):
         answer = client.post(_ahead_url(task, current.item_id), headers=HX)
     assert answer.status_code == 200
     ahead = Assignment.objects.exclude(pk=current.pk).get(user=user)
@@ -244,6 +430,35 @@ def test_the_ahead_endpoint_says_what_is_wrong(project: Project) -> None:
     )  # none left
 
 
+def test_the_ahead_endpoint_fills_the_queue_and_refuses_one_more(
+    project: Project, django_assert_max_num_queries: Any
+) -> None:
+    _more(project, 9)
+    task = _task(project)
+    user = _user(project, "a")
+    client = _client(user)
+    client.post(reverse("annotation:task_next", args=[task.pk]))
+    current = Assignment.objects.get(user=user)
+    held: list[str] = []
+    for n in range(services.AHEAD_MAX):
+        url = _ahead_url(task, current.item_id) + "".join(f"&held={key}" for key in held)
+        # As many statements for the last one as for the first: the held ones are read at once.
+        with django_assert_max_num_queries(21):
+            answer = client.post(url, headers=HX)
+        assert answer.status_code == 200, answer.content
+        key = re.search(r'data-item-key="(\d+)"', answer.content.decode())
+        assert key is not None
+        held.append(key.group(1))
+        assert Item.objects.get(pk=key.group(1)).external_id == f"i{n + 1}"
+    page = client.get(reverse("annotation:judge", args=[task.pk, current.item_id])).content
+    assert f'data-ahead-max="{services.AHEAD_MAX}"' in page.decode()
+    more = _ahead_url(task, current.item_id) + "".join(f"&held={key}" for key in held)
+    refused = client.post(more, headers=HX)
+    assert refused.status_code == 400
+    assert f"at most {services.AHEAD_MAX} are leased ahead".encode() in refused.content
+    assert Assignment.objects.filter(user=user).count() == 1 + services.AHEAD_MAX
+
+
 def test_a_judgment_sent_in_the_background_answers_small(
     project: Project, django_assert_max_num_queries: Any
 ) -> None:
@@ -256,29 +471,40 @@ def test_a_judgment_sent_in_the_background_answers_small(
     ahead = Assignment.objects.exclude(pk=current.pk).get(user=user)
     url = reverse("annotation:judge", args=[task.pk, current.item_id])
     ahead_headers = {**HX, "X-Benchwright-Ahead": str(ahead.item_id)}
-    # The save, the progress line, and the next lease ahead with its judging area: one
-    # request where the page would otherwise make two.
-    with django_assert_max_num_queries(36):
+    # The save and the progress line; nothing leased (the page asks for that itself).
+    with django_assert_max_num_queries(19):
         answer = client.post(url, {"value": "1", "seconds": "2.5"}, headers=ahead_headers)
     assert answer.status_code == 200 and answer["X-Judgment-Saved"] == "1"
     body = answer.content.decode()
     # The progress line and the undo paragraph of the item now shown, nothing else.
     assert 'id="judge-progress"' in body and 'id="undo-line"' in body and 'id="keys-undo"' in body
     assert 'Judged <span class="mono">i0</span>' in body and "undo the judgment of i0" in body
+    assert f'hx-get="{url}"' in body  # the undo link names the item judged
     assert "Item 2 of 4" in body
-    # Never the area the person works in now; the item after it, leased ahead, to hold.
-    shown, held = body.split('<template id="ahead-next">')
-    assert 'id="judging"' not in shown and 'id="judgment"' not in shown
+    # Never a judging area: not the one the person works in now, and no item ahead.
+    assert 'id="judging"' not in body and 'id="judgment"' not in body and "<template" not in body
+    assert "HX-Push-Url" not in answer
     current.refresh_from_db()
     assert current.status == AssignmentStatus.SUBMITTED
     ahead.refresh_from_db()
     assert ahead.status == AssignmentStatus.ACTIVE  # still held, now on screen
-    after = Assignment.objects.get(
-        user=user, status=AssignmentStatus.ACTIVE, item__external_id="i2"
-    )
-    assert f'data-item-key="{after.item_id}"' in held and "data-lease-left=" in held
-    assert answer["HX-Push-Url"] == reverse("annotation:judge", args=[task.pk, after.item_id])
-    assert Assignment.objects.filter(user=user, status=AssignmentStatus.ACTIVE).count() == 2
+    assert Assignment.objects.filter(user=user, status=AssignmentStatus.ACTIVE).count() == 1
+
+
+def test_a_saved_judgment_naming_no_item_on_screen_is_still_saved(project: Project) -> None:
+    """The judgment is saved before the answer is drawn: an item on screen the page cannot
+    name (or may not see) leaves the progress line out, never answers an error."""
+    task = _task(project)
+    user = _user(project, "a")
+    client = _client(user)
+    client.post(reverse("annotation:task_next", args=[task.pk]))
+    current = Assignment.objects.get(user=user)
+    url = reverse("annotation:judge", args=[task.pk, current.item_id])
+    answer = client.post(url, {"value": "1"}, headers={**HX, "X-Benchwright-Ahead": "undefined"})
+    assert answer.status_code == 200 and answer["X-Judgment-Saved"] == "1"
+    assert 'id="judge-progress"' not in answer.content.decode()
+    current.refresh_from_db()
+    assert current.status == AssignmentStatus.SUBMITTED
 
 
 def test_a_refused_background_judgment_answers_the_item_with_its_errors(project: Project) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -35,6 +36,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_request_at_a_time_on_shared_sqlite() -> Iterator[None]:
+    """On SQLite the test database lives in memory, shared between the live server's request
+    threads (``cache=shared``), where a table written by one connection is locked for the
+    others at once ("database table is locked": no busy timeout, unlike the file database of
+    a real server). Two requests at once (the judge page sends a judgment while it leases the
+    next item ahead) would fail there, so on such a database the live server answers one
+    request at a time (SQLite serialises writers anyway). On PostgreSQL requests run
+    concurrently, as in production. Only the answering is serialised, not a kept-alive
+    connection's wait for its next request."""
+    from django.core.servers import basehttp
+    from django.db import connections
+
+    original = basehttp.ServerHandler.run
+    lock = threading.Lock()
+
+    def shared_memory() -> bool:
+        conn = connections["default"]
+        return conn.vendor == "sqlite" and conn.is_in_memory_db()
+
+    def run(self, application):  # type: ignore[no-untyped-def]
+        if not shared_memory():
+            return original(self, application)
+        with lock:
+            return original(self, application)
+
+    basehttp.ServerHandler.run = run  # type: ignore[method-assign]
+    yield
+    basehttp.ServerHandler.run = original  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

@@ -12,16 +12,18 @@ DEBUG off) and starts the load test's locust annotators (tests/perf/load_users.p
 After --warmup seconds one more annotator judges in headless Chromium (/usr/bin/chromium, or
 BENCHWRIGHT_CHROMIUM) on the judge page, with the keyboard as a person would: ``1`` picks
 "Keep", then the timer starts at the keydown of ``Enter`` (the submit) and stops at the first
-animation frame after the next item's judging area is on the page: shown from the item the
-page held ahead (judge.js's ``benchwright:judging-shown`` event; the judgment is then sent in
-the background) or swapped in by htmx from the server's answer and settled. Every submit is
-timed: the next key press waits until the last one was, then --pause seconds (default 1.5,
-the simulated annotators' median think time; the item held ahead is not waited for); a
-submit answered by a whole page load instead is counted apart (and not timed). Prints, for
-all submits and for each path ("from prefetch", "from the server"), the median, p95 and max
-over --items-measured items (the first --skip are left out: the browser's caches warm up),
-the median time the background POSTs took, the load average, and the 150 ms target beside
-the median and p95. Asserts nothing about time.
+animation frame after the next item's judging area is on the page: shown from the queue of
+items the page holds leased ahead (judge.js's ``benchwright:judging-shown`` event; up to
+``AHEAD_MAX`` held, the next one asked for as soon as one is shown; the judgment joins the
+page's queue of saves, sent in the background one at a time in order) or swapped in by htmx
+from the server's answer and settled. Every submit is timed: the next key press waits until
+the last one was, then --pause seconds (default 1.5, the simulated annotators' median think
+time; neither the items ahead nor the saves are waited for); a submit answered by a whole
+page load instead is counted apart (and not timed). Prints, for all submits and for each path
+("from prefetch", "from the server"), the median, p95 and max over --items-measured items (the
+first --skip are left out: the browser's caches warm up), the median time the background
+POSTs took (each from its own start, not its wait behind the saves before it), the load
+average, and the 150 ms target beside the median and p95. Asserts nothing about time.
 
 The simulated annotators (locust) run on the same machine as the server; on a small machine
 they take CPU from it. ``--load-nice 19`` runs them under ``nice`` (clearly labelled in the
@@ -53,7 +55,8 @@ CHROMIUM = os.environ.get("BENCHWRIGHT_CHROMIUM", "/usr/bin/chromium")
 # ``detail.target`` the old one; both carry the id, and the check is on that id.
 # Each entry: [total, until the answer arrived (key press, request, server, network), from
 # the answer to the frame (htmx's swap, the page's scripts on it, layout and paint), path (1:
-# from the item held ahead, 0: from the server's answer)]. A judgment sent in the background
+# from the queue held ahead, 2: the same once a lease ahead on its way arrived, the queue
+# being empty at the key press, 0: from the server's answer)]. A judgment sent in the background
 # puts how long its POST took into window.__sendTimes.
 TIMER_JS = """
 (() => {
@@ -70,7 +73,7 @@ TIMER_JS = """
     answered = null;
     requestAnimationFrame(() => {
       const now = performance.now();
-      window.__nextTimes.push([now - began, 0, now - began, 1]);
+      window.__nextTimes.push([now - began, 0, now - began, e.detail.waited ? 2 : 1]);
     });
   });
   document.addEventListener("benchwright:judgment-sent", (e) => window.__sendTimes.push(e.detail.ms));
@@ -279,6 +282,7 @@ def main() -> int:
         return 1
     times = [t[0] for t in timed]
     prefetched = [t[0] for t in timed if t[3]]
+    waited = [t[0] for t in timed if t[3] == 2]
     served = [t for t in timed if not t[3]]
     print(
         f"key press to next item on screen, {len(times)} submits timed in place: "
@@ -296,6 +300,12 @@ def main() -> int:
             verdict = "meets" if value <= TARGET_MS else "MISSES"
             print(f"    {name:<6} {value:6.0f} ms ({verdict} the {TARGET_MS:.0f} ms target)")
         print(f"    max    {max(values):6.0f} ms")
+    if prefetched:
+        print(
+            f"  from prefetch with the queue empty at the key press (waited for a lease ahead on "
+            f"its way): {len(waited)}"
+            + (f", median {percentile(waited, 50):.0f} ms" if waited else "")
+        )
     if served:
         answer, swap = (percentile([t[n] for t in served], 50) for n in (1, 2))
         print(
