@@ -253,3 +253,48 @@ def test_concurrency_limit_two_lets_two_calls_run_together(model_server: FakeMod
     for t in threads:
         t.join(timeout=20)
     assert model_server.max_in_flight == 2
+
+
+def test_a_reply_read_as_json_gives_what_the_sdk_s_typed_reply_gives() -> None:
+    from openai.types.chat import ChatCompletion
+
+    from benchmark.llm.client import _result
+
+    reply = {
+        "id": "r1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "served-name",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "Step 1: crop.",
+                    "tool_calls": [
+                        {
+                            "id": "call_7",
+                            "type": "function",
+                            "function": {"name": "crop", "arguments": '{"image_index": 0}'},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+    }
+    as_json = _result(reply, MODEL, "k", 5, 1)
+    typed = _result(ChatCompletion.construct(**reply), MODEL, "k", 5, 1)
+    assert as_json == typed
+    assert as_json.tool_calls == (
+        {"id": "call_7", "name": "crop", "arguments": '{"image_index": 0}'},
+    )
+    assert (as_json.model, as_json.prompt_tokens, as_json.completion_tokens) == (
+        "served-name",
+        12,
+        3,
+    )
+    for broken in ({}, {"choices": []}, {"choices": "x"}, []):
+        with pytest.raises(ModelCallFailed, match="without any choices"):
+            _result(broken, MODEL, "k", 5, 1)
