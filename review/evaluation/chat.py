@@ -71,6 +71,8 @@ class ModelChat:
         self.calls = calls
         self.params = dict(params or {})
         self.count = 0
+        #: The data URL of each image sent so far (every turn resends them all).
+        self.urls: dict[str, str] = {}
 
     def __call__(
         self,
@@ -85,6 +87,7 @@ class ModelChat:
             images=dict(images or {}),
             tools=tuple(tools or ()),
             params=self.params,
+            urls=self.urls,
         )
         model = self.client.config.model
         try:

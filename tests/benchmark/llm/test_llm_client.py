@@ -298,3 +298,59 @@ def test_a_reply_read_as_json_gives_what_the_sdk_s_typed_reply_gives() -> None:
     for broken in ({}, {"choices": []}, {"choices": "x"}, []):
         with pytest.raises(ModelCallFailed, match="without any choices"):
             _result(broken, MODEL, "k", 5, 1)
+
+
+def test_a_conversation_s_requests_sharing_urls_encode_each_image_once() -> None:
+    import hashlib
+
+    from benchmark.llm.client import ConversationRequest
+
+    png, jpeg = png_bytes(1), jpeg_bytes()
+    first, second = (hashlib.sha256(b).hexdigest() for b in (png, jpeg))
+
+    def turn(*digests: str) -> list[dict]:
+        parts = [{"type": "image_url", "image_url": {"url": f"sha256:{d}"}} for d in digests]
+        return [{"role": "user", "content": [*parts, {"type": "text", "text": "look"}]}]
+
+    images = {first: png, second: jpeg}
+    urls: dict[str, str] = {}
+    shared = [
+        ConversationRequest(messages=tuple(turn(*ds)), images=images, urls=urls)
+        for ds in ((first,), (first, second))
+    ]
+    alone = [ConversationRequest(messages=r.messages, images=images) for r in shared]
+    assert shared[0].wire_messages() == alone[0].wire_messages()
+    assert list(urls) == [first]
+    encoded_once = urls[first]  # reused by the next turn, not encoded again
+    assert shared[1].wire_messages() == alone[1].wire_messages()
+    assert urls[first] is encoded_once and list(urls) == [first, second]
+    assert urls[second] == ImageInput(sha256=second, data=jpeg).data_url()
+    assert shared[1].key(MODEL) == alone[1].key(MODEL) and shared[0] == alone[0]
+
+
+def test_the_request_body_is_written_as_the_sdk_writes_it_or_left_to_the_sdk() -> None:
+    from openai._utils._json import openapi_dumps
+
+    from benchmark.llm.client import _json_body
+
+    image = ImageInput(sha256="x", data=png_bytes(2)).data_url()
+    body = {
+        "model": MODEL,
+        "messages": [
+            {"role": "system", "content": "Answer in <answer>…</answer>, «quoted» \u00e9\n\t\"x\""},
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": image}}]},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+             "function": {"name": "crop", "arguments": "{\"bbox_2d\": [1, 2.5, 3, 4]}"}}]},
+        ],
+        "tools": [{"type": "function", "function": {"name": "crop", "parameters": {
+            "type": "object", "properties": {"zoom": {"type": "number", "minimum": 0.0,
+                                                      "maximum": 1000.25, "default": 1.5}}}}}],
+        "temperature": 0.0, "max_tokens": 256, "seed": 7, "stop": ("</answer>",),
+    }  # fmt: skip
+    assert _json_body(body) == openapi_dumps(body)
+    awkward_values = (
+        {"temperature": float("nan")}, {"top_p": 1e-05}, {"logit_bias": {50256: -100}},
+        {"n": 2**70},
+    )  # fmt: skip
+    for awkward in awkward_values:
+        assert _json_body({**body, **awkward}) is None  # the SDK writes (or refuses) it
