@@ -17,14 +17,13 @@ llama.cpp server, LiteLLM), through the ``openai`` SDK. Pure Python: no Django.
 from __future__ import annotations
 
 import base64
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from benchmark.llm.cache import CachedAnswer, ResponseCache, request_key
+from benchmark.llm.cache import CachedAnswer, ResponseCache, plain_json, request_key
 from benchmark.pacing import (  # noqa: F401 - the client's machinery, named here as before
     GaveUp,
     RateGate,
@@ -556,30 +555,17 @@ def _describe(exc: Exception) -> str:
     return f"the model call failed: {exc}"
 
 
-def _plain(value: Any) -> bool:
-    """No float anywhere in ``value`` (dicts, lists and tuples walked) that orjson writes
-    otherwise than ``json``: NaN, infinity, or one written with an exponent (``1e-05``,
-    which orjson writes ``0.00001``). Every other float both write as ``repr`` does."""
-    if isinstance(value, float):
-        return math.isfinite(value) and "e" not in repr(value)
-    if isinstance(value, dict):
-        return all(_plain(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return all(_plain(v) for v in value)
-    return True
-
-
 def _json_body(body: dict[str, Any]) -> bytes | None:
     """The request body as the JSON bytes the SDK would send (compact, UTF-8), written with
     orjson: the same bytes for JSON values, ~50 times faster than the SDK's ``json.dumps``
     on an agent's request (every image so far as a base64 data URL). None where the two
     could differ, so the SDK writes the body itself as before: a value orjson does not take
     (a key that is not a string, an integer past 64 bits, an object of another type) or a
-    float it writes otherwise (``_plain``: NaN and infinity, which orjson would write as
+    float it writes otherwise (``plain_json``: NaN and infinity, which orjson would write as
     null where the SDK refuses them, and floats with an exponent)."""
     import orjson
 
-    if not _plain(body):
+    if not plain_json(body):
         return None
     try:
         return orjson.dumps(body)

@@ -354,3 +354,49 @@ def test_the_request_body_is_written_as_the_sdk_writes_it_or_left_to_the_sdk() -
     )  # fmt: skip
     for awkward in awkward_values:
         assert _json_body({**body, **awkward}) is None  # the SDK writes (or refuses) it
+
+
+def test_request_keys_are_the_sha256_of_the_json_canonical_text_they_always_were() -> None:
+    import datetime
+    import hashlib
+    import json
+
+    from benchmark.llm.cache import canonical_json, request_key
+
+    def by_json(value: object) -> str:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    messages = [
+        {"role": "system", "content": "Sé breve \u2028 «x» \x00\x1f\x7f \U0001f600 \"q\" \\"},
+        {"role": "user", "content": [{"type": "image", "sha256": "ab" * 32},
+                                     {"type": "text", "text": "zoom 1.5, 0.0001, 1e+16"}]},
+    ]  # fmt: skip
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "crop",
+                "parameters": {
+                    "properties": {
+                        "z": {"minimum": 0.0, "maximum": 1000.25, "default": 1e-05},
+                        "é": {},
+                        "e": {},
+                        "Z": {},
+                    }
+                },
+            },
+        }
+    ]
+    for params in ({}, {"temperature": 0.7, "seed": 3}, {"top_p": float("nan")}, {"n": 2**70}):
+        payload = {"endpoint": "http://h/v1", "scope": "project:1", "model": MODEL,
+                   "messages": messages, "params": params, "tools": tools}  # fmt: skip
+        text = by_json(payload)
+        assert canonical_json(payload) == text
+        key = request_key(
+            model=MODEL, messages=messages, params=params, endpoint="http://h/v1/",
+            scope="project:1", tools=tools,
+        )  # fmt: skip
+        assert key == hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert canonical_json({2: "int keys", 10: "x"}) == by_json({2: "int keys", 10: "x"})
+    with pytest.raises(TypeError):  # json refuses a date: so does the key, as before
+        canonical_json({"when": datetime.date(2026, 1, 1)})
