@@ -400,3 +400,23 @@ def test_request_keys_are_the_sha256_of_the_json_canonical_text_they_always_were
     assert canonical_json({2: "int keys", 10: "x"}) == by_json({2: "int keys", 10: "x"})
     with pytest.raises(TypeError):  # json refuses a date: so does the key, as before
         canonical_json({"when": datetime.date(2026, 1, 1)})
+
+
+def test_plain_json_tells_the_values_orjson_writes_as_json_does() -> None:
+    import datetime
+    import json
+
+    import orjson
+
+    from benchmark.llm.cache import plain_json
+
+    class Text(str):
+        pass
+
+    plain = [{"a": [1, 2.5, "x", None, True, (1, 2)]}, [Text("t"), 10**18], {}, [], 1.5, 1e15]
+    for value in plain:
+        assert plain_json(value)
+        assert orjson.dumps(value) == json.dumps(value, separators=(",", ":")).encode()
+    for value in ({"a": 1e-05}, [float("nan")], {"a": {"b": [float("inf")]}}, 1e16,
+                  {"d": datetime.date(2026, 1, 1)}, [object()]):  # fmt: skip
+        assert not plain_json(value)
