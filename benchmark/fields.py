@@ -64,6 +64,15 @@ class JSONTextField(models.Field):
     def value_to_string(self, obj: Any) -> Any:
         return self.value_from_object(obj)
 
+    def get_placeholder(self, value: Any, compiler: Any, connection: Any) -> str:
+        """One plain parameter per value. A field with this method keeps a bulk insert of its
+        model's rows as ``INSERT ... VALUES`` on PostgreSQL too (Django's compiler uses its
+        ``UNNEST`` arrays there only for fields without it): in an array every double quote
+        of a JSON text is escaped again in Python, ~1.5 ms of CPU per evaluated model call's
+        row. The rows and their texts are the same either way; SQLite always inserts with
+        VALUES."""
+        return "%s"
+
 
 #: What starts a stored text that carried a NUL character (or began with this mark itself):
 #: the rest is the text as a JSON string literal, which writes NUL as ``\u0000``.

@@ -507,8 +507,13 @@ def score_files(
     search_check: mme.SearchCheck | None = None,
     run_id: str = "",
 ) -> mme.RunScore:
-    """Score a run folder given as files, with the existing run scorer (the folder is written
-    to a temporary directory, so the score is the one the scorer gives the written folder)."""
+    """Score a run folder given as files, with the existing run scorer. Where the scorer reads
+    the run's image files (``mme.run_needs_files``: a visual judge, a ``require_images``
+    verifier) the folder is written to a temporary directory and scored there; otherwise
+    the run is read from the files' bytes as the folder would give it (no copy on disk)."""
+    if not mme.run_needs_files(truth, visual_check=visual_check):
+        run = mme.RunRecord.from_files(files, run_id=run_id)
+        return mme.score_run(truth, run, visual_check=visual_check, search_check=search_check)
     with tempfile.TemporaryDirectory(prefix="bw-mme-run-") as tmp:
         root = Path(tmp)
         for name, data in files.items():

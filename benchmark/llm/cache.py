@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 import threading
@@ -19,9 +20,59 @@ from pathlib import Path
 from typing import Any, Protocol
 
 
+def _plain_float(value: float) -> bool:
+    return math.isfinite(value) and "e" not in repr(value)
+
+
+def plain_json(value: Any) -> bool:
+    """No float anywhere in ``value`` (dicts, lists and tuples walked) that orjson writes
+    otherwise than ``json``: NaN, infinity, or one written with an exponent (``1e-05``,
+    which orjson writes ``0.00001``). Every other float both write as ``repr`` does, and
+    strings, integers, booleans and null alike (every code point, escapes included).
+    Anything but those, dicts, lists and tuples (a date, a dataclass, which orjson writes and
+    ``json`` refuses) is not plain either. Walked with a stack, exact types first: a
+    request's ~500 values in ~0.04 ms."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        kind = type(v)
+        if kind is str or kind is int or kind is bool or v is None:
+            continue
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(v, dict)):
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+        elif isinstance(v, float):
+            if not _plain_float(v):
+                return False
+        elif not isinstance(v, str | int):
+            return False
+    return True
+
+
+def _orjson_canonical(value: Any) -> bytes | None:
+    """:func:`canonical_json`'s text as UTF-8 bytes written by orjson, where it gives the
+    same text (string keys, sorted by code point as Python sorts them; integers within 64
+    bits; ``plain_json`` floats): ~10 times faster on a conversation with its tool specs.
+    None elsewhere."""
+    import orjson
+
+    if not plain_json(value):
+        return None
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError: a key that is not a string, a big int...
+        return None
+
+
+def _json_canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per value: sorted keys, no spaces, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    fast = _orjson_canonical(value)
+    return fast.decode("utf-8") if fast is not None else _json_canonical(value)
 
 
 def request_key(
@@ -46,7 +97,10 @@ def request_key(
     }
     if tools:
         payload["tools"] = tools
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    text = _orjson_canonical(payload)
+    if text is None:
+        text = _json_canonical(payload).encode("utf-8")
+    return hashlib.sha256(text).hexdigest()
 
 
 @dataclass(frozen=True)

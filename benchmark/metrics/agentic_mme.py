@@ -258,21 +258,39 @@ class RunRecord:
     def from_dir(cls, path: str | Path) -> RunRecord:
         """Read ``tool_use_list.json``, ``model_answer.txt`` and, if present, ``run_meta.json``."""
         run_dir = Path(path)
-        events_file = run_dir / "tool_use_list.json"
-        events = (
-            json.loads(events_file.read_text(encoding="utf-8")) if events_file.is_file() else []
-        )
-        answer_file = run_dir / "model_answer.txt"
-        answer = answer_file.read_text(encoding="utf-8").strip() if answer_file.is_file() else ""
+        files = {
+            name: (run_dir / name).read_bytes()
+            for name in ("tool_use_list.json", "model_answer.txt", "run_meta.json")
+            if (run_dir / name).is_file()
+        }
+        return cls.from_files(files, run_dir=run_dir, where=str(run_dir / "tool_use_list.json"))
+
+    @classmethod
+    def from_files(
+        cls,
+        files: Mapping[str, bytes],
+        *,
+        run_dir: Path | None = None,
+        run_id: str = "",
+        where: str = "tool_use_list.json",
+    ) -> RunRecord:
+        """The run from its folder's files given as bytes (``{name: bytes}``), as
+        :meth:`from_dir` reads them. Without ``run_dir`` the run has no image files to read:
+        score it so only where :func:`run_needs_files` says the scorer reads none."""
+        raw_events = files.get("tool_use_list.json")
+        events = json.loads(raw_events.decode("utf-8")) if raw_events is not None else []
+        raw_answer = files.get("model_answer.txt")
+        answer = raw_answer.decode("utf-8").strip() if raw_answer is not None else ""
         effective = None
-        meta_file = run_dir / "run_meta.json"
-        if meta_file.is_file():
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        raw_meta = files.get("run_meta.json")
+        if raw_meta is not None:
+            meta = json.loads(raw_meta.decode("utf-8"))
             if isinstance(meta, Mapping) and meta.get("effective_tool_calls") is not None:
                 effective = int(meta["effective_tool_calls"])
         if not isinstance(events, list):
-            raise ValueError(f"{events_file}: expected a JSON list of events")
-        return cls(tuple(events), answer, run_dir, effective, run_dir.name)
+            raise ValueError(f"{where}: expected a JSON list of events")
+        name = run_id or (run_dir.name if run_dir is not None else "")
+        return cls(tuple(events), answer, run_dir, effective, name)
 
     @property
     def tool_calls(self) -> int:
@@ -855,6 +873,23 @@ class _Scorer:
             return True, detail
         detail["closest"] = best[1] if best else None
         return False, detail
+
+
+def run_needs_files(task: JSON, *, visual_check: VisualCheck | None = None) -> bool:
+    """Whether :func:`score_run` reads the run's image files (its ``run_dir``) for ``task``:
+    only a visual judge (``visual_check``, shown the produced images or the input) and a
+    ``require_images`` verifier (which counts them) do; every other check reads the events
+    and the answer alone."""
+    if visual_check is not None:
+        return True
+    pe = task.get("process_evaluation") or {}
+    for cp in pe.get("checkpoints") or []:
+        if not isinstance(cp, Mapping):
+            continue
+        verifier = str((cp.get("code_check") or {}).get("verifier") or "").strip()
+        if verifier.startswith("require_images"):
+            return True
+    return False
 
 
 def score_run(  # noqa: PLR0915

@@ -80,6 +80,8 @@ class ModelChat:
         self.slots: contextlib.AbstractContextManager[Any] = (
             slots if slots is not None else contextlib.nullcontext()
         )
+        #: The data URL of each image sent so far (every turn resends them all).
+        self.urls: dict[str, str] = {}
 
     def __call__(
         self,
@@ -94,6 +96,7 @@ class ModelChat:
             images=dict(images or {}),
             tools=tuple(tools or ()),
             params=self.params,
+            urls=self.urls,
         )
         model = self.client.config.model
         try:

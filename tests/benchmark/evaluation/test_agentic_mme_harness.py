@@ -458,3 +458,75 @@ def test_a_task_with_two_images_numbers_them_0_and_1() -> None:
     event = json.loads(outcome.files["tool_use_list.json"])[0]["output"]
     assert (event["source_image_index"], event["new_image_index"]) == (1, 2)
     assert event["recipe"]["source_sha256"] == recipes.sha256_hex(images["images/image_demo01.png"])
+
+
+def _scored_twice(truth: dict[str, Any], **checks: Any) -> tuple[Any, Any]:
+    """A run of demo03 scored as the harness scores it (``score_files``) and as the existing
+    scorer scores the written folder."""
+    from benchmark.evaluation.agentic_mme import score_files
+
+    outcome, _ = run(
+        "demo03",
+        [
+            tools(call("enhance", {"image_index": 0, "brightness": 2.8, "contrast": 1.5})),
+            tools(call("crop", {"image_index": 1, "bbox_2d": [260, 284, 771, 535]})),
+            answer("<answer>1.072</answer>"),
+        ],
+        truth=None,
+    )
+    harness = score_files(truth, outcome.files, run_id="demo03", **checks)
+    return harness, outcome.files
+
+
+def test_a_run_is_scored_from_its_files_in_memory_when_the_scorer_reads_no_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    truth = task("demo03")
+    assert not mme.run_needs_files(truth)
+
+    def no_folder(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the run folder was written to disk")
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", no_folder)
+    harness, files = _scored_twice(truth)
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    folder = mme.RunRecord.from_dir(tmp_path)
+    assert mme.RunRecord.from_files(files, run_id="x").events == folder.events
+    on_disk = mme.score_run(truth, folder)
+    assert harness.to_dict() == {**on_disk.to_dict(), "run_id": "demo03"}
+    assert harness.acc
+
+
+@pytest.mark.parametrize("need, passed", [(2, True), (3, False)])
+def test_a_checkpoint_counting_the_produced_images_is_scored_on_the_written_folder(
+    need: int, passed: bool
+) -> None:
+    truth = json.loads(json.dumps(task("demo03")))
+    truth["process_evaluation"]["checkpoints"] = [
+        {"id": "C1", "axis": "V", "tools": [], "code_check": {"verifier": f"require_images:{need}"}}
+    ]
+    assert mme.run_needs_files(truth)
+    harness, _ = _scored_twice(truth)
+    assert harness.checkpoints[0].tool_passed is passed
+
+
+def test_a_visual_judge_is_shown_the_run_s_image_files() -> None:
+    seen: list[tuple[str, bytes]] = []
+
+    def judge(path: Path, question: str, expected: str) -> bool:
+        seen.append((path.name, path.read_bytes()))
+        return True
+
+    truth = json.loads(json.dumps(task("demo03")))
+    truth["process_evaluation"]["checkpoints"] = [
+        {"id": "C1", "axis": "V", "visual_check": {"question": "q", "expected_answer": "a"}}
+    ]
+    assert mme.run_needs_files(truth, visual_check=judge)
+    harness, files = _scored_twice(truth, visual_check=judge)
+    assert harness.checkpoints[0].visual_passed is True
+    name, data = seen[0]
+    assert data == files[f"tool_images/{name}"]

@@ -322,3 +322,170 @@ def test_the_answer_is_read_from_the_endpoints_json_as_it_is() -> None:
     for bad in ({}, {"choices": []}, "not json", None, [1], {"choices": ["x"]}):
         with pytest.raises(ModelCallFailed, match="without any choices"):
             _result(bad, "m", "k", 0, 1)
+
+
+def test_a_reply_read_as_json_gives_what_the_sdk_s_typed_reply_gives() -> None:
+    from openai.types.chat import ChatCompletion
+
+    from benchmark.llm.client import _result
+
+    reply = {
+        "id": "r1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "served-name",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "Step 1: crop.",
+                    "tool_calls": [
+                        {
+                            "id": "call_7",
+                            "type": "function",
+                            "function": {"name": "crop", "arguments": '{"image_index": 0}'},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+    }
+    as_json = _result(reply, MODEL, "k", 5, 1)
+    typed = _result(ChatCompletion.construct(**reply), MODEL, "k", 5, 1)
+    assert as_json == typed
+    assert as_json.tool_calls == (
+        {"id": "call_7", "name": "crop", "arguments": '{"image_index": 0}'},
+    )
+    assert (as_json.model, as_json.prompt_tokens, as_json.completion_tokens) == (
+        "served-name",
+        12,
+        3,
+    )
+    for broken in ({}, {"choices": []}, {"choices": "x"}, []):
+        with pytest.raises(ModelCallFailed, match="without any choices"):
+            _result(broken, MODEL, "k", 5, 1)
+
+
+def test_a_conversation_s_requests_sharing_urls_encode_each_image_once() -> None:
+    import hashlib
+
+    from benchmark.llm.client import ConversationRequest
+
+    png, jpeg = png_bytes(1), jpeg_bytes()
+    first, second = (hashlib.sha256(b).hexdigest() for b in (png, jpeg))
+
+    def turn(*digests: str) -> list[dict]:
+        parts = [{"type": "image_url", "image_url": {"url": f"sha256:{d}"}} for d in digests]
+        return [{"role": "user", "content": [*parts, {"type": "text", "text": "look"}]}]
+
+    images = {first: png, second: jpeg}
+    urls: dict[str, str] = {}
+    shared = [
+        ConversationRequest(messages=tuple(turn(*ds)), images=images, urls=urls)
+        for ds in ((first,), (first, second))
+    ]
+    alone = [ConversationRequest(messages=r.messages, images=images) for r in shared]
+    assert shared[0].wire_messages() == alone[0].wire_messages()
+    assert list(urls) == [first]
+    encoded_once = urls[first]  # reused by the next turn, not encoded again
+    assert shared[1].wire_messages() == alone[1].wire_messages()
+    assert urls[first] is encoded_once and list(urls) == [first, second]
+    assert urls[second] == ImageInput(sha256=second, data=jpeg).data_url()
+    assert shared[1].key(MODEL) == alone[1].key(MODEL) and shared[0] == alone[0]
+
+
+def test_the_request_body_is_written_as_the_sdk_writes_it_or_left_to_the_sdk() -> None:
+    from openai._utils._json import openapi_dumps
+
+    from benchmark.llm.client import _json_body
+
+    image = ImageInput(sha256="x", data=png_bytes(2)).data_url()
+    body = {
+        "model": MODEL,
+        "messages": [
+            {"role": "system", "content": "Answer in <answer>…</answer>, «quoted» \u00e9\n\t\"x\""},
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": image}}]},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+             "function": {"name": "crop", "arguments": "{\"bbox_2d\": [1, 2.5, 3, 4]}"}}]},
+        ],
+        "tools": [{"type": "function", "function": {"name": "crop", "parameters": {
+            "type": "object", "properties": {"zoom": {"type": "number", "minimum": 0.0,
+                                                      "maximum": 1000.25, "default": 1.5}}}}}],
+        "temperature": 0.0, "max_tokens": 256, "seed": 7, "stop": ("</answer>",),
+    }  # fmt: skip
+    assert _json_body(body) == openapi_dumps(body)
+    awkward_values = (
+        {"temperature": float("nan")}, {"top_p": 1e-05}, {"logit_bias": {50256: -100}},
+        {"n": 2**70},
+    )  # fmt: skip
+    for awkward in awkward_values:
+        assert _json_body({**body, **awkward}) is None  # the SDK writes (or refuses) it
+
+
+def test_request_keys_are_the_sha256_of_the_json_canonical_text_they_always_were() -> None:
+    import datetime
+    import hashlib
+    import json
+
+    from benchmark.llm.cache import canonical_json, request_key
+
+    def by_json(value: object) -> str:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    messages = [
+        {"role": "system", "content": "Sé breve \u2028 «x» \x00\x1f\x7f \U0001f600 \"q\" \\"},
+        {"role": "user", "content": [{"type": "image", "sha256": "ab" * 32},
+                                     {"type": "text", "text": "zoom 1.5, 0.0001, 1e+16"}]},
+    ]  # fmt: skip
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "crop",
+                "parameters": {
+                    "properties": {
+                        "z": {"minimum": 0.0, "maximum": 1000.25, "default": 1e-05},
+                        "é": {},
+                        "e": {},
+                        "Z": {},
+                    }
+                },
+            },
+        }
+    ]
+    for params in ({}, {"temperature": 0.7, "seed": 3}, {"top_p": float("nan")}, {"n": 2**70}):
+        payload = {"endpoint": "http://h/v1", "scope": "project:1", "model": MODEL,
+                   "messages": messages, "params": params, "tools": tools}  # fmt: skip
+        text = by_json(payload)
+        assert canonical_json(payload) == text
+        key = request_key(
+            model=MODEL, messages=messages, params=params, endpoint="http://h/v1/",
+            scope="project:1", tools=tools,
+        )  # fmt: skip
+        assert key == hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert canonical_json({2: "int keys", 10: "x"}) == by_json({2: "int keys", 10: "x"})
+    with pytest.raises(TypeError):  # json refuses a date: so does the key, as before
+        canonical_json({"when": datetime.date(2026, 1, 1)})
+
+
+def test_plain_json_tells_the_values_orjson_writes_as_json_does() -> None:
+    import datetime
+    import json
+
+    import orjson
+
+    from benchmark.llm.cache import plain_json
+
+    class Text(str):
+        pass
+
+    plain = [{"a": [1, 2.5, "x", None, True, (1, 2)]}, [Text("t"), 10**18], {}, [], 1.5, 1e15]
+    for value in plain:
+        assert plain_json(value)
+        assert orjson.dumps(value) == json.dumps(value, separators=(",", ":")).encode()
+    for value in ({"a": 1e-05}, [float("nan")], {"a": {"b": [float("inf")]}}, 1e16,
+                  {"d": datetime.date(2026, 1, 1)}, [object()]):  # fmt: skip
+        assert not plain_json(value)

@@ -208,3 +208,28 @@ def test_a_runners_queries_are_a_fixed_few_per_batch_not_per_item(
     with django_assert_num_queries(RUN_QUERIES):
         services.evaluation_run_execute(run=run, jobs=jobs)
     assert run.results.filter(status="ok").count() == 30
+
+
+def test_stored_calls_and_results_are_inserted_as_values_and_read_back_exactly(
+    eval_project: Project,
+) -> None:
+    """On PostgreSQL, Django inserts many rows at once through UNNEST arrays, whose text form
+    escapes every double quote of a JSON text again in Python (seconds of CPU for an
+    Agentic-MME run's calls): the rows carrying JSON texts are inserted with VALUES, on
+    SQLite and PostgreSQL alike, and read back as they were written."""
+    run, jobs = services.evaluation_run_create(project=eval_project, user=None, workers=4)
+    with CaptureQueriesContext(connection) as captured:
+        services.evaluation_run_execute(run=run, jobs=jobs)
+    inserts = [
+        q["sql"]
+        for q in captured.captured_queries
+        if q["sql"].startswith("INSERT")
+        and any(t in q["sql"] for t in ("evaluationcall", "evaluationresult"))
+    ]
+    assert len(inserts) >= 2 and not [sql for sql in inserts if "UNNEST" in sql]
+    calls = list(EvaluationCall.objects.filter(run=run))
+    assert len(calls) == 2 * run.item_count >= 2
+    for call in calls:
+        assert isinstance(call.messages, list) and call.messages[0]["role"] == "user"
+        assert '"' in json.dumps(call.messages)  # texts full of quotes, kept as written
+    assert EvaluationResult.objects.filter(run=run, status="ok").count() == run.item_count
