@@ -116,6 +116,39 @@ def assignment_next_for_user(
         return None
 
 
+def assignments_ahead_for_user(
+    *,
+    task: JudgmentTask,
+    user: User,
+    ahead_of: tuple[int, str],
+    held: Sequence[str] = (),
+    now: datetime | None = None,
+) -> list[Assignment]:
+    """Fill the judge page's queue in one request: the leases after ``ahead_of`` and after
+    the items ``held`` (see :func:`assignment_next_for_user`), as many as the page still
+    wants (:data:`AHEAD_MAX` minus ``len(held)``), in the task's order; fewer when the queue
+    has no more for this user. Each is answered as :func:`assignment_next_for_user` answers
+    one, naming the ones answered before it as held, under one transaction: the same rules
+    (no item leased twice, at most :data:`AHEAD_MAX` ahead, gold schedule, units, pushes,
+    doubt routing), the same locks, the same refusals (ValidationFailed: ``held`` naming
+    :data:`AHEAD_MAX` items or more, or no live lease of ``ahead_of``)."""
+    now = now or timezone.now()
+    keys = [str(key) for key in held]
+    answered: list[Assignment] = []
+    with transaction.atomic():
+        while True:
+            lease = assignment_next_for_user(
+                task=task, user=user, now=now, ahead_of=ahead_of, held=keys
+            )
+            if lease is None:
+                break
+            answered.append(lease)
+            keys.append(page_key(lease.item_id, lease.unit))
+            if len(keys) >= AHEAD_MAX:
+                break
+    return answered
+
+
 def _finders(task: JudgmentTask, *, pushed: bool, gated: bool) -> list[Any]:
     """The candidate finders "next" tries, in order."""
     find = _unit_candidate if task.has_units else _candidate

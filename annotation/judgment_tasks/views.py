@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -97,14 +98,15 @@ def task_next_images(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @htmx_page
 def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """Lease an item (or unit) after ``?after=<item id>`` (a unit key for a task with units),
-    the one the user judges now under a live lease, and answer its judging area, which the
-    judge page keeps hidden (a ``<template>``) in its queue and shows at once when the items
-    before it are submitted. ``&held=<key>`` (repeated, in order): the items the page holds
-    ahead already; the answer comes after them, at most ``services.AHEAD_MAX`` ahead (one
-    more asked for: 400, saying so). Asked again with the same ``held``, the same lease
-    answers. 204 when nothing is left after them (the submit then goes the usual way), and for
-    tasks judged on a screen of their own."""
+    """Fill the judge page's queue: lease the items (or units) after ``?after=<item id>`` (a
+    unit key for a task with units), the one the user judges now under a live lease, and after
+    ``&held=<key>`` (repeated, in order: the items the page holds ahead already), as many as
+    the page still wants (``services.AHEAD_MAX`` minus those held), in the task's order, and
+    answer their judging areas, each in a ``<template data-url=...>`` (its URL), which the
+    judge page keeps hidden in its queue and shows at once when the items before it are
+    submitted. ``services.AHEAD_MAX`` held already: 400, saying so. Asked again with the same
+    ``held``, the same leases answer. 204 when nothing is left after them (the submit then
+    goes the usual way), and for tasks judged on a screen of their own."""
     task = selectors.task_get(user=request.user, pk=pk)
     if not _on_judge_page(task):
         return HttpResponse(status=204)
@@ -117,7 +119,7 @@ def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         except ValueError:
             return HttpResponseBadRequest("after: give the id of the item being judged.")
     try:
-        assignment = services.assignment_next_for_user(
+        leases = services.assignments_ahead_for_user(
             task=task,
             user=request_user(request),
             ahead_of=current,
@@ -125,28 +127,43 @@ def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         )
     except DomainError as exc:
         return HttpResponse(exc.message, status=exc.status_code, content_type="text/plain")
-    if assignment is None:
+    if not leases:
         return HttpResponse(status=204)
-    return _show_lease(request, task, assignment, ahead=True)
+    # Each area rendered by the template the single item uses (the judging partial).
+    areas = [_lease_area(request, task, lease) for lease in leases]
+    return render(request, "annotation/judge.html#ahead", {"areas": areas})
 
 
-def _show_lease(
-    request: HtmxHttpRequest,
-    task: JudgmentTask,
-    assignment: Assignment,
-    *,
-    ahead: bool = False,
-) -> HttpResponse:
-    """The judging area of the item (or unit) of ``assignment``, its URL pushed."""
+def _lease_area(
+    request: HtmxHttpRequest, task: JudgmentTask, assignment: Assignment
+) -> dict[str, Any]:
+    """The judging area of a lease ahead, rendered, and its URL."""
+    url, item, task_unit = _lease_target(request, task, assignment)
+    template, context = _show_context(
+        request, task, item, task_unit, assignment=assignment, ahead=True
+    )
+    return {"url": url, "html": render_to_string(template, context, request)}
+
+
+def _lease_target(
+    request: HtmxHttpRequest, task: JudgmentTask, assignment: Assignment
+) -> tuple[str, Item, TaskUnit | None]:
+    """The URL, item and unit (or None) of ``assignment``, read as its user may see them."""
     if assignment.unit:
         url = reverse("annotation:judge_unit", args=[task.pk, assignment.unit])
         task_unit = selectors.task_unit_get(user=request.user, task=task, key=assignment.unit)
-        item = task_unit.item
-    else:
-        url = reverse("annotation:judge", args=[task.pk, assignment.item_id])
-        task_unit = None
-        item = selectors.task_item_get(user=request.user, task=task, pk=assignment.item_id)
-    response = _show(request, task, item, task_unit, assignment=assignment, ahead=ahead)
+        return url, task_unit.item, task_unit
+    url = reverse("annotation:judge", args=[task.pk, assignment.item_id])
+    item = selectors.task_item_get(user=request.user, task=task, pk=assignment.item_id)
+    return url, item, None
+
+
+def _show_lease(
+    request: HtmxHttpRequest, task: JudgmentTask, assignment: Assignment
+) -> HttpResponse:
+    """The judging area of the item (or unit) of ``assignment``, its URL pushed."""
+    url, item, task_unit = _lease_target(request, task, assignment)
+    response = _show(request, task, item, task_unit, assignment=assignment)
     response["HX-Push-Url"] = url
     return response
 
@@ -391,11 +408,28 @@ def _show(
     status: int = 200,
     read_again: bool = False,
     assignment: Assignment | None = None,
-    ahead: bool = False,
 ) -> HttpResponse:
     """The judge page of ``item`` (or of one unit of it), or only its judging area for htmx
-    from the judge page. ``assignment``: the user's lease of it, when the caller has it.
-    ``ahead``: leased ahead, to be kept hidden by the page until the current item is sent."""
+    from the judge page. ``assignment``: the user's lease of it, when the caller has it."""
+    template, context = _show_context(
+        request, task, item, task_unit, form=form, read_again=read_again, assignment=assignment
+    )
+    return render(request, template, context, status=status)
+
+
+def _show_context(
+    request: HtmxHttpRequest,
+    task: JudgmentTask,
+    item: Item,
+    task_unit: TaskUnit | None = None,
+    *,
+    form: JudgmentForm | None = None,
+    read_again: bool = False,
+    assignment: Assignment | None = None,
+    ahead: bool = False,
+) -> tuple[str, dict[str, Any]]:
+    """The template and context of :func:`_show`. ``ahead``: leased ahead, to be kept
+    hidden by the page until the current item is sent."""
     unit = task_unit.key if task_unit is not None else ""
     what = "unit" if unit else "item"
     if assignment is None:
@@ -448,7 +482,7 @@ def _show(
         context["unit_view"] = selectors.unit_view(user=request.user, task=task, unit=task_unit)
         context["unit_key"] = unit
     template = "annotation/judge.html#judging" if _in_place(request) else "annotation/judge.html"
-    return render(request, template, context, status=status)
+    return template, context
 
 
 def _ahead_context(task: JudgmentTask, assignment: Assignment | None) -> dict[str, int]:

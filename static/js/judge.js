@@ -10,12 +10,13 @@
 //
 // The queue of items ahead (issue 25, finding 3): while an item is judged under a live lease
 // its judging area names data-ahead-url and data-ahead-max, and the items after it are leased
-// one request at a time (each naming those already held, &held=) until data-ahead-max are
+// in one request that fills the queue (naming those already held, &held=: the server leases
+// data-ahead-max minus those, and answers each judging area in a <template data-url>), all
 // held here, out of the page (a <template>'s content: not shown, not focusable), in order.
 // On submit, once the form is valid, the first item held is shown at once (URL, title, timer,
 // the "benchwright:judging-shown" event) if it is fresh (its lease has more than half its
 // length left; staler ones are dropped, and the server serves them), the judgment joins the
-// queue of saves, and the next item ahead is asked for right then (never in a save's answer,
+// queue of saves, and the queue is filled again right then (never in a save's answer,
 // so that request does not wait behind the saves). Saves are sent one at a time, in the order
 // the items were judged; each answer updates the progress line and the undo paragraph of the
 // item on screen. A save refused (or lost to the network) puts its item back on screen with
@@ -141,10 +142,11 @@
     return holder.content;
   }
 
-  // Lease one more item after the one on screen and those held, and hold its judging area;
-  // then the next, until data-ahead-max are held (204: nothing is left; anything else: the
-  // submits go the usual way once the queue is empty). One request at a time: when another
-  // item came on screen meanwhile, the page asks again after it.
+  // Fill the queue: lease the items after the one on screen and those held, as many as are
+  // missing (the server derives it from &held=), and hold their judging areas in order (204:
+  // nothing is left; anything else: the submits go the usual way once the queue is empty).
+  // One request at a time: when another item came on screen meanwhile, the page asks again
+  // after it.
   function prefetch() {
     const area = judging();
     const url = area && area.dataset.aheadUrl;
@@ -154,12 +156,11 @@
     const after = area.dataset.itemKey;
     const ask = new URL(url, location.href);
     for (const entry of ahead) ask.searchParams.append("held", entry.key);
-    let more = false;
     prefetching = fetch(ask, { method: "POST", credentials: "same-origin", redirect: "manual", headers: headers() })
       .then((response) =>
         response.status === 200
           ? response.text().then((html) => {
-              more = hold(response.headers.get("HX-Push-Url"), parse(html));
+              for (const one of parse(html).querySelectorAll("template[data-url]")) hold(one.dataset.url, one.content);
             })
           : undefined,
       )
@@ -167,7 +168,7 @@
       .finally(() => {
         prefetching = null;
         const now = judging();
-        if (now && (more || now.dataset.itemKey !== after)) prefetch();
+        if (now && now.dataset.itemKey !== after) prefetch();
       });
     return prefetching;
   }
@@ -314,8 +315,8 @@
     pending = pending.then(() => post(kept, action, body, next));
   }
 
-  // The first item held on screen at once, the judgment queued behind it, the next item ahead
-  // asked for now.
+  // The first item held on screen at once, the judgment queued behind it, the queue filled
+  // again now (one request).
   function swapAhead(f) {
     const seconds = f.querySelector("input[name=seconds]");
     if (seconds) seconds.value = ((performance.now() - started) / 1000).toFixed(1);

@@ -1,5 +1,5 @@
 """Leasing items ahead (issue 25, finding 3): while an item is judged under a live lease, the
-judge page leases the items after it, one request at a time, and holds their judging areas,
+judge page leases the items after it (one request fills its queue) and holds their judging areas,
 each shown at once on a submit while the judgment is sent in the background. A lease ahead
 goes through the same queue as "next" (overlap, pushes, gold schedule, doubt routing), counts
 toward the overlap and expires like any lease; at most ``services.AHEAD_MAX`` are held ahead of
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -377,6 +378,95 @@ def test_gold_units_come_at_the_same_places_with_a_full_queue(project: Project) 
     assert [u for u, g in orders["ahead"] if not g] == [u for u, g in orders["plain"] if not g]
 
 
+# ------------------------------------------------------- one request fills the whole queue
+
+
+def _fill_at_once(
+    task: JudgmentTask, user: Any, current: Assignment, held: list[str] | None = None
+) -> list[Assignment]:
+    return services.assignments_ahead_for_user(
+        task=task, user=user, ahead_of=(current.item_id, current.unit), held=held or []
+    )
+
+
+def test_one_request_fills_the_queue_in_the_tasks_order(project: Project) -> None:
+    _more(project, 9)
+    task = _task(project)
+    user = _user(project, "a")
+    current = services.assignment_next_for_user(task=task, user=user)
+    assert current is not None
+    filled = _fill_at_once(task, user, current)
+    assert [a.item.external_id for a in filled] == [
+        f"i{n}" for n in range(1, 1 + services.AHEAD_MAX)
+    ]
+    assert len(_open(user)) == 1 + services.AHEAD_MAX
+    # Asked again holding nothing (a reloaded page): the same leases in order, none new.
+    assert [a.pk for a in _fill_at_once(task, user, current)] == [a.pk for a in filled]
+    assert len(_open(user)) == 1 + services.AHEAD_MAX
+
+
+def test_with_two_held_one_more_is_leased_and_with_three_none(project: Project) -> None:
+    _more(project, 9)
+    task = _task(project)
+    user = _user(project, "a")
+    current = services.assignment_next_for_user(task=task, user=user)
+    assert current is not None
+    first = _fill(task, user, current)[: services.AHEAD_MAX - 1]
+    Assignment.objects.filter(user=user).exclude(
+        pk__in=[current.pk, *[a.pk for a in first]]
+    ).delete()  # the page holds AHEAD_MAX - 1 (here 2)
+    keys = [str(a.item_id) for a in first]
+    more = _fill_at_once(task, user, current, keys)
+    assert [a.item.external_id for a in more] == [f"i{services.AHEAD_MAX}"]
+    assert len(_open(user)) == 1 + services.AHEAD_MAX
+    keys.append(str(more[0].item_id))
+    with pytest.raises(ValidationFailed, match=f"at most {services.AHEAD_MAX} are leased ahead"):
+        _fill_at_once(task, user, current, keys)
+    assert len(_open(user)) == 1 + services.AHEAD_MAX  # nothing leased by the refusal
+
+
+def test_two_annotators_filling_at_once_never_share(project: Project) -> None:
+    _more(project, 7)  # 7 items: a takes 4, b gets the 3 left
+    task = _task(project, overlap=1)
+    a, b = _user(project, "a"), _user(project, "b")
+    mine = services.assignment_next_for_user(task=task, user=a)
+    assert mine is not None
+    ours = _fill_at_once(task, a, mine)
+    theirs_now = services.assignment_next_for_user(task=task, user=b)
+    assert theirs_now is not None
+    theirs = _fill_at_once(task, b, theirs_now)
+    items = [x.item_id for x in [mine, *ours, theirs_now, *theirs]]
+    assert len(set(items)) == len(items) == 7  # no item leased twice
+    assert len(ours) == services.AHEAD_MAX and len(theirs) == 2  # b's queue: what is left
+    assert _fill_at_once(task, b, theirs_now, [str(x.item_id) for x in theirs]) == []
+
+
+def test_filling_at_once_keeps_the_gold_schedule(project: Project) -> None:
+    """The queue filled in one request holds the leases (gold or not, in order) that one
+    request per lease takes."""
+    _more(project, 10)
+    for i in range(2):
+        Item.objects.create(project=project, external_id=f"v{i}", position=100 + i,
+                            query="verified", status=ItemStatus.VERIFIED)  # fmt: skip
+    task = _task(project, overlap=3, gold_rate=25)
+    for item in Item.objects.filter(project=project, status=ItemStatus.VERIFIED):
+        Outcome.objects.create(task=task, item=item, verdict="accepted", value=1)
+        GoldItem.objects.create(task=task, item=item, value=1)
+    user = _user(project, "a")
+    orders = []
+    for fill in (_fill, _fill_at_once):
+        with transaction.atomic():
+            current = services.assignment_next_for_user(task=task, user=user)
+            assert current is not None
+            orders.append(
+                [(a.item.external_id, a.gold) for a in [current, *fill(task, user, current)]]
+            )
+            transaction.set_rollback(True)
+    assert len(orders[0]) == 1 + services.AHEAD_MAX
+    assert any(is_gold for _, is_gold in orders[0])  # a gold item within the first period
+    assert orders[0] == orders[1]
+
+
 # ----------------------------------------------------------------------------- the views
 
 
@@ -390,24 +480,40 @@ def _ahead_url(task: JudgmentTask, after: Any) -> str:
     return reverse("annotation:task_next_ahead", args=[task.pk]) + f"?after={after}"
 
 
-def test_the_ahead_endpoint_answers_the_next_items_judging_area(
-    project: Project, django_assert_max_num_queries: Any
+#: The statements of one request that leases AHEAD_MAX items ahead and answers their judging
+#: areas (a request leasing one took 21): the session, user and task are read once; each
+#: lease and each area still costs its own (see the report of issue 25, finding 3).
+FILL_QUERIES = 57
+
+
+def _areas(answer: Any) -> list[tuple[str, str]]:
+    """(URL, item key) of each judging area a fill answers, in order."""
+    body = answer.content.decode()
+    found = re.findall(r'<template data-url="([^"]+)">.*?data-item-key="([^"]+)"', body, re.S)
+    assert body.count('id="judging"') == len(found)
+    return found
+
+
+def test_the_ahead_endpoint_answers_the_next_items_judging_areas(
+    project: Project, django_assert_num_queries: Any
 ) -> None:
     task = _task(project)
     user = _user(project, "a")
     client = _client(user)
     client.post(reverse("annotation:task_next", args=[task.pk]))
     current = Assignment.objects.get(user=user)
-    with django_assert_max_num_queries(21):
+    with django_assert_num_queries(FILL_QUERIES):
         answer = client.post(_ahead_url(task, current.item_id), headers=HX)
     assert answer.status_code == 200
-    ahead = Assignment.objects.exclude(pk=current.pk).get(user=user)
-    assert ahead.item.external_id == "i1"
-    assert answer["HX-Push-Url"] == reverse("annotation:judge", args=[task.pk, ahead.item_id])
+    aheads = list(Assignment.objects.exclude(pk=current.pk).filter(user=user).order_by("pk"))
+    assert [a.item.external_id for a in aheads] == ["i1", "i2", "i3"][: services.AHEAD_MAX]
+    assert _areas(answer) == [
+        (reverse("annotation:judge", args=[task.pk, a.item_id]), str(a.item_id)) for a in aheads
+    ]
     body = answer.content.decode()
-    assert 'id="judging"' in body and f'data-item-key="{ahead.item_id}"' in body
-    assert 'data-lease-total="1800"' in body and "data-lease-left=" in body
-    assert "<html" not in body  # the area alone, held hidden by the page
+    assert body.count('data-lease-total="1800"') == services.AHEAD_MAX
+    assert "data-lease-left=" in body
+    assert "<html" not in body  # the areas alone, held hidden by the page
     # The page of the current item names this URL.
     page = client.get(reverse("annotation:judge", args=[task.pk, current.item_id])).content
     assert f'data-ahead-url="{_ahead_url(task, current.item_id)}"' in page.decode()
@@ -430,7 +536,7 @@ def test_the_ahead_endpoint_says_what_is_wrong(project: Project) -> None:
     )  # none left
 
 
-def test_the_ahead_endpoint_fills_the_queue_and_refuses_one_more(
+def test_the_ahead_endpoint_leases_what_is_missing_and_refuses_one_more(
     project: Project, django_assert_max_num_queries: Any
 ) -> None:
     _more(project, 9)
@@ -439,17 +545,19 @@ def test_the_ahead_endpoint_fills_the_queue_and_refuses_one_more(
     client = _client(user)
     client.post(reverse("annotation:task_next", args=[task.pk]))
     current = Assignment.objects.get(user=user)
-    held: list[str] = []
-    for n in range(services.AHEAD_MAX):
-        url = _ahead_url(task, current.item_id) + "".join(f"&held={key}" for key in held)
-        # As many statements for the last one as for the first: the held ones are read at once.
-        with django_assert_max_num_queries(21):
-            answer = client.post(url, headers=HX)
-        assert answer.status_code == 200, answer.content
-        key = re.search(r'data-item-key="(\d+)"', answer.content.decode())
-        assert key is not None
-        held.append(key.group(1))
-        assert Item.objects.get(pk=key.group(1)).external_id == f"i{n + 1}"
+    first = _fill(task, user, current)
+    Assignment.objects.filter(pk__in=[a.pk for a in first[1:]]).delete()
+    held = [str(first[0].item_id)]  # the page holds one: the request leases the rest
+    url = _ahead_url(task, current.item_id) + "".join(f"&held={key}" for key in held)
+    with django_assert_max_num_queries(FILL_QUERIES):
+        answer = client.post(url, headers=HX)
+    assert answer.status_code == 200, answer.content
+    keys = [key for _, key in _areas(answer)]
+    assert len(keys) == services.AHEAD_MAX - 1
+    assert [Item.objects.get(pk=key).external_id for key in keys] == [
+        f"i{n}" for n in range(2, 1 + services.AHEAD_MAX)
+    ]
+    held += keys
     page = client.get(reverse("annotation:judge", args=[task.pk, current.item_id])).content
     assert f'data-ahead-max="{services.AHEAD_MAX}"' in page.decode()
     more = _ahead_url(task, current.item_id) + "".join(f"&held={key}" for key in held)
@@ -468,7 +576,7 @@ def test_a_judgment_sent_in_the_background_answers_small(
     client.post(reverse("annotation:task_next", args=[task.pk]))
     current = Assignment.objects.get(user=user)
     client.post(_ahead_url(task, current.item_id), headers=HX)
-    ahead = Assignment.objects.exclude(pk=current.pk).get(user=user)
+    ahead = Assignment.objects.exclude(pk=current.pk).filter(user=user).earliest("pk")
     url = reverse("annotation:judge", args=[task.pk, current.item_id])
     ahead_headers = {**HX, "X-Benchwright-Ahead": str(ahead.item_id)}
     # The save and the progress line; nothing leased (the page asks for that itself).
@@ -488,7 +596,9 @@ def test_a_judgment_sent_in_the_background_answers_small(
     assert current.status == AssignmentStatus.SUBMITTED
     ahead.refresh_from_db()
     assert ahead.status == AssignmentStatus.ACTIVE  # still held, now on screen
-    assert Assignment.objects.filter(user=user, status=AssignmentStatus.ACTIVE).count() == 1
+    # The items held ahead: the one on screen and those after it.
+    active = Assignment.objects.filter(user=user, status=AssignmentStatus.ACTIVE).count()
+    assert active == services.AHEAD_MAX
 
 
 def test_a_saved_judgment_naming_no_item_on_screen_is_still_saved(project: Project) -> None:
@@ -514,7 +624,7 @@ def test_a_refused_background_judgment_answers_the_item_with_its_errors(project:
     client.post(reverse("annotation:task_next", args=[task.pk]))
     current = Assignment.objects.get(user=user)
     client.post(_ahead_url(task, current.item_id), headers=HX)
-    ahead = Assignment.objects.exclude(pk=current.pk).get(user=user)
+    ahead = Assignment.objects.exclude(pk=current.pk).filter(user=user).earliest("pk")
     url = reverse("annotation:judge", args=[task.pk, current.item_id])
     ahead_headers = {**HX, "X-Benchwright-Ahead": str(ahead.item_id)}
     invalid = client.post(url, {"value": "7", "comment": "kept"}, headers=ahead_headers)

@@ -1,7 +1,7 @@
 """Issue 25, finding 3: the next item is on screen at the key press. While an item is judged
-the judge page leases the items after it (a queue, ``AHEAD_MAX`` deep) and holds their judging
-areas; Enter shows the first at once and queues the judgment, the saves sent one at a time in
-order. A refusal or a network failure puts the judged item back with what was typed and says
+the judge page leases the items after it (a queue, ``AHEAD_MAX`` deep, filled by one request)
+and holds their judging areas; Enter shows the first at once and queues the judgment, the saves
+sent one at a time in order. A refusal or a network failure puts the judged item back with what was typed and says
 it was not saved. Runs on PostgreSQL too (DATABASE_URL). The server side is
 tests/annotation/test_next_ahead.py."""
 
@@ -100,6 +100,33 @@ def test_items_judged_by_keyboard_each_shown_from_memory(login_page, ready) -> N
     # One item on screen, AHEAD_MAX held ahead: never more.
     queue(page)
     assert Assignment.objects.filter(task=task, user=user, status="active").count() == 1 + AHEAD_MAX
+
+
+def test_one_request_fills_the_queue(login_page, ready) -> None:  # type: ignore[no-untyped-def]
+    """The page holds AHEAD_MAX items ahead after one request to the lease-ahead route, and
+    once it shows the first of them, one more request leases the one missing."""
+    demo_load()
+    task = JudgmentTask.objects.get(
+        project=Project.objects.get(data_format="atp"), name="Query verification"
+    )
+    user = get_user_model().objects.get(username="annotator1")
+    page = login_page(user)
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/next/ahead/" in r.url else None)
+    page.goto(f"/judgment-tasks/{task.pk}/next/")
+    expect(page.locator("form#judgment")).to_be_visible()
+    ready(page)
+    keys = queue(page)
+    assert len(set(keys)) == AHEAD_MAX
+    assert len(asked) == 1 and "held=" not in asked[0], asked
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.locator("#judging")).to_have_attribute("data-item-key", keys[0])
+    again = queue(page)
+    assert again[: AHEAD_MAX - 1] == keys[1:] and again[-1] not in keys
+    assert len(asked) == 2 and asked[1].count("held=") == AHEAD_MAX - 1, asked
+    active = Assignment.objects.filter(task=task, user=user, status="active")
+    assert active.count() == 1 + AHEAD_MAX
 
 
 def test_a_refusal_puts_the_item_back_with_its_input(login_page, ready) -> None:  # type: ignore[no-untyped-def]

@@ -14,8 +14,9 @@ BENCHWRIGHT_CHROMIUM) on the judge page, with the keyboard as a person would: ``
 "Keep", then the timer starts at the keydown of ``Enter`` (the submit) and stops at the first
 animation frame after the next item's judging area is on the page: shown from the queue of
 items the page holds leased ahead (judge.js's ``benchwright:judging-shown`` event; up to
-``AHEAD_MAX`` held, the next one asked for as soon as one is shown; the judgment joins the
-page's queue of saves, sent in the background one at a time in order) or swapped in by htmx
+``AHEAD_MAX`` held, all those missing leased in one request as soon as one is shown, the
+page's first request filling the whole queue; the judgment joins the page's queue of saves,
+sent in the background one at a time in order) or swapped in by htmx
 from the server's answer and settled. Every submit is timed: the next key press waits until
 the last one was, then --pause seconds (default 1.5, the simulated annotators' median think
 time; neither the items ahead nor the saves are waited for); a submit answered by a whole
