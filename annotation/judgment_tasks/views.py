@@ -130,17 +130,21 @@ def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if not leases:
         return HttpResponse(status=204)
     # Each area rendered by the template the single item uses (the judging partial).
-    areas = [_lease_area(request, task, lease) for lease in leases]
+    toolset = _toolset_for(task) if task.project.benchmark.plans else None  # read once
+    areas = [_lease_area(request, task, lease, toolset) for lease in leases]
     return render(request, "annotation/judge.html#ahead", {"areas": areas})
 
 
 def _lease_area(
-    request: HtmxHttpRequest, task: JudgmentTask, assignment: Assignment
+    request: HtmxHttpRequest,
+    task: JudgmentTask,
+    assignment: Assignment,
+    toolset: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """The judging area of a lease ahead, rendered, and its URL."""
     url, item, task_unit = _lease_target(request, task, assignment)
     template, context = _show_context(
-        request, task, item, task_unit, assignment=assignment, ahead=True
+        request, task, item, task_unit, assignment=assignment, ahead=True, toolset=toolset
     )
     return {"url": url, "html": render_to_string(template, context, request)}
 
@@ -207,8 +211,7 @@ def _on_judge_page(task: JudgmentTask) -> bool:
     return not task.has_units or unit_source(task.unit_kind).page is None
 
 
-def _plan_panel(item: Item) -> list[dict[str, Any]]:
-    toolset = _toolset_for(item)
+def _plan_panel(item: Item, toolset: dict[str, Any]) -> list[dict[str, Any]]:
     panels = []
     # The plans under judgment: the ground truth and its alternatives, not model predictions.
     for plan in item.plans.filter(origin="ground_truth"):
@@ -219,8 +222,10 @@ def _plan_panel(item: Item) -> list[dict[str, Any]]:
     return panels
 
 
-def _toolset_for(item: Item) -> Any:
-    return plan_toolset(item.project.toolset)
+def _toolset_for(task: JudgmentTask) -> dict[str, Any]:
+    """The tools the plans of the task's items are checked against (the items of a task are
+    its project's: read through the task, the project and its toolset are read once)."""
+    return plan_toolset(task.project.toolset)
 
 
 def _item_view(request: HttpRequest, task: JudgmentTask, item: Item) -> dict[str, Any]:
@@ -239,7 +244,10 @@ def _judge_context(
     item: Item,
     unit: str = "",
     lease: Assignment | None = None,
+    toolset: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``toolset``: :func:`_toolset_for` the task, when the caller read it already (a page
+    drawing several items reads it once)."""
     reviewer = permissions.can(user=request.user, project=task.project, action="adjudicate")
     context: dict[str, Any] = {
         "task": task,
@@ -256,7 +264,7 @@ def _judge_context(
         "can_adjudicate": reviewer,
     }
     if task.project.benchmark.plans and not unit:
-        context["plans"] = _plan_panel(item)
+        context["plans"] = _plan_panel(item, toolset or _toolset_for(task))
         context["input_files"] = plan_input_files([p["obj"] for p in context["plans"]])
     return context
 
@@ -427,9 +435,11 @@ def _show_context(
     read_again: bool = False,
     assignment: Assignment | None = None,
     ahead: bool = False,
+    toolset: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The template and context of :func:`_show`. ``ahead``: leased ahead, to be kept
-    hidden by the page until the current item is sent."""
+    hidden by the page until the current item is sent; ``toolset``: see
+    :func:`_judge_context`."""
     unit = task_unit.key if task_unit is not None else ""
     what = "unit" if unit else "item"
     if assignment is None:
@@ -439,7 +449,7 @@ def _show_context(
         raise PermissionDenied(f"This {what} is not assigned to you. Ask for the next {what}.")
     if read_again:
         item = selectors.task_item_get(user=request.user, task=task, pk=item.pk)
-    context = _judge_context(request, task, item, unit, lease=assignment)
+    context = _judge_context(request, task, item, unit, lease=assignment, toolset=toolset)
     # One's own judgment, from the judgments the page shows anyway (not read before a submit).
     mine = next((j for j in context["judgments"] if j.user_id == request.user.pk), None)
     change: dict[str, Any] | None = None

@@ -481,9 +481,11 @@ def _ahead_url(task: JudgmentTask, after: Any) -> str:
 
 
 #: The statements of one request that leases AHEAD_MAX items ahead and answers their judging
-#: areas (a request leasing one took 21): the session, user and task are read once; each
-#: lease and each area still costs its own (see the report of issue 25, finding 3).
-FILL_QUERIES = 57
+#: areas (one leasing a single item takes 22; 3 x 22 = 66): the session, user, task, and the
+#: toolset the plans are checked against are read once; each lease (9, its savepoint
+#: included) and each area (4: the item, its plans, its progress line, the judgments shown)
+#: cost their own.
+FILL_QUERIES = 48
 
 
 def _areas(answer: Any) -> list[tuple[str, str]]:
