@@ -42,18 +42,23 @@ def start(login_page, ready) -> tuple[Page, JudgmentTask]:  # type: ignore[no-un
     return page, task
 
 
+LOADED = 20_000
+
+
 def queue(page: Page, depth: int = AHEAD_MAX) -> list[str]:
     """The keys of the items the page holds ahead, once it holds ``depth`` of them."""
     area = page.locator("#judging")
     pattern = r"^\S+" + r"( \S+)" * (depth - 1) + "$"
-    expect(area).to_have_attribute("data-ahead-held", re.compile(pattern))
+    # A lease-ahead request on a loaded machine (the suite beside it) takes longer than
+    # expect()'s default 5 s.
+    expect(area).to_have_attribute("data-ahead-held", re.compile(pattern), timeout=LOADED)
     return str(area.get_attribute("data-ahead-held")).split()
 
 
 def held(page: Page) -> str:
     """The key of the first item the page holds ahead, once it holds one."""
     area = page.locator("#judging")
-    expect(area).to_have_attribute("data-ahead-held", re.compile(r"\S"))
+    expect(area).to_have_attribute("data-ahead-held", re.compile(r"\S"), timeout=LOADED)
     return str(area.get_attribute("data-ahead-held")).split()[0]
 
 
