@@ -165,6 +165,9 @@ def test_fresh_clone_bin_run_log_in_and_judge_an_item(browser, served, fresh_clo
         page.locator(".choice").first.click()
         page.get_by_role("button", name="Submit").click()
         expect(page.locator("h1")).not_to_have_text(first)
+        # The next item was held ahead and is shown at once; the judgment is saved in the
+        # background, and the undo line names the item once it is.
+        expect(page.locator("#undo")).to_contain_text(first)
     finally:
         context.close()
 
