@@ -94,26 +94,19 @@ def assignment_next_for_user(
         if paused:
             raise Forbidden(gold.paused_message(task=task, user=user))
         if ahead is not None:  # the page's own queue, not the oldest open lease
-            mine_id = ahead.answer
+            mine_id = ahead.answers[0] if ahead.answers else None
         if mine_id is not None:
             return Assignment.objects.select_related("item").get(pk=mine_id)
-        skip = ahead.skip if ahead is not None else []
-        finders = _finders(task, pushed=pushed, gated=gated)
-        if task.gold_rate:
-            # A gold item (unit), when one is due (gold.py).
-            lease = _lease_gold(task, user, now, opened=ahead.opened if ahead else None)
-            if lease is not None:
-                # The pull queue is searched all the same, so "next" takes as long for a gold
-                # item (unit) as for any other (timing must not tell them apart).
-                _finders(task, pushed=False, gated=gated)[0](
-                    task, user, now, list(skip), skip_locked=True
-                )
-                return lease
-        for find in finders:
-            lease = _lease_first(task, user, now, find, skip=skip)
-            if lease is not None:
-                return lease
-        return None
+        found = _lease_new(
+            task,
+            user,
+            now,
+            _finders(task, pushed=pushed, gated=gated),
+            gated=gated,
+            skip=ahead.skip if ahead is not None else [],
+            opened=ahead.opened if ahead is not None else None,
+        )
+        return found[0] if found is not None else None
 
 
 def assignments_ahead_for_user(
@@ -132,21 +125,65 @@ def assignments_ahead_for_user(
     (no item leased twice, at most :data:`AHEAD_MAX` ahead, gold schedule, units, pushes,
     doubt routing), the same locks, the same refusals (ValidationFailed: ``held`` naming
     :data:`AHEAD_MAX` items or more, or no live lease of ``ahead_of``)."""
+    require(user=user, project=task.project, action="judge")
+    if not task.active:
+        raise ValidationFailed("this judgment task is closed")
     now = now or timezone.now()
-    keys = [str(key) for key in held]
-    answered: list[Assignment] = []
     with transaction.atomic():
-        while True:
-            lease = assignment_next_for_user(
-                task=task, user=user, now=now, ahead_of=ahead_of, held=keys
-            )
-            if lease is None:
+        # The user's open leases are read and locked, and the pushes, gate and pause read,
+        # once for the whole fill; each new lease then costs only its own statements.
+        ahead = _ahead_leases(task, user, now, ahead_of, held)
+        _, pushed, gated, paused = _open_lease_and_pushes(task, user, now)
+        if paused:
+            raise Forbidden(gold.paused_message(task=task, user=user))
+        want = AHEAD_MAX - len(held)
+        ids = ahead.answers[:want]
+        by_id = Assignment.objects.select_related("item").in_bulk(ids) if ids else {}
+        answered = [by_id[pk] for pk in ids]
+        skip, opened = list(ahead.skip), list(ahead.opened)
+        finders = _finders(task, pushed=pushed, gated=gated)
+        while len(answered) < want:
+            found = _lease_new(task, user, now, finders, gated=gated, skip=skip, opened=opened)
+            if found is None:
                 break
+            lease, row_id = found
             answered.append(lease)
-            keys.append(page_key(lease.item_id, lease.unit))
-            if len(keys) >= AHEAD_MAX:
-                break
+            if row_id is not None:
+                skip.append(row_id)
+            opened.append((lease.item_id, lease.unit, lease.gold))
     return answered
+
+
+def _lease_new(
+    task: JudgmentTask,
+    user: User,
+    now: datetime,
+    finders: list[Any],
+    *,
+    gated: bool,
+    skip: Collection[int],
+    opened: Sequence[tuple[int, str, bool]] | None,
+) -> tuple[Assignment, int | None] | None:
+    """A new lease for ``user``: a gold item (unit) when one is due, else the first candidate
+    of ``finders`` with a free place; with the candidate row it took (an item id, or a
+    ``TaskUnit`` id; None for a gold unit, whose settled outcome keeps it out of the queue).
+    ``skip``: candidate rows never answered; ``opened``: the user's open leases when leasing
+    ahead (the gold schedule as it will stand once they are judged)."""
+    if task.gold_rate:
+        # A gold item (unit), when one is due (gold.py).
+        lease = _lease_gold(task, user, now, opened=opened)
+        if lease is not None:
+            # The pull queue is searched all the same, so "next" takes as long for a gold
+            # item (unit) as for any other (timing must not tell them apart).
+            _finders(task, pushed=False, gated=gated)[0](
+                task, user, now, list(skip), skip_locked=True
+            )
+            return lease, (None if lease.unit else lease.item_id)
+    for find in finders:
+        found = _lease_first(task, user, now, find, skip=skip)
+        if found is not None:
+            return found
+    return None
 
 
 def _finders(task: JudgmentTask, *, pushed: bool, gated: bool) -> list[Any]:
@@ -174,9 +211,9 @@ def page_key(item_id: int, unit: str) -> str:
 class _Ahead:
     """The user's open leases, as leasing ahead reads them (their rows locked)."""
 
-    #: The id of an open lease taken after the current one that the page does not hold, or
-    #: None (a new lease is due).
-    answer: int | None
+    #: The ids of the open leases taken after the current one that the page does not hold,
+    #: in the order they were taken (none: a new lease is due).
+    answers: list[int]
     #: The candidate rows of every open lease (item ids, or ``TaskUnit`` ids): never answered.
     skip: list[int]
     #: ``(item id, unit key, gold)`` of every open lease, in the order they were taken: the
@@ -220,13 +257,13 @@ def _ahead_leases(
     if not task.gold_rate:
         list(Assignment.objects.select_for_update().filter(pk=rows[at][0]).values_list("pk"))
     named = {str(key) for key in held}
-    answer = next((r[0] for r in rows[at + 1 :] if page_key(r[1], r[2]) not in named), None)
+    answers = [r[0] for r in rows[at + 1 :] if page_key(r[1], r[2]) not in named]
     if task.has_units:
         units = [row[2] for row in rows]
         skip = list(TaskUnit.objects.filter(task=task, key__in=units).values_list("pk", flat=True))
     else:
         skip = [row[1] for row in rows]
-    return _Ahead(answer=answer, skip=skip, opened=[(r[1], r[2], r[3]) for r in rows])
+    return _Ahead(answers=answers, skip=skip, opened=[(r[1], r[2], r[3]) for r in rows])
 
 
 def _open_lease_and_pushes(
@@ -356,9 +393,10 @@ def _lease_gold(
 
 def _lease_first(
     task: JudgmentTask, user: User, now: datetime, find: Any, *, skip: Collection[int] = ()
-) -> Assignment | None:
-    """Lease the first candidate ``find`` answers that still has a free place once locked;
-    ``skip``: candidate rows never answered (the user's open leases, when leasing ahead)."""
+) -> tuple[Assignment, int] | None:
+    """Lease the first candidate ``find`` answers that still has a free place once locked,
+    and answer it with its candidate row's id; ``skip``: candidate rows never answered (the
+    user's open leases, when leasing ahead)."""
     skip = list(skip)
     while True:
         # Prefer one nobody else is locking; if every candidate is locked right now,
@@ -371,7 +409,7 @@ def _lease_first(
         row_id, item_id, unit = found
         # Counted again once the row lock is held, in a fresh statement.
         if _places_taken(task, user, item_id, unit, now) < task.overlap:
-            return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now)
+            return _lease(task=task, user=user, item_id=item_id, unit=unit, now=now), row_id
         skip.append(row_id)
 
 

@@ -481,11 +481,12 @@ def _ahead_url(task: JudgmentTask, after: Any) -> str:
 
 
 #: The statements of one request that leases AHEAD_MAX items ahead and answers their judging
-#: areas (one leasing a single item takes 22; 3 x 22 = 66): the session, user, task, and the
-#: toolset the plans are checked against are read once; each lease (9, its savepoint
-#: included) and each area (4: the item, its plans, its progress line, the judgments shown)
-#: cost their own.
-FILL_QUERIES = 48
+#: areas (one leasing a single item takes 22; 3 x 22 = 66): the session, user and task, the
+#: user's open leases (read and locked), pushes, gate and pause (one statement), the savepoint
+#: around them, and the toolset the plans are checked against are read once; each new lease
+#: (4: the candidate, its places counted again, the lease, its push taken) and each area (4:
+#: the item, its plans, its progress line, the judgments shown) cost their own.
+FILL_QUERIES = 36
 
 
 def _areas(answer: Any) -> list[tuple[str, str]]:
