@@ -250,24 +250,47 @@ def checkpoints_rejudge(
     """Ask ``judge`` again on the checkpoints ``ids`` of ``kind`` ("search": the S judge on
     the run's queries and results; "visual": the V judge on the images from the match
     onwards, the any-pass rule) of a stored run, and nothing else: ``{id: 1 / 0}``, None
-    where the judge gave no verdict (its reply did not parse twice, no image...)."""
-    wanted = set(ids)
+    where the judge gave no verdict (its reply did not parse twice, no image...).
+    ValueError for another kind."""
+    rejudge = _REJUDGE_BY_KIND.get(kind)
+    if rejudge is None:
+        raise ValueError(f"kind: {kind!r} is not a checkpoint kind ({', '.join(_REJUDGE_BY_KIND)})")
+    found = rejudge(task, run, judge, set(ids), accepted)
+    return {cid: found.get(cid) for cid in ids}
+
+
+def _search_rejudge(
+    task: Mapping[str, Any],
+    run: mme.RunRecord,
+    judge: RunJudge,
+    wanted: set[str],
+    accepted: Sequence[str],
+) -> dict[str, int | None]:
+    """:func:`checkpoints_rejudge` for search checkpoints: the S judge, through the scorer."""
+    search = SearchJudge(judge)
     found: dict[str, int | None] = {}
-    if kind == "search":
-        search = SearchJudge(judge)
 
-        def only(
-            cp: Mapping[str, Any], queries: Sequence[str], contexts: Sequence[str]
-        ) -> bool | None:
-            cid = str(cp.get("id"))
-            if cid not in wanted:
-                return None
-            passed = search(cp, queries, contexts)
-            found[cid] = None if cid in search.fallbacks or passed is None else int(passed)
-            return passed
+    def only(cp: Mapping[str, Any], queries: Sequence[str], contexts: Sequence[str]) -> bool | None:
+        cid = str(cp.get("id"))
+        if cid not in wanted:
+            return None
+        passed = search(cp, queries, contexts)
+        found[cid] = None if cid in search.fallbacks or passed is None else int(passed)
+        return passed
 
-        mme.score_run(task, run, search_check=only, accepted=accepted)
-        return {cid: found.get(cid) for cid in ids}
+    mme.score_run(task, run, search_check=only, accepted=accepted)
+    return found
+
+
+def _visual_rejudge(
+    task: Mapping[str, Any],
+    run: mme.RunRecord,
+    judge: RunJudge,
+    wanted: set[str],
+    accepted: Sequence[str],
+) -> dict[str, int | None]:
+    """:func:`checkpoints_rejudge` for visual checkpoints: the V judge on each one's images."""
+    found: dict[str, int | None] = {}
     score = mme.score_run(task, run, accepted=accepted)
     checkpoints = {
         str(cp.get("id")): cp
@@ -282,7 +305,11 @@ def checkpoints_rejudge(
         if isinstance(visual, Mapping) and visual.get("method") == JUDGE:
             passed = visual.get("passed")
             found[res.id] = None if passed is None else int(bool(passed))
-    return {cid: found.get(cid) for cid in ids}
+    return found
+
+
+#: How each checkpoint kind is judged again.
+_REJUDGE_BY_KIND = {"search": _search_rejudge, "visual": _visual_rejudge}
 
 
 # --------------------------------------------------------------------------- scoring

@@ -81,3 +81,7 @@ def test_a_visual_correction_becomes_an_answer_and_only_its_checkpoint_is_asked_
         "C1": 1
     }
     assert judge_server.count - asked == 1
+    # A kind that is not a checkpoint kind is refused, naming the kinds, and asks nothing.
+    with pytest.raises(ValueError, match="'visul' is not a checkpoint kind \\(search, visual\\)"):
+        runs.run_checkpoints_rejudge(run=run, judge=judge, kind="visul", ids=["C1"])
+    assert judge_server.count - asked == 1
