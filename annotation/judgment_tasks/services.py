@@ -52,8 +52,11 @@ def _live(task: JudgmentTask, now: datetime) -> Q:
 
 #: How many items (units) one user may hold leased ahead of the one they judge now in a
 #: task: the depth of the judge page's queue (static/js/judge.js reads it from the page,
-#: ``data-ahead-max``). The one place this number is set.
-AHEAD_MAX = 3
+#: ``data-ahead-max``). The one place this number is set. Five, not three: with 50 annotators
+#: on a 2-CPU server a lease-ahead request sometimes took 4-7 s, longer than three items
+#: take to judge, and the queue ran dry (tests/perf/bench_next_item.py: p95 from 0.4-4.7 s
+#: down to 32-65 ms).
+AHEAD_MAX = 5
 
 
 def assignment_next_for_user(
