@@ -1228,6 +1228,7 @@ def _preload_for_chunks(*, sdk: bool) -> None:
     # Importing makes long-lived objects and almost no garbage cycles (~500 objects for all
     # of these): the collector's passes over them meanwhile (~0.07 s of CPU) find nothing.
     # The caller then freezes what was made (``_jobs_in_processes``).
+    collecting = gc.isenabled()
     gc.disable()
     try:
         import numpy.ma  # noqa: F401
@@ -1240,7 +1241,8 @@ def _preload_for_chunks(*, sdk: bool) -> None:
 
             tls_context()
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
 
 
 def _jobs_in_processes(job_ids: Sequence[int], processes: int, *, sdk: bool = True) -> None:
