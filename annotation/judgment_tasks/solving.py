@@ -10,7 +10,6 @@ from typing import Any
 
 from annotation.judgment_tasks.consensus import Rule
 from annotation.judgment_tasks.models import JudgmentTask, Scheme
-from benchmark.metrics.agentic_mme import final_answer_correct
 from benchmark.models import Item, Origin, Trajectory
 
 
@@ -42,6 +41,10 @@ def answer_matches(golden: dict[str, Any], answer: Any) -> bool:
     """Whether a verifier's answer matches ``golden`` (:func:`golden_answer`'s shape: the
     answer as verification recorded it when it began, or the item's answer now) or one of its
     variants, compared as the benchmark compares a model's final answer."""
+    # Agentic-MME's answer matching (and the imaging it loads with it, ~30 ms): imported on
+    # first use, not when the apps are set up (``AnnotationConfig.ready`` imports this module).
+    from benchmark.metrics.agentic_mme import final_answer_correct
+
     if not str(golden.get("value") or "").strip():
         return False
     return final_answer_correct({"golden_answer": golden}, str(answer))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation.plan_editor import selectors
 from benchmark import permissions
 from benchmark.input_drafts.scopes import expect_parts, int_part
 
@@ -19,6 +18,8 @@ def key(*, project_id: int, item_id: int, plan_key: str) -> str:
 
 def check(*, user: Any, parts: list[str]) -> None:
     """Whoever may save the item's plans (the same rules as the save)."""
+    from annotation.plan_editor import selectors  # on use: not when the apps are set up
+
     expect_parts(parts, "project", None, "item", None, "plan", None)
     project = selectors.plan_project_get(user=user, pk=int_part(parts, 1))
     item = selectors.plan_item_get(user=user, project=project, pk=int_part(parts, 3))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation.trajectories import selectors
 from benchmark import permissions
 from benchmark.input_drafts.scopes import expect_parts, int_part
 
@@ -18,6 +17,8 @@ def key(*, project_id: int, item_id: int) -> str:
 
 def check(*, user: Any, parts: list[str]) -> None:
     """Whoever may save the reference trajectory (the same rules as the save)."""
+    from annotation.trajectories import selectors  # on use: not when the apps are set up
+
     expect_parts(parts, "project", None, "item", None)
     project = selectors.trajectory_project_get(user=user, pk=int_part(parts, 1))
     item = selectors.trajectory_item_get(user=user, project=project, pk=int_part(parts, 3))

@@ -48,6 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmark.formats._jsonio import indented_json
 from benchmark.metrics import agentic_mme as mme
 
 from .base import (
@@ -477,9 +478,7 @@ class _Run:
         }
 
     def files(self, events: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, bytes]:
-        def dump(value: Any) -> bytes:
-            return json.dumps(value, ensure_ascii=False, indent=2).encode("utf-8")
-
+        dump = indented_json
         files = self.workspace.files()
         files["tool_use_list.json"] = dump(events)
         files["model_answer.txt"] = self.answer.encode("utf-8")
@@ -690,7 +689,7 @@ class AgenticMmeProtocol:
                 if name == "run_meta.json":
                     meta = json.loads(data)
                     meta["model"] = model
-                    data = json.dumps(meta, ensure_ascii=False, indent=2).encode("utf-8")
+                    data = indented_json(meta)
                 path = folder / name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)

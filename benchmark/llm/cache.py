@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import tempfile
 import threading
@@ -19,35 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-
-def _plain_float(value: float) -> bool:
-    return math.isfinite(value) and "e" not in repr(value)
-
-
-def plain_json(value: Any) -> bool:
-    """No float anywhere in ``value`` (dicts, lists and tuples walked) that orjson writes
-    otherwise than ``json``: NaN, infinity, or one written with an exponent (``1e-05``,
-    which orjson writes ``0.00001``). Every other float both write as ``repr`` does, and
-    strings, integers, booleans and null alike (every code point, escapes included).
-    Anything but those, dicts, lists and tuples (a date, a dataclass, which orjson writes and
-    ``json`` refuses) is not plain either. Walked with a stack, exact types first: a
-    request's ~500 values in ~0.04 ms."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        kind = type(v)
-        if kind is str or kind is int or kind is bool or v is None:
-            continue
-        if kind is dict or (kind is not list and kind is not tuple and isinstance(v, dict)):
-            stack.extend(v.values())
-        elif isinstance(v, list | tuple):
-            stack.extend(v)
-        elif isinstance(v, float):
-            if not _plain_float(v):
-                return False
-        elif not isinstance(v, str | int):
-            return False
-    return True
+# Which values orjson writes as json does: with the other JSON plumbing (the run files of
+# an agent's evaluation use it too), named here as before.
+from benchmark.formats._jsonio import plain_json as plain_json
 
 
 def _orjson_canonical(value: Any) -> bytes | None:

@@ -103,8 +103,9 @@ def test_data_commands_skip_the_system_checks(app: str, name: str) -> None:
 
 
 #: What the apps' ``ready()`` hooks register by name (job kinds, project page hooks, judging
-#: screens, history sources, blind verification's rules), not by importing it: views and the
-#: services and selectors behind them.
+#: screens, history sources, blind verification's rules, the editors' draft checks), not by
+#: importing it: views and the services and selectors behind them; and what a module they
+#: import uses in one function only (answer matching's Agentic-MME metric, and its imaging).
 NOT_AT_SETUP = [
     "benchmark.projects.views",
     "benchmark.datasets.services",
@@ -113,6 +114,10 @@ NOT_AT_SETUP = [
     "annotation.model_drafts.services",
     "annotation.verification.selectors",
     "annotation.verification.services",
+    "annotation.trajectories.selectors",
+    "annotation.plan_editor.selectors",
+    "benchmark.metrics.agentic_mme",
+    "PIL.Image",
 ]
 
 SETUP = """

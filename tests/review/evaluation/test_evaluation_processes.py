@@ -144,3 +144,31 @@ def test_jobs_not_committed_yet_run_in_this_process(
     run = services.evaluation_run_execute(run=run, jobs=jobs, processes=2)
     assert run.finished_at is not None
     assert EvaluationResult.objects.filter(run=run, status="ok").count() == 3
+
+
+@pytest.mark.django_db(transaction=True)  # the jobs are committed, as the command's are
+def test_the_chunks_processes_find_what_the_parent_made_frozen_and_the_parent_gets_it_back(
+    eval_project: Project, monkeypatch: Any
+) -> None:
+    import gc
+
+    monkeypatch.setattr(services, "PROCESS_MIN_ITEMS", 1)
+    run, jobs = services.evaluation_run_create(
+        project=eval_project, user=None, workers=8, processes=2
+    )
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+    def child(job_id: int) -> None:  # in the forked process: the parent's objects are frozen
+        os._exit(0 if gc.get_freeze_count() > 100_000 and gc.isenabled() else 5)
+
+    monkeypatch.setattr(services, "_job_in_child", child)
+    services.evaluation_run_execute(run=run, jobs=jobs, processes=2)
+    assert services.job_failed_messages(jobs) == []
+    # This process collects as before: nothing left frozen, the collector on.
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()  # a caller that had the collector off keeps it off
+    try:
+        services._preload_for_chunks(sdk=False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
