@@ -380,6 +380,11 @@ PATHS: list[tuple[str, str, str]] = [
         "annotation:task_next_ahead",
     ),
     (
+        "/judgment-tasks/7/next/ahead/release/",
+        "/judgment-tasks/7/next/ahead/release/",
+        "annotation:task_next_ahead_release",
+    ),
+    (
         "/audio/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
         "/audio/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
         "benchmark:audio",

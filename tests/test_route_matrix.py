@@ -914,6 +914,16 @@ ROUTES: dict[str, tuple[Case, ...]] = {
             query=lambda w: f"?after={w.titem.pk}",
         ),
     ),
+    "annotation:task_next_ahead_release": (
+        # The judge page left: the leases of the items it held ahead end (only the user's own).
+        Case(
+            "give back the items held ahead",
+            lambda w: {"pk": w.task.pk},
+            "view",
+            method="post",
+            data=lambda w: {"held": [str(w.item.pk)]},
+        ),
+    ),
     "annotation:task_next_images": (
         # The likely next item's thumbnails to prefetch: read-only, nothing leased.
         Case(

@@ -157,6 +157,33 @@ def assignments_ahead_for_user(
     return answered
 
 
+def assignments_ahead_release(
+    *, task: JudgmentTask, user: User, keys: Sequence[str], now: datetime | None = None
+) -> int:
+    """Give back the items (units) a judge page held leased ahead when it is left (closed,
+    reloaded, or another page opened): the user's open leases in ``task`` of the items (unit
+    keys) ``keys`` end now, so the items return to the pool at once instead of when the lease
+    runs out, and the gold schedule no longer counts them. Only the user's own unsubmitted
+    leases; a key naming nothing of theirs changes nothing. Answers how many ended.
+    ValidationFailed: a key that is not an item id (a unit key, for a task with units)."""
+    if not keys:
+        return 0
+    now = now or timezone.now()
+    leases = Assignment.objects.filter(
+        task=task, user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now
+    )
+    if task.has_units:
+        leases = leases.filter(unit__in=[str(key) for key in keys])
+    else:
+        ids: list[int] = []
+        for key in keys:
+            if not str(key).isdigit():
+                raise ValidationFailed(f"held: {str(key)[:40]!r} is not the id of an item")
+            ids.append(int(key))
+        leases = leases.filter(item_id__in=ids, unit="")
+    return leases.update(expires_at=now)
+
+
 def _lease_new(
     task: JudgmentTask,
     user: User,

@@ -14,6 +14,11 @@ urlpatterns = [
     path("<int:pk>/next/", views.task_next, name="task_next"),
     path("<int:pk>/next/images/", views.task_next_images, name="task_next_images"),
     path("<int:pk>/next/ahead/", views.task_next_ahead, name="task_next_ahead"),
+    path(
+        "<int:pk>/next/ahead/release/",
+        views.task_next_ahead_release,
+        name="task_next_ahead_release",
+    ),
     path("<int:pk>/items/<int:item_id>/", views.judge, name="judge"),
     path("<int:pk>/units/<str:unit>/", views.judge_unit, name="judge_unit"),
 ]

@@ -135,6 +135,22 @@ def task_next_ahead(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "annotation/judge.html#ahead", {"areas": areas})
 
 
+@login_required
+@require_POST
+def task_next_ahead_release(request: HttpRequest, pk: int) -> HttpResponse:
+    """The judge page is being left: end the leases of the items it held ahead, named by
+    ``held=<key>`` (repeated) in the form body, as the page sends it with
+    ``navigator.sendBeacon`` (CSRF token in the body). 204; 400 saying which key is wrong."""
+    task = selectors.task_get(user=request.user, pk=pk)
+    try:
+        services.assignments_ahead_release(
+            task=task, user=request_user(request), keys=request.POST.getlist("held")
+        )
+    except DomainError as exc:
+        return HttpResponse(exc.message, status=exc.status_code, content_type="text/plain")
+    return HttpResponse(status=204)
+
+
 def _lease_area(
     request: HtmxHttpRequest,
     task: JudgmentTask,

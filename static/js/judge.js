@@ -26,6 +26,7 @@
 // after it. The saves after a refused one are still sent. With nothing held, a submit waits
 // for a lease ahead on its way, else for the saves, then goes the usual way (the server
 // answers with the next item, the oldest of the user's leases).
+// Leaving the page with judgments not yet sent asks first; the items held ahead are given back.
 (() => {
   "use strict";
   let started = performance.now();
@@ -278,6 +279,9 @@
       body,
       credentials: "same-origin",
       redirect: "manual",
+      // A save on its way when the page is left still reaches the server (the browser keeps
+      // at most 64 KB of such requests: a judgment with a longer comment goes the usual way).
+      keepalive: small(body),
       headers: headers({ "X-Benchwright-Ahead": shown }),
     })
       .then(
@@ -302,6 +306,38 @@
       })
       .catch((error) => console.error(error)); // the saves after it go on all the same
   }
+
+  // Whether a form's fields (UTF-8, at most 3 bytes a character) fit a keepalive request.
+  const small = (body) =>
+    [...body.values()].reduce((n, v) => n + (typeof v === "string" ? 3 * v.length : v.size), 0) < 60000;
+
+  // Leaving the page (closed, reloaded, another page opened): with judgments not sent yet the
+  // browser asks first; the items held ahead are given back (their leases end now, so other
+  // people get them at once, not when the leases run out). A page the browser restores from
+  // its back-forward cache drops them and asks for its queue again.
+  let released = false;
+  window.addEventListener("beforeunload", (event) => {
+    if (!sending) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
+  window.addEventListener("pagehide", () => {
+    const area = judging();
+    const url = area && area.dataset.aheadRelease;
+    const keys = leased().map((entry) => entry.key);
+    if (!url || !keys.length || !navigator.sendBeacon) return;
+    const body = new FormData();
+    body.append("csrfmiddlewaretoken", csrf());
+    for (const key of keys) body.append("held", key);
+    released = navigator.sendBeacon(url, body);
+  });
+  window.addEventListener("pageshow", (event) => {
+    if (!event.persisted || !released) return;
+    released = false;
+    queue = queue.filter((entry) => entry.putBack);
+    mark();
+    prefetch();
+  });
 
   // The judgment of the item on screen joins the queue of saves (``next``: the item shown
   // in its place).

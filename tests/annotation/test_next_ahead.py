@@ -646,3 +646,70 @@ def test_a_refused_background_judgment_answers_the_item_with_its_errors(project:
     refused = client.post(url, {"value": "1"}, headers=ahead_headers)
     assert refused.status_code in (403, 409)
     assert "X-Judgment-Saved" not in refused
+
+
+# ------------------------------------------------- the page left: the items ahead given back
+
+
+def _live(user: Any) -> list[str]:
+    """The user's leases still running (an ended one stays "active" until it is taken again)."""
+    rows = Assignment.objects.filter(
+        user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=timezone.now()
+    )
+    return sorted(rows.values_list("item__external_id", flat=True))
+
+
+def test_leaving_the_page_gives_back_the_items_held_ahead(project: Project) -> None:
+    _more(project, 9)
+    task = _task(project, overlap=1)
+    a, b = _user(project, "a"), _user(project, "b")
+    current = services.assignment_next_for_user(task=task, user=a)
+    assert current is not None
+    held = _fill_at_once(task, a, current)
+    theirs = services.assignment_next_for_user(task=task, user=b)
+    assert theirs is not None
+    keys = [str(x.item_id) for x in held]
+    # Only the user's own open leases of the keys named end: not the one on screen, not
+    # another person's (b's item named too).
+    ended = services.assignments_ahead_release(task=task, user=a, keys=[*keys, str(theirs.item_id)])
+    assert ended == len(held) == services.AHEAD_MAX
+    assert _live(a) == ["i0"]
+    assert Assignment.objects.get(pk=theirs.pk).expires_at > timezone.now()
+    # Overlap 1: the items given back go to the next person at once, in the task's order.
+    services.judgment_submit(task=task, item=theirs.item, user=b, value=1)
+    again = services.assignment_next_for_user(task=task, user=b)
+    assert again is not None and again.item_id == held[0].item_id
+    # Given back twice, or naming nothing of theirs: nothing changes.
+    assert services.assignments_ahead_release(task=task, user=a, keys=keys) == 0
+    assert services.assignments_ahead_release(task=task, user=a, keys=[]) == 0
+
+
+def test_giving_back_refuses_a_key_that_is_not_an_item(project: Project) -> None:
+    task = _task(project)
+    user = _user(project, "a")
+    current = services.assignment_next_for_user(task=task, user=user)
+    assert current is not None
+    held = _fill_at_once(task, user, current)
+    with pytest.raises(ValidationFailed, match="held: 'x1' is not the id of an item"):
+        services.assignments_ahead_release(task=task, user=user, keys=[str(held[0].item_id), "x1"])
+    assert len(_live(user)) == 1 + len(held)  # nothing ended
+
+
+def test_the_release_endpoint(project: Project) -> None:
+    task = _task(project)
+    user = _user(project, "a")
+    client = _client(user)
+    client.post(reverse("annotation:task_next", args=[task.pk]))
+    current = Assignment.objects.get(user=user)
+    client.post(_ahead_url(task, current.item_id), headers=HX)
+    held = list(Assignment.objects.filter(user=user).exclude(pk=current.pk))
+    assert held
+    url = reverse("annotation:task_next_ahead_release", args=[task.pk])
+    bad = client.post(url, {"held": ["nope"]})
+    assert bad.status_code == 400 and b"held: 'nope' is not the id of an item" in bad.content
+    answer = client.post(url, {"held": [str(a.item_id) for a in held]})
+    assert answer.status_code == 204
+    assert _live(user) == [current.item.external_id]
+    # The judge page names the route.
+    page = client.get(reverse("annotation:judge", args=[task.pk, current.item_id])).content
+    assert f'data-ahead-release="{url}"' in page.decode()

@@ -344,3 +344,58 @@ def test_units_and_gold_units_are_judged_from_the_queue(login_page, ready) -> No
     assert gold_keys & {k for _, k in shown}  # a gold unit leased ahead, shown from the queue
     saved = Judgment.with_gold.filter(task=task, user=ann).order_by("created_at", "pk")
     assert list(saved.values_list("unit", flat=True)) == rated
+
+
+def until(page: Page, done, timeout_ms: int = LOADED) -> None:  # type: ignore[no-untyped-def]
+    """Wait until ``done()`` (the page's events dispatched meanwhile); fail on timeout."""
+    for _ in range(timeout_ms // 100):
+        if done():
+            return
+        page.wait_for_timeout(100)
+    assert done()
+
+
+def _live(task: JudgmentTask, user) -> list[int]:  # type: ignore[no-untyped-def]
+    """The item ids of the user's leases still running in ``task``."""
+    from django.utils import timezone
+
+    rows = Assignment.objects.filter(
+        task=task, user=user, status="active", expires_at__gt=timezone.now()
+    )
+    return sorted(rows.values_list("item_id", flat=True))
+
+
+def test_leaving_with_a_save_on_its_way_asks_first_and_gives_back_the_items_ahead(
+    login_page, ready
+) -> None:  # type: ignore[no-untyped-def]
+    """A judgment not sent yet is never lost to a link clicked: the browser asks first (the
+    page stays when told to). Once left, the items the page held ahead are given back at
+    once (their leases end), the item on screen keeps its lease."""
+    page, task = start(login_page, ready)
+    user = get_user_model().objects.get(username="annotator1")
+    keys = queue(page)
+    routes: list[Route] = []
+    page.route(JUDGE_POST, lambda route: routes.append(route))
+    dialogs: list[str] = []
+
+    def stay(dialog) -> None:  # type: ignore[no-untyped-def]
+        dialogs.append(dialog.type)
+        dialog.dismiss()
+
+    page.on("dialog", stay)
+    post = next_post(page, routes, lambda: (page.keyboard.press("1"), page.keyboard.press("Enter")))
+    expect(page.locator("#judging")).to_have_attribute("data-item-key", keys[0])
+    queue(page)  # topped up again
+    page.locator("nav.breadcrumb a").first.click()
+    until(page, lambda: dialogs == ["beforeunload"])
+    expect(page.locator("#judging")).to_have_attribute("data-item-key", keys[0])  # stayed
+    post.continue_()
+    expect(page.locator("#undo")).to_be_visible()  # saved
+    held = [int(key) for key in queue(page, min(AHEAD_MAX, 8 - 2))]
+    assert set(held) <= set(_live(task, user))
+    page.remove_listener("dialog", stay)
+    page.locator("nav.breadcrumb a").first.click()
+    expect(page).not_to_have_url(re.compile(r"/items/"))
+    assert dialogs == ["beforeunload"]  # nothing left to send: not asked again
+    on_screen = int(keys[0])
+    until(page, lambda: _live(task, user) == [on_screen])
