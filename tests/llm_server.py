@@ -14,8 +14,8 @@ replies for the next requests, in order, and ``respond = fn`` answers every requ
 "arguments": {...} or "raw json"}]}`` sent as OpenAI ``tool_calls``. Without either, every
 request gets ``answer``. ``Recorded.messages`` and ``Recorded.tools`` say what was sent.
 
-For speed scripts: ``delay`` seconds are slept before each reply (a model that answers in
-50 ms), each request in its own thread so concurrent requests wait concurrently;
+For speed scripts: each reply waits until ``delay`` seconds after its request arrived (a model
+that answers in 50 ms: reading and parsing the request count in it), each request in its own thread so concurrent requests wait concurrently;
 ``keep_alive`` answers over HTTP/1.1 keep-alive (as vLLM does); ``keep_requests=False`` counts
 requests without keeping their bodies (which carry every image as base64); and
 ``python tests/llm_server.py --delay 0.05 --respond module:function`` serves in a process of
@@ -191,9 +191,13 @@ class FakeModelServer:
                 return None
 
             def do_POST(self) -> None:  # noqa: N802
+                arrived = time.monotonic()
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server._arrive(self.path, dict(self.headers.items()), body)
+                # The delay counts from the request's arrival: reading and parsing its body
+                # (every image as base64, for a model under test) is part of the model's time.
+                spent = time.monotonic() - arrived
                 try:
                     server._release.wait(HOLD_TIMEOUT)
                     gated = server._gated
@@ -202,8 +206,8 @@ class FakeModelServer:
                             server.at_gate += 1
                             server._arrived.notify_all()
                         server._gate.wait(HOLD_TIMEOUT)
-                    if server.delay:
-                        time.sleep(server.delay)
+                    if server.delay > spent:
+                        time.sleep(server.delay - spent)
                     status, payload, headers = server._reply(self.path, body)
                 finally:
                     with server._lock:
