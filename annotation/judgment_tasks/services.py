@@ -157,6 +157,11 @@ def assignments_ahead_for_user(
     return answered
 
 
+#: The most keys one "give back" names (a page holds at most AHEAD_MAX; a few more may be
+#: named by a page that held some before its queue was refilled).
+RELEASE_MAX = 4 * AHEAD_MAX
+
+
 def assignments_ahead_release(
     *, task: JudgmentTask, user: User, keys: Sequence[str], now: datetime | None = None
 ) -> int:
@@ -168,6 +173,11 @@ def assignments_ahead_release(
     ValidationFailed: a key that is not an item id (a unit key, for a task with units)."""
     if not keys:
         return 0
+    if len(keys) > RELEASE_MAX:
+        raise ValidationFailed(
+            f"held: {len(keys)} keys named; a page holds at most {AHEAD_MAX} items ahead, and "
+            f"at most {RELEASE_MAX} are given back at once"
+        )
     now = now or timezone.now()
     leases = Assignment.objects.filter(
         task=task, user=user, status=AssignmentStatus.ACTIVE, expires_at__gt=now
@@ -177,7 +187,7 @@ def assignments_ahead_release(
     else:
         ids: list[int] = []
         for key in keys:
-            if not str(key).isdigit():
+            if not (str(key).isascii() and str(key).isdigit() and len(str(key)) <= 18):
                 raise ValidationFailed(f"held: {str(key)[:40]!r} is not the id of an item")
             ids.append(int(key))
         leases = leases.filter(item_id__in=ids, unit="")

@@ -713,3 +713,20 @@ def test_the_release_endpoint(project: Project) -> None:
     # The judge page names the route.
     page = client.get(reverse("annotation:judge", args=[task.pk, current.item_id])).content
     assert f'data-ahead-release="{url}"' in page.decode()
+
+
+@pytest.mark.parametrize("key", ["²", "1e3", "-1", "9" * 19, " 1"])
+def test_giving_back_refuses_a_key_that_is_not_an_item_id(project: Project, key: str) -> None:
+    task = _task(project)
+    user = _user(project, "a")
+    with pytest.raises(ValidationFailed, match="is not the id of an item"):
+        services.assignments_ahead_release(task=task, user=user, keys=[key])
+
+
+def test_giving_back_refuses_too_many_keys(project: Project) -> None:
+    task = _task(project)
+    user = _user(project, "a")
+    keys = [str(n) for n in range(services.RELEASE_MAX + 1)]
+    with pytest.raises(ValidationFailed, match=f"held: {len(keys)} keys named"):
+        services.assignments_ahead_release(task=task, user=user, keys=keys)
+    assert services.assignments_ahead_release(task=task, user=user, keys=keys[:-1]) == 0
