@@ -785,42 +785,44 @@ def results_store(
         )
 
 
-def result_outcome(result: EvaluationResult, *, external_id: str, files: bool = False) -> Outcome:
-    """A stored result as the protocol's ``Outcome`` (for ``summarize``, ``write_outputs``)."""
-    return Outcome(
-        item=external_id,
-        status=result.status,
-        output=result.output,
-        scores=dict(result.scores or {}),
-        files=files_read(result.files or {}) if files else {},
-        error=result.error,
-        model_calls=result.model_calls,
-        tool_calls=result.tool_calls,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        trace=[] if "trace" in result.get_deferred_fields() else list(result.trace or []),
-    )
-
-
+#: What a stored result gives its outcome; the trace (the largest field) only with files.
 _OUTCOME_FIELDS = (
-    "run", "item", "status", "output", "scores", "files", "trace", "error", "model_calls",
+    "item__external_id", "status", "output", "scores", "files", "error", "model_calls",
     "tool_calls", "prompt_tokens", "completion_tokens",
 )  # fmt: skip
 
 
+def _outcome(row: Mapping[str, Any], *, files: bool) -> Outcome:
+    """A stored result (its ``_OUTCOME_FIELDS`` and, with ``files``, its trace) as the
+    protocol's ``Outcome`` (for ``summarize``, ``write_outputs``)."""
+    return Outcome(
+        item=row["item__external_id"],
+        status=row["status"],
+        output=row["output"],
+        scores=dict(row["scores"] or {}),
+        files=files_read(row["files"] or {}) if files else {},
+        error=row["error"],
+        model_calls=row["model_calls"],
+        tool_calls=row["tool_calls"],
+        prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"],
+        trace=list(row.get("trace") or []),
+    )
+
+
 def run_outcomes(run: EvaluationRun, *, files: bool = False) -> list[Outcome]:
-    """The run's stored results as outcomes, in item order."""
+    """The run's stored results as outcomes, in item order: read as rows, not as model
+    objects (a run's summary reads every result, and building a thousand model objects with
+    their items took most of its time); the summary needs neither the trace nor the files."""
+    fields = [*_OUTCOME_FIELDS, *(("trace",) if files else ())]
     rows = (
         EvaluationResult.objects.filter(run=run)
-        .select_related("item")
-        .only(*_OUTCOME_FIELDS, "item__external_id")
         .order_by("item__position", "item_id")
+        .values_list(*fields)
     )
-    if not files:  # the summary needs neither the trace (the largest field) nor files
-        rows = rows.defer("trace")
     return [
-        result_outcome(r, external_id=r.item.external_id, files=files)
-        for r in rows.iterator(chunk_size=500)
+        _outcome(dict(zip(fields, row, strict=True)), files=files)
+        for row in rows.iterator(chunk_size=500)
     ]
 
 
@@ -901,9 +903,13 @@ def bootstrap_intervals(
 
 
 def run_summarize(*, run: EvaluationRun) -> dict[str, Any]:
-    """The protocol's summary over the run's results; once every item has a result it is
-    stored on the run with the bootstrap intervals of the leaderboard's columns."""
+    """The protocol's summary over the run's results, once every item has a result: stored
+    on the run with the bootstrap intervals of the leaderboard's columns. Before that (a
+    chunk that does not finish the run) nothing is read and the summary is empty: figures
+    over whichever items happen to be done would mean nothing."""
     protocol = protocol_of(run.project)
+    if EvaluationResult.objects.filter(run=run).count() < run.item_count:
+        return {}
     outcomes = run_outcomes(run)
     summary = _jsonable(protocol.summarize(outcomes)) if outcomes else {}
     if len(outcomes) >= run.item_count:

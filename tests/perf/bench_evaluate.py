@@ -22,6 +22,14 @@ the process's start and the printing of one JSON line per item) is printed besid
 The floor is the model's time divided by the workers: model calls made x latency / workers.
 Targets (issue 24): a <= 1.3 x floor with peak <= 300 MB; b <= 30 s; c <= 1.2 x floor.
 
+After c, a calibration (``calib``) times what no evaluation code can go below on this machine:
+``start``, a process that sets Django up and imports the model SDK and does nothing else
+(the median of 3), and ``calls``, c's own requests (rebuilt from its stored calls, before the
+clock starts) sent again by the SDK alone, ``sdk.post`` as the model client sends them, from
+as many processes and threads as c used, with no item read, scored or stored. Their sum is
+printed as a ratio to c's floor beside c's: the part of c's ratio above it is Benchwright's
+own work (the run, the items, scoring, storing, the summary, printing).
+
 Every round (``--runs``, default 3) starts from a fresh database (a PostgreSQL one named in
 ``--database-url`` is dropped and created again) and generates the data again; setup and each
 evaluation run in processes of their own. Printed: each round's figures, then the median of
@@ -293,11 +301,124 @@ def phase_evaluate(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _atp_bodies() -> list[bytes]:
+    """The requests of the last ATP-Bench run as they went out (images as data URLs)."""
+    import orjson
+
+    from benchmark.llm.client import ConversationRequest
+    from benchmark.models import Image
+    from review.evaluation.models import EvaluationCall, EvaluationRun
+
+    run = EvaluationRun.objects.filter(project__name=ATP_PROJECT).order_by("-pk").first()
+    assert run is not None
+    images: dict[str, bytes] = {}
+    bodies = []
+    for call in EvaluationCall.objects.filter(run=run).order_by("pk"):
+        refs = {
+            part["image_url"]["url"].removeprefix("sha256:")
+            for message in call.messages
+            if isinstance(message.get("content"), list)
+            for part in message["content"]
+            if part.get("type") == "image_url"
+        }
+        for image in Image.objects.filter(sha256__in=refs - set(images)):
+            with image.file.open("rb") as handle:
+                images[image.sha256] = handle.read()
+        request = ConversationRequest(
+            messages=tuple(call.messages),
+            images={ref: images[ref] for ref in refs},
+            tools=tuple(call.tools or ()),
+            params=dict(call.params or {}),
+        )
+        extra = {"tools": list(request.tools)} if request.tools else {}
+        body = {"model": MODEL, "messages": request.wire_messages(), **extra, **request.params}
+        bodies.append(orjson.dumps(body))
+    return bodies
+
+
+def _send_all(base_url: str, bodies: list[bytes], threads: int) -> None:
+    """In a process of its own: ``bodies`` sent by ``threads`` threads through one SDK
+    client (one connection pool, as the model client keeps one per run)."""
+    import queue
+    import threading
+
+    import openai
+
+    sdk = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0)
+    todo: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+    for body in bodies:
+        todo.put(body)
+
+    def send() -> None:
+        while True:
+            try:
+                body = todo.get_nowait()
+            except queue.Empty:
+                return
+            sdk.post("/chat/completions", content=body, cast_to=object)
+
+    pool = [threading.Thread(target=send) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+
+
+def phase_calibrate(args: argparse.Namespace) -> dict[str, Any]:
+    """What no evaluation code goes below here: the start of a process with Django and the
+    SDK, and c's requests sent by the SDK alone, split as c split them."""
+    import multiprocessing
+
+    import openai  # noqa: F401 - imported before the clock: the senders are forked with it
+    from django.db import connections
+
+    from review.evaluation.services import processes_for
+
+    starts = []
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", "import django; django.setup(); import openai"],
+            cwd=ROOT,
+            check=True,
+            env={**os.environ, "DJANGO_SETTINGS_MODULE": "benchmark.settings"},
+        )
+        starts.append(time.perf_counter() - started)
+    bodies = _atp_bodies()
+    processes = processes_for(args.workers)
+    threads = -(-args.workers // processes)  # as the run's chunks share its workers
+    connections.close_all()
+    context = multiprocessing.get_context("fork")
+    parts = [bodies[n::processes] for n in range(processes)]
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    children = [
+        context.Process(target=_send_all, args=(args.base_url, part, threads)) for part in parts
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join()
+    calls = time.perf_counter() - started
+    if any(child.exitcode for child in children):
+        raise SystemExit("the calibration's senders failed")
+    return {
+        "start": round(statistics.median(starts), 3),
+        "calls": round(calls, 3),
+        "requests": len(bodies),
+        "processes": processes,
+        "threads": threads,
+        "request_kb": round(statistics.mean(len(b) for b in bodies) / 1024, 1) if bodies else 0,
+        "load": round(load, 2),
+    }
+
+
 PHASES = {
     "setup": phase_setup,
     "mme": phase_evaluate,
     "replay": phase_evaluate,
     "atp": phase_evaluate,
+    "calibrate": phase_calibrate,
 }
 
 
@@ -319,6 +440,16 @@ def line(label: str, r: dict[str, Any], floor: float | None, latency: float) -> 
     return text + f"  load {r['load']:.2f}"
 
 
+def calib_line(c: dict[str, Any], floor: float) -> str:
+    total = c["start"] + c["calls"]
+    return (
+        f"  calib     {total:7.2f} s: start {c['start']:.2f} s (Django and the SDK imported) + "
+        f"calls {c['calls']:.2f} s ({c['requests']} requests of {c['request_kb']} KB by the SDK "
+        f"alone, {c['processes']} process(es) x {c['threads']} threads)  ratio "
+        f"{total / floor:4.2f}x  load {c['load']:.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=400, help="Agentic-MME tasks")
@@ -338,6 +469,7 @@ def main() -> None:
     server = ModelServer(args.latency)
     rounds: dict[str, list[dict[str, Any]]] = {"mme": [], "replay": [], "atp": []}
     floors: dict[str, list[float]] = {"mme": [], "atp": []}
+    calibs: list[dict[str, Any]] = []
     where = "postgresql" if args.database_url else "sqlite"
     print(
         f"{where}: Agentic-MME {args.tasks} tasks, ATP-Bench {args.atp_items} items, "
@@ -377,6 +509,9 @@ def main() -> None:
                         floor = r["calls_made"] * args.latency / args.workers
                         floors[phase].append(floor)
                     print(line(phase, r, floor, args.latency))
+                calib = run_phase(__file__, "calibrate", argv, env)
+                calibs.append(calib)
+                print(calib_line(calib, floors["atp"][-1]))
                 server.stop()
         print(f"medians of {args.runs} round(s):")
         for phase, label, target in (
@@ -398,6 +533,13 @@ def main() -> None:
                 text += f"  floor {floor:6.2f} s  ratio {med['seconds'] / floor:4.2f}x"
                 text += f" (runner {med['job_seconds'] / floor:4.2f}x)"
             print(f"{text}   target {target}")
+        start = statistics.median(c["start"] for c in calibs)
+        calls = statistics.median(c["calls"] for c in calibs)
+        floor = statistics.median(floors["atp"])
+        print(
+            f"  c. reachable   {start + calls:7.2f} s (start {start:.2f} s + calls {calls:.2f} s)"
+            f"  ratio {(start + calls) / floor:4.2f}x   the SDK and the model server alone"
+        )
         print(f"  load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min)")
     finally:
         server.stop()

@@ -195,9 +195,12 @@ def test_judges_follow_a_resume_once_and_only_a_judged_evaluation(
     evaluated: EvaluationRun,
     judge_server: ScriptedServer,
     django_capture_on_commit_callbacks: Any,
+    django_assert_num_queries: Any,
 ) -> None:
     run = evaluated
-    assert judges.evaluation_judge_follow(run=run, user=None) == []  # never judged
+    assert run.project  # loaded, as the job loads it with the run
+    with django_assert_num_queries(1):  # never judged: one look, no lock
+        assert judges.evaluation_judge_follow(run=run, user=None) == []
     _fail(run, "pear")
     _judge_all(run, judge_server)
     assert judges.evaluation_judge_follow(run=run, user=None) == []  # every answer judged

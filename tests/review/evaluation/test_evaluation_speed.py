@@ -26,8 +26,9 @@ from tests.llm_server import MODEL, FakeModelServer
 pytestmark = pytest.mark.django_db
 
 #: The queries of a run's whole job (claim, runner, one batch of items and records, one store
-#: of results and calls, progress, summary, finish), the same for 3 items as for 30.
-RUN_QUERIES = 33
+#: of results and calls, progress, summary, finish; for a run never judged, one look for
+#: judges to follow), the same for 3 items as for 30.
+RUN_QUERIES = 30
 
 
 def _items(project: Project, start: int, count: int) -> None:
