@@ -58,13 +58,18 @@ def _limits(raw: dict[str, Any], setting: str) -> dict[str, int]:
     return limits
 
 
+def _configured(project: Project, key: str) -> Any:
+    """What the project's setting ``evaluation.<key>`` holds (falsy: no provider)."""
+    return ((project.settings or {}).get("evaluation") or {}).get(key)
+
+
 def _http_provider(project: Project, key: str, class_path: str, tools: tuple[str, ...] = ()) -> Any:
     """The provider ``class_path`` at the HTTP API the project's setting ``evaluation.<key>``
     names, or None when it names none. ``tools``: the tools the setting may list under
     ``tools`` (the provider offers those only); empty for a provider without that choice.
     ValidationFailed naming the setting when it is wrong."""
     setting = _setting(key)
-    raw = ((project.settings or {}).get("evaluation") or {}).get(key)
+    raw = _configured(project, key)
     if not raw:
         return None
     if not isinstance(raw, dict) or not str(raw.get("base_url") or "").startswith(
@@ -120,6 +125,10 @@ def mms_tool_provider(project: Project) -> Any:
     """The project's provider of m&m's detection, segmentation, speech and public-API tools
     (``evaluation.mms_tools``), or None when it configures none. ValidationFailed naming the
     setting when it is wrong."""
+    if not _configured(project, "mms_tools"):
+        # Every project's runs ask (the factories are the operator's list): the m&m's tools'
+        # names are loaded (with Pillow and the image operations, ~25 ms) only where needed.
+        return None
     from benchmark.evaluation.mms_tools import PROVIDED_TOOLS
 
     return _http_provider(project, "mms_tools", MMS_TOOLS_CLASS, PROVIDED_TOOLS)

@@ -283,3 +283,44 @@ def test_the_provider_setting_is_checked_and_names_itself(settings: Any, monkeyp
     for setting, message in wrong:
         with pytest.raises(ValidationFailed, match=message):
             providers.mms_tool_provider(_project(setting))
+
+
+PROVIDERS_PROBE = """
+import django
+django.setup()
+import json, sys
+from benchmark.models import Project
+from review.evaluation.services import tool_providers
+tool_providers(Project(name="p", settings={setting!r}))
+print(json.dumps("benchmark.evaluation.mms_tools" in sys.modules))
+"""
+
+
+def _loads_mms_tools(setting: dict[str, Any]) -> bool:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    result = subprocess.run(
+        [sys.executable, "-c", PROVIDERS_PROBE.format(setting=setting)],
+        cwd=Path(__file__).resolve().parents[3],
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "benchmark.settings",
+            "EVALUATION_TOOL_PROVIDERS": ",".join(DEFAULT_PROVIDERS),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return bool(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_a_project_without_the_setting_does_not_load_the_mms_tools() -> None:
+    """Every run asks each listed factory for its provider: a project with no m&m's tool
+    provider (an ATP-Bench run) does not load the m&m's tools (and Pillow) to be told none;
+    one with the setting does."""
+    assert _loads_mms_tools({}) is False
+    assert _loads_mms_tools({"evaluation": {"mms_tools": {"base_url": "http://t/v1"}}}) is True
