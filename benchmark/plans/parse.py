@@ -51,6 +51,7 @@ _CODE_START = re.compile(
     re.MULTILINE,
 )
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?")
+_FENCE_CLOSE = re.compile(r"^[ \t]*```", re.MULTILINE)
 
 
 # --------------------------------------------------------------------------- records
@@ -430,22 +431,32 @@ class _CodeReader:
 
 def _strip_fence(text: str) -> tuple[str, int]:
     """The content of the first fenced block (```python ... ```), and how many lines precede
-    it; the text itself when there is no fence."""
+    it; the text itself when there is no fence. The block ends at the first fence that
+    starts a line after it (a string in the code may hold three backticks), else at the last
+    three backticks (a fence closed at the end of the last code line)."""
     match = _FENCE.search(text)
     if not match:
         return text, 0
     start = match.end()
-    end = text.find("```", start)
+    closing = _FENCE_CLOSE.search(text, start)
+    end = closing.start() if closing else text.rfind("```", start)
     body = text[start:] if end == -1 else text[start:end]
     return body, text.count("\n", 0, start)
 
 
 def parse_code_plan(code: str, tool_names: Sequence[str] | None = None) -> ParsedPlan:
     """Read a code-form plan (a ``def solve():`` program, or bare ``outputK = tool(...)``
-    lines). With ``tool_names``, function names are mapped to the toolset's spelling."""
-    body, offset = _strip_fence(code)
+    lines), as it is or, where that is not Python, inside a markdown fence (a model's
+    answer). With ``tool_names``, function names are mapped to the toolset's spelling."""
+    body, offset = code, 0
     try:
-        tree = ast.parse(body)
+        try:
+            tree = ast.parse(body)
+        except (SyntaxError, ValueError):
+            # Not Python as it stands: a program inside a fence. (Code that is Python is
+            # never read for fences: three backticks in one of its strings are text.)
+            body, offset = _strip_fence(code)
+            tree = ast.parse(body)
     except SyntaxError as exc:
         line = (exc.lineno or 1) + offset
         return ParsedPlan(

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from benchmark.plans.codegen import plan_to_code
@@ -57,6 +57,7 @@ def plans(draw: Any) -> list[dict[str, Any]]:
 
 @settings(max_examples=300, deadline=None)
 @given(plans())
+@example([{"id": 0, "name": "image editing", "args": {"_": {"```": None}}}])  # found by CI
 def test_code_form_parses_back_to_the_same_steps(steps: list[dict[str, Any]]) -> None:
     code = plan_to_code(steps)
     parsed = parse_code_plan(code, TOOLS)
@@ -103,3 +104,21 @@ def test_embedded_reference_and_braces() -> None:
 def test_what_code_cannot_say_names_the_step(steps: Any, message: str) -> None:
     with pytest.raises(PlanFormatError, match=message.replace("(", r"\(")):
         plan_to_code(steps)
+
+
+def test_three_backticks_in_a_string_are_text_fenced_or_not() -> None:
+    """A markdown fence is looked for only where the text is not Python as it stands, and a
+    fenced program ends at the fence that starts a line, not at backticks in one of its
+    strings."""
+    line = 'output0 = image_captioning(image="a ``` b")'
+    plain = parse_code_plan(line, TOOLS)
+    fenced = parse_code_plan(f"Here is the plan:\n```python\n{line}\n```\nDone.", TOOLS)
+    closed_inline = parse_code_plan(f"```python\n{line}```", TOOLS)
+    for parsed in (plain, fenced, closed_inline):
+        assert parsed.findings == []
+        assert parsed.to_json() == [
+            {"id": 0, "name": "image captioning", "args": {"image": "a ``` b"}}
+        ]
+    # A fenced program's error is reported on the answer's own line.
+    broken = parse_code_plan("Plan:\n```python\noutput0 = (\n```", TOOLS)
+    assert broken.findings[0].code == "parse_error" and broken.findings[0].line == 3
