@@ -38,35 +38,112 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
+class LiveRequests:
+    """What the live server is answering. Tracks the requests in flight, so a test's end can
+    wait for them, and, once ``quiet()`` is called, answers new ones 503 without touching the
+    database.
+
+    A browser test's page can still be talking to the server when the test's last assertion
+    passes: the judge page tops up its queue of items held ahead after the last key press, and
+    gives its held items back (``sendBeacon``) as its context closes. pytest-django then empties
+    the database (``TRUNCATE`` on PostgreSQL) while such a request holds a lock on one table
+    inside its transaction and waits for another: PostgreSQL reports a deadlock and the test
+    errors at teardown. ``quiet()`` runs before that, after the test's contexts are closed."""
+
+    WAIT = 30.0
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.in_flight = 0
+        self.closed = False
+        self.refused = 0
+
+    def open(self) -> None:
+        with self._changed:
+            self.closed = False
+
+    def enter(self) -> bool:
+        """Counts a request in; False if the server is quiet and the request is to be refused."""
+        with self._changed:
+            if self.closed:
+                self.refused += 1
+                return False
+            self.in_flight += 1
+            return True
+
+    def leave(self) -> None:
+        with self._changed:
+            self.in_flight -= 1
+            self._changed.notify_all()
+
+    def quiet(self, wait: float = WAIT) -> None:
+        """Refuses new requests and returns once those in flight are answered."""
+        with self._changed:
+            self.closed = True
+            if not self._changed.wait_for(lambda: self.in_flight == 0, timeout=wait):
+                raise RuntimeError(
+                    f"{self.in_flight} live-server request(s) still running {wait:.0f} s after "
+                    "the test: the database cannot be emptied under them"
+                )
+
+
+def _refuse(environ, start_response):  # type: ignore[no-untyped-def]
+    start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+    return [b"the test is over"]
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _one_request_at_a_time_on_shared_sqlite() -> Iterator[None]:
-    """On SQLite the test database lives in memory, shared between the live server's request
-    threads (``cache=shared``), where a table written by one connection is locked for the
-    others at once ("database table is locked": no busy timeout, unlike the file database of
-    a real server). Two requests at once (the judge page sends a judgment while it leases the
-    next item ahead) would fail there, so on such a database the live server answers one
-    request at a time (SQLite serialises writers anyway). On PostgreSQL requests run
-    concurrently, as in production. Only the answering is serialised, not a kept-alive
-    connection's wait for its next request."""
+def live_requests() -> Iterator[LiveRequests]:
+    """Wraps how the live server answers a request (``ServerHandler.run``) for two reasons.
+
+    - **Requests in flight are tracked** (``LiveRequests``), so that ``_quiet_server`` can wait
+      for them at each test's end.
+    - **On a shared in-memory SQLite, one request is answered at a time.** There the test
+      database lives in memory, shared between the live server's request threads
+      (``cache=shared``). A table written by one connection is locked for the others at once
+      ("database table is locked": no busy timeout, unlike the file database of a real
+      server). Two requests at once (the judge page sends a judgment while it leases the next
+      item ahead) would fail there. SQLite serialises writers anyway. On PostgreSQL requests
+      run concurrently, as in production. Only the answering is serialised, not a kept-alive
+      connection's wait for its next request."""
     from django.core.servers import basehttp
     from django.db import connections
 
     original = basehttp.ServerHandler.run
     lock = threading.Lock()
+    requests = LiveRequests()
 
     def shared_memory() -> bool:
         conn = connections["default"]
         return conn.vendor == "sqlite" and conn.is_in_memory_db()
 
-    def run(self, application):  # type: ignore[no-untyped-def]
+    def answer(self, application):  # type: ignore[no-untyped-def]
         if not shared_memory():
             return original(self, application)
         with lock:
             return original(self, application)
 
+    def run(self, application):  # type: ignore[no-untyped-def]
+        if not requests.enter():
+            return original(self, _refuse)
+        try:
+            return answer(self, application)
+        finally:
+            requests.leave()
+
     basehttp.ServerHandler.run = run  # type: ignore[method-assign]
-    yield
+    yield requests
     basehttp.ServerHandler.run = original  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_server(live_requests: LiveRequests) -> Iterator[None]:
+    """At a browser test's end, after its pages are closed (``login_page``'s teardown runs
+    before this one's) and before pytest-django empties the database: no request of the test
+    still running, and none let in."""
+    live_requests.open()
+    yield
+    live_requests.quiet()
 
 
 @pytest.fixture(scope="session")
